@@ -1,0 +1,145 @@
+//! Builds the engine from a `Config` and runs it: store, keys, audit writer, listener;
+//! graceful shutdown lets in-flight requests finish and flushes the audit log.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+use crate::auth::jwe::JweKeyPair;
+use crate::auth::jwt::JwtSigner;
+use crate::clock::{BusinessCalendar, Clock};
+use crate::config::Config;
+use crate::http::{AppState, Keys};
+use crate::store::audit::AuditWriter;
+use crate::store::{Store, settings};
+
+/// Opens the store and loads (or, on first start, generates) the environment's keys.
+pub fn open(config: &Config) -> anyhow::Result<(Arc<Store>, Keys)> {
+    let store = Store::open(&config.database_path())
+        .with_context(|| format!("opening {}", config.database_path().display()))?;
+    let keys = load_or_create_keys(&store)?;
+    Ok((Arc::new(store), keys))
+}
+
+/// Keys are made once, at first start. Two processes starting together may both generate;
+/// the first to store its key wins and both use that one.
+fn load_or_create_keys(store: &Store) -> anyhow::Result<Keys> {
+    let existing = store.read(|conn| {
+        Ok((
+            settings::get(conn, settings::JWE_PRIVATE_KEY)?,
+            settings::get(conn, settings::JWT_PRIVATE_KEY)?,
+        ))
+    })?;
+    let jwe_pem = match existing.0 {
+        Some(pem) => pem,
+        None => {
+            tracing::info!("generating the environment's RSA-3072 JWE key (first start)");
+            let fresh = JweKeyPair::generate().map_err(|e| anyhow::anyhow!("{e}"))?;
+            let pem = fresh.private_pem().expose().clone();
+            store.write(|tx| Ok(settings::get_or_insert(tx, settings::JWE_PRIVATE_KEY, &pem)?))?
+        }
+    };
+    let jwt_pem = match existing.1 {
+        Some(pem) => pem,
+        None => {
+            tracing::info!("generating the environment's P-256 JWT signing key (first start)");
+            let fresh = JwtSigner::generate().map_err(|e| anyhow::anyhow!("{e}"))?;
+            let pem = fresh.private_pem().expose().clone();
+            store.write(|tx| Ok(settings::get_or_insert(tx, settings::JWT_PRIVATE_KEY, &pem)?))?
+        }
+    };
+    Ok(Keys {
+        jwe: JweKeyPair::from_private_pem(&jwe_pem).map_err(|e| anyhow::anyhow!("stored JWE key: {e}"))?,
+        jwt: JwtSigner::from_private_pem(&jwt_pem).map_err(|e| anyhow::anyhow!("stored JWT key: {e}"))?,
+    })
+}
+
+/// A running engine. Dropping it does not stop it; call `shutdown`.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub state: AppState,
+    stop: Option<oneshot::Sender<()>>,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Running {
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops accepting, lets in-flight requests finish, and writes what is queued.
+    pub async fn shutdown(mut self) -> anyhow::Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        (&mut self.server).await??;
+        let audit = Arc::clone(&self.state.audit);
+        tokio::task::spawn_blocking(move || audit.shutdown()).await?;
+        Ok(())
+    }
+
+    /// Resolves when the server has stopped by itself (it only does on an I/O failure).
+    pub async fn stopped(&mut self) -> anyhow::Result<()> {
+        (&mut self.server).await??;
+        Ok(())
+    }
+}
+
+/// Starts the engine on `config.listen` (port 0 picks a free port).
+pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Running> {
+    if !config.listen.ip().is_loopback() {
+        if !config.allow_non_loopback {
+            anyhow::bail!(
+                "refusing to listen on {}: pass --allow-non-loopback to serve other machines",
+                config.listen
+            );
+        }
+        tracing::warn!(address = %config.listen, "listening beyond this machine");
+    }
+    let (store, keys) = tokio::task::block_in_place(|| open(&config))?;
+    let audit = AuditWriter::start(store.path(), config.correlation_retention_days)?;
+    let offset = store.read(|conn| Ok(settings::get(conn, settings::SANDBOX_OFFSET_DAYS)?))?;
+    let offset_days = offset.and_then(|o| o.parse().ok()).unwrap_or(0);
+    let calendar = BusinessCalendar::new(config.time_zone, offset_days);
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("binding {}", config.listen))?;
+    let addr = listener.local_addr()?;
+    let public_base_url = match &config.public_host {
+        Some(host) => format!("http://{host}:{}", addr.port()),
+        None => format!("http://{addr}"),
+    };
+    let state = AppState {
+        store,
+        audit: Arc::new(audit),
+        config: Arc::new(config),
+        keys: Arc::new(keys),
+        clock,
+        calendar: Arc::new(calendar),
+        public_base_url: public_base_url.into(),
+    };
+    let app = crate::http::router(state.clone());
+    let (stop, stopped) = oneshot::channel::<()>();
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|tcp| {
+        // Without it, small responses wait on delayed ACKs (about 40 ms per request).
+        let _ = tcp.set_nodelay(true);
+    });
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+            .with_graceful_shutdown(async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    tracing::info!(url = %format!("http://{addr}"), environment = state.config.environment.as_str(), "mandato is serving");
+    Ok(Running {
+        addr,
+        state,
+        stop: Some(stop),
+        server,
+    })
+}

@@ -1,0 +1,781 @@
+//! Session tokens: ES256 JWTs issued at login and checked on every merchant request.
+//!
+//! ES256 (ECDSA P-256 / SHA-256) rather than HMAC so the public key can be published
+//! (`/.well-known/jwks.json`) and merchants can verify tokens without holding a secret.
+//!
+//! Tokens are assembled and taken apart here, byte by byte; josekit only signs and checks the
+//! signature. Verification reads the header first and refuses any `alg` but `ES256` before any
+//! key is used, which rules out algorithm confusion (`none`, or HS256 keyed with our public key).
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chrono::{DateTime, Utc};
+use josekit::jwk::KeyPair;
+use josekit::jws::alg::ecdsa::{EcdsaJwsSigner, EcdsaJwsVerifier};
+use josekit::jws::{ES256, JwsSigner, JwsVerifier};
+use serde_json::{Map, Value, json};
+use std::fmt;
+
+use super::kid_from_spki_der;
+use crate::secret::Secret;
+
+/// The `iss` of every token we issue, and the only one we accept.
+pub const ISSUER: &str = "mandato";
+
+/// The only signature algorithm issued and accepted.
+pub const ALG: &str = "ES256";
+
+/// Header values echoed in [`JwtError::AlgorithmRefused`] are cut to this many characters.
+const ECHO_MAX_CHARS: usize = 32;
+
+/// Why a signer could not be made, a token issued, or a token accepted.
+///
+/// Every verification failure maps to HTTP 403; the variants exist for logs and tests. None
+/// carries the token, key material or josekit's own error text.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum JwtError {
+    /// The system could not generate a P-256 key.
+    #[error("could not generate the JWT signing key")]
+    KeyGeneration,
+    /// The PEM is not a P-256 private key (PKCS#8; SEC1 `EC PRIVATE KEY` is also read).
+    #[error("the JWT private key is not a P-256 private key in PEM form")]
+    InvalidPrivateKey,
+    /// `lifetime_secs` is not positive, or `now + lifetime` does not fit a timestamp.
+    #[error("the token lifetime must be a positive number of seconds")]
+    InvalidLifetime,
+    /// Signing failed (should not happen with a valid key).
+    #[error("could not sign the token")]
+    Signing,
+    /// Not three base64url parts, or a header/payload that is not a JSON object, or a required
+    /// claim missing or of the wrong type, or an unsupported `typ`/`crit`.
+    #[error("the token is malformed")]
+    Malformed,
+    /// The header `alg` is not `ES256` (e.g. `none`, `HS256`); echoes it, cut short.
+    #[error("token algorithm {alg:?} is refused")]
+    AlgorithmRefused { alg: String },
+    /// The header names a `kid` that is not our key (e.g. a token from before a key change).
+    #[error("the token was signed by an unknown key")]
+    UnknownKey,
+    /// The signature does not verify (tampered header or payload, or another key).
+    #[error("the token signature is invalid")]
+    InvalidSignature,
+    /// `iss` is not `mandato`.
+    #[error("the token issuer is not accepted")]
+    WrongIssuer,
+    /// `aud` does not name this environment.
+    #[error("the token is for another audience")]
+    WrongAudience,
+    /// `exp` is at or before now.
+    #[error("the token has expired")]
+    Expired,
+    /// `nbf` is after now.
+    #[error("the token is not valid yet")]
+    NotYetValid,
+}
+
+/// A freshly issued token, with what the login response reports about it.
+#[derive(Debug, Clone)]
+pub struct IssuedToken {
+    /// The compact JWT (`header.payload.signature`).
+    pub token: Secret<String>,
+    /// The `exp` claim as a date-time (whole seconds).
+    pub expires_at: DateTime<Utc>,
+    /// The `jti` claim (a UUID v4), for logs and revocation lists.
+    pub jti: String,
+}
+
+/// The claims of a verified token that callers need.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claims {
+    /// The commerce code the token was issued to; callers compare it with the `commerce` header.
+    pub sub: String,
+    /// Expiry, Unix seconds.
+    pub exp: i64,
+    /// Issue time, Unix seconds.
+    pub iat: i64,
+    /// Token id.
+    pub jti: String,
+}
+
+/// The environment's ES256 signing key (P-256), able to issue and verify session tokens.
+#[derive(Clone)]
+pub struct JwtSigner {
+    private_pem: Secret<String>,
+    kid: String,
+    x: String,
+    y: String,
+    signer: EcdsaJwsSigner,
+    verifier: EcdsaJwsVerifier,
+}
+
+impl fmt::Debug for JwtSigner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JwtSigner")
+            .field("kid", &self.kid)
+            .field("private_pem", &self.private_pem)
+            .finish_non_exhaustive()
+    }
+}
+
+impl JwtSigner {
+    /// Generates a new P-256 key.
+    pub fn generate() -> Result<Self, JwtError> {
+        let key_pair = ES256
+            .generate_key_pair()
+            .map_err(|_| JwtError::KeyGeneration)?;
+        let pem = String::from_utf8(key_pair.to_pem_private_key())
+            .map_err(|_| JwtError::KeyGeneration)?;
+        Self::from_private_pem(&pem).map_err(|_| JwtError::KeyGeneration)
+    }
+
+    /// Loads the key from a PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`) as stored by the
+    /// application. josekit also reads SEC1 (`EC PRIVATE KEY`); [`Self::private_pem`] always
+    /// gives back PKCS#8. Keys on other curves are refused.
+    pub fn from_private_pem(pem: &str) -> Result<Self, JwtError> {
+        let key_pair = ES256
+            .key_pair_from_pem(pem.trim().as_bytes())
+            .map_err(|_| JwtError::InvalidPrivateKey)?;
+        let private_pem = Secret::new(
+            String::from_utf8(key_pair.to_pem_private_key())
+                .map_err(|_| JwtError::InvalidPrivateKey)?,
+        );
+        let spki_der = key_pair.to_der_public_key();
+        let kid = kid_from_spki_der(&spki_der);
+        let jwk = key_pair.to_jwk_public_key();
+        let coordinate = |name: &str| match jwk.parameter(name) {
+            Some(Value::String(v)) => Ok(v.clone()),
+            _ => Err(JwtError::InvalidPrivateKey),
+        };
+        let (x, y) = (coordinate("x")?, coordinate("y")?);
+        let signer = ES256
+            .signer_from_pem(private_pem.expose().as_bytes())
+            .map_err(|_| JwtError::InvalidPrivateKey)?;
+        let verifier = ES256
+            .verifier_from_der(&spki_der)
+            .map_err(|_| JwtError::InvalidPrivateKey)?;
+        Ok(Self {
+            private_pem,
+            kid,
+            x,
+            y,
+            signer,
+            verifier,
+        })
+    }
+
+    /// The private key as PKCS#8 PEM, for the application to store.
+    pub fn private_pem(&self) -> &Secret<String> {
+        &self.private_pem
+    }
+
+    /// Key id: base64url of the first 16 bytes of SHA-256 of the public key's SPKI DER.
+    pub fn kid(&self) -> &str {
+        &self.kid
+    }
+
+    /// Issues a token for `commerce`, valid for `lifetime_secs` from `now`.
+    ///
+    /// Claims: `iss` `mandato`, `sub` the commerce, `aud` the audience (a single string), `iat`,
+    /// `exp`, `jti` (UUID v4). Header: `alg` ES256, `typ` JWT, `kid`. `now` is a parameter so
+    /// that callers use the application clock (and tests a fixed one).
+    pub fn issue(
+        &self,
+        commerce: &str,
+        audience: &str,
+        now: DateTime<Utc>,
+        lifetime_secs: i64,
+    ) -> Result<IssuedToken, JwtError> {
+        if lifetime_secs <= 0 {
+            return Err(JwtError::InvalidLifetime);
+        }
+        let iat = now.timestamp();
+        let exp = iat
+            .checked_add(lifetime_secs)
+            .ok_or(JwtError::InvalidLifetime)?;
+        let expires_at =
+            DateTime::<Utc>::from_timestamp(exp, 0).ok_or(JwtError::InvalidLifetime)?;
+        let jti = uuid::Uuid::new_v4().to_string();
+
+        let header = json!({"alg": ALG, "typ": "JWT", "kid": self.kid});
+        let payload = json!({
+            "iss": ISSUER,
+            "sub": commerce,
+            "aud": audience,
+            "iat": iat,
+            "exp": exp,
+            "jti": jti,
+        });
+        let signing_input = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(header.to_string()),
+            URL_SAFE_NO_PAD.encode(payload.to_string())
+        );
+        let signature = self
+            .signer
+            .sign(signing_input.as_bytes())
+            .map_err(|_| JwtError::Signing)?;
+        let token = format!("{signing_input}.{}", URL_SAFE_NO_PAD.encode(signature));
+        Ok(IssuedToken {
+            token: Secret::new(token),
+            expires_at,
+            jti,
+        })
+    }
+
+    /// Verifies a token and returns its claims.
+    ///
+    /// Checks, in order: shape; header `alg` exactly `ES256` (before touching any key); `typ`
+    /// (if present) `JWT`; no `crit`; `kid` (if present) ours; the signature; then `iss`, `aud`
+    /// (a string equal to `audience`, or an array containing it), `exp > now`, `nbf <= now` if
+    /// present, and that `sub`, `iat`, `jti` are present. Comparing `sub` with the `commerce`
+    /// header is the caller's job.
+    pub fn verify(
+        &self,
+        token: &str,
+        audience: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Claims, JwtError> {
+        let parts: Vec<&str> = token.split('.').collect();
+        let [header_b64, payload_b64, signature_b64] = parts[..] else {
+            return Err(JwtError::Malformed);
+        };
+        let header = decode_object(header_b64)?;
+
+        match header.get("alg") {
+            Some(Value::String(alg)) if alg == ALG => {}
+            Some(Value::String(alg)) => {
+                return Err(JwtError::AlgorithmRefused {
+                    alg: alg.chars().take(ECHO_MAX_CHARS).collect(),
+                });
+            }
+            _ => return Err(JwtError::Malformed),
+        }
+        match header.get("typ") {
+            None => {}
+            Some(Value::String(typ)) if typ.eq_ignore_ascii_case("JWT") => {}
+            Some(_) => return Err(JwtError::Malformed),
+        }
+        if header.contains_key("crit") {
+            return Err(JwtError::Malformed);
+        }
+        match header.get("kid") {
+            None => {}
+            Some(Value::String(kid)) if *kid == self.kid => {}
+            Some(Value::String(_)) => return Err(JwtError::UnknownKey),
+            Some(_) => return Err(JwtError::Malformed),
+        }
+
+        let signature = URL_SAFE_NO_PAD
+            .decode(signature_b64)
+            .map_err(|_| JwtError::Malformed)?;
+        let signing_input = &token[..header_b64.len() + 1 + payload_b64.len()];
+        self.verifier
+            .verify(signing_input.as_bytes(), &signature)
+            .map_err(|_| JwtError::InvalidSignature)?;
+
+        let claims = decode_object(payload_b64)?;
+        if claims.get("iss").and_then(Value::as_str) != Some(ISSUER) {
+            return Err(JwtError::WrongIssuer);
+        }
+        let audience_ok = match claims.get("aud") {
+            Some(Value::String(aud)) => aud == audience,
+            Some(Value::Array(auds)) => auds.iter().any(|a| a.as_str() == Some(audience)),
+            _ => false,
+        };
+        if !audience_ok {
+            return Err(JwtError::WrongAudience);
+        }
+        let int = |name: &str| claims.get(name).and_then(Value::as_i64);
+        let string = |name: &str| claims.get(name).and_then(Value::as_str).map(str::to_string);
+        let exp = int("exp").ok_or(JwtError::Malformed)?;
+        let now = now.timestamp();
+        if exp <= now {
+            return Err(JwtError::Expired);
+        }
+        match claims.get("nbf") {
+            None => {}
+            Some(nbf) => match nbf.as_i64() {
+                Some(nbf) if nbf <= now => {}
+                Some(_) => return Err(JwtError::NotYetValid),
+                None => return Err(JwtError::Malformed),
+            },
+        }
+        Ok(Claims {
+            sub: string("sub").ok_or(JwtError::Malformed)?,
+            exp,
+            iat: int("iat").ok_or(JwtError::Malformed)?,
+            jti: string("jti").ok_or(JwtError::Malformed)?,
+        })
+    }
+
+    /// The public key as a bare RFC 7517 JWK Set (no envelope), for `/.well-known/jwks.json`.
+    /// Public parts only: never `d`.
+    pub fn jwks(&self) -> Value {
+        json!({
+            "keys": [{
+                "kty": "EC",
+                "crv": "P-256",
+                "x": self.x,
+                "y": self.y,
+                "use": "sig",
+                "alg": ALG,
+                "kid": self.kid,
+            }]
+        })
+    }
+}
+
+/// Decodes one base64url part into a JSON object.
+fn decode_object(part: &str) -> Result<Map<String, Value>, JwtError> {
+    let bytes = URL_SAFE_NO_PAD
+        .decode(part)
+        .map_err(|_| JwtError::Malformed)?;
+    serde_json::from_slice(&bytes).map_err(|_| JwtError::Malformed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+    use std::sync::OnceLock;
+
+    const AUD: &str = "sandbox";
+
+    fn signer() -> &'static JwtSigner {
+        static KEY: OnceLock<JwtSigner> = OnceLock::new();
+        KEY.get_or_init(|| JwtSigner::generate().expect("generate"))
+    }
+
+    fn t0() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap()
+    }
+
+    fn b64(bytes: impl AsRef<[u8]>) -> String {
+        URL_SAFE_NO_PAD.encode(bytes)
+    }
+
+    fn parts(token: &str) -> Vec<String> {
+        token.split('.').map(str::to_string).collect()
+    }
+
+    fn decode_part(part: &str) -> Value {
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(part).unwrap()).unwrap()
+    }
+
+    /// Signs arbitrary header and payload JSON with our key, to test the claim checks.
+    fn sign_raw(s: &JwtSigner, header: &Value, payload: &Value) -> String {
+        let input = format!("{}.{}", b64(header.to_string()), b64(payload.to_string()));
+        let sig = s.signer.sign(input.as_bytes()).unwrap();
+        format!("{input}.{}", b64(sig))
+    }
+
+    fn claims_json(now: i64) -> Value {
+        json!({"iss": ISSUER, "sub": "76123456-7", "aud": AUD, "iat": now, "exp": now + 60, "jti": "j"})
+    }
+
+    fn our_header(s: &JwtSigner) -> Value {
+        json!({"alg": "ES256", "typ": "JWT", "kid": s.kid()})
+    }
+
+    #[test]
+    fn round_trip() {
+        let s = signer();
+        let issued = s.issue("76123456-7", AUD, t0(), 3600).unwrap();
+        assert_eq!(issued.expires_at, t0() + chrono::Duration::seconds(3600));
+        let token = issued.token.expose();
+
+        let p = parts(token);
+        assert_eq!(p.len(), 3);
+        assert_eq!(
+            decode_part(&p[0]),
+            json!({"alg": "ES256", "typ": "JWT", "kid": s.kid()})
+        );
+        let payload = decode_part(&p[1]);
+        assert_eq!(payload["iss"], "mandato");
+        assert_eq!(payload["aud"], AUD);
+        assert_eq!(URL_SAFE_NO_PAD.decode(&p[2]).unwrap().len(), 64);
+        assert!(uuid::Uuid::parse_str(&issued.jti).is_ok());
+
+        let claims = s.verify(token, AUD, t0()).unwrap();
+        assert_eq!(
+            claims,
+            Claims {
+                sub: "76123456-7".into(),
+                exp: t0().timestamp() + 3600,
+                iat: t0().timestamp(),
+                jti: issued.jti.clone(),
+            }
+        );
+        // Still valid one second before expiry.
+        let later = t0() + chrono::Duration::seconds(3599);
+        assert!(s.verify(token, AUD, later).is_ok());
+    }
+
+    #[test]
+    fn reloaded_key_verifies_and_keeps_kid() {
+        let s = signer();
+        let again = JwtSigner::from_private_pem(s.private_pem().expose()).unwrap();
+        assert_eq!(again.kid(), s.kid());
+        assert_eq!(again.jwks(), s.jwks());
+        let issued = again.issue("c", AUD, t0(), 60).unwrap();
+        assert!(s.verify(issued.token.expose(), AUD, t0()).is_ok());
+        assert!(
+            s.private_pem()
+                .expose()
+                .starts_with("-----BEGIN PRIVATE KEY-----")
+        );
+        assert_eq!(s.kid().len(), 22);
+    }
+
+    #[test]
+    fn jti_is_unique() {
+        let s = signer();
+        let a = s.issue("c", AUD, t0(), 60).unwrap();
+        let b = s.issue("c", AUD, t0(), 60).unwrap();
+        assert_ne!(a.jti, b.jti);
+    }
+
+    #[test]
+    fn expired() {
+        let s = signer();
+        let issued = s.issue("c", AUD, t0(), 60).unwrap();
+        let token = issued.token.expose();
+        let at_exp = t0() + chrono::Duration::seconds(60);
+        assert_eq!(s.verify(token, AUD, at_exp), Err(JwtError::Expired));
+        let after = t0() + chrono::Duration::days(1);
+        assert_eq!(s.verify(token, AUD, after), Err(JwtError::Expired));
+    }
+
+    #[test]
+    fn tampered_payload() {
+        let s = signer();
+        let issued = s.issue("76123456-7", AUD, t0(), 60).unwrap();
+        let mut p = parts(issued.token.expose());
+        let mut payload = decode_part(&p[1]);
+        payload["sub"] = json!("99999999-9");
+        p[1] = b64(payload.to_string());
+        assert_eq!(
+            s.verify(&p.join("."), AUD, t0()),
+            Err(JwtError::InvalidSignature)
+        );
+    }
+
+    #[test]
+    fn tampered_signature_and_header() {
+        let s = signer();
+        let issued = s.issue("c", AUD, t0(), 60).unwrap();
+        let p = parts(issued.token.expose());
+
+        let mut sig = URL_SAFE_NO_PAD.decode(&p[2]).unwrap();
+        sig[10] ^= 0x40;
+        let flipped = format!("{}.{}.{}", p[0], p[1], b64(&sig));
+        assert_eq!(
+            s.verify(&flipped, AUD, t0()),
+            Err(JwtError::InvalidSignature)
+        );
+
+        // A header without kid is allowed, but it is signed: changing it breaks the signature.
+        let no_kid = format!(
+            "{}.{}.{}",
+            b64(r#"{"alg":"ES256","typ":"JWT"}"#),
+            p[1],
+            p[2]
+        );
+        assert_eq!(
+            s.verify(&no_kid, AUD, t0()),
+            Err(JwtError::InvalidSignature)
+        );
+
+        // DER-encoded or truncated signatures are refused.
+        let short = format!("{}.{}.{}", p[0], p[1], b64(&sig[..63]));
+        assert_eq!(s.verify(&short, AUD, t0()), Err(JwtError::InvalidSignature));
+        let empty = format!("{}.{}.", p[0], p[1]);
+        assert_eq!(s.verify(&empty, AUD, t0()), Err(JwtError::InvalidSignature));
+    }
+
+    #[test]
+    fn another_key_is_refused() {
+        let other = JwtSigner::generate().unwrap();
+        let issued = other.issue("c", AUD, t0(), 60).unwrap();
+        assert_eq!(
+            signer().verify(issued.token.expose(), AUD, t0()),
+            Err(JwtError::UnknownKey)
+        );
+        // Same token without the kid: the signature check catches it.
+        let token = sign_raw(
+            &other,
+            &json!({"alg": "ES256", "typ": "JWT"}),
+            &claims_json(t0().timestamp()),
+        );
+        assert_eq!(
+            signer().verify(&token, AUD, t0()),
+            Err(JwtError::InvalidSignature)
+        );
+    }
+
+    #[test]
+    fn alg_none_is_refused() {
+        let s = signer();
+        let payload = claims_json(t0().timestamp());
+        for alg in ["none", "None", "NONE"] {
+            let header = json!({"alg": alg, "typ": "JWT", "kid": s.kid()});
+            for sig in ["", "AAAA"] {
+                let token = format!(
+                    "{}.{}.{sig}",
+                    b64(header.to_string()),
+                    b64(payload.to_string())
+                );
+                assert_eq!(
+                    s.verify(&token, AUD, t0()),
+                    Err(JwtError::AlgorithmRefused { alg: alg.into() })
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn hs256_keyed_with_our_public_key_is_refused() {
+        let s = signer();
+        // The classic confusion: HMAC keyed with the public key an attacker can download.
+        let public_pem = {
+            let pair = ES256.key_pair_from_pem(s.private_pem().expose()).unwrap();
+            pair.to_pem_public_key()
+        };
+        let hmac = josekit::jws::HS256.signer_from_bytes(&public_pem).unwrap();
+        let header = json!({"alg": "HS256", "typ": "JWT", "kid": s.kid()});
+        let payload = claims_json(t0().timestamp());
+        let input = format!("{}.{}", b64(header.to_string()), b64(payload.to_string()));
+        let token = format!("{input}.{}", b64(hmac.sign(input.as_bytes()).unwrap()));
+        assert_eq!(
+            s.verify(&token, AUD, t0()),
+            Err(JwtError::AlgorithmRefused {
+                alg: "HS256".into()
+            })
+        );
+        // Also with the JWKS JSON as the key.
+        let hmac = josekit::jws::HS256
+            .signer_from_bytes(s.jwks().to_string())
+            .unwrap();
+        let token = format!("{input}.{}", b64(hmac.sign(input.as_bytes()).unwrap()));
+        assert!(matches!(
+            s.verify(&token, AUD, t0()),
+            Err(JwtError::AlgorithmRefused { .. })
+        ));
+    }
+
+    #[test]
+    fn other_algs_and_bad_headers() {
+        let s = signer();
+        let payload = claims_json(t0().timestamp());
+        for alg in ["RS256", "ES384", "es256", "PS256", "EdDSA"] {
+            let token = sign_raw(s, &json!({"alg": alg, "kid": s.kid()}), &payload);
+            assert_eq!(
+                s.verify(&token, AUD, t0()),
+                Err(JwtError::AlgorithmRefused { alg: alg.into() })
+            );
+        }
+        for header in [
+            json!({"typ": "JWT"}),
+            json!({"alg": null}),
+            json!({"alg": ["ES256"]}),
+            json!({"alg": "ES256", "typ": "JWE"}),
+            json!({"alg": "ES256", "crit": ["b64"], "b64": false}),
+            json!({"alg": "ES256", "kid": 7}),
+            json!(["ES256"]),
+        ] {
+            let token = sign_raw(s, &header, &payload);
+            assert_eq!(
+                s.verify(&token, AUD, t0()),
+                Err(JwtError::Malformed),
+                "{header}"
+            );
+        }
+        // Signed by us but with a lowercase typ and no kid: fine.
+        let token = sign_raw(s, &json!({"alg": "ES256", "typ": "jwt"}), &payload);
+        assert!(s.verify(&token, AUD, t0()).is_ok());
+    }
+
+    #[test]
+    fn wrong_audience() {
+        let s = signer();
+        let issued = s.issue("c", "production", t0(), 60).unwrap();
+        assert_eq!(
+            s.verify(issued.token.expose(), AUD, t0()),
+            Err(JwtError::WrongAudience)
+        );
+        let now = t0().timestamp();
+        let mut payload = claims_json(now);
+        payload["aud"] = json!(["other", AUD]);
+        assert!(
+            s.verify(&sign_raw(s, &our_header(s), &payload), AUD, t0())
+                .is_ok()
+        );
+        for aud in [json!(["other"]), json!(null), json!(1), json!("Sandbox")] {
+            payload["aud"] = aud;
+            assert_eq!(
+                s.verify(&sign_raw(s, &our_header(s), &payload), AUD, t0()),
+                Err(JwtError::WrongAudience)
+            );
+        }
+        payload.as_object_mut().unwrap().remove("aud");
+        assert_eq!(
+            s.verify(&sign_raw(s, &our_header(s), &payload), AUD, t0()),
+            Err(JwtError::WrongAudience)
+        );
+    }
+
+    #[test]
+    fn wrong_issuer() {
+        let s = signer();
+        let mut payload = claims_json(t0().timestamp());
+        for iss in [json!("Mandato"), json!("evil"), json!(null)] {
+            payload["iss"] = iss;
+            assert_eq!(
+                s.verify(&sign_raw(s, &our_header(s), &payload), AUD, t0()),
+                Err(JwtError::WrongIssuer)
+            );
+        }
+    }
+
+    #[test]
+    fn claim_types_and_nbf() {
+        let s = signer();
+        let now = t0().timestamp();
+        let check = |edit: &dyn Fn(&mut Value), want: Result<(), JwtError>| {
+            let mut payload = claims_json(now);
+            edit(&mut payload);
+            let got = s
+                .verify(&sign_raw(s, &our_header(s), &payload), AUD, t0())
+                .map(|_| ());
+            assert_eq!(got, want, "{payload}");
+        };
+        check(
+            &|p| p["exp"] = json!((now + 60).to_string()),
+            Err(JwtError::Malformed),
+        );
+        check(
+            &|p| p["exp"] = json!(now as f64 + 60.5),
+            Err(JwtError::Malformed),
+        );
+        check(&|p| p["iat"] = json!(null), Err(JwtError::Malformed));
+        check(&|p| p["sub"] = json!(1), Err(JwtError::Malformed));
+        check(
+            &|p| {
+                p.as_object_mut().unwrap().remove("jti");
+            },
+            Err(JwtError::Malformed),
+        );
+        check(
+            &|p| {
+                p.as_object_mut().unwrap().remove("exp");
+            },
+            Err(JwtError::Malformed),
+        );
+        check(&|p| p["nbf"] = json!(now), Ok(()));
+        check(&|p| p["nbf"] = json!(now + 1), Err(JwtError::NotYetValid));
+        check(&|p| p["nbf"] = json!("soon"), Err(JwtError::Malformed));
+    }
+
+    #[test]
+    fn malformed_tokens() {
+        let s = signer();
+        let issued = s.issue("c", AUD, t0(), 60).unwrap();
+        let token = issued.token.expose();
+        let p = parts(token);
+        for bad in [
+            String::new(),
+            "abc".to_string(),
+            "a.b".to_string(),
+            format!("{token}.x"),
+            format!("{}.{}", p[0], p[1]),
+            format!("{}=.{}.{}", p[0], p[1], p[2]),
+            format!("{}.{}.{}+", p[0], p[1], p[2]),
+            format!("{}.{}.{}", b64("not json"), p[1], p[2]),
+            format!(" {token}"),
+        ] {
+            assert_eq!(
+                s.verify(&bad, AUD, t0()),
+                Err(JwtError::Malformed),
+                "{bad:?}"
+            );
+        }
+        // A payload that is not an object, properly signed.
+        let token = {
+            let input = format!("{}.{}", b64(our_header(s).to_string()), b64("[1,2]"));
+            format!("{input}.{}", b64(s.signer.sign(input.as_bytes()).unwrap()))
+        };
+        assert_eq!(s.verify(&token, AUD, t0()), Err(JwtError::Malformed));
+    }
+
+    #[test]
+    fn bad_lifetimes() {
+        let s = signer();
+        for lifetime in [0, -1, i64::MAX] {
+            assert_eq!(
+                s.issue("c", AUD, t0(), lifetime).unwrap_err(),
+                JwtError::InvalidLifetime
+            );
+        }
+    }
+
+    #[test]
+    fn jwks_is_public_only_and_verifies() {
+        let s = signer();
+        let jwks = s.jwks();
+        let keys = jwks["keys"].as_array().unwrap();
+        assert_eq!(keys.len(), 1);
+        let key = keys[0].as_object().unwrap();
+        assert!(!key.contains_key("d"));
+        let names: Vec<&str> = key.keys().map(String::as_str).collect();
+        assert_eq!(names, ["kty", "crv", "x", "y", "use", "alg", "kid"]);
+        assert_eq!(key["kty"], "EC");
+        assert_eq!(key["crv"], "P-256");
+        assert_eq!(key["kid"], s.kid());
+        assert_eq!(
+            URL_SAFE_NO_PAD
+                .decode(key["x"].as_str().unwrap())
+                .unwrap()
+                .len(),
+            32
+        );
+        assert_eq!(
+            URL_SAFE_NO_PAD
+                .decode(key["y"].as_str().unwrap())
+                .unwrap()
+                .len(),
+            32
+        );
+
+        // An independent verifier built from the JWKS alone accepts our tokens.
+        let jwk = josekit::jwk::Jwk::from_bytes(keys[0].to_string()).unwrap();
+        let verifier = ES256.verifier_from_jwk(&jwk).unwrap();
+        let issued = s.issue("c", AUD, t0(), 60).unwrap();
+        let (payload, header) =
+            josekit::jwt::decode_with_verifier(issued.token.expose(), &verifier).unwrap();
+        assert_eq!(header.algorithm(), Some("ES256"));
+        assert_eq!(payload.subject(), Some("c"));
+    }
+
+    #[test]
+    fn secrets_stay_out_of_debug() {
+        let s = signer();
+        let dbg = format!("{s:?}");
+        assert!(!dbg.contains("PRIVATE KEY"));
+        let issued = s.issue("c", AUD, t0(), 60).unwrap();
+        assert!(!format!("{issued:?}").contains(issued.token.expose().as_str()));
+    }
+
+    #[test]
+    fn bad_private_keys() {
+        let p384 = josekit::jws::ES384.generate_key_pair().unwrap();
+        let p384 = String::from_utf8(p384.to_pem_private_key()).unwrap();
+        let rsa = josekit::jwe::RSA_OAEP.generate_key_pair(2048).unwrap();
+        let rsa = String::from_utf8(rsa.to_pem_private_key()).unwrap();
+        for bad in ["", "junk", p384.as_str(), rsa.as_str()] {
+            assert_eq!(
+                JwtSigner::from_private_pem(bad).unwrap_err(),
+                JwtError::InvalidPrivateKey
+            );
+        }
+    }
+}

@@ -1,0 +1,307 @@
+//! The `mandato` command line (CONTRACT 10). Commands that change data open the same database
+//! file as a running `mandato serve` and write in their own short transactions, which SQLite
+//! (WAL, busy timeout) serializes with the server's.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use serde_json::json;
+
+use crate::auth::{api_key, password};
+use crate::config::{Config, Environment, default_data_dir};
+use crate::domain::rut::Rut;
+use crate::domain::state::PaymentMethod;
+use crate::secret::Secret;
+use crate::store::{Store, commerces};
+
+#[derive(Parser, Debug)]
+#[command(name = "mandato", version, about = "Payment mandates, installments and signed webhooks, self-contained")]
+pub struct Cli {
+    /// Where the database lives (default: the platform's data directory).
+    #[arg(long, global = true, env = "MANDATO_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Print one JSON object on stdout instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the engine: the HTTP listener (API, UI, pages) and background work.
+    Serve(ServeArgs),
+    /// Manage commerces.
+    #[command(subcommand)]
+    Commerce(CommerceCommand),
+    /// Manage API keys.
+    #[command(subcommand)]
+    Apikey(ApiKeyCommand),
+    /// Manage staff accounts for the UI.
+    #[command(subcommand)]
+    Staff(StaffCommand),
+    /// Print the environment's JWE public key (PEM).
+    PublicKey,
+    /// Write a consistent copy of the live database to FILE.
+    Backup { file: PathBuf },
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:7420")]
+    pub listen: std::net::SocketAddr,
+    /// `sandbox` (test helpers on) or `production`.
+    #[arg(long, default_value = "sandbox", value_parser = ["sandbox", "production"])]
+    pub environment: String,
+    /// Allow listening on an address other machines can reach.
+    #[arg(long)]
+    pub allow_non_loopback: bool,
+    /// The host name clients use, when not localhost (accepted in `Host`, used in links).
+    #[arg(long)]
+    pub public_host: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CommerceCommand {
+    /// Register a commerce; prints its webhook secret (and its password, when generated).
+    Add {
+        /// A RUT (normalized to 12345678-5) or an issued code.
+        #[arg(long)]
+        code: String,
+        #[arg(long)]
+        name: String,
+        /// Read the password from standard input instead of generating one.
+        #[arg(long)]
+        password_stdin: bool,
+        /// An allowed `channel` header value; repeat for several (default: any).
+        #[arg(long = "channel")]
+        channels: Vec<String>,
+        /// Payment-method ids the commerce offers (default: 3,4,11,5,6,14).
+        #[arg(long = "payment-method", value_delimiter = ',')]
+        payment_methods: Vec<i64>,
+        /// Manual payments must carry an authorization code.
+        #[arg(long)]
+        authorization_required: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ApiKeyCommand {
+    /// Create an API key and print it (once).
+    Create {
+        /// Limit the key to this commerce; repeat for several (default: every commerce).
+        #[arg(long = "commerce")]
+        commerces: Vec<String>,
+    },
+    /// Revoke the key with this prefix (its first 8 characters).
+    Revoke { prefix: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum StaffCommand {
+    /// Create a staff account.
+    Add {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        password_stdin: bool,
+        #[arg(long, default_value = "admin", value_parser = ["admin", "operator", "viewer"])]
+        role: String,
+    },
+}
+
+pub fn config_for(data_dir: Option<PathBuf>) -> Config {
+    Config::new(data_dir.unwrap_or_else(default_data_dir))
+}
+
+fn print(json_mode: bool, value: serde_json::Value, text: String) {
+    if json_mode {
+        println!("{value}");
+    } else {
+        println!("{text}");
+    }
+}
+
+fn read_stdin_secret() -> anyhow::Result<Secret<String>> {
+    let mut buf = String::new();
+    std::io::stdin().read_to_string(&mut buf).context("reading the password from stdin")?;
+    let password = buf.trim_end_matches(['\n', '\r']).to_string();
+    anyhow::ensure!(password.chars().count() >= 8, "the password must have at least 8 characters");
+    Ok(Secret::new(password))
+}
+
+fn generated_password() -> Secret<String> {
+    let key = api_key::generate();
+    Secret::new(key.key.expose()[3..27].to_string())
+}
+
+fn now() -> String {
+    crate::clock::timestamp(chrono::Utc::now())
+}
+
+/// Runs every command but `serve`.
+pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
+    let config = config_for(cli.data_dir.clone());
+    let json_mode = cli.json;
+    match cli.command {
+        Command::Serve(_) => unreachable!("serve is run by main"),
+        Command::Commerce(CommerceCommand::Add {
+            code,
+            name,
+            password_stdin,
+            channels,
+            payment_methods,
+            authorization_required,
+        }) => {
+            let code = match Rut::parse(&code) {
+                // Only a code written as a RUT (with its dash) is normalized as one.
+                Ok(rut) if code.contains('-') => rut.to_string(),
+                _ => crate::domain::external_id::ExternalId::parse(&code)
+                    .map_err(|_| anyhow::anyhow!("the code must be a RUT or 1 to 64 letters, digits, '-', '_', '.'"))?
+                    .as_str()
+                    .to_string(),
+            };
+            anyhow::ensure!(!name.trim().is_empty(), "the name must not be empty");
+            let methods: Vec<PaymentMethod> = if payment_methods.is_empty() {
+                PaymentMethod::ALL.to_vec()
+            } else {
+                payment_methods
+                    .iter()
+                    .map(|id| PaymentMethod::from_id(*id).ok_or_else(|| anyhow::anyhow!("unknown payment method {id}")))
+                    .collect::<anyhow::Result<_>>()?
+            };
+            let (password, generated) = if password_stdin {
+                (read_stdin_secret()?, false)
+            } else {
+                (generated_password(), true)
+            };
+            let secret = api_key::generate_webhook_secret();
+            let hash = password::hash_password(&password);
+            let store = Store::open(&config.database_path())?;
+            let channels = (!channels.is_empty()).then_some(channels);
+            store
+                .write(|tx| {
+                    commerces::insert(
+                        tx,
+                        &commerces::NewCommerce {
+                            code: &code,
+                            name: name.trim(),
+                            password_hash: &hash,
+                            channels: channels.as_deref(),
+                            payment_methods: &methods,
+                            webhook_secret: &secret,
+                            authorization_required,
+                            created_at: &now(),
+                        },
+                    )
+                })
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let mut value = json!({"code": code, "webhookSecret": secret.expose()});
+            let mut text = format!("commerce {code} registered\nwebhook secret: {}", secret.expose());
+            if generated {
+                value["password"] = json!(password.expose());
+                text.push_str(&format!("\npassword (shown once): {}", password.expose()));
+            }
+            print(json_mode, value, text);
+        }
+        Command::Apikey(ApiKeyCommand::Create { commerces: codes }) => {
+            let store = Store::open(&config.database_path())?;
+            let key = api_key::generate();
+            store
+                .write(|tx| commerces::insert_api_key(tx, &key.prefix, &key.hash, &codes, &now()))
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            print(
+                json_mode,
+                json!({"apiKey": key.key.expose(), "prefix": key.prefix, "commerces": codes}),
+                format!("API key (shown once): {}\nprefix: {}", key.key.expose(), key.prefix),
+            );
+        }
+        Command::Apikey(ApiKeyCommand::Revoke { prefix }) => {
+            let store = Store::open(&config.database_path())?;
+            let revoked = store
+                .write(|tx| commerces::revoke_api_key(tx, &prefix, &now()))
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            anyhow::ensure!(revoked > 0, "no active API key has prefix {prefix}");
+            print(json_mode, json!({"prefix": prefix, "revoked": revoked}), format!("revoked {revoked} key(s)"));
+        }
+        Command::Staff(StaffCommand::Add {
+            email,
+            password_stdin,
+            role,
+        }) => {
+            let email = crate::domain::contact::Email::parse(&email)
+                .map_err(|_| anyhow::anyhow!("not a valid e-mail address"))?;
+            let (password, generated) = if password_stdin {
+                (read_stdin_secret()?, false)
+            } else {
+                (generated_password(), true)
+            };
+            let hash = password::hash_password(&password);
+            let store = Store::open(&config.database_path())?;
+            store
+                .write(|tx| commerces::insert_staff(tx, email.as_str(), &hash, &role, &now()))
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let mut value = json!({"email": email.as_str(), "role": role});
+            let mut text = format!("staff account {} ({role}) created", email.as_str());
+            if generated {
+                value["password"] = json!(password.expose());
+                text.push_str(&format!("\npassword (shown once): {}", password.expose()));
+            }
+            print(json_mode, value, text);
+        }
+        Command::PublicKey => {
+            let (_, keys) = crate::app::open(&config)?;
+            let pem = keys.jwe.public_pem().to_string();
+            print(json_mode, json!({"publicKey": pem}), pem.trim_end().to_string());
+        }
+        Command::Backup { file } => {
+            anyhow::ensure!(!file.exists(), "{} already exists; choose a new file", file.display());
+            let store = Store::open(&config.database_path())?;
+            store.backup_to(&file)?;
+            print(
+                json_mode,
+                json!({"backup": file.display().to_string()}),
+                format!("database copied to {}", file.display()),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Runs `serve` until Ctrl-C or SIGTERM.
+pub async fn serve(data_dir: Option<PathBuf>, args: ServeArgs) -> anyhow::Result<()> {
+    let mut config = config_for(data_dir);
+    config.listen = args.listen;
+    config.allow_non_loopback = args.allow_non_loopback;
+    config.public_host = args.public_host;
+    config.environment = Environment::parse(&args.environment).expect("clap checked the value");
+    let clock: Arc<dyn crate::clock::Clock> = Arc::new(crate::clock::SystemClock);
+    tracing::info!(data_dir = %config.data_dir.display(), "starting");
+    let mut running = crate::app::start(config, clock).await?;
+    tokio::select! {
+        _ = shutdown_signal() => tracing::info!("shutting down: finishing in-flight requests"),
+        result = running.stopped() => return result,
+    }
+    running.shutdown().await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("installing the SIGTERM handler");
+        tokio::select! {
+            _ = ctrl_c => {},
+            _ = term.recv() => {},
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

@@ -1,0 +1,95 @@
+//! Everything an installation can be told, with the embedded defaults that make a fresh start
+//! need no configuration at all.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use chrono_tz::Tz;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Environment {
+    Sandbox,
+    Production,
+}
+
+impl Environment {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "sandbox" => Some(Environment::Sandbox),
+            "production" => Some(Environment::Production),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Environment::Sandbox => "sandbox",
+            Environment::Production => "production",
+        }
+    }
+
+    pub fn is_sandbox(self) -> bool {
+        self == Environment::Sandbox
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub data_dir: PathBuf,
+    pub listen: SocketAddr,
+    /// Binding anything but loopback must be asked for explicitly.
+    pub allow_non_loopback: bool,
+    pub environment: Environment,
+    /// The host name merchants and customers use, when it is not localhost (for `Host` checks
+    /// and absolute Magic Link URLs).
+    pub public_host: Option<String>,
+    pub time_zone: Tz,
+    pub countries: Vec<String>,
+    pub process_ids: Vec<String>,
+    pub jwt_lifetime_secs: i64,
+    /// How far `requestDateTime` may stray from the wall clock.
+    pub max_clock_skew_secs: i64,
+    pub magic_link_days: i64,
+    /// How long a correlationId is remembered for replay refusal.
+    pub correlation_retention_days: i64,
+}
+
+impl Config {
+    pub fn new(data_dir: PathBuf) -> Self {
+        Config {
+            data_dir,
+            listen: "127.0.0.1:7420".parse().expect("valid default address"),
+            allow_non_loopback: false,
+            environment: Environment::Sandbox,
+            public_host: None,
+            time_zone: chrono_tz::America::Santiago,
+            countries: vec!["CL".into()],
+            process_ids: vec!["HYBRID".into(), "API".into(), "BATCH".into()],
+            jwt_lifetime_secs: 3600,
+            max_clock_skew_secs: 300,
+            magic_link_days: 30,
+            correlation_retention_days: 7,
+        }
+    }
+
+    pub fn database_path(&self) -> PathBuf {
+        self.data_dir.join("mandato.db")
+    }
+}
+
+/// `~/.local/share/mandato` on Linux (honouring `XDG_DATA_HOME`), the platform's data directory
+/// elsewhere.
+pub fn default_data_dir() -> PathBuf {
+    if let Some(xdg) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(xdg).join("mandato");
+    }
+    let home = std::env::var_os("HOME")
+        .or_else(|| std::env::var_os("USERPROFILE"))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."));
+    if cfg!(target_os = "macos") {
+        home.join("Library/Application Support/mandato")
+    } else {
+        home.join(".local/share/mandato")
+    }
+}

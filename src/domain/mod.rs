@@ -1,0 +1,10 @@
+//! The rules of the product, with no I/O: every value that comes from outside is parsed here
+//! into a type that can only hold a valid value, so the rest of the crate never re-checks it.
+
+pub mod contact;
+pub mod external_id;
+pub mod mandate;
+pub mod money;
+pub mod rut;
+pub mod schedule;
+pub mod state;

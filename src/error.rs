@@ -1,0 +1,148 @@
+//! The failures an operation can end in, independent of HTTP. `http::error` maps each one to
+//! its status code and wire shape; clients match the stable `name`, never the message.
+
+use std::fmt;
+
+/// One problem with one input, located by a JSON path (`customer.contacts.email`,
+/// `header.correlationId`, `path.mandateId`, `query.limit`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+pub struct FieldError {
+    pub field: String,
+    pub code: String,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(field: impl Into<String>, code: &str, message: impl Into<String>) -> Self {
+        FieldError {
+            field: field.into(),
+            code: code.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Collects every problem of a request before answering, so the merchant fixes them all at once.
+#[derive(Debug, Default)]
+pub struct FieldErrors(Vec<FieldError>);
+
+impl FieldErrors {
+    pub fn new() -> Self {
+        FieldErrors(Vec::new())
+    }
+
+    pub fn push(&mut self, field: impl Into<String>, code: &str, message: impl Into<String>) {
+        self.0.push(FieldError::new(field, code, message));
+    }
+
+    pub fn missing(&mut self, field: impl Into<String>) {
+        self.push(field, "REQUIRED", "is required");
+    }
+
+    pub fn into_vec(self) -> Vec<FieldError> {
+        self.0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// `Ok(())` when nothing was found, otherwise the validation failure listing everything.
+    pub fn into_result(self) -> Result<(), Error> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Validation(self.0))
+        }
+    }
+}
+
+/// Why an operation did not happen. Nothing was written when an operation returns one of these:
+/// every operation runs in one transaction that is rolled back on error.
+#[derive(Debug)]
+pub enum Error {
+    /// 400 `VALIDATION_ERROR`: the request names bad fields.
+    Validation(Vec<FieldError>),
+    /// 400 with its own name: a business rule refuses the request (`MANDATE_STATE_CONFLICT`, ...).
+    Refused {
+        name: &'static str,
+        message: String,
+        field: Option<String>,
+    },
+    /// 403: any credential problem. The message never says which part was wrong beyond need.
+    Forbidden { name: &'static str, message: String },
+    /// 404: unknown, or belonging to another commerce (the two are indistinguishable on purpose).
+    NotFound { what: &'static str },
+    /// 410: the resource existed and is gone for good (a cancelled signature process).
+    Gone { name: &'static str, message: String },
+    /// 500: a fault of ours. The details go to the log, never to the client.
+    Internal(anyhow::Error),
+}
+
+impl Error {
+    pub fn refused(name: &'static str, message: impl Into<String>) -> Self {
+        Error::Refused {
+            name,
+            message: message.into(),
+            field: None,
+        }
+    }
+
+    pub fn refused_at(name: &'static str, field: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::Refused {
+            name,
+            message: message.into(),
+            field: Some(field.into()),
+        }
+    }
+
+    pub fn forbidden(name: &'static str, message: impl Into<String>) -> Self {
+        Error::Forbidden {
+            name,
+            message: message.into(),
+        }
+    }
+
+    pub fn not_found(what: &'static str) -> Self {
+        Error::NotFound { what }
+    }
+
+    pub fn validation(field: impl Into<String>, code: &str, message: impl Into<String>) -> Self {
+        Error::Validation(vec![FieldError::new(field, code, message)])
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Validation(errors) => write!(f, "validation failed on {} field(s)", errors.len()),
+            Error::Refused { name, message, .. } => write!(f, "{name}: {message}"),
+            Error::Forbidden { name, .. } => write!(f, "{name}"),
+            Error::NotFound { what } => write!(f, "{what} not found"),
+            Error::Gone { name, .. } => write!(f, "{name}"),
+            Error::Internal(e) => write!(f, "internal error: {e:#}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Self {
+        Error::Internal(e.into())
+    }
+}
+
+impl From<serde_json::Error> for Error {
+    fn from(e: serde_json::Error) -> Self {
+        Error::Internal(e.into())
+    }
+}
+
+impl From<anyhow::Error> for Error {
+    fn from(e: anyhow::Error) -> Self {
+        Error::Internal(e)
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

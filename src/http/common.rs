@@ -1,0 +1,265 @@
+//! The eight common headers of every `/api/v1` operation (CONTRACT 2): validated together, then
+//! the API key, the commerce and the correlationId; every request is audited afterwards.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, HeaderValue};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+use utoipa::IntoParams;
+
+use super::AppState;
+use super::error::{ApiError, CORRELATION_ID};
+use crate::error::{Error, FieldErrors};
+use crate::store::audit::{AuditEntry, Reservation};
+use crate::store::commerces::{self, Commerce};
+
+/// The common headers, as documented for every merchant operation.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(non_snake_case, dead_code)]
+pub struct CommonHeaders {
+    /// Country of origin of the request (`CL`).
+    country: String,
+    /// The commerce code; after login it must equal the JWT's `sub`.
+    commerce: String,
+    /// Integration channel agreed with the operator; at most 64 characters.
+    channel: String,
+    /// RFC 3339 date-time with offset, within 5 minutes of the server's clock.
+    requestDateTime: String,
+    /// A UUID, never reused by the commerce within 7 days.
+    correlationId: String,
+    /// Functional process: `HYBRID`, `API` or `BATCH`.
+    processId: String,
+    /// Sales executive or commercial integration; at most 64 characters.
+    salesExecutiveId: String,
+    /// The environment's API key.
+    #[param(rename = "x-api-key")]
+    x_api_key: String,
+}
+
+/// What the common-headers layer established about a request, for the handlers.
+#[derive(Clone, Debug)]
+pub struct MerchantRequest {
+    pub commerce: Arc<Commerce>,
+    pub correlation_id: String,
+}
+
+const AUDITED_HEADERS: [&str; 7] = [
+    "country",
+    "commerce",
+    "channel",
+    "requestDateTime",
+    "correlationId",
+    "processId",
+    "salesExecutiveId",
+];
+
+struct Validated {
+    commerce: String,
+    channel: String,
+    correlation_id: String,
+    api_key: String,
+}
+
+pub async fn layer(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = request.method().to_string();
+    let path = request.uri().path().to_string();
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| c.0.ip().to_string());
+    let headers = request.headers().clone();
+    let correlation = header(&headers, "correlationId")
+        .filter(|c| uuid::Uuid::parse_str(c).is_ok())
+        .map(str::to_string);
+    let mut audit = AuditEntry {
+        at: crate::clock::timestamp(state.clock.now()),
+        method,
+        path,
+        status: 0,
+        duration_ms: 0.0,
+        commerce: header(&headers, "commerce").map(str::to_string),
+        correlation_id: correlation.clone(),
+        api_key_prefix: None,
+        headers: audited_headers(&headers),
+        peer,
+    };
+    let response = CORRELATION_ID
+        .scope(correlation.clone(), async {
+            match admit(&state, &headers, &mut audit) {
+                Ok(merchant) => {
+                    let mut request = request;
+                    request.extensions_mut().insert(merchant);
+                    next.run(request).await
+                }
+                Err(e) => ApiError(e).into_response(),
+            }
+        })
+        .await;
+    let mut response = response;
+    if let Some(id) = correlation.and_then(|c| HeaderValue::from_str(&c).ok()) {
+        response.headers_mut().insert("correlationId", id);
+    }
+    audit.status = response.status().as_u16();
+    audit.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+    state.audit.log(audit);
+    response
+}
+
+/// Validates the headers, then the credentials, then the correlationId.
+fn admit(state: &AppState, headers: &HeaderMap, audit: &mut AuditEntry) -> Result<MerchantRequest, Error> {
+    let valid = validate(state, headers)?;
+    let key_hash = crate::auth::api_key::hash_key(&valid.api_key);
+    let (api_key, commerce) = state.store.read(|conn| {
+        Ok((
+            commerces::active_api_key_by_hash(conn, &key_hash)?,
+            commerces::by_code(conn, &valid.commerce)?,
+        ))
+    })?;
+    let Some(api_key) = api_key else {
+        return Err(Error::forbidden("INVALID_API_KEY", "the API key is unknown or revoked"));
+    };
+    audit.api_key_prefix = Some(api_key.prefix.clone());
+    let Some(commerce) = commerce else {
+        return Err(Error::forbidden("UNKNOWN_COMMERCE", "the commerce is not registered"));
+    };
+    if !api_key.allows(commerce.id) {
+        return Err(Error::forbidden("API_KEY_NOT_ALLOWED", "the API key is not valid for this commerce"));
+    }
+    if let Some(channels) = &commerce.channels
+        && !channels.contains(&valid.channel)
+    {
+        return Err(Error::validation(
+            "header.channel",
+            "CHANNEL_NOT_ALLOWED",
+            "the channel is not agreed for this commerce",
+        ));
+    }
+    let now = state.clock.now();
+    match state.audit.reserve_correlation(commerce.id, &valid.correlation_id, now)? {
+        Reservation::Fresh => {}
+        Reservation::Replayed => {
+            return Err(Error::refused_at(
+                "CORRELATION_ID_REUSED",
+                "header.correlationId",
+                "this correlationId was already used; send a new one for every attempt",
+            ));
+        }
+    }
+    Ok(MerchantRequest {
+        commerce: Arc::new(commerce),
+        correlation_id: valid.correlation_id,
+    })
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Checks all eight headers and reports every missing or malformed one.
+fn validate(state: &AppState, headers: &HeaderMap) -> Result<Validated, Error> {
+    let mut errors = FieldErrors::new();
+    let text = |name: &str, max: usize, errors: &mut FieldErrors| -> Option<String> {
+        let field = format!("header.{name}");
+        match headers.get(name) {
+            None => {
+                errors.missing(field);
+                None
+            }
+            Some(raw) => match raw.to_str().map(str::trim) {
+                Ok("") => {
+                    errors.push(field, "REQUIRED", "must not be empty");
+                    None
+                }
+                Ok(v) if v.chars().count() > max => {
+                    errors.push(field, "TOO_LONG", format!("at most {max} characters"));
+                    None
+                }
+                Ok(v) => Some(v.to_string()),
+                Err(_) => {
+                    errors.push(field, "INVALID_FORMAT", "must be printable ASCII");
+                    None
+                }
+            },
+        }
+    };
+    let country = text("country", 8, &mut errors);
+    let commerce = text("commerce", 64, &mut errors);
+    let channel = text("channel", 64, &mut errors);
+    let request_time = text("requestDateTime", 64, &mut errors);
+    let correlation = text("correlationId", 64, &mut errors);
+    let process = text("processId", 32, &mut errors);
+    let _sales_executive = text("salesExecutiveId", 64, &mut errors);
+    let api_key = text("x-api-key", 256, &mut errors);
+    let config = &state.config;
+    if let Some(c) = &country
+        && !config.countries.contains(c)
+    {
+        errors.push(
+            "header.country",
+            "INVALID_VALUE",
+            format!("must be one of {}", config.countries.join(", ")),
+        );
+    }
+    if let Some(p) = &process
+        && !config.process_ids.contains(p)
+    {
+        errors.push(
+            "header.processId",
+            "INVALID_VALUE",
+            format!("must be one of {}", config.process_ids.join(", ")),
+        );
+    }
+    if let Some(t) = &request_time {
+        check_request_time(t, state.clock.now(), config.max_clock_skew_secs, &mut errors);
+    }
+    if let Some(c) = &correlation
+        && uuid::Uuid::parse_str(c).is_err()
+    {
+        errors.push("header.correlationId", "INVALID_FORMAT", "must be a UUID");
+    }
+    errors.into_result()?;
+    Ok(Validated {
+        commerce: commerce.expect("checked above"),
+        channel: channel.expect("checked above"),
+        correlation_id: correlation.expect("checked above"),
+        api_key: api_key.expect("checked above"),
+    })
+}
+
+fn check_request_time(value: &str, now: DateTime<Utc>, max_skew_secs: i64, errors: &mut FieldErrors) {
+    match DateTime::parse_from_rfc3339(value) {
+        Err(_) => errors.push(
+            "header.requestDateTime",
+            "INVALID_FORMAT",
+            "must be an RFC 3339 date-time with offset, e.g. 2026-11-20T10:15:00-03:00",
+        ),
+        Ok(at) => {
+            let skew = (at.with_timezone(&Utc) - now).num_seconds().abs();
+            if skew > max_skew_secs {
+                errors.push(
+                    "header.requestDateTime",
+                    "CLOCK_SKEW",
+                    format!("must be within {max_skew_secs} seconds of the server's clock"),
+                );
+            }
+        }
+    }
+}
+
+/// The common headers worth keeping in the audit log; the API key and the token never are.
+fn audited_headers(headers: &HeaderMap) -> Value {
+    let mut map = Map::new();
+    for name in AUDITED_HEADERS {
+        if let Some(v) = header(headers, name) {
+            map.insert(name.to_string(), Value::String(v.chars().take(128).collect()));
+        }
+    }
+    Value::Object(map)
+}

@@ -1,0 +1,151 @@
+//! Field parsers shared by the resources: each reads one wire value into a domain type or
+//! records why it cannot, so a request's every problem is reported at once.
+
+use chrono::NaiveDate;
+
+use crate::domain::money::{Currency, Money};
+use crate::error::FieldErrors;
+use crate::operations::CustomerRef;
+
+pub fn currency(value: Option<&String>, field: &str, errors: &mut FieldErrors) -> Option<Currency> {
+    match value {
+        None => {
+            errors.missing(field);
+            None
+        }
+        Some(code) => {
+            let parsed = Currency::parse(code);
+            if parsed.is_none() {
+                errors.push(field, "INVALID_CURRENCY", "must be CLP, CLF or USD");
+            }
+            parsed
+        }
+    }
+}
+
+/// An amount in a currency; `currency` is `None` when the currency itself was bad, in which
+/// case only presence is checked.
+pub fn money(
+    value: Option<&serde_json::Number>,
+    currency: Option<Currency>,
+    field: &str,
+    errors: &mut FieldErrors,
+) -> Option<Money> {
+    let Some(number) = value else {
+        errors.missing(field);
+        return None;
+    };
+    let currency = currency?;
+    match Money::parse(number, currency) {
+        Ok(m) => Some(m),
+        Err(e) => {
+            errors.push(field, "INVALID_AMOUNT", e.to_string());
+            None
+        }
+    }
+}
+
+pub fn date(value: Option<&String>, field: &str, errors: &mut FieldErrors) -> Option<NaiveDate> {
+    let Some(text) = value else {
+        errors.missing(field);
+        return None;
+    };
+    match NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        Ok(d) if text.len() == 10 => Some(d),
+        _ => {
+            errors.push(field, "INVALID_DATE", "must be a date YYYY-MM-DD");
+            None
+        }
+    }
+}
+
+/// A date that must not be before the business date.
+pub fn future_date(
+    value: Option<&String>,
+    field: &str,
+    today: NaiveDate,
+    errors: &mut FieldErrors,
+) -> Option<NaiveDate> {
+    let d = date(value, field, errors)?;
+    if d < today {
+        errors.push(field, "DATE_IN_PAST", format!("must be {today} or later"));
+        return None;
+    }
+    Some(d)
+}
+
+/// Exactly one of two alternative ids (`userId`/`internalUserId`, `id`/`internalId`).
+/// Answers `(true, first)` or `(false, second)`.
+pub fn one_of<T>(
+    first: (Option<T>, &str),
+    second: (Option<T>, &str),
+    field: &str,
+    errors: &mut FieldErrors,
+) -> Option<(bool, T)> {
+    match (first.0, second.0) {
+        (Some(a), None) => Some((true, a)),
+        (None, Some(b)) => Some((false, b)),
+        (Some(_), Some(_)) => {
+            errors.push(
+                field,
+                "ONE_OF_REQUIRED",
+                format!("send exactly one of {} and {}, not both", first.1, second.1),
+            );
+            None
+        }
+        (None, None) => {
+            errors.push(field, "ONE_OF_REQUIRED", format!("send one of {} or {}", first.1, second.1));
+            None
+        }
+    }
+}
+
+pub fn customer_ref(
+    user_id: Option<&String>,
+    internal_user_id: Option<&String>,
+    field: &str,
+    errors: &mut FieldErrors,
+) -> Option<CustomerRef> {
+    let (external, id) = one_of((user_id, "userId"), (internal_user_id, "internalUserId"), field, errors)?;
+    if id.trim().is_empty() || id.len() > 64 {
+        let which = if external { "userId" } else { "internalUserId" };
+        errors.push(format!("{field}.{which}"), "INVALID_ID", "1 to 64 characters");
+        return None;
+    }
+    Some(if external {
+        CustomerRef::UserId(id.clone())
+    } else {
+        CustomerRef::InternalUserId(id.clone())
+    })
+}
+
+/// A webhook URL: `https://` with a host, at most 2048 characters.
+pub fn https_url(value: Option<&String>, field: &str, errors: &mut FieldErrors) -> Option<String> {
+    let text = value?.trim();
+    match url::Url::parse(text) {
+        Ok(u) if u.scheme() == "https" && u.host().is_some() && text.len() <= 2048 => Some(text.to_string()),
+        _ => {
+            errors.push(field, "INVALID_URL", "must be an https:// URL");
+            None
+        }
+    }
+}
+
+/// The browser return address: `https://`, or `http://` on this machine (for development).
+pub fn callback_url(value: Option<&String>, field: &str, errors: &mut FieldErrors) -> Option<String> {
+    let text = value?.trim();
+    let ok = match url::Url::parse(text) {
+        Ok(u) if text.len() <= 2048 => match u.scheme() {
+            "https" => u.host().is_some(),
+            "http" => matches!(u.host_str(), Some("localhost" | "127.0.0.1" | "[::1]")),
+            _ => false,
+        },
+        _ => false,
+    };
+    if ok {
+        Some(text.to_string())
+    } else {
+        errors.push(field, "INVALID_URL", "must be an https:// URL (or http://localhost)");
+        None
+    }
+}

@@ -1,0 +1,180 @@
+//! The HTTP listener: the merchant API under `/api/v1`, the OpenAPI document, and (as they
+//! land) the staff API, the Magic Link and signing pages and the UI.
+//!
+//! DTOs live here and only here; handlers turn them into validated commands, run the
+//! operation in one transaction and turn the result back into DTOs.
+
+pub mod auth;
+pub mod common;
+pub mod envelope;
+pub mod error;
+pub mod fields;
+pub mod guard;
+pub mod installments;
+pub mod json;
+pub mod login;
+pub mod mandates;
+pub mod receivables;
+pub mod users;
+pub mod wire;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::get;
+use chrono::NaiveDate;
+use rusqlite::{Connection, Transaction};
+use utoipa::OpenApi;
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::auth::jwe::JweKeyPair;
+use crate::auth::jwt::JwtSigner;
+use crate::clock::{BusinessCalendar, Clock};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::operations::Ctx;
+use crate::store::Store;
+use crate::store::audit::AuditWriter;
+use crate::store::commerces::Commerce;
+use error::ApiError;
+
+/// The environment's key material.
+pub struct Keys {
+    pub jwe: JweKeyPair,
+    pub jwt: JwtSigner,
+}
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Arc<Store>,
+    pub audit: Arc<AuditWriter>,
+    pub config: Arc<Config>,
+    pub keys: Arc<Keys>,
+    pub clock: Arc<dyn Clock>,
+    pub calendar: Arc<BusinessCalendar>,
+    /// `http://host:port` as customers reach this installation, for absolute Magic Links.
+    pub public_base_url: Arc<str>,
+}
+
+impl AppState {
+    pub fn today(&self) -> NaiveDate {
+        self.calendar.today(self.clock.now())
+    }
+
+    fn ctx<'a>(&self, commerce: &'a Commerce) -> Ctx<'a> {
+        let now = self.clock.now();
+        Ctx {
+            commerce,
+            now,
+            today: self.calendar.today(now),
+        }
+    }
+
+    /// Runs an operation in one write transaction, off the async workers (a durable commit
+    /// waits for the disk).
+    pub async fn write<T: Send + 'static>(
+        &self,
+        commerce: Arc<Commerce>,
+        operation: impl FnOnce(&Transaction<'_>, &Ctx<'_>) -> Result<T> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let state = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let ctx = state.ctx(&commerce);
+            state.store.write(|tx| operation(tx, &ctx))
+        })
+        .await
+        .map_err(|e| ApiError(Error::Internal(e.into())))?
+        .map_err(ApiError)
+    }
+
+    /// Runs a read-only operation on a pooled connection.
+    pub fn read<T>(
+        &self,
+        commerce: &Commerce,
+        operation: impl FnOnce(&Connection, &Ctx<'_>) -> Result<T>,
+    ) -> Result<T, ApiError> {
+        let ctx = self.ctx(commerce);
+        self.store.read(|conn| operation(conn, &ctx)).map_err(ApiError)
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "mandato merchant API",
+        description = "Payment mandates, installments, webhooks and electronic signatures. \
+            Every /api/v1 operation except the .well-known keys takes the eight common headers; \
+            all but login and the JWE helper also take `Authorization: Bearer <JWT>`. \
+            Errors: `{statusCode, name, message, correlationId, errors[{field, code, message}]}`.",
+        version = "1.0.0"
+    ),
+    servers((url = "/api/v1", description = "This installation")),
+    modifiers(&SecuritySchemes),
+    components(schemas(crate::error::FieldError, error::ErrorBody))
+)]
+struct ApiDoc;
+
+struct SecuritySchemes;
+
+impl utoipa::Modify for SecuritySchemes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme("apiKey", SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("x-api-key"))));
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).bearer_format("JWT").build()),
+        );
+    }
+}
+
+/// The merchant API and its OpenAPI document, built together so neither can miss a route.
+pub fn merchant_api(state: &AppState) -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    #[allow(deprecated)]
+    let with_headers = OpenApiRouter::new()
+        .routes(routes!(login::login, login::login_deprecated))
+        .routes(routes!(login::encrypt))
+        .routes(routes!(users::create_user))
+        .routes(routes!(mandates::create_mandate))
+        .routes(routes!(mandates::find_mandate))
+        .routes(routes!(mandates::find_onepay))
+        .routes(routes!(mandates::cancel_mandate))
+        .routes(routes!(installments::add_installments))
+        .routes(routes!(installments::change_status))
+        .routes(routes!(receivables::receivables))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), common::layer));
+    let public = OpenApiRouter::new()
+        .routes(routes!(login::jwe_public_key))
+        .routes(routes!(login::jwks));
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(with_headers)
+        .merge(public)
+        .split_for_parts()
+}
+
+/// The whole listener.
+pub fn router(state: AppState) -> Router {
+    // Paths are documented relative to the `/api/v1` server.
+    let (api, doc) = merchant_api(&state);
+    let doc = Arc::new(doc);
+    Router::new()
+        .nest("/api/v1", api)
+        .route(
+            "/openapi.json",
+            get(move || {
+                let doc = Arc::clone(&doc);
+                async move { axum::Json(doc.as_ref().clone()) }
+            }),
+        )
+        .fallback(fallback)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), guard::host_guard))
+        .layer(DefaultBodyLimit::max(1024 * 1024))
+        .with_state(state)
+}
+
+async fn fallback() -> ApiError {
+    ApiError(Error::not_found("route"))
+}

@@ -1,0 +1,230 @@
+//! The response DTOs: the only place that knows the wire JSON of customers, mandates and
+//! installments. Fields without a value are written as `null`, never omitted.
+
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::operations::mandates::MandateView;
+use crate::store::customers::CustomerRow;
+use crate::store::installments::InstallmentRow;
+use crate::store::mandates::MandateRow;
+
+/// Every state, everywhere: `{"id": 2, "name": "PAID"}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StateDto {
+    pub id: i64,
+    pub name: &'static str,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IdentificationDocumentDto {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// Normalized RUT, `12345678-5`.
+    pub number: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PersonalInformationDto {
+    pub first_name: String,
+    pub last_name: String,
+    pub second_last_name: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContactsDto {
+    pub email: String,
+    pub phone: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CustomerDto {
+    pub internal_user_id: String,
+    pub user_id: String,
+    pub identification_document: IdentificationDocumentDto,
+    pub personal_information: PersonalInformationDto,
+    #[schema(value_type = Option<Object>)]
+    pub address: Option<Value>,
+    pub contacts: ContactsDto,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<&CustomerRow> for CustomerDto {
+    fn from(c: &CustomerRow) -> Self {
+        CustomerDto {
+            internal_user_id: c.id.clone(),
+            user_id: c.user_id.clone(),
+            identification_document: IdentificationDocumentDto {
+                kind: "RUT",
+                number: c.rut.clone(),
+            },
+            personal_information: PersonalInformationDto {
+                first_name: c.first_name.clone(),
+                last_name: c.last_name.clone(),
+                second_last_name: c.second_last_name.clone(),
+            },
+            address: c.address.clone(),
+            contacts: ContactsDto {
+                email: c.email.clone(),
+                phone: c.phone.clone(),
+            },
+            created_at: c.created_at.clone(),
+            updated_at: c.updated_at.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RejectionDto {
+    pub code: String,
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InstallmentDto {
+    pub internal_id: String,
+    pub id: String,
+    /// Exact decimal in the currency's major unit, shortest form.
+    #[schema(value_type = f64)]
+    pub amount: serde_json::Number,
+    pub currency_id: &'static str,
+    pub installment_due_date: String,
+    pub state: StateDto,
+    /// Time of the latest state.
+    pub date_time: String,
+    pub attempts: i64,
+    pub payment_method_id: Option<i64>,
+    pub authorization_code: Option<String>,
+    pub rejection: Option<RejectionDto>,
+    /// Manual payment evidence, when marked paid by the merchant.
+    #[schema(value_type = Option<Object>)]
+    pub payment: Option<Value>,
+}
+
+impl From<&InstallmentRow> for InstallmentDto {
+    fn from(i: &InstallmentRow) -> Self {
+        InstallmentDto {
+            internal_id: i.id.clone(),
+            id: i.external_id.clone(),
+            amount: i.amount.to_json_number(),
+            currency_id: i.amount.currency().code(),
+            installment_due_date: i.due_date.to_string(),
+            state: StateDto {
+                id: i.state.id(),
+                name: i.state.name(),
+            },
+            date_time: i.state_at.clone(),
+            attempts: i.attempts,
+            payment_method_id: i.payment_method_id,
+            authorization_code: i.authorization_code.clone(),
+            rejection: i.rejection_code.as_ref().map(|code| RejectionDto {
+                code: code.clone(),
+                message: i.rejection_message.clone(),
+            }),
+            payment: i.payment.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UrlsDto {
+    pub callback: Option<String>,
+    pub activation_webhook: Option<String>,
+    pub payment_webhook: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CancellationDto {
+    pub description: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MandateDto {
+    pub internal_id: String,
+    pub id: String,
+    #[serde(rename = "type")]
+    pub mandate_type: &'static str,
+    pub name: String,
+    pub detail: Option<String>,
+    pub state: StateDto,
+    pub terminate_when_charged: bool,
+    /// The accepted charges: `currencyId`, `amount`, `periodicity`, `startDate`, `count`,
+    /// `endDate`, `dueDate`, `maxAmount` (null where the type has none).
+    #[schema(value_type = Object)]
+    pub charges: Value,
+    pub payment_methods: Vec<i64>,
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Value>,
+    pub urls: UrlsDto,
+    /// Absolute URL of the customer's activation page.
+    pub magic_link: String,
+    pub magic_link_expires_at: String,
+    pub cancellation: Option<CancellationDto>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl MandateDto {
+    pub fn new(m: &MandateRow, public_base_url: &str) -> Self {
+        MandateDto {
+            internal_id: m.id.clone(),
+            id: m.external_id.clone(),
+            mandate_type: m.mandate_type.name(),
+            name: m.name.clone(),
+            detail: m.detail.clone(),
+            state: StateDto {
+                id: m.state.id(),
+                name: m.state.name(),
+            },
+            terminate_when_charged: m.terminate_when_charged,
+            charges: m.charges.clone(),
+            payment_methods: m.payment_methods.clone(),
+            metadata: m.metadata.clone(),
+            urls: UrlsDto {
+                callback: m.url_callback.clone(),
+                activation_webhook: m.url_activation_webhook.clone(),
+                payment_webhook: m.url_payment_webhook.clone(),
+            },
+            magic_link: format!("{public_base_url}/link/{}", m.magic_link_token),
+            magic_link_expires_at: m.magic_link_expires_at.clone(),
+            cancellation: m.cancel_description.as_ref().map(|d| CancellationDto {
+                description: d.clone(),
+            }),
+            created_at: m.created_at.clone(),
+            updated_at: m.updated_at.clone(),
+        }
+    }
+}
+
+/// The payload of every mandate lookup, and of creation and cancellation.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MandatePayload {
+    pub mandate: MandateDto,
+    pub customer: CustomerDto,
+    /// The enrolled method (`id`, `name`, masked `instrument`); null before activation.
+    #[schema(value_type = Option<Object>)]
+    pub payment_method: Option<Value>,
+    /// Ordered by due date.
+    pub installments: Vec<InstallmentDto>,
+}
+
+impl MandatePayload {
+    pub fn new(view: &MandateView, public_base_url: &str) -> Self {
+        MandatePayload {
+            mandate: MandateDto::new(&view.mandate, public_base_url),
+            customer: CustomerDto::from(&view.customer),
+            payment_method: view.mandate.enrolled_method.clone(),
+            installments: view.installments.iter().map(InstallmentDto::from).collect(),
+        }
+    }
+}

@@ -1,0 +1,8 @@
+//! Notifications to merchants: event bodies, their signatures, and (next) their delivery.
+//!
+//! Events are written to the outbox (`store::events`) inside the transaction of the state change
+//! that causes them; a crash can therefore never lose one.
+
+pub mod events;
+pub mod jcs;
+pub mod signing;

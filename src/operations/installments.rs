@@ -1,0 +1,266 @@
+//! Adding installments to DYNAMIC mandates and changing installment states by hand.
+
+use std::collections::HashSet;
+
+use chrono::NaiveDate;
+use rusqlite::Connection;
+use serde_json::{Value, json};
+
+use super::{Ctx, CustomerRef, MandateRef};
+use crate::domain::money::{Currency, Money};
+use crate::domain::state::{InstallmentState, MandateState, MandateType};
+use crate::error::{Error, FieldErrors, Result};
+use crate::notify::events;
+use crate::store::customers;
+use crate::store::installments::{self, InstallmentRefs, InstallmentRow, NewInstallment, StateChange};
+use crate::store::mandates::{self, MandateRow};
+
+/// A validated `POST /installments`.
+pub struct AddInstallments {
+    pub customer: CustomerRef,
+    pub product: MandateRef,
+    pub installments: Vec<NewInstallment>,
+}
+
+pub struct Added {
+    pub mandate: MandateRow,
+    pub installments: Vec<InstallmentRow>,
+}
+
+/// Checks installments against what the mandate's charges allow: its currency, and for
+/// DYNAMIC mandates the `maxAmount` per installment. `prefix` is the JSON path of the array.
+pub fn check_against_charges(
+    currency: Currency,
+    max_amount: Option<&Money>,
+    items: &[NewInstallment],
+    prefix: &str,
+    errors: &mut FieldErrors,
+) {
+    for (i, item) in items.iter().enumerate() {
+        if item.amount.currency() != currency {
+            errors.push(
+                format!("{prefix}[{i}].currencyId"),
+                "CURRENCY_MISMATCH",
+                format!("the mandate charges in {}", currency.code()),
+            );
+        } else if let Some(max) = max_amount
+            && item.amount.amount() > max.amount()
+        {
+            errors.push(
+                format!("{prefix}[{i}].amount"),
+                "AMOUNT_ABOVE_MAXIMUM",
+                format!("the mandate allows at most {} per installment", max.amount().normalize()),
+            );
+        }
+    }
+}
+
+/// The currency and per-installment maximum recorded in a mandate's charges.
+fn stored_limits(mandate: &MandateRow) -> Result<(Currency, Option<Money>)> {
+    let currency = mandate.charges["currencyId"]
+        .as_str()
+        .and_then(Currency::parse)
+        .ok_or_else(|| Error::Internal(anyhow::anyhow!("mandate {} has no currency", mandate.id)))?;
+    let max = match &mandate.charges["maxAmount"] {
+        Value::Number(n) => Some(
+            Money::parse(n, currency)
+                .map_err(|e| Error::Internal(anyhow::anyhow!("stored maxAmount unreadable: {e}")))?,
+        ),
+        _ => None,
+    };
+    Ok((currency, max))
+}
+
+pub fn add(conn: &Connection, ctx: &Ctx<'_>, cmd: AddInstallments) -> Result<Added> {
+    let mandate = super::mandates::find_row(conn, ctx, &cmd.product)?;
+    let owner = customers::by_seq(conn, mandate.customer_seq)?;
+    let owned = match &cmd.customer {
+        CustomerRef::UserId(id) => owner.user_id == *id,
+        CustomerRef::InternalUserId(id) => owner.id == *id,
+    };
+    if !owned {
+        return Err(Error::not_found("mandate"));
+    }
+    if mandate.mandate_type != MandateType::Dynamic {
+        return Err(Error::refused_at(
+            "MANDATE_TYPE_CONFLICT",
+            "product",
+            format!("installments can only be added to DYNAMIC mandates, this one is {}", mandate.mandate_type.name()),
+        ));
+    }
+    if !mandate.state.accepts_installment_changes() {
+        return Err(Error::refused(
+            "MANDATE_STATE_CONFLICT",
+            format!("installments cannot be added to a {} mandate", mandate.state.name()),
+        ));
+    }
+    let (currency, max) = stored_limits(&mandate)?;
+    let mut errors = FieldErrors::new();
+    check_against_charges(currency, max.as_ref(), &cmd.installments, "installments", &mut errors);
+    errors.into_result()?;
+    let rows = installments::insert_many(
+        conn,
+        mandate.seq,
+        ctx.commerce.id,
+        &cmd.installments,
+        "installments",
+        &ctx.timestamp(),
+    )?;
+    Ok(Added {
+        mandate,
+        installments: rows,
+    })
+}
+
+/// Evidence of a payment made outside the automatic flow.
+pub struct PaymentEvidence {
+    pub date: NaiveDate,
+    pub amount: Money,
+    pub authorization_code: Option<String>,
+    pub method: Option<String>,
+}
+
+pub enum Action {
+    Payment(PaymentEvidence),
+    Annulment,
+}
+
+/// A validated `PUT /installments/status/change`.
+pub struct ChangeStatus {
+    pub product: MandateRef,
+    pub installments: OwnedRefs,
+    pub action: Action,
+}
+
+pub enum OwnedRefs {
+    External(Vec<String>),
+    Internal(Vec<String>),
+}
+
+impl OwnedRefs {
+    fn borrow(&self) -> (InstallmentRefs<'_>, &'static str) {
+        match self {
+            OwnedRefs::External(ids) => (InstallmentRefs::External(ids), "installments.ids"),
+            OwnedRefs::Internal(ids) => (InstallmentRefs::Internal(ids), "installments.internalIds"),
+        }
+    }
+}
+
+pub struct Changed {
+    pub mandate: MandateRow,
+    pub installments: Vec<InstallmentRow>,
+}
+
+pub fn change_status(conn: &Connection, ctx: &Ctx<'_>, cmd: ChangeStatus) -> Result<Changed> {
+    let mandate = super::mandates::find_row(conn, ctx, &cmd.product)?;
+    if matches!(mandate.state, MandateState::Cancelled | MandateState::Deleted) {
+        return Err(Error::refused(
+            "MANDATE_STATE_CONFLICT",
+            format!("installments of a {} mandate cannot change", mandate.state.name()),
+        ));
+    }
+    let (refs, path) = cmd.installments.borrow();
+    let rows = match installments::find_in_mandate(conn, mandate.seq, &refs)? {
+        Ok(rows) => rows,
+        Err(_) => return Err(Error::not_found("installment")),
+    };
+    let target = match cmd.action {
+        Action::Payment(_) => InstallmentState::Paid,
+        Action::Annulment => InstallmentState::Annulled,
+    };
+    let mut errors = FieldErrors::new();
+    let mut seen = HashSet::new();
+    for (i, row) in rows.iter().enumerate() {
+        if !seen.insert(row.seq) {
+            errors.push(format!("{path}[{i}]"), "DUPLICATED_INSTALLMENT", "the installment is listed twice");
+        } else if !row.state.can_move_to(target) {
+            return Err(Error::refused_at(
+                "INSTALLMENT_STATE_CONFLICT",
+                format!("{path}[{i}]"),
+                format!("installment {} is {} and cannot become {}", row.external_id, row.state.name(), target.name()),
+            ));
+        }
+    }
+    errors.into_result()?;
+    let (payment_json, authorization) = match &cmd.action {
+        Action::Payment(evidence) => {
+            check_evidence(ctx, evidence, &rows)?;
+            let json = json!({
+                "date": evidence.date.to_string(),
+                "amount": evidence.amount.to_json_number(),
+                "currencyId": evidence.amount.currency().code(),
+                "authorizationCode": evidence.authorization_code,
+                "method": evidence.method,
+            });
+            (Some(json), evidence.authorization_code.clone())
+        }
+        Action::Annulment => (None, None),
+    };
+    let now = ctx.timestamp();
+    let owner = customers::by_seq(conn, mandate.customer_seq)?;
+    let change = StateChange {
+        payment: payment_json.as_ref(),
+        authorization_code: authorization.as_deref(),
+        payment_method_id: None,
+    };
+    let mut changed = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let updated = installments::set_state(conn, row.seq, target, &now, &change)?;
+        events::record_payment(conn, ctx.commerce, &mandate, &owner, &updated, ctx.now)?;
+        changed.push(updated);
+    }
+    let mandate = finish_if_complete(conn, mandate, &now)?;
+    Ok(Changed {
+        mandate,
+        installments: changed,
+    })
+}
+
+/// A payment must account for exactly the installments it settles, in their currency, on a
+/// date that has happened, with an authorization code when the commerce's contract says so.
+fn check_evidence(ctx: &Ctx<'_>, evidence: &PaymentEvidence, rows: &[InstallmentRow]) -> Result<()> {
+    let mut errors = FieldErrors::new();
+    let currency = rows[0].amount.currency();
+    if evidence.amount.currency() != currency || rows.iter().any(|r| r.amount.currency() != currency) {
+        errors.push("payment.currencyId", "CURRENCY_MISMATCH", format!("the installments are in {}", currency.code()));
+    } else {
+        let due: rust_decimal::Decimal = rows.iter().map(|r| r.amount.amount()).sum();
+        if due != evidence.amount.amount() {
+            errors.push(
+                "payment.amount",
+                "PAYMENT_AMOUNT_MISMATCH",
+                format!("the listed installments add up to {}", due.normalize()),
+            );
+        }
+    }
+    if evidence.date > ctx.today {
+        errors.push("payment.date", "DATE_IN_FUTURE", "a payment cannot be dated after today");
+    }
+    if ctx.commerce.authorization_required && evidence.authorization_code.is_none() {
+        errors.push(
+            "payment.authorizationCode",
+            "REQUIRED",
+            "this commerce's contract requires the authorization code of every payment",
+        );
+    }
+    errors.into_result()
+}
+
+/// SUBSCRIPTION mandates, and ONEPAY ones that terminate when charged, finish once every
+/// installment is final.
+pub fn finish_if_complete(conn: &Connection, mandate: MandateRow, now: &str) -> Result<MandateRow> {
+    let finishes = match mandate.mandate_type {
+        MandateType::Subscription => true,
+        MandateType::Onepay => mandate.terminate_when_charged,
+        MandateType::Dynamic | MandateType::Permanent => false,
+    };
+    if !finishes || !matches!(mandate.state, MandateState::Pending | MandateState::Active) {
+        return Ok(mandate);
+    }
+    let all = installments::for_mandate(conn, mandate.seq)?;
+    if all.is_empty() || !all.iter().all(|i| i.state.is_settled()) {
+        return Ok(mandate);
+    }
+    mandates::set_state(conn, mandate.seq, MandateState::Finished, None, now)?;
+    Ok(mandates::by_seq(conn, mandate.seq)?)
+}

@@ -1,0 +1,40 @@
+//! The merchant operations: each takes a transaction (or a read connection), the acting
+//! commerce and the time, applies the domain rules and writes through `store`. Every state
+//! change records its event in the same transaction.
+
+pub mod customers;
+pub mod installments;
+pub mod mandates;
+
+use chrono::{DateTime, NaiveDate, Utc};
+
+use crate::store::commerces::Commerce;
+
+/// Who acts, and when.
+pub struct Ctx<'a> {
+    pub commerce: &'a Commerce,
+    /// Wall-clock time of the request.
+    pub now: DateTime<Utc>,
+    /// The business date (environment time zone, sandbox offset applied).
+    pub today: NaiveDate,
+}
+
+impl Ctx<'_> {
+    pub fn timestamp(&self) -> String {
+        crate::clock::timestamp(self.now)
+    }
+}
+
+/// A customer named by the merchant's id or by ours.
+#[derive(Clone, Debug)]
+pub enum CustomerRef {
+    UserId(String),
+    InternalUserId(String),
+}
+
+/// A mandate named by the merchant's id or by ours.
+#[derive(Clone, Debug)]
+pub enum MandateRef {
+    External(String),
+    Internal(String),
+}

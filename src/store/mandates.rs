@@ -1,0 +1,185 @@
+//! Mandates: the commitments of a commerce's customers.
+
+use rusqlite::{Connection, Row, params};
+use serde_json::Value;
+
+use super::optional;
+use crate::domain::state::{MandateState, MandateType};
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone)]
+pub struct MandateRow {
+    pub seq: i64,
+    pub id: String,
+    pub commerce_id: i64,
+    pub customer_seq: i64,
+    pub external_id: String,
+    pub mandate_type: MandateType,
+    pub state: MandateState,
+    pub name: String,
+    pub detail: Option<String>,
+    pub terminate_when_charged: bool,
+    pub charges: Value,
+    pub payment_methods: Vec<i64>,
+    pub metadata: Option<Value>,
+    pub url_callback: Option<String>,
+    pub url_activation_webhook: Option<String>,
+    pub url_payment_webhook: Option<String>,
+    pub magic_link_token: String,
+    pub magic_link_expires_at: String,
+    pub enrolled_method: Option<Value>,
+    pub cancel_description: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+pub struct NewMandate<'a> {
+    pub commerce_id: i64,
+    pub customer_seq: i64,
+    pub external_id: &'a str,
+    pub mandate_type: MandateType,
+    pub name: &'a str,
+    pub detail: Option<&'a str>,
+    pub terminate_when_charged: bool,
+    pub charges: &'a Value,
+    pub payment_methods: &'a [i64],
+    pub metadata: Option<&'a Value>,
+    pub url_callback: Option<&'a str>,
+    pub url_activation_webhook: Option<&'a str>,
+    pub url_payment_webhook: Option<&'a str>,
+    pub magic_link_token: &'a str,
+    pub magic_link_expires_at: &'a str,
+    pub now: &'a str,
+}
+
+const COLUMNS: &str = "seq, id, commerce_id, customer_seq, external_id, type, state, name, detail, \
+    terminate_when_charged, charges, payment_methods, metadata, url_callback, \
+    url_activation_webhook, url_payment_webhook, magic_link_token, magic_link_expires_at, \
+    enrolled_method, cancel_description, created_at, updated_at";
+
+fn json_column(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<Value>> {
+    let text: Option<String> = row.get(index)?;
+    text.map(|t| {
+        serde_json::from_str(&t).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
+        })
+    })
+    .transpose()
+}
+
+fn from_row(row: &Row<'_>) -> rusqlite::Result<MandateRow> {
+    let type_id: i64 = row.get(5)?;
+    let state_id: i64 = row.get(6)?;
+    let bad = |i: usize, what: &str| {
+        rusqlite::Error::FromSqlConversionFailure(
+            i,
+            rusqlite::types::Type::Integer,
+            format!("unknown {what}").into(),
+        )
+    };
+    Ok(MandateRow {
+        seq: row.get(0)?,
+        id: row.get(1)?,
+        commerce_id: row.get(2)?,
+        customer_seq: row.get(3)?,
+        external_id: row.get(4)?,
+        mandate_type: MandateType::from_id(type_id).ok_or_else(|| bad(5, "mandate type"))?,
+        state: MandateState::from_id(state_id).ok_or_else(|| bad(6, "mandate state"))?,
+        name: row.get(7)?,
+        detail: row.get(8)?,
+        terminate_when_charged: row.get(9)?,
+        charges: json_column(row, 10)?.unwrap_or(Value::Null),
+        payment_methods: json_column(row, 11)?
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default(),
+        metadata: json_column(row, 12)?,
+        url_callback: row.get(13)?,
+        url_activation_webhook: row.get(14)?,
+        url_payment_webhook: row.get(15)?,
+        magic_link_token: row.get(16)?,
+        magic_link_expires_at: row.get(17)?,
+        enrolled_method: json_column(row, 18)?,
+        cancel_description: row.get(19)?,
+        created_at: row.get(20)?,
+        updated_at: row.get(21)?,
+    })
+}
+
+pub fn insert(conn: &Connection, new: &NewMandate<'_>) -> Result<MandateRow> {
+    let inserted = conn.execute(
+        "INSERT INTO mandates (id, commerce_id, customer_seq, external_id, type, state, name, detail,
+                terminate_when_charged, charges, payment_methods, metadata, url_callback,
+                url_activation_webhook, url_payment_webhook, magic_link_token,
+                magic_link_expires_at, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?18)
+         ON CONFLICT (commerce_id, external_id) DO NOTHING",
+        params![
+            crate::ids::new_id("man"),
+            new.commerce_id,
+            new.customer_seq,
+            new.external_id,
+            new.mandate_type.id(),
+            MandateState::Pending.id(),
+            new.name,
+            new.detail,
+            new.terminate_when_charged,
+            serde_json::to_string(new.charges)?,
+            serde_json::to_string(new.payment_methods)?,
+            new.metadata.map(serde_json::to_string).transpose()?,
+            new.url_callback,
+            new.url_activation_webhook,
+            new.url_payment_webhook,
+            new.magic_link_token,
+            new.magic_link_expires_at,
+            new.now,
+        ],
+    )?;
+    if inserted == 0 {
+        return Err(Error::refused_at(
+            "DUPLICATED_MANDATE_ID",
+            "mandate.id",
+            format!("mandate id {} is already used by this commerce", new.external_id),
+        ));
+    }
+    Ok(by_seq(conn, conn.last_insert_rowid())?)
+}
+
+pub fn by_seq(conn: &Connection, seq: i64) -> rusqlite::Result<MandateRow> {
+    let sql = format!("SELECT {COLUMNS} FROM mandates WHERE seq = ?1");
+    conn.prepare_cached(&sql)?.query_row([seq], from_row)
+}
+
+pub fn by_external_id(conn: &Connection, commerce_id: i64, external_id: &str) -> rusqlite::Result<Option<MandateRow>> {
+    let sql = format!("SELECT {COLUMNS} FROM mandates WHERE commerce_id = ?1 AND external_id = ?2");
+    optional(conn.prepare_cached(&sql)?.query_row(params![commerce_id, external_id], from_row))
+}
+
+pub fn by_internal_id(conn: &Connection, commerce_id: i64, id: &str) -> rusqlite::Result<Option<MandateRow>> {
+    let sql = format!("SELECT {COLUMNS} FROM mandates WHERE id = ?1 AND commerce_id = ?2");
+    optional(conn.prepare_cached(&sql)?.query_row(params![id, commerce_id], from_row))
+}
+
+/// Moves the mandate to `state`, recording the cancellation reason when there is one.
+pub fn set_state(
+    conn: &Connection,
+    seq: i64,
+    state: MandateState,
+    cancel_description: Option<&str>,
+    now: &str,
+) -> rusqlite::Result<()> {
+    conn.execute(
+        "UPDATE mandates SET state = ?2, cancel_description = COALESCE(?3, cancel_description),
+                updated_at = ?4 WHERE seq = ?1",
+        params![seq, state.id(), cancel_description, now],
+    )?;
+    Ok(())
+}
+
+/// The next number of the mandate's event sequence (1, 2, 3, ...), taken inside the
+/// transaction that writes the event, so numbers have no gaps and no repeats.
+pub fn next_event_sequence(conn: &Connection, seq: i64) -> rusqlite::Result<i64> {
+    conn.prepare_cached(
+        "UPDATE mandates SET event_sequence = event_sequence + 1 WHERE seq = ?1 RETURNING event_sequence",
+    )?
+    .query_row([seq], |r| r.get(0))
+}

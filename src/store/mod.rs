@@ -1,0 +1,123 @@
+//! SQLite storage: the only module with SQL. One file per aggregate.
+//!
+//! One database file in WAL mode. Writes go through a single connection, each operation in one
+//! `BEGIN IMMEDIATE` transaction (all or nothing, and other processes such as the CLI wait their
+//! turn instead of failing). Reads use a small pool of read-only connections, which WAL lets run
+//! beside the writer.
+
+pub mod audit;
+pub mod commerces;
+pub mod customers;
+pub mod events;
+pub mod installments;
+pub mod mandates;
+pub mod migrations;
+pub mod settings;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+
+use crate::error::Error;
+
+/// How durable a commit is. `Full` survives a power cut once answered; the background audit
+/// writer uses `Normal`, which survives a crash of the process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    Full,
+    Normal,
+}
+
+pub struct Store {
+    path: PathBuf,
+    writer: Mutex<Connection>,
+    readers: Mutex<Vec<Connection>>,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database and brings its schema up to date.
+    pub fn open(path: &Path) -> anyhow::Result<Store> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut writer = open_connection(path, Durability::Full)?;
+        migrations::run(&mut writer)?;
+        Ok(Store {
+            path: path.to_path_buf(),
+            writer: Mutex::new(writer),
+            readers: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` in one write transaction: committed if it returns `Ok`, rolled back otherwise.
+    pub fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T, Error>) -> Result<T, Error> {
+        let mut conn = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let value = f(&tx)?;
+        tx.commit()?;
+        Ok(value)
+    }
+
+    /// Runs `f` on a read-only connection from the pool (opening one when none is free).
+    pub fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T, Error>) -> Result<T, Error> {
+        let pooled = self.readers.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let conn = match pooled {
+            Some(conn) => conn,
+            None => open_reader(&self.path)?,
+        };
+        let result = f(&conn);
+        let mut pool = self.readers.lock().unwrap_or_else(|p| p.into_inner());
+        if pool.len() < 16 {
+            pool.push(conn);
+        }
+        result
+    }
+
+    /// A consistent copy of the live database, safe while other connections write.
+    pub fn backup_to(&self, dest: &Path) -> anyhow::Result<()> {
+        let src = open_reader(&self.path)?;
+        let mut dst = Connection::open(dest)?;
+        let backup = rusqlite::backup::Backup::new(&src, &mut dst)?;
+        backup.run_to_completion(256, Duration::from_millis(5), None)?;
+        Ok(())
+    }
+}
+
+/// A read-write connection with the pragmas every connection of ours needs.
+pub fn open_connection(path: &Path, durability: Durability) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(Duration::from_secs(10))?;
+    let sync = match durability {
+        Durability::Full => "FULL",
+        Durability::Normal => "NORMAL",
+    };
+    conn.execute_batch(&format!(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON;"
+    ))?;
+    Ok(conn)
+}
+
+fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI,
+    )?;
+    conn.busy_timeout(Duration::from_secs(10))?;
+    conn.execute_batch("PRAGMA foreign_keys = ON;")?;
+    Ok(conn)
+}
+
+/// `Some(row)` or `None` for a query expected to match at most one row.
+pub(crate) fn optional<T>(result: rusqlite::Result<T>) -> rusqlite::Result<Option<T>> {
+    match result {
+        Ok(v) => Ok(Some(v)),
+        Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
