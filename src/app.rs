@@ -39,7 +39,13 @@ fn load_or_create_keys(store: &Store) -> anyhow::Result<Keys> {
             tracing::info!("generating the environment's RSA-3072 JWE key (first start)");
             let fresh = JweKeyPair::generate().map_err(|e| anyhow::anyhow!("{e}"))?;
             let pem = fresh.private_pem().expose().clone();
-            store.write(|tx| Ok(settings::get_or_insert(tx, settings::JWE_PRIVATE_KEY, &pem)?))?
+            store.write(|tx| {
+                Ok(settings::get_or_insert(
+                    tx,
+                    settings::JWE_PRIVATE_KEY,
+                    &pem,
+                )?)
+            })?
         }
     };
     let jwt_pem = match existing.1 {
@@ -48,12 +54,20 @@ fn load_or_create_keys(store: &Store) -> anyhow::Result<Keys> {
             tracing::info!("generating the environment's P-256 JWT signing key (first start)");
             let fresh = JwtSigner::generate().map_err(|e| anyhow::anyhow!("{e}"))?;
             let pem = fresh.private_pem().expose().clone();
-            store.write(|tx| Ok(settings::get_or_insert(tx, settings::JWT_PRIVATE_KEY, &pem)?))?
+            store.write(|tx| {
+                Ok(settings::get_or_insert(
+                    tx,
+                    settings::JWT_PRIVATE_KEY,
+                    &pem,
+                )?)
+            })?
         }
     };
     Ok(Keys {
-        jwe: JweKeyPair::from_private_pem(&jwe_pem).map_err(|e| anyhow::anyhow!("stored JWE key: {e}"))?,
-        jwt: JwtSigner::from_private_pem(&jwt_pem).map_err(|e| anyhow::anyhow!("stored JWT key: {e}"))?,
+        jwe: JweKeyPair::from_private_pem(&jwe_pem)
+            .map_err(|e| anyhow::anyhow!("stored JWE key: {e}"))?,
+        jwt: JwtSigner::from_private_pem(&jwt_pem)
+            .map_err(|e| anyhow::anyhow!("stored JWT key: {e}"))?,
     })
 }
 
@@ -129,11 +143,14 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         let _ = tcp.set_nodelay(true);
     });
     let server = tokio::spawn(async move {
-        axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-            .with_graceful_shutdown(async {
-                let _ = stopped.await;
-            })
-            .await
+        axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(async {
+            let _ = stopped.await;
+        })
+        .await
     });
     tracing::info!(url = %format!("http://{addr}"), environment = state.config.environment.as_str(), "mandato is serving");
     Ok(Running {

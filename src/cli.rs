@@ -18,7 +18,11 @@ use crate::secret::Secret;
 use crate::store::{Store, commerces};
 
 #[derive(Parser, Debug)]
-#[command(name = "mandato", version, about = "Payment mandates, installments and signed webhooks, self-contained")]
+#[command(
+    name = "mandato",
+    version,
+    about = "Payment mandates, installments and signed webhooks, self-contained"
+)]
 pub struct Cli {
     /// Where the database lives (default: the platform's data directory).
     #[arg(long, global = true, env = "MANDATO_DATA_DIR")]
@@ -128,9 +132,14 @@ fn print(json_mode: bool, value: serde_json::Value, text: String) {
 
 fn read_stdin_secret() -> anyhow::Result<Secret<String>> {
     let mut buf = String::new();
-    std::io::stdin().read_to_string(&mut buf).context("reading the password from stdin")?;
+    std::io::stdin()
+        .read_to_string(&mut buf)
+        .context("reading the password from stdin")?;
     let password = buf.trim_end_matches(['\n', '\r']).to_string();
-    anyhow::ensure!(password.chars().count() >= 8, "the password must have at least 8 characters");
+    anyhow::ensure!(
+        password.chars().count() >= 8,
+        "the password must have at least 8 characters"
+    );
     Ok(Secret::new(password))
 }
 
@@ -161,7 +170,11 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
                 // Only a code written as a RUT (with its dash) is normalized as one.
                 Ok(rut) if code.contains('-') => rut.to_string(),
                 _ => crate::domain::external_id::ExternalId::parse(&code)
-                    .map_err(|_| anyhow::anyhow!("the code must be a RUT or 1 to 64 letters, digits, '-', '_', '.'"))?
+                    .map_err(|_| {
+                        anyhow::anyhow!(
+                            "the code must be a RUT or 1 to 64 letters, digits, '-', '_', '.'"
+                        )
+                    })?
                     .as_str()
                     .to_string(),
             };
@@ -171,7 +184,10 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             } else {
                 payment_methods
                     .iter()
-                    .map(|id| PaymentMethod::from_id(*id).ok_or_else(|| anyhow::anyhow!("unknown payment method {id}")))
+                    .map(|id| {
+                        PaymentMethod::from_id(*id)
+                            .ok_or_else(|| anyhow::anyhow!("unknown payment method {id}"))
+                    })
                     .collect::<anyhow::Result<_>>()?
             };
             let (password, generated) = if password_stdin {
@@ -201,7 +217,10 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
                 })
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             let mut value = json!({"code": code, "webhookSecret": secret.expose()});
-            let mut text = format!("commerce {code} registered\nwebhook secret: {}", secret.expose());
+            let mut text = format!(
+                "commerce {code} registered\nwebhook secret: {}",
+                secret.expose()
+            );
             if generated {
                 value["password"] = json!(password.expose());
                 text.push_str(&format!("\npassword (shown once): {}", password.expose()));
@@ -217,7 +236,11 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             print(
                 json_mode,
                 json!({"apiKey": key.key.expose(), "prefix": key.prefix, "commerces": codes}),
-                format!("API key (shown once): {}\nprefix: {}", key.key.expose(), key.prefix),
+                format!(
+                    "API key (shown once): {}\nprefix: {}",
+                    key.key.expose(),
+                    key.prefix
+                ),
             );
         }
         Command::Apikey(ApiKeyCommand::Revoke { prefix }) => {
@@ -226,7 +249,11 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
                 .write(|tx| commerces::revoke_api_key(tx, &prefix, &now()))
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             anyhow::ensure!(revoked > 0, "no active API key has prefix {prefix}");
-            print(json_mode, json!({"prefix": prefix, "revoked": revoked}), format!("revoked {revoked} key(s)"));
+            print(
+                json_mode,
+                json!({"prefix": prefix, "revoked": revoked}),
+                format!("revoked {revoked} key(s)"),
+            );
         }
         Command::Staff(StaffCommand::Add {
             email,
@@ -256,10 +283,18 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
         Command::PublicKey => {
             let (_, keys) = crate::app::open(&config)?;
             let pem = keys.jwe.public_pem().to_string();
-            print(json_mode, json!({"publicKey": pem}), pem.trim_end().to_string());
+            print(
+                json_mode,
+                json!({"publicKey": pem}),
+                pem.trim_end().to_string(),
+            );
         }
         Command::Backup { file } => {
-            anyhow::ensure!(!file.exists(), "{} already exists; choose a new file", file.display());
+            anyhow::ensure!(
+                !file.exists(),
+                "{} already exists; choose a new file",
+                file.display()
+            );
             let store = Store::open(&config.database_path())?;
             store.backup_to(&file)?;
             print(

@@ -88,7 +88,11 @@ impl Error {
         }
     }
 
-    pub fn refused_at(name: &'static str, field: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn refused_at(
+        name: &'static str,
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
         Error::Refused {
             name,
             message: message.into(),
@@ -115,7 +119,9 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Validation(errors) => write!(f, "validation failed on {} field(s)", errors.len()),
+            Error::Validation(errors) => {
+                write!(f, "validation failed on {} field(s)", errors.len())
+            }
             Error::Refused { name, message, .. } => write!(f, "{name}: {message}"),
             Error::Forbidden { name, .. } => write!(f, "{name}"),
             Error::NotFound { what } => write!(f, "{what} not found"),

@@ -34,6 +34,7 @@ pub struct NewApiKey {
 
 /// Makes a new API key from 32 bytes of the operating system's CSPRNG (through `rand`'s
 /// thread-local generator, which is seeded from it).
+#[must_use]
 pub fn generate() -> NewApiKey {
     let mut bytes = [0u8; 32];
     rand::rng().fill_bytes(&mut bytes);
@@ -51,6 +52,7 @@ pub fn generate() -> NewApiKey {
 ///
 /// Takes `&str` rather than a `Secret` because the caller has the raw header value at hand;
 /// only the hash leaves this function.
+#[must_use]
 pub fn hash_key(key: &str) -> String {
     hex::encode(Sha256::digest(key.as_bytes()))
 }
@@ -58,6 +60,7 @@ pub fn hash_key(key: &str) -> String {
 /// Makes a commerce webhook secret: `whsec_` + standard base64 (with padding) of 32 random
 /// bytes, the form Standard Webhooks verifiers expect (CONTRACT section 7). The HMAC key is the
 /// decoded bytes, not the text.
+#[must_use]
 pub fn generate_webhook_secret() -> Secret<String> {
     let mut bytes = [0u8; 32];
     rand::rng().fill_bytes(&mut bytes);

@@ -140,17 +140,20 @@ impl JweKeyPair {
     }
 
     /// The private key as PKCS#8 PEM, for the application to store.
+    #[must_use]
     pub fn private_pem(&self) -> &Secret<String> {
         &self.private_pem
     }
 
     /// The public key as SPKI PEM (`-----BEGIN PUBLIC KEY-----`), to publish to merchants.
+    #[must_use]
     pub fn public_pem(&self) -> &str {
         &self.public_pem
     }
 
     /// Key id: base64url of the first 16 bytes of SHA-256 of the public key's SPKI DER.
     /// The same key always has the same `kid`.
+    #[must_use]
     pub fn kid(&self) -> &str {
         &self.kid
     }

@@ -164,11 +164,13 @@ impl JwtSigner {
     }
 
     /// The private key as PKCS#8 PEM, for the application to store.
+    #[must_use]
     pub fn private_pem(&self) -> &Secret<String> {
         &self.private_pem
     }
 
     /// Key id: base64url of the first 16 bytes of SHA-256 of the public key's SPKI DER.
+    #[must_use]
     pub fn kid(&self) -> &str {
         &self.kid
     }
@@ -310,6 +312,7 @@ impl JwtSigner {
 
     /// The public key as a bare RFC 7517 JWK Set (no envelope), for `/.well-known/jwks.json`.
     /// Public parts only: never `d`.
+    #[must_use]
     pub fn jwks(&self) -> Value {
         json!({
             "keys": [{

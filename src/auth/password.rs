@@ -16,6 +16,7 @@ use crate::secret::Secret;
 ///
 /// # Panics
 /// Only if the operating system's random generator fails, which leaves nothing sensible to do.
+#[must_use]
 pub fn hash_password(password: &Secret<String>) -> String {
     Argon2::default()
         .hash_password(password.expose().as_bytes())
@@ -28,6 +29,7 @@ pub fn hash_password(password: &Secret<String>) -> String {
 /// Answers `false`, never an error, for a malformed hash or one that is not argon2id: a login
 /// can only succeed or fail, and refusing other algorithms means a tampered row cannot
 /// downgrade us to a weaker variant. The comparison of outputs is constant-time (argon2 crate).
+#[must_use]
 pub fn verify_password(password: &Secret<String>, phc: &str) -> bool {
     let Ok(parsed) = PasswordHash::new(phc) else {
         return false;

@@ -62,14 +62,18 @@ impl Charges {
     pub fn currency(&self) -> Currency {
         match self {
             Charges::Onepay { total, .. } => total.currency(),
-            Charges::Subscription { amount, .. } | Charges::Permanent { amount, .. } => amount.currency(),
+            Charges::Subscription { amount, .. } | Charges::Permanent { amount, .. } => {
+                amount.currency()
+            }
             Charges::Dynamic { currency, .. } => *currency,
         }
     }
 
     /// The installments the service generates at creation. ONEPAY's single installment is
     /// generated only when the merchant sent none; DYNAMIC has none of its own.
-    pub fn scheduled_installments(&self) -> Result<Vec<PlannedInstallment>, schedule::ScheduleError> {
+    pub fn scheduled_installments(
+        &self,
+    ) -> Result<Vec<PlannedInstallment>, schedule::ScheduleError> {
         let numbered = |amount: &Money, dates: Vec<NaiveDate>| {
             dates
                 .into_iter()
@@ -90,8 +94,12 @@ impl Charges {
                 end,
             } => {
                 let dates = match end {
-                    SubscriptionEnd::Count(n) => schedule::dates_by_count(*start_date, *periodicity, *n)?,
-                    SubscriptionEnd::EndDate(end) => schedule::dates_until(*start_date, *periodicity, *end)?,
+                    SubscriptionEnd::Count(n) => {
+                        schedule::dates_by_count(*start_date, *periodicity, *n)?
+                    }
+                    SubscriptionEnd::EndDate(end) => {
+                        schedule::dates_until(*start_date, *periodicity, *end)?
+                    }
                 };
                 numbered(amount, dates)
             }
@@ -110,7 +118,9 @@ impl Charges {
     /// The wire form, as stored and as shown in lookups. Absent parts are `null`.
     pub fn to_json(&self) -> Value {
         let (amount, periodicity, start, count, end, due, max) = match self {
-            Charges::Onepay { total, due_date } => (Some(total), None, None, None, None, Some(*due_date), None),
+            Charges::Onepay { total, due_date } => {
+                (Some(total), None, None, None, None, Some(*due_date), None)
+            }
             Charges::Subscription {
                 amount,
                 periodicity,
@@ -121,14 +131,32 @@ impl Charges {
                     SubscriptionEnd::Count(n) => (Some(*n), None),
                     SubscriptionEnd::EndDate(d) => (None, Some(*d)),
                 };
-                (Some(amount), Some(*periodicity), Some(*start_date), count, end_date, None, None)
+                (
+                    Some(amount),
+                    Some(*periodicity),
+                    Some(*start_date),
+                    count,
+                    end_date,
+                    None,
+                    None,
+                )
             }
             Charges::Permanent {
                 amount,
                 periodicity,
                 start_date,
-            } => (Some(amount), Some(*periodicity), Some(*start_date), None, None, None, None),
-            Charges::Dynamic { max_amount, .. } => (None, None, None, None, None, None, max_amount.as_ref()),
+            } => (
+                Some(amount),
+                Some(*periodicity),
+                Some(*start_date),
+                None,
+                None,
+                None,
+                None,
+            ),
+            Charges::Dynamic { max_amount, .. } => {
+                (None, None, None, None, None, None, max_amount.as_ref())
+            }
         };
         json!({
             "currencyId": self.currency().code(),

@@ -19,22 +19,42 @@ pub struct Authed {
 impl FromRequestParts<AppState> for Authed {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         let merchant = merchant(parts)?;
         let token = parts
             .headers
             .get(axum::http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+            .and_then(|v| {
+                v.strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("bearer "))
+            })
             .map(str::trim)
-            .ok_or_else(|| Error::forbidden("MISSING_TOKEN", "send the login token as Authorization: Bearer <JWT>"))?;
+            .ok_or_else(|| {
+                Error::forbidden(
+                    "MISSING_TOKEN",
+                    "send the login token as Authorization: Bearer <JWT>",
+                )
+            })?;
         let claims = state
             .keys
             .jwt
             .verify(token, state.config.environment.as_str(), state.clock.now())
-            .map_err(|_| Error::forbidden("INVALID_TOKEN", "the token is invalid or expired; log in again"))?;
+            .map_err(|_| {
+                Error::forbidden(
+                    "INVALID_TOKEN",
+                    "the token is invalid or expired; log in again",
+                )
+            })?;
         if claims.sub != merchant.commerce.code {
-            return Err(Error::forbidden("COMMERCE_MISMATCH", "the token was issued to another commerce").into());
+            return Err(Error::forbidden(
+                "COMMERCE_MISMATCH",
+                "the token was issued to another commerce",
+            )
+            .into());
         }
         Ok(Authed {
             commerce: merchant.commerce,
@@ -48,14 +68,21 @@ pub fn merchant(parts: &Parts) -> Result<MerchantRequest, ApiError> {
         .extensions
         .get::<MerchantRequest>()
         .cloned()
-        .ok_or_else(|| ApiError(Error::Internal(anyhow::anyhow!("route is missing the common-headers layer"))))
+        .ok_or_else(|| {
+            ApiError(Error::Internal(anyhow::anyhow!(
+                "route is missing the common-headers layer"
+            )))
+        })
 }
 
 /// The `MerchantRequest` as an extractor, for login and the helpers that take no JWT.
 impl FromRequestParts<AppState> for MerchantRequest {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, _state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        _state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         merchant(parts)
     }
 }

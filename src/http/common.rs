@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{ConnectInfo, OriginalUri, Request, State};
 use axum::http::{HeaderMap, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -69,7 +69,11 @@ struct Validated {
 pub async fn layer(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = request.method().to_string();
-    let path = request.uri().path().to_string();
+    // Inside the nested router the URI lost its `/api/v1` prefix; audit the full path.
+    let path = request.extensions().get::<OriginalUri>().map_or_else(
+        || request.uri().path().to_string(),
+        |o| o.path().to_string(),
+    );
     let peer = request
         .extensions()
         .get::<ConnectInfo<std::net::SocketAddr>>()
@@ -113,7 +117,11 @@ pub async fn layer(State(state): State<AppState>, request: Request, next: Next) 
 }
 
 /// Validates the headers, then the credentials, then the correlationId.
-fn admit(state: &AppState, headers: &HeaderMap, audit: &mut AuditEntry) -> Result<MerchantRequest, Error> {
+fn admit(
+    state: &AppState,
+    headers: &HeaderMap,
+    audit: &mut AuditEntry,
+) -> Result<MerchantRequest, Error> {
     let valid = validate(state, headers)?;
     let key_hash = crate::auth::api_key::hash_key(&valid.api_key);
     let (api_key, commerce) = state.store.read(|conn| {
@@ -123,14 +131,23 @@ fn admit(state: &AppState, headers: &HeaderMap, audit: &mut AuditEntry) -> Resul
         ))
     })?;
     let Some(api_key) = api_key else {
-        return Err(Error::forbidden("INVALID_API_KEY", "the API key is unknown or revoked"));
+        return Err(Error::forbidden(
+            "INVALID_API_KEY",
+            "the API key is unknown or revoked",
+        ));
     };
     audit.api_key_prefix = Some(api_key.prefix.clone());
     let Some(commerce) = commerce else {
-        return Err(Error::forbidden("UNKNOWN_COMMERCE", "the commerce is not registered"));
+        return Err(Error::forbidden(
+            "UNKNOWN_COMMERCE",
+            "the commerce is not registered",
+        ));
     };
     if !api_key.allows(commerce.id) {
-        return Err(Error::forbidden("API_KEY_NOT_ALLOWED", "the API key is not valid for this commerce"));
+        return Err(Error::forbidden(
+            "API_KEY_NOT_ALLOWED",
+            "the API key is not valid for this commerce",
+        ));
     }
     if let Some(channels) = &commerce.channels
         && !channels.contains(&valid.channel)
@@ -142,7 +159,10 @@ fn admit(state: &AppState, headers: &HeaderMap, audit: &mut AuditEntry) -> Resul
         ));
     }
     let now = state.clock.now();
-    match state.audit.reserve_correlation(commerce.id, &valid.correlation_id, now)? {
+    match state
+        .audit
+        .reserve_correlation(commerce.id, &valid.correlation_id, now)?
+    {
         Reservation::Fresh => {}
         Reservation::Replayed => {
             return Err(Error::refused_at(
@@ -217,7 +237,12 @@ fn validate(state: &AppState, headers: &HeaderMap) -> Result<Validated, Error> {
         );
     }
     if let Some(t) = &request_time {
-        check_request_time(t, state.clock.now(), config.max_clock_skew_secs, &mut errors);
+        check_request_time(
+            t,
+            state.clock.now(),
+            config.max_clock_skew_secs,
+            &mut errors,
+        );
     }
     if let Some(c) = &correlation
         && uuid::Uuid::parse_str(c).is_err()
@@ -233,7 +258,12 @@ fn validate(state: &AppState, headers: &HeaderMap) -> Result<Validated, Error> {
     })
 }
 
-fn check_request_time(value: &str, now: DateTime<Utc>, max_skew_secs: i64, errors: &mut FieldErrors) {
+fn check_request_time(
+    value: &str,
+    now: DateTime<Utc>,
+    max_skew_secs: i64,
+    errors: &mut FieldErrors,
+) {
     match DateTime::parse_from_rfc3339(value) {
         Err(_) => errors.push(
             "header.requestDateTime",
@@ -258,7 +288,10 @@ fn audited_headers(headers: &HeaderMap) -> Value {
     let mut map = Map::new();
     for name in AUDITED_HEADERS {
         if let Some(v) = header(headers, name) {
-            map.insert(name.to_string(), Value::String(v.chars().take(128).collect()));
+            map.insert(
+                name.to_string(),
+                Value::String(v.chars().take(128).collect()),
+            );
         }
     }
     Value::Object(map)

@@ -62,7 +62,11 @@ impl ApiError {
                 summary(errors),
                 errors.clone(),
             ),
-            Error::Refused { name, message, field } => {
+            Error::Refused {
+                name,
+                message,
+                field,
+            } => {
                 let errors = field
                     .iter()
                     .map(|f| FieldError::new(f.clone(), name, message.clone()))
@@ -79,7 +83,8 @@ impl ApiError {
             ),
             Error::Internal(_) => (
                 "INTERNAL_ERROR".to_string(),
-                "the request could not be completed; quote the correlationId to support".to_string(),
+                "the request could not be completed; quote the correlationId to support"
+                    .to_string(),
                 Vec::new(),
             ),
         };

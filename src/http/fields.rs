@@ -94,7 +94,11 @@ pub fn one_of<T>(
             None
         }
         (None, None) => {
-            errors.push(field, "ONE_OF_REQUIRED", format!("send one of {} or {}", first.1, second.1));
+            errors.push(
+                field,
+                "ONE_OF_REQUIRED",
+                format!("send one of {} or {}", first.1, second.1),
+            );
             None
         }
     }
@@ -106,10 +110,19 @@ pub fn customer_ref(
     field: &str,
     errors: &mut FieldErrors,
 ) -> Option<CustomerRef> {
-    let (external, id) = one_of((user_id, "userId"), (internal_user_id, "internalUserId"), field, errors)?;
+    let (external, id) = one_of(
+        (user_id, "userId"),
+        (internal_user_id, "internalUserId"),
+        field,
+        errors,
+    )?;
     if id.trim().is_empty() || id.len() > 64 {
         let which = if external { "userId" } else { "internalUserId" };
-        errors.push(format!("{field}.{which}"), "INVALID_ID", "1 to 64 characters");
+        errors.push(
+            format!("{field}.{which}"),
+            "INVALID_ID",
+            "1 to 64 characters",
+        );
         return None;
     }
     Some(if external {
@@ -123,7 +136,9 @@ pub fn customer_ref(
 pub fn https_url(value: Option<&String>, field: &str, errors: &mut FieldErrors) -> Option<String> {
     let text = value?.trim();
     match url::Url::parse(text) {
-        Ok(u) if u.scheme() == "https" && u.host().is_some() && text.len() <= 2048 => Some(text.to_string()),
+        Ok(u) if u.scheme() == "https" && u.host().is_some() && text.len() <= 2048 => {
+            Some(text.to_string())
+        }
         _ => {
             errors.push(field, "INVALID_URL", "must be an https:// URL");
             None
@@ -132,7 +147,11 @@ pub fn https_url(value: Option<&String>, field: &str, errors: &mut FieldErrors) 
 }
 
 /// The browser return address: `https://`, or `http://` on this machine (for development).
-pub fn callback_url(value: Option<&String>, field: &str, errors: &mut FieldErrors) -> Option<String> {
+pub fn callback_url(
+    value: Option<&String>,
+    field: &str,
+    errors: &mut FieldErrors,
+) -> Option<String> {
     let text = value?.trim();
     let ok = match url::Url::parse(text) {
         Ok(u) if text.len() <= 2048 => match u.scheme() {
@@ -145,7 +164,11 @@ pub fn callback_url(value: Option<&String>, field: &str, errors: &mut FieldError
     if ok {
         Some(text.to_string())
     } else {
-        errors.push(field, "INVALID_URL", "must be an https:// URL (or http://localhost)");
+        errors.push(
+            field,
+            "INVALID_URL",
+            "must be an https:// URL (or http://localhost)",
+        );
         None
     }
 }

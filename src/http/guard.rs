@@ -17,11 +17,22 @@ pub async fn host_guard(State(state): State<AppState>, request: Request, next: N
         .and_then(|h| h.to_str().ok())
         .map(host_without_port);
     let allowed = match host {
-        Some(h) => is_loopback_name(h) || state.config.public_host.as_deref().is_some_and(|p| p.eq_ignore_ascii_case(h)),
+        Some(h) => {
+            is_loopback_name(h)
+                || state
+                    .config
+                    .public_host
+                    .as_deref()
+                    .is_some_and(|p| p.eq_ignore_ascii_case(h))
+        }
         None => false,
     };
     if !allowed {
-        return ApiError(Error::forbidden("HOST_NOT_ALLOWED", "this Host is not served here")).into_response();
+        return ApiError(Error::forbidden(
+            "HOST_NOT_ALLOWED",
+            "this Host is not served here",
+        ))
+        .into_response();
     }
     next.run(request).await
 }
@@ -35,7 +46,9 @@ fn host_without_port(host: &str) -> &str {
 
 fn is_loopback_name(host: &str) -> bool {
     host.eq_ignore_ascii_case("localhost")
-        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 #[cfg(test)]

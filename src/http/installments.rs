@@ -15,7 +15,9 @@ use super::users::optional_text;
 use super::wire::{InstallmentDto, MandateDto, StateDto};
 use crate::error::{Error, FieldErrors};
 use crate::operations::MandateRef;
-use crate::operations::installments::{self as ops, Action, AddInstallments, ChangeStatus, OwnedRefs, PaymentEvidence};
+use crate::operations::installments::{
+    self as ops, Action, AddInstallments, ChangeStatus, OwnedRefs, PaymentEvidence,
+};
 use crate::store::installments::NewInstallment;
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -67,7 +69,12 @@ fn product_ref(product: Option<&ProductRefIn>, errors: &mut FieldErrors) -> Opti
         errors.missing("product");
         return None;
     };
-    let (external, id) = fields::one_of((p.id.as_ref(), "id"), (p.internal_id.as_ref(), "internalId"), "product", errors)?;
+    let (external, id) = fields::one_of(
+        (p.id.as_ref(), "id"),
+        (p.internal_id.as_ref(), "internalId"),
+        "product",
+        errors,
+    )?;
     Some(if external {
         MandateRef::External(id.clone())
     } else {
@@ -100,26 +107,42 @@ pub async fn add_installments(
         "installments added",
         InstallmentsPayload {
             product: product_summary(&added.mandate, &state.public_base_url),
-            installments: added.installments.iter().map(InstallmentDto::from).collect(),
+            installments: added
+                .installments
+                .iter()
+                .map(InstallmentDto::from)
+                .collect(),
         },
     ))
 }
 
-fn parse_add(body: AddInstallmentsRequest, today: chrono::NaiveDate) -> Result<AddInstallments, Error> {
+fn parse_add(
+    body: AddInstallmentsRequest,
+    today: chrono::NaiveDate,
+) -> Result<AddInstallments, Error> {
     let mut errors = FieldErrors::new();
     let customer = match &body.customer {
         None => {
             errors.missing("customer");
             None
         }
-        Some(c) => fields::customer_ref(c.user_id.as_ref(), c.internal_user_id.as_ref(), "customer", &mut errors),
+        Some(c) => fields::customer_ref(
+            c.user_id.as_ref(),
+            c.internal_user_id.as_ref(),
+            "customer",
+            &mut errors,
+        ),
     };
     let product = product_ref(body.product.as_ref(), &mut errors);
     let items = body.installments.as_deref().unwrap_or_default();
     match &body.installments {
         None => errors.missing("installments"),
-        Some(list) if list.is_empty() => errors.push("installments", "EMPTY", "send at least one installment"),
-        Some(list) if list.len() > 1000 => errors.push("installments", "TOO_MANY", "at most 1000 per request"),
+        Some(list) if list.is_empty() => {
+            errors.push("installments", "EMPTY", "send at least one installment")
+        }
+        Some(list) if list.len() > 1000 => {
+            errors.push("installments", "TOO_MANY", "at most 1000 per request")
+        }
         Some(_) => {}
     }
     match body.installments_number {
@@ -140,7 +163,11 @@ fn parse_add(body: AddInstallmentsRequest, today: chrono::NaiveDate) -> Result<A
     })
 }
 
-fn parse_items(items: &[InstallmentIn], today: chrono::NaiveDate, errors: &mut FieldErrors) -> Vec<NewInstallment> {
+fn parse_items(
+    items: &[InstallmentIn],
+    today: chrono::NaiveDate,
+    errors: &mut FieldErrors,
+) -> Vec<NewInstallment> {
     let mut seen = std::collections::HashSet::new();
     let mut parsed = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
@@ -149,11 +176,20 @@ fn parse_items(items: &[InstallmentIn], today: chrono::NaiveDate, errors: &mut F
         if let Some(id) = &id
             && !seen.insert(id.as_str().to_string())
         {
-            errors.push(path("id"), "DUPLICATED_INSTALLMENT_ID", "the id appears twice in the request");
+            errors.push(
+                path("id"),
+                "DUPLICATED_INSTALLMENT_ID",
+                "the id appears twice in the request",
+            );
         }
         let currency = fields::currency(item.currency_id.as_ref(), &path("currencyId"), errors);
         let amount = fields::money(item.amount.as_ref(), currency, &path("amount"), errors);
-        let due = fields::future_date(item.installment_due_date.as_ref(), &path("installmentDueDate"), today, errors);
+        let due = fields::future_date(
+            item.installment_due_date.as_ref(),
+            &path("installmentDueDate"),
+            today,
+            errors,
+        );
         if let (Some(id), Some(amount), Some(due_date)) = (id, amount, due) {
             parsed.push(NewInstallment {
                 external_id: id.as_str().to_string(),
@@ -218,14 +254,20 @@ pub async fn change_status(
 ) -> ApiResult<Envelope<InstallmentsPayload>> {
     let command = parse_change(body)?;
     let changed = state
-        .write(authed.commerce, move |tx, ctx| ops::change_status(tx, ctx, command))
+        .write(authed.commerce, move |tx, ctx| {
+            ops::change_status(tx, ctx, command)
+        })
         .await?;
     Ok(Envelope::ok(
         "INSTALLMENTS_STATUS_CHANGE_OK",
         "installment states changed",
         InstallmentsPayload {
             product: product_summary(&changed.mandate, &state.public_base_url),
-            installments: changed.installments.iter().map(InstallmentDto::from).collect(),
+            installments: changed
+                .installments
+                .iter()
+                .map(InstallmentDto::from)
+                .collect(),
         },
     ))
 }
@@ -245,7 +287,11 @@ fn parse_change(body: StatusChangeRequest) -> Result<ChangeStatus, Error> {
             &mut errors,
         )
         .and_then(|(external, list)| {
-            let path = if external { "installments.ids" } else { "installments.internalIds" };
+            let path = if external {
+                "installments.ids"
+            } else {
+                "installments.internalIds"
+            };
             let list = list.clone();
             if list.is_empty() || list.len() > 1000 {
                 errors.push(path, "INVALID_LENGTH", "1 to 1000 installment ids");
@@ -288,7 +334,12 @@ fn parse_payment(p: &PaymentIn, errors: &mut FieldErrors) -> Option<PaymentEvide
     let date = fields::date(p.date.as_ref(), "payment.date", errors);
     let currency = fields::currency(p.currency_id.as_ref(), "payment.currencyId", errors);
     let amount = fields::money(p.amount.as_ref(), currency, "payment.amount", errors);
-    let authorization_code = optional_text(p.authorization_code.as_ref(), "payment.authorizationCode", 64, errors);
+    let authorization_code = optional_text(
+        p.authorization_code.as_ref(),
+        "payment.authorizationCode",
+        64,
+        errors,
+    );
     let method = optional_text(p.method.as_ref(), "payment.method", 32, errors);
     Some(PaymentEvidence {
         date: date?,

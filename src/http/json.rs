@@ -19,20 +19,36 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
             if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
                 too_large()
             } else {
-                ApiError(Error::validation("body", "UNREADABLE_BODY", rejection.body_text())).into_response()
+                ApiError(Error::validation(
+                    "body",
+                    "UNREADABLE_BODY",
+                    rejection.body_text(),
+                ))
+                .into_response()
             }
         })?;
-        parse(&bytes).map(Body).map_err(|e| ApiError(e).into_response())
+        parse(&bytes)
+            .map(Body)
+            .map_err(|e| ApiError(e).into_response())
     }
 }
 
 /// Parses a body, naming where it went wrong.
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
-    let value: serde_json::Value = serde_json::from_slice(bytes)
-        .map_err(|e| Error::validation("body", "INVALID_JSON", format!("the body is not valid JSON: {e}")))?;
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+        Error::validation(
+            "body",
+            "INVALID_JSON",
+            format!("the body is not valid JSON: {e}"),
+        )
+    })?;
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
-        let field = if path == "." { "body".to_string() } else { path };
+        let field = if path == "." {
+            "body".to_string()
+        } else {
+            path
+        };
         Error::validation(field, "INVALID_TYPE", e.inner().to_string())
     })
 }

@@ -57,7 +57,13 @@ pub async fn login(
     merchant: MerchantRequest,
     Body(body): Body<LoginRequest>,
 ) -> ApiResult<Envelope<LoginPayload>> {
-    authenticate(state, merchant, body.username, body.password.map(Secret::new)).await
+    authenticate(
+        state,
+        merchant,
+        body.username,
+        body.password.map(Secret::new),
+    )
+    .await
 }
 
 /// Deprecated: the same as `POST /login` with the credentials in the query string. Its query
@@ -89,7 +95,10 @@ pub async fn login_deprecated(
         "Deprecation",
         HeaderValue::from_str(&format!("@{GET_LOGIN_DEPRECATED_AT}")).expect("ASCII"),
     );
-    headers.insert("Link", HeaderValue::from_static("</api/v1/login>; rel=\"successor-version\""));
+    headers.insert(
+        "Link",
+        HeaderValue::from_static("</api/v1/login>; rel=\"successor-version\""),
+    );
     response
 }
 
@@ -109,7 +118,11 @@ async fn authenticate(
     errors.into_result()?;
     let (username, password) = (username.expect("validated"), password.expect("validated"));
     if username != merchant.commerce.code {
-        return Err(Error::forbidden("USERNAME_MISMATCH", "username must be the commerce of the commerce header").into());
+        return Err(Error::forbidden(
+            "USERNAME_MISMATCH",
+            "username must be the commerce of the commerce header",
+        )
+        .into());
     }
     let plain = state.keys.jwe.decrypt_password(password.expose()).map_err(|e| match e {
         JweError::NotCompactJwe => Error::validation(
@@ -129,7 +142,9 @@ async fn authenticate(
         .await
         .map_err(|e| Error::Internal(e.into()))?;
     if !matches {
-        return Err(Error::forbidden("INVALID_CREDENTIALS", "the credentials are not valid").into());
+        return Err(
+            Error::forbidden("INVALID_CREDENTIALS", "the credentials are not valid").into(),
+        );
     }
     let issued = state
         .keys
@@ -191,7 +206,9 @@ pub async fn encrypt(
     let mut errors = FieldErrors::new();
     match password.as_ref().map(|p| p.expose().chars().count()) {
         None => errors.missing("password"),
-        Some(n) if !(1..=200).contains(&n) => errors.push("password", "INVALID_LENGTH", "1 to 200 characters"),
+        Some(n) if !(1..=200).contains(&n) => {
+            errors.push("password", "INVALID_LENGTH", "1 to 200 characters")
+        }
         Some(_) => {}
     }
     match body.public_key.as_ref().map(|k| k.chars().count()) {
@@ -206,8 +223,18 @@ pub async fn encrypt(
         password.expect("validated").expose(),
         body.public_key.as_deref().expect("validated"),
     )
-    .map_err(|_| Error::validation("publicKey", "INVALID_PUBLIC_KEY", "not an RSA public key in PEM form"))?;
-    Ok(Envelope::ok("JWE_ENCRYPT_OK", "password encrypted", EncryptPayload { token }))
+    .map_err(|_| {
+        Error::validation(
+            "publicKey",
+            "INVALID_PUBLIC_KEY",
+            "not an RSA public key in PEM form",
+        )
+    })?;
+    Ok(Envelope::ok(
+        "JWE_ENCRYPT_OK",
+        "password encrypted",
+        EncryptPayload { token },
+    ))
 }
 
 #[derive(Debug, Serialize, ToSchema)]

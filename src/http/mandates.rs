@@ -122,7 +122,9 @@ pub async fn create_mandate(
         valid_days: state.config.magic_link_days,
     };
     let view = state
-        .write(authed.commerce, move |tx, ctx| mandates::create(tx, ctx, command, &policy))
+        .write(authed.commerce, move |tx, ctx| {
+            mandates::create(tx, ctx, command, &policy)
+        })
         .await?;
     Ok(Envelope::created(
         "MANDATE_CREATE_OK",
@@ -136,7 +138,11 @@ fn mandate_ref(type_id: &str, id: String, errors: &mut FieldErrors) -> Option<Ma
         "id" => Some(MandateRef::External(id)),
         "internalId" => Some(MandateRef::Internal(id)),
         _ => {
-            errors.push("path.mandateTypeId", "INVALID_VALUE", "must be id or internalId");
+            errors.push(
+                "path.mandateTypeId",
+                "INVALID_VALUE",
+                "must be id or internalId",
+            );
             None
         }
     }
@@ -163,7 +169,9 @@ pub async fn find_mandate(
     let reference = mandate_ref(&type_id, id, &mut errors);
     errors.into_result()?;
     let reference = reference.expect("validated");
-    let view = state.read(&authed.commerce, |conn, ctx| mandates::find(conn, ctx, &reference))?;
+    let view = state.read(&authed.commerce, |conn, ctx| {
+        mandates::find(conn, ctx, &reference)
+    })?;
     Ok(Envelope::ok(
         "MANDATE_DETAIL_OK",
         "mandate found",
@@ -186,7 +194,9 @@ pub async fn find_onepay(
     authed: Authed,
     Path(external_id): Path<String>,
 ) -> ApiResult<Envelope<MandatePayload>> {
-    let view = state.read(&authed.commerce, |conn, ctx| mandates::find_onepay(conn, ctx, &external_id))?;
+    let view = state.read(&authed.commerce, |conn, ctx| {
+        mandates::find_onepay(conn, ctx, &external_id)
+    })?;
     Ok(Envelope::ok(
         "MANDATE_DETAIL_OK",
         "ONEPAY mandate found",
@@ -230,7 +240,11 @@ pub async fn cancel_mandate(
         "userId" => Some(CustomerRef::UserId(user_id)),
         "internalUserId" => Some(CustomerRef::InternalUserId(user_id)),
         _ => {
-            errors.push("path.userTypeId", "INVALID_VALUE", "must be userId or internalUserId");
+            errors.push(
+                "path.userTypeId",
+                "INVALID_VALUE",
+                "must be userId or internalUserId",
+            );
             None
         }
     };
@@ -277,7 +291,12 @@ fn parse_mandate(body: MandateRequest, today: NaiveDate) -> Result<CreateMandate
             errors.missing("customer");
             None
         }
-        Some(c) => fields::customer_ref(c.user_id.as_ref(), c.internal_user_id.as_ref(), "customer", &mut errors),
+        Some(c) => fields::customer_ref(
+            c.user_id.as_ref(),
+            c.internal_user_id.as_ref(),
+            "customer",
+            &mut errors,
+        ),
     };
     let Some(m) = &body.mandate else {
         errors.missing("mandate");
@@ -294,7 +313,11 @@ fn parse_mandate(body: MandateRequest, today: NaiveDate) -> Result<CreateMandate
         Some(t) => {
             let parsed = MandateType::from_name(t);
             if parsed.is_none() {
-                errors.push("mandate.type", "INVALID_VALUE", "must be DYNAMIC, PERMANENT, SUBSCRIPTION or ONEPAY");
+                errors.push(
+                    "mandate.type",
+                    "INVALID_VALUE",
+                    "must be DYNAMIC, PERMANENT, SUBSCRIPTION or ONEPAY",
+                );
             }
             parsed
         }
@@ -326,7 +349,11 @@ fn parse_mandate(body: MandateRequest, today: NaiveDate) -> Result<CreateMandate
     };
     let urls = body.urls.as_ref();
     let urls = Urls {
-        callback: fields::callback_url(urls.and_then(|u| u.callback.as_ref()), "urls.callback", &mut errors),
+        callback: fields::callback_url(
+            urls.and_then(|u| u.callback.as_ref()),
+            "urls.callback",
+            &mut errors,
+        ),
         activation_webhook: fields::https_url(
             urls.and_then(|u| u.activation_webhook.as_ref()),
             "urls.activationWebhook",
@@ -346,7 +373,9 @@ fn parse_mandate(body: MandateRequest, today: NaiveDate) -> Result<CreateMandate
         name: name.expect("validated"),
         detail,
         charges: charges.expect("validated"),
-        terminate_when_charged: m.terminate_when_charged.unwrap_or(mandate_type == MandateType::Onepay),
+        terminate_when_charged: m
+            .terminate_when_charged
+            .unwrap_or(mandate_type == MandateType::Onepay),
         payment_methods,
         installments: installments.unwrap_or_default(),
         metadata,
@@ -368,11 +397,20 @@ fn parse_installments(
         if let Some(id) = &id
             && !seen.insert(id.as_str().to_string())
         {
-            errors.push(path("id"), "DUPLICATED_INSTALLMENT_ID", "the id appears twice in the request");
+            errors.push(
+                path("id"),
+                "DUPLICATED_INSTALLMENT_ID",
+                "the id appears twice in the request",
+            );
         }
         let currency = fields::currency(item.currency_id.as_ref(), &path("currencyId"), errors);
         let amount = fields::money(item.amount.as_ref(), currency, &path("amount"), errors);
-        let due = fields::future_date(item.installment_due_date.as_ref(), &path("installmentDueDate"), today, errors);
+        let due = fields::future_date(
+            item.installment_due_date.as_ref(),
+            &path("installmentDueDate"),
+            today,
+            errors,
+        );
         if let (Some(id), Some(amount), Some(due_date)) = (id, amount, due) {
             parsed.push(NewInstallment {
                 external_id: id.as_str().to_string(),
@@ -401,7 +439,14 @@ fn parse_charges(
             );
         }
     };
-    let amount_of = |errors: &mut FieldErrors| fields::money(c.amount.as_ref(), currency, "mandate.charges.amount", errors);
+    let amount_of = |errors: &mut FieldErrors| {
+        fields::money(
+            c.amount.as_ref(),
+            currency,
+            "mandate.charges.amount",
+            errors,
+        )
+    };
     let periodicity_of = |errors: &mut FieldErrors| match &c.periodicity {
         None => {
             errors.missing("mandate.charges.periodicity");
@@ -419,8 +464,14 @@ fn parse_charges(
             parsed
         }
     };
-    let start_of =
-        |errors: &mut FieldErrors| fields::future_date(c.start_date.as_ref(), "mandate.charges.startDate", today, errors);
+    let start_of = |errors: &mut FieldErrors| {
+        fields::future_date(
+            c.start_date.as_ref(),
+            "mandate.charges.startDate",
+            today,
+            errors,
+        )
+    };
     match mandate_type {
         MandateType::Onepay => {
             for (present, name) in [
@@ -436,7 +487,12 @@ fn parse_charges(
             let given = installments.and_then(|i| i.first()).map(|i| i.due_date);
             let due_date = match &c.due_date {
                 None => Some(given.unwrap_or(today)),
-                Some(_) => fields::future_date(c.due_date.as_ref(), "mandate.charges.dueDate", today, errors),
+                Some(_) => fields::future_date(
+                    c.due_date.as_ref(),
+                    "mandate.charges.dueDate",
+                    today,
+                    errors,
+                ),
             };
             Some(Charges::Onepay {
                 total: total?,
@@ -459,23 +515,37 @@ fn parse_charges(
                 });
             }
             let end = match (c.count, &c.end_date) {
-                (Some(n), None) if (1..=1200).contains(&n) => Some(SubscriptionEnd::Count(n as u32)),
+                (Some(n), None) if (1..=1200).contains(&n) => {
+                    Some(SubscriptionEnd::Count(n as u32))
+                }
                 (Some(_), None) => {
-                    errors.push("mandate.charges.count", "OUT_OF_RANGE", "1 to 1200 installments");
+                    errors.push(
+                        "mandate.charges.count",
+                        "OUT_OF_RANGE",
+                        "1 to 1200 installments",
+                    );
                     None
                 }
                 (None, Some(_)) => {
                     let end = fields::date(c.end_date.as_ref(), "mandate.charges.endDate", errors);
                     match (end, start_date) {
                         (Some(e), Some(s)) if e < s => {
-                            errors.push("mandate.charges.endDate", "DATE_BEFORE_START", "must not be before startDate");
+                            errors.push(
+                                "mandate.charges.endDate",
+                                "DATE_BEFORE_START",
+                                "must not be before startDate",
+                            );
                             None
                         }
                         (e, _) => e.map(SubscriptionEnd::EndDate),
                     }
                 }
                 _ => {
-                    errors.push("mandate.charges", "ONE_OF_REQUIRED", "send exactly one of count and endDate");
+                    errors.push(
+                        "mandate.charges",
+                        "ONE_OF_REQUIRED",
+                        "send exactly one of count and endDate",
+                    );
                     None
                 }
             };
@@ -505,9 +575,17 @@ fn parse_charges(
             let currency = currency?;
             let max_amount = match &c.max_amount {
                 None => None,
-                Some(_) => Some(fields::money(c.max_amount.as_ref(), Some(currency), "mandate.charges.maxAmount", errors)?),
+                Some(_) => Some(fields::money(
+                    c.max_amount.as_ref(),
+                    Some(currency),
+                    "mandate.charges.maxAmount",
+                    errors,
+                )?),
             };
-            Some(Charges::Dynamic { currency, max_amount })
+            Some(Charges::Dynamic {
+                currency,
+                max_amount,
+            })
         }
     }
 }
@@ -523,19 +601,30 @@ fn check_installments_for_type(
         MandateType::Subscription | MandateType::Permanent if !items.is_empty() => errors.push(
             "installments",
             "NOT_ALLOWED",
-            format!("{} mandates generate their own installments", mandate_type.name()),
+            format!(
+                "{} mandates generate their own installments",
+                mandate_type.name()
+            ),
         ),
-        MandateType::Onepay if items.len() > 1 => {
-            errors.push("installments", "TOO_MANY", "a ONEPAY mandate has exactly one installment")
-        }
+        MandateType::Onepay if items.len() > 1 => errors.push(
+            "installments",
+            "TOO_MANY",
+            "a ONEPAY mandate has exactly one installment",
+        ),
         _ => {}
     }
     let Some(charges) = charges else { return };
     match charges {
         Charges::Onepay { total, due_date } => {
             if let Some(only) = items.first() {
-                if only.amount.currency() == total.currency() && only.amount.amount() != total.amount() {
-                    errors.push("installments[0].amount", "AMOUNT_MISMATCH", "must equal mandate.charges.amount");
+                if only.amount.currency() == total.currency()
+                    && only.amount.amount() != total.amount()
+                {
+                    errors.push(
+                        "installments[0].amount",
+                        "AMOUNT_MISMATCH",
+                        "must equal mandate.charges.amount",
+                    );
                 }
                 if only.due_date != *due_date {
                     errors.push(
@@ -547,9 +636,16 @@ fn check_installments_for_type(
             }
             check_against_charges(total.currency(), None, items, "installments", errors);
         }
-        Charges::Dynamic { currency, max_amount } => {
-            check_against_charges(*currency, max_amount.as_ref(), items, "installments", errors)
-        }
+        Charges::Dynamic {
+            currency,
+            max_amount,
+        } => check_against_charges(
+            *currency,
+            max_amount.as_ref(),
+            items,
+            "installments",
+            errors,
+        ),
         _ => {}
     }
 }
@@ -557,7 +653,11 @@ fn check_installments_for_type(
 fn parse_methods(ids: Option<&[i64]>, errors: &mut FieldErrors) -> Option<Vec<PaymentMethod>> {
     let ids = ids?;
     if ids.is_empty() {
-        errors.push("paymentMethods", "EMPTY", "omit paymentMethods to allow every enabled method");
+        errors.push(
+            "paymentMethods",
+            "EMPTY",
+            "omit paymentMethods to allow every enabled method",
+        );
         return None;
     }
     let mut methods = Vec::with_capacity(ids.len());

@@ -98,7 +98,9 @@ impl AppState {
         operation: impl FnOnce(&Connection, &Ctx<'_>) -> Result<T>,
     ) -> Result<T, ApiError> {
         let ctx = self.ctx(commerce);
-        self.store.read(|conn| operation(conn, &ctx)).map_err(ApiError)
+        self.store
+            .read(|conn| operation(conn, &ctx))
+            .map_err(ApiError)
     }
 }
 
@@ -123,10 +125,18 @@ struct SecuritySchemes;
 impl utoipa::Modify for SecuritySchemes {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme("apiKey", SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("x-api-key"))));
+        components.add_security_scheme(
+            "apiKey",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("x-api-key"))),
+        );
         components.add_security_scheme(
             "bearer",
-            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).bearer_format("JWT").build()),
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .build(),
+            ),
         );
     }
 }
@@ -145,7 +155,10 @@ pub fn merchant_api(state: &AppState) -> (Router<AppState>, utoipa::openapi::Ope
         .routes(routes!(installments::add_installments))
         .routes(routes!(installments::change_status))
         .routes(routes!(receivables::receivables))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), common::layer));
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            common::layer,
+        ));
     let public = OpenApiRouter::new()
         .routes(routes!(login::jwe_public_key))
         .routes(routes!(login::jwks));
@@ -170,7 +183,10 @@ pub fn router(state: AppState) -> Router {
             }),
         )
         .fallback(fallback)
-        .layer(axum::middleware::from_fn_with_state(state.clone(), guard::host_guard))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            guard::host_guard,
+        ))
         .layer(DefaultBodyLimit::max(1024 * 1024))
         .with_state(state)
 }

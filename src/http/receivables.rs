@@ -108,7 +108,8 @@ pub async fn receivables(
             product: ReceivableProduct {
                 internal_id: r.mandate_id.clone(),
                 id: r.mandate_external_id.clone(),
-                mandate_type: MandateType::from_id(r.mandate_type_id).map_or("UNKNOWN", MandateType::name),
+                mandate_type: MandateType::from_id(r.mandate_type_id)
+                    .map_or("UNKNOWN", MandateType::name),
             },
             customer: ReceivableCustomer {
                 internal_user_id: r.customer_id.clone(),
@@ -130,7 +131,10 @@ fn encode_cursor(seq: i64) -> String {
 fn decode_cursor(cursor: &str) -> Option<i64> {
     let bytes = URL_SAFE_NO_PAD.decode(cursor).ok()?;
     let text = String::from_utf8(bytes).ok()?;
-    text.strip_prefix("v1:")?.parse().ok().filter(|n: &i64| *n >= 0)
+    text.strip_prefix("v1:")?
+        .parse()
+        .ok()
+        .filter(|n: &i64| *n >= 0)
 }
 
 fn timestamp(value: Option<&String>, field: &str, errors: &mut FieldErrors) -> Option<String> {
@@ -160,7 +164,8 @@ fn parse_filter(query: &HashMap<String, String>) -> Result<ReceivablesFilter, cr
             }
         }
     }
-    let due_from = get("dueFrom").and_then(|_| fields::date(get("dueFrom"), "query.dueFrom", &mut errors));
+    let due_from =
+        get("dueFrom").and_then(|_| fields::date(get("dueFrom"), "query.dueFrom", &mut errors));
     let due_to = get("dueTo").and_then(|_| fields::date(get("dueTo"), "query.dueTo", &mut errors));
     let updated_from = timestamp(get("updatedFrom"), "query.updatedFrom", &mut errors);
     let updated_to = timestamp(get("updatedTo"), "query.updatedTo", &mut errors);
@@ -175,7 +180,11 @@ fn parse_filter(query: &HashMap<String, String>) -> Result<ReceivablesFilter, cr
     let after_seq = match get("cursor") {
         None => 0,
         Some(c) => decode_cursor(c).unwrap_or_else(|| {
-            errors.push("query.cursor", "INVALID_CURSOR", "pass the nextCursor of a previous page unchanged");
+            errors.push(
+                "query.cursor",
+                "INVALID_CURSOR",
+                "pass the nextCursor of a previous page unchanged",
+            );
             0
         }),
     };

@@ -89,7 +89,9 @@ pub async fn create_user(
 ) -> ApiResult<Envelope<UserPayload>> {
     let input = parse_customer(body.customer)?;
     let upserted = state
-        .write(authed.commerce, move |tx, ctx| crate::operations::customers::register(tx, ctx, &input))
+        .write(authed.commerce, move |tx, ctx| {
+            crate::operations::customers::register(tx, ctx, &input)
+        })
         .await?;
     Ok(match upserted {
         Upserted::Created(row) => Envelope::created(
@@ -110,7 +112,12 @@ pub async fn create_user(
 }
 
 /// A required, non-blank text of at most `max` characters.
-pub fn required_text(value: Option<&String>, field: &str, max: usize, errors: &mut FieldErrors) -> Option<String> {
+pub fn required_text(
+    value: Option<&String>,
+    field: &str,
+    max: usize,
+    errors: &mut FieldErrors,
+) -> Option<String> {
     match value.map(|v| v.trim()) {
         None | Some("") => {
             errors.missing(field);
@@ -125,7 +132,12 @@ pub fn required_text(value: Option<&String>, field: &str, max: usize, errors: &m
 }
 
 /// An optional text: blank counts as absent.
-pub fn optional_text(value: Option<&String>, field: &str, max: usize, errors: &mut FieldErrors) -> Option<String> {
+pub fn optional_text(
+    value: Option<&String>,
+    field: &str,
+    max: usize,
+    errors: &mut FieldErrors,
+) -> Option<String> {
     match value.map(|v| v.trim()) {
         None | Some("") => None,
         Some(v) if v.chars().count() > max => {
@@ -136,7 +148,11 @@ pub fn optional_text(value: Option<&String>, field: &str, max: usize, errors: &m
     }
 }
 
-pub fn external_id(value: Option<&String>, field: &str, errors: &mut FieldErrors) -> Option<ExternalId> {
+pub fn external_id(
+    value: Option<&String>,
+    field: &str,
+    errors: &mut FieldErrors,
+) -> Option<ExternalId> {
     match value {
         None => {
             errors.missing(field);
@@ -172,7 +188,11 @@ fn parse_customer(customer: Option<CustomerIn>) -> Result<CustomerInput, Error> 
             if let Some(kind) = &doc.kind
                 && kind != "RUT"
             {
-                errors.push("customer.identificationDocument.type", "INVALID_VALUE", "must be RUT");
+                errors.push(
+                    "customer.identificationDocument.type",
+                    "INVALID_VALUE",
+                    "must be RUT",
+                );
             }
             match &doc.number {
                 None => {
@@ -182,7 +202,11 @@ fn parse_customer(customer: Option<CustomerIn>) -> Result<CustomerInput, Error> 
                 Some(n) => match Rut::parse(n) {
                     Ok(rut) => Some(rut),
                     Err(e) => {
-                        errors.push("customer.identificationDocument.number", "INVALID_RUT", e.to_string());
+                        errors.push(
+                            "customer.identificationDocument.number",
+                            "INVALID_RUT",
+                            e.to_string(),
+                        );
                         None
                     }
                 },
@@ -195,9 +219,24 @@ fn parse_customer(customer: Option<CustomerIn>) -> Result<CustomerInput, Error> 
             (None, None, None)
         }
         Some(p) => (
-            required_text(p.first_name.as_ref(), "customer.personalInformation.firstName", 100, &mut errors),
-            required_text(p.last_name.as_ref(), "customer.personalInformation.lastName", 100, &mut errors),
-            optional_text(p.second_last_name.as_ref(), "customer.personalInformation.secondLastName", 100, &mut errors),
+            required_text(
+                p.first_name.as_ref(),
+                "customer.personalInformation.firstName",
+                100,
+                &mut errors,
+            ),
+            required_text(
+                p.last_name.as_ref(),
+                "customer.personalInformation.lastName",
+                100,
+                &mut errors,
+            ),
+            optional_text(
+                p.second_last_name.as_ref(),
+                "customer.personalInformation.secondLastName",
+                100,
+                &mut errors,
+            ),
         ),
     };
     let (email, phone) = match &c.contacts {
@@ -214,16 +253,31 @@ fn parse_customer(customer: Option<CustomerIn>) -> Result<CustomerInput, Error> 
                 Some(e) => match Email::parse(e) {
                     Ok(email) => Some(email),
                     Err(_) => {
-                        errors.push("customer.contacts.email", "INVALID_EMAIL", "not a valid e-mail address");
+                        errors.push(
+                            "customer.contacts.email",
+                            "INVALID_EMAIL",
+                            "not a valid e-mail address",
+                        );
                         None
                     }
                 },
             };
-            let phone = optional_text(contacts.phone.as_ref(), "customer.contacts.phone", 32, &mut errors);
+            let phone = optional_text(
+                contacts.phone.as_ref(),
+                "customer.contacts.phone",
+                32,
+                &mut errors,
+            );
             if let Some(p) = &phone
-                && !p.chars().all(|ch| ch.is_ascii_digit() || " +-()".contains(ch))
+                && !p
+                    .chars()
+                    .all(|ch| ch.is_ascii_digit() || " +-()".contains(ch))
             {
-                errors.push("customer.contacts.phone", "INVALID_PHONE", "digits, spaces, '+', '-' and parentheses only");
+                errors.push(
+                    "customer.contacts.phone",
+                    "INVALID_PHONE",
+                    "digits, spaces, '+', '-' and parentheses only",
+                );
             }
             (email, phone)
         }
@@ -238,7 +292,12 @@ fn parse_customer(customer: Option<CustomerIn>) -> Result<CustomerInput, Error> 
             ("region", &a.region),
             ("country", &a.country),
         ] {
-            optional_text(value.as_ref(), &format!("customer.address.{name}"), 200, &mut errors);
+            optional_text(
+                value.as_ref(),
+                &format!("customer.address.{name}"),
+                200,
+                &mut errors,
+            );
         }
         serde_json::json!({
             "street": a.street, "number": a.number, "apartment": a.apartment,

@@ -57,7 +57,16 @@ pub fn record_payment(
         },
     });
     let url = mandate.url_payment_webhook.as_deref();
-    record(conn, commerce, mandate, Some(installment.seq), "payment", url, body, now)
+    record(
+        conn,
+        commerce,
+        mandate,
+        Some(installment.seq),
+        "payment",
+        url,
+        body,
+        now,
+    )
 }
 
 /// An activation event: sent when a mandate becomes active and when it is cancelled.

@@ -14,8 +14,13 @@ type HmacSha256 = Hmac<Sha256>;
 
 /// The key bytes of a `whsec_<base64>` secret.
 pub fn secret_key(secret: &Secret<String>) -> Vec<u8> {
-    let encoded = secret.expose().strip_prefix("whsec_").unwrap_or(secret.expose());
-    STANDARD.decode(encoded).unwrap_or_else(|_| secret.expose().as_bytes().to_vec())
+    let encoded = secret
+        .expose()
+        .strip_prefix("whsec_")
+        .unwrap_or(secret.expose());
+    STANDARD
+        .decode(encoded)
+        .unwrap_or_else(|_| secret.expose().as_bytes().to_vec())
 }
 
 fn hmac(key: &[u8], message: &[u8]) -> Vec<u8> {
@@ -29,7 +34,10 @@ pub fn sign_body(mut body: Value, secret: &Secret<String>) -> Value {
     if let Value::Object(map) = &mut body {
         map.remove("signature");
     }
-    let signature = hex::encode(hmac(&secret_key(secret), jcs::canonicalize(&body).as_bytes()));
+    let signature = hex::encode(hmac(
+        &secret_key(secret),
+        jcs::canonicalize(&body).as_bytes(),
+    ));
     if let Value::Object(map) = &mut body {
         map.insert("signature".into(), Value::String(signature));
     }
@@ -37,9 +45,17 @@ pub fn sign_body(mut body: Value, secret: &Secret<String>) -> Value {
 }
 
 /// `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">` per the Standard Webhooks spec.
-pub fn standard_webhooks_signature(secret: &Secret<String>, id: &str, timestamp: i64, body: &str) -> String {
+pub fn standard_webhooks_signature(
+    secret: &Secret<String>,
+    id: &str,
+    timestamp: i64,
+    body: &str,
+) -> String {
     let message = format!("{id}.{timestamp}.{body}");
-    format!("v1,{}", STANDARD.encode(hmac(&secret_key(secret), message.as_bytes())))
+    format!(
+        "v1,{}",
+        STANDARD.encode(hmac(&secret_key(secret), message.as_bytes()))
+    )
 }
 
 #[cfg(test)]
@@ -61,7 +77,8 @@ mod tests {
         // The example of the Standard Webhooks specification.
         let secret = Secret::new("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".to_string());
         let body = r#"{"test": 2432232314}"#;
-        let sig = standard_webhooks_signature(&secret, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body);
+        let sig =
+            standard_webhooks_signature(&secret, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body);
         assert_eq!(sig, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
     }
 }

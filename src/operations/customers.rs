@@ -11,10 +11,17 @@ pub fn register(conn: &Connection, ctx: &Ctx<'_>, input: &CustomerInput) -> Resu
 }
 
 /// Finds the commerce's customer; `field` is the JSON path named when it does not exist.
-pub fn find(conn: &Connection, ctx: &Ctx<'_>, customer: &CustomerRef, field: &str) -> Result<CustomerRow> {
+pub fn find(
+    conn: &Connection,
+    ctx: &Ctx<'_>,
+    customer: &CustomerRef,
+    field: &str,
+) -> Result<CustomerRow> {
     let found = match customer {
         CustomerRef::UserId(id) => customers::by_user_id(conn, ctx.commerce.id, id)?,
         CustomerRef::InternalUserId(id) => customers::by_internal_id(conn, ctx.commerce.id, id)?,
     };
-    found.ok_or_else(|| Error::refused_at("USER_NOT_FOUND", field, "no such customer in this commerce"))
+    found.ok_or_else(|| {
+        Error::refused_at("USER_NOT_FOUND", field, "no such customer in this commerce")
+    })
 }

@@ -12,7 +12,9 @@ use crate::domain::state::{InstallmentState, MandateState, MandateType};
 use crate::error::{Error, FieldErrors, Result};
 use crate::notify::events;
 use crate::store::customers;
-use crate::store::installments::{self, InstallmentRefs, InstallmentRow, NewInstallment, StateChange};
+use crate::store::installments::{
+    self, InstallmentRefs, InstallmentRow, NewInstallment, StateChange,
+};
 use crate::store::mandates::{self, MandateRow};
 
 /// A validated `POST /installments`.
@@ -49,7 +51,10 @@ pub fn check_against_charges(
             errors.push(
                 format!("{prefix}[{i}].amount"),
                 "AMOUNT_ABOVE_MAXIMUM",
-                format!("the mandate allows at most {} per installment", max.amount().normalize()),
+                format!(
+                    "the mandate allows at most {} per installment",
+                    max.amount().normalize()
+                ),
             );
         }
     }
@@ -60,14 +65,16 @@ fn stored_limits(mandate: &MandateRow) -> Result<(Currency, Option<Money>)> {
     let currency = mandate.charges["currencyId"]
         .as_str()
         .and_then(Currency::parse)
-        .ok_or_else(|| Error::Internal(anyhow::anyhow!("mandate {} has no currency", mandate.id)))?;
-    let max = match &mandate.charges["maxAmount"] {
-        Value::Number(n) => Some(
-            Money::parse(n, currency)
-                .map_err(|e| Error::Internal(anyhow::anyhow!("stored maxAmount unreadable: {e}")))?,
-        ),
-        _ => None,
-    };
+        .ok_or_else(|| {
+            Error::Internal(anyhow::anyhow!("mandate {} has no currency", mandate.id))
+        })?;
+    let max =
+        match &mandate.charges["maxAmount"] {
+            Value::Number(n) => Some(Money::parse(n, currency).map_err(|e| {
+                Error::Internal(anyhow::anyhow!("stored maxAmount unreadable: {e}"))
+            })?),
+            _ => None,
+        };
     Ok((currency, max))
 }
 
@@ -85,18 +92,30 @@ pub fn add(conn: &Connection, ctx: &Ctx<'_>, cmd: AddInstallments) -> Result<Add
         return Err(Error::refused_at(
             "MANDATE_TYPE_CONFLICT",
             "product",
-            format!("installments can only be added to DYNAMIC mandates, this one is {}", mandate.mandate_type.name()),
+            format!(
+                "installments can only be added to DYNAMIC mandates, this one is {}",
+                mandate.mandate_type.name()
+            ),
         ));
     }
     if !mandate.state.accepts_installment_changes() {
         return Err(Error::refused(
             "MANDATE_STATE_CONFLICT",
-            format!("installments cannot be added to a {} mandate", mandate.state.name()),
+            format!(
+                "installments cannot be added to a {} mandate",
+                mandate.state.name()
+            ),
         ));
     }
     let (currency, max) = stored_limits(&mandate)?;
     let mut errors = FieldErrors::new();
-    check_against_charges(currency, max.as_ref(), &cmd.installments, "installments", &mut errors);
+    check_against_charges(
+        currency,
+        max.as_ref(),
+        &cmd.installments,
+        "installments",
+        &mut errors,
+    );
     errors.into_result()?;
     let rows = installments::insert_many(
         conn,
@@ -141,7 +160,9 @@ impl OwnedRefs {
     fn borrow(&self) -> (InstallmentRefs<'_>, &'static str) {
         match self {
             OwnedRefs::External(ids) => (InstallmentRefs::External(ids), "installments.ids"),
-            OwnedRefs::Internal(ids) => (InstallmentRefs::Internal(ids), "installments.internalIds"),
+            OwnedRefs::Internal(ids) => {
+                (InstallmentRefs::Internal(ids), "installments.internalIds")
+            }
         }
     }
 }
@@ -153,10 +174,16 @@ pub struct Changed {
 
 pub fn change_status(conn: &Connection, ctx: &Ctx<'_>, cmd: ChangeStatus) -> Result<Changed> {
     let mandate = super::mandates::find_row(conn, ctx, &cmd.product)?;
-    if matches!(mandate.state, MandateState::Cancelled | MandateState::Deleted) {
+    if matches!(
+        mandate.state,
+        MandateState::Cancelled | MandateState::Deleted
+    ) {
         return Err(Error::refused(
             "MANDATE_STATE_CONFLICT",
-            format!("installments of a {} mandate cannot change", mandate.state.name()),
+            format!(
+                "installments of a {} mandate cannot change",
+                mandate.state.name()
+            ),
         ));
     }
     let (refs, path) = cmd.installments.borrow();
@@ -172,12 +199,21 @@ pub fn change_status(conn: &Connection, ctx: &Ctx<'_>, cmd: ChangeStatus) -> Res
     let mut seen = HashSet::new();
     for (i, row) in rows.iter().enumerate() {
         if !seen.insert(row.seq) {
-            errors.push(format!("{path}[{i}]"), "DUPLICATED_INSTALLMENT", "the installment is listed twice");
+            errors.push(
+                format!("{path}[{i}]"),
+                "DUPLICATED_INSTALLMENT",
+                "the installment is listed twice",
+            );
         } else if !row.state.can_move_to(target) {
             return Err(Error::refused_at(
                 "INSTALLMENT_STATE_CONFLICT",
                 format!("{path}[{i}]"),
-                format!("installment {} is {} and cannot become {}", row.external_id, row.state.name(), target.name()),
+                format!(
+                    "installment {} is {} and cannot become {}",
+                    row.external_id,
+                    row.state.name(),
+                    target.name()
+                ),
             ));
         }
     }
@@ -218,11 +254,21 @@ pub fn change_status(conn: &Connection, ctx: &Ctx<'_>, cmd: ChangeStatus) -> Res
 
 /// A payment must account for exactly the installments it settles, in their currency, on a
 /// date that has happened, with an authorization code when the commerce's contract says so.
-fn check_evidence(ctx: &Ctx<'_>, evidence: &PaymentEvidence, rows: &[InstallmentRow]) -> Result<()> {
+fn check_evidence(
+    ctx: &Ctx<'_>,
+    evidence: &PaymentEvidence,
+    rows: &[InstallmentRow],
+) -> Result<()> {
     let mut errors = FieldErrors::new();
     let currency = rows[0].amount.currency();
-    if evidence.amount.currency() != currency || rows.iter().any(|r| r.amount.currency() != currency) {
-        errors.push("payment.currencyId", "CURRENCY_MISMATCH", format!("the installments are in {}", currency.code()));
+    if evidence.amount.currency() != currency
+        || rows.iter().any(|r| r.amount.currency() != currency)
+    {
+        errors.push(
+            "payment.currencyId",
+            "CURRENCY_MISMATCH",
+            format!("the installments are in {}", currency.code()),
+        );
     } else {
         let due: rust_decimal::Decimal = rows.iter().map(|r| r.amount.amount()).sum();
         if due != evidence.amount.amount() {
@@ -234,7 +280,11 @@ fn check_evidence(ctx: &Ctx<'_>, evidence: &PaymentEvidence, rows: &[Installment
         }
     }
     if evidence.date > ctx.today {
-        errors.push("payment.date", "DATE_IN_FUTURE", "a payment cannot be dated after today");
+        errors.push(
+            "payment.date",
+            "DATE_IN_FUTURE",
+            "a payment cannot be dated after today",
+        );
     }
     if ctx.commerce.authorization_required && evidence.authorization_code.is_none() {
         errors.push(

@@ -44,7 +44,12 @@ pub struct MagicLinkPolicy {
     pub valid_days: i64,
 }
 
-pub fn create(conn: &Connection, ctx: &Ctx<'_>, cmd: CreateMandate, link: &MagicLinkPolicy) -> Result<MandateView> {
+pub fn create(
+    conn: &Connection,
+    ctx: &Ctx<'_>,
+    cmd: CreateMandate,
+    link: &MagicLinkPolicy,
+) -> Result<MandateView> {
     let customer = super::customers::find(conn, ctx, &cmd.customer, customer_field(&cmd.customer))?;
     let methods = allowed_methods(ctx, cmd.payment_methods.as_deref())?;
     let method_ids: Vec<i64> = methods.iter().map(|m| m.id()).collect();
@@ -87,7 +92,14 @@ pub fn create(conn: &Connection, ctx: &Ctx<'_>, cmd: CreateMandate, link: &Magic
     } else {
         cmd.installments
     };
-    let rows = installments::insert_many(conn, mandate.seq, ctx.commerce.id, &planned, "installments", &now)?;
+    let rows = installments::insert_many(
+        conn,
+        mandate.seq,
+        ctx.commerce.id,
+        &planned,
+        "installments",
+        &now,
+    )?;
     Ok(MandateView {
         mandate,
         customer,
@@ -115,7 +127,10 @@ fn allowed_methods(ctx: &Ctx<'_>, asked: Option<&[PaymentMethod]>) -> Result<Vec
             errors.push(
                 format!("paymentMethods[{i}]"),
                 "PAYMENT_METHOD_NOT_ENABLED",
-                format!("payment method {} is not enabled for this commerce", method.id()),
+                format!(
+                    "payment method {} is not enabled for this commerce",
+                    method.id()
+                ),
             );
         }
     }
@@ -186,7 +201,13 @@ pub fn cancel(
         ));
     }
     let now = ctx.timestamp();
-    mandates::set_state(conn, row.seq, MandateState::Cancelled, Some(description), &now)?;
+    mandates::set_state(
+        conn,
+        row.seq,
+        MandateState::Cancelled,
+        Some(description),
+        &now,
+    )?;
     let cancelled = mandates::by_seq(conn, row.seq)?;
     for installment in installments::for_mandate(conn, row.seq)? {
         if installment.state.annulled_on_cancel() {

@@ -38,7 +38,10 @@ type CorrelationKey = (i64, String);
 
 enum Record {
     Audit(AuditEntry),
-    Correlation { key: CorrelationKey, seen_at: String },
+    Correlation {
+        key: CorrelationKey,
+        seen_at: String,
+    },
     Flush(Sender<()>),
 }
 
@@ -77,7 +80,12 @@ impl AuditWriter {
     }
 
     fn send(&self, record: Record) {
-        if let Some(sender) = self.sender.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+        if let Some(sender) = self
+            .sender
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
             // The thread only ends at shutdown, after which nothing is recorded.
             let _ = sender.send(record);
         }
@@ -85,7 +93,12 @@ impl AuditWriter {
 
     /// Records the first use of a correlationId by a commerce; a second use within the
     /// retention window is a replay.
-    pub fn reserve_correlation(&self, commerce_id: i64, correlation_id: &str, now: chrono::DateTime<chrono::Utc>) -> anyhow::Result<Reservation> {
+    pub fn reserve_correlation(
+        &self,
+        commerce_id: i64,
+        correlation_id: &str,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> anyhow::Result<Reservation> {
         let key = (commerce_id, correlation_id.to_string());
         let cutoff = crate::clock::timestamp(now - chrono::Duration::days(self.retention_days));
         let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
@@ -226,7 +239,8 @@ fn purge_if_due(conn: &Connection, last_purge: &mut Instant, retention_days: i64
         return;
     }
     *last_purge = Instant::now();
-    let cutoff = crate::clock::timestamp(chrono::Utc::now() - chrono::Duration::days(retention_days));
+    let cutoff =
+        crate::clock::timestamp(chrono::Utc::now() - chrono::Duration::days(retention_days));
     if let Err(e) = conn.execute("DELETE FROM correlation_ids WHERE seen_at < ?1", [cutoff]) {
         tracing::warn!(error = %e, "could not purge old correlation ids");
     }

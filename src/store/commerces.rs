@@ -42,7 +42,10 @@ fn commerce_from_row(row: &Row<'_>) -> rusqlite::Result<Commerce> {
         code: row.get(1)?,
         name: row.get(2)?,
         channels: channels.and_then(|c| serde_json::from_str(&c).ok()),
-        payment_methods: method_ids.into_iter().filter_map(PaymentMethod::from_id).collect(),
+        payment_methods: method_ids
+            .into_iter()
+            .filter_map(PaymentMethod::from_id)
+            .collect(),
         webhook_secret: Secret::new(row.get(5)?),
         authorization_required: row.get(6)?,
         password_hash: row.get(7)?,
@@ -51,12 +54,18 @@ fn commerce_from_row(row: &Row<'_>) -> rusqlite::Result<Commerce> {
 
 pub fn by_code(conn: &Connection, code: &str) -> rusqlite::Result<Option<Commerce>> {
     let sql = format!("SELECT {COMMERCE_COLUMNS} FROM commerces WHERE code = ?1");
-    optional(conn.prepare_cached(&sql)?.query_row([code], commerce_from_row))
+    optional(
+        conn.prepare_cached(&sql)?
+            .query_row([code], commerce_from_row),
+    )
 }
 
 pub fn by_id(conn: &Connection, id: i64) -> rusqlite::Result<Option<Commerce>> {
     let sql = format!("SELECT {COMMERCE_COLUMNS} FROM commerces WHERE id = ?1");
-    optional(conn.prepare_cached(&sql)?.query_row([id], commerce_from_row))
+    optional(
+        conn.prepare_cached(&sql)?
+            .query_row([id], commerce_from_row),
+    )
 }
 
 pub fn insert(conn: &Connection, new: &NewCommerce<'_>) -> Result<Commerce> {
@@ -102,7 +111,10 @@ impl ApiKey {
     }
 }
 
-pub fn active_api_key_by_hash(conn: &Connection, key_hash: &str) -> rusqlite::Result<Option<ApiKey>> {
+pub fn active_api_key_by_hash(
+    conn: &Connection,
+    key_hash: &str,
+) -> rusqlite::Result<Option<ApiKey>> {
     let found = optional(
         conn.prepare_cached(
             "SELECT id, prefix, all_commerces FROM api_keys WHERE key_hash = ?1 AND revoked_at IS NULL",
@@ -117,7 +129,8 @@ pub fn active_api_key_by_hash(conn: &Connection, key_hash: &str) -> rusqlite::Re
     } else {
         let mut stmt =
             conn.prepare_cached("SELECT commerce_id FROM api_key_commerces WHERE api_key_id = ?1")?;
-        stmt.query_map([id], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?
+        stmt.query_map([id], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?
     };
     Ok(Some(ApiKey {
         id,
@@ -169,7 +182,13 @@ pub fn revoke_api_key(conn: &Connection, prefix: &str, at: &str) -> Result<usize
     )?)
 }
 
-pub fn insert_staff(conn: &Connection, email: &str, password_hash: &str, role: &str, at: &str) -> Result<()> {
+pub fn insert_staff(
+    conn: &Connection,
+    email: &str,
+    password_hash: &str,
+    role: &str,
+    at: &str,
+) -> Result<()> {
     let inserted = conn.execute(
         "INSERT INTO staff (email, password_hash, role, created_at) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (email) DO NOTHING",

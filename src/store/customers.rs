@@ -66,19 +66,36 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<CustomerRow> {
     })
 }
 
-pub fn by_user_id(conn: &Connection, commerce_id: i64, user_id: &str) -> rusqlite::Result<Option<CustomerRow>> {
+pub fn by_user_id(
+    conn: &Connection,
+    commerce_id: i64,
+    user_id: &str,
+) -> rusqlite::Result<Option<CustomerRow>> {
     let sql = format!("SELECT {COLUMNS} FROM customers WHERE commerce_id = ?1 AND user_id = ?2");
-    optional(conn.prepare_cached(&sql)?.query_row(params![commerce_id, user_id], from_row))
+    optional(
+        conn.prepare_cached(&sql)?
+            .query_row(params![commerce_id, user_id], from_row),
+    )
 }
 
-pub fn by_internal_id(conn: &Connection, commerce_id: i64, id: &str) -> rusqlite::Result<Option<CustomerRow>> {
+pub fn by_internal_id(
+    conn: &Connection,
+    commerce_id: i64,
+    id: &str,
+) -> rusqlite::Result<Option<CustomerRow>> {
     let sql = format!("SELECT {COLUMNS} FROM customers WHERE id = ?1 AND commerce_id = ?2");
-    optional(conn.prepare_cached(&sql)?.query_row(params![id, commerce_id], from_row))
+    optional(
+        conn.prepare_cached(&sql)?
+            .query_row(params![id, commerce_id], from_row),
+    )
 }
 
 fn by_rut(conn: &Connection, commerce_id: i64, rut: &str) -> rusqlite::Result<Option<CustomerRow>> {
     let sql = format!("SELECT {COLUMNS} FROM customers WHERE commerce_id = ?1 AND rut = ?2");
-    optional(conn.prepare_cached(&sql)?.query_row(params![commerce_id, rut], from_row))
+    optional(
+        conn.prepare_cached(&sql)?
+            .query_row(params![commerce_id, rut], from_row),
+    )
 }
 
 pub fn by_seq(conn: &Connection, seq: i64) -> rusqlite::Result<CustomerRow> {
@@ -89,7 +106,12 @@ pub fn by_seq(conn: &Connection, seq: i64) -> rusqlite::Result<CustomerRow> {
 /// Creates the customer, or updates it when the same `userId` comes again with the same RUT
 /// (the seed's idempotent functional update). A `userId` with another RUT, or a RUT held by
 /// another `userId`, is refused.
-pub fn upsert(conn: &Connection, commerce_id: i64, input: &CustomerInput, now: &str) -> Result<Upserted> {
+pub fn upsert(
+    conn: &Connection,
+    commerce_id: i64,
+    input: &CustomerInput,
+    now: &str,
+) -> Result<Upserted> {
     let existing = by_user_id(conn, commerce_id, input.user_id.as_str())?;
     if let Some(current) = &existing
         && current.rut != input.rut.as_str()
@@ -106,10 +128,17 @@ pub fn upsert(conn: &Connection, commerce_id: i64, input: &CustomerInput, now: &
         return Err(Error::refused_at(
             "DUPLICATED_RUT",
             "customer.identificationDocument.number",
-            format!("the RUT is already registered for userId {}", holder.user_id),
+            format!(
+                "the RUT is already registered for userId {}",
+                holder.user_id
+            ),
         ));
     }
-    let address = input.address.as_ref().map(serde_json::to_string).transpose()?;
+    let address = input
+        .address
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()?;
     match existing {
         Some(current) => {
             conn.execute(

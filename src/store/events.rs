@@ -28,7 +28,11 @@ pub struct EventRow {
 }
 
 pub fn insert(conn: &Connection, event: &NewEvent<'_>) -> rusqlite::Result<()> {
-    let state = if event.url.is_some() { "PENDING" } else { "NO_URL" };
+    let state = if event.url.is_some() {
+        "PENDING"
+    } else {
+        "NO_URL"
+    };
     conn.prepare_cached(
         "INSERT INTO events (id, commerce_id, mandate_seq, installment_seq, kind, sequence, url,
                 body, delivery_state, next_attempt_at, created_at)

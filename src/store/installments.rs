@@ -3,8 +3,8 @@
 use std::str::FromStr;
 
 use chrono::NaiveDate;
-use rust_decimal::Decimal;
 use rusqlite::{Connection, Row, params, params_from_iter, types::Value as SqlValue};
+use rust_decimal::Decimal;
 use serde_json::Value;
 
 use crate::domain::money::{Currency, Money};
@@ -48,7 +48,8 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<InstallmentRow> {
     let due: String = row.get(6)?;
     let state: i64 = row.get(7)?;
     let payment: Option<String> = row.get(14)?;
-    let currency = Currency::parse(&currency).ok_or_else(|| conversion(5, format!("currency {currency}")))?;
+    let currency =
+        Currency::parse(&currency).ok_or_else(|| conversion(5, format!("currency {currency}")))?;
     let amount = Decimal::from_str(&amount)
         .ok()
         .and_then(|d| Money::from_decimal(d, currency).ok())
@@ -60,7 +61,8 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<InstallmentRow> {
         external_id: row.get(3)?,
         amount,
         due_date: NaiveDate::from_str(&due).map_err(|e| conversion(6, e.to_string()))?,
-        state: InstallmentState::from_id(state).ok_or_else(|| conversion(7, format!("state {state}")))?,
+        state: InstallmentState::from_id(state)
+            .ok_or_else(|| conversion(7, format!("state {state}")))?,
         state_at: row.get(8)?,
         attempts: row.get(9)?,
         payment_method_id: row.get(10)?,
@@ -104,7 +106,10 @@ pub fn insert_many(
             return Err(Error::refused_at(
                 "DUPLICATED_INSTALLMENT_ID",
                 format!("{path_prefix}[{index}].id"),
-                format!("installment id {} already exists in this mandate", item.external_id),
+                format!(
+                    "installment id {} already exists in this mandate",
+                    item.external_id
+                ),
             ));
         }
         rows.push(by_seq(conn, conn.last_insert_rowid())?);
@@ -119,7 +124,8 @@ pub fn by_seq(conn: &Connection, seq: i64) -> rusqlite::Result<InstallmentRow> {
 
 /// Every installment of a mandate, by due date.
 pub fn for_mandate(conn: &Connection, mandate_seq: i64) -> rusqlite::Result<Vec<InstallmentRow>> {
-    let sql = format!("SELECT {COLUMNS} FROM installments WHERE mandate_seq = ?1 ORDER BY due_date, seq");
+    let sql =
+        format!("SELECT {COLUMNS} FROM installments WHERE mandate_seq = ?1 ORDER BY due_date, seq");
     let mut stmt = conn.prepare_cached(&sql)?;
     stmt.query_map([mandate_seq], from_row)?.collect()
 }
@@ -141,7 +147,8 @@ pub fn find_in_mandate(
         InstallmentRefs::External(ids) => ("external_id", ids),
         InstallmentRefs::Internal(ids) => ("id", ids),
     };
-    let sql = format!("SELECT {COLUMNS} FROM installments WHERE mandate_seq = ?1 AND {column} = ?2");
+    let sql =
+        format!("SELECT {COLUMNS} FROM installments WHERE mandate_seq = ?1 AND {column} = ?2");
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut rows = Vec::with_capacity(ids.len());
     for (index, id) in ids.iter().enumerate() {
@@ -215,8 +222,16 @@ pub struct Receivable {
 /// Installments across the commerce's mandates in creation order. Ordering by the row's
 /// creation sequence is what makes the keyset cursor safe: rows added while a client pages
 /// land after every cursor already handed out, so nothing is skipped or repeated.
-pub fn receivables(conn: &Connection, commerce_id: i64, filter: &ReceivablesFilter) -> rusqlite::Result<Vec<Receivable>> {
-    let prefixed: String = COLUMNS.split(", ").map(|c| format!("i.{c}")).collect::<Vec<_>>().join(", ");
+pub fn receivables(
+    conn: &Connection,
+    commerce_id: i64,
+    filter: &ReceivablesFilter,
+) -> rusqlite::Result<Vec<Receivable>> {
+    let prefixed: String = COLUMNS
+        .split(", ")
+        .map(|c| format!("i.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ");
     let mut sql = format!(
         "SELECT {prefixed}, m.id, m.external_id, m.type, c.id, c.user_id
          FROM installments i

@@ -61,7 +61,11 @@ fn json_column(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<Value>> {
     let text: Option<String> = row.get(index)?;
     text.map(|t| {
         serde_json::from_str(&t).map_err(|e| {
-            rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
+            rusqlite::Error::FromSqlConversionFailure(
+                index,
+                rusqlite::types::Type::Text,
+                Box::new(e),
+            )
         })
     })
     .transpose()
@@ -138,7 +142,10 @@ pub fn insert(conn: &Connection, new: &NewMandate<'_>) -> Result<MandateRow> {
         return Err(Error::refused_at(
             "DUPLICATED_MANDATE_ID",
             "mandate.id",
-            format!("mandate id {} is already used by this commerce", new.external_id),
+            format!(
+                "mandate id {} is already used by this commerce",
+                new.external_id
+            ),
         ));
     }
     Ok(by_seq(conn, conn.last_insert_rowid())?)
@@ -149,14 +156,28 @@ pub fn by_seq(conn: &Connection, seq: i64) -> rusqlite::Result<MandateRow> {
     conn.prepare_cached(&sql)?.query_row([seq], from_row)
 }
 
-pub fn by_external_id(conn: &Connection, commerce_id: i64, external_id: &str) -> rusqlite::Result<Option<MandateRow>> {
+pub fn by_external_id(
+    conn: &Connection,
+    commerce_id: i64,
+    external_id: &str,
+) -> rusqlite::Result<Option<MandateRow>> {
     let sql = format!("SELECT {COLUMNS} FROM mandates WHERE commerce_id = ?1 AND external_id = ?2");
-    optional(conn.prepare_cached(&sql)?.query_row(params![commerce_id, external_id], from_row))
+    optional(
+        conn.prepare_cached(&sql)?
+            .query_row(params![commerce_id, external_id], from_row),
+    )
 }
 
-pub fn by_internal_id(conn: &Connection, commerce_id: i64, id: &str) -> rusqlite::Result<Option<MandateRow>> {
+pub fn by_internal_id(
+    conn: &Connection,
+    commerce_id: i64,
+    id: &str,
+) -> rusqlite::Result<Option<MandateRow>> {
     let sql = format!("SELECT {COLUMNS} FROM mandates WHERE id = ?1 AND commerce_id = ?2");
-    optional(conn.prepare_cached(&sql)?.query_row(params![id, commerce_id], from_row))
+    optional(
+        conn.prepare_cached(&sql)?
+            .query_row(params![id, commerce_id], from_row),
+    )
 }
 
 /// Moves the mandate to `state`, recording the cancellation reason when there is one.

@@ -2,10 +2,12 @@
 
 use rusqlite::Connection;
 
-const MIGRATIONS: &[(&str, &str)] = &[("0001_init", include_str!("../../migrations/0001_init.sql"))];
+const MIGRATIONS: &[(&str, &str)] =
+    &[("0001_init", include_str!("../../migrations/0001_init.sql"))];
 
 pub fn run(conn: &mut Connection) -> anyhow::Result<()> {
-    let applied: usize = conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))? as usize;
+    let applied: usize =
+        conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))? as usize;
     if applied > MIGRATIONS.len() {
         anyhow::bail!(
             "the database was written by a newer mandato (schema {applied}, this build knows {})",

@@ -56,7 +56,10 @@ impl Store {
     }
 
     /// Runs `f` in one write transaction: committed if it returns `Ok`, rolled back otherwise.
-    pub fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T, Error>) -> Result<T, Error> {
+    pub fn write<T>(
+        &self,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T, Error>,
+    ) -> Result<T, Error> {
         let mut conn = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let value = f(&tx)?;
@@ -106,7 +109,9 @@ pub fn open_connection(path: &Path, durability: Durability) -> rusqlite::Result<
 fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open_with_flags(
         path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI,
     )?;
     conn.busy_timeout(Duration::from_secs(10))?;
     conn.execute_batch("PRAGMA foreign_keys = ON;")?;

@@ -9,7 +9,11 @@ pub const JWT_PRIVATE_KEY: &str = "jwt_private_key_pem";
 pub const SANDBOX_OFFSET_DAYS: &str = "sandbox_offset_days";
 
 pub fn get(conn: &Connection, name: &str) -> rusqlite::Result<Option<String>> {
-    optional(conn.query_row("SELECT value FROM settings WHERE name = ?1", [name], |r| r.get(0)))
+    optional(
+        conn.query_row("SELECT value FROM settings WHERE name = ?1", [name], |r| {
+            r.get(0)
+        }),
+    )
 }
 
 /// Stores `value` unless a value is already there (another process may have won the race);
@@ -19,7 +23,9 @@ pub fn get_or_insert(conn: &Connection, name: &str, value: &str) -> rusqlite::Re
         "INSERT INTO settings (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING",
         params![name, value],
     )?;
-    conn.query_row("SELECT value FROM settings WHERE name = ?1", [name], |r| r.get(0))
+    conn.query_row("SELECT value FROM settings WHERE name = ?1", [name], |r| {
+        r.get(0)
+    })
 }
 
 pub fn set(conn: &Connection, name: &str, value: &str) -> rusqlite::Result<()> {

@@ -1,0 +1,348 @@
+//! The test harness: `spawn_app()` starts the real engine on port 0 with a fresh database in a
+#![allow(dead_code)] // Not every test module uses every helper.
+//! temporary directory, and talks to it over loopback HTTP like any client.
+
+use std::sync::Arc;
+
+use chrono::{Duration, Utc};
+use mandato::app::{self, Running};
+use mandato::auth::{api_key, password};
+use mandato::clock::{Clock, ManualClock};
+use mandato::config::{Config, Environment};
+use mandato::domain::state::PaymentMethod;
+use mandato::secret::Secret;
+use mandato::store::commerces::{self, NewCommerce};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+pub const COMMERCE: &str = "76123456-0";
+pub const OTHER_COMMERCE: &str = "77000111-2";
+pub const PASSWORD: &str = "correct horse battery";
+
+pub struct TestApp {
+    pub running: Running,
+    pub base: String,
+    pub client: reqwest::Client,
+    pub clock: Arc<ManualClock>,
+    pub api_key: String,
+    pub dir: tempfile::TempDir,
+    /// The commerce the requests act for, and its session token once logged in.
+    pub commerce: String,
+    pub token: Option<String>,
+}
+
+pub struct Options {
+    pub environment: Environment,
+    pub authorization_required: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            environment: Environment::Sandbox,
+            authorization_required: false,
+        }
+    }
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(Options::default()).await
+}
+
+pub async fn spawn_app_with(options: Options) -> TestApp {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut config = Config::new(dir.path().to_path_buf());
+    config.listen = "127.0.0.1:0".parse().unwrap();
+    config.environment = options.environment;
+    let clock = Arc::new(ManualClock::new(Utc::now()));
+    let running = app::start(config, clock.clone() as Arc<dyn Clock>)
+        .await
+        .expect("engine starts");
+    let store = &running.state.store;
+    for code in [COMMERCE, OTHER_COMMERCE] {
+        let hash = password::hash_password(&Secret::new(PASSWORD.to_string()));
+        let secret = api_key::generate_webhook_secret();
+        store
+            .write(|tx| {
+                commerces::insert(
+                    tx,
+                    &NewCommerce {
+                        code,
+                        name: "Comercio de prueba",
+                        password_hash: &hash,
+                        channels: None,
+                        payment_methods: PaymentMethod::ALL,
+                        webhook_secret: &secret,
+                        authorization_required: options.authorization_required,
+                        created_at: "2026-01-01T00:00:00.000Z",
+                    },
+                )
+            })
+            .expect("commerce");
+    }
+    let key = api_key::generate();
+    store
+        .write(|tx| {
+            commerces::insert_api_key(tx, &key.prefix, &key.hash, &[], "2026-01-01T00:00:00.000Z")
+        })
+        .expect("api key");
+    let base = running.base_url();
+    TestApp {
+        running,
+        base,
+        client: reqwest::Client::new(),
+        clock,
+        api_key: key.key.expose().clone(),
+        dir,
+        commerce: COMMERCE.to_string(),
+        token: None,
+    }
+}
+
+/// The eight common headers, fresh (new correlationId, current time) for every request.
+pub fn common_headers(app: &TestApp) -> Vec<(String, String)> {
+    vec![
+        ("country".into(), "CL".into()),
+        ("commerce".into(), app.commerce.clone()),
+        ("channel".into(), "WEB".into()),
+        ("requestDateTime".into(), (app.clock.now()).to_rfc3339()),
+        ("correlationId".into(), uuid::Uuid::new_v4().to_string()),
+        ("processId".into(), "HYBRID".into()),
+        ("salesExecutiveId".into(), "SE-01".into()),
+        ("x-api-key".into(), app.api_key.clone()),
+    ]
+}
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+}
+
+impl Reply {
+    /// The `field`s of the error body, in order.
+    pub fn error_fields(&self) -> Vec<String> {
+        self.body["errors"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|e| e["field"].as_str().unwrap_or("").to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    pub fn name(&self) -> &str {
+        self.body["name"].as_str().unwrap_or("")
+    }
+
+    #[track_caller]
+    pub fn expect(&self, status: u16, name: &str) -> &Self {
+        assert_eq!(
+            (self.status.as_u16(), self.name()),
+            (status, name),
+            "unexpected reply: {}",
+            serde_json::to_string_pretty(&self.body).unwrap()
+        );
+        self
+    }
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}/api/v1{}", self.base, path)
+    }
+
+    /// A request with every header right; `tweak` may change or remove headers.
+    pub async fn request_with(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        tweak: impl FnOnce(&mut Vec<(String, String)>),
+    ) -> Reply {
+        let mut headers = common_headers(self);
+        if let Some(token) = &self.token {
+            headers.push(("Authorization".into(), format!("Bearer {token}")));
+        }
+        tweak(&mut headers);
+        let mut request = self.client.request(method, self.url(path));
+        for (name, value) in &headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let response = request.send().await.expect("request sent");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let text = response.text().await.expect("body read");
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    pub async fn request(&self, method: Method, path: &str, body: Option<&Value>) -> Reply {
+        self.request_with(method, path, body, |_| {}).await
+    }
+
+    pub async fn get(&self, path: &str) -> Reply {
+        self.request(Method::GET, path, None).await
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> Reply {
+        self.request(Method::POST, path, Some(body)).await
+    }
+
+    pub async fn put(&self, path: &str, body: &Value) -> Reply {
+        self.request(Method::PUT, path, Some(body)).await
+    }
+
+    pub async fn delete(&self, path: &str, body: Option<&Value>) -> Reply {
+        self.request(Method::DELETE, path, body).await
+    }
+
+    pub async fn public_key(&self) -> String {
+        let reply = self.get("/.well-known/jwe-public-key").await;
+        reply.body["payload"]["publicKey"]
+            .as_str()
+            .expect("public key")
+            .to_string()
+    }
+
+    /// Encrypts `password` with the environment's key through the sandbox helper.
+    pub async fn encrypt(&self, password: &str) -> String {
+        let key = self.public_key().await;
+        let reply = self
+            .post(
+                "/jwe/encrypt",
+                &json!({"password": password, "publicKey": key}),
+            )
+            .await;
+        reply.expect(200, "JWE_ENCRYPT_OK");
+        reply.body["payload"]["token"].as_str().unwrap().to_string()
+    }
+
+    /// Logs in as the current commerce and keeps the token for the next requests.
+    pub async fn login(&mut self) {
+        let jwe = self.encrypt(PASSWORD).await;
+        let reply = self
+            .post(
+                "/login",
+                &json!({"username": self.commerce, "password": jwe}),
+            )
+            .await;
+        reply.expect(200, "LOGIN_OK");
+        self.token = Some(reply.body["payload"]["token"].as_str().unwrap().to_string());
+    }
+
+    /// Switches to acting as another commerce, logged in.
+    pub async fn act_as(&mut self, commerce: &str) {
+        self.commerce = commerce.to_string();
+        self.token = None;
+        self.login().await;
+    }
+
+    pub fn advance_clock(&self, by: Duration) {
+        self.clock.advance(by);
+    }
+
+    /// Registers a customer and returns its `internalUserId`.
+    pub async fn create_customer(&self, user_id: &str, rut: &str) -> String {
+        let reply = self.post("/user", &customer_body(user_id, rut)).await;
+        reply.expect(201, "USER_CREATE_OK");
+        reply.body["payload"]["customer"]["internalUserId"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    /// Creates a mandate from a body and returns the payload.
+    pub async fn create_mandate(&self, body: &Value) -> Value {
+        let reply = self.post("/mandate", body).await;
+        reply.expect(201, "MANDATE_CREATE_OK");
+        reply.body["payload"].clone()
+    }
+
+    /// The outbox events of a mandate, as stored (body parsed).
+    pub fn events_of(&self, mandate_internal_id: &str) -> Vec<Value> {
+        let store = &self.running.state.store;
+        store
+            .read(|conn| {
+                let seq: i64 = conn.query_row(
+                    "SELECT seq FROM mandates WHERE id = ?1",
+                    [mandate_internal_id],
+                    |r| r.get(0),
+                )?;
+                let events = mandato::store::events::for_mandate(conn, seq)?;
+                Ok(events
+                    .into_iter()
+                    .map(|e| serde_json::from_str(&e.body).unwrap())
+                    .collect())
+            })
+            .expect("events")
+    }
+
+    pub fn clock_now(&self) -> chrono::DateTime<Utc> {
+        self.clock.now()
+    }
+
+    pub fn today(&self) -> chrono::NaiveDate {
+        self.running.state.today()
+    }
+
+    /// A date `days` after the business date, as the API writes it.
+    pub fn date_in(&self, days: i64) -> String {
+        (self.today() + Duration::days(days)).to_string()
+    }
+}
+
+pub fn customer_body(user_id: &str, rut: &str) -> Value {
+    json!({"customer": {
+        "userId": user_id,
+        "identificationDocument": {"type": "RUT", "number": rut},
+        "personalInformation": {"firstName": "Ana", "lastName": "Pérez", "secondLastName": "Soto"},
+        "address": {"street": "Av. Providencia", "number": "1234", "commune": "Providencia",
+                    "city": "Santiago", "region": "RM", "country": "CL"},
+        "contacts": {"email": "ana@example.cl", "phone": "+56912345678"}
+    }})
+}
+
+/// A SUBSCRIPTION of `count` monthly installments of 29990 CLP starting in a week.
+pub fn subscription_body(app: &TestApp, user_id: &str, mandate_id: &str, count: u32) -> Value {
+    json!({
+        "customer": {"userId": user_id},
+        "mandate": {"id": mandate_id, "type": "SUBSCRIPTION", "name": "Plan mensual", "detail": "Gimnasio",
+                    "charges": {"currencyId": "CLP", "amount": 29990, "periodicity": "MONTHLY",
+                                "startDate": app.date_in(7), "count": count}},
+        "paymentMethods": [3, 4, 5],
+        "metadata": {"plan": "gold"},
+        "urls": {"callback": "https://merchant.example/return",
+                 "activationWebhook": "https://merchant.example/hooks/activation",
+                 "paymentWebhook": "https://merchant.example/hooks/payment"}
+    })
+}
+
+/// A DYNAMIC mandate in CLP with the given installments (`[id, amount, days from today]`).
+pub fn dynamic_body(
+    app: &TestApp,
+    user_id: &str,
+    mandate_id: &str,
+    installments: &[(&str, i64, i64)],
+) -> Value {
+    let items: Vec<Value> = installments
+        .iter()
+        .map(|(id, amount, days)| json!({"id": id, "amount": amount, "currencyId": "CLP", "installmentDueDate": app.date_in(*days)}))
+        .collect();
+    json!({
+        "customer": {"userId": user_id},
+        "mandate": {"id": mandate_id, "type": "DYNAMIC", "name": "Cuenta corriente",
+                    "charges": {"currencyId": "CLP", "maxAmount": 100000}},
+        "installments": items,
+        "urls": {"activationWebhook": "https://merchant.example/hooks/activation",
+                 "paymentWebhook": "https://merchant.example/hooks/payment"}
+    })
+}

@@ -1,0 +1,6 @@
+//! Black-box tests of the merchant API over real loopback HTTP, one binary.
+
+mod helpers;
+
+mod auth;
+mod headers;
