@@ -1,5 +1,7 @@
 //! The `mandato` binary: parse, set up logging, run.
 
+use std::io::IsTerminal;
+
 use clap::Parser;
 use mandato::cli::{Cli, Command};
 use tracing_subscriber::EnvFilter;
@@ -10,6 +12,7 @@ fn main() -> std::process::ExitCode {
             EnvFilter::try_from_env("MANDATO_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let cli = Cli::parse();
     let result = match cli.command {

@@ -185,6 +185,7 @@ pub async fn find_mandate(
         ("mandateExternalId" = String, Path, description = "The merchant's mandate.id")),
     responses(
         (status = 200, description = "MANDATE_DETAIL_OK", body = Envelope<MandatePayload>),
+        (status = 400, description = "Invalid common headers", body = ErrorBody),
         (status = 403, description = "Credentials refused", body = ErrorBody),
         (status = 404, description = "No such ONEPAY mandate in this commerce", body = ErrorBody),
     ),

@@ -141,6 +141,49 @@ impl utoipa::Modify for SecuritySchemes {
     }
 }
 
+/// Documents, on every operation, the failures any request can meet: 500 (with the
+/// correlationId to quote) and, for operations with a body, 413 beyond the size limit.
+struct CommonErrors;
+
+impl utoipa::Modify for CommonErrors {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+        let error = |description: &str| {
+            ResponseBuilder::new()
+                .description(description)
+                .content(
+                    "application/json",
+                    ContentBuilder::new()
+                        .schema(Some(Ref::from_schema_name("ErrorBody")))
+                        .build(),
+                )
+                .build()
+        };
+        for item in openapi.paths.paths.values_mut() {
+            for operation in [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.delete,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                let has_body = operation.request_body.is_some();
+                let responses = &mut operation.responses.responses;
+                responses
+                    .entry("500".into())
+                    .or_insert_with(|| error("INTERNAL_ERROR: quote the correlationId").into());
+                if has_body {
+                    responses
+                        .entry("413".into())
+                        .or_insert_with(|| error("PAYLOAD_TOO_LARGE: over 1 MiB").into());
+                }
+            }
+        }
+    }
+}
+
 /// The merchant API and its OpenAPI document, built together so neither can miss a route.
 pub fn merchant_api(state: &AppState) -> (Router<AppState>, utoipa::openapi::OpenApi) {
     #[allow(deprecated)]
@@ -162,10 +205,13 @@ pub fn merchant_api(state: &AppState) -> (Router<AppState>, utoipa::openapi::Ope
     let public = OpenApiRouter::new()
         .routes(routes!(login::jwe_public_key))
         .routes(routes!(login::jwks));
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let (router, mut doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(with_headers)
         .merge(public)
-        .split_for_parts()
+        .split_for_parts();
+    // Applied after the routes are merged in, so it reaches every operation.
+    utoipa::Modify::modify(&CommonErrors, &mut doc);
+    (router, doc)
 }
 
 /// The whole listener.

@@ -3,4 +3,6 @@
 mod helpers;
 
 mod auth;
+mod cli;
 mod headers;
+mod openapi;

@@ -1,0 +1,143 @@
+//! `/openapi.json` documents every operation of the merchant API, with its headers, body,
+//! responses and errors; and every documented operation is really served.
+
+use reqwest::Method;
+use serde_json::Value;
+
+use crate::helpers::*;
+
+/// Every merchant operation of the contract: (method, path, takes the common headers, has a body).
+const OPERATIONS: &[(&str, &str, bool, bool)] = &[
+    ("post", "/login", true, true),
+    ("get", "/login", true, false),
+    ("post", "/jwe/encrypt", true, true),
+    ("get", "/.well-known/jwe-public-key", false, false),
+    ("get", "/.well-known/jwks.json", false, false),
+    ("post", "/user", true, true),
+    ("post", "/mandate", true, true),
+    ("get", "/mandate/{mandateTypeId}/{mandateId}", true, false),
+    (
+        "get",
+        "/mandate/onepay/confirm/id/{mandateExternalId}",
+        true,
+        false,
+    ),
+    (
+        "delete",
+        "/mandate/cancel/{mandateTypeId}/{mandateId}/{userTypeId}/{userId}",
+        true,
+        true,
+    ),
+    ("post", "/installments", true, true),
+    ("put", "/installments/status/change", true, true),
+    ("post", "/installments/status/change", true, true),
+    ("get", "/receivables", true, false),
+];
+
+const COMMON: [&str; 8] = [
+    "country",
+    "commerce",
+    "channel",
+    "requestDateTime",
+    "correlationId",
+    "processId",
+    "salesExecutiveId",
+    "x-api-key",
+];
+
+async fn document(app: &TestApp) -> Value {
+    let response = app
+        .client
+        .get(format!("{}/openapi.json", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.json().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_operation_is_documented_with_headers_bodies_and_errors() {
+    let app = spawn_app().await;
+    let doc = document(&app).await;
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(doc["servers"][0]["url"], "/api/v1");
+    for (method, path, common, body) in OPERATIONS {
+        let op = &doc["paths"][path][method];
+        assert!(
+            op.is_object(),
+            "{method} {path} is missing from /openapi.json"
+        );
+        let params: Vec<&str> = op["parameters"]
+            .as_array()
+            .map(|a| a.iter().map(|p| p["name"].as_str().unwrap()).collect())
+            .unwrap_or_default();
+        for header in COMMON {
+            assert_eq!(
+                params.contains(&header),
+                *common,
+                "{method} {path}: header {header}"
+            );
+        }
+        for segment in path.split('/').filter(|s| s.starts_with('{')) {
+            let name = segment.trim_matches(['{', '}']);
+            assert!(
+                params.contains(&name),
+                "{method} {path}: path parameter {name}"
+            );
+        }
+        assert_eq!(
+            op["requestBody"].is_object(),
+            *body,
+            "{method} {path}: request body"
+        );
+        let responses = op["responses"].as_object().unwrap();
+        assert!(
+            responses.keys().any(|k| k.starts_with('2')),
+            "{method} {path}: a success response"
+        );
+        assert!(responses.contains_key("500"), "{method} {path}: 500");
+        if *common {
+            for status in ["400", "403"] {
+                assert!(responses.contains_key(status), "{method} {path}: {status}");
+            }
+        }
+        if *body {
+            assert!(responses.contains_key("413"), "{method} {path}: 413");
+        }
+    }
+    let documented: usize = doc["paths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|item| item.as_object().unwrap().len())
+        .sum();
+    assert_eq!(
+        documented,
+        OPERATIONS.len(),
+        "an operation is documented that this test does not know"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_documented_operation_is_served() {
+    let mut app = spawn_app().await;
+    app.login().await;
+    let doc = document(&app).await;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            let concrete = path
+                .replace("{mandateTypeId}", "id")
+                .replace("{userTypeId}", "userId")
+                .replace(['{', '}'], "");
+            let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let reply = app.request(method.clone(), &concrete, None).await;
+            assert_ne!(
+                reply.name(),
+                "ROUTE_NOT_FOUND",
+                "{method} {path} is documented but not served"
+            );
+            assert_ne!(reply.status.as_u16(), 405, "{method} {path}");
+        }
+    }
+}
