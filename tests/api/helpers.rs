@@ -346,3 +346,209 @@ pub fn dynamic_body(
                  "paymentWebhook": "https://merchant.example/hooks/payment"}
     })
 }
+
+// Helpers of the resource tests (customers, mandates, installments, receivables, isolation).
+
+/// A valid RUT for `body`, in the normalized form, its check digit computed here (modulo 11)
+/// independently of the product.
+pub fn rut(body: u32) -> String {
+    let mut rest = body;
+    let mut weight = 2;
+    let mut sum = 0;
+    while rest > 0 {
+        sum += (rest % 10) * weight;
+        rest /= 10;
+        weight = if weight == 7 { 2 } else { weight + 1 };
+    }
+    let check = match 11 - sum % 11 {
+        11 => "0".to_string(),
+        10 => "K".to_string(),
+        d => d.to_string(),
+    };
+    format!("{body}-{check}")
+}
+
+/// Sets the member a JSON pointer names (its parent must exist).
+pub fn set(value: &mut Value, pointer: &str, new: Value) {
+    let (parent, key) = pointer.rsplit_once('/').expect("a JSON pointer");
+    let target = value
+        .pointer_mut(parent)
+        .unwrap_or_else(|| panic!("no {parent} in {value}"));
+    match target {
+        Value::Object(map) => {
+            map.insert(key.to_string(), new);
+        }
+        Value::Array(items) => items[key.parse::<usize>().unwrap()] = new,
+        other => panic!("{parent} is not a container: {other}"),
+    }
+}
+
+/// Removes the member a JSON pointer names.
+pub fn remove(value: &mut Value, pointer: &str) {
+    let (parent, key) = pointer.rsplit_once('/').expect("a JSON pointer");
+    if let Some(Value::Object(map)) = value.pointer_mut(parent) {
+        map.shift_remove(key);
+    }
+}
+
+/// `body` with the changes applied: `Some(v)` sets, `None` removes.
+pub fn changed(body: &Value, changes: &[(&str, Option<Value>)]) -> Value {
+    let mut body = body.clone();
+    for (pointer, value) in changes {
+        match value {
+            Some(v) => set(&mut body, pointer, v.clone()),
+            None => remove(&mut body, pointer),
+        }
+    }
+    body
+}
+
+/// A ONEPAY mandate of `amount` CLP; `installment` is the optional single one (`id`, days).
+pub fn onepay_body(
+    app: &TestApp,
+    user_id: &str,
+    mandate_id: &str,
+    amount: i64,
+    installment: Option<(&str, i64)>,
+) -> Value {
+    let installments: Vec<Value> = installment
+        .iter()
+        .map(|(id, days)| json!({"id": id, "amount": amount, "currencyId": "CLP", "installmentDueDate": app.date_in(*days)}))
+        .collect();
+    json!({
+        "customer": {"userId": user_id},
+        "mandate": {"id": mandate_id, "type": "ONEPAY", "name": "Compra única",
+                    "charges": {"currencyId": "CLP", "amount": amount}},
+        "installments": installments,
+        "urls": {"callback": "https://merchant.example/return",
+                 "activationWebhook": "https://merchant.example/hooks/activation",
+                 "paymentWebhook": "https://merchant.example/hooks/payment"}
+    })
+}
+
+/// A `POST /installments` body for a CLP mandate (`[id, amount, days from today]`).
+pub fn installments_body(
+    app: &TestApp,
+    user_id: &str,
+    mandate_id: &str,
+    installments: &[(&str, i64, i64)],
+) -> Value {
+    let items: Vec<Value> = installments
+        .iter()
+        .map(|(id, amount, days)| json!({"id": id, "amount": amount, "currencyId": "CLP", "installmentDueDate": app.date_in(*days)}))
+        .collect();
+    json!({
+        "customer": {"userId": user_id},
+        "product": {"id": mandate_id},
+        "installmentsNumber": items.len(),
+        "installments": items,
+    })
+}
+
+/// A PAYMENT status change of the listed installments (by their external ids), paid today.
+pub fn payment_body(app: &TestApp, mandate_id: &str, ids: &[&str], amount: i64) -> Value {
+    json!({
+        "product": {"id": mandate_id},
+        "installments": {"ids": ids},
+        "action": "PAYMENT",
+        "payment": {"date": app.date_in(0), "amount": amount, "currencyId": "CLP",
+                    "authorizationCode": "TRX-889", "method": "TRANSFER"}
+    })
+}
+
+/// An ANNULMENT status change of the listed installments (by their external ids).
+pub fn annulment_body(mandate_id: &str, ids: &[&str]) -> Value {
+    json!({"product": {"id": mandate_id}, "installments": {"ids": ids}, "action": "ANNULMENT"})
+}
+
+/// `errors[].field` of a reply, sorted, for comparisons that do not depend on order.
+pub fn sorted_fields(reply: &Reply) -> Vec<String> {
+    let mut fields = reply.error_fields();
+    fields.sort();
+    fields
+}
+
+/// `errors[].code` of a reply, in order.
+pub fn error_codes(reply: &Reply) -> Vec<String> {
+    reply.body["errors"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|e| e["code"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `(id, state id)` of each installment in a list, in order.
+pub fn id_states(installments: &Value) -> Vec<(String, i64)> {
+    installments
+        .as_array()
+        .expect("an installment list")
+        .iter()
+        .map(|i| {
+            (
+                i["id"].as_str().unwrap().to_string(),
+                i["state"]["id"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Percent-encodes a query value.
+pub fn encode(value: &str) -> String {
+    url::form_urlencoded::byte_serialize(value.as_bytes()).collect()
+}
+
+impl TestApp {
+    /// A request whose body is sent byte for byte (JSON or not), with every header right.
+    pub async fn request_raw(&self, method: Method, path: &str, body: &str) -> Reply {
+        let mut request = self.client.request(method, self.url(path));
+        for (name, value) in common_headers(self) {
+            request = request.header(name, value);
+        }
+        if let Some(token) = &self.token {
+            request = request.header("Authorization", format!("Bearer {token}"));
+        }
+        let response = request
+            .header("Content-Type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .expect("request sent");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let text = response.text().await.expect("body read");
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    /// The lookup payload of a mandate by the merchant's id, which must exist.
+    pub async fn mandate(&self, external_id: &str) -> Value {
+        let reply = self.get(&format!("/mandate/id/{external_id}")).await;
+        reply.expect(200, "MANDATE_DETAIL_OK");
+        reply.body["payload"].clone()
+    }
+
+    /// `(id, state id)` of a mandate's installments, by the lookup.
+    pub async fn installment_states(&self, external_id: &str) -> Vec<(String, i64)> {
+        id_states(&self.mandate(external_id).await["installments"])
+    }
+
+    /// The webhook secret of a commerce, as stored.
+    pub fn webhook_secret(&self, code: &str) -> String {
+        self.running
+            .state
+            .store
+            .read(|conn| Ok(commerces::by_code(conn, code)?))
+            .expect("commerce read")
+            .expect("commerce exists")
+            .webhook_secret
+            .expose()
+            .clone()
+    }
+}
