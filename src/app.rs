@@ -13,6 +13,7 @@ use crate::auth::jwt::JwtSigner;
 use crate::clock::{BusinessCalendar, Clock};
 use crate::config::Config;
 use crate::http::{AppState, Keys};
+use crate::notify::delivery::Deliverer;
 use crate::store::audit::AuditWriter;
 use crate::store::{Store, settings};
 
@@ -84,12 +85,14 @@ impl Running {
         format!("http://{}", self.addr)
     }
 
-    /// Stops accepting, lets in-flight requests finish, and writes what is queued.
+    /// Stops accepting, lets in-flight requests and webhook sends finish, and writes what is
+    /// queued.
     pub async fn shutdown(mut self) -> anyhow::Result<()> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
         (&mut self.server).await??;
+        self.state.deliverer.shutdown().await;
         let audit = Arc::clone(&self.state.audit);
         tokio::task::spawn_blocking(move || audit.shutdown()).await?;
         Ok(())
@@ -126,7 +129,14 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         Some(host) => format!("http://{host}:{}", addr.port()),
         None => format!("http://{addr}"),
     };
+    let deliverer = Deliverer::start(
+        Arc::clone(&store),
+        Arc::clone(&clock),
+        config.delivery.clone(),
+        config.environment.is_sandbox(),
+    );
     let state = AppState {
+        deliverer: Arc::new(deliverer),
         store,
         audit: Arc::new(audit),
         config: Arc::new(config),

@@ -14,8 +14,9 @@ use crate::auth::{api_key, password};
 use crate::config::{Config, Environment, default_data_dir};
 use crate::domain::rut::Rut;
 use crate::domain::state::PaymentMethod;
+use crate::notify::tls;
 use crate::secret::Secret;
-use crate::store::{Store, commerces};
+use crate::store::{Store, commerces, deliveries, settings};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -51,6 +52,23 @@ pub enum Command {
     PublicKey,
     /// Write a consistent copy of the live database to FILE.
     Backup { file: PathBuf },
+    /// Issue a `localhost` certificate from the installation's development CA (made once), for
+    /// a local HTTPS webhook receiver. The delivery worker trusts that CA.
+    DevCert {
+        /// Where to write localhost.pem, localhost-key.pem and mandato-dev-ca.pem
+        /// (default: DATA_DIR/dev-cert).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Manage the extra root certificates trusted for webhook delivery.
+    #[command(subcommand)]
+    Trust(TrustCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TrustCommand {
+    /// Trust the CA certificate(s) in a PEM file for webhook delivery.
+    AddRoot { file: PathBuf },
 }
 
 #[derive(Args, Debug)]
@@ -90,6 +108,15 @@ pub enum CommerceCommand {
         /// Manual payments must carry an authorization code.
         #[arg(long)]
         authorization_required: bool,
+    },
+    /// Replace the commerce's webhook secret; the old one keeps signing (beside the new one)
+    /// for the overlap window.
+    RotateSecret {
+        #[arg(long)]
+        code: String,
+        /// Hours the previous secret stays valid.
+        #[arg(long, default_value_t = 24)]
+        overlap_hours: u32,
     },
 }
 
@@ -227,6 +254,78 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             }
             print(json_mode, value, text);
         }
+        Command::Commerce(CommerceCommand::RotateSecret {
+            code,
+            overlap_hours,
+        }) => {
+            let store = Store::open(&config.database_path())?;
+            let secret = api_key::generate_webhook_secret();
+            let until = crate::clock::timestamp(
+                chrono::Utc::now() + chrono::Duration::hours(overlap_hours.into()),
+            );
+            let rotated = store
+                .write(|tx| Ok(deliveries::rotate_secret(tx, &code, &secret, &until)?))
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            anyhow::ensure!(rotated, "no commerce has code {code}");
+            print(
+                json_mode,
+                json!({"code": code, "webhookSecret": secret.expose(), "previousValidUntil": until}),
+                format!(
+                    "new webhook secret: {}\nthe previous one stays valid until {until}",
+                    secret.expose()
+                ),
+            );
+        }
+        Command::DevCert { out } => {
+            let store = Store::open(&config.database_path())?;
+            let ca = dev_ca(&store)?;
+            let dir = out.unwrap_or_else(|| config.data_dir.join("dev-cert"));
+            let files = tls::write_localhost_cert(&ca, &dir)?;
+            print(
+                json_mode,
+                serde_json::to_value(&files)?,
+                format!(
+                    "certificate: {}\nkey: {}\nCA (trusted by mandato's webhook delivery): {}",
+                    files.certificate.display(),
+                    files.key.display(),
+                    files.ca.display()
+                ),
+            );
+        }
+        Command::Trust(TrustCommand::AddRoot { file }) => {
+            let pem = std::fs::read_to_string(&file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            let roots = tls::parse_roots(&pem)?;
+            let store = Store::open(&config.database_path())?;
+            let at = now();
+            let added = store
+                .write(|tx| {
+                    let mut added = Vec::new();
+                    for root in &roots {
+                        if deliveries::add_trusted_root(
+                            tx,
+                            &root.pem,
+                            &root.fingerprint,
+                            &root.subject,
+                            &at,
+                        )? {
+                            added.push(root.subject.clone());
+                        }
+                    }
+                    Ok(added)
+                })
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            print(
+                json_mode,
+                json!({"added": added, "certificates": roots.len()}),
+                format!(
+                    "{} of {} certificate(s) added: {}",
+                    added.len(),
+                    roots.len(),
+                    added.join("; ")
+                ),
+            );
+        }
         Command::Apikey(ApiKeyCommand::Create { commerces: codes }) => {
             let store = Store::open(&config.database_path())?;
             let key = api_key::generate();
@@ -305,6 +404,40 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The installation's development CA, made on first use and kept in the database.
+pub fn dev_ca(store: &Store) -> anyhow::Result<tls::DevCa> {
+    let existing = store.read(|c| {
+        Ok((
+            settings::get(c, settings::DEV_CA_CERT)?,
+            settings::get(c, settings::DEV_CA_KEY)?,
+        ))
+    })?;
+    if let (Some(cert_pem), Some(key_pem)) = existing {
+        return Ok(tls::DevCa {
+            cert_pem,
+            key_pem: Secret::new(key_pem),
+        });
+    }
+    let fresh = tls::DevCa::generate()?;
+    // Two processes may race; both keep whichever pair was stored first.
+    let (cert_pem, key_pem) = store
+        .write(|tx| {
+            let key = settings::get_or_insert(tx, settings::DEV_CA_KEY, fresh.key_pem.expose())?;
+            let cert = if key == *fresh.key_pem.expose() {
+                settings::set(tx, settings::DEV_CA_CERT, &fresh.cert_pem)?;
+                fresh.cert_pem.clone()
+            } else {
+                settings::get(tx, settings::DEV_CA_CERT)?.unwrap_or_default()
+            };
+            Ok((cert, key))
+        })
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(tls::DevCa {
+        cert_pem,
+        key_pem: Secret::new(key_pem),
+    })
 }
 
 /// Runs `serve` until Ctrl-C or SIGTERM.

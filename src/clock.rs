@@ -21,22 +21,24 @@ impl Clock for SystemClock {
     }
 }
 
-/// A clock that only moves when told: for tests.
-pub struct ManualClock(Mutex<DateTime<Utc>>);
+/// The wall clock shifted by an adjustable offset: time flows as usual (timers fire), and a
+/// test can jump ahead (to expire a token, say).
+#[derive(Default)]
+pub struct ShiftedClock(Mutex<Duration>);
 
-impl ManualClock {
-    pub fn new(at: DateTime<Utc>) -> Self {
-        ManualClock(Mutex::new(at))
+impl ShiftedClock {
+    pub fn new() -> Self {
+        ShiftedClock(Mutex::new(Duration::zero()))
     }
 
     pub fn advance(&self, by: Duration) {
-        *self.0.lock().unwrap() += by;
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) += by;
     }
 }
 
-impl Clock for ManualClock {
+impl Clock for ShiftedClock {
     fn now(&self) -> DateTime<Utc> {
-        *self.0.lock().unwrap()
+        Utc::now() + *self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

@@ -52,6 +52,7 @@ pub struct Config {
     pub magic_link_days: i64,
     /// How long a correlationId is remembered for replay refusal.
     pub correlation_retention_days: i64,
+    pub delivery: crate::notify::delivery::DeliveryConfig,
 }
 
 impl Config {
@@ -69,6 +70,7 @@ impl Config {
             max_clock_skew_secs: 300,
             magic_link_days: 30,
             correlation_retention_days: 7,
+            delivery: crate::notify::delivery::DeliveryConfig::default(),
         }
     }
 

@@ -23,6 +23,23 @@ pub fn currency(value: Option<&String>, field: &str, errors: &mut FieldErrors) -
     }
 }
 
+pub fn json_number<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<serde_json::Number>, D::Error> {
+    use serde::Deserialize;
+    use serde::de::{Error, Unexpected};
+    use serde_json::Value;
+    let unexpected = match Option::<Value>::deserialize(deserializer)? {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => return Ok(Some(n)),
+        Some(Value::Bool(b)) => Unexpected::Bool(b),
+        Some(Value::String(_)) => Unexpected::Other("string"),
+        Some(Value::Array(_)) => Unexpected::Seq,
+        Some(Value::Object(_)) => Unexpected::Map,
+    };
+    Err(D::Error::invalid_type(unexpected, &"a JSON number"))
+}
+
 /// An amount in a currency; `currency` is `None` when the currency itself was bad, in which
 /// case only presence is checked.
 pub fn money(

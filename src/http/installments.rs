@@ -228,6 +228,7 @@ pub struct PaymentIn {
     pub date: Option<String>,
     /// The sum of the listed installments.
     #[schema(value_type = Option<f64>)]
+    #[serde(default, deserialize_with = "fields::json_number")]
     pub amount: Option<serde_json::Number>,
     pub currency_id: Option<String>,
     /// Required when the commerce's contract says so.

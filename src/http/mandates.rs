@@ -69,6 +69,7 @@ pub struct MandateIn {
 pub struct ChargesIn {
     pub currency_id: Option<String>,
     #[schema(value_type = Option<f64>)]
+    #[serde(default, deserialize_with = "fields::json_number")]
     pub amount: Option<serde_json::Number>,
     /// WEEKLY, MONTHLY, BIMONTHLY, QUARTERLY, SEMIANNUAL, ANNUAL.
     pub periodicity: Option<String>,
@@ -80,6 +81,7 @@ pub struct ChargesIn {
     pub due_date: Option<String>,
     /// DYNAMIC: the largest amount of one installment.
     #[schema(value_type = Option<f64>)]
+    #[serde(default, deserialize_with = "fields::json_number")]
     pub max_amount: Option<serde_json::Number>,
 }
 
@@ -88,6 +90,7 @@ pub struct ChargesIn {
 pub struct InstallmentIn {
     pub id: Option<String>,
     #[schema(value_type = Option<f64>)]
+    #[serde(default, deserialize_with = "fields::json_number")]
     pub amount: Option<serde_json::Number>,
     pub installment_due_date: Option<String>,
     pub currency_id: Option<String>,

@@ -15,6 +15,7 @@ pub mod json;
 pub mod login;
 pub mod mandates;
 pub mod receivables;
+pub mod sandbox;
 pub mod users;
 pub mod wire;
 
@@ -58,6 +59,7 @@ pub struct AppState {
     pub calendar: Arc<BusinessCalendar>,
     /// `http://host:port` as customers reach this installation, for absolute Magic Links.
     pub public_base_url: Arc<str>,
+    pub deliverer: Arc<crate::notify::delivery::Deliverer>,
 }
 
 impl AppState {
@@ -82,13 +84,16 @@ impl AppState {
         operation: impl FnOnce(&Transaction<'_>, &Ctx<'_>) -> Result<T> + Send + 'static,
     ) -> Result<T, ApiError> {
         let state = self.clone();
-        tokio::task::spawn_blocking(move || {
+        let value = tokio::task::spawn_blocking(move || {
             let ctx = state.ctx(&commerce);
             state.store.write(|tx| operation(tx, &ctx))
         })
         .await
         .map_err(|e| ApiError(Error::Internal(e.into())))?
-        .map_err(ApiError)
+        .map_err(ApiError)?;
+        // The change may have written events; the worker need not wait for its next poll.
+        self.deliverer.wake();
+        Ok(value)
     }
 
     /// Runs a read-only operation on a pooled connection.
@@ -198,6 +203,9 @@ pub fn merchant_api(state: &AppState) -> (Router<AppState>, utoipa::openapi::Ope
         .routes(routes!(installments::add_installments))
         .routes(routes!(installments::change_status))
         .routes(routes!(receivables::receivables))
+        .routes(routes!(sandbox::get_faults, sandbox::put_faults))
+        .routes(routes!(sandbox::notification))
+        .routes(routes!(sandbox::redeliver))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             common::layer,

@@ -51,12 +51,13 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn sorts_members_and_drops_whitespace() {
-        let v = json!({"b": [1, {"z": null, "a": true}], "a": "x\u{1}\n€", "€": 1, "\u{10000}": 2});
-        // U+10000 is a surrogate pair (D800 DC00) and sorts before U+20AC (€) in UTF-16.
+    fn sorts_members_by_utf16_and_drops_whitespace() {
+        let v = json!({"b": [1, {"z": null, "a": true}], "a": "x\u{1}\n€", "\u{ff61}": 1, "\u{10000}": 2});
+        // U+10000 is the surrogate pair D800 DC00, which sorts before U+FF61 in UTF-16 (and
+        // after it in UTF-8 bytes).
         assert_eq!(
             canonicalize(&v),
-            "{\"a\":\"x\\u0001\\n€\",\"b\":[1,{\"a\":true,\"z\":null}],\"\u{10000}\":2,\"€\":1}"
+            "{\"a\":\"x\\u0001\\n€\",\"b\":[1,{\"a\":true,\"z\":null}],\"\u{10000}\":2,\"\u{ff61}\":1}"
         );
     }
 }

@@ -3,6 +3,8 @@
 //! Events are written to the outbox (`store::events`) inside the transaction of the state change
 //! that causes them; a crash can therefore never lose one.
 
+pub mod delivery;
 pub mod events;
 pub mod jcs;
 pub mod signing;
+pub mod tls;

@@ -2,8 +2,13 @@
 
 use rusqlite::Connection;
 
-const MIGRATIONS: &[(&str, &str)] =
-    &[("0001_init", include_str!("../../migrations/0001_init.sql"))];
+const MIGRATIONS: &[(&str, &str)] = &[
+    ("0001_init", include_str!("../../migrations/0001_init.sql")),
+    (
+        "0002_delivery",
+        include_str!("../../migrations/0002_delivery.sql"),
+    ),
+];
 
 pub fn run(conn: &mut Connection) -> anyhow::Result<()> {
     let applied: usize =

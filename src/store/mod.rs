@@ -8,6 +8,7 @@
 pub mod audit;
 pub mod commerces;
 pub mod customers;
+pub mod deliveries;
 pub mod events;
 pub mod installments;
 pub mod mandates;

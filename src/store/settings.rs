@@ -7,6 +7,8 @@ use super::optional;
 pub const JWE_PRIVATE_KEY: &str = "jwe_private_key_pem";
 pub const JWT_PRIVATE_KEY: &str = "jwt_private_key_pem";
 pub const SANDBOX_OFFSET_DAYS: &str = "sandbox_offset_days";
+pub const DEV_CA_CERT: &str = "dev_ca_cert_pem";
+pub const DEV_CA_KEY: &str = "dev_ca_key_pem";
 
 pub fn get(conn: &Connection, name: &str) -> rusqlite::Result<Option<String>> {
     optional(

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use chrono::{Duration, Utc};
 use mandato::app::{self, Running};
 use mandato::auth::{api_key, password};
-use mandato::clock::{Clock, ManualClock};
+use mandato::clock::{Clock, ShiftedClock};
 use mandato::config::{Config, Environment};
 use mandato::domain::state::PaymentMethod;
 use mandato::secret::Secret;
@@ -23,7 +23,7 @@ pub struct TestApp {
     pub running: Running,
     pub base: String,
     pub client: reqwest::Client,
-    pub clock: Arc<ManualClock>,
+    pub clock: Arc<ShiftedClock>,
     pub api_key: String,
     pub dir: tempfile::TempDir,
     /// The commerce the requests act for, and its session token once logged in.
@@ -34,6 +34,7 @@ pub struct TestApp {
 pub struct Options {
     pub environment: Environment,
     pub authorization_required: bool,
+    pub delivery: mandato::notify::delivery::DeliveryConfig,
 }
 
 impl Default for Options {
@@ -41,6 +42,7 @@ impl Default for Options {
         Options {
             environment: Environment::Sandbox,
             authorization_required: false,
+            delivery: mandato::notify::delivery::DeliveryConfig::default(),
         }
     }
 }
@@ -54,7 +56,8 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     let mut config = Config::new(dir.path().to_path_buf());
     config.listen = "127.0.0.1:0".parse().unwrap();
     config.environment = options.environment;
-    let clock = Arc::new(ManualClock::new(Utc::now()));
+    config.delivery = options.delivery;
+    let clock = Arc::new(ShiftedClock::new());
     let running = app::start(config, clock.clone() as Arc<dyn Clock>)
         .await
         .expect("engine starts");
@@ -373,7 +376,7 @@ pub fn set(value: &mut Value, pointer: &str, new: Value) {
     let (parent, key) = pointer.rsplit_once('/').expect("a JSON pointer");
     let target = value
         .pointer_mut(parent)
-        .unwrap_or_else(|| panic!("no {parent} in {value}"));
+        .unwrap_or_else(|| panic!("no {parent} in the body"));
     match target {
         Value::Object(map) => {
             map.insert(key.to_string(), new);

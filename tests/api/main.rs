@@ -6,3 +6,6 @@ mod auth;
 mod cli;
 mod headers;
 mod openapi;
+mod receiver;
+mod webhooks;
+

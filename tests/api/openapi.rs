@@ -32,6 +32,15 @@ const OPERATIONS: &[(&str, &str, bool, bool)] = &[
     ("put", "/installments/status/change", true, true),
     ("post", "/installments/status/change", true, true),
     ("get", "/receivables", true, false),
+    (
+        "post",
+        "/sandbox/notifications/{eventId}/redeliver",
+        true,
+        false,
+    ),
+    ("get", "/sandbox/notifications/{eventId}", true, false),
+    ("get", "/sandbox/notifications/faults", true, false),
+    ("put", "/sandbox/notifications/faults", true, true),
 ];
 
 const COMMON: [&str; 8] = [

@@ -1,0 +1,1464 @@
+//! Load benchmark of the merchant API (see `bench/README.md`).
+//!
+//! `cargo bench --bench api` (release). Steps:
+//! 1. a child process (this binary, `MANDATO_BENCH_PHASE=fill`) creates the database through
+//!    `Store::open` (the real migrations), a commerce, an API key and the environment keys
+//!    through the library, then bulk-fills customers, mandates and installments with plain SQL;
+//! 2. the engine is started with `app::start` over that file, once with the file evicted from
+//!    the page cache (cold) and once warm, timing start to the first authenticated lookup;
+//! 3. a keep-alive HTTP/1.1 load generator (hyper, one connection per tokio task) drives the
+//!    bare axum handler, an axum handler doing one SQLite point SELECT, the authenticated
+//!    mandate lookup and mandate creation, one after the other;
+//! 4. resident memory is read from `/proc/self/status`.
+//!
+//! Figures are printed as a table and written to `target/bench-results.json`.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::{Path as UrlPath, State};
+use chrono::{NaiveDate, SecondsFormat, TimeZone, Utc};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::{Method, Request};
+use hyper_util::rt::TokioIo;
+use mandato::app;
+use mandato::clock::{Clock, SystemClock};
+use mandato::config::Config;
+use rusqlite::{Connection, OpenFlags, params};
+use serde_json::{Value, json};
+
+const COMMERCE: &str = "76123456-0";
+const PASSWORD: &str = "bench password 1";
+const FILL_MARKER: &str = "bench-fill.json";
+const DB_FILE: &str = "mandato.db";
+
+// ---------------------------------------------------------------------------------------------
+// Parameters
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Clone, Debug)]
+struct Params {
+    quick: bool,
+    customers: u64,
+    mandates: u64,
+    installments_per_mandate: u64,
+    warmup: Duration,
+    duration: Duration,
+    connections: usize,
+    client_threads: usize,
+    server_threads: usize,
+    scenarios: Vec<String>,
+    keep_db: Option<PathBuf>,
+}
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+}
+
+fn env_secs(name: &str) -> Option<Duration> {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map(Duration::from_secs_f64)
+}
+
+impl Params {
+    fn from_env() -> Params {
+        let quick = std::env::var("MANDATO_BENCH_QUICK").is_ok_and(|v| v == "1" || v == "true");
+        let (customers, mandates, installments, warmup, duration) = if quick {
+            (20_000, 40_000, 400_000, 1.0, 3.0)
+        } else {
+            (100_000, 200_000, 2_000_000, 2.0, 10.0)
+        };
+        let customers = env_u64("MANDATO_BENCH_CUSTOMERS")
+            .unwrap_or(customers)
+            .max(1);
+        let mandates = env_u64("MANDATO_BENCH_MANDATES").unwrap_or(mandates).max(1);
+        let installments = env_u64("MANDATO_BENCH_INSTALLMENTS").unwrap_or(installments);
+        Params {
+            quick,
+            customers,
+            mandates,
+            installments_per_mandate: (installments / mandates).clamp(1, 1200),
+            warmup: env_secs("MANDATO_BENCH_WARMUP_SECS")
+                .unwrap_or(Duration::from_secs_f64(warmup)),
+            duration: env_secs("MANDATO_BENCH_DURATION_SECS")
+                .unwrap_or(Duration::from_secs_f64(duration)),
+            connections: env_u64("MANDATO_BENCH_CONNECTIONS").unwrap_or(64).max(1) as usize,
+            client_threads: env_u64("MANDATO_BENCH_CLIENT_THREADS").unwrap_or(2).max(1) as usize,
+            server_threads: env_u64("MANDATO_BENCH_SERVER_THREADS")
+                .unwrap_or_else(|| {
+                    std::thread::available_parallelism().map_or(2, |n| n.get() as u64)
+                })
+                .max(1) as usize,
+            scenarios: std::env::var("MANDATO_BENCH_SCENARIOS")
+                .unwrap_or_else(|_| "bare,select,lookup,create".into())
+                .split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect(),
+            keep_db: std::env::var_os("MANDATO_BENCH_DB_DIR").map(PathBuf::from),
+        }
+    }
+
+    fn runs(&self, scenario: &str) -> bool {
+        self.scenarios.iter().any(|s| s == scenario)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deterministic data: the load generator recomputes ids from sequence numbers instead of
+// holding 200,000 strings in memory (which would inflate the RSS figure).
+// ---------------------------------------------------------------------------------------------
+
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A UUIDv7 id as `ids::new_id` makes them (`man_0193...`), reproducible from its inputs.
+fn id7(prefix: &str, ms: i64, kind: u8, a: u64, b: u8) -> String {
+    let h = mix(a ^ ((kind as u64) << 56));
+    let mut r = [0u8; 10];
+    r[0] = kind;
+    r[1] = b; // kept whole by the UUIDv7 layout: installments of one mandate share `ms`.
+    r[2..10].copy_from_slice(&h.to_be_bytes());
+    let u = uuid::Builder::from_unix_timestamp_millis(ms as u64, &r).into_uuid();
+    format!("{prefix}_{}", u.simple())
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    base_ms: i64,
+    customers: u64,
+    mandates: u64,
+}
+
+impl Layout {
+    fn spacing_ms(&self) -> i64 {
+        (365 * 86_400_000 / self.mandates as i64).max(1)
+    }
+    fn mandate_ms(&self, m: u64) -> i64 {
+        self.base_ms + m as i64 * self.spacing_ms()
+    }
+    fn customer_of(&self, m: u64) -> u64 {
+        (m - 1) % self.customers + 1
+    }
+    fn customer_ms(&self, c: u64) -> i64 {
+        self.mandate_ms(c) - 60_000
+    }
+    fn mandate_id(&self, m: u64) -> String {
+        id7("man", self.mandate_ms(m), 2, m, 0)
+    }
+    fn customer_id(&self, c: u64) -> String {
+        id7("usr", self.customer_ms(c), 1, c, 0)
+    }
+    fn installment_id(&self, m: u64, k: u64) -> String {
+        id7("ins", self.mandate_ms(m), 3, m, k as u8)
+    }
+}
+
+fn user_id(c: u64) -> String {
+    format!("U{c:07}")
+}
+
+fn ts(ms: i64) -> String {
+    Utc.timestamp_millis_opt(ms)
+        .single()
+        .expect("valid time")
+        .to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+fn date_of(ms: i64) -> NaiveDate {
+    Utc.timestamp_millis_opt(ms)
+        .single()
+        .expect("valid time")
+        .date_naive()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phase 1: the fill (child process)
+// ---------------------------------------------------------------------------------------------
+
+fn fill_main() {
+    let dir = PathBuf::from(std::env::var_os("MANDATO_BENCH_FILL_DIR").expect("fill dir"));
+    let layout_customers = env_u64("MANDATO_BENCH_FILL_CUSTOMERS").expect("customers");
+    let layout_mandates = env_u64("MANDATO_BENCH_FILL_MANDATES").expect("mandates");
+    let per_mandate = env_u64("MANDATO_BENCH_FILL_PER_MANDATE").expect("per mandate");
+    let marker = dir.join(FILL_MARKER);
+    let wanted = json!({"customers": layout_customers, "mandates": layout_mandates,
+                        "per_mandate": per_mandate});
+
+    let started = Instant::now();
+    let mut config = Config::new(dir.clone());
+    config.listen = "127.0.0.1:0".parse().unwrap();
+    let db = config.database_path();
+
+    let previous: Option<Value> = std::fs::read_to_string(&marker)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .filter(|m: &Value| m["layout"] == wanted && db.exists());
+    let mut report = match previous {
+        Some(p) => {
+            eprintln!("[fill] reusing the database in {}", dir.display());
+            let mut p = p;
+            p["reused"] = json!(true);
+            p
+        }
+        None => {
+            let _ = std::fs::remove_file(&db);
+            let _ = std::fs::remove_file(dir.join(format!("{DB_FILE}-wal")));
+            let _ = std::fs::remove_file(dir.join(format!("{DB_FILE}-shm")));
+            let report = fill_fresh(&config, layout_customers, layout_mandates, per_mandate);
+            let mut r = report;
+            r["layout"] = wanted;
+            r["reused"] = json!(false);
+            std::fs::write(&marker, serde_json::to_string_pretty(&r).unwrap()).unwrap();
+            r
+        }
+    };
+    // A session token signed with the stored key, as a client that logged in before a restart
+    // holds; used for the time-to-first-request measurement.
+    let (_store, keys) = app::open(&config).expect("open for the token");
+    let token = keys
+        .jwt
+        .issue(COMMERCE, config.environment.as_str(), Utc::now(), 3600)
+        .expect("token");
+    report["jwt"] = json!(token.token.expose());
+    report["child_total_ms"] = json!(started.elapsed().as_secs_f64() * 1000.0);
+    println!("{}", serde_json::to_string(&report).unwrap());
+}
+
+fn fill_fresh(config: &Config, customers: u64, mandates: u64, per_mandate: u64) -> Value {
+    use mandato::auth::{api_key, password};
+    use mandato::domain::state::PaymentMethod;
+    use mandato::secret::Secret;
+    use mandato::store::commerces::{self, NewCommerce};
+
+    let setup_started = Instant::now();
+    // Schema, commerce, API key and the environment's keys through the library.
+    let (store, _keys) = app::open(config).expect("open the store");
+    let hash = password::hash_password(&Secret::new(PASSWORD.to_string()));
+    let secret = api_key::generate_webhook_secret();
+    let key = api_key::generate();
+    store
+        .write(|tx| {
+            commerces::insert(
+                tx,
+                &NewCommerce {
+                    code: COMMERCE,
+                    name: "Comercio de carga",
+                    password_hash: &hash,
+                    channels: None,
+                    payment_methods: PaymentMethod::ALL,
+                    webhook_secret: &secret,
+                    authorization_required: false,
+                    created_at: "2025-01-01T00:00:00.000Z",
+                },
+            )?;
+            commerces::insert_api_key(tx, &key.prefix, &key.hash, &[], "2025-01-01T00:00:00.000Z")
+        })
+        .expect("commerce and API key");
+    let commerce_id: i64 = store
+        .read(|c| {
+            Ok(c.query_row(
+                "SELECT id FROM commerces WHERE code = ?1",
+                [COMMERCE],
+                |r| r.get(0),
+            )?)
+        })
+        .expect("commerce id");
+    drop(store);
+    let setup_ms = setup_started.elapsed().as_secs_f64() * 1000.0;
+
+    let now = Utc::now();
+    let layout = Layout {
+        base_ms: (now - chrono::Duration::days(366)).timestamp_millis(),
+        customers,
+        mandates,
+    };
+    let today = now.date_naive();
+
+    let mut conn = Connection::open(config.database_path()).expect("bulk connection");
+    conn.execute_batch(
+        "PRAGMA synchronous = OFF; PRAGMA cache_size = -262144; PRAGMA temp_store = MEMORY;
+         PRAGMA foreign_keys = OFF;",
+    )
+    .unwrap();
+    const BATCH: u64 = 50_000;
+    let fill_started = Instant::now();
+
+    // Customers.
+    let t = Instant::now();
+    let mut c = 1;
+    while c <= customers {
+        let tx = conn.transaction().unwrap();
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "INSERT INTO customers (seq, id, commerce_id, user_id, rut, first_name, last_name,
+                        second_last_name, address, email, phone, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12)",
+                )
+                .unwrap();
+            let end = (c + BATCH).min(customers + 1);
+            for seq in c..end {
+                const FIRST: [&str; 8] = [
+                    "Ana",
+                    "Benjamín",
+                    "Catalina",
+                    "Diego",
+                    "Elena",
+                    "Felipe",
+                    "Gabriela",
+                    "Héctor",
+                ];
+                const LAST: [&str; 8] = [
+                    "Pérez",
+                    "González",
+                    "Muñoz",
+                    "Rojas",
+                    "Díaz",
+                    "Soto",
+                    "Contreras",
+                    "Silva",
+                ];
+                let body = 10_000_000 + seq as u32;
+                let rut = format!("{body}-{}", mandato::domain::rut::check_digit(body));
+                let h = mix(seq);
+                let address = json!({"street": "Av. Providencia", "number": format!("{}", h % 9000 + 100),
+                    "commune": "Providencia", "city": "Santiago", "region": "RM", "country": "CL"});
+                stmt.execute(params![
+                    seq as i64,
+                    layout.customer_id(seq),
+                    commerce_id,
+                    user_id(seq),
+                    rut,
+                    FIRST[(h % 8) as usize],
+                    LAST[((h >> 8) % 8) as usize],
+                    if h % 5 == 0 {
+                        None
+                    } else {
+                        Some(LAST[((h >> 16) % 8) as usize])
+                    },
+                    if h % 7 == 0 {
+                        None
+                    } else {
+                        Some(address.to_string())
+                    },
+                    format!("cliente{seq}@example.cl"),
+                    Some(format!("+569{:08}", h % 100_000_000)),
+                    ts(layout.customer_ms(seq)),
+                ])
+                .unwrap();
+            }
+            c = end;
+        }
+        tx.commit().unwrap();
+    }
+    let customers_ms = t.elapsed().as_secs_f64() * 1000.0;
+    eprintln!("[fill] {customers} customers in {customers_ms:.0} ms");
+
+    // Mandates (SUBSCRIPTION, monthly, `per_mandate` installments) and their installments,
+    // written together so installments keep the creation order of a live system.
+    let t = Instant::now();
+    let mut installments_rows = 0u64;
+    let mut m = 1;
+    let charge_dates = |start: NaiveDate, k: u64| {
+        mandato::domain::schedule::nth_due_date(
+            start,
+            mandato::domain::schedule::Periodicity::Monthly,
+            k as u32,
+        )
+        .expect("date")
+    };
+    while m <= mandates {
+        let tx = conn.transaction().unwrap();
+        {
+            let mut mstmt = tx
+                .prepare_cached(
+                    "INSERT INTO mandates (seq, id, commerce_id, customer_seq, external_id, type, state,
+                        name, detail, terminate_when_charged, charges, payment_methods, metadata,
+                        url_callback, url_activation_webhook, url_payment_webhook, magic_link_token,
+                        magic_link_expires_at, enrolled_method, cancel_description, event_sequence,
+                        created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, 3, ?6, ?7, ?8, 0, ?9, '[3,4,5]', ?10, ?11, ?12, ?13,
+                        ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+                )
+                .unwrap();
+            let mut istmt = tx
+                .prepare_cached(
+                    "INSERT INTO installments (id, mandate_seq, commerce_id, external_id, amount,
+                        currency, due_date, state, state_at, attempts, payment_method_id,
+                        authorization_code, rejection_code, rejection_message, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, 'CLP', ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                )
+                .unwrap();
+            let end = (m + BATCH / per_mandate.max(1)).clamp(m + 1, mandates + 1);
+            for seq in m..end {
+                let h = mix(seq ^ 0xABCD);
+                let created_ms = layout.mandate_ms(seq);
+                let created = ts(created_ms);
+                let start = date_of(created_ms) + chrono::Duration::days(7);
+                let amount = [9_990u64, 19_990, 29_990, 49_990][(h % 4) as usize];
+                let recent = (now.timestamp_millis() - created_ms) < 20 * 86_400_000;
+                // 5% cancelled, recent ones mostly still awaiting activation, the rest active
+                // (finished once every installment is paid).
+                let cancelled = h % 20 == 7;
+                let pending = !cancelled && recent && h % 3 != 0;
+                let cancel_ms = created_ms + ((h >> 20) % 120 + 1) as i64 * 86_400_000;
+                let cancel_date = date_of(cancel_ms);
+                let mut rejected_any = false;
+                let mut settled = 0;
+                let mut rows = Vec::with_capacity(per_mandate as usize);
+                for k in 0..per_mandate {
+                    let due = charge_dates(start, k);
+                    let hk = mix(h ^ k);
+                    let due_ms = Utc
+                        .from_utc_datetime(&due.and_hms_opt(13, 0, 0).unwrap())
+                        .timestamp_millis();
+                    // (state, state_at, attempts, method, auth code, rejection code, message)
+                    let row: (
+                        i64,
+                        String,
+                        i64,
+                        Option<i64>,
+                        Option<String>,
+                        Option<&str>,
+                        Option<&str>,
+                    ) = if pending {
+                        (1, created.clone(), 0, None, None, None, None)
+                    } else if cancelled && (due >= cancel_date || due >= today) {
+                        (
+                            4,
+                            ts(cancel_ms.min(now.timestamp_millis())),
+                            0,
+                            None,
+                            None,
+                            None,
+                            None,
+                        )
+                    } else if due < today {
+                        if hk % 25 == 0 {
+                            rejected_any = true;
+                            (
+                                -99,
+                                ts(due_ms),
+                                3,
+                                Some(3),
+                                None,
+                                Some("51"),
+                                Some("Fondos insuficientes"),
+                            )
+                        } else {
+                            settled += 1;
+                            (
+                                2,
+                                ts(due_ms),
+                                1,
+                                Some(3),
+                                Some(format!("A{:06}", hk % 1_000_000)),
+                                None,
+                                None,
+                            )
+                        }
+                    } else {
+                        (1, created.clone(), 0, None, None, None, None)
+                    };
+                    rows.push((k, due, row));
+                }
+                let state = if cancelled {
+                    3
+                } else if pending {
+                    1
+                } else if !rejected_any && settled == per_mandate {
+                    4
+                } else {
+                    2
+                };
+                let charges = json!({"currencyId": "CLP", "amount": amount, "periodicity": "MONTHLY",
+                    "startDate": start.to_string(), "count": per_mandate, "endDate": null,
+                    "dueDate": null, "maxAmount": null});
+                let enrolled = (state != 1).then(|| {
+                    json!({"id": 3, "name": "CREDIT_CARD", "instrument": format!("XXXX-XXXX-XXXX-{:04}", h % 10_000)})
+                        .to_string()
+                });
+                let mut token = [0u8; 16];
+                token[..8].copy_from_slice(&seq.to_be_bytes());
+                token[8..].copy_from_slice(&h.to_be_bytes());
+                use base64::Engine;
+                let token = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token);
+                let updated = if state == 1 {
+                    created.clone()
+                } else {
+                    ts((created_ms + 3_600_000)
+                        .max(cancel_ms.min(now.timestamp_millis()) * (state == 3) as i64))
+                };
+                mstmt
+                    .execute(params![
+                        seq as i64,
+                        layout.mandate_id(seq),
+                        commerce_id,
+                        layout.customer_of(seq) as i64,
+                        format!("SUB-{seq:08}"),
+                        state,
+                        ["Plan mensual", "Gimnasio", "Seguro hogar", "Colegiatura"]
+                            [(h >> 4) as usize % 4],
+                        (h % 3 != 0).then_some("Cargo mensual automático"),
+                        charges.to_string(),
+                        (h % 2 == 0).then(|| json!({"plan": "gold", "branch": h % 50}).to_string()),
+                        Some("https://merchant.example/return"),
+                        Some("https://merchant.example/hooks/activation"),
+                        Some("https://merchant.example/hooks/payment"),
+                        token,
+                        ts(created_ms + 30 * 86_400_000),
+                        enrolled,
+                        cancelled.then_some("El cliente solicitó la baja"),
+                        1 + settled as i64 + (state == 3) as i64,
+                        created,
+                        updated,
+                    ])
+                    .unwrap();
+                for (k, due, (st, st_at, attempts, method, auth, rcode, rmsg)) in rows {
+                    istmt
+                        .execute(params![
+                            layout.installment_id(seq, k),
+                            seq as i64,
+                            commerce_id,
+                            (k + 1).to_string(),
+                            amount.to_string(),
+                            due.to_string(),
+                            st,
+                            st_at,
+                            attempts,
+                            method,
+                            auth,
+                            rcode,
+                            rmsg,
+                            created,
+                        ])
+                        .unwrap();
+                    installments_rows += 1;
+                }
+            }
+            m = end;
+        }
+        tx.commit().unwrap();
+        if m % (mandates / 10).max(1) < BATCH / per_mandate.max(1) {
+            eprintln!(
+                "[fill] {} mandates, {installments_rows} installments, {:.0} s",
+                m - 1,
+                t.elapsed().as_secs_f64()
+            );
+        }
+    }
+    let mandates_ms = t.elapsed().as_secs_f64() * 1000.0;
+    let t = Instant::now();
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        .unwrap();
+    drop(conn);
+    let checkpoint_ms = t.elapsed().as_secs_f64() * 1000.0;
+    let fill_ms = fill_started.elapsed().as_secs_f64() * 1000.0;
+    let db_bytes = std::fs::metadata(config.database_path())
+        .map(|m| m.len())
+        .unwrap_or(0);
+    eprintln!(
+        "[fill] {mandates} mandates + {installments_rows} installments in {mandates_ms:.0} ms; checkpoint {checkpoint_ms:.0} ms; {:.0} MB",
+        db_bytes as f64 / 1e6
+    );
+    json!({
+        "api_key": key.key.expose(),
+        "base_ms": layout.base_ms,
+        "setup_ms": setup_ms,
+        "fill_ms": fill_ms,
+        "customers_ms": customers_ms,
+        "mandates_and_installments_ms": mandates_ms,
+        "checkpoint_ms": checkpoint_ms,
+        "rows": {"customers": customers, "mandates": mandates, "installments": installments_rows},
+        "db_bytes": db_bytes,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP client
+// ---------------------------------------------------------------------------------------------
+
+type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
+async fn connect(addr: SocketAddr) -> std::io::Result<Sender> {
+    let stream = tokio::net::TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(std::io::Error::other)?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(sender)
+}
+
+/// Sends one request and reads the whole answer.
+async fn send(sender: &mut Sender, req: Request<Full<Bytes>>) -> Result<(u16, Bytes), String> {
+    sender.ready().await.map_err(|e| e.to_string())?;
+    let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
+    let status = resp.status().as_u16();
+    let body = resp
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?
+        .to_bytes();
+    Ok((status, body))
+}
+
+#[derive(Clone)]
+struct Credentials {
+    host: String,
+    api_key: String,
+    jwt: Option<String>,
+}
+
+/// A request with the eight common headers (fresh correlationId and requestDateTime) and,
+/// when there is one, the bearer token.
+fn merchant_request(
+    creds: &Credentials,
+    method: Method,
+    path: &str,
+    body: Option<String>,
+) -> Request<Full<Bytes>> {
+    let mut b = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", creds.host.as_str())
+        .header("country", "CL")
+        .header("commerce", COMMERCE)
+        .header("channel", "WEB")
+        .header(
+            "requestDateTime",
+            Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
+        )
+        .header("correlationId", uuid::Uuid::new_v4().to_string())
+        .header("processId", "API")
+        .header("salesExecutiveId", "SE-01")
+        .header("x-api-key", creds.api_key.as_str());
+    if let Some(jwt) = &creds.jwt {
+        b = b.header("authorization", format!("Bearer {jwt}"));
+    }
+    let body = match body {
+        Some(json) => {
+            b = b.header("content-type", "application/json");
+            Full::new(Bytes::from(json))
+        }
+        None => Full::new(Bytes::new()),
+    };
+    b.body(body).expect("request")
+}
+
+fn plain_get(host: &str, path: &str) -> Request<Full<Bytes>> {
+    Request::builder()
+        .uri(path)
+        .header("host", host)
+        .body(Full::new(Bytes::new()))
+        .expect("request")
+}
+
+/// Logs in as the helpers do: public key, the sandbox JWE helper, then `POST /login`.
+async fn login(addr: SocketAddr, creds: &Credentials) -> Result<String, String> {
+    let mut s = connect(addr).await.map_err(|e| e.to_string())?;
+    let (st, body) = send(
+        &mut s,
+        plain_get(&creds.host, "/api/v1/.well-known/jwe-public-key"),
+    )
+    .await?;
+    let v: Value = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
+    if st != 200 {
+        return Err(format!("public key: {st} {v}"));
+    }
+    let key = v["payload"]["publicKey"]
+        .as_str()
+        .ok_or("no public key")?
+        .to_string();
+    let req = merchant_request(
+        creds,
+        Method::POST,
+        "/api/v1/jwe/encrypt",
+        Some(json!({"password": PASSWORD, "publicKey": key}).to_string()),
+    );
+    let (st, body) = send(&mut s, req).await?;
+    let v: Value = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
+    if st != 200 {
+        return Err(format!("encrypt: {st} {v}"));
+    }
+    let jwe = v["payload"]["token"].as_str().ok_or("no JWE")?.to_string();
+    let req = merchant_request(
+        creds,
+        Method::POST,
+        "/api/v1/login",
+        Some(json!({"username": COMMERCE, "password": jwe}).to_string()),
+    );
+    let (st, body) = send(&mut s, req).await?;
+    let v: Value = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
+    if st != 200 {
+        return Err(format!("login: {st} {v}"));
+    }
+    Ok(v["payload"]["token"]
+        .as_str()
+        .ok_or("no token")?
+        .to_string())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load generator
+// ---------------------------------------------------------------------------------------------
+
+struct TaskCtx {
+    task: usize,
+    n: u64,
+    rng: u64,
+}
+
+impl TaskCtx {
+    fn next(&mut self) -> u64 {
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        mix(self.rng)
+    }
+}
+
+type MakeRequest = Arc<dyn Fn(&mut TaskCtx) -> Request<Full<Bytes>> + Send + Sync>;
+
+struct Scenario {
+    name: &'static str,
+    addr: SocketAddr,
+    expect: u16,
+    make: MakeRequest,
+}
+
+#[derive(Default)]
+struct TaskResult {
+    latencies_us: Vec<u32>,
+    errors: u64,
+    io_errors: u64,
+    first_error: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+struct Stats {
+    name: &'static str,
+    requests: u64,
+    rps: f64,
+    errors: u64,
+    p50_ms: f64,
+    p90_ms: f64,
+    p99_ms: f64,
+    p999_ms: f64,
+    max_ms: f64,
+    mean_ms: f64,
+    first_error: Option<String>,
+}
+
+impl Stats {
+    fn to_json(&self) -> Value {
+        json!({"requests": self.requests, "requests_per_s": round1(self.rps), "errors": self.errors,
+               "p50_ms": round3(self.p50_ms), "p90_ms": round3(self.p90_ms), "p99_ms": round3(self.p99_ms),
+               "p999_ms": round3(self.p999_ms), "max_ms": round3(self.max_ms), "mean_ms": round3(self.mean_ms),
+               "first_error": self.first_error})
+    }
+}
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+async fn run_scenario(s: &Scenario, p: &Params) -> Stats {
+    let begin = Instant::now();
+    let measure_from = begin + p.warmup;
+    let end = measure_from + p.duration;
+    let mut handles = Vec::with_capacity(p.connections);
+    for task in 0..p.connections {
+        let make = Arc::clone(&s.make);
+        let addr = s.addr;
+        let expect = s.expect;
+        handles.push(tokio::spawn(async move {
+            let mut out = TaskResult {
+                latencies_us: Vec::with_capacity(1 << 14),
+                ..Default::default()
+            };
+            let mut ctx = TaskCtx {
+                task,
+                n: 0,
+                rng: mix(task as u64 + 1) ^ begin.elapsed().as_nanos() as u64,
+            };
+            'outer: while Instant::now() < end {
+                let mut sender = match connect(addr).await {
+                    Ok(s) => s,
+                    Err(e) => {
+                        out.io_errors += 1;
+                        out.first_error.get_or_insert(format!("connect: {e}"));
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        continue;
+                    }
+                };
+                loop {
+                    let sent = Instant::now();
+                    if sent >= end {
+                        break 'outer;
+                    }
+                    let req = make(&mut ctx);
+                    ctx.n += 1;
+                    let result = send(&mut sender, req).await;
+                    let measured = sent >= measure_from;
+                    match result {
+                        Ok((status, body)) => {
+                            if measured {
+                                let us = sent.elapsed().as_micros().min(u32::MAX as u128) as u32;
+                                out.latencies_us.push(us);
+                                if status != expect {
+                                    out.errors += 1;
+                                    out.first_error.get_or_insert_with(|| {
+                                        format!(
+                                            "{status}: {}",
+                                            String::from_utf8_lossy(&body[..body.len().min(300)])
+                                        )
+                                    });
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            if measured {
+                                out.io_errors += 1;
+                                out.first_error.get_or_insert(e);
+                            }
+                            continue 'outer;
+                        }
+                    }
+                }
+            }
+            out
+        }));
+    }
+    let mut all = Vec::new();
+    let mut errors = 0;
+    let mut first_error = None;
+    for h in handles {
+        let r = h.await.expect("load task");
+        all.extend_from_slice(&r.latencies_us);
+        errors += r.errors + r.io_errors;
+        if first_error.is_none() {
+            first_error = r.first_error;
+        }
+    }
+    all.sort_unstable();
+    let pct = |q: f64| -> f64 {
+        if all.is_empty() {
+            return f64::NAN;
+        }
+        let i = ((all.len() as f64 * q).ceil() as usize).clamp(1, all.len()) - 1;
+        all[i] as f64 / 1000.0
+    };
+    let requests = all.len() as u64;
+    Stats {
+        name: s.name,
+        requests,
+        rps: requests as f64 / p.duration.as_secs_f64(),
+        errors,
+        p50_ms: pct(0.50),
+        p90_ms: pct(0.90),
+        p99_ms: pct(0.99),
+        p999_ms: pct(0.999),
+        max_ms: all.last().map_or(f64::NAN, |&v| v as f64 / 1000.0),
+        mean_ms: if all.is_empty() {
+            f64::NAN
+        } else {
+            all.iter().map(|&v| v as f64).sum::<f64>() / all.len() as f64 / 1000.0
+        },
+        first_error,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reference servers: a bare handler, and one SQLite point SELECT on a pooled connection
+// ---------------------------------------------------------------------------------------------
+
+async fn serve(router: axum::Router) -> SocketAddr {
+    use axum::serve::ListenerExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().unwrap();
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    addr
+}
+
+async fn bare() -> axum::Json<Value> {
+    axum::Json(json!({"statusCode": 200, "name": "OK", "message": "hello"}))
+}
+
+struct SelectPool {
+    path: PathBuf,
+    conns: Mutex<Vec<Connection>>,
+}
+
+async fn select_one(
+    State(pool): State<Arc<SelectPool>>,
+    UrlPath(seq): UrlPath<i64>,
+) -> axum::Json<Value> {
+    let conn = pool.conns.lock().unwrap().pop();
+    let conn = conn.unwrap_or_else(|| {
+        Connection::open_with_flags(
+            &pool.path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .expect("reader")
+    });
+    let row: Option<(String, String, i64)> = conn
+        .prepare_cached("SELECT id, external_id, state FROM mandates WHERE seq = ?1")
+        .unwrap()
+        .query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .ok();
+    pool.conns.lock().unwrap().push(conn);
+    axum::Json(
+        json!({"found": row.is_some(), "mandate": row.map(|r| json!({"internalId": r.0, "id": r.1, "state": r.2}))}),
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measurements
+// ---------------------------------------------------------------------------------------------
+
+fn status_kb(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn rss_mb() -> f64 {
+    status_kb("VmRSS:") as f64 / 1024.0
+}
+
+/// Writes the database files to disk and drops them from the page cache, so the next open
+/// reads them from the device (a restart after the machine was busy with other things).
+fn evict_from_page_cache(dir: &Path) {
+    use std::os::fd::AsRawFd;
+    for name in [
+        DB_FILE.to_string(),
+        format!("{DB_FILE}-wal"),
+        format!("{DB_FILE}-shm"),
+    ] {
+        if let Ok(f) = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(dir.join(name))
+        {
+            let _ = f.sync_all();
+            unsafe {
+                libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
+            }
+        }
+    }
+}
+
+struct StartFigures {
+    app_start_ms: f64,
+    first_request_ms: f64,
+    attempts: u32,
+}
+
+/// Starts the engine and sends the authenticated lookup until it answers 200.
+fn start_engine(
+    server_rt: &tokio::runtime::Runtime,
+    client_rt: &tokio::runtime::Runtime,
+    config: &Config,
+    creds: &Credentials,
+    probe_path: &str,
+) -> (app::Running, StartFigures) {
+    let t0 = Instant::now();
+    let running = server_rt
+        .block_on(app::start(
+            config.clone(),
+            Arc::new(SystemClock) as Arc<dyn Clock>,
+        ))
+        .expect("engine starts");
+    let app_start_ms = t0.elapsed().as_secs_f64() * 1000.0;
+    let addr = running.addr;
+    let creds = Credentials {
+        host: addr.to_string(),
+        ..creds.clone()
+    };
+    let mut attempts = 0;
+    client_rt.block_on(async {
+        loop {
+            attempts += 1;
+            let ok = async {
+                let mut s = connect(addr).await.map_err(|e| e.to_string())?;
+                let (st, body) = send(
+                    &mut s,
+                    merchant_request(&creds, Method::GET, probe_path, None),
+                )
+                .await?;
+                if st == 200 {
+                    Ok(())
+                } else {
+                    Err(format!("{st}: {}", String::from_utf8_lossy(&body)))
+                }
+            }
+            .await;
+            match ok {
+                Ok(()) => break,
+                Err(e) if attempts < 50 => {
+                    eprintln!("first request attempt {attempts}: {e}");
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                Err(e) => panic!("the engine never answered the lookup: {e}"),
+            }
+        }
+    });
+    let first_request_ms = t0.elapsed().as_secs_f64() * 1000.0;
+    (
+        running,
+        StartFigures {
+            app_start_ms,
+            first_request_ms,
+            attempts,
+        },
+    )
+}
+
+fn results_path() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
+    target.join("bench-results.json")
+}
+
+fn main() {
+    if std::env::var("MANDATO_BENCH_PHASE").as_deref() == Ok("fill") {
+        fill_main();
+        return;
+    }
+    let p = Params::from_env();
+    let mode = if p.quick { "quick" } else { "full" };
+    eprintln!("mandato API benchmark ({mode}): {p:?}");
+
+    // 1. Fill, in a child process so its allocations do not count in this process's RSS.
+    let temp;
+    let dir = match &p.keep_db {
+        Some(d) => {
+            std::fs::create_dir_all(d).unwrap();
+            d.clone()
+        }
+        None => {
+            temp = tempfile::tempdir().expect("temp dir");
+            temp.path().to_path_buf()
+        }
+    };
+    let t = Instant::now();
+    let child = Command::new(std::env::current_exe().unwrap())
+        .env("MANDATO_BENCH_PHASE", "fill")
+        .env("MANDATO_BENCH_FILL_DIR", &dir)
+        .env("MANDATO_BENCH_FILL_CUSTOMERS", p.customers.to_string())
+        .env("MANDATO_BENCH_FILL_MANDATES", p.mandates.to_string())
+        .env(
+            "MANDATO_BENCH_FILL_PER_MANDATE",
+            p.installments_per_mandate.to_string(),
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("fill process");
+    assert!(child.status.success(), "the fill failed");
+    let fill: Value = serde_json::from_slice(&child.stdout).expect("fill report");
+    let fill_wall_ms = t.elapsed().as_secs_f64() * 1000.0;
+    let layout = Layout {
+        base_ms: fill["base_ms"].as_i64().unwrap(),
+        customers: p.customers,
+        mandates: p.mandates,
+    };
+    let api_key = fill["api_key"].as_str().unwrap().to_string();
+    let stored_jwt = fill["jwt"].as_str().unwrap().to_string();
+
+    let server_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(p.server_threads)
+        .thread_name("server")
+        .enable_all()
+        .build()
+        .unwrap();
+    let client_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(p.client_threads)
+        .thread_name("loadgen")
+        .enable_all()
+        .build()
+        .unwrap();
+    let rss_baseline = rss_mb();
+
+    let mut config = Config::new(dir.clone());
+    config.listen = "127.0.0.1:0".parse().unwrap();
+    let creds0 = Credentials {
+        host: String::new(),
+        api_key: api_key.clone(),
+        jwt: Some(stored_jwt),
+    };
+    let probe = format!(
+        "/api/v1/mandate/internalId/{}",
+        layout.mandate_id(p.mandates / 2 + 1)
+    );
+
+    // 2. Start to first authenticated lookup: cold (files evicted from the page cache), then warm.
+    evict_from_page_cache(&dir);
+    let (running, cold) = start_engine(&server_rt, &client_rt, &config, &creds0, &probe);
+    server_rt.block_on(running.shutdown()).expect("shutdown");
+    let (running, warm) = start_engine(&server_rt, &client_rt, &config, &creds0, &probe);
+    let rss_after_start = rss_mb();
+    std::thread::sleep(Duration::from_secs(2));
+    let rss_idle_before_load = rss_mb();
+
+    let addr = running.addr;
+    let t = Instant::now();
+    let jwt = client_rt
+        .block_on(login(
+            addr,
+            &Credentials {
+                host: addr.to_string(),
+                ..creds0.clone()
+            },
+        ))
+        .expect("login");
+    let login_ms = t.elapsed().as_secs_f64() * 1000.0;
+    let creds = Arc::new(Credentials {
+        host: addr.to_string(),
+        api_key,
+        jwt: Some(jwt),
+    });
+
+    // Reference servers, on the engine's runtime.
+    let bare_addr = server_rt.block_on(serve(
+        axum::Router::new().route("/bare", axum::routing::get(bare)),
+    ));
+    let pool = Arc::new(SelectPool {
+        path: config.database_path(),
+        conns: Mutex::new(Vec::new()),
+    });
+    let select_addr = server_rt.block_on(serve(
+        axum::Router::new()
+            .route("/select/{seq}", axum::routing::get(select_one))
+            .with_state(pool),
+    ));
+
+    // 3. Load.
+    let mut scenarios: Vec<Scenario> = Vec::new();
+    if p.runs("bare") {
+        let host = bare_addr.to_string();
+        scenarios.push(Scenario {
+            name: "bare",
+            addr: bare_addr,
+            expect: 200,
+            make: Arc::new(move |_| plain_get(&host, "/bare")),
+        });
+    }
+    if p.runs("select") {
+        let host = select_addr.to_string();
+        let n = p.mandates;
+        scenarios.push(Scenario {
+            name: "select",
+            addr: select_addr,
+            expect: 200,
+            make: Arc::new(move |ctx| plain_get(&host, &format!("/select/{}", ctx.next() % n + 1))),
+        });
+    }
+    if p.runs("lookup") {
+        let creds = Arc::clone(&creds);
+        scenarios.push(Scenario {
+            name: "lookup",
+            addr,
+            expect: 200,
+            make: Arc::new(move |ctx| {
+                let m = ctx.next() % layout.mandates + 1;
+                merchant_request(
+                    &creds,
+                    Method::GET,
+                    &format!("/api/v1/mandate/internalId/{}", layout.mandate_id(m)),
+                    None,
+                )
+            }),
+        });
+    }
+    if p.runs("create") {
+        let creds = Arc::clone(&creds);
+        let run = Utc::now().timestamp_millis();
+        let start = (Utc::now().date_naive() + chrono::Duration::days(7)).to_string();
+        scenarios.push(Scenario {
+            name: "create",
+            addr,
+            expect: 201,
+            make: Arc::new(move |ctx| {
+                let c = ctx.next() % layout.customers + 1;
+                let body = json!({
+                    "customer": {"userId": user_id(c)},
+                    "mandate": {"id": format!("B{run}-{}-{}", ctx.task, ctx.n), "type": "SUBSCRIPTION",
+                                "name": "Plan mensual", "detail": "Gimnasio",
+                                "charges": {"currencyId": "CLP", "amount": 29990, "periodicity": "MONTHLY",
+                                            "startDate": start, "count": 12}},
+                    "paymentMethods": [3, 4, 5],
+                    "metadata": {"plan": "gold"},
+                    "urls": {"callback": "https://merchant.example/return",
+                             "activationWebhook": "https://merchant.example/hooks/activation",
+                             "paymentWebhook": "https://merchant.example/hooks/payment"}
+                });
+                merchant_request(&creds, Method::POST, "/api/v1/mandate", Some(body.to_string()))
+            }),
+        });
+    }
+    let mut results: Vec<Stats> = Vec::new();
+    for s in &scenarios {
+        eprintln!(
+            "running {} for {:?} (+{:?} warm-up) at {} connections",
+            s.name, p.duration, p.warmup, p.connections
+        );
+        let stats = client_rt.block_on(run_scenario(s, &p));
+        eprintln!(
+            "  {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms, errors {}{}",
+            stats.rps,
+            stats.p50_ms,
+            stats.p99_ms,
+            stats.errors,
+            stats
+                .first_error
+                .as_ref()
+                .map(|e| format!(" (first: {e})"))
+                .unwrap_or_default()
+        );
+        results.push(stats);
+        // Let the audit writer drain before the next scenario.
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let rss_idle_after_load = rss_mb();
+    let rss_peak = status_kb("VmHWM:") as f64 / 1024.0;
+    server_rt.block_on(running.shutdown()).expect("shutdown");
+
+    // 4. Report.
+    let get = |n: &str| results.iter().find(|s| s.name == n);
+    let ratio = |a: &str, b: &str| match (get(a), get(b)) {
+        (Some(a), Some(b)) if b.rps > 0.0 => Some(a.rps / b.rps),
+        _ => None,
+    };
+    let lookup_bare = ratio("lookup", "bare");
+    let lookup_select = ratio("lookup", "select");
+    let verdict = |ok: Option<bool>| match ok {
+        Some(true) => "PASS",
+        Some(false) => "MISS",
+        None => "n/a",
+    };
+    let t_lookup = get("lookup")
+        .map(|l| lookup_bare.is_some_and(|r| r >= 0.25) && l.p99_ms < 10.0 && l.errors == 0);
+    let t_create = get("create").map(|c| c.rps >= 2000.0 && c.errors == 0);
+    let t_start = Some(cold.first_request_ms < 300.0);
+    let t_start_warm = Some(warm.first_request_ms < 300.0);
+    let t_rss = Some(rss_idle_before_load < 100.0);
+    let t_rss_after = Some(rss_idle_after_load < 100.0);
+
+    let mut out = String::new();
+    use std::fmt::Write;
+    let _ = writeln!(out, "\n== mandato API benchmark ({mode}) ==");
+    let _ = writeln!(
+        out,
+        "data: {} customers, {} mandates, {} installments; db {:.0} MB; {} connections, {} client + {} server threads, {:?} measured after {:?} warm-up",
+        p.customers,
+        p.mandates,
+        fill["rows"]["installments"],
+        fill["db_bytes"].as_f64().unwrap_or(0.0) / 1e6,
+        p.connections,
+        p.client_threads,
+        p.server_threads,
+        p.duration,
+        p.warmup
+    );
+    if fill["reused"] == json!(true) {
+        let _ = writeln!(
+            out,
+            "fill: reused the database in {} (fill time of its creation below)",
+            dir.display()
+        );
+    }
+    let _ = writeln!(
+        out,
+        "fill: {:.1} s bulk SQL (customers {:.1} s, mandates+installments {:.1} s, checkpoint {:.1} s); setup through the library {:.1} s; child process {:.1} s",
+        fill["fill_ms"].as_f64().unwrap_or(0.0) / 1000.0,
+        fill["customers_ms"].as_f64().unwrap_or(0.0) / 1000.0,
+        fill["mandates_and_installments_ms"].as_f64().unwrap_or(0.0) / 1000.0,
+        fill["checkpoint_ms"].as_f64().unwrap_or(0.0) / 1000.0,
+        fill["setup_ms"].as_f64().unwrap_or(0.0) / 1000.0,
+        fill_wall_ms / 1000.0
+    );
+    let _ = writeln!(
+        out,
+        "\n{:<34} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8}",
+        "load (HTTP/1.1 keep-alive)", "req/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "errors"
+    );
+    for s in &results {
+        let label = match s.name {
+            "bare" => "bare axum JSON handler",
+            "select" => "axum + 1 SQLite PK SELECT",
+            "lookup" => "GET /mandate/internalId/{id}",
+            "create" => "POST /mandate (SUBSCRIPTION x12)",
+            other => other,
+        };
+        let _ = writeln!(
+            out,
+            "{:<34} {:>10.0} {:>9.2} {:>9.2} {:>9.2} {:>9.1} {:>8}",
+            label, s.rps, s.p50_ms, s.p90_ms, s.p99_ms, s.max_ms, s.errors
+        );
+    }
+    if let Some(r) = lookup_bare {
+        let _ = writeln!(out, "ratio lookup / bare:   {:.3}", r);
+    }
+    if let Some(r) = lookup_select {
+        let _ = writeln!(out, "ratio lookup / select: {:.3}", r);
+    }
+    let _ = writeln!(out, "\n{:<58} {:>10}", "start", "ms");
+    let _ = writeln!(
+        out,
+        "{:<58} {:>10.1}",
+        "cold: app::start returned", cold.app_start_ms
+    );
+    let _ = writeln!(
+        out,
+        "{:<58} {:>10.1}",
+        "cold: start -> first authenticated lookup answered 200", cold.first_request_ms
+    );
+    let _ = writeln!(
+        out,
+        "{:<58} {:>10.1}",
+        "warm: app::start returned", warm.app_start_ms
+    );
+    let _ = writeln!(
+        out,
+        "{:<58} {:>10.1}",
+        "warm: start -> first authenticated lookup answered 200", warm.first_request_ms
+    );
+    let _ = writeln!(
+        out,
+        "{:<58} {:>10.1}",
+        "login (public key + JWE helper + POST /login)", login_ms
+    );
+    let _ = writeln!(
+        out,
+        "\n{:<58} {:>10}",
+        "resident memory of this process (engine + load generator)", "MB"
+    );
+    let _ = writeln!(
+        out,
+        "{:<58} {:>10.1}",
+        "baseline: runtimes up, before the engine starts", rss_baseline
+    );
+    let _ = writeln!(
+        out,
+        "{:<58} {:>10.1}",
+        "right after start (first lookup served)", rss_after_start
+    );
+    let _ = writeln!(
+        out,
+        "{:<58} {:>10.1}",
+        "after start, idle 2 s, before load", rss_idle_before_load
+    );
+    let _ = writeln!(
+        out,
+        "{:<58} {:>10.1}",
+        "after the load, idle 2 s", rss_idle_after_load
+    );
+    let _ = writeln!(out, "{:<58} {:>10.1}", "peak (VmHWM)", rss_peak);
+    let _ = writeln!(out, "\ntargets (reported, not asserted):");
+    let _ = writeln!(
+        out,
+        "  [{}] lookups >= 25% of bare ({}) with p99 < 10 ms ({}) and no errors",
+        verdict(t_lookup),
+        lookup_bare.map_or("n/a".into(), |r| format!("{:.1}%", r * 100.0)),
+        get("lookup").map_or("n/a".into(), |l| format!("{:.2} ms", l.p99_ms))
+    );
+    let _ = writeln!(
+        out,
+        "  [{}] >= 2,000 mandate creations/s ({})",
+        verdict(t_create),
+        get("create").map_or("n/a".into(), |c| format!("{:.0}/s", c.rps))
+    );
+    let _ = writeln!(
+        out,
+        "  [{}] open + first request < 300 ms, cold ({:.0} ms)",
+        verdict(t_start),
+        cold.first_request_ms
+    );
+    let _ = writeln!(
+        out,
+        "  [{}] open + first request < 300 ms, warm ({:.0} ms)",
+        verdict(t_start_warm),
+        warm.first_request_ms
+    );
+    let _ = writeln!(
+        out,
+        "  [{}] RSS idle < 100 MB, before load ({:.1} MB, includes the load generator)",
+        verdict(t_rss),
+        rss_idle_before_load
+    );
+    let _ = writeln!(
+        out,
+        "  [{}] RSS idle < 100 MB, after load ({:.1} MB, includes the load generator)",
+        verdict(t_rss_after),
+        rss_idle_after_load
+    );
+    println!("{out}");
+
+    let report = json!({
+        "mode": mode,
+        "at": Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true),
+        "machine": {"cpus": std::thread::available_parallelism().map_or(0, |n| n.get())},
+        "params": {"customers": p.customers, "mandates": p.mandates,
+                   "installments_per_mandate": p.installments_per_mandate,
+                   "warmup_s": p.warmup.as_secs_f64(), "duration_s": p.duration.as_secs_f64(),
+                   "connections": p.connections, "client_threads": p.client_threads,
+                   "server_threads": p.server_threads},
+        "fill": {"reused": fill["reused"], "bulk_sql_ms": fill["fill_ms"], "customers_ms": fill["customers_ms"],
+                 "mandates_and_installments_ms": fill["mandates_and_installments_ms"],
+                 "checkpoint_ms": fill["checkpoint_ms"], "setup_ms": fill["setup_ms"],
+                 "child_process_ms": fill_wall_ms, "rows": fill["rows"], "db_bytes": fill["db_bytes"]},
+        "start": {"cold_app_start_ms": round3(cold.app_start_ms), "cold_first_request_ms": round3(cold.first_request_ms),
+                  "cold_attempts": cold.attempts,
+                  "warm_app_start_ms": round3(warm.app_start_ms), "warm_first_request_ms": round3(warm.first_request_ms),
+                  "warm_attempts": warm.attempts, "login_ms": round3(login_ms)},
+        "load": results.iter().map(|s| (s.name.to_string(), s.to_json())).collect::<serde_json::Map<_, _>>(),
+        "ratios": {"lookup_over_bare": lookup_bare, "lookup_over_select": lookup_select},
+        "rss_mb": {"baseline_before_start": round1(rss_baseline), "after_start": round1(rss_after_start),
+                   "idle_2s_before_load": round1(rss_idle_before_load), "idle_2s_after_load": round1(rss_idle_after_load),
+                   "peak": round1(rss_peak), "note": "one process: engine + load generator + reference servers"},
+        "targets": {"lookup_25pct_of_bare_p99_under_10ms": t_lookup, "create_2000_per_s": t_create,
+                    "cold_start_first_request_under_300ms": t_start, "warm_start_first_request_under_300ms": t_start_warm,
+                    "rss_idle_under_100mb_before_load": t_rss, "rss_idle_under_100mb_after_load": t_rss_after},
+    });
+    let path = results_path();
+    let text = serde_json::to_string_pretty(&report).unwrap();
+    let _ = std::fs::create_dir_all(path.parent().unwrap());
+    std::fs::write(&path, &text).expect("write results");
+    let _ = std::fs::write(
+        path.with_file_name(format!("bench-results-{mode}.json")),
+        &text,
+    );
+    eprintln!("results written to {}", path.display());
+}

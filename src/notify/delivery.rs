@@ -1,0 +1,678 @@
+//! The delivery worker: sends outbox events to their `https://` URLs, at least once.
+//!
+//! It reads due events in creation order, sends each with both signatures, and records every
+//! attempt. Results are written in batches (one transaction per batch), so delivery is not
+//! bound by one disk sync per event. An event stays PENDING in the database until its result
+//! is committed: a crash at any point leads to a resend at the next start, never to a loss.
+//!
+//! Concurrency is bounded overall and per host, and a host whose slots are busy is skipped
+//! (not waited for), so a slow or dead receiver holds up neither other receivers nor the API.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use rand::Rng;
+use reqwest::StatusCode;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
+
+use super::signing::standard_webhooks_signature;
+use crate::clock::{Clock, timestamp};
+use crate::store::Store;
+use crate::store::deliveries::{self, Attempt, AttemptKind, DueEvent, Outcome};
+use crate::store::settings;
+
+/// The contract's schedule: after the first attempt, retries after these delays; then FAILED.
+pub const RETRY_SCHEDULE: [Duration; 7] = [
+    Duration::from_secs(5),
+    Duration::from_secs(5 * 60),
+    Duration::from_secs(30 * 60),
+    Duration::from_secs(2 * 3600),
+    Duration::from_secs(5 * 3600),
+    Duration::from_secs(10 * 3600),
+    Duration::from_secs(10 * 3600),
+];
+
+#[derive(Clone, Debug)]
+pub struct DeliveryConfig {
+    pub retry_schedule: Vec<Duration>,
+    /// A receiver that has not answered by then has failed this attempt.
+    pub timeout: Duration,
+    pub max_in_flight: usize,
+    pub max_per_host: usize,
+    /// Each retry delay is moved by up to this fraction, either way, so that retries of many
+    /// events failed together do not arrive together.
+    pub jitter: f64,
+    /// How often to look for due events when nothing wakes the worker.
+    pub poll_interval: Duration,
+    /// Retry-After values beyond this are capped.
+    pub max_retry_after: Duration,
+}
+
+impl Default for DeliveryConfig {
+    fn default() -> Self {
+        DeliveryConfig {
+            retry_schedule: RETRY_SCHEDULE.to_vec(),
+            timeout: Duration::from_secs(15),
+            max_in_flight: 64,
+            max_per_host: 8,
+            jitter: 0.1,
+            poll_interval: Duration::from_secs(1),
+            max_retry_after: Duration::from_secs(24 * 3600),
+        }
+    }
+}
+
+impl DeliveryConfig {
+    /// Automatic attempts in all: the first plus one per retry step.
+    pub fn max_attempts(&self) -> i64 {
+        self.retry_schedule.len() as i64 + 1
+    }
+}
+
+/// Sandbox fault injection, per commerce (stored as JSON on the commerce).
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Faults {
+    /// Deliver every n-th event twice (0 or absent: never).
+    #[serde(default)]
+    pub duplicate_every: u32,
+    /// Send each batch of due events newest first.
+    #[serde(default)]
+    pub reorder: bool,
+    /// Hold each event this long after its creation before its first attempt.
+    #[serde(default)]
+    pub delay_seconds: u32,
+}
+
+/// The worker's handle: wake it after writing events; `shutdown` lets in-flight sends finish.
+pub struct Deliverer {
+    wake: Arc<Notify>,
+    stop: Arc<Notify>,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Deliverer {
+    pub fn start(
+        store: Arc<Store>,
+        clock: Arc<dyn Clock>,
+        config: DeliveryConfig,
+        sandbox: bool,
+    ) -> Deliverer {
+        let wake = Arc::new(Notify::new());
+        let stop = Arc::new(Notify::new());
+        let worker = Worker {
+            store,
+            clock,
+            global: Arc::new(Semaphore::new(config.max_in_flight)),
+            hosts: Mutex::new(HashMap::new()),
+            in_flight: Arc::new(Mutex::new(HashSet::new())),
+            config,
+            sandbox,
+            wake: Arc::clone(&wake),
+        };
+        let task = tokio::spawn(worker.run(Arc::clone(&stop)));
+        Deliverer {
+            wake,
+            stop,
+            task: Mutex::new(Some(task)),
+        }
+    }
+
+    /// Tells the worker new events may be due.
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    pub async fn shutdown(&self) {
+        self.stop.notify_one();
+        let task = self.task.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+    }
+}
+
+struct Worker {
+    store: Arc<Store>,
+    clock: Arc<dyn Clock>,
+    config: DeliveryConfig,
+    sandbox: bool,
+    global: Arc<Semaphore>,
+    hosts: Mutex<HashMap<String, Arc<Semaphore>>>,
+    in_flight: Arc<Mutex<HashSet<i64>>>,
+    wake: Arc<Notify>,
+}
+
+/// One send's result on its way to the batch writer.
+struct Sent {
+    attempt: Attempt,
+}
+
+impl Worker {
+    async fn run(self, stop: Arc<Notify>) {
+        let (results_tx, results_rx) = mpsc::unbounded_channel::<Sent>();
+        let writer = tokio::spawn(write_results(
+            Arc::clone(&self.store),
+            results_rx,
+            Arc::clone(&self.in_flight),
+            Arc::clone(&self.wake),
+        ));
+        let mut client = None;
+        let mut roots_version = None;
+        loop {
+            match self.roots_version() {
+                Ok(version) if roots_version != Some(version) => match self.build_client() {
+                    Ok(c) => {
+                        client = Some(c);
+                        roots_version = Some(version);
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, "could not build the webhook HTTP client")
+                    }
+                },
+                Ok(_) => {}
+                Err(e) => tracing::error!(error = %e, "could not read the trusted roots"),
+            }
+            let dispatched = match &client {
+                Some(c) => self.dispatch_due(c, &results_tx).await,
+                None => 0,
+            };
+            let pause = if dispatched > 0 {
+                Duration::ZERO
+            } else {
+                self.until_next_due()
+            };
+            tokio::select! {
+                _ = stop.notified() => break,
+                _ = self.wake.notified() => {}
+                _ = tokio::time::sleep(pause), if !pause.is_zero() => {}
+                _ = tokio::task::yield_now(), if pause.is_zero() => {}
+            }
+        }
+        // Let in-flight sends finish (they hold global permits), then flush their results.
+        let _ = self
+            .global
+            .acquire_many(self.config.max_in_flight as u32)
+            .await;
+        drop(results_tx);
+        let _ = writer.await;
+    }
+
+    /// Changes whenever a root is added or the development CA is made.
+    fn roots_version(&self) -> anyhow::Result<i64> {
+        Ok(self.store.read(|c| {
+            let roots = deliveries::trusted_roots_version(c)?;
+            let has_dev_ca = settings::get(c, settings::DEV_CA_CERT)?.is_some();
+            Ok(roots * 2 + i64::from(has_dev_ca))
+        })?)
+    }
+
+    /// A client trusting the system roots, the installation's development CA and the
+    /// configured roots.
+    fn build_client(&self) -> anyhow::Result<reqwest::Client> {
+        let (roots, dev_ca) = self.store.read(|c| {
+            Ok((
+                deliveries::trusted_roots(c)?,
+                settings::get(c, settings::DEV_CA_CERT)?,
+            ))
+        })?;
+        let mut certs = Vec::new();
+        for pem in roots.iter().chain(dev_ca.iter()) {
+            certs.extend(reqwest::Certificate::from_pem_bundle(pem.as_bytes())?);
+        }
+        Ok(reqwest::Client::builder()
+            .tls_certs_merge(certs)
+            .timeout(self.config.timeout)
+            .connect_timeout(self.config.timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("mandato-webhooks/", env!("CARGO_PKG_VERSION")))
+            .pool_max_idle_per_host(self.config.max_per_host)
+            .build()?)
+    }
+
+    /// How long until the earliest pending event falls due (at most the poll interval).
+    fn until_next_due(&self) -> Duration {
+        let next = self
+            .store
+            .read(|c| Ok(deliveries::next_due_at(c)?))
+            .ok()
+            .flatten();
+        let Some(at) = next.and_then(|t| DateTime::parse_from_rfc3339(&t).ok()) else {
+            return self.config.poll_interval;
+        };
+        let wait = (at.with_timezone(&Utc) - self.clock.now())
+            .to_std()
+            .unwrap_or(Duration::ZERO);
+        wait.clamp(Duration::from_millis(5), self.config.poll_interval)
+    }
+
+    fn host_slots(&self, url: &str) -> Arc<Semaphore> {
+        let host = reqwest::Url::parse(url)
+            .ok()
+            .and_then(|u| {
+                u.host_str()
+                    .map(|h| format!("{h}:{}", u.port_or_known_default().unwrap_or(0)))
+            })
+            .unwrap_or_default();
+        let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
+        Arc::clone(
+            hosts
+                .entry(host)
+                .or_insert_with(|| Arc::new(Semaphore::new(self.config.max_per_host))),
+        )
+    }
+
+    /// Starts a send for every due event that has a free slot; returns how many started.
+    async fn dispatch_due(
+        &self,
+        client: &reqwest::Client,
+        results: &mpsc::UnboundedSender<Sent>,
+    ) -> usize {
+        let now = self.clock.now();
+        let limit = self.config.max_in_flight * 4;
+        let due = match self
+            .store
+            .read(|c| Ok(deliveries::due(c, &timestamp(now), limit)?))
+        {
+            Ok(due) => due,
+            Err(e) => {
+                tracing::error!(error = %e, "could not read due events");
+                return 0;
+            }
+        };
+        let mut due = self.apply_fault_order(due);
+        let mut started = 0;
+        for event in due.drain(..) {
+            if self
+                .in_flight
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&event.seq)
+            {
+                continue;
+            }
+            let faults = self.faults_of(&event);
+            if faults.delay_seconds > 0 && event.attempts == 0 && !event.manual {
+                let held_until = DateTime::parse_from_rfc3339(&event.created_at)
+                    .map(|c| {
+                        c.with_timezone(&Utc)
+                            + chrono::Duration::seconds(faults.delay_seconds.into())
+                    })
+                    .unwrap_or(now);
+                if held_until > now {
+                    continue;
+                }
+            }
+            let Ok(host_permit) = self.host_slots(&event.url).try_acquire_owned() else {
+                continue;
+            };
+            let Ok(global_permit) = Arc::clone(&self.global).acquire_owned().await else {
+                break;
+            };
+            self.in_flight
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(event.seq);
+            started += 1;
+            let duplicate =
+                faults.duplicate_every > 0 && event.seq % i64::from(faults.duplicate_every) == 0;
+            tokio::spawn(send(
+                client.clone(),
+                Arc::clone(&self.clock),
+                self.config.clone(),
+                event,
+                duplicate,
+                results.clone(),
+                (global_permit, host_permit),
+            ));
+        }
+        started
+    }
+
+    fn faults_of(&self, event: &DueEvent) -> Faults {
+        if !self.sandbox {
+            return Faults::default();
+        }
+        event
+            .faults
+            .as_deref()
+            .and_then(|f| serde_json::from_str(f).ok())
+            .unwrap_or_default()
+    }
+
+    fn apply_fault_order(&self, mut due: Vec<DueEvent>) -> Vec<DueEvent> {
+        if due.iter().any(|e| self.faults_of(e).reorder) {
+            due.reverse();
+        }
+        due
+    }
+}
+
+/// Sends one event (twice when a duplicate is injected) and reports the result.
+async fn send(
+    client: reqwest::Client,
+    clock: Arc<dyn Clock>,
+    config: DeliveryConfig,
+    event: DueEvent,
+    duplicate: bool,
+    results: mpsc::UnboundedSender<Sent>,
+    _permits: (OwnedSemaphorePermit, OwnedSemaphorePermit),
+) {
+    let kind = if event.manual {
+        AttemptKind::Manual
+    } else if event.attempts == 0 {
+        AttemptKind::First
+    } else {
+        AttemptKind::Retry
+    };
+    let attempt = attempt_once(&client, clock.as_ref(), &config, &event, kind).await;
+    let delivered = attempt.outcome == Outcome::Delivered;
+    let _ = results.send(Sent { attempt });
+    if duplicate && delivered {
+        let again = attempt_once(
+            &client,
+            clock.as_ref(),
+            &config,
+            &event,
+            AttemptKind::Injected,
+        )
+        .await;
+        let _ = results.send(Sent { attempt: again });
+    }
+}
+
+async fn attempt_once(
+    client: &reqwest::Client,
+    clock: &dyn Clock,
+    config: &DeliveryConfig,
+    event: &DueEvent,
+    kind: AttemptKind,
+) -> Attempt {
+    let started = clock.now();
+    let timer = Instant::now();
+    let mut attempt = Attempt {
+        event_seq: event.seq,
+        kind,
+        started_at: timestamp(started),
+        duration_ms: 0,
+        status_code: None,
+        response_excerpt: None,
+        error: None,
+        outcome: Outcome::Failed,
+        counts: matches!(kind, AttemptKind::First | AttemptKind::Retry),
+    };
+    // Events only ever get https:// URLs; this guard keeps it true whatever the data says.
+    if !event.url.starts_with("https://") {
+        attempt.error = Some("refused: webhook URLs must use https://".into());
+        return attempt;
+    }
+    let signatures = signature_header(event, started);
+    let response = client
+        .post(&event.url)
+        .header("content-type", "application/json")
+        .header("webhook-id", &event.id)
+        .header("webhook-timestamp", started.timestamp().to_string())
+        .header("webhook-signature", signatures)
+        .body(event.body.clone())
+        .send()
+        .await;
+    let retry_after = match response {
+        Ok(response) => {
+            let status = response.status();
+            attempt.status_code = Some(status.as_u16());
+            let retry_after = retry_after(&response, clock.now());
+            attempt.response_excerpt = excerpt(response).await;
+            if status.is_success() {
+                attempt.outcome = Outcome::Delivered;
+            }
+            retry_after
+        }
+        Err(e) => {
+            attempt.error = Some(describe(&e));
+            None
+        }
+    };
+    attempt.duration_ms = timer.elapsed().as_millis() as i64;
+    if attempt.outcome != Outcome::Delivered {
+        attempt.outcome = next_step(config, event, attempt.status_code, retry_after, clock.now());
+    }
+    attempt
+}
+
+/// `v1,<sig>` with the current secret, and with the previous one while its rotation lasts.
+fn signature_header(event: &DueEvent, at: DateTime<Utc>) -> String {
+    let ts = at.timestamp();
+    let mut header = standard_webhooks_signature(&event.secret, &event.id, ts, &event.body);
+    if let Some((previous, until)) = &event.previous_secret
+        && DateTime::parse_from_rfc3339(until).is_ok_and(|u| u.with_timezone(&Utc) > at)
+    {
+        header.push(' ');
+        header.push_str(&standard_webhooks_signature(
+            previous,
+            &event.id,
+            ts,
+            &event.body,
+        ));
+    }
+    header
+}
+
+/// After a failed attempt: retry per the schedule (or the receiver's Retry-After), or give up.
+/// 410 Gone means the receiver asks for no more deliveries.
+fn next_step(
+    config: &DeliveryConfig,
+    event: &DueEvent,
+    status: Option<u16>,
+    retry_after: Option<Duration>,
+    now: DateTime<Utc>,
+) -> Outcome {
+    if status == Some(StatusCode::GONE.as_u16()) {
+        return Outcome::Failed;
+    }
+    // Manual attempts do not use up the automatic budget.
+    let used = event.attempts + if event.manual { 0 } else { 1 };
+    let Some(step) = config.retry_schedule.get((used.max(1) - 1) as usize) else {
+        return Outcome::Failed;
+    };
+    if used >= config.max_attempts() {
+        return Outcome::Failed;
+    }
+    let delay = match retry_after {
+        Some(wait) => wait.min(config.max_retry_after),
+        None => jittered(*step, config.jitter),
+    };
+    let at = now + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::zero());
+    Outcome::RetryAt(timestamp(at))
+}
+
+fn jittered(step: Duration, jitter: f64) -> Duration {
+    if jitter <= 0.0 {
+        return step;
+    }
+    let factor = rand::rng().random_range((1.0 - jitter)..(1.0 + jitter));
+    step.mul_f64(factor)
+}
+
+/// Retry-After on 429 and 503, in seconds or as an HTTP date.
+fn retry_after(response: &reqwest::Response, now: DateTime<Utc>) -> Option<Duration> {
+    if !matches!(
+        response.status(),
+        StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
+    ) {
+        return None;
+    }
+    let value = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = DateTime::parse_from_rfc2822(value)
+        .ok()?
+        .with_timezone(&Utc);
+    (at - now).to_std().ok()
+}
+
+/// The first 512 characters of the answer, for the delivery log.
+async fn excerpt(response: reqwest::Response) -> Option<String> {
+    let bytes = response.bytes().await.ok()?;
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(2048)]);
+    let cut: String = text.chars().take(512).collect();
+    (!cut.is_empty()).then_some(cut)
+}
+
+fn describe(e: &reqwest::Error) -> String {
+    let kind = if e.is_timeout() {
+        "timeout"
+    } else if e.is_connect() {
+        "connect"
+    } else {
+        "request"
+    };
+    let mut message = format!("{kind}: {e}");
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        message.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    message.chars().take(512).collect()
+}
+
+/// Writes results in batches, then frees their events for the next round.
+async fn write_results(
+    store: Arc<Store>,
+    mut results: mpsc::UnboundedReceiver<Sent>,
+    in_flight: Arc<Mutex<HashSet<i64>>>,
+    wake: Arc<Notify>,
+) {
+    let mut batch = Vec::new();
+    while results.recv_many(&mut batch, 1000).await > 0 {
+        let attempts: Vec<Attempt> = batch.drain(..).map(|s| s.attempt).collect();
+        let store = Arc::clone(&store);
+        let written = tokio::task::spawn_blocking(move || {
+            let result = store.write(|tx| Ok(deliveries::record_attempts(tx, &attempts)?));
+            (result, attempts)
+        })
+        .await;
+        let Ok((result, attempts)) = written else {
+            continue;
+        };
+        if let Err(e) = result {
+            // The events stay PENDING and are sent again: at least once, never lost.
+            tracing::error!(error = %e, "could not record delivery attempts");
+        }
+        {
+            let mut set = in_flight.lock().unwrap_or_else(|p| p.into_inner());
+            for a in &attempts {
+                set.remove(&a.event_seq);
+            }
+        }
+        for a in &attempts {
+            match &a.outcome {
+                Outcome::Delivered => tracing::debug!(event = a.event_seq, "webhook delivered"),
+                Outcome::RetryAt(at) => {
+                    tracing::info!(event = a.event_seq, status = ?a.status_code, error = ?a.error, retry_at = %at, "webhook failed; will retry")
+                }
+                Outcome::Failed => {
+                    tracing::warn!(event = a.event_seq, status = ?a.status_code, error = ?a.error, "webhook delivery FAILED")
+                }
+            }
+        }
+        wake.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(attempts: i64, manual: bool) -> DueEvent {
+        DueEvent {
+            seq: 1,
+            id: "evt_1".into(),
+            commerce_id: 1,
+            url: "https://example.test/h".into(),
+            body: "{}".into(),
+            attempts,
+            manual,
+            created_at: "2026-01-01T00:00:00.000Z".into(),
+            secret: crate::secret::Secret::new("whsec_AAAA".into()),
+            previous_secret: None,
+            faults: None,
+        }
+    }
+
+    #[test]
+    fn the_schedule_is_the_contracts_then_failed() {
+        let config = DeliveryConfig {
+            jitter: 0.0,
+            ..DeliveryConfig::default()
+        };
+        let now: DateTime<Utc> = "2026-01-01T00:00:00Z".parse().unwrap();
+        let expected = [
+            "00:00:05", "00:05:00", "00:30:00", "02:00:00", "05:00:00", "10:00:00", "10:00:00",
+        ];
+        for (attempts_before, wait) in expected.iter().enumerate() {
+            let outcome = next_step(
+                &config,
+                &event(attempts_before as i64, false),
+                Some(500),
+                None,
+                now,
+            );
+            let Outcome::RetryAt(at) = outcome else {
+                panic!("attempt {attempts_before}: {outcome:?}")
+            };
+            let at: DateTime<Utc> = at.parse().unwrap();
+            let delay = at - now;
+            let (h, m, s): (i64, i64, i64) = (
+                wait[0..2].parse().unwrap(),
+                wait[3..5].parse().unwrap(),
+                wait[6..8].parse().unwrap(),
+            );
+            assert_eq!(
+                delay.num_seconds(),
+                h * 3600 + m * 60 + s,
+                "after attempt {}",
+                attempts_before + 1
+            );
+        }
+        assert_eq!(
+            next_step(&config, &event(7, false), Some(500), None, now),
+            Outcome::Failed
+        );
+        assert_eq!(
+            next_step(&config, &event(0, false), Some(410), None, now),
+            Outcome::Failed
+        );
+        // A manual attempt on an exhausted event does not start new automatic retries.
+        assert_eq!(
+            next_step(&config, &event(8, true), Some(500), None, now),
+            Outcome::Failed
+        );
+        // Retry-After wins over the schedule.
+        let Outcome::RetryAt(at) = next_step(
+            &config,
+            &event(0, false),
+            Some(429),
+            Some(Duration::from_secs(120)),
+            now,
+        ) else {
+            panic!()
+        };
+        assert_eq!(at, "2026-01-01T00:02:00.000Z");
+    }
+
+    #[test]
+    fn jitter_stays_within_its_fraction() {
+        for _ in 0..100 {
+            let d = jittered(Duration::from_secs(100), 0.1);
+            assert!(d >= Duration::from_secs(90) && d <= Duration::from_secs(110));
+        }
+    }
+}

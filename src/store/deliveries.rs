@@ -1,0 +1,310 @@
+//! The delivery side of the outbox: which events are due, what each attempt did, which roots
+//! are trusted, and the listings of events and attempts.
+
+use rusqlite::{Connection, params};
+
+use super::optional;
+use crate::secret::Secret;
+
+/// An event ready to be sent, with what signing it needs.
+#[derive(Debug, Clone)]
+pub struct DueEvent {
+    pub seq: i64,
+    pub id: String,
+    pub commerce_id: i64,
+    pub url: String,
+    pub body: String,
+    pub attempts: i64,
+    pub manual: bool,
+    pub created_at: String,
+    pub secret: Secret<String>,
+    /// The previous secret while its rotation window lasts.
+    pub previous_secret: Option<(Secret<String>, String)>,
+    pub faults: Option<String>,
+}
+
+/// Pending events whose time has come, oldest first.
+pub fn due(conn: &Connection, now: &str, limit: usize) -> rusqlite::Result<Vec<DueEvent>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT e.seq, e.id, e.commerce_id, e.url, e.body, e.attempts, e.manual_pending, e.created_at,
+                c.webhook_secret, c.previous_webhook_secret, c.previous_secret_expires_at, c.delivery_faults
+         FROM events e JOIN commerces c ON c.id = e.commerce_id
+         WHERE e.delivery_state = 'PENDING' AND e.next_attempt_at <= ?1
+         ORDER BY e.seq LIMIT ?2",
+    )?;
+    stmt.query_map(params![now, limit as i64], |r| {
+        let previous: Option<String> = r.get(9)?;
+        let expires: Option<String> = r.get(10)?;
+        Ok(DueEvent {
+            seq: r.get(0)?,
+            id: r.get(1)?,
+            commerce_id: r.get(2)?,
+            url: r.get(3)?,
+            body: r.get(4)?,
+            attempts: r.get(5)?,
+            manual: r.get::<_, i64>(6)? != 0,
+            created_at: r.get(7)?,
+            secret: Secret::new(r.get(8)?),
+            previous_secret: previous.zip(expires).map(|(s, e)| (Secret::new(s), e)),
+            faults: r.get(11)?,
+        })
+    })?
+    .collect()
+}
+
+/// When the earliest pending event falls due, to sleep until then.
+pub fn next_due_at(conn: &Connection) -> rusqlite::Result<Option<String>> {
+    conn.prepare_cached("SELECT min(next_attempt_at) FROM events WHERE delivery_state = 'PENDING'")?
+        .query_row([], |r| r.get(0))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptKind {
+    First,
+    Retry,
+    Manual,
+    /// A duplicate sent on purpose by sandbox fault injection.
+    Injected,
+}
+
+impl AttemptKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttemptKind::First => "FIRST",
+            AttemptKind::Retry => "RETRY",
+            AttemptKind::Manual => "MANUAL",
+            AttemptKind::Injected => "INJECTED",
+        }
+    }
+}
+
+/// What became of the event after an attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Delivered,
+    RetryAt(String),
+    Failed,
+}
+
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    pub event_seq: i64,
+    pub kind: AttemptKind,
+    pub started_at: String,
+    pub duration_ms: i64,
+    pub status_code: Option<u16>,
+    pub response_excerpt: Option<String>,
+    pub error: Option<String>,
+    pub outcome: Outcome,
+    /// Whether it counts against the automatic retry budget.
+    pub counts: bool,
+}
+
+/// Records attempts and moves their events on, all in the caller's transaction.
+pub fn record_attempts(conn: &Connection, attempts: &[Attempt]) -> rusqlite::Result<()> {
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO delivery_attempts (event_seq, kind, started_at, duration_ms, status_code,
+                response_excerpt, error, outcome)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    let mut update = conn.prepare_cached(
+        "UPDATE events SET delivery_state = ?2, next_attempt_at = ?3, attempts = attempts + ?4,
+                manual_pending = 0, delivered_at = COALESCE(?5, delivered_at)
+         WHERE seq = ?1",
+    )?;
+    for a in attempts {
+        let (state, next, outcome) = match &a.outcome {
+            Outcome::Delivered => ("DELIVERED", None, "DELIVERED"),
+            Outcome::RetryAt(at) => ("PENDING", Some(at.as_str()), "RETRY"),
+            Outcome::Failed => ("FAILED", None, "FAILED"),
+        };
+        insert.execute(params![
+            a.event_seq,
+            a.kind.as_str(),
+            a.started_at,
+            a.duration_ms,
+            a.status_code,
+            a.response_excerpt,
+            a.error,
+            outcome
+        ])?;
+        if a.kind != AttemptKind::Injected {
+            let delivered_at = (a.outcome == Outcome::Delivered).then_some(a.started_at.as_str());
+            update.execute(params![
+                a.event_seq,
+                state,
+                next,
+                a.counts as i64,
+                delivered_at
+            ])?;
+        }
+    }
+    Ok(())
+}
+
+/// Schedules an event to be sent again now, whatever its state. `Ok(false)`: not this
+/// commerce's event, or it has no URL.
+pub fn request_redelivery(
+    conn: &Connection,
+    commerce_id: Option<i64>,
+    event_id: &str,
+    now: &str,
+) -> rusqlite::Result<bool> {
+    let changed = conn.execute(
+        "UPDATE events SET delivery_state = 'PENDING', next_attempt_at = ?3, manual_pending = 1
+         WHERE id = ?1 AND (?2 IS NULL OR commerce_id = ?2) AND url IS NOT NULL",
+        params![event_id, commerce_id, now],
+    )?;
+    Ok(changed > 0)
+}
+
+pub fn trusted_roots(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached("SELECT pem FROM trusted_roots ORDER BY seq")?;
+    stmt.query_map([], |r| r.get(0))?.collect()
+}
+
+/// A number that changes whenever the trusted roots do, so the worker knows to reload.
+pub fn trusted_roots_version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.prepare_cached("SELECT coalesce(max(seq), 0) * 1000003 + count(*) FROM trusted_roots")?
+        .query_row([], |r| r.get(0))
+}
+
+/// Adds a root; `Ok(false)` when it was already trusted.
+pub fn add_trusted_root(
+    conn: &Connection,
+    pem: &str,
+    fingerprint: &str,
+    subject: &str,
+    at: &str,
+) -> rusqlite::Result<bool> {
+    let added = conn.execute(
+        "INSERT INTO trusted_roots (pem, fingerprint, subject, added_at) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (fingerprint) DO NOTHING",
+        params![pem, fingerprint, subject, at],
+    )?;
+    Ok(added > 0)
+}
+
+/// Rotates a commerce's webhook secret; the old one stays valid until `previous_expires_at`.
+pub fn rotate_secret(
+    conn: &Connection,
+    commerce_code: &str,
+    new_secret: &Secret<String>,
+    previous_expires_at: &str,
+) -> rusqlite::Result<bool> {
+    let changed = conn.execute(
+        "UPDATE commerces SET previous_webhook_secret = webhook_secret,
+                previous_secret_expires_at = ?3, webhook_secret = ?2
+         WHERE code = ?1",
+        params![commerce_code, new_secret.expose(), previous_expires_at],
+    )?;
+    Ok(changed > 0)
+}
+
+pub fn set_faults(
+    conn: &Connection,
+    commerce_id: i64,
+    faults: Option<&str>,
+) -> rusqlite::Result<()> {
+    conn.execute(
+        "UPDATE commerces SET delivery_faults = ?2 WHERE id = ?1",
+        params![commerce_id, faults],
+    )?;
+    Ok(())
+}
+
+pub fn faults(conn: &Connection, commerce_id: i64) -> rusqlite::Result<Option<String>> {
+    Ok(optional(conn.query_row(
+        "SELECT delivery_faults FROM commerces WHERE id = ?1",
+        [commerce_id],
+        |r| r.get::<_, Option<String>>(0),
+    ))?
+    .flatten())
+}
+
+/// An event as listed for inspection, with its attempts.
+#[derive(Debug, Clone)]
+pub struct EventSummary {
+    pub event_id: String,
+    pub kind: String,
+    pub sequence: i64,
+    pub url: Option<String>,
+    pub delivery_state: String,
+    pub attempts: i64,
+    pub next_attempt_at: Option<String>,
+    pub created_at: String,
+    pub delivered_at: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct AttemptRow {
+    pub kind: String,
+    pub started_at: String,
+    pub duration_ms: i64,
+    pub status_code: Option<i64>,
+    pub response_excerpt: Option<String>,
+    pub error: Option<String>,
+    pub outcome: String,
+}
+
+pub fn event_by_id(
+    conn: &Connection,
+    event_id: &str,
+) -> rusqlite::Result<Option<(i64, EventSummary)>> {
+    optional(conn.query_row(
+        "SELECT seq, id, kind, sequence, url, delivery_state, attempts, next_attempt_at, created_at, delivered_at
+         FROM events WHERE id = ?1",
+        [event_id],
+        |r| {
+            Ok((
+                r.get(0)?,
+                EventSummary {
+                    event_id: r.get(1)?,
+                    kind: r.get(2)?,
+                    sequence: r.get(3)?,
+                    url: r.get(4)?,
+                    delivery_state: r.get(5)?,
+                    attempts: r.get(6)?,
+                    next_attempt_at: r.get(7)?,
+                    created_at: r.get(8)?,
+                    delivered_at: r.get(9)?,
+                },
+            ))
+        },
+    ))
+}
+
+pub fn attempts_of(conn: &Connection, event_seq: i64) -> rusqlite::Result<Vec<AttemptRow>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT kind, started_at, duration_ms, status_code, response_excerpt, error, outcome
+         FROM delivery_attempts WHERE event_seq = ?1 ORDER BY seq",
+    )?;
+    stmt.query_map([event_seq], |r| {
+        Ok(AttemptRow {
+            kind: r.get(0)?,
+            started_at: r.get(1)?,
+            duration_ms: r.get(2)?,
+            status_code: r.get(3)?,
+            response_excerpt: r.get(4)?,
+            error: r.get(5)?,
+            outcome: r.get(6)?,
+        })
+    })?
+    .collect()
+}
+
+/// An event with its owner and exact body, for inspection.
+pub fn event_with_body(
+    conn: &Connection,
+    event_id: &str,
+) -> rusqlite::Result<Option<(i64, i64, EventSummary, String)>> {
+    let Some((seq, summary)) = event_by_id(conn, event_id)? else {
+        return Ok(None);
+    };
+    let (commerce_id, body) = conn.query_row(
+        "SELECT commerce_id, body FROM events WHERE seq = ?1",
+        [seq],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    Ok(Some((seq, commerce_id, summary, body)))
+}
