@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mandato");
 
-fn mandato(dir: &std::path::Path, args: &[&str], stdin: Option<&str>) -> Value {
+pub fn mandato(dir: &std::path::Path, args: &[&str], stdin: Option<&str>) -> Value {
     let mut child = Command::new(BIN)
         .arg("--data-dir")
         .arg(dir)
@@ -38,7 +38,7 @@ fn mandato(dir: &std::path::Path, args: &[&str], stdin: Option<&str>) -> Value {
 }
 
 /// Starts `mandato serve` on a free port and returns it with its base URL.
-fn serve(dir: &std::path::Path) -> (Child, String) {
+pub fn serve(dir: &std::path::Path) -> (Child, String) {
     let mut child = Command::new(BIN)
         .arg("--data-dir")
         .arg(dir)
@@ -58,7 +58,7 @@ fn serve(dir: &std::path::Path) -> (Child, String) {
     (child, url)
 }
 
-fn headers(commerce: &str, api_key: &str) -> reqwest::header::HeaderMap {
+pub fn headers(commerce: &str, api_key: &str) -> reqwest::header::HeaderMap {
     let mut h = reqwest::header::HeaderMap::new();
     for (name, value) in [
         ("country", "CL".to_string()),

@@ -4,6 +4,7 @@ mod helpers;
 
 mod auth;
 mod cli;
+mod crash;
 mod headers;
 mod openapi;
 mod receiver;

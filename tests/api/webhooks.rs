@@ -376,3 +376,54 @@ async fn http_urls_are_never_contacted() {
         "nothing connected to the http:// address"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sandbox_faults_duplicate_and_delay_deliveries() {
+    let s = setup(fast_delivery()).await;
+    let reply = s.app.get("/sandbox/notifications/faults").await;
+    reply.expect(200, "SANDBOX_FAULTS_OK");
+    assert_eq!(
+        reply.body["payload"],
+        json!({"duplicateEvery": 0, "reorder": false, "delaySeconds": 0})
+    );
+    s.app
+        .put(
+            "/sandbox/notifications/faults",
+            &json!({"duplicateEvery": 1, "delaySeconds": 1}),
+        )
+        .await
+        .expect(200, "SANDBOX_FAULTS_OK");
+    mandate_to(&s, "M-1").await;
+    let paid_at = std::time::Instant::now();
+    pay(&s, "M-1", &["a"], 1000).await;
+    let got = s.receiver.wait_for(2, Duration::from_secs(10)).await;
+    assert!(
+        got[0].at - paid_at >= Duration::from_millis(900),
+        "held for delaySeconds"
+    );
+    assert_eq!(got[0].body, got[1].body, "delivered twice, identically");
+    assert_eq!(got[0].header("webhook-id"), got[1].header("webhook-id"));
+    let n = wait_state(&s.app, got[0].header("webhook-id"), "DELIVERED").await;
+    let kinds: Vec<&str> = n["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["FIRST", "INJECTED"]);
+    // Off again.
+    s.app
+        .put(
+            "/sandbox/notifications/faults",
+            &json!({"duplicateEvery": 0}),
+        )
+        .await
+        .expect(200, "SANDBOX_FAULTS_OK");
+    s.app
+        .put(
+            "/sandbox/notifications/faults",
+            &json!({"delaySeconds": "soon"}),
+        )
+        .await
+        .expect(400, "VALIDATION_ERROR");
+}

@@ -1,0 +1,219 @@
+//! At least once across crashes: the real `mandato serve` binary is killed with SIGKILL
+//! before and during delivery, started again, and every event still arrives.
+
+use std::collections::HashSet;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::cli::{headers, mandato, serve};
+use crate::receiver::{Answer, Receiver};
+
+struct Api {
+    base: String,
+    key: String,
+    token: Option<String>,
+    client: reqwest::Client,
+}
+
+const CODE: &str = "CRASH-1";
+
+impl Api {
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let mut request = self
+            .client
+            .request(method, format!("{}/api/v1{path}", self.base))
+            .headers(headers(CODE, &self.key));
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.expect("the server answers");
+        let status = response.status();
+        let body: Value = response.json().await.unwrap();
+        assert!(status.is_success(), "{path}: {status} {body}");
+        body
+    }
+
+    async fn login(&mut self) {
+        let key: Value = self
+            .client
+            .get(format!("{}/api/v1/.well-known/jwe-public-key", self.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let jwe = self
+            .call(
+                reqwest::Method::POST,
+                "/jwe/encrypt",
+                Some(
+                    json!({"password": "crash-password", "publicKey": key["payload"]["publicKey"]}),
+                ),
+            )
+            .await;
+        let login = self
+            .call(
+                reqwest::Method::POST,
+                "/login",
+                Some(json!({"username": CODE, "password": jwe["payload"]["token"]})),
+            )
+            .await;
+        self.token = login["payload"]["token"].as_str().map(str::to_string);
+    }
+}
+
+fn kill(child: &mut std::process::Child) {
+    assert!(
+        Command::new("kill")
+            .args(["-KILL", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let _ = child.wait();
+}
+
+fn expected_events(data: &std::path::Path) -> HashSet<String> {
+    let conn = rusqlite::Connection::open(data.join("mandato.db")).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT id FROM events WHERE url IS NOT NULL")
+        .unwrap();
+    stmt.query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_event_arrives_despite_sigkill_before_and_during_delivery() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    mandato(
+        data,
+        &[
+            "commerce",
+            "add",
+            "--code",
+            CODE,
+            "--name",
+            "Crash",
+            "--password-stdin",
+        ],
+        Some("crash-password\n"),
+    );
+    let key = mandato(data, &["apikey", "create"], None)["apiKey"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let files = mandato(
+        data,
+        &["dev-cert", "--out", data.join("tls").to_str().unwrap()],
+        None,
+    );
+    let cert = std::fs::read_to_string(files["certificate"].as_str().unwrap()).unwrap();
+    let key_pem = std::fs::read_to_string(files["key"].as_str().unwrap()).unwrap();
+    let receiver = Receiver::start(&cert, &key_pem).await;
+    // Slow answers, so that a kill lands while deliveries are in flight.
+    receiver.otherwise(Answer::Hang(Duration::from_millis(200)));
+
+    let (mut server, base) = serve(data);
+    let mut api = Api {
+        base,
+        key,
+        token: None,
+        client: reqwest::Client::new(),
+    };
+    api.login().await;
+    api.call(
+        reqwest::Method::POST,
+        "/user",
+        Some(json!({"customer": {"userId": "u1", "identificationDocument": {"type": "RUT", "number": "12.345.678-5"},
+            "personalInformation": {"firstName": "Ana", "lastName": "Pérez"}, "contacts": {"email": "ana@example.cl"}}})),
+    )
+    .await;
+    let today = chrono::Utc::now()
+        .with_timezone(&chrono_tz::America::Santiago)
+        .date_naive();
+    let due = (today + chrono::Duration::days(3)).to_string();
+    let mut round = |n: usize| {
+        let installments: Vec<Value> = (0..20)
+            .map(|i| json!({"id": format!("i{i}"), "amount": 1000, "currencyId": "CLP", "installmentDueDate": due}))
+            .collect();
+        json!({"customer": {"userId": "u1"},
+               "mandate": {"id": format!("M-{n}"), "type": "DYNAMIC", "name": "Crash", "charges": {"currencyId": "CLP"}},
+               "installments": installments,
+               "urls": {"paymentWebhook": receiver.url("/pay"), "activationWebhook": receiver.url("/act")}})
+    };
+
+    // Round 1: 20 payment events and a cancellation; killed at once, before delivery gets far.
+    api.call(reqwest::Method::POST, "/mandate", Some(round(1)))
+        .await;
+    let ids: Vec<String> = (0..20).map(|i| format!("i{i}")).collect();
+    api.call(
+        reqwest::Method::PUT,
+        "/installments/status/change",
+        Some(
+            json!({"product": {"id": "M-1"}, "installments": {"ids": ids}, "action": "PAYMENT",
+                    "payment": {"date": today.to_string(), "amount": 20000, "currencyId": "CLP"}}),
+        ),
+    )
+    .await;
+    kill(&mut server);
+
+    // Round 2: restart, more events, and a kill while deliveries are in flight.
+    let (mut server, base) = serve(data);
+    api.base = base;
+    api.call(reqwest::Method::POST, "/mandate", Some(round(2)))
+        .await;
+    api.call(
+        reqwest::Method::DELETE,
+        "/mandate/cancel/id/M-2/userId/u1",
+        Some(json!({"description": "crash test"})),
+    )
+    .await;
+    receiver.wait_for(3, Duration::from_secs(30)).await;
+    kill(&mut server);
+
+    // Round 3: a final start delivers whatever is left.
+    let expected = expected_events(data);
+    assert_eq!(
+        expected.len(),
+        20 + 20 + 1,
+        "20 payments, 20 annulments and a cancellation"
+    );
+    let before: HashSet<String> = receiver
+        .received()
+        .iter()
+        .map(|r| r.header("webhook-id").to_string())
+        .collect();
+    assert!(
+        before.len() < expected.len(),
+        "the kills left deliveries to the next start"
+    );
+    let (mut server, _) = serve(data);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let arrived: HashSet<String> = receiver
+            .received()
+            .iter()
+            .map(|r| r.header("webhook-id").to_string())
+            .collect();
+        if expected.is_subset(&arrived) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} of {} events never arrived",
+            expected.difference(&arrived).count(),
+            expected.len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    kill(&mut server);
+}
