@@ -71,6 +71,8 @@ pub enum Error {
     },
     /// 403: any credential problem. The message never says which part was wrong beyond need.
     Forbidden { name: &'static str, message: String },
+    /// 401: the staff API needs a signed-in session.
+    Unauthenticated { message: String },
     /// 404: unknown, or belonging to another commerce (the two are indistinguishable on purpose).
     NotFound { what: &'static str },
     /// 410: the resource existed and is gone for good (a cancelled signature process).
@@ -125,6 +127,7 @@ impl fmt::Display for Error {
             Error::Refused { name, message, .. } => write!(f, "{name}: {message}"),
             Error::Forbidden { name, .. } => write!(f, "{name}"),
             Error::NotFound { what } => write!(f, "{what} not found"),
+            Error::Unauthenticated { .. } => write!(f, "not signed in"),
             Error::Gone { name, .. } => write!(f, "{name}"),
             Error::Internal(e) => write!(f, "internal error: {e:#}"),
         }

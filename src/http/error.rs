@@ -49,6 +49,7 @@ impl ApiError {
         match &self.0 {
             Error::Validation(_) | Error::Refused { .. } => StatusCode::BAD_REQUEST,
             Error::Forbidden { .. } => StatusCode::FORBIDDEN,
+            Error::Unauthenticated { .. } => StatusCode::UNAUTHORIZED,
             Error::NotFound { .. } => StatusCode::NOT_FOUND,
             Error::Gone { .. } => StatusCode::GONE,
             Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -75,6 +76,9 @@ impl ApiError {
             }
             Error::Forbidden { name, message } | Error::Gone { name, message } => {
                 (name.to_string(), message.clone(), Vec::new())
+            }
+            Error::Unauthenticated { message } => {
+                ("SESSION_REQUIRED".to_string(), message.clone(), Vec::new())
             }
             Error::NotFound { what } => (
                 format!("{}_NOT_FOUND", what.to_uppercase().replace(' ', "_")),

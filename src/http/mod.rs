@@ -4,6 +4,7 @@
 //! DTOs live here and only here; handlers turn them into validated commands, run the
 //! operation in one transaction and turn the result back into DTOs.
 
+pub mod admin;
 pub mod auth;
 pub mod common;
 pub mod envelope;
@@ -189,8 +190,11 @@ impl utoipa::Modify for CommonErrors {
     }
 }
 
-/// The merchant API and its OpenAPI document, built together so neither can miss a route.
-pub fn merchant_api(state: &AppState) -> (Router<AppState>, utoipa::openapi::OpenApi) {
+/// The merchant API, the staff API and their OpenAPI document, built together so that no
+/// route can be missing from the document.
+pub fn api_routers(
+    state: &AppState,
+) -> (Router<AppState>, Router<AppState>, utoipa::openapi::OpenApi) {
     #[allow(deprecated)]
     let with_headers = OpenApiRouter::new()
         .routes(routes!(login::login, login::login_deprecated))
@@ -217,18 +221,30 @@ pub fn merchant_api(state: &AppState) -> (Router<AppState>, utoipa::openapi::Ope
         .merge(with_headers)
         .merge(public)
         .split_for_parts();
+    let (admin, admin_doc) = admin::router(state).split_for_parts();
+    // The staff API lives beside /api/v1: its path items name their own server.
+    for (path, mut item) in admin_doc.paths.paths {
+        item.servers = Some(vec![utoipa::openapi::Server::new("/admin/api")]);
+        doc.paths.paths.insert(path, item);
+    }
+    if let (Some(components), Some(admin_components)) =
+        (doc.components.as_mut(), admin_doc.components)
+    {
+        components.schemas.extend(admin_components.schemas);
+    }
     // Applied after the routes are merged in, so it reaches every operation.
     utoipa::Modify::modify(&CommonErrors, &mut doc);
-    (router, doc)
+    (router, admin, doc)
 }
 
 /// The whole listener.
 pub fn router(state: AppState) -> Router {
     // Paths are documented relative to the `/api/v1` server.
-    let (api, doc) = merchant_api(&state);
+    let (api, admin, doc) = api_routers(&state);
     let doc = Arc::new(doc);
     Router::new()
         .nest("/api/v1", api)
+        .nest("/admin/api", admin)
         .route(
             "/openapi.json",
             get(move || {

@@ -308,3 +308,87 @@ pub fn event_with_body(
     )?;
     Ok(Some((seq, commerce_id, summary, body)))
 }
+
+/// Filters of the staff's event listing; newest first, keyset-paged by `before_seq`.
+#[derive(Debug, Default)]
+pub struct EventFilter {
+    pub mandate_id: Option<String>,
+    pub installment_id: Option<String>,
+    pub delivery_state: Option<String>,
+    pub kind: Option<String>,
+    pub created_from: Option<String>,
+    pub created_to: Option<String>,
+    pub before_seq: Option<i64>,
+    pub limit: i64,
+}
+
+#[derive(Debug, Clone)]
+pub struct ListedEvent {
+    pub seq: i64,
+    pub summary: EventSummary,
+    pub commerce_code: String,
+    pub mandate_id: Option<String>,
+    pub installment_id: Option<String>,
+}
+
+pub fn list_events(conn: &Connection, filter: &EventFilter) -> rusqlite::Result<Vec<ListedEvent>> {
+    use rusqlite::types::Value as SqlValue;
+    let mut sql = String::from(
+        "SELECT e.seq, e.id, e.kind, e.sequence, e.url, e.delivery_state, e.attempts, e.next_attempt_at,
+                e.created_at, e.delivered_at, c.code, m.id, i.id
+         FROM events e
+         JOIN commerces c ON c.id = e.commerce_id
+         LEFT JOIN mandates m ON m.seq = e.mandate_seq
+         LEFT JOIN installments i ON i.seq = e.installment_seq
+         WHERE 1 = 1",
+    );
+    let mut args: Vec<SqlValue> = Vec::new();
+    let mut push = |clause: &str, value: SqlValue| {
+        sql.push_str(clause);
+        args.push(value);
+    };
+    if let Some(v) = &filter.mandate_id {
+        push(" AND m.id = ?", v.clone().into());
+    }
+    if let Some(v) = &filter.installment_id {
+        push(" AND i.id = ?", v.clone().into());
+    }
+    if let Some(v) = &filter.delivery_state {
+        push(" AND e.delivery_state = ?", v.clone().into());
+    }
+    if let Some(v) = &filter.kind {
+        push(" AND e.kind = ?", v.clone().into());
+    }
+    if let Some(v) = &filter.created_from {
+        push(" AND e.created_at >= ?", v.clone().into());
+    }
+    if let Some(v) = &filter.created_to {
+        push(" AND e.created_at < ?", v.clone().into());
+    }
+    if let Some(v) = filter.before_seq {
+        push(" AND e.seq < ?", v.into());
+    }
+    sql.push_str(" ORDER BY e.seq DESC LIMIT ?");
+    args.push(filter.limit.into());
+    let mut stmt = conn.prepare_cached(&sql)?;
+    stmt.query_map(rusqlite::params_from_iter(args), |r| {
+        Ok(ListedEvent {
+            seq: r.get(0)?,
+            summary: EventSummary {
+                event_id: r.get(1)?,
+                kind: r.get(2)?,
+                sequence: r.get(3)?,
+                url: r.get(4)?,
+                delivery_state: r.get(5)?,
+                attempts: r.get(6)?,
+                next_attempt_at: r.get(7)?,
+                created_at: r.get(8)?,
+                delivered_at: r.get(9)?,
+            },
+            commerce_code: r.get(10)?,
+            mandate_id: r.get(11)?,
+            installment_id: r.get(12)?,
+        })
+    })?
+    .collect()
+}

@@ -8,6 +8,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0002_delivery",
         include_str!("../../migrations/0002_delivery.sql"),
     ),
+    (
+        "0003_staff",
+        include_str!("../../migrations/0003_staff.sql"),
+    ),
 ];
 
 pub fn run(conn: &mut Connection) -> anyhow::Result<()> {
@@ -33,4 +37,36 @@ pub fn run(conn: &mut Connection) -> anyhow::Result<()> {
         tracing::info!(migration = name, "applied migration");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_migration_file_is_embedded_in_order() {
+        let mut files: Vec<String> =
+            std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations"))
+                .unwrap()
+                .map(|e| {
+                    e.unwrap()
+                        .file_name()
+                        .to_string_lossy()
+                        .trim_end_matches(".sql")
+                        .to_string()
+                })
+                .collect();
+        files.sort();
+        let embedded: Vec<&str> = super::MIGRATIONS.iter().map(|(name, _)| *name).collect();
+        assert_eq!(files, embedded);
+    }
+
+    #[test]
+    fn migrations_apply_to_an_empty_database_and_twice_is_a_no_op() {
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        super::run(&mut conn).unwrap();
+        super::run(&mut conn).unwrap();
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version as usize, super::MIGRATIONS.len());
+    }
 }

@@ -14,6 +14,7 @@ pub mod installments;
 pub mod mandates;
 pub mod migrations;
 pub mod settings;
+pub mod staff;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

@@ -141,7 +141,7 @@ async fn every_event_arrives_despite_sigkill_before_and_during_delivery() {
         .with_timezone(&chrono_tz::America::Santiago)
         .date_naive();
     let due = (today + chrono::Duration::days(3)).to_string();
-    let mut round = |n: usize| {
+    let round = |n: usize| {
         let installments: Vec<Value> = (0..20)
             .map(|i| json!({"id": format!("i{i}"), "amount": 1000, "currencyId": "CLP", "installmentDueDate": due}))
             .collect();

@@ -555,3 +555,6 @@ impl TestApp {
             .clone()
     }
 }
+
+/// The changes `changed` applies: JSON pointer, and the value to set (`None` removes).
+pub type Changes<'a> = Vec<(&'a str, Option<Value>)>;

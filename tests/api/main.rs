@@ -8,5 +8,11 @@ mod crash;
 mod headers;
 mod openapi;
 mod receiver;
+mod staff;
 mod webhooks;
 
+mod customers;
+mod installments;
+mod isolation;
+mod mandates;
+mod receivables;

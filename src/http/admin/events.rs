@@ -1,0 +1,313 @@
+//! Notifications for staff: every event with its delivery state and attempts, the payload
+//! (with `fileBase64` masked), redelivery of one or many, and webhook secret rotation.
+
+use std::collections::HashMap;
+
+use axum::extract::{Path, Query, State};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+use super::session::Staff;
+use crate::auth::api_key::generate_webhook_secret;
+use crate::clock::timestamp;
+use crate::error::{Error, FieldErrors};
+use crate::http::AppState;
+use crate::http::envelope::Envelope;
+use crate::http::error::{ApiResult, ErrorBody};
+use crate::http::json::Body;
+use crate::http::sandbox::{AttemptDto, EventDto, mask_file};
+use crate::store::deliveries::{self, EventFilter};
+use crate::store::staff::Role;
+
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(non_snake_case, dead_code)]
+pub struct EventsQuery {
+    /// man_... of the mandate.
+    mandateInternalId: Option<String>,
+    /// ins_... of the installment.
+    installmentInternalId: Option<String>,
+    /// PENDING, DELIVERED, FAILED or NO_URL.
+    state: Option<String>,
+    /// activation, payment or signature.
+    kind: Option<String>,
+    /// Created at or after (RFC 3339).
+    from: Option<String>,
+    /// Created before (RFC 3339).
+    to: Option<String>,
+    /// 1 to 500, default 50.
+    limit: Option<i64>,
+    /// The `nextCursor` of the previous page.
+    cursor: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedEventDto {
+    #[serde(flatten)]
+    pub event: EventDto,
+    pub commerce: String,
+    pub mandate_internal_id: Option<String>,
+    pub installment_internal_id: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EventsPage {
+    pub items: Vec<ListedEventDto>,
+    pub next_cursor: Option<String>,
+}
+
+fn instant(value: Option<&String>, field: &str, errors: &mut FieldErrors) -> Option<String> {
+    let text = value?;
+    match chrono::DateTime::parse_from_rfc3339(text) {
+        Ok(at) => Some(timestamp(at.with_timezone(&chrono::Utc))),
+        Err(_) => {
+            errors.push(field, "INVALID_FORMAT", "must be an RFC 3339 date-time");
+            None
+        }
+    }
+}
+
+/// Every event, newest first, with filters.
+#[utoipa::path(get, path = "/events", tag = "staff", params(EventsQuery),
+    responses(
+        (status = 200, description = "EVENTS_OK", body = Envelope<EventsPage>),
+        (status = 400, description = "Invalid filter", body = ErrorBody),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+    ))]
+pub async fn list(
+    State(state): State<AppState>,
+    _staff: Staff,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult<Envelope<EventsPage>> {
+    let mut errors = FieldErrors::new();
+    let get = |name: &str| query.get(name).filter(|v| !v.is_empty()).cloned();
+    let delivery_state = get("state");
+    if let Some(s) = &delivery_state
+        && !["PENDING", "DELIVERED", "FAILED", "NO_URL"].contains(&s.as_str())
+    {
+        errors.push(
+            "query.state",
+            "INVALID_VALUE",
+            "PENDING, DELIVERED, FAILED or NO_URL",
+        );
+    }
+    let limit = match get("limit").map(|l| l.parse::<i64>()) {
+        None => 50,
+        Some(Ok(n)) if (1..=500).contains(&n) => n,
+        Some(_) => {
+            errors.push("query.limit", "OUT_OF_RANGE", "1 to 500");
+            50
+        }
+    };
+    let before_seq = match get("cursor").map(|c| c.parse::<i64>()) {
+        None => None,
+        Some(Ok(n)) => Some(n),
+        Some(Err(_)) => {
+            errors.push(
+                "query.cursor",
+                "INVALID_CURSOR",
+                "pass nextCursor unchanged",
+            );
+            None
+        }
+    };
+    let filter = EventFilter {
+        mandate_id: get("mandateInternalId"),
+        installment_id: get("installmentInternalId"),
+        delivery_state,
+        kind: get("kind"),
+        created_from: instant(query.get("from"), "query.from", &mut errors),
+        created_to: instant(query.get("to"), "query.to", &mut errors),
+        before_seq,
+        limit: limit + 1,
+    };
+    errors.into_result()?;
+    let mut rows = state
+        .store
+        .read(|c| Ok(deliveries::list_events(c, &filter)?))?;
+    let next_cursor = if rows.len() as i64 > limit {
+        rows.truncate(limit as usize);
+        rows.last().map(|r| r.seq.to_string())
+    } else {
+        None
+    };
+    let items = rows
+        .into_iter()
+        .map(|r| ListedEventDto {
+            event: r.summary.into(),
+            commerce: r.commerce_code,
+            mandate_internal_id: r.mandate_id,
+            installment_internal_id: r.installment_id,
+        })
+        .collect();
+    Ok(Envelope::ok(
+        "EVENTS_OK",
+        "events",
+        EventsPage { items, next_cursor },
+    ))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EventDetail {
+    pub event: EventDto,
+    /// The body exactly as sent, with `fileBase64` masked.
+    #[schema(value_type = Object)]
+    pub body: Value,
+    pub attempts: Vec<AttemptDto>,
+    /// How a receiver checks this event's signatures.
+    pub verification: &'static str,
+}
+
+const VERIFICATION: &str = "Standard Webhooks: base64 HMAC-SHA256, keyed with the base64-decoded part of the \
+    commerce's whsec_ secret, over \"{webhook-id}.{webhook-timestamp}.{raw body}\"; compare with each \
+    v1,<signature> of the webhook-signature header. Body field: lowercase hex HMAC-SHA256 with the same key \
+    over the RFC 8785 (JCS) canonical JSON of the body without its signature member.";
+
+/// One event: its body, every attempt, and how to verify it.
+#[utoipa::path(get, path = "/events/{eventId}", tag = "staff",
+    params(("eventId" = String, Path)),
+    responses(
+        (status = 200, description = "EVENT_OK", body = Envelope<EventDetail>),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+        (status = 404, description = "EVENT_NOT_FOUND", body = ErrorBody),
+    ))]
+pub async fn detail(
+    State(state): State<AppState>,
+    _staff: Staff,
+    Path(event_id): Path<String>,
+) -> ApiResult<Envelope<EventDetail>> {
+    let detail = state.store.read(|c| {
+        let (seq, _, summary, body) =
+            deliveries::event_with_body(c, &event_id)?.ok_or(Error::not_found("event"))?;
+        Ok(EventDetail {
+            event: summary.into(),
+            body: mask_file(serde_json::from_str(&body)?),
+            attempts: deliveries::attempts_of(c, seq)?
+                .into_iter()
+                .map(AttemptDto::from)
+                .collect(),
+            verification: VERIFICATION,
+        })
+    })?;
+    Ok(Envelope::ok("EVENT_OK", "event", detail))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RedeliverRequest {
+    /// 1 to 1000 event ids.
+    pub event_ids: Option<Vec<String>>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RedeliverResult {
+    pub scheduled: Vec<String>,
+    /// Unknown ids, or events without a URL.
+    pub not_found: Vec<String>,
+}
+
+/// Send events again now, whatever their state (operator or admin).
+#[utoipa::path(post, path = "/events/redeliver", tag = "staff",
+    request_body = RedeliverRequest,
+    responses(
+        (status = 200, description = "REDELIVER_OK", body = Envelope<RedeliverResult>),
+        (status = 400, description = "Invalid field", body = ErrorBody),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+        (status = 403, description = "ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID", body = ErrorBody),
+    ))]
+pub async fn redeliver(
+    State(state): State<AppState>,
+    staff: Staff,
+    Body(body): Body<RedeliverRequest>,
+) -> ApiResult<Envelope<RedeliverResult>> {
+    staff.require(Role::Operator)?;
+    let ids = body.event_ids.unwrap_or_default();
+    if ids.is_empty() || ids.len() > 1000 {
+        return Err(Error::validation("eventIds", "INVALID_LENGTH", "1 to 1000 event ids").into());
+    }
+    let now = state.clock.now();
+    let result = state.store.write(|tx| {
+        let mut result = RedeliverResult {
+            scheduled: Vec::new(),
+            not_found: Vec::new(),
+        };
+        for id in ids {
+            if deliveries::request_redelivery(tx, None, &id, &timestamp(now))? {
+                staff.record(tx, now, "event.redeliver", Some(&id))?;
+                result.scheduled.push(id);
+            } else {
+                result.not_found.push(id);
+            }
+        }
+        Ok(result)
+    })?;
+    state.deliverer.wake();
+    Ok(Envelope::ok(
+        "REDELIVER_OK",
+        "scheduled for redelivery",
+        result,
+    ))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RotateRequest {
+    /// Hours the previous secret keeps signing beside the new one (0 to 720, default 24).
+    pub overlap_hours: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RotateResult {
+    pub code: String,
+    /// Shown once.
+    pub webhook_secret: String,
+    pub previous_valid_until: String,
+}
+
+/// Rotate a commerce's webhook secret (admin).
+#[utoipa::path(post, path = "/commerces/{code}/rotate-secret", tag = "staff",
+    params(("code" = String, Path)),
+    request_body = RotateRequest,
+    responses(
+        (status = 200, description = "SECRET_ROTATED", body = Envelope<RotateResult>),
+        (status = 400, description = "Invalid field", body = ErrorBody),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+        (status = 403, description = "ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID", body = ErrorBody),
+        (status = 404, description = "COMMERCE_NOT_FOUND", body = ErrorBody),
+    ))]
+pub async fn rotate_secret(
+    State(state): State<AppState>,
+    staff: Staff,
+    Path(code): Path<String>,
+    Body(body): Body<RotateRequest>,
+) -> ApiResult<Envelope<RotateResult>> {
+    staff.require(Role::Admin)?;
+    let hours = body.overlap_hours.unwrap_or(24);
+    if !(0..=720).contains(&hours) {
+        return Err(Error::validation("overlapHours", "OUT_OF_RANGE", "0 to 720").into());
+    }
+    let now = state.clock.now();
+    let until = timestamp(now + chrono::Duration::hours(hours));
+    let secret = generate_webhook_secret();
+    state.store.write(|tx| {
+        if !deliveries::rotate_secret(tx, &code, &secret, &until)? {
+            return Err(Error::not_found("commerce"));
+        }
+        staff.record(tx, now, "commerce.rotate-secret", Some(&code))
+    })?;
+    Ok(Envelope::ok(
+        "SECRET_ROTATED",
+        "new webhook secret; the previous one signs too until previousValidUntil",
+        RotateResult {
+            code,
+            webhook_secret: secret.into_inner(),
+            previous_valid_until: until,
+        },
+    ))
+}

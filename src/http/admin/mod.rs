@@ -1,0 +1,75 @@
+//! The staff API under `/admin/api`, used by the UI: sessions with an HttpOnly cookie and a
+//! CSRF header, roles enforced on every operation, and a guard against other origins.
+
+pub mod events;
+pub mod session;
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::AppState;
+use super::error::ApiError;
+use crate::error::Error;
+
+pub fn router(state: &AppState) -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(session::setup_status, session::setup))
+        .routes(routes!(session::current, session::login, session::logout))
+        .routes(routes!(events::list))
+        .routes(routes!(events::detail))
+        .routes(routes!(events::redeliver))
+        .routes(routes!(events::rotate_secret))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            origin_guard,
+        ))
+}
+
+/// Staff operations come from this machine, and from pages of this origin only: the peer must
+/// be loopback (unless the installation serves other machines), and a browser's `Origin`, when
+/// sent, must be the `Host` it talks to.
+async fn origin_guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let peer_ok = request
+        .extensions()
+        .get::<ConnectInfo<std::net::SocketAddr>>()
+        .is_none_or(|c| c.0.ip().is_loopback() || state.config.allow_non_loopback);
+    if !peer_ok {
+        return ApiError(Error::forbidden(
+            "PEER_NOT_ALLOWED",
+            "the staff API answers this machine only",
+        ))
+        .into_response();
+    }
+    let headers = request.headers();
+    let host = headers
+        .get(axum::http::header::HOST)
+        .and_then(|h| h.to_str().ok());
+    if let Some(origin) = headers
+        .get(axum::http::header::ORIGIN)
+        .and_then(|o| o.to_str().ok())
+    {
+        let same = host.is_some_and(|h| {
+            origin
+                .split_once("://")
+                .is_some_and(|(_, rest)| rest.eq_ignore_ascii_case(h))
+        });
+        if !same {
+            return ApiError(Error::forbidden(
+                "ORIGIN_NOT_ALLOWED",
+                "cross-origin staff requests are refused",
+            ))
+            .into_response();
+        }
+    }
+    if headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) == Some("cross-site") {
+        return ApiError(Error::forbidden(
+            "ORIGIN_NOT_ALLOWED",
+            "cross-site staff requests are refused",
+        ))
+        .into_response();
+    }
+    next.run(request).await
+}

@@ -1,0 +1,140 @@
+//! Staff accounts, their sessions, and the record of staff actions.
+
+use rusqlite::{Connection, params};
+
+use super::optional;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Role {
+    Viewer,
+    Operator,
+    Admin,
+}
+
+impl Role {
+    pub fn parse(s: &str) -> Option<Role> {
+        match s {
+            "viewer" => Some(Role::Viewer),
+            "operator" => Some(Role::Operator),
+            "admin" => Some(Role::Admin),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Viewer => "viewer",
+            Role::Operator => "operator",
+            Role::Admin => "admin",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct StaffMember {
+    pub id: i64,
+    pub email: String,
+    pub role: Role,
+    pub password_hash: String,
+}
+
+pub fn count(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("SELECT count(*) FROM staff", [], |r| r.get(0))
+}
+
+pub fn by_email(conn: &Connection, email: &str) -> rusqlite::Result<Option<StaffMember>> {
+    optional(conn.query_row(
+        "SELECT id, email, role, password_hash FROM staff WHERE email = ?1 AND disabled_at IS NULL",
+        [email],
+        |r| {
+            let role: String = r.get(2)?;
+            Ok(StaffMember {
+                id: r.get(0)?,
+                email: r.get(1)?,
+                role: Role::parse(&role).unwrap_or(Role::Viewer),
+                password_hash: r.get(3)?,
+            })
+        },
+    ))
+}
+
+pub struct NewSession<'a> {
+    pub token_hash: &'a str,
+    pub staff_id: i64,
+    pub csrf_token: &'a str,
+    pub now: &'a str,
+    pub expires_at: &'a str,
+}
+
+pub fn insert_session(conn: &Connection, s: &NewSession<'_>) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT INTO staff_sessions (token_hash, staff_id, csrf_token, created_at, expires_at, last_seen_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?4)",
+        params![s.token_hash, s.staff_id, s.csrf_token, s.now, s.expires_at],
+    )?;
+    Ok(())
+}
+
+/// A live session: its staff member, CSRF token and when it was last used.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub staff: StaffMember,
+    pub csrf_token: String,
+    pub expires_at: String,
+    pub last_seen_at: String,
+}
+
+pub fn session(conn: &Connection, token_hash: &str) -> rusqlite::Result<Option<Session>> {
+    optional(
+        conn.prepare_cached(
+            "SELECT s.id, s.email, s.role, s.password_hash, x.csrf_token, x.expires_at, x.last_seen_at
+             FROM staff_sessions x JOIN staff s ON s.id = x.staff_id
+             WHERE x.token_hash = ?1 AND s.disabled_at IS NULL",
+        )?
+        .query_row([token_hash], |r| {
+            let role: String = r.get(2)?;
+            Ok(Session {
+                staff: StaffMember {
+                    id: r.get(0)?,
+                    email: r.get(1)?,
+                    role: Role::parse(&role).unwrap_or(Role::Viewer),
+                    password_hash: r.get(3)?,
+                },
+                csrf_token: r.get(4)?,
+                expires_at: r.get(5)?,
+                last_seen_at: r.get(6)?,
+            })
+        }),
+    )
+}
+
+pub fn touch_session(conn: &Connection, token_hash: &str, now: &str) -> rusqlite::Result<()> {
+    conn.execute(
+        "UPDATE staff_sessions SET last_seen_at = ?2 WHERE token_hash = ?1",
+        params![token_hash, now],
+    )?;
+    Ok(())
+}
+
+pub fn delete_session(conn: &Connection, token_hash: &str) -> rusqlite::Result<()> {
+    conn.execute(
+        "DELETE FROM staff_sessions WHERE token_hash = ?1",
+        [token_hash],
+    )?;
+    Ok(())
+}
+
+pub fn record_action(
+    conn: &Connection,
+    at: &str,
+    email: &str,
+    action: &str,
+    target: Option<&str>,
+    detail: Option<&str>,
+) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT INTO staff_audit (at, staff_email, action, target, detail) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![at, email, action, target, detail],
+    )?;
+    Ok(())
+}
