@@ -10,6 +10,7 @@ use tokio::sync::oneshot;
 
 use crate::auth::jwe::JweKeyPair;
 use crate::auth::jwt::JwtSigner;
+use crate::charging::simulated::SimulatedProcessor;
 use crate::clock::{BusinessCalendar, Clock};
 use crate::config::Config;
 use crate::http::{AppState, Keys};
@@ -135,7 +136,9 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         config.delivery.clone(),
         config.environment.is_sandbox(),
     );
+    let processor = Arc::new(SimulatedProcessor::open(store.path())?);
     let state = AppState {
+        processor,
         deliverer: Arc::new(deliverer),
         store,
         audit: Arc::new(audit),

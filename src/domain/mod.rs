@@ -3,6 +3,7 @@
 
 pub mod contact;
 pub mod external_id;
+pub mod instrument;
 pub mod mandate;
 pub mod money;
 pub mod rut;

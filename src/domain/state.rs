@@ -174,3 +174,53 @@ mod tests {
         }
     }
 }
+
+/// Why a charge was declined. Soft declines may succeed later and are retried per the
+/// commerce's policy; hard declines are not retried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RejectionCode {
+    InsufficientFunds,
+    CardDeclined,
+    ExpiredCard,
+    AccountClosed,
+    BankValidationFailed,
+}
+
+impl RejectionCode {
+    pub const ALL: &'static [RejectionCode] = &[
+        RejectionCode::InsufficientFunds,
+        RejectionCode::CardDeclined,
+        RejectionCode::ExpiredCard,
+        RejectionCode::AccountClosed,
+        RejectionCode::BankValidationFailed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RejectionCode::InsufficientFunds => "INSUFFICIENT_FUNDS",
+            RejectionCode::CardDeclined => "CARD_DECLINED",
+            RejectionCode::ExpiredCard => "EXPIRED_CARD",
+            RejectionCode::AccountClosed => "ACCOUNT_CLOSED",
+            RejectionCode::BankValidationFailed => "BANK_VALIDATION_FAILED",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RejectionCode> {
+        Self::ALL.iter().copied().find(|c| c.as_str() == s)
+    }
+
+    pub fn is_soft(self) -> bool {
+        self == RejectionCode::InsufficientFunds
+    }
+
+    /// The message shown with the code.
+    pub fn message(self) -> &'static str {
+        match self {
+            RejectionCode::InsufficientFunds => "insufficient funds",
+            RejectionCode::CardDeclined => "the card was declined by its issuer",
+            RejectionCode::ExpiredCard => "the card has expired",
+            RejectionCode::AccountClosed => "the bank account is closed",
+            RejectionCode::BankValidationFailed => "the bank refused the debit",
+        }
+    }
+}

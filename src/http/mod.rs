@@ -61,6 +61,7 @@ pub struct AppState {
     /// `http://host:port` as customers reach this installation, for absolute Magic Links.
     pub public_base_url: Arc<str>,
     pub deliverer: Arc<crate::notify::delivery::Deliverer>,
+    pub processor: Arc<dyn crate::charging::processor::Processor>,
 }
 
 impl AppState {

@@ -204,3 +204,26 @@ pub fn next_event_sequence(conn: &Connection, seq: i64) -> rusqlite::Result<i64>
     )?
     .query_row([seq], |r| r.get(0))
 }
+
+/// The mandate a Magic Link token opens, of any commerce.
+pub fn by_magic_token(conn: &Connection, token: &str) -> rusqlite::Result<Option<MandateRow>> {
+    let sql = format!("SELECT {COLUMNS} FROM mandates WHERE magic_link_token = ?1");
+    optional(conn.prepare_cached(&sql)?.query_row([token], from_row))
+}
+
+/// Makes a PENDING mandate ACTIVE with its enrolled method; `Ok(false)` if it was not PENDING
+/// any more (another activation won).
+pub fn activate(conn: &Connection, seq: i64, enrolled_method: &Value, now: &str) -> Result<bool> {
+    let changed = conn.execute(
+        "UPDATE mandates SET state = ?2, enrolled_method = ?3, activated_at = ?4, updated_at = ?4
+         WHERE seq = ?1 AND state = ?5",
+        params![
+            seq,
+            MandateState::Active.id(),
+            serde_json::to_string(enrolled_method)?,
+            now,
+            MandateState::Pending.id()
+        ],
+    )?;
+    Ok(changed == 1)
+}

@@ -12,6 +12,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0003_staff",
         include_str!("../../migrations/0003_staff.sql"),
     ),
+    (
+        "0004_charging",
+        include_str!("../../migrations/0004_charging.sql"),
+    ),
 ];
 
 pub fn run(conn: &mut Connection) -> anyhow::Result<()> {

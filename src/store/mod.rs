@@ -11,9 +11,11 @@ pub mod customers;
 pub mod deliveries;
 pub mod events;
 pub mod installments;
+pub mod instruments;
 pub mod mandates;
 pub mod migrations;
 pub mod settings;
+pub mod sim_acquirer;
 pub mod staff;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,66 @@
+//! The acquirer behind the charging engine. Everything the engine knows of it is this trait,
+//! so a real acquirer plugs in where the simulation does.
+
+use crate::domain::instrument::InstrumentInput;
+use crate::domain::money::Money;
+use crate::domain::state::{PaymentMethod, RejectionCode};
+
+/// What the processor keeps of an enrolled instrument, and all we keep too.
+#[derive(Debug, Clone)]
+pub struct Enrolled {
+    pub token: String,
+    pub brand: Option<String>,
+    pub last4: String,
+}
+
+/// A sandbox instruction for the next charge of an installment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forced {
+    Paid,
+    Rejected(RejectionCode),
+}
+
+pub struct ChargeRequest<'a> {
+    /// The same key always means the same charge: a repeated request must not charge again.
+    pub idempotency_key: &'a str,
+    pub token: &'a str,
+    pub method: PaymentMethod,
+    /// The amount to charge, in CLP for UF installments (already converted).
+    pub amount: &'a Money,
+    pub forced: Option<Forced>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChargeResult {
+    Approved {
+        authorization_code: String,
+    },
+    Rejected {
+        code: RejectionCode,
+    },
+    /// Accepted for validation by the bank (direct debit): settles later.
+    Pending,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessorError {
+    /// The instrument was refused at enrolment.
+    #[error("instrument refused: {0}")]
+    Refused(String),
+    /// The processor could not be reached or failed; the outcome is unknown.
+    #[error("processor unavailable: {0}")]
+    Unavailable(String),
+}
+
+pub trait Processor: Send + Sync {
+    fn enroll(&self, instrument: &InstrumentInput) -> Result<Enrolled, ProcessorError>;
+
+    /// Charges once per idempotency key; a repeated key answers the first outcome.
+    fn charge(&self, request: &ChargeRequest<'_>) -> Result<ChargeResult, ProcessorError>;
+
+    /// The outcome of a charge by its key, or `None` when the processor never received it.
+    fn status(&self, idempotency_key: &str) -> Result<Option<ChargeResult>, ProcessorError>;
+
+    /// The final outcome of a `Pending` charge, once the bank has answered.
+    fn settle(&self, idempotency_key: &str) -> Result<ChargeResult, ProcessorError>;
+}

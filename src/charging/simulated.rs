@@ -1,0 +1,168 @@
+//! The simulated acquirer: deterministic outcomes from the test instruments of CONTRACT 6.
+//!
+//! | instrument | outcome |
+//! |---|---|
+//! | card ending 1111 or 4242 (or any other ending) | approved in the run |
+//! | card ending 0002 | rejected, INSUFFICIENT_FUNDS (soft: retried) |
+//! | card ending 0069 | rejected, EXPIRED_CARD (hard) |
+//! | bank account ending 0000 (or any other ending) | IN_VALIDATION, approved at the next run |
+//! | bank account ending 9999 | IN_VALIDATION, rejected BANK_VALIDATION_FAILED at the next run |
+//!
+//! A sandbox-forced outcome wins over the instrument's.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use rusqlite::Connection;
+
+use super::processor::{ChargeRequest, ChargeResult, Enrolled, Forced, Processor, ProcessorError};
+use crate::clock::timestamp;
+use crate::domain::instrument::{InstrumentInput, card_brand};
+use crate::domain::state::RejectionCode;
+use crate::store::{Durability, open_connection, sim_acquirer};
+
+pub struct SimulatedProcessor {
+    conn: Mutex<Connection>,
+}
+
+impl SimulatedProcessor {
+    pub fn open(db_path: &Path) -> anyhow::Result<Self> {
+        Ok(SimulatedProcessor {
+            conn: Mutex::new(open_connection(db_path, Durability::Full)?),
+        })
+    }
+
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, ProcessorError> {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        f(&conn).map_err(|e| ProcessorError::Unavailable(e.to_string()))
+    }
+}
+
+fn now() -> String {
+    timestamp(chrono::Utc::now())
+}
+
+/// What the test instrument's last four digits decide.
+fn card_outcome(last4: &str) -> Result<(), RejectionCode> {
+    match last4 {
+        "0002" => Err(RejectionCode::InsufficientFunds),
+        "0069" => Err(RejectionCode::ExpiredCard),
+        _ => Ok(()),
+    }
+}
+
+fn bank_outcome(last4: &str) -> Result<(), RejectionCode> {
+    match last4 {
+        "9999" => Err(RejectionCode::BankValidationFailed),
+        _ => Ok(()),
+    }
+}
+
+fn authorization_code(key: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(key.as_bytes());
+    format!("AUT-{}", hex::encode(&digest[..4]).to_uppercase())
+}
+
+impl Processor for SimulatedProcessor {
+    fn enroll(&self, instrument: &InstrumentInput) -> Result<Enrolled, ProcessorError> {
+        let token = crate::ids::new_id("tok");
+        let last4 = instrument.last4();
+        let (kind, brand) = match instrument {
+            InstrumentInput::Card { number, .. } => {
+                ("CARD", Some(card_brand(number.expose()).to_string()))
+            }
+            InstrumentInput::Bank { .. } => ("BANK", None),
+        };
+        self.with(|c| sim_acquirer::insert_instrument(c, &token, kind, &last4, &now()))?;
+        Ok(Enrolled {
+            token,
+            brand,
+            last4,
+        })
+    }
+
+    fn charge(&self, request: &ChargeRequest<'_>) -> Result<ChargeResult, ProcessorError> {
+        let (kind, last4) = self
+            .with(|c| sim_acquirer::instrument(c, request.token))?
+            .ok_or_else(|| ProcessorError::Refused("unknown instrument token".into()))?;
+        let natural = if kind == "CARD" {
+            card_outcome(&last4)
+        } else {
+            bank_outcome(&last4)
+        };
+        let decided = match request.forced {
+            Some(Forced::Paid) => Ok(()),
+            Some(Forced::Rejected(code)) => Err(code),
+            None => natural,
+        };
+        let code_text = |r: &Result<(), RejectionCode>| match r {
+            Ok(()) => authorization_code(request.idempotency_key),
+            Err(code) => code.as_str().to_string(),
+        };
+        let (result, code, settles_as) = if kind == "BANK" && request.forced.is_none() {
+            let settles = if decided.is_ok() {
+                "APPROVED"
+            } else {
+                "REJECTED"
+            };
+            ("PENDING", Some(code_text(&decided)), Some(settles))
+        } else if decided.is_ok() {
+            ("APPROVED", Some(code_text(&decided)), None)
+        } else {
+            ("REJECTED", Some(code_text(&decided)), None)
+        };
+        let amount = request.amount.amount().normalize().to_string();
+        let held = self.with(|c| {
+            sim_acquirer::charge_once(
+                c,
+                request.idempotency_key,
+                request.token,
+                &amount,
+                request.amount.currency().code(),
+                result,
+                code.as_deref(),
+                settles_as,
+                &now(),
+            )
+        })?;
+        Ok(to_result(&held.result, held.code.as_deref()))
+    }
+
+    fn status(&self, idempotency_key: &str) -> Result<Option<ChargeResult>, ProcessorError> {
+        let held = self.with(|c| sim_acquirer::charge(c, idempotency_key))?;
+        Ok(held.map(|h| to_result(&h.result, h.code.as_deref())))
+    }
+
+    fn settle(&self, idempotency_key: &str) -> Result<ChargeResult, ProcessorError> {
+        let held = self
+            .with(|c| sim_acquirer::charge(c, idempotency_key))?
+            .ok_or_else(|| ProcessorError::Refused("unknown charge".into()))?;
+        Ok(match held.settles_as.as_deref() {
+            Some("REJECTED") => to_result("REJECTED", held.code.as_deref()),
+            Some(_) => ChargeResult::Approved {
+                authorization_code: held
+                    .code
+                    .unwrap_or_else(|| authorization_code(idempotency_key)),
+            },
+            None => to_result(&held.result, held.code.as_deref()),
+        })
+    }
+}
+
+fn to_result(result: &str, code: Option<&str>) -> ChargeResult {
+    match result {
+        "APPROVED" => ChargeResult::Approved {
+            authorization_code: code.unwrap_or_default().to_string(),
+        },
+        "REJECTED" => ChargeResult::Rejected {
+            code: code
+                .and_then(RejectionCode::parse)
+                .unwrap_or(RejectionCode::CardDeclined),
+        },
+        _ => ChargeResult::Pending,
+    }
+}

@@ -1,0 +1,160 @@
+//! Activating a mandate: the customer's instrument is enrolled with the processor, the
+//! mandate becomes ACTIVE, the acceptance is recorded and the activation event written, all
+//! in one transaction (the enrolment itself happens before, at the processor).
+
+use chrono::{DateTime, Utc};
+use rusqlite::Connection;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use super::mandates::{self, MandateView};
+use crate::charging::processor::Enrolled;
+use crate::clock::timestamp;
+use crate::domain::instrument::{InstrumentInput, bank_name};
+use crate::domain::state::{MandateState, PaymentMethod};
+use crate::error::{Error, Result};
+use crate::notify::events;
+use crate::secret::Secret;
+use crate::store::commerces::Commerce;
+use crate::store::instruments::{self, NewAcceptance, NewInstrument};
+use crate::store::mandates::MandateRow;
+use crate::store::{customers, mandates as mandate_store};
+
+/// What the customer saw and where from, kept as proof of consent.
+pub struct Acceptance {
+    pub ip: Option<String>,
+    pub user_agent: Option<String>,
+    /// The terms exactly as shown.
+    pub terms: String,
+}
+
+/// Whether `mandate` can be activated with `method` now; the message says why not.
+pub fn check_activatable(
+    mandate: &MandateRow,
+    method: PaymentMethod,
+    now: DateTime<Utc>,
+    check_link_expiry: bool,
+) -> Result<()> {
+    if mandate.state != MandateState::Pending {
+        return Err(Error::refused(
+            "MANDATE_STATE_CONFLICT",
+            format!(
+                "the mandate is {}, not awaiting activation",
+                mandate.state.name()
+            ),
+        ));
+    }
+    if check_link_expiry
+        && DateTime::parse_from_rfc3339(&mandate.magic_link_expires_at)
+            .is_ok_and(|e| e.with_timezone(&Utc) <= now)
+    {
+        return Err(Error::refused(
+            "MAGIC_LINK_EXPIRED",
+            "the activation link has expired",
+        ));
+    }
+    if !mandate.payment_methods.contains(&method.id()) {
+        return Err(Error::refused_at(
+            "PAYMENT_METHOD_NOT_ALLOWED",
+            "paymentMethodId",
+            format!(
+                "payment method {} is not allowed for this mandate",
+                method.id()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// What the merchant and the staff see of the instrument: never more than the last four.
+pub fn masked(instrument: &InstrumentInput, enrolled: &Enrolled) -> String {
+    match instrument {
+        InstrumentInput::Card { .. } => format!(
+            "{} **** {}",
+            enrolled.brand.as_deref().unwrap_or("CARD"),
+            enrolled.last4
+        ),
+        InstrumentInput::Bank { bank_code, .. } => {
+            format!(
+                "{} **** {}",
+                bank_name(bank_code).unwrap_or(bank_code),
+                enrolled.last4
+            )
+        }
+    }
+}
+
+/// Activates a PENDING mandate whose instrument the processor has just enrolled. `document`
+/// is the EPAC mandate PDF, sent to the merchant as `fileBase64`.
+pub fn activate(
+    conn: &Connection,
+    commerce: &Commerce,
+    mandate: &MandateRow,
+    instrument: &InstrumentInput,
+    enrolled: &Enrolled,
+    acceptance: &Acceptance,
+    document: Option<&Secret<Vec<u8>>>,
+    now: DateTime<Utc>,
+) -> Result<MandateView> {
+    let method = instrument.method();
+    let stamp = timestamp(now);
+    let enrolled_method = json!({
+        "id": method.id(),
+        "name": method.name(),
+        "instrument": masked(instrument, enrolled),
+    });
+    if !mandate_store::activate(conn, mandate.seq, &enrolled_method, &stamp)? {
+        return Err(Error::refused(
+            "MANDATE_STATE_CONFLICT",
+            "the mandate was activated or cancelled meanwhile",
+        ));
+    }
+    let (bank_code, account_type, holder_rut) = match instrument {
+        InstrumentInput::Bank {
+            bank_code,
+            account_type,
+            holder_rut,
+            ..
+        } => (
+            Some(bank_code.as_str()),
+            Some(account_type.as_str()),
+            Some(holder_rut.to_string()),
+        ),
+        InstrumentInput::Card { .. } => (None, None, None),
+    };
+    instruments::insert(
+        conn,
+        &NewInstrument {
+            mandate_seq: mandate.seq,
+            method_id: method.id(),
+            processor_token: &enrolled.token,
+            brand: enrolled.brand.as_deref(),
+            last4: &enrolled.last4,
+            bank_code,
+            account_type,
+            holder_rut: holder_rut.as_deref(),
+            created_at: &stamp,
+        },
+    )?;
+    let document_sha = document.map(|d| hex::encode(Sha256::digest(d.expose())));
+    instruments::insert_acceptance(
+        conn,
+        &NewAcceptance {
+            mandate_seq: mandate.seq,
+            accepted_at: &stamp,
+            ip: acceptance.ip.as_deref(),
+            user_agent: acceptance.user_agent.as_deref(),
+            terms: &acceptance.terms,
+            terms_sha256: &hex::encode(Sha256::digest(acceptance.terms.as_bytes())),
+            document_sha256: document_sha.as_deref(),
+        },
+    )?;
+    let active = mandate_store::by_seq(conn, mandate.seq)?;
+    let customer = customers::by_seq(conn, active.customer_seq)?;
+    let file = document.map(|d| {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(d.expose())
+    });
+    events::record_activation(conn, commerce, &active, &customer, file.as_deref(), now)?;
+    mandates::view(conn, active)
+}

@@ -1,0 +1,78 @@
+//! Enrolled payment instruments (tokens and masked data only) and the customer's acceptance.
+
+use rusqlite::{Connection, params};
+
+use super::optional;
+
+pub struct NewInstrument<'a> {
+    pub mandate_seq: i64,
+    pub method_id: i64,
+    pub processor_token: &'a str,
+    pub brand: Option<&'a str>,
+    pub last4: &'a str,
+    pub bank_code: Option<&'a str>,
+    pub account_type: Option<&'a str>,
+    pub holder_rut: Option<&'a str>,
+    pub created_at: &'a str,
+}
+
+#[derive(Debug, Clone)]
+pub struct InstrumentRow {
+    pub method_id: i64,
+    pub processor_token: String,
+    pub last4: String,
+}
+
+pub fn insert(conn: &Connection, i: &NewInstrument<'_>) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT INTO instruments (mandate_seq, method_id, processor_token, brand, last4, bank_code,
+                account_type, holder_rut, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        params![
+            i.mandate_seq,
+            i.method_id,
+            i.processor_token,
+            i.brand,
+            i.last4,
+            i.bank_code,
+            i.account_type,
+            i.holder_rut,
+            i.created_at
+        ],
+    )?;
+    Ok(())
+}
+
+pub fn for_mandate(conn: &Connection, mandate_seq: i64) -> rusqlite::Result<Option<InstrumentRow>> {
+    optional(
+        conn.prepare_cached(
+            "SELECT method_id, processor_token, last4 FROM instruments WHERE mandate_seq = ?1",
+        )?
+        .query_row([mandate_seq], |r| {
+            Ok(InstrumentRow {
+                method_id: r.get(0)?,
+                processor_token: r.get(1)?,
+                last4: r.get(2)?,
+            })
+        }),
+    )
+}
+
+pub struct NewAcceptance<'a> {
+    pub mandate_seq: i64,
+    pub accepted_at: &'a str,
+    pub ip: Option<&'a str>,
+    pub user_agent: Option<&'a str>,
+    pub terms: &'a str,
+    pub terms_sha256: &'a str,
+    pub document_sha256: Option<&'a str>,
+}
+
+pub fn insert_acceptance(conn: &Connection, a: &NewAcceptance<'_>) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT INTO acceptances (mandate_seq, accepted_at, ip, user_agent, terms, terms_sha256, document_sha256)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![a.mandate_seq, a.accepted_at, a.ip, a.user_agent, a.terms, a.terms_sha256, a.document_sha256],
+    )?;
+    Ok(())
+}
