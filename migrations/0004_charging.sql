@@ -33,6 +33,7 @@ ALTER TABLE mandates ADD COLUMN activated_at TEXT;
 ALTER TABLE installments ADD COLUMN last_attempt_date TEXT;   -- business date of the latest attempt
 ALTER TABLE installments ADD COLUMN next_retry_date TEXT;     -- REJECTED (soft): when to retry
 ALTER TABLE installments ADD COLUMN retry_scheduled INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE installments ADD COLUMN first_rejected_date TEXT; -- start of the current retry series
 ALTER TABLE installments ADD COLUMN forced_outcome TEXT;      -- sandbox: JSON {"result", "code"}
 ALTER TABLE installments ADD COLUMN charged_clp TEXT;         -- CLF installments: the CLP charged
 CREATE INDEX installments_retry ON installments(next_retry_date) WHERE state = -99;

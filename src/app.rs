@@ -10,6 +10,9 @@ use tokio::sync::oneshot;
 
 use crate::auth::jwe::JweKeyPair;
 use crate::auth::jwt::JwtSigner;
+use crate::charging::processor::Processor;
+use crate::charging::run::Charger;
+use crate::charging::schedule::Schedule;
 use crate::charging::simulated::SimulatedProcessor;
 use crate::clock::{BusinessCalendar, Clock};
 use crate::config::Config;
@@ -17,6 +20,7 @@ use crate::http::{AppState, Keys};
 use crate::notify::delivery::Deliverer;
 use crate::store::audit::AuditWriter;
 use crate::store::{Store, settings};
+use tokio::sync::Notify;
 
 /// Opens the store and loads (or, on first start, generates) the environment's keys.
 pub fn open(config: &Config) -> anyhow::Result<(Arc<Store>, Keys)> {
@@ -79,6 +83,7 @@ pub struct Running {
     pub state: AppState,
     stop: Option<oneshot::Sender<()>>,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
+    schedule: Option<(Arc<Notify>, tokio::task::JoinHandle<()>)>,
 }
 
 impl Running {
@@ -93,6 +98,11 @@ impl Running {
             let _ = stop.send(());
         }
         (&mut self.server).await??;
+        // A run under way finishes first; its events are then delivered or kept for next time.
+        if let Some((stop, task)) = self.schedule.take() {
+            stop.notify_one();
+            let _ = task.await;
+        }
         self.state.deliverer.shutdown().await;
         let audit = Arc::clone(&self.state.audit);
         tokio::task::spawn_blocking(move || audit.shutdown()).await?;
@@ -121,7 +131,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
     let audit = AuditWriter::start(store.path(), config.correlation_retention_days)?;
     let offset = store.read(|conn| Ok(settings::get(conn, settings::SANDBOX_OFFSET_DAYS)?))?;
     let offset_days = offset.and_then(|o| o.parse().ok()).unwrap_or(0);
-    let calendar = BusinessCalendar::new(config.time_zone, offset_days);
+    let calendar = Arc::new(BusinessCalendar::new(config.time_zone, offset_days));
     let listener = TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;
@@ -136,16 +146,42 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         config.delivery.clone(),
         config.environment.is_sandbox(),
     );
-    let processor = Arc::new(SimulatedProcessor::open(store.path())?);
+    let processor: Arc<dyn Processor> = Arc::new(SimulatedProcessor::open(store.path())?);
+    let deliverer = Arc::new(deliverer);
+    let wake_deliverer = Arc::clone(&deliverer);
+    let charger = Arc::new(Charger::new(
+        Arc::clone(&store),
+        Arc::clone(&processor),
+        Arc::clone(&clock),
+        config.environment.is_sandbox(),
+        Box::new(move || wake_deliverer.wake()),
+    ));
+    // Attempts a crash left IN_PROCESS are settled before anything else runs.
+    let reconciling = Arc::clone(&charger);
+    tokio::task::spawn_blocking(move || reconciling.reconcile()).await??;
+    let schedule_wake = Arc::new(Notify::new());
+    let schedule_stop = Arc::new(Notify::new());
+    let schedule_task = config.charge_at.map(|run_at| {
+        let schedule = Schedule {
+            charger: Arc::clone(&charger),
+            store: Arc::clone(&store),
+            clock: Arc::clone(&clock),
+            calendar: Arc::clone(&calendar),
+            run_at,
+        };
+        tokio::spawn(schedule.run(Arc::clone(&schedule_wake), Arc::clone(&schedule_stop)))
+    });
     let state = AppState {
         processor,
-        deliverer: Arc::new(deliverer),
+        charger,
+        schedule_wake,
+        deliverer,
         store,
         audit: Arc::new(audit),
         config: Arc::new(config),
         keys: Arc::new(keys),
         clock,
-        calendar: Arc::new(calendar),
+        calendar,
         public_base_url: public_base_url.into(),
     };
     let app = crate::http::router(state.clone());
@@ -171,5 +207,6 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         state,
         stop: Some(stop),
         server,
+        schedule: schedule_task.map(|task| (schedule_stop, task)),
     })
 }

@@ -63,6 +63,22 @@ pub enum Command {
     /// Manage the extra root certificates trusted for webhook delivery.
     #[command(subcommand)]
     Trust(TrustCommand),
+    /// Run the charging engine for one business date (default: today) and exit.
+    ChargeRun {
+        /// The business date, YYYY-MM-DD.
+        #[arg(long)]
+        date: Option<chrono::NaiveDate>,
+    },
+    /// Manage UF values.
+    #[command(subcommand)]
+    Uf(UfCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum UfCommand {
+    /// Import UF values from a CSV of `date,value` lines (`2026-12-01,39123.45`; a header line
+    /// and `;` with a decimal comma are accepted too).
+    Import { file: PathBuf },
 }
 
 #[derive(Subcommand, Debug)]
@@ -326,6 +342,65 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
                 ),
             );
         }
+        Command::ChargeRun { date } => {
+            let store = Arc::new(Store::open(&config.database_path())?);
+            let clock: Arc<dyn crate::clock::Clock> = Arc::new(crate::clock::SystemClock);
+            let offset = store.read(|c| Ok(settings::get(c, settings::SANDBOX_OFFSET_DAYS)?))?;
+            let calendar = crate::clock::BusinessCalendar::new(
+                config.time_zone,
+                offset.and_then(|o| o.parse().ok()).unwrap_or(0),
+            );
+            let date = date.unwrap_or_else(|| calendar.today(clock.now()));
+            let processor = Arc::new(crate::charging::simulated::SimulatedProcessor::open(
+                store.path(),
+            )?);
+            // A running server's webhook worker picks the events up on its next look.
+            let charger =
+                crate::charging::run::Charger::new(store, processor, clock, true, Box::new(|| {}));
+            let summary = charger
+                .run(date, crate::charging::run::Trigger::Manual)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let c = &summary.counts;
+            print(
+                json_mode,
+                json!({"date": date.to_string(), "attempted": c.attempted, "paid": c.paid, "rejected": c.rejected,
+                       "inValidation": c.in_validation, "inProcess": c.in_process, "settled": c.settled,
+                       "waitingUf": c.waiting_uf}),
+                format!(
+                    "{date}: {} attempted, {} paid, {} rejected, {} in validation, {} in process, {} settled, {} waiting for UF",
+                    c.attempted,
+                    c.paid,
+                    c.rejected,
+                    c.in_validation,
+                    c.in_process,
+                    c.settled,
+                    c.waiting_uf
+                ),
+            );
+        }
+        Command::Uf(UfCommand::Import { file }) => {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            let values = parse_uf_csv(&text)?;
+            let store = Store::open(&config.database_path())?;
+            store
+                .write(|tx| {
+                    for (date, value) in &values {
+                        crate::store::charging::upsert_uf(
+                            tx,
+                            &date.to_string(),
+                            &value.to_string(),
+                        )?;
+                    }
+                    Ok(())
+                })
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            print(
+                json_mode,
+                json!({"imported": values.len()}),
+                format!("{} UF values imported", values.len()),
+            );
+        }
         Command::Apikey(ApiKeyCommand::Create { commerces: codes }) => {
             let store = Store::open(&config.database_path())?;
             let key = api_key::generate();
@@ -404,6 +479,45 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Reads `date,value` lines; a header is skipped; `;` separators take a decimal comma
+/// (`2026-12-01;39.123,45`). Every line must be valid, or nothing is imported.
+pub fn parse_uf_csv(text: &str) -> anyhow::Result<Vec<(chrono::NaiveDate, rust_decimal::Decimal)>> {
+    use std::str::FromStr;
+    let mut values = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let (date, value, decimal_comma) = match line.split_once(';') {
+            Some((d, v)) => (d, v, true),
+            None => match line.split_once(',') {
+                Some((d, v)) => (d, v, false),
+                None => anyhow::bail!("line {}: expected date,value", n + 1),
+            },
+        };
+        let Ok(date) = chrono::NaiveDate::parse_from_str(date.trim(), "%Y-%m-%d") else {
+            if n == 0 {
+                continue; // a header
+            }
+            anyhow::bail!("line {}: {date:?} is not a date YYYY-MM-DD", n + 1);
+        };
+        let value = value.trim().trim_matches('"');
+        let normalized = if decimal_comma {
+            value.replace('.', "").replace(',', ".")
+        } else {
+            value.to_string()
+        };
+        let value = rust_decimal::Decimal::from_str(&normalized)
+            .ok()
+            .filter(|v| *v > rust_decimal::Decimal::ZERO)
+            .ok_or_else(|| anyhow::anyhow!("line {}: {value:?} is not a positive amount", n + 1))?;
+        values.push((date, value.normalize()));
+    }
+    anyhow::ensure!(!values.is_empty(), "the file holds no UF values");
+    Ok(values)
 }
 
 /// The installation's development CA, made on first use and kept in the database.

@@ -53,6 +53,8 @@ pub struct Config {
     /// How long a correlationId is remembered for replay refusal.
     pub correlation_retention_days: i64,
     pub delivery: crate::notify::delivery::DeliveryConfig,
+    /// The local time of the daily charging run; `None` runs only by hand (tests, `charge-run`).
+    pub charge_at: Option<chrono::NaiveTime>,
 }
 
 impl Config {
@@ -71,6 +73,7 @@ impl Config {
             magic_link_days: 30,
             correlation_retention_days: 7,
             delivery: crate::notify::delivery::DeliveryConfig::default(),
+            charge_at: chrono::NaiveTime::from_hms_opt(6, 0, 0),
         }
     }
 

@@ -11,6 +11,7 @@ pub mod charging;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod documents;
 pub mod domain;
 pub mod error;
 pub mod http;

@@ -2,4 +2,6 @@
 //! installments, retries, reconciliation after a crash, and the schedule that triggers runs.
 
 pub mod processor;
+pub mod run;
+pub mod schedule;
 pub mod simulated;

@@ -13,6 +13,7 @@ pub mod fields;
 pub mod guard;
 pub mod installments;
 pub mod json;
+pub mod link;
 pub mod login;
 pub mod mandates;
 pub mod receivables;
@@ -62,6 +63,9 @@ pub struct AppState {
     pub public_base_url: Arc<str>,
     pub deliverer: Arc<crate::notify::delivery::Deliverer>,
     pub processor: Arc<dyn crate::charging::processor::Processor>,
+    pub charger: Arc<crate::charging::run::Charger>,
+    /// Tells the daily schedule to look again (the sandbox clock moved).
+    pub schedule_wake: Arc<tokio::sync::Notify>,
 }
 
 impl AppState {
@@ -211,6 +215,10 @@ pub fn api_routers(
         .routes(routes!(sandbox::get_faults, sandbox::put_faults))
         .routes(routes!(sandbox::notification))
         .routes(routes!(sandbox::redeliver))
+        .routes(routes!(sandbox::get_clock, sandbox::advance_clock))
+        .routes(routes!(sandbox::run_charging))
+        .routes(routes!(sandbox::activate))
+        .routes(routes!(sandbox::outcome))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             common::layer,
@@ -246,6 +254,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .nest("/api/v1", api)
         .nest("/admin/api", admin)
+        .merge(link::routes())
         .route(
             "/openapi.json",
             get(move || {

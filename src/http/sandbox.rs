@@ -262,3 +262,471 @@ pub async fn put_faults(
         faults,
     ))
 }
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSummaryDto {
+    /// The business date charged.
+    pub date: String,
+    /// Charge attempts started by the run.
+    pub attempted: i64,
+    pub paid: i64,
+    pub rejected: i64,
+    pub in_validation: i64,
+    pub in_process: i64,
+    /// Earlier IN_VALIDATION installments settled by the run.
+    pub settled: i64,
+    /// UF installments not charged for want of the day's UF value.
+    pub waiting_uf: i64,
+}
+
+impl From<&crate::charging::run::RunSummary> for RunSummaryDto {
+    fn from(s: &crate::charging::run::RunSummary) -> Self {
+        RunSummaryDto {
+            date: s.date.to_string(),
+            attempted: s.counts.attempted,
+            paid: s.counts.paid,
+            rejected: s.counts.rejected,
+            in_validation: s.counts.in_validation,
+            in_process: s.counts.in_process,
+            settled: s.counts.settled,
+            waiting_uf: s.counts.waiting_uf,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClockPayload {
+    /// The business date.
+    pub today: String,
+    /// Business time (the wall clock moved by the offset).
+    pub now: String,
+    pub offset_days: i64,
+    /// One summary per date crossed by an advance, in order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs: Option<Vec<RunSummaryDto>>,
+}
+
+fn clock_payload(state: &AppState, runs: Option<Vec<RunSummaryDto>>) -> ClockPayload {
+    let wall = state.clock.now();
+    ClockPayload {
+        today: state.calendar.today(wall).to_string(),
+        now: crate::clock::timestamp(state.calendar.now(wall)),
+        offset_days: state.calendar.offset_days(),
+        runs,
+    }
+}
+
+/// The sandbox's business clock.
+#[utoipa::path(get, path = "/sandbox/clock", tag = "sandbox",
+    params(super::common::CommonHeaders),
+    responses(
+        (status = 200, description = "SANDBOX_CLOCK_OK", body = Envelope<ClockPayload>),
+        (status = 400, description = "Invalid common headers", body = ErrorBody),
+        (status = 403, description = "Credentials refused", body = ErrorBody),
+        (status = 404, description = "Production", body = ErrorBody),
+    ),
+    security(("apiKey" = [], "bearer" = [])))]
+pub async fn get_clock(
+    State(state): State<AppState>,
+    _authed: Authed,
+) -> ApiResult<Envelope<ClockPayload>> {
+    sandbox_only(&state)?;
+    Ok(Envelope::ok(
+        "SANDBOX_CLOCK_OK",
+        "business clock",
+        clock_payload(&state, None),
+    ))
+}
+
+#[derive(Debug, serde::Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AdvanceRequest {
+    /// A business date after today (YYYY-MM-DD).
+    pub advance_to: Option<String>,
+    /// 1 to 400 days.
+    pub advance_days: Option<i64>,
+}
+
+/// Move the business clock forward (only), running the charging engine for every date crossed,
+/// in order. Wall-clock matters (JWT, header skew, webhook timestamps and retries) never move.
+#[utoipa::path(post, path = "/sandbox/clock", tag = "sandbox",
+    params(super::common::CommonHeaders),
+    request_body = AdvanceRequest,
+    responses(
+        (status = 200, description = "SANDBOX_CLOCK_OK", body = Envelope<ClockPayload>),
+        (status = 400, description = "Not forward, or not exactly one of advanceTo and advanceDays", body = ErrorBody),
+        (status = 403, description = "Credentials refused", body = ErrorBody),
+        (status = 404, description = "Production", body = ErrorBody),
+    ),
+    security(("apiKey" = [], "bearer" = [])))]
+pub async fn advance_clock(
+    State(state): State<AppState>,
+    _authed: Authed,
+    Body(body): Body<AdvanceRequest>,
+) -> ApiResult<Envelope<ClockPayload>> {
+    sandbox_only(&state)?;
+    let today = state.today();
+    let target = match (&body.advance_to, body.advance_days) {
+        (Some(date), None) => {
+            let target = chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d").map_err(|_| {
+                Error::validation("advanceTo", "INVALID_DATE", "must be a date YYYY-MM-DD")
+            })?;
+            if target <= today {
+                return Err(Error::validation(
+                    "advanceTo",
+                    "NOT_FORWARD",
+                    format!("the clock only moves forward from {today}"),
+                )
+                .into());
+            }
+            if (target - today).num_days() > 400 {
+                return Err(Error::validation(
+                    "advanceTo",
+                    "TOO_FAR",
+                    "at most 400 days at a time",
+                )
+                .into());
+            }
+            target
+        }
+        (None, Some(days)) if (1..=400).contains(&days) => today + chrono::Duration::days(days),
+        (None, Some(_)) => {
+            return Err(Error::validation("advanceDays", "OUT_OF_RANGE", "1 to 400").into());
+        }
+        _ => {
+            return Err(Error::validation(
+                "body",
+                "ONE_OF_REQUIRED",
+                "send exactly one of advanceTo and advanceDays",
+            )
+            .into());
+        }
+    };
+    let mut runs = Vec::new();
+    for date in (today + chrono::Duration::days(1))
+        .iter_days()
+        .take_while(|d| *d <= target)
+    {
+        let offset = state.calendar.offset_days() + 1;
+        state.calendar.set_offset_days(offset);
+        let store = std::sync::Arc::clone(&state.store);
+        tokio::task::spawn_blocking(move || {
+            store.write(|tx| {
+                Ok(crate::store::settings::set(
+                    tx,
+                    crate::store::settings::SANDBOX_OFFSET_DAYS,
+                    &offset.to_string(),
+                )?)
+            })
+        })
+        .await
+        .map_err(|e| Error::Internal(e.into()))??;
+        let charger = std::sync::Arc::clone(&state.charger);
+        let summary = tokio::task::spawn_blocking(move || {
+            charger.run(date, crate::charging::run::Trigger::Sandbox)
+        })
+        .await
+        .map_err(|e| Error::Internal(e.into()))??;
+        runs.push(RunSummaryDto::from(&summary));
+    }
+    state.schedule_wake.notify_one();
+    state.deliverer.wake();
+    Ok(Envelope::ok(
+        "SANDBOX_CLOCK_OK",
+        "business clock advanced",
+        clock_payload(&state, Some(runs)),
+    ))
+}
+
+/// Run today's charging now (only what is due and not yet attempted today).
+#[utoipa::path(post, path = "/sandbox/charging/run", tag = "sandbox",
+    params(super::common::CommonHeaders),
+    responses(
+        (status = 200, description = "SANDBOX_CHARGING_RUN_OK", body = Envelope<RunSummaryDto>),
+        (status = 400, description = "Invalid common headers", body = ErrorBody),
+        (status = 403, description = "Credentials refused", body = ErrorBody),
+        (status = 404, description = "Production", body = ErrorBody),
+    ),
+    security(("apiKey" = [], "bearer" = [])))]
+pub async fn run_charging(
+    State(state): State<AppState>,
+    _authed: Authed,
+) -> ApiResult<Envelope<RunSummaryDto>> {
+    sandbox_only(&state)?;
+    let date = state.today();
+    let charger = std::sync::Arc::clone(&state.charger);
+    let summary = tokio::task::spawn_blocking(move || {
+        charger.run(date, crate::charging::run::Trigger::Sandbox)
+    })
+    .await
+    .map_err(|e| Error::Internal(e.into()))??;
+    state.deliverer.wake();
+    Ok(Envelope::ok(
+        "SANDBOX_CHARGING_RUN_OK",
+        "charging run finished",
+        RunSummaryDto::from(&summary),
+    ))
+}
+
+#[derive(Debug, serde::Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActivateRequest {
+    /// 3, 4, 11 (cards) or 5, 6, 14 (bank debit).
+    pub payment_method_id: Option<i64>,
+    pub card: Option<CardIn>,
+    pub bank_account: Option<BankAccountIn>,
+}
+
+#[derive(Debug, serde::Deserialize, ToSchema)]
+pub struct CardIn {
+    /// A test card: ending 1111/4242 approve, 0002 INSUFFICIENT_FUNDS, 0069 EXPIRED_CARD.
+    pub number: Option<String>,
+    /// MM/YY.
+    pub expiry: Option<String>,
+    pub cvv: Option<String>,
+}
+
+#[derive(Debug, serde::Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BankAccountIn {
+    pub bank_code: Option<String>,
+    /// CHECKING, VISTA or SAVINGS.
+    pub account_type: Option<String>,
+    /// Ending 0000 approves at settlement, 9999 is rejected at validation.
+    pub account_number: Option<String>,
+    pub holder_rut: Option<String>,
+}
+
+fn parse_instrument(
+    body: &ActivateRequest,
+    today: chrono::NaiveDate,
+) -> Result<crate::domain::instrument::InstrumentInput, Error> {
+    use crate::domain::instrument::InstrumentInput;
+    use crate::domain::state::PaymentMethod;
+    let method = match body.payment_method_id {
+        None => {
+            return Err(Error::validation(
+                "paymentMethodId",
+                "REQUIRED",
+                "is required",
+            ));
+        }
+        Some(id) => PaymentMethod::from_id(id).ok_or_else(|| {
+            Error::validation(
+                "paymentMethodId",
+                "INVALID_VALUE",
+                "one of 3, 4, 11, 5, 6, 14",
+            )
+        })?,
+    };
+    let problems = |prefix: &str, problems: Vec<crate::domain::instrument::InstrumentProblem>| {
+        Error::Validation(
+            problems
+                .into_iter()
+                .map(|p| {
+                    crate::error::FieldError::new(
+                        format!("{prefix}.{}", p.field),
+                        p.code,
+                        p.message,
+                    )
+                })
+                .collect(),
+        )
+    };
+    let text = |v: &Option<String>| v.clone().unwrap_or_default();
+    if method.is_card() {
+        let card = body
+            .card
+            .as_ref()
+            .ok_or_else(|| Error::validation("card", "REQUIRED", "a card method needs card"))?;
+        use chrono::Datelike;
+        InstrumentInput::card(
+            method,
+            &text(&card.number),
+            &text(&card.expiry),
+            &text(&card.cvv),
+            (today.year(), today.month()),
+        )
+        .map_err(|p| problems("card", p))
+    } else {
+        let bank = body.bank_account.as_ref().ok_or_else(|| {
+            Error::validation(
+                "bankAccount",
+                "REQUIRED",
+                "a bank debit method needs bankAccount",
+            )
+        })?;
+        InstrumentInput::bank(
+            method,
+            &text(&bank.bank_code),
+            &text(&bank.account_type),
+            &text(&bank.account_number),
+            &text(&bank.holder_rut),
+        )
+        .map_err(|p| problems("bankAccount", p))
+    }
+}
+
+/// Activate a PENDING mandate with a test instrument, without the Magic Link page.
+#[utoipa::path(post, path = "/sandbox/mandates/{internalId}/activate", tag = "sandbox",
+    params(super::common::CommonHeaders, ("internalId" = String, Path, description = "man_...")),
+    request_body = ActivateRequest,
+    responses(
+        (status = 200, description = "SANDBOX_ACTIVATE_OK", body = Envelope<super::wire::MandatePayload>),
+        (status = 400, description = "Invalid instrument, method not allowed, MANDATE_STATE_CONFLICT", body = ErrorBody),
+        (status = 403, description = "Credentials refused", body = ErrorBody),
+        (status = 404, description = "No such mandate in this commerce, or production", body = ErrorBody),
+    ),
+    security(("apiKey" = [], "bearer" = [])))]
+pub async fn activate(
+    State(state): State<AppState>,
+    authed: Authed,
+    Path(internal_id): Path<String>,
+    Body(body): Body<ActivateRequest>,
+) -> ApiResult<Envelope<super::wire::MandatePayload>> {
+    use crate::operations::activation;
+    sandbox_only(&state)?;
+    let today = state.today();
+    let instrument = parse_instrument(&body, today)?;
+    let reference = crate::operations::MandateRef::Internal(internal_id);
+    let mandate = state.read(&authed.commerce, |c, ctx| {
+        crate::operations::mandates::find_row(c, ctx, &reference)
+    })?;
+    let now = state.clock.now();
+    activation::check_activatable(&mandate, instrument.method(), now, false)?;
+    let enrolled = state
+        .processor
+        .enroll(&instrument)
+        .map_err(|e| Error::validation("paymentMethodId", "INSTRUMENT_REFUSED", e.to_string()))?;
+    // TODO(epac-document): the EPAC mandate PDF is wired in with the documents module.
+    let document: Option<crate::secret::Secret<Vec<u8>>> = None;
+    let acceptance = activation::Acceptance {
+        ip: None,
+        user_agent: Some("sandbox activate".into()),
+        terms: activation::terms_text(&authed.commerce, &mandate),
+    };
+    let view = state
+        .write(authed.commerce, move |tx, ctx| {
+            activation::activate(
+                tx,
+                ctx.commerce,
+                &mandate,
+                &instrument,
+                &enrolled,
+                &acceptance,
+                document.as_ref(),
+                ctx.now,
+            )
+        })
+        .await?;
+    Ok(Envelope::ok(
+        "SANDBOX_ACTIVATE_OK",
+        "mandate activated",
+        super::wire::MandatePayload::new(&view, &state.public_base_url),
+    ))
+}
+
+#[derive(Debug, serde::Deserialize, ToSchema)]
+pub struct OutcomeRequest {
+    /// PAID or REJECTED (decide the next charge attempt), or REVERSED (now, on a PAID one).
+    pub result: Option<String>,
+    /// With REJECTED: INSUFFICIENT_FUNDS (soft), CARD_DECLINED, EXPIRED_CARD, ACCOUNT_CLOSED,
+    /// BANK_VALIDATION_FAILED.
+    pub code: Option<String>,
+}
+
+/// Decide an installment's next charge outcome, or reverse a paid one now.
+#[utoipa::path(post, path = "/sandbox/installments/{internalId}/outcome", tag = "sandbox",
+    params(super::common::CommonHeaders, ("internalId" = String, Path, description = "ins_...")),
+    request_body = OutcomeRequest,
+    responses(
+        (status = 200, description = "SANDBOX_OUTCOME_OK", body = Envelope<super::wire::InstallmentDto>),
+        (status = 400, description = "Invalid field, INSTALLMENT_STATE_CONFLICT", body = ErrorBody),
+        (status = 403, description = "Credentials refused", body = ErrorBody),
+        (status = 404, description = "No such installment in this commerce, or production", body = ErrorBody),
+    ),
+    security(("apiKey" = [], "bearer" = [])))]
+pub async fn outcome(
+    State(state): State<AppState>,
+    authed: Authed,
+    Path(internal_id): Path<String>,
+    Body(body): Body<OutcomeRequest>,
+) -> ApiResult<Envelope<super::wire::InstallmentDto>> {
+    use crate::domain::state::{InstallmentState, MandateState, RejectionCode};
+    sandbox_only(&state)?;
+    let result = body.result.clone().unwrap_or_default();
+    let code = match (result.as_str(), body.code.as_deref()) {
+        ("REJECTED", None) => return Err(Error::validation("code", "REQUIRED", "REJECTED needs a rejection code").into()),
+        ("REJECTED", Some(c)) => Some(RejectionCode::parse(c).ok_or_else(|| {
+            Error::validation("code", "INVALID_VALUE", "INSUFFICIENT_FUNDS, CARD_DECLINED, EXPIRED_CARD, ACCOUNT_CLOSED or BANK_VALIDATION_FAILED")
+        })?),
+        ("PAID" | "REVERSED", _) => None,
+        _ => return Err(Error::validation("result", "INVALID_VALUE", "PAID, REJECTED or REVERSED").into()),
+    };
+    let installment = state
+        .write(authed.commerce, move |tx, ctx| {
+            let row =
+                crate::store::installments::by_internal_id(tx, ctx.commerce.id, &internal_id)?
+                    .ok_or(Error::not_found("installment"))?;
+            let mandate = crate::store::mandates::by_seq(tx, row.mandate_seq)?;
+            if matches!(
+                mandate.state,
+                MandateState::Cancelled | MandateState::Deleted
+            ) {
+                return Err(Error::refused(
+                    "MANDATE_STATE_CONFLICT",
+                    format!("the mandate is {}", mandate.state.name()),
+                ));
+            }
+            if result == "REVERSED" {
+                if !row.state.can_move_to(InstallmentState::Reversed) {
+                    return Err(Error::refused(
+                        "INSTALLMENT_STATE_CONFLICT",
+                        format!(
+                            "only a PAID installment can be reversed; this one is {}",
+                            row.state.name()
+                        ),
+                    ));
+                }
+                let reversed = crate::store::installments::set_state(
+                    tx,
+                    row.seq,
+                    InstallmentState::Reversed,
+                    &ctx.timestamp(),
+                    &Default::default(),
+                )?;
+                let customer = crate::store::customers::by_seq(tx, mandate.customer_seq)?;
+                crate::notify::events::record_payment(
+                    tx,
+                    ctx.commerce,
+                    &mandate,
+                    &customer,
+                    &reversed,
+                    ctx.now,
+                )?;
+                return Ok(reversed);
+            }
+            if row.state.is_settled() {
+                return Err(Error::refused(
+                    "INSTALLMENT_STATE_CONFLICT",
+                    format!(
+                        "a {} installment will not be charged again",
+                        row.state.name()
+                    ),
+                ));
+            }
+            let forced =
+                serde_json::json!({"result": result, "code": code.map(RejectionCode::as_str)})
+                    .to_string();
+            crate::store::charging::set_forced_outcome(tx, row.seq, Some(&forced))?;
+            Ok(crate::store::installments::by_seq(tx, row.seq)?)
+        })
+        .await?;
+    Ok(Envelope::ok(
+        "SANDBOX_OUTCOME_OK",
+        "outcome set",
+        super::wire::InstallmentDto::from(&installment),
+    ))
+}

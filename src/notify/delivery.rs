@@ -7,8 +7,14 @@
 //!
 //! Concurrency is bounded overall and per host, and a host whose slots are busy is skipped
 //! (not waited for), so a slow or dead receiver holds up neither other receivers nor the API.
+//!
+//! Due events are read in pages that continue where the last one ended and are claimed into a
+//! small window in memory; a send that ends frees its slot and wakes the worker, which starts
+//! the next waiting event at once. Nothing is read twice while it is claimed, and the scan for
+//! the next retry time (which looks at every pending event) runs only when there is nothing
+//! to do. Database reads run on the blocking pool, never on the runtime's threads.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -106,11 +112,12 @@ impl Deliverer {
             store,
             clock,
             global: Arc::new(Semaphore::new(config.max_in_flight)),
-            hosts: Mutex::new(HashMap::new()),
-            in_flight: Arc::new(Mutex::new(HashSet::new())),
-            config,
+            hosts: HashMap::new(),
+            claimed: Arc::new(Mutex::new(HashSet::new())),
+            config: Arc::new(config),
             sandbox,
             wake: Arc::clone(&wake),
+            slot_freed: Arc::new(Notify::new()),
         };
         let task = tokio::spawn(worker.run(Arc::clone(&stop)));
         Deliverer {
@@ -137,12 +144,16 @@ impl Deliverer {
 struct Worker {
     store: Arc<Store>,
     clock: Arc<dyn Clock>,
-    config: DeliveryConfig,
+    config: Arc<DeliveryConfig>,
     sandbox: bool,
     global: Arc<Semaphore>,
-    hosts: Mutex<HashMap<String, Arc<Semaphore>>>,
-    in_flight: Arc<Mutex<HashSet<i64>>>,
+    hosts: HashMap<String, Arc<Semaphore>>,
+    /// Events read for sending whose result is not committed yet: waiting in the window, in
+    /// flight, or on their way to the writer. Never read again until the writer frees them.
+    claimed: Arc<Mutex<HashSet<i64>>>,
     wake: Arc<Notify>,
+    /// Signalled whenever a send ends and gives its slots back.
+    slot_freed: Arc<Notify>,
 }
 
 /// One send's result on its way to the batch writer.
@@ -150,48 +161,117 @@ struct Sent {
     attempt: Attempt,
 }
 
+/// A claimed event waiting in the window for a slot of its host.
+struct Waiting {
+    event: DueEvent,
+    host: Arc<Semaphore>,
+    claimed_at: Instant,
+}
+
+/// Where the worker is in its walk over the due events, in creation order.
+///
+/// Each read continues after the last event read (keyset on `seq`) instead of starting over, so
+/// events in flight or awaiting their commit are not read again and again; once a read comes
+/// back short the walk is at the end, and the next one starts from the beginning when woken
+/// (new events, committed results, a redelivery) or when the poll interval passes.
+struct Walk {
+    after: i64,
+    at_end: bool,
+    restart: bool,
+    /// The earliest moment an event held back by the sandbox's `delaySeconds` may go.
+    held_until: Option<DateTime<Utc>>,
+}
+
 impl Worker {
-    async fn run(self, stop: Arc<Notify>) {
+    async fn run(mut self, stop: Arc<Notify>) {
         let (results_tx, results_rx) = mpsc::unbounded_channel::<Sent>();
         let writer = tokio::spawn(write_results(
             Arc::clone(&self.store),
             results_rx,
-            Arc::clone(&self.in_flight),
+            Arc::clone(&self.claimed),
             Arc::clone(&self.wake),
         ));
+        // At most this many claimed events wait for a slot (as many as one read of the old
+        // design looked at); reading again once half of them are gone.
+        let capacity = (self.config.max_in_flight * 4).max(1);
+        let stale_after = self.config.poll_interval * 4;
+        let mut window: VecDeque<Waiting> = VecDeque::new();
+        let mut walk = Walk {
+            after: 0,
+            at_end: true,
+            restart: true,
+            held_until: None,
+        };
         let mut client = None;
         let mut roots_version = None;
+        let mut roots_checked: Option<Instant> = None;
         loop {
-            match self.roots_version() {
-                Ok(version) if roots_version != Some(version) => match self.build_client() {
-                    Ok(c) => {
-                        client = Some(c);
-                        roots_version = Some(version);
+            let new_walk = walk.at_end && walk.restart;
+            if new_walk || roots_checked.is_none_or(|t| t.elapsed() >= self.config.poll_interval) {
+                roots_checked = Some(Instant::now());
+                match self.roots_version().await {
+                    Ok(version) if roots_version != Some(version) => {
+                        match self.build_client().await {
+                            Ok(c) => {
+                                client = Some(c);
+                                roots_version = Some(version);
+                            }
+                            Err(e) => {
+                                tracing::error!(error = %e, "could not build the webhook HTTP client")
+                            }
+                        }
                     }
-                    Err(e) => {
-                        tracing::error!(error = %e, "could not build the webhook HTTP client")
-                    }
-                },
-                Ok(_) => {}
-                Err(e) => tracing::error!(error = %e, "could not read the trusted roots"),
+                    Ok(_) => {}
+                    Err(e) => tracing::error!(error = %e, "could not read the trusted roots"),
+                }
             }
-            let dispatched = match &client {
-                Some(c) => self.dispatch_due(c, &results_tx).await,
-                None => 0,
-            };
-            let pause = if dispatched > 0 {
-                Duration::ZERO
-            } else {
-                self.until_next_due()
+            if let Some(client) = &client {
+                self.release_stale(&mut window, stale_after);
+                if new_walk {
+                    walk = Walk {
+                        after: 0,
+                        at_end: false,
+                        restart: false,
+                        held_until: None,
+                    };
+                }
+                if !walk.at_end && window.len() <= capacity / 2 {
+                    let room = capacity - window.len();
+                    self.read_due(&mut walk, &mut window, room).await;
+                }
+                self.dispatch(client, &mut window, &results_tx);
+                if !walk.at_end && window.len() <= capacity / 2 {
+                    // More due events may follow right away.
+                    tokio::select! {
+                        _ = stop.notified() => break,
+                        _ = tokio::task::yield_now() => {}
+                    }
+                    continue;
+                }
+            }
+            let idle = client.is_some()
+                && window.is_empty()
+                && self
+                    .claimed
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .is_empty();
+            let pause = match walk.held_until {
+                Some(at) if client.is_some() => wait_until(self.clock.now(), at, &self.config),
+                // Nothing due, nothing in flight: sleep until the next retry falls due.
+                _ if idle => self.until_next_due().await,
+                // Committed results wake the worker; this is only the fallback.
+                _ => self.config.poll_interval,
             };
             tokio::select! {
                 _ = stop.notified() => break,
-                _ = self.wake.notified() => {}
-                _ = tokio::time::sleep(pause), if !pause.is_zero() => {}
-                _ = tokio::task::yield_now(), if pause.is_zero() => {}
+                _ = self.wake.notified() => walk.restart = true,
+                _ = self.slot_freed.notified(), if !window.is_empty() => {}
+                _ = tokio::time::sleep(pause) => walk.restart = true,
             }
         }
         // Let in-flight sends finish (they hold global permits), then flush their results.
+        // Events still waiting in the window were never sent: they stay PENDING.
         let _ = self
             .global
             .acquire_many(self.config.max_in_flight as u32)
@@ -200,24 +280,36 @@ impl Worker {
         let _ = writer.await;
     }
 
+    /// Runs a read on the blocking pool: SQLite must not stall the runtime's threads.
+    async fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&rusqlite::Connection) -> Result<T, crate::error::Error> + Send + 'static,
+    ) -> anyhow::Result<T> {
+        let store = Arc::clone(&self.store);
+        Ok(tokio::task::spawn_blocking(move || store.read(f)).await??)
+    }
+
     /// Changes whenever a root is added or the development CA is made.
-    fn roots_version(&self) -> anyhow::Result<i64> {
-        Ok(self.store.read(|c| {
+    async fn roots_version(&self) -> anyhow::Result<i64> {
+        self.read(|c| {
             let roots = deliveries::trusted_roots_version(c)?;
             let has_dev_ca = settings::get(c, settings::DEV_CA_CERT)?.is_some();
             Ok(roots * 2 + i64::from(has_dev_ca))
-        })?)
+        })
+        .await
     }
 
     /// A client trusting the system roots, the installation's development CA and the
     /// configured roots.
-    fn build_client(&self) -> anyhow::Result<reqwest::Client> {
-        let (roots, dev_ca) = self.store.read(|c| {
-            Ok((
-                deliveries::trusted_roots(c)?,
-                settings::get(c, settings::DEV_CA_CERT)?,
-            ))
-        })?;
+    async fn build_client(&self) -> anyhow::Result<reqwest::Client> {
+        let (roots, dev_ca) = self
+            .read(|c| {
+                Ok((
+                    deliveries::trusted_roots(c)?,
+                    settings::get(c, settings::DEV_CA_CERT)?,
+                ))
+            })
+            .await?;
         let mut certs = Vec::new();
         for pem in roots.iter().chain(dev_ca.iter()) {
             certs.extend(reqwest::Certificate::from_pem_bundle(pem.as_bytes())?);
@@ -232,23 +324,21 @@ impl Worker {
             .build()?)
     }
 
-    /// How long until the earliest pending event falls due (at most the poll interval).
-    fn until_next_due(&self) -> Duration {
+    /// How long until the earliest pending event falls due (at most the poll interval). This
+    /// looks at every pending event, so it is asked only when the worker has nothing to do.
+    async fn until_next_due(&self) -> Duration {
         let next = self
-            .store
             .read(|c| Ok(deliveries::next_due_at(c)?))
+            .await
             .ok()
             .flatten();
         let Some(at) = next.and_then(|t| DateTime::parse_from_rfc3339(&t).ok()) else {
             return self.config.poll_interval;
         };
-        let wait = (at.with_timezone(&Utc) - self.clock.now())
-            .to_std()
-            .unwrap_or(Duration::ZERO);
-        wait.clamp(Duration::from_millis(5), self.config.poll_interval)
+        wait_until(self.clock.now(), at.with_timezone(&Utc), &self.config)
     }
 
-    fn host_slots(&self, url: &str) -> Arc<Semaphore> {
+    fn host_slots(&mut self, url: &str) -> Arc<Semaphore> {
         let host = reqwest::Url::parse(url)
             .ok()
             .and_then(|u| {
@@ -256,41 +346,46 @@ impl Worker {
                     .map(|h| format!("{h}:{}", u.port_or_known_default().unwrap_or(0)))
             })
             .unwrap_or_default();
-        let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
+        let per_host = self.config.max_per_host;
         Arc::clone(
-            hosts
+            self.hosts
                 .entry(host)
-                .or_insert_with(|| Arc::new(Semaphore::new(self.config.max_per_host))),
+                .or_insert_with(|| Arc::new(Semaphore::new(per_host))),
         )
     }
 
-    /// Starts a send for every due event that has a free slot; returns how many started.
-    async fn dispatch_due(
-        &self,
-        client: &reqwest::Client,
-        results: &mpsc::UnboundedSender<Sent>,
-    ) -> usize {
+    /// Reads the next due events of the walk and claims them into the window.
+    async fn read_due(&mut self, walk: &mut Walk, window: &mut VecDeque<Waiting>, limit: usize) {
         let now = self.clock.now();
-        let limit = self.config.max_in_flight * 4;
+        // Taken before the read: an event freed by the writer after this point was committed
+        // before the read began, so the read sees its new state. (Checking the live set after
+        // the read could miss an event committed meanwhile and send it twice.)
+        let claimed_before = self
+            .claimed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let (now_text, after) = (timestamp(now), walk.after);
         let due = match self
-            .store
-            .read(|c| Ok(deliveries::due(c, &timestamp(now), limit)?))
+            .read(move |c| Ok(deliveries::due(c, &now_text, after, limit)?))
+            .await
         {
             Ok(due) => due,
             Err(e) => {
                 tracing::error!(error = %e, "could not read due events");
-                return 0;
+                walk.at_end = true;
+                return;
             }
         };
-        let mut due = self.apply_fault_order(due);
-        let mut started = 0;
-        for event in due.drain(..) {
-            if self
-                .in_flight
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .contains(&event.seq)
-            {
+        if due.len() < limit {
+            walk.at_end = true;
+        }
+        let first_new = window.len();
+        let mut reorder = false;
+        let mut claimed = Vec::new();
+        for event in due {
+            walk.after = walk.after.max(event.seq);
+            if claimed_before.contains(&event.seq) {
                 continue;
             }
             let faults = self.faults_of(&event);
@@ -302,37 +397,96 @@ impl Worker {
                     })
                     .unwrap_or(now);
                 if held_until > now {
+                    // Left unclaimed: a later walk reads it again.
+                    walk.held_until =
+                        Some(walk.held_until.map_or(held_until, |h| h.min(held_until)));
                     continue;
                 }
             }
-            let Ok(host_permit) = self.host_slots(&event.url).try_acquire_owned() else {
+            reorder |= faults.reorder;
+            claimed.push(event.seq);
+            let host = self.host_slots(&event.url);
+            window.push_back(Waiting {
+                event,
+                host,
+                claimed_at: Instant::now(),
+            });
+        }
+        if reorder {
+            // Sandbox: each batch of due events newest first.
+            window.make_contiguous()[first_new..].reverse();
+        }
+        self.claimed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(claimed);
+    }
+
+    /// Starts a send for every waiting event whose host has a free slot, oldest first; a host
+    /// whose slots are busy is passed over, not waited for. Returns how many started.
+    fn dispatch(
+        &self,
+        client: &reqwest::Client,
+        window: &mut VecDeque<Waiting>,
+        results: &mpsc::UnboundedSender<Sent>,
+    ) -> usize {
+        let mut started = 0;
+        let mut i = 0;
+        while i < window.len() && self.global.available_permits() > 0 {
+            let Ok(host_permit) = Arc::clone(&window[i].host).try_acquire_owned() else {
+                i += 1;
                 continue;
             };
-            let Ok(global_permit) = Arc::clone(&self.global).acquire_owned().await else {
+            let Ok(global_permit) = Arc::clone(&self.global).try_acquire_owned() else {
                 break;
             };
-            self.in_flight
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(event.seq);
-            started += 1;
+            let Some(Waiting { event, .. }) = window.remove(i) else {
+                break;
+            };
+            let faults = self.faults_of(&event);
             let duplicate =
                 faults.duplicate_every > 0 && event.seq % i64::from(faults.duplicate_every) == 0;
+            started += 1;
             tokio::spawn(send(
                 client.clone(),
                 Arc::clone(&self.clock),
-                self.config.clone(),
+                Arc::clone(&self.config),
                 event,
                 duplicate,
                 results.clone(),
                 (global_permit, host_permit),
+                Arc::clone(&self.slot_freed),
             ));
         }
         started
     }
 
+    /// Gives back events that waited too long for a slot (a slow or dead receiver): they are
+    /// read again, with fresh secrets, on a later walk, and make room for other receivers.
+    fn release_stale(&self, window: &mut VecDeque<Waiting>, stale_after: Duration) {
+        // Claimed in order, so the front is the oldest.
+        if window
+            .front()
+            .is_none_or(|w| w.claimed_at.elapsed() < stale_after)
+        {
+            return;
+        }
+        let mut released = Vec::new();
+        window.retain(|w| {
+            let keep = w.claimed_at.elapsed() < stale_after;
+            if !keep {
+                released.push(w.event.seq);
+            }
+            keep
+        });
+        let mut claimed = self.claimed.lock().unwrap_or_else(|p| p.into_inner());
+        for seq in released {
+            claimed.remove(&seq);
+        }
+    }
+
     fn faults_of(&self, event: &DueEvent) -> Faults {
-        if !self.sandbox {
+        if !self.sandbox || event.faults.is_none() {
             return Faults::default();
         }
         event
@@ -341,24 +495,25 @@ impl Worker {
             .and_then(|f| serde_json::from_str(f).ok())
             .unwrap_or_default()
     }
+}
 
-    fn apply_fault_order(&self, mut due: Vec<DueEvent>) -> Vec<DueEvent> {
-        if due.iter().any(|e| self.faults_of(e).reorder) {
-            due.reverse();
-        }
-        due
-    }
+/// How long to wait for `at`: at least 5 ms, at most the poll interval.
+fn wait_until(now: DateTime<Utc>, at: DateTime<Utc>, config: &DeliveryConfig) -> Duration {
+    let wait = (at - now).to_std().unwrap_or(Duration::ZERO);
+    wait.clamp(Duration::from_millis(5), config.poll_interval)
 }
 
 /// Sends one event (twice when a duplicate is injected) and reports the result.
+#[allow(clippy::too_many_arguments)]
 async fn send(
     client: reqwest::Client,
     clock: Arc<dyn Clock>,
-    config: DeliveryConfig,
+    config: Arc<DeliveryConfig>,
     event: DueEvent,
     duplicate: bool,
     results: mpsc::UnboundedSender<Sent>,
-    _permits: (OwnedSemaphorePermit, OwnedSemaphorePermit),
+    permits: (OwnedSemaphorePermit, OwnedSemaphorePermit),
+    slot_freed: Arc<Notify>,
 ) {
     let kind = if event.manual {
         AttemptKind::Manual
@@ -381,6 +536,8 @@ async fn send(
         .await;
         let _ = results.send(Sent { attempt: again });
     }
+    drop(permits);
+    slot_freed.notify_one();
 }
 
 async fn attempt_once(
@@ -543,35 +700,44 @@ fn describe(e: &reqwest::Error) -> String {
     message.chars().take(512).collect()
 }
 
-/// Writes results in batches, then frees their events for the next round.
+/// Writes results in batches, then frees their events for a later walk.
 async fn write_results(
     store: Arc<Store>,
     mut results: mpsc::UnboundedReceiver<Sent>,
-    in_flight: Arc<Mutex<HashSet<i64>>>,
+    claimed: Arc<Mutex<HashSet<i64>>>,
     wake: Arc<Notify>,
 ) {
     let mut batch = Vec::new();
     while results.recv_many(&mut batch, 1000).await > 0 {
         let attempts: Vec<Attempt> = batch.drain(..).map(|s| s.attempt).collect();
+        let seqs: Vec<i64> = attempts.iter().map(|a| a.event_seq).collect();
         let store = Arc::clone(&store);
         let written = tokio::task::spawn_blocking(move || {
             let result = store.write(|tx| Ok(deliveries::record_attempts(tx, &attempts)?));
             (result, attempts)
         })
         .await;
-        let Ok((result, attempts)) = written else {
-            continue;
-        };
-        if let Err(e) = result {
-            // The events stay PENDING and are sent again: at least once, never lost.
-            tracing::error!(error = %e, "could not record delivery attempts");
-        }
+        // Freed only now: an event is read again only once its result is committed (or, when
+        // the write failed, still PENDING and due to be sent again: at least once).
         {
-            let mut set = in_flight.lock().unwrap_or_else(|p| p.into_inner());
-            for a in &attempts {
-                set.remove(&a.event_seq);
+            let mut set = claimed.lock().unwrap_or_else(|p| p.into_inner());
+            for seq in &seqs {
+                set.remove(seq);
             }
         }
+        let attempts = match written {
+            Ok((Ok(()), attempts)) => attempts,
+            Ok((Err(e), _)) => {
+                tracing::error!(error = %e, "could not record delivery attempts");
+                wake.notify_one();
+                continue;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "the delivery writer failed");
+                wake.notify_one();
+                continue;
+            }
+        };
         for a in &attempts {
             match &a.outcome {
                 Outcome::Delivered => tracing::debug!(event = a.event_seq, "webhook delivered"),

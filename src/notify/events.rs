@@ -54,6 +54,9 @@ pub fn record_payment(
             "paymentMethodId": installment.payment_method_id,
             "authorizationCode": installment.authorization_code,
             "rejection": rejection,
+            // Whether the engine will try again after this rejection, and when.
+            "retryScheduled": installment.retry_scheduled,
+            "nextRetryDate": installment.next_retry_date.as_deref().filter(|_| installment.retry_scheduled),
         },
     });
     let url = mandate.url_payment_webhook.as_deref();

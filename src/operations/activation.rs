@@ -28,6 +28,16 @@ pub struct Acceptance {
     pub terms: String,
 }
 
+/// The terms the customer accepts, in Spanish (Chile), naming the commerce and the mandate.
+pub fn terms_text(commerce: &Commerce, mandate: &MandateRow) -> String {
+    format!(
+        "Autorizo a {} (código {}) a cargar en el medio de pago que registro los montos del mandato \
+         «{}» (identificador {}), en las fechas y por los montos indicados, hasta que el mandato \
+         termine o sea cancelado. Puedo revocar esta autorización en cualquier momento ante el comercio.",
+        commerce.name, commerce.code, mandate.name, mandate.external_id
+    )
+}
+
 /// Whether `mandate` can be activated with `method` now; the message says why not.
 pub fn check_activatable(
     mandate: &MandateRow,

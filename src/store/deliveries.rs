@@ -23,16 +23,22 @@ pub struct DueEvent {
     pub faults: Option<String>,
 }
 
-/// Pending events whose time has come, oldest first.
-pub fn due(conn: &Connection, now: &str, limit: usize) -> rusqlite::Result<Vec<DueEvent>> {
+/// Pending events whose time has come, oldest first, from the one after `after_seq` on (0:
+/// from the first). The partial index of pending events serves both the order and the start.
+pub fn due(
+    conn: &Connection,
+    now: &str,
+    after_seq: i64,
+    limit: usize,
+) -> rusqlite::Result<Vec<DueEvent>> {
     let mut stmt = conn.prepare_cached(
         "SELECT e.seq, e.id, e.commerce_id, e.url, e.body, e.attempts, e.manual_pending, e.created_at,
                 c.webhook_secret, c.previous_webhook_secret, c.previous_secret_expires_at, c.delivery_faults
          FROM events e JOIN commerces c ON c.id = e.commerce_id
-         WHERE e.delivery_state = 'PENDING' AND e.next_attempt_at <= ?1
+         WHERE e.delivery_state = 'PENDING' AND e.seq > ?3 AND e.next_attempt_at <= ?1
          ORDER BY e.seq LIMIT ?2",
     )?;
-    stmt.query_map(params![now, limit as i64], |r| {
+    stmt.query_map(params![now, limit as i64, after_seq], |r| {
         let previous: Option<String> = r.get(9)?;
         let expires: Option<String> = r.get(10)?;
         Ok(DueEvent {
@@ -52,7 +58,8 @@ pub fn due(conn: &Connection, now: &str, limit: usize) -> rusqlite::Result<Vec<D
     .collect()
 }
 
-/// When the earliest pending event falls due, to sleep until then.
+/// When the earliest pending event falls due, to sleep until then. It reads every pending
+/// event (no index holds `next_attempt_at`), so the worker asks only when it has nothing to do.
 pub fn next_due_at(conn: &Connection) -> rusqlite::Result<Option<String>> {
     conn.prepare_cached("SELECT min(next_attempt_at) FROM events WHERE delivery_state = 'PENDING'")?
         .query_row([], |r| r.get(0))

@@ -27,6 +27,16 @@ pub struct InstallmentRow {
     pub rejection_code: Option<String>,
     pub rejection_message: Option<String>,
     pub payment: Option<Value>,
+    /// Business date of the latest charge attempt.
+    pub last_attempt_date: Option<String>,
+    /// REJECTED with a soft decline: the business date of the next attempt.
+    pub next_retry_date: Option<String>,
+    pub retry_scheduled: bool,
+    pub first_rejected_date: Option<String>,
+    /// Sandbox: the decided outcome of the next attempt (JSON).
+    pub forced_outcome: Option<String>,
+    /// UF installments: the CLP amount of the latest charge.
+    pub charged_clp: Option<String>,
 }
 
 pub struct NewInstallment {
@@ -36,7 +46,10 @@ pub struct NewInstallment {
 }
 
 const COLUMNS: &str = "seq, id, mandate_seq, external_id, amount, currency, due_date, state, \
-    state_at, attempts, payment_method_id, authorization_code, rejection_code, rejection_message, payment";
+    state_at, attempts, payment_method_id, authorization_code, rejection_code, rejection_message, payment, \
+    last_attempt_date, next_retry_date, retry_scheduled, first_rejected_date, forced_outcome, charged_clp";
+/// How many columns `from_row` reads; joined columns follow them.
+const COLUMN_COUNT: usize = 21;
 
 fn conversion(index: usize, message: String) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, message.into())
@@ -70,6 +83,12 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<InstallmentRow> {
         rejection_code: row.get(12)?,
         rejection_message: row.get(13)?,
         payment: payment.and_then(|p| serde_json::from_str(&p).ok()),
+        last_attempt_date: row.get(15)?,
+        next_retry_date: row.get(16)?,
+        retry_scheduled: row.get(17)?,
+        first_rejected_date: row.get(18)?,
+        forced_outcome: row.get(19)?,
+        charged_clp: row.get(20)?,
     })
 }
 
@@ -279,12 +298,25 @@ pub fn receivables(
     stmt.query_map(params_from_iter(args), |row| {
         Ok(Receivable {
             installment: from_row(row)?,
-            mandate_id: row.get(15)?,
-            mandate_external_id: row.get(16)?,
-            mandate_type_id: row.get(17)?,
-            customer_id: row.get(18)?,
-            customer_user_id: row.get(19)?,
+            mandate_id: row.get(COLUMN_COUNT)?,
+            mandate_external_id: row.get(COLUMN_COUNT + 1)?,
+            mandate_type_id: row.get(COLUMN_COUNT + 2)?,
+            customer_id: row.get(COLUMN_COUNT + 3)?,
+            customer_user_id: row.get(COLUMN_COUNT + 4)?,
         })
     })?
     .collect()
+}
+
+/// An installment of the commerce by our id.
+pub fn by_internal_id(
+    conn: &Connection,
+    commerce_id: i64,
+    id: &str,
+) -> rusqlite::Result<Option<InstallmentRow>> {
+    let sql = format!("SELECT {COLUMNS} FROM installments WHERE id = ?1 AND commerce_id = ?2");
+    super::optional(
+        conn.prepare_cached(&sql)?
+            .query_row(params![id, commerce_id], from_row),
+    )
 }

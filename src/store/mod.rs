@@ -6,6 +6,7 @@
 //! beside the writer.
 
 pub mod audit;
+pub mod charging;
 pub mod commerces;
 pub mod customers;
 pub mod deliveries;

@@ -57,6 +57,8 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     config.listen = "127.0.0.1:0".parse().unwrap();
     config.environment = options.environment;
     config.delivery = options.delivery;
+    // Tests run the charging engine explicitly (`run_charging`), never on a timer.
+    config.charge_at = None;
     let clock = Arc::new(ShiftedClock::new());
     let running = app::start(config, clock.clone() as Arc<dyn Clock>)
         .await
@@ -291,6 +293,20 @@ impl TestApp {
 
     pub fn clock_now(&self) -> chrono::DateTime<Utc> {
         self.clock.now()
+    }
+
+    /// Runs the charging engine for a business date, as the daily schedule would.
+    pub async fn run_charging(
+        &self,
+        date: chrono::NaiveDate,
+    ) -> mandato::charging::run::RunSummary {
+        let charger = Arc::clone(&self.running.state.charger);
+        tokio::task::spawn_blocking(move || {
+            charger.run(date, mandato::charging::run::Trigger::Manual)
+        })
+        .await
+        .unwrap()
+        .expect("the run completes")
     }
 
     pub fn today(&self) -> chrono::NaiveDate {

@@ -3,6 +3,7 @@
 mod helpers;
 
 mod auth;
+mod charging;
 mod cli;
 mod crash;
 mod headers;

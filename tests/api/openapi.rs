@@ -41,6 +41,21 @@ const OPERATIONS: &[(&str, &str, bool, bool)] = &[
     ("get", "/sandbox/notifications/{eventId}", true, false),
     ("get", "/sandbox/notifications/faults", true, false),
     ("put", "/sandbox/notifications/faults", true, true),
+    ("get", "/sandbox/clock", true, false),
+    ("post", "/sandbox/clock", true, true),
+    ("post", "/sandbox/charging/run", true, false),
+    (
+        "post",
+        "/sandbox/mandates/{internalId}/activate",
+        true,
+        true,
+    ),
+    (
+        "post",
+        "/sandbox/installments/{internalId}/outcome",
+        true,
+        true,
+    ),
 ];
 
 const COMMON: [&str; 8] = [

@@ -1,0 +1,643 @@
+//! A charging run for one business date.
+//!
+//! 1. Settle: direct debits left IN_VALIDATION by earlier dates get the bank's answer.
+//! 2. Charge: every installment due that date, in batches. Each attempt is first written
+//!    IN_PROCESS with its idempotency key (`{installment}-{date}`) and committed; only then is
+//!    the processor called; then the outcome is written. A crash between the two leaves the
+//!    attempt IN_PROCESS, and `reconcile` asks the processor with the same key, which never
+//!    charges twice. The UNIQUE (installment, date) attempt row means at most one attempt per
+//!    installment and business date, whoever runs it.
+//! 3. PERMANENT mandates are topped up to their 12 upcoming installments.
+//!
+//! Every state change writes its payment event in the same transaction.
+
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+
+use chrono::NaiveDate;
+use rusqlite::Connection;
+use rust_decimal::Decimal;
+use rust_decimal::prelude::RoundingStrategy;
+
+use super::processor::{ChargeRequest, ChargeResult, Forced, Processor, ProcessorError};
+use crate::clock::{Clock, timestamp};
+use crate::domain::mandate::PERMANENT_HORIZON;
+use crate::domain::money::{Currency, Money};
+use crate::domain::schedule::{Periodicity, nth_due_date};
+use crate::domain::state::{InstallmentState, PaymentMethod, RejectionCode};
+use crate::error::{Error, Result};
+use crate::notify::events;
+use crate::operations::installments::finish_if_complete;
+use crate::store::Store;
+use crate::store::charging::{
+    self as store, InstallmentOutcome, NewAttempt, OpenAttempt, RunCounts,
+};
+use crate::store::commerces::{self, Commerce};
+use crate::store::installments::{self, NewInstallment};
+use crate::store::{customers, instruments, mandates};
+
+/// Installments per transaction pair (begin, outcome).
+const BATCH: usize = 200;
+
+/// Default retry policy: days after the first rejection, for soft declines only.
+pub const DEFAULT_RETRY_DAYS: [i64; 3] = [1, 3, 7];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trigger {
+    Schedule,
+    CatchUp,
+    Manual,
+    Sandbox,
+}
+
+impl Trigger {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Schedule => "SCHEDULE",
+            Trigger::CatchUp => "CATCH_UP",
+            Trigger::Manual => "MANUAL",
+            Trigger::Sandbox => "SANDBOX",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct RunSummary {
+    pub date: NaiveDate,
+    pub counts: RunCounts,
+}
+
+/// The progress of the run under way, for the log and the staff API.
+#[derive(Debug, Clone, Default)]
+pub struct Progress {
+    pub date: Option<NaiveDate>,
+    pub done: i64,
+    pub total: i64,
+}
+
+pub struct Charger {
+    store: Arc<Store>,
+    processor: Arc<dyn Processor>,
+    clock: Arc<dyn Clock>,
+    /// Sandbox-forced outcomes are honoured only in the sandbox.
+    sandbox: bool,
+    /// Called after every committed batch, so the webhook worker sends at once.
+    on_events: Box<dyn Fn() + Send + Sync>,
+    /// One run at a time in this process (other processes are kept out by the attempt rows).
+    running: Mutex<()>,
+    progress: Mutex<Progress>,
+}
+
+/// An attempt written IN_PROCESS, ready for the processor.
+struct Begun {
+    attempt_seq: i64,
+    installment_seq: i64,
+    key: String,
+    token: String,
+    method: PaymentMethod,
+    amount: Money,
+    forced: Option<Forced>,
+}
+
+impl Charger {
+    pub fn new(
+        store: Arc<Store>,
+        processor: Arc<dyn Processor>,
+        clock: Arc<dyn Clock>,
+        sandbox: bool,
+        on_events: Box<dyn Fn() + Send + Sync>,
+    ) -> Charger {
+        Charger {
+            store,
+            processor,
+            clock,
+            sandbox,
+            on_events,
+            running: Mutex::new(()),
+            progress: Mutex::new(Progress::default()),
+        }
+    }
+
+    pub fn progress(&self) -> Progress {
+        self.progress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn set_progress(&self, date: Option<NaiveDate>, done: i64, total: i64) {
+        *self.progress.lock().unwrap_or_else(|p| p.into_inner()) = Progress { date, done, total };
+    }
+
+    fn now(&self) -> String {
+        timestamp(self.clock.now())
+    }
+
+    /// Runs the engine for `date`. Blocking: call it off the async workers.
+    pub fn run(&self, date: NaiveDate, trigger: Trigger) -> Result<RunSummary> {
+        let _one_at_a_time = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        let day = date.to_string();
+        let run_seq = self
+            .store
+            .write(|tx| Ok(store::insert_run(tx, &day, trigger.as_str(), &self.now())?))?;
+        let mut counts = RunCounts::default();
+        let mut cache = Cache::default();
+
+        for attempt in self
+            .store
+            .read(|c| Ok(store::open_attempts(c, "IN_VALIDATION", Some(&day))?))?
+        {
+            let result = self.processor.settle(&attempt.idempotency_key);
+            self.store.write(|tx| {
+                let mut ignored = RunCounts::default();
+                self.apply(tx, &mut cache, &attempt, result, date, &mut ignored)
+            })?;
+            counts.settled += 1;
+        }
+
+        let due = self.store.read(|c| Ok(store::due_on(c, &day)?))?;
+        counts.total = due.len() as i64;
+        self.set_progress(Some(date), 0, counts.total);
+        tracing::info!(date = %day, due = due.len(), trigger = trigger.as_str(), "charging run started");
+        for batch in due.chunks(BATCH) {
+            let begun = self.store.write(|tx| {
+                let mut begun = Vec::with_capacity(batch.len());
+                for seq in batch {
+                    if let Some(b) = self.begin(tx, &mut cache, *seq, date, run_seq, &mut counts)? {
+                        begun.push(b);
+                    }
+                }
+                store::update_run(tx, run_seq, &counts, None)?;
+                Ok(begun)
+            })?;
+            (self.on_events)();
+            let outcomes: Vec<(Begun, std::result::Result<ChargeResult, ProcessorError>)> = begun
+                .into_iter()
+                .map(|b| {
+                    let result = self.processor.charge(&ChargeRequest {
+                        idempotency_key: &b.key,
+                        token: &b.token,
+                        method: b.method,
+                        amount: &b.amount,
+                        forced: b.forced,
+                    });
+                    (b, result)
+                })
+                .collect();
+            self.store.write(|tx| {
+                for (b, result) in outcomes {
+                    let open = OpenAttempt {
+                        seq: b.attempt_seq,
+                        installment_seq: b.installment_seq,
+                        idempotency_key: b.key,
+                        business_date: day.clone(),
+                        amount: String::new(),
+                        currency: String::new(),
+                    };
+                    self.apply(tx, &mut cache, &open, result, date, &mut counts)?;
+                }
+                counts.done += batch.len() as i64;
+                store::update_run(tx, run_seq, &counts, None).map_err(Error::from)
+            })?;
+            (self.on_events)();
+            self.set_progress(Some(date), counts.done, counts.total);
+            tracing::info!(date = %day, done = counts.done, total = counts.total, "charging progress");
+        }
+
+        self.top_up_permanent(date)?;
+        self.store
+            .write(|tx| Ok(store::update_run(tx, run_seq, &counts, Some(&self.now()))?))?;
+        self.set_progress(None, counts.done, counts.total);
+        (self.on_events)();
+        tracing::info!(date = %day, ?counts, "charging run finished");
+        Ok(RunSummary { date, counts })
+    }
+
+    /// Writes one installment's attempt IN_PROCESS; `None` when it is not to be attempted
+    /// (attempted meanwhile, no instrument, or a UF amount without the day's UF value).
+    fn begin(
+        &self,
+        tx: &Connection,
+        cache: &mut Cache,
+        installment_seq: i64,
+        date: NaiveDate,
+        run_seq: i64,
+        counts: &mut RunCounts,
+    ) -> Result<Option<Begun>> {
+        let installment = installments::by_seq(tx, installment_seq)?;
+        let ready = matches!(
+            installment.state,
+            InstallmentState::Pending | InstallmentState::Rejected
+        ) && installment
+            .last_attempt_date
+            .as_deref()
+            .is_none_or(|d| d < date.to_string().as_str());
+        if !ready {
+            return Ok(None);
+        }
+        let mandate = mandates::by_seq(tx, installment.mandate_seq)?;
+        let Some(instrument) = instruments::for_mandate(tx, mandate.seq)? else {
+            tracing::warn!(mandate = %mandate.id, "active mandate without an instrument; not charged");
+            return Ok(None);
+        };
+        let Some(method) = PaymentMethod::from_id(instrument.method_id) else {
+            return Ok(None);
+        };
+        let (amount, charged_clp) = match installment.amount.currency() {
+            Currency::Clf => match store::uf_value(tx, &date.to_string())? {
+                Some(uf) => {
+                    let clp = uf_to_clp(installment.amount.amount(), &uf)?;
+                    let text = clp.amount().to_string();
+                    (clp, Some(text))
+                }
+                None => {
+                    counts.waiting_uf += 1;
+                    tracing::warn!(installment = %installment.id, date = %date, "no UF value for the date; the charge waits");
+                    return Ok(None);
+                }
+            },
+            _ => (installment.amount.clone(), None),
+        };
+        let key = format!("{}-{date}", installment.id);
+        let now = self.now();
+        let Some(attempt_seq) = store::insert_attempt(
+            tx,
+            &NewAttempt {
+                installment_seq,
+                run_seq: Some(run_seq),
+                attempt_no: installment.attempts + 1,
+                business_date: &date.to_string(),
+                idempotency_key: &key,
+                amount: &amount.amount().to_string(),
+                currency: amount.currency().code(),
+                now: &now,
+            },
+        )?
+        else {
+            return Ok(None);
+        };
+        store::begin_charge(
+            tx,
+            installment_seq,
+            &date.to_string(),
+            method.id(),
+            charged_clp.as_deref(),
+            &now,
+        )?;
+        let forced = if self.sandbox {
+            parse_forced(installment.forced_outcome.as_deref())
+        } else {
+            None
+        };
+        self.record_event(tx, cache, installment_seq)?;
+        counts.attempted += 1;
+        Ok(Some(Begun {
+            attempt_seq,
+            installment_seq,
+            key,
+            token: instrument.processor_token,
+            method,
+            amount,
+            forced,
+        }))
+    }
+
+    /// Writes an attempt's outcome on the installment and the attempt, with its event.
+    fn apply(
+        &self,
+        tx: &Connection,
+        cache: &mut Cache,
+        attempt: &OpenAttempt,
+        result: std::result::Result<ChargeResult, ProcessorError>,
+        date: NaiveDate,
+        counts: &mut RunCounts,
+    ) -> Result<()> {
+        let now = self.now();
+        let result = match result {
+            Ok(r) => r,
+            Err(ProcessorError::Refused(_)) => ChargeResult::Rejected {
+                code: RejectionCode::CardDeclined,
+            },
+            Err(ProcessorError::Unavailable(e)) => {
+                // Outcome unknown: it stays IN_PROCESS and is reconciled by its key later.
+                tracing::warn!(key = %attempt.idempotency_key, error = %e, "processor unavailable");
+                counts.in_process += 1;
+                return Ok(());
+            }
+        };
+        let installment = installments::by_seq(tx, attempt.installment_seq)?;
+        match &result {
+            ChargeResult::Approved { authorization_code } => {
+                store::record_outcome(
+                    tx,
+                    installment.seq,
+                    &InstallmentOutcome::Paid { authorization_code },
+                    &now,
+                )?;
+                store::finish_attempt(
+                    tx,
+                    attempt.seq,
+                    "PAID",
+                    Some(authorization_code),
+                    None,
+                    &now,
+                )?;
+                counts.paid += 1;
+            }
+            ChargeResult::Pending => {
+                store::record_outcome(
+                    tx,
+                    installment.seq,
+                    &InstallmentOutcome::InValidation,
+                    &now,
+                )?;
+                store::finish_attempt(tx, attempt.seq, "IN_VALIDATION", None, None, &now)?;
+                counts.in_validation += 1;
+            }
+            ChargeResult::Rejected { code } => {
+                let first = installment
+                    .first_rejected_date
+                    .as_deref()
+                    .filter(|_| installment.attempts > 1)
+                    .and_then(|d| NaiveDate::from_str(d).ok())
+                    .unwrap_or(date);
+                let policy = retry_days(tx, installment.mandate_seq)?;
+                let next = next_retry(*code, first, date, &policy).map(|d| d.to_string());
+                store::record_outcome(
+                    tx,
+                    installment.seq,
+                    &InstallmentOutcome::Rejected {
+                        code: code.as_str(),
+                        message: code.message(),
+                        next_retry_date: next.as_deref(),
+                        first_rejected_date: &first.to_string(),
+                    },
+                    &now,
+                )?;
+                store::finish_attempt(
+                    tx,
+                    attempt.seq,
+                    "REJECTED",
+                    None,
+                    Some(code.as_str()),
+                    &now,
+                )?;
+                counts.rejected += 1;
+            }
+        }
+        self.record_event(tx, cache, installment.seq)?;
+        if !matches!(result, ChargeResult::Pending) {
+            let mandate = mandates::by_seq(tx, installment.mandate_seq)?;
+            finish_if_complete(tx, mandate, &now)?;
+        }
+        Ok(())
+    }
+
+    fn record_event(&self, tx: &Connection, cache: &mut Cache, installment_seq: i64) -> Result<()> {
+        let installment = installments::by_seq(tx, installment_seq)?;
+        let mandate = mandates::by_seq(tx, installment.mandate_seq)?;
+        let customer = customers::by_seq(tx, mandate.customer_seq)?;
+        let commerce = cache.commerce(tx, mandate.commerce_id)?;
+        events::record_payment(
+            tx,
+            &commerce,
+            &mandate,
+            &customer,
+            &installment,
+            self.clock.now(),
+        )?;
+        Ok(())
+    }
+
+    /// Keeps every ACTIVE PERMANENT mandate with its 12 upcoming installments.
+    fn top_up_permanent(&self, date: NaiveDate) -> Result<()> {
+        let day = date.to_string();
+        let mandates_to_check = self
+            .store
+            .read(|c| Ok(store::active_permanent_mandates(c)?))?;
+        for mandate_seq in mandates_to_check {
+            self.store.write(|tx| {
+                let (total, upcoming) = store::installment_counts(tx, mandate_seq, &day)?;
+                if upcoming >= i64::from(PERMANENT_HORIZON) {
+                    return Ok(());
+                }
+                let mandate = mandates::by_seq(tx, mandate_seq)?;
+                let charges = &mandate.charges;
+                let (Some(start), Some(periodicity), Some(currency), Some(amount)) = (
+                    charges["startDate"]
+                        .as_str()
+                        .and_then(|d| NaiveDate::from_str(d).ok()),
+                    charges["periodicity"].as_str().and_then(Periodicity::parse),
+                    charges["currencyId"].as_str().and_then(Currency::parse),
+                    charges["amount"].as_number(),
+                ) else {
+                    return Ok(());
+                };
+                let amount = Money::parse(amount, currency)
+                    .map_err(|e| Error::Internal(anyhow::anyhow!("{e}")))?;
+                let mut new = Vec::new();
+                let mut n = total;
+                let mut ahead = upcoming;
+                while ahead < i64::from(PERMANENT_HORIZON) {
+                    let Some(due_date) = nth_due_date(start, periodicity, n as u32) else {
+                        break;
+                    };
+                    n += 1;
+                    if due_date > date {
+                        ahead += 1;
+                    }
+                    new.push(NewInstallment {
+                        external_id: n.to_string(),
+                        amount: amount.clone(),
+                        due_date,
+                    });
+                }
+                installments::insert_many(
+                    tx,
+                    mandate_seq,
+                    mandate.commerce_id,
+                    &new,
+                    "installments",
+                    &self.now(),
+                )?;
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// At start: finishes attempts a crash left IN_PROCESS by asking the processor with the
+    /// same idempotency key (which charges at most once), and marks interrupted runs.
+    pub fn reconcile(&self) -> Result<usize> {
+        let _one_at_a_time = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        self.store.write(|tx| Ok(store::interrupt_running(tx)?))?;
+        let open = self
+            .store
+            .read(|c| Ok(store::open_attempts(c, "IN_PROCESS", None)?))?;
+        let mut cache = Cache::default();
+        for attempt in &open {
+            let (token, method, forced) = self.store.read(|c| {
+                let installment = installments::by_seq(c, attempt.installment_seq)?;
+                let instrument = instruments::for_mandate(c, installment.mandate_seq)?;
+                Ok((
+                    instrument.as_ref().map(|i| i.processor_token.clone()),
+                    instrument.and_then(|i| PaymentMethod::from_id(i.method_id)),
+                    if self.sandbox {
+                        parse_forced(installment.forced_outcome.as_deref())
+                    } else {
+                        None
+                    },
+                ))
+            })?;
+            let (Some(token), Some(method)) = (token, method) else {
+                continue;
+            };
+            let currency = Currency::parse(&attempt.currency).unwrap_or(Currency::Clp);
+            let amount = Decimal::from_str(&attempt.amount)
+                .ok()
+                .and_then(|d| Money::from_decimal(d, currency).ok())
+                .ok_or_else(|| {
+                    Error::Internal(anyhow::anyhow!("attempt {} has no amount", attempt.seq))
+                })?;
+            let result = match self.processor.status(&attempt.idempotency_key) {
+                Ok(Some(known)) => Ok(known),
+                // Never received: send it now, with the same key.
+                Ok(None) => self.processor.charge(&ChargeRequest {
+                    idempotency_key: &attempt.idempotency_key,
+                    token: &token,
+                    method,
+                    amount: &amount,
+                    forced,
+                }),
+                Err(e) => Err(e),
+            };
+            let date = NaiveDate::from_str(&attempt.business_date)
+                .map_err(|e| Error::Internal(e.into()))?;
+            self.store.write(|tx| {
+                let mut counts = RunCounts::default();
+                self.apply(tx, &mut cache, attempt, result, date, &mut counts)
+            })?;
+        }
+        if !open.is_empty() {
+            tracing::info!(
+                attempts = open.len(),
+                "reconciled charge attempts left in process"
+            );
+            (self.on_events)();
+        }
+        Ok(open.len())
+    }
+}
+
+/// The commerce's retry policy (days after the first rejection), or the default.
+fn retry_days(tx: &Connection, mandate_seq: i64) -> Result<Vec<i64>> {
+    let mandate = mandates::by_seq(tx, mandate_seq)?;
+    let stored = store::retry_policy(tx, mandate.commerce_id)?;
+    Ok(stored
+        .and_then(|p| serde_json::from_str::<serde_json::Value>(&p).ok())
+        .and_then(|v| serde_json::from_value::<Vec<i64>>(v["afterDays"].clone()).ok())
+        .unwrap_or_else(|| DEFAULT_RETRY_DAYS.to_vec()))
+}
+
+/// Commerces by id, loaded once per run.
+#[derive(Default)]
+struct Cache {
+    commerces: HashMap<i64, Commerce>,
+}
+
+impl Cache {
+    fn commerce(&mut self, conn: &Connection, id: i64) -> Result<Commerce> {
+        if let Some(c) = self.commerces.get(&id) {
+            return Ok(c.clone());
+        }
+        let commerce = commerces::by_id(conn, id)?
+            .ok_or_else(|| Error::Internal(anyhow::anyhow!("commerce {id} vanished")))?;
+        self.commerces.insert(id, commerce.clone());
+        Ok(commerce)
+    }
+}
+
+/// The next retry date for a rejection on `today` of a series that began on `first`: the
+/// first policy day after today, for soft declines only.
+pub fn next_retry(
+    code: RejectionCode,
+    first: NaiveDate,
+    today: NaiveDate,
+    policy_days: &[i64],
+) -> Option<NaiveDate> {
+    if !code.is_soft() {
+        return None;
+    }
+    policy_days
+        .iter()
+        .map(|d| first + chrono::Duration::days(*d))
+        .find(|d| *d > today)
+}
+
+/// A UF amount in CLP at the day's value, rounded half up to whole pesos.
+fn uf_to_clp(uf_amount: Decimal, uf_value: &str) -> Result<Money> {
+    let value = Decimal::from_str(uf_value)
+        .map_err(|e| Error::Internal(anyhow::anyhow!("stored UF value: {e}")))?;
+    let clp = (uf_amount * value).round_dp_with_strategy(0, RoundingStrategy::MidpointAwayFromZero);
+    Money::from_decimal(clp, Currency::Clp).map_err(|e| Error::Internal(anyhow::anyhow!("{e}")))
+}
+
+/// The sandbox's decided outcome, stored as `{"result": "PAID"|"REJECTED", "code": ...}`.
+pub fn parse_forced(stored: Option<&str>) -> Option<Forced> {
+    let value: serde_json::Value = serde_json::from_str(stored?).ok()?;
+    match value["result"].as_str()? {
+        "PAID" => Some(Forced::Paid),
+        "REJECTED" => value["code"]
+            .as_str()
+            .and_then(RejectionCode::parse)
+            .map(Forced::Rejected),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(s: &str) -> NaiveDate {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn soft_declines_retry_after_1_3_and_7_days_then_stop() {
+        let first = d("2026-12-05");
+        let soft = RejectionCode::InsufficientFunds;
+        assert_eq!(
+            next_retry(soft, first, d("2026-12-05"), &DEFAULT_RETRY_DAYS),
+            Some(d("2026-12-06"))
+        );
+        assert_eq!(
+            next_retry(soft, first, d("2026-12-06"), &DEFAULT_RETRY_DAYS),
+            Some(d("2026-12-08"))
+        );
+        assert_eq!(
+            next_retry(soft, first, d("2026-12-08"), &DEFAULT_RETRY_DAYS),
+            Some(d("2026-12-12"))
+        );
+        assert_eq!(
+            next_retry(soft, first, d("2026-12-12"), &DEFAULT_RETRY_DAYS),
+            None
+        );
+        assert_eq!(
+            next_retry(
+                RejectionCode::ExpiredCard,
+                first,
+                first,
+                &DEFAULT_RETRY_DAYS
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn uf_amounts_convert_to_whole_pesos() {
+        let clp = uf_to_clp(Decimal::from_str("1.5").unwrap(), "39123.45").unwrap();
+        assert_eq!(clp.amount().to_string(), "58685");
+    }
+}

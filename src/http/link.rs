@@ -1,0 +1,1011 @@
+//! The customer's Magic Link (CONTRACT 6, seed 1.3 and 1.7): `GET /link/{token}` shows the
+//! mandate and, while it awaits activation, a form per allowed payment method; `POST` enrols
+//! the instrument and activates the mandate. The same page is the payment portal: due or
+//! rejected installments can be paid by card (`POST /link/{token}/pay/{installment}`), before
+//! or after activation.
+//!
+//! These are HTML pages for a browser: outside `/api/v1`, no merchant headers, not in the
+//! OpenAPI document. The token in the path is the only credential, so the pages ask browsers
+//! not to cache them nor send them as a referrer.
+//!
+//! Card numbers, CVVs and account numbers go to the processor and are forgotten: they are
+//! never stored, logged or written back into a page.
+
+mod render;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::rejection::FormRejection;
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use axum::{Extension, Form, Router};
+use chrono::{DateTime, Datelike, Utc};
+use rusqlite::Transaction;
+
+use super::AppState;
+use crate::charging::processor::{
+    ChargeRequest, ChargeResult, Enrolled, Processor, ProcessorError,
+};
+use crate::clock::timestamp;
+use crate::documents::{self, DocumentInstallment, MandateDocument, spanish};
+use crate::domain::instrument::{InstrumentInput, InstrumentProblem, bank_name, luhn_valid};
+use crate::domain::money::Currency;
+use crate::domain::state::{InstallmentState, MandateState, PaymentMethod};
+use crate::error::{Error, Result};
+use crate::notify::events;
+use crate::operations::activation::{self, Acceptance};
+use crate::operations::installments::finish_if_complete;
+use crate::secret::Secret;
+use crate::store::installments::{self as installment_store, InstallmentRow, StateChange};
+use crate::store::{commerces, customers, mandates};
+use render::{Loaded, Notice, Submitted, View, payable};
+
+/// Forms are a few fields; anything larger is not a browser filling them in.
+const FORM_LIMIT: usize = 64 * 1024;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/link/{token}", get(show).post(activate))
+        .route(
+            "/link/{token}/pay/{installment}",
+            get(back_to_page).post(pay),
+        )
+        .layer(DefaultBodyLimit::max(FORM_LIMIT))
+        .layer(axum::middleware::map_response(page_headers))
+}
+
+async fn page_headers(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    for (name, value) in [
+        (header::CACHE_CONTROL, "no-store"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (
+            header::CONTENT_SECURITY_POLICY,
+            // No form-action: a successful activation redirects to the merchant's callback.
+            "default-src 'none'; style-src 'unsafe-inline'; img-src data:; \
+             frame-ancestors 'none'; base-uri 'none'",
+        ),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    response
+}
+
+// ----- responses -----
+
+fn html(status: StatusCode, body: String) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
+
+fn unknown_link() -> Response {
+    html(
+        StatusCode::NOT_FOUND,
+        render::message_page(
+            "Enlace no válido",
+            "No encontramos un mandato para este enlace. Revise que lo haya copiado completo o \
+             pida al comercio un enlace nuevo.",
+            None,
+        ),
+    )
+}
+
+fn expired_link(commerce: &str) -> Response {
+    html(
+        StatusCode::GONE,
+        render::message_page(
+            "El enlace ha expirado",
+            "Este enlace de activación ya no está vigente. Pida al comercio que le envíe uno \
+             nuevo.",
+            Some(commerce),
+        ),
+    )
+}
+
+fn closed_mandate(commerce: &str, state: MandateState) -> Response {
+    let (title, text) = match state {
+        MandateState::Finished => (
+            "Mandato terminado",
+            "Este mandato ya terminó: todas sus cuotas están resueltas. No hay nada más que \
+             hacer en este enlace.",
+        ),
+        MandateState::Deleted => (
+            "Mandato eliminado",
+            "El comercio eliminó este mandato antes de su activación. Si cree que es un error, \
+             contáctelo.",
+        ),
+        _ => (
+            "Mandato cancelado",
+            "Este mandato fue cancelado y ya no admite activaciones ni pagos. Si cree que es un \
+             error, contacte al comercio.",
+        ),
+    };
+    html(
+        StatusCode::GONE,
+        render::message_page(title, text, Some(commerce)),
+    )
+}
+
+fn failure(error: &Error) -> Response {
+    tracing::error!(error = %error, "magic link page failed");
+    html(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        render::message_page(
+            "Ocurrió un error",
+            "No pudimos completar la operación. Nada fue cobrado ni registrado; intente \
+             nuevamente en unos minutos.",
+            None,
+        ),
+    )
+}
+
+fn unavailable(commerce: &str) -> Response {
+    html(
+        StatusCode::SERVICE_UNAVAILABLE,
+        render::message_page(
+            "Servicio no disponible",
+            "No pudimos comunicarnos con el procesador de pagos. Intente nuevamente en unos \
+             minutos.",
+            Some(commerce),
+        ),
+    )
+}
+
+fn bad_form() -> Response {
+    html(
+        StatusCode::BAD_REQUEST,
+        render::message_page(
+            "Formulario no válido",
+            "No pudimos leer el formulario enviado. Vuelva a abrir el enlace e inténtelo otra vez.",
+            None,
+        ),
+    )
+}
+
+/// A `303 See Other` to `location`; the page itself when the location cannot be a header.
+fn see_other(location: &str) -> Option<Response> {
+    HeaderValue::from_str(location).ok()?;
+    Some(Redirect::to(location).into_response())
+}
+
+// ----- loading -----
+
+/// Where a mandate stands for its link.
+enum Gate {
+    /// PENDING and the link still valid: activation is possible.
+    Open,
+    Active,
+    Expired,
+    Closed(MandateState),
+}
+
+fn gate(mandate: &mandates::MandateRow, business_now: DateTime<Utc>) -> Gate {
+    match mandate.state {
+        MandateState::Pending => {
+            let expired = DateTime::parse_from_rfc3339(&mandate.magic_link_expires_at)
+                .is_ok_and(|e| e.with_timezone(&Utc) <= business_now);
+            if expired { Gate::Expired } else { Gate::Open }
+        }
+        MandateState::Active => Gate::Active,
+        other => Gate::Closed(other),
+    }
+}
+
+fn load(state: &AppState, token: &str) -> Result<Option<Loaded>> {
+    // Tokens are 22 URL-safe characters; anything else cannot match and needs no query.
+    if token.is_empty()
+        || token.len() > 64
+        || !token
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return Ok(None);
+    }
+    state.store.read(|conn| {
+        let Some(mandate) = mandates::by_magic_token(conn, token)? else {
+            return Ok(None);
+        };
+        let commerce = commerces::by_id(conn, mandate.commerce_id)?.ok_or_else(|| {
+            Error::Internal(anyhow::anyhow!("mandate {} has no commerce", mandate.id))
+        })?;
+        let customer = customers::by_seq(conn, mandate.customer_seq)?;
+        let installments = installment_store::for_mandate(conn, mandate.seq)?;
+        Ok(Some(Loaded {
+            mandate,
+            commerce,
+            customer,
+            installments,
+        }))
+    })
+}
+
+/// Business time: the link expires by the sandbox clock too.
+fn business_now(state: &AppState) -> DateTime<Utc> {
+    state.calendar.now(state.clock.now())
+}
+
+/// Loads the mandate and answers for links that cannot show a mandate page.
+fn open(state: &AppState, token: &str) -> std::result::Result<(Loaded, Gate), Box<Response>> {
+    let loaded = match load(state, token) {
+        Ok(Some(loaded)) => loaded,
+        Ok(None) => return Err(Box::new(unknown_link())),
+        Err(e) => return Err(Box::new(failure(&e))),
+    };
+    let gate = gate(&loaded.mandate, business_now(state));
+    match gate {
+        Gate::Expired => Err(Box::new(expired_link(&loaded.commerce.name))),
+        Gate::Closed(s) => Err(Box::new(closed_mandate(&loaded.commerce.name, s))),
+        Gate::Open | Gate::Active => Ok((loaded, gate)),
+    }
+}
+
+fn page(
+    state: &AppState,
+    status: StatusCode,
+    token: &str,
+    loaded: &Loaded,
+    notice: Option<Notice>,
+    activation: Option<(i64, Submitted)>,
+    payment: Option<(String, Submitted)>,
+) -> Response {
+    let view = View {
+        data: loaded,
+        token,
+        today: state.today(),
+        notice,
+        activation_open: loaded.mandate.state == MandateState::Pending,
+        activation,
+        payment,
+    };
+    html(status, render::mandate_page(&view))
+}
+
+/// Runs `f` in one write transaction off the async workers, then wakes the deliverer for the
+/// events it wrote.
+async fn write<T: Send + 'static>(
+    state: &AppState,
+    f: impl FnOnce(&Transaction<'_>) -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let store = Arc::clone(&state.store);
+    let result = tokio::task::spawn_blocking(move || store.write(f))
+        .await
+        .map_err(|e| Error::Internal(e.into()))?;
+    if result.is_ok() {
+        state.deliverer.wake();
+    }
+    result
+}
+
+/// Calls the processor off the async workers (it may block on I/O).
+async fn with_processor<T: Send + 'static>(
+    state: &AppState,
+    f: impl FnOnce(&dyn Processor) -> std::result::Result<T, ProcessorError> + Send + 'static,
+) -> std::result::Result<T, ProcessorError> {
+    let processor = Arc::clone(&state.processor);
+    tokio::task::spawn_blocking(move || f(processor.as_ref()))
+        .await
+        .unwrap_or_else(|e| Err(ProcessorError::Unavailable(e.to_string())))
+}
+
+// ----- form reading -----
+
+fn value<'a>(form: &'a HashMap<String, String>, name: &str) -> &'a str {
+    form.get(name).map_or("", |v| v.trim())
+}
+
+/// The form's values to write back into the page: never the card number or the CVV.
+fn kept_values(form: &HashMap<String, String>) -> HashMap<String, String> {
+    form.iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "number" | "cvv"))
+        .map(|(k, v)| (k.clone(), v.trim().to_string()))
+        .collect()
+}
+
+/// The customer-facing message of an instrument problem, next to its field.
+fn problem_message(problem: &InstrumentProblem, form: &HashMap<String, String>) -> String {
+    match (problem.field, problem.code) {
+        ("number", _) => {
+            let digits: String = value(form, "number")
+                .chars()
+                .filter(|c| !c.is_whitespace() && *c != '-')
+                .collect();
+            let well_formed =
+                (12..=19).contains(&digits.len()) && digits.chars().all(|c| c.is_ascii_digit());
+            if well_formed && !luhn_valid(&digits) {
+                "El número de tarjeta no es válido: revise los dígitos."
+            } else {
+                "Ingrese los 12 a 19 dígitos de la tarjeta."
+            }
+        }
+        ("expiry", "CARD_EXPIRED") => "La tarjeta está vencida.",
+        ("expiry", _) => "Indique el mes y el año de vencimiento como MM/AA.",
+        ("cvv", _) => "El código de seguridad tiene 3 o 4 dígitos.",
+        ("bankCode", _) => "Elija un banco de la lista.",
+        ("accountType", _) => "Elija el tipo de cuenta.",
+        ("accountNumber", _) => "El número de cuenta tiene entre 4 y 20 dígitos.",
+        ("holderRut", _) => "El RUT del titular no es válido: revise el dígito verificador.",
+        _ => "Revise este dato.",
+    }
+    .to_string()
+}
+
+/// The card of a form, or the problems of each field.
+fn read_card(
+    method: PaymentMethod,
+    form: &HashMap<String, String>,
+    today: chrono::NaiveDate,
+) -> std::result::Result<InstrumentInput, Vec<(String, String)>> {
+    InstrumentInput::card(
+        method,
+        value(form, "number"),
+        value(form, "expiry"),
+        value(form, "cvv"),
+        (today.year(), today.month()),
+    )
+    .map_err(|problems| {
+        problems
+            .iter()
+            .map(|p| (p.field.to_string(), problem_message(p, form)))
+            .collect()
+    })
+}
+
+fn read_bank(
+    method: PaymentMethod,
+    form: &HashMap<String, String>,
+) -> std::result::Result<InstrumentInput, Vec<(String, String)>> {
+    InstrumentInput::bank(
+        method,
+        value(form, "bankCode"),
+        value(form, "accountType"),
+        value(form, "accountNumber"),
+        value(form, "holderRut"),
+    )
+    .map_err(|problems| {
+        problems
+            .iter()
+            .map(|p| (p.field.to_string(), problem_message(p, form)))
+            .collect()
+    })
+}
+
+fn client_ip(connect: Option<Extension<ConnectInfo<SocketAddr>>>) -> Option<String> {
+    connect.map(|Extension(ConnectInfo(addr))| addr.ip().to_string())
+}
+
+// ----- handlers -----
+
+/// The mandate's page; `?activado=1` and `?pagada={installment}` add the banner of what the
+/// customer just did (the pages redirect there after a POST, so a reload posts nothing).
+async fn show(
+    State(state): State<AppState>,
+    Path(token): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let (loaded, gate) = match open(&state, &token) {
+        Ok(opened) => opened,
+        Err(response) => return *response,
+    };
+    let notice = if let Some(id) = query.get("pagada") {
+        loaded
+            .installments
+            .iter()
+            .find(|i| i.id == *id && i.state == InstallmentState::Paid)
+            .map(|i| Notice::Paid {
+                installment: i.external_id.clone(),
+                authorization_code: i.authorization_code.clone().unwrap_or_default(),
+            })
+    } else if matches!(gate, Gate::Active) {
+        Some(if query.contains_key("activado") {
+            Notice::Activated
+        } else {
+            Notice::AlreadyActive
+        })
+    } else {
+        None
+    };
+    page(&state, StatusCode::OK, &token, &loaded, notice, None, None)
+}
+
+async fn back_to_page(Path((token, _)): Path<(String, String)>) -> Response {
+    see_other(&format!("/link/{token}")).unwrap_or_else(unknown_link)
+}
+
+/// Enrols the customer's instrument and activates the mandate.
+async fn activate(
+    State(state): State<AppState>,
+    Path(token): Path<String>,
+    connect: Option<Extension<ConnectInfo<SocketAddr>>>,
+    headers: HeaderMap,
+    form: std::result::Result<Form<HashMap<String, String>>, FormRejection>,
+) -> Response {
+    let Ok(Form(form)) = form else {
+        return bad_form();
+    };
+    let (loaded, gate) = match open(&state, &token) {
+        Ok(opened) => opened,
+        Err(response) => return *response,
+    };
+    if matches!(gate, Gate::Active) {
+        // A second activation changes nothing: the page says the mandate is already active.
+        return page(
+            &state,
+            StatusCode::OK,
+            &token,
+            &loaded,
+            Some(Notice::AlreadyActive),
+            None,
+            None,
+        );
+    }
+    let method_id: i64 = value(&form, "method").parse().unwrap_or(0);
+    let Some(method) = PaymentMethod::from_id(method_id)
+        .filter(|m| loaded.mandate.payment_methods.contains(&m.id()))
+    else {
+        return page(
+            &state,
+            StatusCode::BAD_REQUEST,
+            &token,
+            &loaded,
+            Some(Notice::Info(
+                "Elija uno de los medios de pago habilitados para este mandato.".into(),
+            )),
+            None,
+            None,
+        );
+    };
+
+    let today = state.today();
+    let terms = loaded.terms(method);
+    let mut errors: Vec<(String, String)> = Vec::new();
+    let instrument = if method.is_card() {
+        read_card(method, &form, today)
+    } else {
+        read_bank(method, &form)
+    };
+    let instrument = match instrument {
+        Ok(instrument) => Some(instrument),
+        Err(problems) => {
+            errors.extend(problems);
+            None
+        }
+    };
+    let shown_terms = value(&form, "termsSha256");
+    if !shown_terms.is_empty() && shown_terms != render::sha256_hex(&terms) {
+        errors.push((
+            "accept".into(),
+            "Los términos cambiaron mientras completaba el formulario: léalos y acéptelos \
+             nuevamente."
+                .into(),
+        ));
+    } else if !matches!(value(&form, "accept"), "1" | "on" | "true") {
+        errors.push((
+            "accept".into(),
+            "Debe aceptar los términos del mandato para continuar.".into(),
+        ));
+    }
+    let back = |errors: Vec<(String, String)>| Submitted {
+        values: kept_values(&form),
+        errors,
+    };
+    let Some(instrument) = instrument.filter(|_| errors.is_empty()) else {
+        return page(
+            &state,
+            StatusCode::BAD_REQUEST,
+            &token,
+            &loaded,
+            None,
+            Some((method.id(), back(errors))),
+            None,
+        );
+    };
+    if let Err(e) =
+        activation::check_activatable(&loaded.mandate, method, business_now(&state), true)
+    {
+        return refused_activation(&state, &token, &loaded, method, back(Vec::new()), e);
+    }
+
+    let enrolling = instrument.clone();
+    let enrolled = match with_processor(&state, move |p| p.enroll(&enrolling)).await {
+        Ok(enrolled) => enrolled,
+        Err(ProcessorError::Refused(reason)) => {
+            tracing::info!(%reason, "instrument refused at enrolment");
+            let field = if method.is_card() {
+                "number"
+            } else {
+                "accountNumber"
+            };
+            let errors = vec![(
+                field.to_string(),
+                "El medio de pago fue rechazado. Revise los datos o use otro.".to_string(),
+            )];
+            return page(
+                &state,
+                StatusCode::BAD_REQUEST,
+                &token,
+                &loaded,
+                None,
+                Some((method.id(), back(errors))),
+                None,
+            );
+        }
+        Err(ProcessorError::Unavailable(reason)) => {
+            tracing::warn!(%reason, "processor unavailable at enrolment");
+            return unavailable(&loaded.commerce.name);
+        }
+    };
+
+    let now = state.clock.now();
+    let acceptance = Acceptance {
+        ip: client_ip(connect),
+        user_agent: headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.chars().take(512).collect()),
+        terms,
+    };
+    let document = matches!(method, PaymentMethod::Epac | PaymentMethod::DirectEpac).then(|| {
+        Secret::new(documents::mandate_document(&mandate_document(
+            &loaded,
+            &instrument,
+            &enrolled,
+            &acceptance,
+            now,
+        )))
+    });
+
+    let commerce = loaded.commerce.clone();
+    let seq = loaded.mandate.seq;
+    let check_at = business_now(&state);
+    let result = write(&state, move |tx| {
+        // Checked again inside the transaction: another activation or a cancellation may
+        // have landed since the page was read.
+        let fresh = mandates::by_seq(tx, seq)?;
+        activation::check_activatable(&fresh, method, check_at, true)?;
+        activation::activate(
+            tx,
+            &commerce,
+            &fresh,
+            &instrument,
+            &enrolled,
+            &acceptance,
+            document.as_ref(),
+            now,
+        )
+    })
+    .await;
+    match result {
+        Ok(view) => {
+            let success = format!("/link/{token}?activado=1");
+            view.mandate
+                .url_callback
+                .as_deref()
+                .and_then(see_other)
+                .or_else(|| see_other(&success))
+                .unwrap_or_else(|| {
+                    page(
+                        &state,
+                        StatusCode::OK,
+                        &token,
+                        &loaded,
+                        Some(Notice::Activated),
+                        None,
+                        None,
+                    )
+                })
+        }
+        Err(e) => refused_activation(&state, &token, &loaded, method, back(Vec::new()), e),
+    }
+}
+
+/// The page for an activation that a rule refused (or that lost a race).
+fn refused_activation(
+    state: &AppState,
+    token: &str,
+    loaded: &Loaded,
+    method: PaymentMethod,
+    mut submitted: Submitted,
+    error: Error,
+) -> Response {
+    match &error {
+        Error::Refused { name, .. } => match *name {
+            "MAGIC_LINK_EXPIRED" => expired_link(&loaded.commerce.name),
+            "MANDATE_STATE_CONFLICT" => {
+                // Activated or cancelled meanwhile: show the link as it is now.
+                match open(state, token) {
+                    Ok((now, _)) => page(
+                        state,
+                        StatusCode::OK,
+                        token,
+                        &now,
+                        Some(Notice::AlreadyActive),
+                        None,
+                        None,
+                    ),
+                    Err(response) => *response,
+                }
+            }
+            _ => {
+                submitted.errors.push((
+                    "form".into(),
+                    "Este medio de pago no está habilitado para este mandato.".into(),
+                ));
+                page(
+                    state,
+                    StatusCode::BAD_REQUEST,
+                    token,
+                    loaded,
+                    None,
+                    Some((method.id(), submitted)),
+                    None,
+                )
+            }
+        },
+        _ => failure(&error),
+    }
+}
+
+/// What the EPAC document states.
+fn mandate_document(
+    loaded: &Loaded,
+    instrument: &InstrumentInput,
+    enrolled: &Enrolled,
+    acceptance: &Acceptance,
+    now: DateTime<Utc>,
+) -> MandateDocument {
+    let (bank, account_type, holder_rut) = match instrument {
+        InstrumentInput::Bank {
+            bank_code,
+            account_type,
+            holder_rut,
+            ..
+        } => (
+            bank_name(bank_code).unwrap_or(bank_code).to_string(),
+            account_type.clone(),
+            holder_rut.to_string(),
+        ),
+        InstrumentInput::Card { .. } => Default::default(),
+    };
+    let c = &loaded.customer;
+    let customer_name = [
+        Some(c.first_name.as_str()),
+        Some(c.last_name.as_str()),
+        c.second_last_name.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|p| !p.is_empty())
+    .collect::<Vec<_>>()
+    .join(" ");
+    MandateDocument {
+        commerce_name: loaded.commerce.name.clone(),
+        commerce_code: loaded.commerce.code.clone(),
+        customer_name,
+        customer_rut: c.rut.clone(),
+        mandate_id: loaded.mandate.external_id.clone(),
+        mandate_internal_id: loaded.mandate.id.clone(),
+        mandate_name: loaded.mandate.name.clone(),
+        mandate_detail: loaded.mandate.detail.clone(),
+        mandate_type: loaded.mandate.mandate_type,
+        charges_summary: loaded.summary(),
+        installments: loaded
+            .installments
+            .iter()
+            .map(|i| DocumentInstallment {
+                id: i.external_id.clone(),
+                due_date: i.due_date,
+                amount: i.amount.clone(),
+            })
+            .collect(),
+        method: instrument.method(),
+        bank_name: bank,
+        account_type,
+        account_last4: enrolled.last4.clone(),
+        holder_rut,
+        accepted_at: timestamp(now),
+        ip: acceptance.ip.clone(),
+        terms: acceptance.terms.clone(),
+    }
+}
+
+/// The processor's key for a portal charge. The first try of an attempt is
+/// `portal-{installment}-{attempts+1}`, so a double submit (or a retry after a crash or a
+/// timeout) charges once: the processor answers a repeated key with its first outcome. A
+/// declined card is not recorded on the installment (its attempts do not move), so the
+/// customer's next try with another card takes the next free suffix instead of being answered
+/// with the old decline.
+fn portal_key(
+    processor: &dyn Processor,
+    installment: &InstallmentRow,
+) -> std::result::Result<String, ProcessorError> {
+    let base = format!("portal-{}-{}", installment.id, installment.attempts + 1);
+    let mut key = base.clone();
+    for n in 2..1000 {
+        match processor.status(&key)? {
+            Some(ChargeResult::Rejected { .. }) => key = format!("{base}-r{n}"),
+            // Never sent, or sent and approved (or pending) without being recorded here:
+            // the same key finishes that charge instead of making another.
+            _ => return Ok(key),
+        }
+    }
+    Err(ProcessorError::Refused(
+        "too many declined portal charges".into(),
+    ))
+}
+
+/// Pays one due or rejected installment by card, from the portal.
+async fn pay(
+    State(state): State<AppState>,
+    Path((token, installment_id)): Path<(String, String)>,
+    form: std::result::Result<Form<HashMap<String, String>>, FormRejection>,
+) -> Response {
+    let Ok(Form(form)) = form else {
+        return bad_form();
+    };
+    let (loaded, _) = match open(&state, &token) {
+        Ok(opened) => opened,
+        Err(response) => return *response,
+    };
+    let Some(installment) = loaded
+        .installments
+        .iter()
+        .find(|i| i.id == installment_id)
+        .cloned()
+    else {
+        return html(
+            StatusCode::NOT_FOUND,
+            render::message_page(
+                "Cuota no encontrada",
+                "Esta cuota no pertenece a este mandato.",
+                Some(&loaded.commerce.name),
+            ),
+        );
+    };
+    let today = state.today();
+    let info = |status: StatusCode, text: String| {
+        page(
+            &state,
+            status,
+            &token,
+            &loaded,
+            Some(Notice::Info(text)),
+            None,
+            None,
+        )
+    };
+    if !payable(&installment, today) {
+        let text = match installment.state {
+            InstallmentState::Paid => format!(
+                "La cuota {} ya está pagada; no se hizo un nuevo cargo.",
+                installment.external_id
+            ),
+            InstallmentState::Pending => format!(
+                "La cuota {} vence el {}; podrá pagarla desde esa fecha.",
+                installment.external_id,
+                spanish::date(installment.due_date)
+            ),
+            InstallmentState::InProcess | InstallmentState::InValidation => format!(
+                "La cuota {} se está cobrando en este momento; espere su resultado antes de \
+                 pagarla.",
+                installment.external_id
+            ),
+            _ => format!(
+                "La cuota {} está {} y no admite pagos.",
+                installment.external_id,
+                spanish::installment_state(installment.state).to_lowercase()
+            ),
+        };
+        return info(StatusCode::CONFLICT, text);
+    }
+    let back = |errors: Vec<(String, String)>| {
+        Some((
+            installment.id.clone(),
+            Submitted {
+                values: kept_values(&form),
+                errors,
+            },
+        ))
+    };
+    if installment.amount.currency() == Currency::Clf {
+        return page(
+            &state,
+            StatusCode::BAD_REQUEST,
+            &token,
+            &loaded,
+            Some(Notice::Info(format!(
+                "La cuota {} está en UF y no puede pagarse en línea sin el valor de la UF del \
+                 día. Contacte al comercio para pagarla.",
+                installment.external_id
+            ))),
+            None,
+            None,
+        );
+    }
+    let method_id: i64 = value(&form, "method")
+        .parse()
+        .unwrap_or(PaymentMethod::CreditCard.id());
+    let Some(method) = PaymentMethod::from_id(method_id).filter(|m| m.is_card()) else {
+        let errors = vec![(
+            "method".to_string(),
+            "Elija el tipo de tarjeta.".to_string(),
+        )];
+        return page(
+            &state,
+            StatusCode::BAD_REQUEST,
+            &token,
+            &loaded,
+            None,
+            None,
+            back(errors),
+        );
+    };
+    let card = match read_card(method, &form, today) {
+        Ok(card) => card,
+        Err(errors) => {
+            return page(
+                &state,
+                StatusCode::BAD_REQUEST,
+                &token,
+                &loaded,
+                None,
+                None,
+                back(errors),
+            );
+        }
+    };
+
+    let charged = installment.clone();
+    let outcome = with_processor(&state, move |p| {
+        let enrolled = p.enroll(&card)?;
+        let key = portal_key(p, &charged)?;
+        let result = p.charge(&ChargeRequest {
+            idempotency_key: &key,
+            token: &enrolled.token,
+            method,
+            amount: &charged.amount,
+            forced: None,
+        })?;
+        Ok((key, result))
+    })
+    .await;
+    let (key, authorization_code) = match outcome {
+        Ok((key, ChargeResult::Approved { authorization_code })) => (key, authorization_code),
+        Ok((_, ChargeResult::Rejected { code })) => {
+            // A portal decline is the customer's try, not a charge attempt of the engine: the
+            // installment keeps its state and no event is written. The page says why.
+            let errors = vec![(
+                "form".to_string(),
+                format!(
+                    "Pago rechazado: {} No se hizo ningún cargo. Puede intentarlo con otra \
+                     tarjeta.",
+                    spanish::rejection(code.as_str())
+                ),
+            )];
+            return page(
+                &state,
+                StatusCode::PAYMENT_REQUIRED,
+                &token,
+                &loaded,
+                None,
+                None,
+                back(errors),
+            );
+        }
+        Ok((key, ChargeResult::Pending)) => {
+            // Cards settle at once; a pending card charge is the processor's oddity. Nothing is
+            // recorded, and the next try reuses the key, so it cannot charge twice.
+            tracing::warn!(%key, "portal card charge left pending");
+            return info(
+                StatusCode::ACCEPTED,
+                "El pago quedó en revisión. No vuelva a pagar esta cuota; el comercio le \
+                 informará el resultado."
+                    .into(),
+            );
+        }
+        Err(ProcessorError::Refused(reason)) => {
+            tracing::info!(%reason, "portal card refused");
+            let errors = vec![(
+                "form".to_string(),
+                "La tarjeta fue rechazada. No se hizo ningún cargo.".to_string(),
+            )];
+            return page(
+                &state,
+                StatusCode::PAYMENT_REQUIRED,
+                &token,
+                &loaded,
+                None,
+                None,
+                back(errors),
+            );
+        }
+        Err(ProcessorError::Unavailable(reason)) => {
+            tracing::warn!(%reason, "processor unavailable for a portal payment");
+            return unavailable(&loaded.commerce.name);
+        }
+    };
+
+    let commerce = loaded.commerce.clone();
+    let (mandate_seq, installment_seq) = (loaded.mandate.seq, installment.seq);
+    let code = authorization_code.clone();
+    let now = state.clock.now();
+    let recorded = write(&state, move |tx| {
+        let mandate = mandates::by_seq(tx, mandate_seq)?;
+        let fresh = installment_store::by_seq(tx, installment_seq)?;
+        if fresh.state == InstallmentState::Paid
+            && fresh.authorization_code.as_deref() == Some(code.as_str())
+        {
+            // The same charge, recorded by a double submit that got here first.
+            return Ok(());
+        }
+        if !mandate.state.accepts_installment_changes()
+            || !fresh.state.can_move_to(InstallmentState::Paid)
+        {
+            return Err(Error::refused(
+                "INSTALLMENT_STATE_CONFLICT",
+                format!(
+                    "installment {} is {} in a {} mandate",
+                    fresh.id,
+                    fresh.state.name(),
+                    mandate.state.name()
+                ),
+            ));
+        }
+        let stamp = timestamp(now);
+        let paid = installment_store::set_state(
+            tx,
+            fresh.seq,
+            InstallmentState::Paid,
+            &stamp,
+            &StateChange {
+                authorization_code: Some(&code),
+                payment_method_id: Some(method.id()),
+                ..Default::default()
+            },
+        )?;
+        let customer = customers::by_seq(tx, mandate.customer_seq)?;
+        events::record_payment(tx, &commerce, &mandate, &customer, &paid, now)?;
+        finish_if_complete(tx, mandate, &stamp)?;
+        Ok(())
+    })
+    .await;
+    match recorded {
+        Ok(()) => see_other(&format!("/link/{token}?pagada={}", installment.id))
+            .unwrap_or_else(|| info(StatusCode::OK, "Pago aprobado.".into())),
+        Err(Error::Refused { message, .. }) => {
+            // Charged, but the installment moved meanwhile (the engine, the merchant or a
+            // cancellation): staff must reconcile with the processor's record of this key.
+            tracing::error!(%key, %authorization_code, %message, "portal charge approved but not recorded");
+            info(
+                StatusCode::CONFLICT,
+                format!(
+                    "El pago fue aprobado (código {authorization_code}), pero la cuota cambió \
+                     mientras se procesaba. Contacte al comercio con este código."
+                ),
+            )
+        }
+        Err(e) => {
+            tracing::error!(%key, %authorization_code, error = %e, "portal charge approved but not recorded");
+            // Paying again reuses the key, so the processor answers this same approval and
+            // nothing is charged twice.
+            html(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                render::message_page(
+                    "No pudimos registrar el pago",
+                    "El pago fue aprobado pero no alcanzamos a registrarlo. Vuelva a intentarlo \
+                     en unos minutos: no se le cobrará dos veces.",
+                    Some(&loaded.commerce.name),
+                ),
+            )
+        }
+    }
+}
