@@ -53,6 +53,7 @@ struct Params {
     server_threads: usize,
     scenarios: Vec<String>,
     keep_db: Option<PathBuf>,
+    wait_quiet: Duration,
 }
 
 fn env_u64(name: &str) -> Option<u64> {
@@ -102,6 +103,7 @@ impl Params {
                 .filter(|s| !s.is_empty())
                 .collect(),
             keep_db: std::env::var_os("MANDATO_BENCH_DB_DIR").map(PathBuf::from),
+            wait_quiet: env_secs("MANDATO_BENCH_WAIT_QUIET_SECS").unwrap_or(Duration::ZERO),
         }
     }
 
@@ -235,6 +237,17 @@ fn fill_main() {
     println!("{}", serde_json::to_string(&report).unwrap());
 }
 
+/// An installment's (state, state_at, attempts, method, auth code, rejection code, message).
+type InstallmentFill = (
+    i64,
+    String,
+    i64,
+    Option<i64>,
+    Option<String>,
+    Option<&'static str>,
+    Option<&'static str>,
+);
+
 fn fill_fresh(config: &Config, customers: u64, mandates: u64, per_mandate: u64) -> Value {
     use mandato::auth::{api_key, password};
     use mandato::domain::state::PaymentMethod;
@@ -342,12 +355,12 @@ fn fill_fresh(config: &Config, customers: u64, mandates: u64, per_mandate: u64) 
                     rut,
                     FIRST[(h % 8) as usize],
                     LAST[((h >> 8) % 8) as usize],
-                    if h % 5 == 0 {
+                    if h.is_multiple_of(5) {
                         None
                     } else {
                         Some(LAST[((h >> 16) % 8) as usize])
                     },
-                    if h % 7 == 0 {
+                    if h.is_multiple_of(7) {
                         None
                     } else {
                         Some(address.to_string())
@@ -411,7 +424,7 @@ fn fill_fresh(config: &Config, customers: u64, mandates: u64, per_mandate: u64) 
                 // 5% cancelled, recent ones mostly still awaiting activation, the rest active
                 // (finished once every installment is paid).
                 let cancelled = h % 20 == 7;
-                let pending = !cancelled && recent && h % 3 != 0;
+                let pending = !cancelled && recent && !h.is_multiple_of(3);
                 let cancel_ms = created_ms + ((h >> 20) % 120 + 1) as i64 * 86_400_000;
                 let cancel_date = date_of(cancel_ms);
                 let mut rejected_any = false;
@@ -423,16 +436,7 @@ fn fill_fresh(config: &Config, customers: u64, mandates: u64, per_mandate: u64) 
                     let due_ms = Utc
                         .from_utc_datetime(&due.and_hms_opt(13, 0, 0).unwrap())
                         .timestamp_millis();
-                    // (state, state_at, attempts, method, auth code, rejection code, message)
-                    let row: (
-                        i64,
-                        String,
-                        i64,
-                        Option<i64>,
-                        Option<String>,
-                        Option<&str>,
-                        Option<&str>,
-                    ) = if pending {
+                    let row: InstallmentFill = if pending {
                         (1, created.clone(), 0, None, None, None, None)
                     } else if cancelled && (due >= cancel_date || due >= today) {
                         (
@@ -445,7 +449,7 @@ fn fill_fresh(config: &Config, customers: u64, mandates: u64, per_mandate: u64) 
                             None,
                         )
                     } else if due < today {
-                        if hk % 25 == 0 {
+                        if hk.is_multiple_of(25) {
                             rejected_any = true;
                             (
                                 -99,
@@ -510,9 +514,10 @@ fn fill_fresh(config: &Config, customers: u64, mandates: u64, per_mandate: u64) 
                         state,
                         ["Plan mensual", "Gimnasio", "Seguro hogar", "Colegiatura"]
                             [(h >> 4) as usize % 4],
-                        (h % 3 != 0).then_some("Cargo mensual automático"),
+                        (!h.is_multiple_of(3)).then_some("Cargo mensual automático"),
                         charges.to_string(),
-                        (h % 2 == 0).then(|| json!({"plan": "gold", "branch": h % 50}).to_string()),
+                        h.is_multiple_of(2)
+                            .then(|| json!({"plan": "gold", "branch": h % 50}).to_string()),
                         Some("https://merchant.example/return"),
                         Some("https://merchant.example/hooks/activation"),
                         Some("https://merchant.example/hooks/payment"),
@@ -760,6 +765,15 @@ struct Stats {
     max_ms: f64,
     mean_ms: f64,
     first_error: Option<String>,
+    /// Cores used by this process (engine + load generator) during the measured window.
+    own_cores: f64,
+    /// Cores used by everything else on the machine meanwhile (approximate: busy time from
+    /// /proc/stat, softirq excluded, minus this process's user + system time). Figures taken
+    /// while it is high are not comparable.
+    other_cores: f64,
+    /// CPU time of the serving side per request (this process minus the load generator's
+    /// threads), in microseconds: less sensitive to a busy machine than requests/s.
+    engine_cpu_us: f64,
 }
 
 impl Stats {
@@ -767,7 +781,111 @@ impl Stats {
         json!({"requests": self.requests, "requests_per_s": round1(self.rps), "errors": self.errors,
                "p50_ms": round3(self.p50_ms), "p90_ms": round3(self.p90_ms), "p99_ms": round3(self.p99_ms),
                "p999_ms": round3(self.p999_ms), "max_ms": round3(self.max_ms), "mean_ms": round3(self.mean_ms),
-               "first_error": self.first_error})
+               "first_error": self.first_error, "own_cores": round3(self.own_cores),
+               "other_cores": round3(self.other_cores), "engine_cpu_us_per_request": round1(self.engine_cpu_us)})
+    }
+}
+
+/// Clock ticks: busy ticks of the whole machine (softirq apart, which is mostly this
+/// benchmark's loopback traffic), and this process's own user + system ticks.
+#[derive(Clone, Copy, Debug, Default)]
+struct CpuSample {
+    busy: u64,
+    own: u64,
+    /// Ticks of the load generator's threads (named `loadgen`), to tell the engine's share.
+    loadgen: u64,
+}
+
+/// utime + stime of a /proc stat line.
+fn stat_ticks(stat: &str) -> Option<u64> {
+    // Fields after the command name start at field 3 (state); utime and stime are 14 and 15.
+    let v: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    Some(v.get(11)?.parse::<u64>().ok()? + v.get(12)?.parse::<u64>().ok()?)
+}
+
+fn loadgen_ticks() -> u64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == "loadgen")
+        })
+        .filter_map(|t| stat_ticks(&std::fs::read_to_string(t.path().join("stat")).ok()?))
+        .sum()
+}
+
+fn cpu_sample() -> CpuSample {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let f: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal ...
+    let get = |i: usize| f.get(i).copied().unwrap_or(0);
+    let own = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| stat_ticks(&s))
+        .unwrap_or(0);
+    CpuSample {
+        busy: get(0) + get(1) + get(2) + get(5) + get(7),
+        own,
+        loadgen: loadgen_ticks(),
+    }
+}
+
+/// (own cores, other cores, engine cores) between two samples `secs` apart; the engine's share
+/// is this process minus the load generator's threads.
+fn cpu_split(a: CpuSample, b: CpuSample, secs: f64) -> (f64, f64, f64) {
+    let hz = 100.0; // USER_HZ
+    let own = b.own.saturating_sub(a.own) as f64 / hz / secs;
+    let busy = b.busy.saturating_sub(a.busy) as f64 / hz / secs;
+    let loadgen = b.loadgen.saturating_sub(a.loadgen) as f64 / hz / secs;
+    (own, (busy - own).max(0.0), (own - loadgen).max(0.0))
+}
+
+/// Median latency of a 4 KiB write + fdatasync in `dir`, over about `secs`: the price of one
+/// durable commit on this disk right now (SQLite with synchronous=FULL in WAL mode syncs the
+/// WAL once per commit).
+fn fsync_probe(dir: &Path, secs: f64) -> f64 {
+    use std::io::{Seek, SeekFrom, Write};
+    let path = dir.join("bench-fsync-probe");
+    let mut f = std::fs::File::create(&path).expect("probe file");
+    let block = [7u8; 4096];
+    let mut lat = Vec::new();
+    let start = Instant::now();
+    while start.elapsed().as_secs_f64() < secs && lat.len() < 5000 {
+        let t = Instant::now();
+        f.seek(SeekFrom::Start((lat.len() % 64) as u64 * 4096))
+            .unwrap();
+        f.write_all(&block).unwrap();
+        f.sync_data().unwrap();
+        lat.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    drop(f);
+    let _ = std::fs::remove_file(&path);
+    lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    lat[lat.len() / 2]
+}
+
+/// Waits (up to `limit`) until the rest of the machine is nearly idle, so that figures are not
+/// taken while another build runs. Returns the other processes' load seen last, in cores.
+fn wait_for_quiet(limit: Duration) -> f64 {
+    let started = Instant::now();
+    loop {
+        let a = cpu_sample();
+        std::thread::sleep(Duration::from_secs(1));
+        let b = cpu_sample();
+        let (_, other, _) = cpu_split(a, b, 1.0);
+        if other < 0.15 || started.elapsed() >= limit {
+            return other;
+        }
+        eprintln!("waiting for a quiet machine: other processes use {other:.2} cores");
     }
 }
 
@@ -782,6 +900,12 @@ async fn run_scenario(s: &Scenario, p: &Params) -> Stats {
     let begin = Instant::now();
     let measure_from = begin + p.warmup;
     let end = measure_from + p.duration;
+    let sampler = tokio::spawn(async move {
+        tokio::time::sleep_until(measure_from.into()).await;
+        let a = cpu_sample();
+        tokio::time::sleep_until(end.into()).await;
+        (a, cpu_sample())
+    });
     let mut handles = Vec::with_capacity(p.connections);
     for task in 0..p.connections {
         let make = Arc::clone(&s.make);
@@ -865,7 +989,16 @@ async fn run_scenario(s: &Scenario, p: &Params) -> Stats {
         all[i] as f64 / 1000.0
     };
     let requests = all.len() as u64;
+    let (a, b) = sampler.await.expect("sampler");
+    let (own_cores, other_cores, engine_cores) = cpu_split(a, b, p.duration.as_secs_f64());
     Stats {
+        own_cores,
+        other_cores,
+        engine_cpu_us: if requests > 0 {
+            engine_cores * p.duration.as_secs_f64() * 1e6 / requests as f64
+        } else {
+            f64::NAN
+        },
         name: s.name,
         requests,
         rps: requests as f64 / p.duration.as_secs_f64(),
@@ -1228,18 +1361,46 @@ fn main() {
         });
     }
     let mut results: Vec<Stats> = Vec::new();
+    let mut quiet_before: Vec<(String, f64)> = Vec::new();
+    let mut fsync_ms = None;
     for s in &scenarios {
+        if !p.wait_quiet.is_zero() {
+            quiet_before.push((s.name.to_string(), wait_for_quiet(p.wait_quiet)));
+        }
+        if s.name == "create" {
+            // What one durable commit costs on this disk now: the ceiling of a writer that
+            // commits (and syncs) once per request is 1000 / this.
+            fsync_ms = Some(fsync_probe(&dir, 1.0));
+        }
         eprintln!(
             "running {} for {:?} (+{:?} warm-up) at {} connections",
             s.name, p.duration, p.warmup, p.connections
         );
-        let stats = client_rt.block_on(run_scenario(s, &p));
+        let mut stats = client_rt.block_on(run_scenario(s, &p));
+        // With MANDATO_BENCH_WAIT_QUIET_SECS set, a run disturbed by other processes is
+        // repeated (up to twice) once the machine is quiet again.
+        let mut retries = 0;
+        while !p.wait_quiet.is_zero() && stats.other_cores > 0.2 && retries < 2 {
+            retries += 1;
+            eprintln!(
+                "  disturbed ({:.2} cores used by other processes, {:.0} req/s); running {} again",
+                stats.other_cores, stats.rps, s.name
+            );
+            wait_for_quiet(p.wait_quiet);
+            if s.name == "create" {
+                fsync_ms = Some(fsync_probe(&dir, 1.0));
+            }
+            stats = client_rt.block_on(run_scenario(s, &p));
+        }
         eprintln!(
-            "  {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms, errors {}{}",
+            "  {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms, errors {}; engine CPU {:.0} us/req; cores: this process {:.2}, others {:.2}{}",
             stats.rps,
             stats.p50_ms,
             stats.p99_ms,
             stats.errors,
+            stats.engine_cpu_us,
+            stats.own_cores,
+            stats.other_cores,
             stats
                 .first_error
                 .as_ref()
@@ -1311,8 +1472,17 @@ fn main() {
     );
     let _ = writeln!(
         out,
-        "\n{:<34} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8}",
-        "load (HTTP/1.1 keep-alive)", "req/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "errors"
+        "\n{:<34} {:>9} {:>8} {:>8} {:>8} {:>8} {:>7} {:>11} {:>9} {:>8}",
+        "load (HTTP/1.1 keep-alive)",
+        "req/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "max ms",
+        "errors",
+        "engine us/r",
+        "own cores",
+        "others*"
     );
     for s in &results {
         let label = match s.name {
@@ -1324,8 +1494,29 @@ fn main() {
         };
         let _ = writeln!(
             out,
-            "{:<34} {:>10.0} {:>9.2} {:>9.2} {:>9.2} {:>9.1} {:>8}",
-            label, s.rps, s.p50_ms, s.p90_ms, s.p99_ms, s.max_ms, s.errors
+            "{:<34} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8.1} {:>7} {:>11.0} {:>9.2} {:>8.2}",
+            label,
+            s.rps,
+            s.p50_ms,
+            s.p90_ms,
+            s.p99_ms,
+            s.max_ms,
+            s.errors,
+            s.engine_cpu_us,
+            s.own_cores,
+            s.other_cores
+        );
+    }
+    let _ = writeln!(
+        out,
+        "engine us/r: CPU of the serving side (this process minus the load generator's threads) per request\n* cores used by other processes during the window (approx.); above ~0.2 the machine was shared and the row is not comparable"
+    );
+    if let Some(ms) = fsync_ms {
+        let _ = writeln!(
+            out,
+            "disk: 4 KiB write + fdatasync median {:.2} ms just before the create run -> at most {:.0} commits/s for a writer that syncs once per request",
+            ms,
+            1000.0 / ms
         );
     }
     if let Some(r) = lookup_bare {
@@ -1445,6 +1636,9 @@ fn main() {
                   "warm_attempts": warm.attempts, "login_ms": round3(login_ms)},
         "load": results.iter().map(|s| (s.name.to_string(), s.to_json())).collect::<serde_json::Map<_, _>>(),
         "ratios": {"lookup_over_bare": lookup_bare, "lookup_over_select": lookup_select},
+        "disk": {"fdatasync_4k_median_ms": fsync_ms.map(round3),
+                 "serial_commit_ceiling_per_s": fsync_ms.map(|ms| round1(1000.0 / ms))},
+        "quiet_wait_other_cores": quiet_before.iter().map(|(n, c)| (n.clone(), json!(round3(*c)))).collect::<serde_json::Map<_, _>>(),
         "rss_mb": {"baseline_before_start": round1(rss_baseline), "after_start": round1(rss_after_start),
                    "idle_2s_before_load": round1(rss_idle_before_load), "idle_2s_after_load": round1(rss_idle_after_load),
                    "peak": round1(rss_peak), "note": "one process: engine + load generator + reference servers"},

@@ -9,23 +9,27 @@
 //!    200 at once, counts requests and checks every webhook's `webhook-id`,
 //!    `webhook-timestamp` and `webhook-signature` (the Standard Webhooks HMAC, recomputed here);
 //! 3. the outbox filled with N signed payment events shaped like `notify::events` writes them
-//!    (about 600 bytes, PENDING, due a minute ago) with plain SQL in 10,000-row transactions;
-//! 4. a bare reqwest loop: the same N bodies POSTed to the same receiver with 64 and with 32
-//!    requests in flight (keep-alive, the dev CA trusted, the worker's client settings);
-//! 5. `Deliverer::start` on a copy of the filled database, timed until every event is
-//!    DELIVERED: once with the per-host limit lifted (`max_in_flight` = `max_per_host` = 64)
-//!    and once with `DeliveryConfig::default()` (64 overall, 8 per host);
-//! 6. the bare loop with 64 in flight once more, to see the drift of the machine over the run.
+//!    (about 700 bytes, PENDING, due a minute ago) with plain SQL in 10,000-row transactions;
+//! 4. rounds of four timed scenarios, interleaved so that the machine's drift (other builds,
+//!    page cache, CPU clock) hits all of them alike:
+//!    - `bare64`: the same N bodies POSTed by a bare reqwest loop, 64 in flight (keep-alive,
+//!      the dev CA trusted, the worker's client settings, no signing, no database);
+//!    - `delivery64`: `Deliverer::start` on a fresh copy of the filled database, per-host limit
+//!      lifted (`max_in_flight` = `max_per_host` = 64), timed until every event is DELIVERED;
+//!    - `bare32`: the bare loop with 32 in flight;
+//!    - `default`: the worker with `DeliveryConfig::default()` (64 in flight, 8 per host).
 //!
 //! Completion is detected without slowing the worker down: the receiver's count of distinct
 //! webhook ids is watched first (in memory), then `count(*)` of PENDING events (a partial
 //! index) until it reaches 0, and the result is confirmed with
 //! `SELECT count(*) FROM events WHERE delivery_state = 'DELIVERED'` = N (a full scan, once).
+//! Each run also asserts no request lacked the webhook headers or had a wrong signature.
 //!
-//! Figures are printed as a table and written to `target/bench-delivery.json`.
-//! Knobs: `MANDATO_BENCH_EVENTS` (N), `MANDATO_BENCH_SCENARIOS` (comma list of `bare64`,
-//! `bare32`, `delivery64`, `default`, `bare64-again`), `MANDATO_BENCH_PROGRESS=1` (a line per
-//! second while delivering), `MANDATO_BENCH_KEEP=1` (keep the temp dir and print it).
+//! Figures (median of the rounds, with min and max) are printed as a table and written to
+//! `target/bench-delivery.json`. Knobs: `MANDATO_BENCH_EVENTS` (N), `MANDATO_BENCH_ROUNDS`
+//! (default 3), `MANDATO_BENCH_SCENARIOS` (comma list of the names above),
+//! `MANDATO_BENCH_PROGRESS=1` (a line per second while delivering), `MANDATO_BENCH_KEEP=1`
+//! (keep the temp dir and print it).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -59,12 +63,14 @@ const STALL_LIMIT: Duration = Duration::from_secs(60);
 struct Params {
     quick: bool,
     events: usize,
+    rounds: usize,
     scenarios: Vec<String>,
     progress: bool,
     keep: bool,
 }
 
-const ALL_SCENARIOS: [&str; 5] = ["bare64", "bare32", "delivery64", "default", "bare64-again"];
+/// In the order each round runs them.
+const ALL_SCENARIOS: [&str; 4] = ["bare64", "delivery64", "bare32", "default"];
 
 impl Params {
     fn from_env() -> Params {
@@ -74,6 +80,11 @@ impl Params {
             .ok()
             .and_then(|v| v.trim().replace('_', "").parse().ok())
             .unwrap_or(if quick { 10_000 } else { 100_000 })
+            .max(1);
+        let rounds = std::env::var("MANDATO_BENCH_ROUNDS")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(3usize)
             .max(1);
         let scenarios: Vec<String> = match std::env::var("MANDATO_BENCH_SCENARIOS") {
             Ok(list) if !list.trim().is_empty() => list
@@ -92,6 +103,7 @@ impl Params {
         Params {
             quick,
             events,
+            rounds,
             scenarios,
             progress: flag("MANDATO_BENCH_PROGRESS"),
             keep: flag("MANDATO_BENCH_KEEP"),
@@ -673,50 +685,52 @@ async fn run(params: Params) {
         "Deliverer, default config ({} in flight, {} per host)",
         default.max_in_flight, default.max_per_host
     );
-    for scenario in ALL_SCENARIOS {
-        if !params.wants(scenario) {
-            continue;
+    for round in 1..=params.rounds {
+        eprintln!("round {round} of {}", params.rounds);
+        for scenario in ALL_SCENARIOS {
+            if !params.wants(scenario) {
+                continue;
+            }
+            let outcome = match scenario {
+                "bare64" => bare_loop(scenario, &receiver, &ca.cert_pem, &bodies, 64).await,
+                "bare32" => bare_loop(scenario, &receiver, &ca.cert_pem, &bodies, 32).await,
+                "delivery64" => {
+                    delivery_run(
+                        scenario,
+                        "Deliverer, 64 in flight, 64 per host",
+                        &store,
+                        &dir,
+                        &receiver,
+                        n,
+                        lifted.clone(),
+                        params.progress,
+                    )
+                    .await
+                }
+                "default" => {
+                    delivery_run(
+                        scenario,
+                        &default_what,
+                        &store,
+                        &dir,
+                        &receiver,
+                        n,
+                        default.clone(),
+                        params.progress,
+                    )
+                    .await
+                }
+                _ => unreachable!(),
+            };
+            eprintln!(
+                "  {:<11} {:>9.0}/s  ({:.2} s, {:.2} CPU s)",
+                outcome.name,
+                outcome.rate(),
+                outcome.seconds,
+                outcome.cpu_seconds
+            );
+            outcomes.push(outcome);
         }
-        let outcome = match scenario {
-            "bare64" => bare_loop(scenario, &receiver, &ca.cert_pem, &bodies, 64).await,
-            "bare32" => bare_loop(scenario, &receiver, &ca.cert_pem, &bodies, 32).await,
-            "bare64-again" => bare_loop(scenario, &receiver, &ca.cert_pem, &bodies, 64).await,
-            "delivery64" => {
-                delivery_run(
-                    scenario,
-                    "Deliverer, 64 in flight, 64 per host",
-                    &store,
-                    &dir,
-                    &receiver,
-                    n,
-                    lifted.clone(),
-                    params.progress,
-                )
-                .await
-            }
-            "default" => {
-                delivery_run(
-                    scenario,
-                    &default_what,
-                    &store,
-                    &dir,
-                    &receiver,
-                    n,
-                    default.clone(),
-                    params.progress,
-                )
-                .await
-            }
-            _ => unreachable!(),
-        };
-        eprintln!(
-            "  {:<13} {:>9.0}/s  ({:.2} s, {:.2} CPU s)",
-            outcome.name,
-            outcome.rate(),
-            outcome.seconds,
-            outcome.cpu_seconds
-        );
-        outcomes.push(outcome);
     }
 
     report(&params, fill_seconds, body_bytes, &outcomes);
@@ -726,51 +740,118 @@ async fn run(params: Params) {
     }
 }
 
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    }
+}
+
+/// One scenario over all rounds.
+struct Summary<'a> {
+    name: &'a str,
+    what: &'a str,
+    runs: Vec<&'a Outcome>,
+}
+
+impl Summary<'_> {
+    fn rates(&self) -> Vec<f64> {
+        self.runs.iter().map(|o| o.rate()).collect()
+    }
+
+    fn median_rate(&self) -> f64 {
+        median(self.rates())
+    }
+
+    fn min_rate(&self) -> f64 {
+        self.rates().into_iter().fold(f64::INFINITY, f64::min)
+    }
+
+    fn max_rate(&self) -> f64 {
+        self.rates().into_iter().fold(0.0, f64::max)
+    }
+
+    fn median_seconds(&self) -> f64 {
+        median(self.runs.iter().map(|o| o.seconds).collect())
+    }
+
+    fn median_cpu_us(&self) -> f64 {
+        median(
+            self.runs
+                .iter()
+                .map(|o| o.cpu_seconds * 1e6 / o.items as f64)
+                .collect(),
+        )
+    }
+}
+
 fn report(params: &Params, fill_seconds: f64, body_bytes: f64, outcomes: &[Outcome]) {
-    let rate = |name: &str| outcomes.iter().find(|o| o.name == name).map(Outcome::rate);
-    let bare64: Vec<f64> = ["bare64", "bare64-again"]
+    let summaries: Vec<Summary<'_>> = ALL_SCENARIOS
         .iter()
-        .filter_map(|n| rate(n))
+        .filter_map(|name| {
+            let runs: Vec<&Outcome> = outcomes.iter().filter(|o| o.name == *name).collect();
+            let what = runs.first()?.what.as_str();
+            Some(Summary { name, what, runs })
+        })
         .collect();
-    let bare64_mean =
-        (!bare64.is_empty()).then(|| bare64.iter().sum::<f64>() / bare64.len() as f64);
+    let rate = |name: &str| {
+        summaries
+            .iter()
+            .find(|s| s.name == name)
+            .map(Summary::median_rate)
+    };
     let ratio = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a / b);
-    let delivery_vs_bare64 = ratio(rate("delivery64"), bare64_mean);
+    let delivery_vs_bare64 = ratio(rate("delivery64"), rate("bare64"));
     let delivery_vs_bare32 = ratio(rate("delivery64"), rate("bare32"));
-    let default_vs_bare64 = ratio(rate("default"), bare64_mean);
+    let default_vs_bare64 = ratio(rate("default"), rate("bare64"));
+    // Each round's delivery against the same round's bare loop: less exposed to drift.
+    let runs_of = |name: &'static str| outcomes.iter().filter(move |o| o.name == name);
+    let per_round: Vec<f64> = runs_of("delivery64")
+        .zip(runs_of("bare64"))
+        .map(|(d, b)| d.rate() / b.rate())
+        .collect();
 
     println!();
     println!(
-        "webhook delivery, {} events, {body_bytes:.0}-byte bodies (fill {fill_seconds:.2} s)",
-        params.events
+        "webhook delivery, {} events, {body_bytes:.0}-byte bodies, {} round(s), medians (fill {fill_seconds:.2} s)",
+        params.events, params.rounds
     );
     println!(
-        "{:<14} {:<58} {:>10} {:>8} {:>8} {:>10}",
-        "scenario", "what", "rate/s", "wall s", "CPU s", "CPU µs/ea"
+        "{:<11} {:<52} {:>9} {:>9} {:>9} {:>7} {:>10}",
+        "scenario", "what", "rate/s", "min", "max", "wall s", "CPU µs/ea"
     );
-    for o in outcomes {
+    for s in &summaries {
         println!(
-            "{:<14} {:<58} {:>10.0} {:>8.2} {:>8.2} {:>10.1}",
-            o.name,
-            o.what,
-            o.rate(),
-            o.seconds,
-            o.cpu_seconds,
-            o.cpu_seconds * 1e6 / o.items as f64
+            "{:<11} {:<52} {:>9.0} {:>9.0} {:>9.0} {:>7.2} {:>10.1}",
+            s.name,
+            s.what,
+            s.median_rate(),
+            s.min_rate(),
+            s.max_rate(),
+            s.median_seconds(),
+            s.median_cpu_us()
         );
     }
     let show = |label: &str, value: Option<f64>| {
         if let Some(v) = value {
-            println!("{label:<44} {v:>6.2}");
+            println!("{label:<40} {v:>6.2}");
         }
     };
     println!();
-    show(
-        "delivery64 / bare64 (mean of both runs)",
-        delivery_vs_bare64,
-    );
+    show("delivery64 / bare64", delivery_vs_bare64);
     show("delivery64 / bare32", delivery_vs_bare32);
     show("default (8 per host) / bare64", default_vs_bare64);
+    if !per_round.is_empty() {
+        let list: Vec<String> = per_round.iter().map(|r| format!("{r:.2}")).collect();
+        println!(
+            "{:<40} {}",
+            "delivery64 / bare64, per round",
+            list.join(" ")
+        );
+    }
     if let Some(r) = delivery_vs_bare64 {
         println!(
             "target: delivery at least half the bare loop's rate: {}",
@@ -778,17 +859,31 @@ fn report(params: &Params, fill_seconds: f64, body_bytes: f64, outcomes: &[Outco
         );
     }
 
-    let results: Vec<Value> = outcomes
+    let results: Vec<Value> = summaries
         .iter()
-        .map(|o| {
+        .map(|s| {
+            let runs: Vec<Value> = s
+                .runs
+                .iter()
+                .map(|o| {
+                    json!({
+                        "seconds": o.seconds,
+                        "per_second": o.rate(),
+                        "cpu_seconds": o.cpu_seconds,
+                        "detail": o.extra,
+                    })
+                })
+                .collect();
             json!({
-                "name": o.name,
-                "what": o.what,
-                "items": o.items,
-                "seconds": o.seconds,
-                "per_second": o.rate(),
-                "cpu_seconds": o.cpu_seconds,
-                "detail": o.extra,
+                "name": s.name,
+                "what": s.what,
+                "items": s.runs[0].items,
+                "per_second_median": s.median_rate(),
+                "per_second_min": s.min_rate(),
+                "per_second_max": s.max_rate(),
+                "seconds_median": s.median_seconds(),
+                "cpu_us_per_item_median": s.median_cpu_us(),
+                "runs": runs,
             })
         })
         .collect();
@@ -796,6 +891,7 @@ fn report(params: &Params, fill_seconds: f64, body_bytes: f64, outcomes: &[Outco
         "bench": "delivery",
         "quick": params.quick,
         "events": params.events,
+        "rounds": params.rounds,
         "body_bytes_mean": body_bytes,
         "fill_seconds": fill_seconds,
         "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
@@ -804,6 +900,7 @@ fn report(params: &Params, fill_seconds: f64, body_bytes: f64, outcomes: &[Outco
             "delivery64_over_bare64": delivery_vs_bare64,
             "delivery64_over_bare32": delivery_vs_bare32,
             "default_over_bare64": default_vs_bare64,
+            "delivery64_over_bare64_per_round": per_round,
         },
         "target_half_of_bare_met": delivery_vs_bare64.map(|r| r >= 0.5),
     });

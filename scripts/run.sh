@@ -4,4 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# The staff UI is embedded in the release binary: build it first.
+(cd ui && npm run build --silent)
 exec cargo run --release --bin mandato -- serve "$@"

@@ -1,13 +1,24 @@
 #!/usr/bin/env bash
 # Every check that must pass before anything lands: formatting, lints, and all tests (unit
-# tests and the integration tests over real HTTP).
+# tests and the integration tests over real HTTP), then the staff UI's: its API types
+# regenerated from the built server and checked by tsc, Vitest, and the browser tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --browser
 
+echo "== ui: build"
+(cd ui && npm run build --silent)
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --all-targets --locked -- -D warnings
 echo "== cargo test"
 cargo test --locked
+echo "== ui: API types from the built server's /openapi.json, then tsc"
+cargo build --locked --bin mandato
+(cd ui && npm run gen:api --silent && npm run typecheck --silent)
+echo "== ui: vitest"
+(cd ui && npm test --silent)
+echo "== ui: browser tests (Chromium against target/debug/mandato)"
+(cd ui && npm run e2e --silent)
+echo "UI screenshots: $(pwd)/target/ui-screenshots/"

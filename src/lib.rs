@@ -14,6 +14,7 @@ pub mod config;
 pub mod documents;
 pub mod domain;
 pub mod error;
+pub mod esign;
 pub mod http;
 pub mod ids;
 pub mod notify;

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::rejection::FormRejection;
+use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -161,7 +161,17 @@ fn unavailable(commerce: &str) -> Response {
     )
 }
 
-fn bad_form() -> Response {
+fn bad_form(rejection: &FormRejection) -> Response {
+    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        return html(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            render::message_page(
+                "Formulario demasiado grande",
+                "El formulario enviado excede el tamaño permitido.",
+                None,
+            ),
+        );
+    }
     html(
         StatusCode::BAD_REQUEST,
         render::message_page(
@@ -201,31 +211,41 @@ fn gate(mandate: &mandates::MandateRow, business_now: DateTime<Utc>) -> Gate {
     }
 }
 
-fn load(state: &AppState, token: &str) -> Result<Option<Loaded>> {
-    // Tokens are 22 URL-safe characters; anything else cannot match and needs no query.
-    if token.is_empty()
-        || token.len() > 64
-        || !token
+/// Tokens are 22 URL-safe base64 characters; anything else cannot be one.
+fn token_shaped(token: &str) -> bool {
+    (1..=64).contains(&token.len())
+        && token
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-    {
+}
+
+fn load(state: &AppState, token: &str) -> Result<Option<Loaded>> {
+    if !token_shaped(token) {
         return Ok(None);
     }
     state.store.read(|conn| {
         let Some(mandate) = mandates::by_magic_token(conn, token)? else {
             return Ok(None);
         };
-        let commerce = commerces::by_id(conn, mandate.commerce_id)?.ok_or_else(|| {
-            Error::Internal(anyhow::anyhow!("mandate {} has no commerce", mandate.id))
-        })?;
-        let customer = customers::by_seq(conn, mandate.customer_seq)?;
-        let installments = installment_store::for_mandate(conn, mandate.seq)?;
-        Ok(Some(Loaded {
-            mandate,
-            commerce,
-            customer,
-            installments,
-        }))
+        load_mandate(conn, mandate).map(Some)
+    })
+}
+
+/// Everything a page (or the sandbox's activation) shows about `mandate`.
+pub(crate) fn load_mandate(
+    conn: &rusqlite::Connection,
+    mandate: mandates::MandateRow,
+) -> Result<Loaded> {
+    let commerce = commerces::by_id(conn, mandate.commerce_id)?.ok_or_else(|| {
+        Error::Internal(anyhow::anyhow!("mandate {} has no commerce", mandate.id))
+    })?;
+    let customer = customers::by_seq(conn, mandate.customer_seq)?;
+    let installments = installment_store::for_mandate(conn, mandate.seq)?;
+    Ok(Loaded {
+        mandate,
+        commerce,
+        customer,
+        installments,
     })
 }
 
@@ -262,6 +282,7 @@ fn page(
         data: loaded,
         token,
         today: state.today(),
+        time_zone: state.calendar.time_zone(),
         notice,
         activation_open: loaded.mandate.state == MandateState::Pending,
         activation,
@@ -390,8 +411,10 @@ fn client_ip(connect: Option<Extension<ConnectInfo<SocketAddr>>>) -> Option<Stri
 async fn show(
     State(state): State<AppState>,
     Path(token): Path<String>,
-    Query(query): Query<HashMap<String, String>>,
+    query: std::result::Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> Response {
+    // A query string the page did not write is ignored, not an error.
+    let query = query.map(|Query(q)| q).unwrap_or_default();
     let (loaded, gate) = match open(&state, &token) {
         Ok(opened) => opened,
         Err(response) => return *response,
@@ -417,7 +440,11 @@ async fn show(
     page(&state, StatusCode::OK, &token, &loaded, notice, None, None)
 }
 
+/// A payment form's address opened in the browser: back to the page.
 async fn back_to_page(Path((token, _)): Path<(String, String)>) -> Response {
+    if !token_shaped(&token) {
+        return unknown_link();
+    }
     see_other(&format!("/link/{token}")).unwrap_or_else(unknown_link)
 }
 
@@ -429,8 +456,9 @@ async fn activate(
     headers: HeaderMap,
     form: std::result::Result<Form<HashMap<String, String>>, FormRejection>,
 ) -> Response {
-    let Ok(Form(form)) = form else {
-        return bad_form();
+    let form = match form {
+        Ok(Form(form)) => form,
+        Err(rejection) => return bad_form(&rejection),
     };
     let (loaded, gate) = match open(&state, &token) {
         Ok(opened) => opened,
@@ -457,7 +485,7 @@ async fn activate(
             StatusCode::BAD_REQUEST,
             &token,
             &loaded,
-            Some(Notice::Info(
+            Some(Notice::Problem(
                 "Elija uno de los medios de pago habilitados para este mandato.".into(),
             )),
             None,
@@ -554,15 +582,7 @@ async fn activate(
             .map(|v| v.chars().take(512).collect()),
         terms,
     };
-    let document = matches!(method, PaymentMethod::Epac | PaymentMethod::DirectEpac).then(|| {
-        Secret::new(documents::mandate_document(&mandate_document(
-            &loaded,
-            &instrument,
-            &enrolled,
-            &acceptance,
-            now,
-        )))
-    });
+    let document = epac_document(&loaded, &instrument, &enrolled, &acceptance, now);
 
     let commerce = loaded.commerce.clone();
     let seq = loaded.mandate.seq;
@@ -576,10 +596,12 @@ async fn activate(
             tx,
             &commerce,
             &fresh,
-            &instrument,
-            &enrolled,
-            &acceptance,
-            document.as_ref(),
+            &activation::Enrolment {
+                instrument: &instrument,
+                enrolled: &enrolled,
+                acceptance: &acceptance,
+                document: document.as_ref(),
+            },
             now,
         )
     })
@@ -653,6 +675,25 @@ fn refused_activation(
         },
         _ => failure(&error),
     }
+}
+
+/// The EPAC mandate PDF, for the methods that produce one (EPAC and direct EPAC).
+pub(crate) fn epac_document(
+    loaded: &Loaded,
+    instrument: &InstrumentInput,
+    enrolled: &Enrolled,
+    acceptance: &Acceptance,
+    now: DateTime<Utc>,
+) -> Option<Secret<Vec<u8>>> {
+    matches!(
+        instrument.method(),
+        PaymentMethod::Epac | PaymentMethod::DirectEpac
+    )
+    .then(|| {
+        Secret::new(documents::mandate_document(&mandate_document(
+            loaded, instrument, enrolled, acceptance, now,
+        )))
+    })
 }
 
 /// What the EPAC document states.
@@ -749,8 +790,9 @@ async fn pay(
     Path((token, installment_id)): Path<(String, String)>,
     form: std::result::Result<Form<HashMap<String, String>>, FormRejection>,
 ) -> Response {
-    let Ok(Form(form)) = form else {
-        return bad_form();
+    let form = match form {
+        Ok(Form(form)) => form,
+        Err(rejection) => return bad_form(&rejection),
     };
     let (loaded, _) = match open(&state, &token) {
         Ok(opened) => opened,
@@ -772,16 +814,8 @@ async fn pay(
         );
     };
     let today = state.today();
-    let info = |status: StatusCode, text: String| {
-        page(
-            &state,
-            status,
-            &token,
-            &loaded,
-            Some(Notice::Info(text)),
-            None,
-            None,
-        )
+    let info = |status: StatusCode, notice: Notice| {
+        page(&state, status, &token, &loaded, Some(notice), None, None)
     };
     if !payable(&installment, today) {
         let text = match installment.state {
@@ -805,7 +839,7 @@ async fn pay(
                 spanish::installment_state(installment.state).to_lowercase()
             ),
         };
-        return info(StatusCode::CONFLICT, text);
+        return info(StatusCode::CONFLICT, Notice::Problem(text));
     }
     let back = |errors: Vec<(String, String)>| {
         Some((
@@ -822,7 +856,7 @@ async fn pay(
             StatusCode::BAD_REQUEST,
             &token,
             &loaded,
-            Some(Notice::Info(format!(
+            Some(Notice::Problem(format!(
                 "La cuota {} está en UF y no puede pagarse en línea sin el valor de la UF del \
                  día. Contacte al comercio para pagarla.",
                 installment.external_id
@@ -833,8 +867,11 @@ async fn pay(
     }
     let method_id: i64 = value(&form, "method")
         .parse()
-        .unwrap_or(PaymentMethod::CreditCard.id());
-    let Some(method) = PaymentMethod::from_id(method_id).filter(|m| m.is_card()) else {
+        // The form always names one; without it, the first card the page offers.
+        .unwrap_or_else(|_| loaded.card_methods()[0].id());
+    let Some(method) =
+        PaymentMethod::from_id(method_id).filter(|m| loaded.card_methods().contains(m))
+    else {
         let errors = vec![(
             "method".to_string(),
             "Elija el tipo de tarjeta.".to_string(),
@@ -907,9 +944,11 @@ async fn pay(
             tracing::warn!(%key, "portal card charge left pending");
             return info(
                 StatusCode::ACCEPTED,
-                "El pago quedó en revisión. No vuelva a pagar esta cuota; el comercio le \
-                 informará el resultado."
-                    .into(),
+                Notice::Info(
+                    "El pago quedó en revisión. No vuelva a pagar esta cuota; el comercio le \
+                     informará el resultado."
+                        .into(),
+                ),
             );
         }
         Err(ProcessorError::Refused(reason)) => {
@@ -980,17 +1019,17 @@ async fn pay(
     .await;
     match recorded {
         Ok(()) => see_other(&format!("/link/{token}?pagada={}", installment.id))
-            .unwrap_or_else(|| info(StatusCode::OK, "Pago aprobado.".into())),
+            .unwrap_or_else(|| info(StatusCode::OK, Notice::Info("Pago aprobado.".into()))),
         Err(Error::Refused { message, .. }) => {
             // Charged, but the installment moved meanwhile (the engine, the merchant or a
             // cancellation): staff must reconcile with the processor's record of this key.
             tracing::error!(%key, %authorization_code, %message, "portal charge approved but not recorded");
             info(
                 StatusCode::CONFLICT,
-                format!(
+                Notice::Problem(format!(
                     "El pago fue aprobado (código {authorization_code}), pero la cuota cambió \
                      mientras se procesaba. Contacte al comercio con este código."
-                ),
+                )),
             )
         }
         Err(e) => {

@@ -18,6 +18,9 @@ pub mod login;
 pub mod mandates;
 pub mod receivables;
 pub mod sandbox;
+pub mod sign;
+pub mod signature;
+pub mod ui;
 pub mod users;
 pub mod wire;
 
@@ -195,6 +198,51 @@ impl utoipa::Modify for CommonErrors {
     }
 }
 
+/// OpenAPI wants every `operationId` unique (generated clients name their functions after
+/// them), but utoipa takes the handler's name, which repeats across modules (`list`,
+/// `detail`) and when one handler serves two methods. Staff operations are named after their
+/// method and path (`staff_get_mandates_internalId`); a merchant name that repeats gets its
+/// method appended.
+fn unique_operation_ids(doc: &mut utoipa::openapi::OpenApi) {
+    use std::collections::HashMap;
+    fn operations(
+        item: &mut utoipa::openapi::PathItem,
+    ) -> [(&'static str, &mut Option<utoipa::openapi::path::Operation>); 4] {
+        [
+            ("get", &mut item.get),
+            ("post", &mut item.post),
+            ("put", &mut item.put),
+            ("delete", &mut item.delete),
+        ]
+    }
+    let mut merchant: HashMap<String, usize> = HashMap::new();
+    for item in doc.paths.paths.values_mut() {
+        if item.servers.is_none() {
+            for (_, operation) in operations(item) {
+                if let Some(id) = operation.as_ref().and_then(|o| o.operation_id.clone()) {
+                    *merchant.entry(id).or_default() += 1;
+                }
+            }
+        }
+    }
+    for (path, item) in doc.paths.paths.iter_mut() {
+        let staff = item.servers.is_some();
+        let words: Vec<&str> = path
+            .split(['/', '{', '}', '-', '.'])
+            .filter(|w| !w.is_empty())
+            .collect();
+        for (method, operation) in operations(item) {
+            let Some(operation) = operation else { continue };
+            let id = operation.operation_id.clone().unwrap_or_default();
+            if staff {
+                operation.operation_id = Some(format!("staff_{method}_{}", words.join("_")));
+            } else if merchant.get(&id).copied().unwrap_or(0) > 1 {
+                operation.operation_id = Some(format!("{id}_{method}"));
+            }
+        }
+    }
+}
+
 /// The merchant API, the staff API and their OpenAPI document, built together so that no
 /// route can be missing from the document.
 pub fn api_routers(
@@ -212,6 +260,11 @@ pub fn api_routers(
         .routes(routes!(installments::add_installments))
         .routes(routes!(installments::change_status))
         .routes(routes!(receivables::receivables))
+        .routes(signature::with_body_limit(routes!(
+            signature::create_signature
+        )))
+        .routes(routes!(signature::find_signature))
+        .routes(routes!(signature::cancel_signature))
         .routes(routes!(sandbox::get_faults, sandbox::put_faults))
         .routes(routes!(sandbox::notification))
         .routes(routes!(sandbox::redeliver))
@@ -243,6 +296,7 @@ pub fn api_routers(
     }
     // Applied after the routes are merged in, so it reaches every operation.
     utoipa::Modify::modify(&CommonErrors, &mut doc);
+    unique_operation_ids(&mut doc);
     (router, admin, doc)
 }
 
@@ -255,6 +309,7 @@ pub fn router(state: AppState) -> Router {
         .nest("/api/v1", api)
         .nest("/admin/api", admin)
         .merge(link::routes())
+        .merge(sign::routes(&state))
         .route(
             "/openapi.json",
             get(move || {
@@ -262,15 +317,11 @@ pub fn router(state: AppState) -> Router {
                 async move { axum::Json(doc.as_ref().clone()) }
             }),
         )
-        .fallback(fallback)
+        .fallback(ui::fallback)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             guard::host_guard,
         ))
         .layer(DefaultBodyLimit::max(1024 * 1024))
         .with_state(state)
-}
-
-async fn fallback() -> ApiError {
-    ApiError(Error::not_found("route"))
 }

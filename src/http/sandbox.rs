@@ -15,7 +15,7 @@ use crate::error::Error;
 use crate::notify::delivery::Faults;
 use crate::store::deliveries::{self, AttemptRow, EventSummary};
 
-fn sandbox_only(state: &AppState) -> Result<(), Error> {
+pub fn sandbox_only(state: &AppState) -> Result<(), Error> {
     if state.config.environment.is_sandbox() {
         Ok(())
     } else {
@@ -308,7 +308,7 @@ pub struct ClockPayload {
     pub runs: Option<Vec<RunSummaryDto>>,
 }
 
-fn clock_payload(state: &AppState, runs: Option<Vec<RunSummaryDto>>) -> ClockPayload {
+pub fn clock_payload(state: &AppState, runs: Option<Vec<RunSummaryDto>>) -> ClockPayload {
     let wall = state.clock.now();
     ClockPayload {
         today: state.calendar.today(wall).to_string(),
@@ -367,8 +367,21 @@ pub async fn advance_clock(
     Body(body): Body<AdvanceRequest>,
 ) -> ApiResult<Envelope<ClockPayload>> {
     sandbox_only(&state)?;
-    let today = state.today();
-    let target = match (&body.advance_to, body.advance_days) {
+    let target = advance_target(&body, state.today())?;
+    let runs = advance_business_clock(&state, target).await?;
+    Ok(Envelope::ok(
+        "SANDBOX_CLOCK_OK",
+        "business clock advanced",
+        clock_payload(&state, Some(runs)),
+    ))
+}
+
+/// The date an advance request asks for: forward only, at most 400 days.
+pub fn advance_target(
+    body: &AdvanceRequest,
+    today: chrono::NaiveDate,
+) -> Result<chrono::NaiveDate, Error> {
+    match (&body.advance_to, body.advance_days) {
         (Some(date), None) => {
             let target = chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d").map_err(|_| {
                 Error::validation("advanceTo", "INVALID_DATE", "must be a date YYYY-MM-DD")
@@ -378,32 +391,34 @@ pub async fn advance_clock(
                     "advanceTo",
                     "NOT_FORWARD",
                     format!("the clock only moves forward from {today}"),
-                )
-                .into());
+                ));
             }
             if (target - today).num_days() > 400 {
                 return Err(Error::validation(
                     "advanceTo",
                     "TOO_FAR",
                     "at most 400 days at a time",
-                )
-                .into());
+                ));
             }
-            target
+            Ok(target)
         }
-        (None, Some(days)) if (1..=400).contains(&days) => today + chrono::Duration::days(days),
-        (None, Some(_)) => {
-            return Err(Error::validation("advanceDays", "OUT_OF_RANGE", "1 to 400").into());
-        }
-        _ => {
-            return Err(Error::validation(
-                "body",
-                "ONE_OF_REQUIRED",
-                "send exactly one of advanceTo and advanceDays",
-            )
-            .into());
-        }
-    };
+        (None, Some(days)) if (1..=400).contains(&days) => Ok(today + chrono::Duration::days(days)),
+        (None, Some(_)) => Err(Error::validation("advanceDays", "OUT_OF_RANGE", "1 to 400")),
+        _ => Err(Error::validation(
+            "body",
+            "ONE_OF_REQUIRED",
+            "send exactly one of advanceTo and advanceDays",
+        )),
+    }
+}
+
+/// Moves the business clock a day at a time up to `target`, running the charging engine for
+/// each date crossed, in order; the offset is stored so that it survives a restart.
+pub async fn advance_business_clock(
+    state: &AppState,
+    target: chrono::NaiveDate,
+) -> Result<Vec<RunSummaryDto>, Error> {
+    let today = state.today();
     let mut runs = Vec::new();
     for date in (today + chrono::Duration::days(1))
         .iter_days()
@@ -433,11 +448,7 @@ pub async fn advance_clock(
     }
     state.schedule_wake.notify_one();
     state.deliverer.wake();
-    Ok(Envelope::ok(
-        "SANDBOX_CLOCK_OK",
-        "business clock advanced",
-        clock_payload(&state, Some(runs)),
-    ))
+    Ok(runs)
 }
 
 /// Run today's charging now (only what is due and not yet attempted today).
@@ -591,32 +602,35 @@ pub async fn activate(
     let today = state.today();
     let instrument = parse_instrument(&body, today)?;
     let reference = crate::operations::MandateRef::Internal(internal_id);
-    let mandate = state.read(&authed.commerce, |c, ctx| {
-        crate::operations::mandates::find_row(c, ctx, &reference)
+    let loaded = state.read(&authed.commerce, |c, ctx| {
+        let row = crate::operations::mandates::find_row(c, ctx, &reference)?;
+        super::link::load_mandate(c, row)
     })?;
     let now = state.clock.now();
-    activation::check_activatable(&mandate, instrument.method(), now, false)?;
+    activation::check_activatable(&loaded.mandate, instrument.method(), now, false)?;
     let enrolled = state
         .processor
         .enroll(&instrument)
         .map_err(|e| Error::validation("paymentMethodId", "INSTRUMENT_REFUSED", e.to_string()))?;
-    // TODO(epac-document): the EPAC mandate PDF is wired in with the documents module.
-    let document: Option<crate::secret::Secret<Vec<u8>>> = None;
+    // The same terms and document as the Magic Link page, so integrators see real payloads.
     let acceptance = activation::Acceptance {
         ip: None,
         user_agent: Some("sandbox activate".into()),
-        terms: activation::terms_text(&authed.commerce, &mandate),
+        terms: loaded.terms(instrument.method()),
     };
+    let document = super::link::epac_document(&loaded, &instrument, &enrolled, &acceptance, now);
     let view = state
         .write(authed.commerce, move |tx, ctx| {
             activation::activate(
                 tx,
                 ctx.commerce,
-                &mandate,
-                &instrument,
-                &enrolled,
-                &acceptance,
-                document.as_ref(),
+                &loaded.mandate,
+                &activation::Enrolment {
+                    instrument: &instrument,
+                    enrolled: &enrolled,
+                    acceptance: &acceptance,
+                    document: document.as_ref(),
+                },
                 ctx.now,
             )
         })

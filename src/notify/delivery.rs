@@ -173,13 +173,25 @@ struct Waiting {
 /// Each read continues after the last event read (keyset on `seq`) instead of starting over, so
 /// events in flight or awaiting their commit are not read again and again; once a read comes
 /// back short the walk is at the end, and the next one starts from the beginning when woken
-/// (new events, committed results, a redelivery) or when the poll interval passes.
+/// (new events, committed results, a redelivery) or when the poll interval passes. A long walk
+/// (a backlog) also starts over after a poll interval when woken, so that retries and
+/// redeliveries falling due behind it are not kept waiting for its end.
 struct Walk {
     after: i64,
     at_end: bool,
     restart: bool,
+    started: Instant,
     /// The earliest moment an event held back by the sandbox's `delaySeconds` may go.
     held_until: Option<DateTime<Utc>>,
+}
+
+/// A read of due events under way on the blocking pool.
+struct Reading {
+    task: tokio::task::JoinHandle<Result<Vec<DueEvent>, crate::error::Error>>,
+    /// The claimed events when the read began: those it finds are not claimed twice.
+    claimed_before: HashSet<i64>,
+    limit: usize,
+    now: DateTime<Utc>,
 }
 
 impl Worker {
@@ -200,13 +212,18 @@ impl Worker {
             after: 0,
             at_end: true,
             restart: true,
+            started: Instant::now(),
             held_until: None,
         };
         let mut client = None;
         let mut roots_version = None;
         let mut roots_checked: Option<Instant> = None;
+        // The read under way, if any: sends go on starting from the window meanwhile.
+        let mut reading: Option<Reading> = None;
         loop {
-            let new_walk = walk.at_end && walk.restart;
+            let new_walk = reading.is_none()
+                && walk.restart
+                && (walk.at_end || walk.started.elapsed() >= self.config.poll_interval);
             if new_walk || roots_checked.is_none_or(|t| t.elapsed() >= self.config.poll_interval) {
                 roots_checked = Some(Instant::now());
                 match self.roots_version().await {
@@ -232,42 +249,44 @@ impl Worker {
                         after: 0,
                         at_end: false,
                         restart: false,
+                        started: Instant::now(),
                         held_until: None,
                     };
                 }
-                if !walk.at_end && window.len() <= capacity / 2 {
-                    let room = capacity - window.len();
-                    self.read_due(&mut walk, &mut window, room).await;
+                if reading.is_none() && !walk.at_end && window.len() <= capacity / 2 {
+                    reading = Some(self.start_read(&walk, capacity - window.len()));
                 }
                 self.dispatch(client, &mut window, &results_tx);
-                if !walk.at_end && window.len() <= capacity / 2 {
-                    // More due events may follow right away.
-                    tokio::select! {
-                        _ = stop.notified() => break,
-                        _ = tokio::task::yield_now() => {}
-                    }
-                    continue;
-                }
             }
-            let idle = client.is_some()
-                && window.is_empty()
-                && self
-                    .claimed
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .is_empty();
-            let pause = match walk.held_until {
-                Some(at) if client.is_some() => wait_until(self.clock.now(), at, &self.config),
-                // Nothing due, nothing in flight: sleep until the next retry falls due.
-                _ if idle => self.until_next_due().await,
-                // Committed results wake the worker; this is only the fallback.
-                _ => self.config.poll_interval,
+            let pause = if reading.is_some() {
+                self.config.poll_interval
+            } else {
+                let idle = client.is_some()
+                    && window.is_empty()
+                    && self
+                        .claimed
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .is_empty();
+                match walk.held_until {
+                    Some(at) if client.is_some() => wait_until(self.clock.now(), at, &self.config),
+                    // Nothing due, nothing in flight: sleep until the next retry falls due.
+                    _ if idle => self.until_next_due().await,
+                    // Committed results wake the worker; this is only the fallback.
+                    _ => self.config.poll_interval,
+                }
             };
             tokio::select! {
                 _ = stop.notified() => break,
+                read = async { (&mut reading.as_mut().expect("a read is under way").task).await },
+                    if reading.is_some() =>
+                {
+                    let under_way = reading.take().expect("a read is under way");
+                    self.take_due(under_way, read, &mut walk, &mut window);
+                }
                 _ = self.wake.notified() => walk.restart = true,
                 _ = self.slot_freed.notified(), if !window.is_empty() => {}
-                _ = tokio::time::sleep(pause) => walk.restart = true,
+                _ = tokio::time::sleep(pause), if reading.is_none() => walk.restart = true,
             }
         }
         // Let in-flight sends finish (they hold global permits), then flush their results.
@@ -354,8 +373,8 @@ impl Worker {
         )
     }
 
-    /// Reads the next due events of the walk and claims them into the window.
-    async fn read_due(&mut self, walk: &mut Walk, window: &mut VecDeque<Waiting>, limit: usize) {
+    /// Starts reading the walk's next due events on the blocking pool.
+    fn start_read(&self, walk: &Walk, limit: usize) -> Reading {
         let now = self.clock.now();
         // Taken before the read: an event freed by the writer after this point was committed
         // before the read began, so the read sees its new state. (Checking the live set after
@@ -365,18 +384,45 @@ impl Worker {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        let (now_text, after) = (timestamp(now), walk.after);
-        let due = match self
-            .read(move |c| Ok(deliveries::due(c, &now_text, after, limit)?))
-            .await
-        {
-            Ok(due) => due,
+        let (store, now_text, after) = (Arc::clone(&self.store), timestamp(now), walk.after);
+        let task = tokio::task::spawn_blocking(move || {
+            store.read(|c| Ok(deliveries::due(c, &now_text, after, limit)?))
+        });
+        Reading {
+            task,
+            claimed_before,
+            limit,
+            now,
+        }
+    }
+
+    /// Claims what a read found into the window and moves the walk on.
+    fn take_due(
+        &mut self,
+        reading: Reading,
+        read: Result<Result<Vec<DueEvent>, crate::error::Error>, tokio::task::JoinError>,
+        walk: &mut Walk,
+        window: &mut VecDeque<Waiting>,
+    ) {
+        let due = match read {
+            Ok(Ok(due)) => due,
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, "could not read due events");
+                walk.at_end = true;
+                return;
+            }
             Err(e) => {
                 tracing::error!(error = %e, "could not read due events");
                 walk.at_end = true;
                 return;
             }
         };
+        let Reading {
+            claimed_before,
+            limit,
+            now,
+            ..
+        } = reading;
         if due.len() < limit {
             walk.at_end = true;
         }
@@ -433,6 +479,11 @@ impl Worker {
         let mut started = 0;
         let mut i = 0;
         while i < window.len() && self.global.available_permits() > 0 {
+            // A cheap look first: with one busy host, most of the window is its events.
+            if window[i].host.available_permits() == 0 {
+                i += 1;
+                continue;
+            }
             let Ok(host_permit) = Arc::clone(&window[i].host).try_acquire_owned() else {
                 i += 1;
                 continue;

@@ -28,16 +28,6 @@ pub struct Acceptance {
     pub terms: String,
 }
 
-/// The terms the customer accepts, in Spanish (Chile), naming the commerce and the mandate.
-pub fn terms_text(commerce: &Commerce, mandate: &MandateRow) -> String {
-    format!(
-        "Autorizo a {} (código {}) a cargar en el medio de pago que registro los montos del mandato \
-         «{}» (identificador {}), en las fechas y por los montos indicados, hasta que el mandato \
-         termine o sea cancelado. Puedo revocar esta autorización en cualquier momento ante el comercio.",
-        commerce.name, commerce.code, mandate.name, mandate.external_id
-    )
-}
-
 /// Whether `mandate` can be activated with `method` now; the message says why not.
 pub fn check_activatable(
     mandate: &MandateRow,
@@ -94,18 +84,30 @@ pub fn masked(instrument: &InstrumentInput, enrolled: &Enrolled) -> String {
     }
 }
 
-/// Activates a PENDING mandate whose instrument the processor has just enrolled. `document`
-/// is the EPAC mandate PDF, sent to the merchant as `fileBase64`.
+/// What the customer enrolled and accepted.
+pub struct Enrolment<'a> {
+    pub instrument: &'a InstrumentInput,
+    /// The processor's answer to enrolling `instrument`.
+    pub enrolled: &'a Enrolled,
+    pub acceptance: &'a Acceptance,
+    /// The EPAC mandate PDF, sent to the merchant as `fileBase64`.
+    pub document: Option<&'a Secret<Vec<u8>>>,
+}
+
+/// Activates a PENDING mandate whose instrument the processor has just enrolled.
 pub fn activate(
     conn: &Connection,
     commerce: &Commerce,
     mandate: &MandateRow,
-    instrument: &InstrumentInput,
-    enrolled: &Enrolled,
-    acceptance: &Acceptance,
-    document: Option<&Secret<Vec<u8>>>,
+    enrolment: &Enrolment<'_>,
     now: DateTime<Utc>,
 ) -> Result<MandateView> {
+    let Enrolment {
+        instrument,
+        enrolled,
+        acceptance,
+        document,
+    } = *enrolment;
     let method = instrument.method();
     let stamp = timestamp(now);
     let enrolled_method = json!({

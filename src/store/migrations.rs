@@ -16,6 +16,14 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0004_charging",
         include_str!("../../migrations/0004_charging.sql"),
     ),
+    (
+        "0005_signatures",
+        include_str!("../../migrations/0005_signatures.sql"),
+    ),
+    (
+        "0006_staff_views",
+        include_str!("../../migrations/0006_staff_views.sql"),
+    ),
 ];
 
 pub fn run(conn: &mut Connection) -> anyhow::Result<()> {

@@ -16,8 +16,10 @@ pub mod instruments;
 pub mod mandates;
 pub mod migrations;
 pub mod settings;
+pub mod signatures;
 pub mod sim_acquirer;
 pub mod staff;
+pub mod staff_views;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

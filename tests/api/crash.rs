@@ -217,3 +217,192 @@ async fn every_event_arrives_despite_sigkill_before_and_during_delivery() {
     }
     kill(&mut server);
 }
+
+/// Kills the real binary in the middle of a charging run of thousands of installments; after a
+/// restart every installment was charged exactly once and every event was delivered.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_charging_run_killed_midway_charges_everyone_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    mandato(
+        data,
+        &[
+            "commerce",
+            "add",
+            "--code",
+            CODE,
+            "--name",
+            "Crash",
+            "--password-stdin",
+        ],
+        Some("crash-password\n"),
+    );
+    let key = mandato(data, &["apikey", "create"], None)["apiKey"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let files = mandato(
+        data,
+        &["dev-cert", "--out", data.join("tls").to_str().unwrap()],
+        None,
+    );
+    let cert = std::fs::read_to_string(files["certificate"].as_str().unwrap()).unwrap();
+    let key_pem = std::fs::read_to_string(files["key"].as_str().unwrap()).unwrap();
+    let receiver = Receiver::start(&cert, &key_pem).await;
+
+    let (mut server, base) = serve(data);
+    let mut api = Api {
+        base,
+        key,
+        token: None,
+        client: reqwest::Client::new(),
+    };
+    api.login().await;
+    api.call(
+        reqwest::Method::POST,
+        "/user",
+        Some(json!({"customer": {"userId": "u1", "identificationDocument": {"type": "RUT", "number": "12.345.678-5"},
+            "personalInformation": {"firstName": "Ana", "lastName": "Pérez"}, "contacts": {"email": "ana@example.cl"}}})),
+    )
+    .await;
+    let today = chrono::Utc::now()
+        .with_timezone(&chrono_tz::America::Santiago)
+        .date_naive();
+    const MANDATES: usize = 30;
+    const PER_MANDATE: usize = 100;
+    for m in 0..MANDATES {
+        let installments: Vec<Value> = (0..PER_MANDATE)
+            .map(|i| json!({"id": format!("i{i}"), "amount": 1000 + i, "currencyId": "CLP", "installmentDueDate": today.to_string()}))
+            .collect();
+        let created = api
+            .call(
+                reqwest::Method::POST,
+                "/mandate",
+                Some(json!({"customer": {"userId": "u1"},
+                    "mandate": {"id": format!("M-{m}"), "type": "DYNAMIC", "name": "Carga", "charges": {"currencyId": "CLP"}},
+                    "installments": installments,
+                    "urls": {"paymentWebhook": receiver.url("/pay"), "activationWebhook": receiver.url("/act")}})),
+            )
+            .await;
+        let internal = created["payload"]["mandate"]["internalId"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        // Alternate approving and declining cards.
+        let number = if m % 2 == 0 {
+            "4111111111111111"
+        } else {
+            "4000000000000002"
+        };
+        api.call(
+            reqwest::Method::POST,
+            &format!("/sandbox/mandates/{internal}/activate"),
+            Some(json!({"paymentMethodId": 3, "card": {"number": number, "expiry": "12/30", "cvv": "123"}})),
+        )
+        .await;
+    }
+    let total = MANDATES * PER_MANDATE;
+
+    // Start the run in the background and kill the server while it is under way.
+    let run = {
+        let (base, key, token) = (api.base.clone(), api.key.clone(), api.token.clone());
+        tokio::spawn(async move {
+            let _ = reqwest::Client::new()
+                .post(format!("{base}/api/v1/sandbox/charging/run"))
+                .headers(headers(CODE, &key))
+                .bearer_auth(token.unwrap())
+                .send()
+                .await;
+        })
+    };
+    let db = data.join("mandato.db");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let attempts: i64 = conn
+            .query_row("SELECT count(*) FROM charge_attempts", [], |r| r.get(0))
+            .unwrap();
+        if attempts > 200 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the run never got going"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    kill(&mut server);
+    let _ = run.await;
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let at_kill: i64 = conn
+        .query_row("SELECT count(*) FROM charge_attempts", [], |r| r.get(0))
+        .unwrap();
+    assert!(
+        (at_kill as usize) < total,
+        "killed mid-run ({at_kill} of {total} attempted)"
+    );
+
+    // Restart: reconciliation settles what was in process; today's run is run again by hand.
+    let (mut server, base) = serve(data);
+    api.base = base;
+    api.call(reqwest::Method::POST, "/sandbox/charging/run", None)
+        .await;
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let charged: i64 = conn
+        .query_row("SELECT count(*) FROM sim_charges", [], |r| r.get(0))
+        .unwrap();
+    let distinct: i64 = conn
+        .query_row(
+            "SELECT count(DISTINCT installment_seq) FROM charge_attempts",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let open: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM charge_attempts WHERE state = 'IN_PROCESS'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        charged as usize, total,
+        "the acquirer charged every installment exactly once"
+    );
+    assert_eq!(distinct as usize, total, "one attempt per installment");
+    assert_eq!(open, 0, "nothing left in process");
+    let unfinished: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM installments WHERE state NOT IN (2, -99)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(unfinished, 0);
+
+    // Every event reaches the receiver (duplicates allowed).
+    let expected = expected_events(data);
+    assert_eq!(
+        expected.len(),
+        total * 2 + MANDATES,
+        "one activation per mandate, IN_PROCESS and the outcome for each installment"
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let arrived: HashSet<String> = receiver
+            .received()
+            .iter()
+            .map(|r| r.header("webhook-id").to_string())
+            .collect();
+        let missing = expected.difference(&arrived).count();
+        if missing == 0 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{missing} events never arrived"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    kill(&mut server);
+}

@@ -10,10 +10,13 @@ mod headers;
 mod openapi;
 mod receiver;
 mod staff;
+mod staff_ui_api;
 mod webhooks;
 
 mod customers;
 mod installments;
 mod isolation;
+mod link;
 mod mandates;
 mod receivables;
+mod signatures;

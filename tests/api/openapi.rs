@@ -32,6 +32,9 @@ const OPERATIONS: &[(&str, &str, bool, bool)] = &[
     ("put", "/installments/status/change", true, true),
     ("post", "/installments/status/change", true, true),
     ("get", "/receivables", true, false),
+    ("post", "/signature", true, true),
+    ("get", "/signature/internalId/{internalId}", true, false),
+    ("delete", "/signature/cancel", true, true),
     (
         "post",
         "/sandbox/notifications/{eventId}/redeliver",
@@ -155,6 +158,41 @@ const STAFF_OPERATIONS: &[(&str, &str)] = &[
     ("get", "/events/{eventId}"),
     ("post", "/events/redeliver"),
     ("post", "/commerces/{code}/rotate-secret"),
+    ("get", "/charging"),
+    ("post", "/charging/run"),
+    ("post", "/uf"),
+    ("get", "/signatures"),
+    ("get", "/signatures/{internalId}"),
+    (
+        "get",
+        "/signatures/{internalId}/documents/{documentId}/{version}",
+    ),
+    ("post", "/charging/clock"),
+    // The staff UI's screens.
+    ("get", "/dashboard"),
+    ("get", "/customers"),
+    ("get", "/customers/{internalUserId}"),
+    ("get", "/mandates"),
+    ("get", "/mandates/{internalId}"),
+    ("post", "/mandates/{internalId}/payments"),
+    ("post", "/mandates/{internalId}/annulments"),
+    ("post", "/mandates/{internalId}/installments"),
+    ("post", "/mandates/{internalId}/cancel"),
+    ("get", "/commerces"),
+    ("post", "/commerces"),
+    ("put", "/commerces/{code}/retry-policy"),
+    ("get", "/api-keys"),
+    ("post", "/api-keys"),
+    ("delete", "/api-keys/{prefix}"),
+    ("get", "/environment"),
+    ("get", "/trusted-roots"),
+    ("post", "/trusted-roots"),
+    ("delete", "/trusted-roots/{fingerprint}"),
+    ("get", "/staff"),
+    ("post", "/staff"),
+    ("put", "/staff/{email}"),
+    ("get", "/audit/staff"),
+    ("get", "/audit/requests"),
 ];
 
 #[tokio::test(flavor = "multi_thread")]
@@ -220,6 +258,24 @@ async fn every_documented_operation_is_served() {
                 "{method} {path} is documented but not served"
             );
             assert_ne!(reply.status.as_u16(), 405, "{method} {path}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_operation_id_is_unique() {
+    // Generated clients (the UI's among them) name their functions after operationIds.
+    let app = spawn_app().await;
+    let doc = document(&app).await;
+    let mut seen = std::collections::HashSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            if method == "servers" {
+                continue;
+            }
+            let id = operation["operationId"].as_str().unwrap_or_default();
+            assert!(!id.is_empty(), "{method} {path} has no operationId");
+            assert!(seen.insert(id.to_string()), "{method} {path}: {id} repeats");
         }
     }
 }

@@ -376,3 +376,74 @@ async fn events_are_listed_filtered_inspected_and_redelivered() {
         .await
         .expect(404, "COMMERCE_NOT_FOUND");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn charging_runs_progress_clock_and_uf_for_staff() {
+    let mut app = spawn_app().await;
+    app.login().await;
+    let admin = signed_in_admin(&app).await;
+    let overview = admin.call(Method::GET, "/charging", None, &[]).await;
+    overview.expect(200, "CHARGING_OK");
+    assert_eq!(overview.body["payload"]["sandbox"], true);
+    assert!(overview.body["payload"]["running"].is_null());
+
+    let run = admin.call(Method::POST, "/charging/run", None, &[]).await;
+    run.expect(200, "CHARGING_RUN_OK");
+    assert_eq!(run.body["payload"]["date"], app.today().to_string());
+    let today = app.today();
+    let moved = admin
+        .call(
+            Method::POST,
+            "/charging/clock",
+            Some(json!({"advanceDays": 2})),
+            &[],
+        )
+        .await;
+    moved.expect(200, "SANDBOX_CLOCK_OK");
+    assert_eq!(moved.body["payload"]["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(app.today(), today + chrono::Duration::days(2));
+    let runs =
+        admin.call(Method::GET, "/charging", None, &[]).await.body["payload"]["runs"].clone();
+    assert_eq!(runs.as_array().unwrap().len(), 3);
+    assert_eq!(runs[0]["state"], "FINISHED");
+    assert_eq!(runs[0]["trigger"], "SANDBOX");
+
+    let imported = admin
+        .call(
+            Method::POST,
+            "/uf",
+            Some(json!({"csv": "fecha;valor\n2026-12-01;39.123,45\n2026-12-02;39.130,01\n"})),
+            &[],
+        )
+        .await;
+    imported.expect(200, "UF_IMPORT_OK");
+    assert_eq!(imported.body["payload"]["imported"], 2);
+    let stored: String = app
+        .running
+        .state
+        .store
+        .read(|c| {
+            Ok(c.query_row(
+                "SELECT value FROM uf_values WHERE date = '2026-12-01'",
+                [],
+                |r| r.get(0),
+            )?)
+        })
+        .unwrap();
+    assert_eq!(stored, "39123.45");
+    let bad = admin
+        .call(
+            Method::POST,
+            "/uf",
+            Some(json!({"csv": "2026-12-01,abc"})),
+            &[],
+        )
+        .await;
+    bad.expect(400, "VALIDATION_ERROR");
+    assert!(
+        bad.body["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("line 1")
+    );
+}

@@ -1,8 +1,16 @@
 //! The staff API under `/admin/api`, used by the UI: sessions with an HttpOnly cookie and a
 //! CSRF header, roles enforced on every operation, and a guard against other origins.
 
+pub mod audit;
+pub mod charging;
+pub mod customers;
+pub mod dashboard;
 pub mod events;
+pub mod mandates;
+pub mod paging;
 pub mod session;
+pub mod settings;
+pub mod signatures;
 
 use axum::extract::{ConnectInfo, Request, State};
 use axum::middleware::Next;
@@ -22,6 +30,36 @@ pub fn router(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(events::detail))
         .routes(routes!(events::redeliver))
         .routes(routes!(events::rotate_secret))
+        .routes(routes!(charging::overview))
+        .routes(routes!(charging::run_now))
+        .routes(routes!(charging::import_uf))
+        .routes(routes!(charging::advance_clock))
+        .routes(routes!(signatures::list))
+        .routes(routes!(signatures::detail))
+        .routes(routes!(signatures::download))
+        .routes(routes!(dashboard::dashboard))
+        .routes(routes!(customers::list))
+        .routes(routes!(customers::detail))
+        .routes(routes!(mandates::list))
+        .routes(routes!(mandates::detail))
+        .routes(routes!(mandates::pay))
+        .routes(routes!(mandates::annul))
+        .routes(routes!(mandates::add_installments))
+        .routes(routes!(mandates::cancel))
+        .routes(routes!(settings::list_commerces, settings::create_commerce))
+        .routes(routes!(settings::set_retry_policy))
+        .routes(routes!(settings::list_api_keys, settings::create_api_key))
+        .routes(routes!(settings::revoke_api_key))
+        .routes(routes!(settings::environment))
+        .routes(routes!(
+            settings::list_trusted_roots,
+            settings::add_trusted_root
+        ))
+        .routes(routes!(settings::remove_trusted_root))
+        .routes(routes!(settings::list_staff, settings::create_staff))
+        .routes(routes!(settings::update_staff))
+        .routes(routes!(audit::staff_actions))
+        .routes(routes!(audit::requests))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             origin_guard,

@@ -109,6 +109,8 @@ pub enum Notice {
         authorization_code: String,
     },
     Info(String),
+    /// Why what the customer asked for was not done.
+    Problem(String),
 }
 
 /// A form sent back with problems: its values (never the card number or CVV) and a message
@@ -137,6 +139,8 @@ pub struct View<'a> {
     pub data: &'a Loaded,
     pub token: &'a str,
     pub today: NaiveDate,
+    /// The environment's time zone, for the link's expiry date.
+    pub time_zone: chrono_tz::Tz,
     pub notice: Option<Notice>,
     /// The activation forms are shown (PENDING, link valid).
     pub activation_open: bool,
@@ -396,6 +400,7 @@ fn notice(s: &mut String, notice: &Notice, data: &Loaded) {
             ),
         ),
         Notice::Info(text) => ("", "Aviso".to_string(), text.clone()),
+        Notice::Problem(text) => ("bad", "No pudimos continuar".to_string(), text.clone()),
     };
     let _ = write!(
         s,
@@ -430,7 +435,7 @@ fn mandate_section(s: &mut String, view: &View<'_>) {
     }
     if m.state == MandateState::Pending {
         let expires = chrono::DateTime::parse_from_rfc3339(&m.magic_link_expires_at)
-            .map(|t| spanish::date(t.with_timezone(&chrono_tz::America::Santiago).date_naive()))
+            .map(|t| spanish::date(t.with_timezone(&view.time_zone).date_naive()))
             .unwrap_or_default();
         row("Enlace válido hasta", &expires);
     }
@@ -635,6 +640,26 @@ pub fn mandate_page(view: &View<'_>) -> String {
     let mut body = String::new();
     if let Some(n) = &view.notice {
         notice(&mut body, n, data);
+    }
+    let sent_back = view
+        .activation
+        .as_ref()
+        .map(|(m, sub)| (format!("m{m}"), sub))
+        .or_else(|| {
+            view.payment
+                .as_ref()
+                .map(|(i, sub)| (format!("p-{i}"), sub))
+        });
+    if let Some((anchor, sub)) = sent_back
+        && !sub.errors.is_empty()
+    {
+        let _ = write!(
+            body,
+            "<section class=\"notice bad\" role=\"alert\"><h2>No pudimos continuar</h2>\
+             <p><a href=\"#{}\">Revise los datos marcados en el formulario</a>; no se guardó \
+             ni se cobró nada.</p></section>",
+            esc(&anchor)
+        );
     }
     mandate_section(&mut body, view);
     portal_section(&mut body, view);

@@ -1,0 +1,247 @@
+//! The audit screens: every staff action, and every API request (headers without secrets,
+//! method, path, status, duration), newest first, filterable.
+
+use std::collections::HashMap;
+
+use axum::extract::{Query, State};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+use super::paging::Params;
+use super::session::Staff;
+use crate::error::FieldErrors;
+use crate::http::AppState;
+use crate::http::envelope::Envelope;
+use crate::http::error::{ApiResult, ErrorBody};
+use crate::store::staff_views::{self as views, RequestAuditFilter, StaffAuditFilter};
+
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct StaffAuditQuery {
+    /// The staff member's e-mail.
+    email: Option<String>,
+    /// An action (`mandate.cancel`) or its family (`mandate.`).
+    action: Option<String>,
+    /// What it acted on (a mandate's man_..., a commerce code, an event id...).
+    target: Option<String>,
+    /// At or after: a date (environment time zone) or an RFC 3339 date-time.
+    from: Option<String>,
+    /// On or before that date (a date-time: before it).
+    to: Option<String>,
+    /// 1 to 500, default 50.
+    limit: Option<i64>,
+    cursor: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StaffActionDto {
+    pub at: String,
+    pub email: String,
+    pub action: String,
+    pub target: Option<String>,
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StaffAuditPage {
+    pub items: Vec<StaffActionDto>,
+    pub next_cursor: Option<String>,
+}
+
+/// Every staff action: sign-ins, changes to mandates and settings, redeliveries...
+#[utoipa::path(get, path = "/audit/staff", tag = "staff", params(StaffAuditQuery),
+    responses(
+        (status = 200, description = "STAFF_AUDIT_OK", body = Envelope<StaffAuditPage>),
+        (status = 400, description = "Invalid filter", body = ErrorBody),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+    ))]
+pub async fn staff_actions(
+    State(state): State<AppState>,
+    _staff: Staff,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult<Envelope<StaffAuditPage>> {
+    let params = Params(query);
+    let mut errors = FieldErrors::new();
+    let limit = params.limit(50, 500, &mut errors);
+    let filter = StaffAuditFilter {
+        email: params.get("email"),
+        action: params.get("action"),
+        target: params.get("target"),
+        from: params.instant("from", false, &state, &mut errors),
+        to: params.instant("to", true, &state, &mut errors),
+        before_seq: params.seq_cursor(&mut errors),
+        limit: limit + 1,
+    };
+    errors.into_result()?;
+    let mut rows = state.store.read(|c| Ok(views::staff_audit(c, &filter)?))?;
+    let next_cursor = if rows.len() as i64 > limit {
+        rows.truncate(limit as usize);
+        rows.last().map(|r| r.seq.to_string())
+    } else {
+        None
+    };
+    Ok(Envelope::ok(
+        "STAFF_AUDIT_OK",
+        "staff actions",
+        StaffAuditPage {
+            items: rows
+                .into_iter()
+                .map(|r| StaffActionDto {
+                    at: r.at,
+                    email: r.email,
+                    action: r.action,
+                    target: r.target,
+                    detail: r.detail,
+                })
+                .collect(),
+            next_cursor,
+        },
+    ))
+}
+
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code, non_snake_case)]
+pub struct RequestAuditQuery {
+    /// The `commerce` header.
+    commerce: Option<String>,
+    /// GET, POST, PUT or DELETE.
+    method: Option<String>,
+    /// A part of the path (`/mandate`).
+    path: Option<String>,
+    /// An exact status (`404`) or a class (`4xx`).
+    status: Option<String>,
+    correlationId: Option<String>,
+    /// At or after: a date (environment time zone) or an RFC 3339 date-time.
+    from: Option<String>,
+    /// On or before that date (a date-time: before it).
+    to: Option<String>,
+    /// 1 to 500, default 50.
+    limit: Option<i64>,
+    cursor: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestDto {
+    pub at: String,
+    pub method: String,
+    /// Without the query string.
+    pub path: String,
+    pub status: i64,
+    pub duration_ms: f64,
+    pub commerce: Option<String>,
+    pub correlation_id: Option<String>,
+    /// The first 8 characters of the API key used.
+    pub api_key_prefix: Option<String>,
+    /// The common headers as received, without `x-api-key` and `Authorization`.
+    #[schema(value_type = Object)]
+    pub headers: Value,
+    pub peer: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestAuditPage {
+    pub items: Vec<RequestDto>,
+    pub next_cursor: Option<String>,
+}
+
+fn status_range(text: &str) -> Option<(i64, i64)> {
+    let lower = text.to_ascii_lowercase();
+    if let Some(class) = lower.strip_suffix("xx") {
+        let digit: i64 = class.parse().ok().filter(|d| (1..=5).contains(d))?;
+        return Some((digit * 100, digit * 100 + 99));
+    }
+    let exact: i64 = lower.parse().ok().filter(|s| (100..=599).contains(s))?;
+    Some((exact, exact))
+}
+
+/// Every merchant API request, as the audit log recorded it.
+#[utoipa::path(get, path = "/audit/requests", tag = "staff", params(RequestAuditQuery),
+    responses(
+        (status = 200, description = "REQUEST_AUDIT_OK", body = Envelope<RequestAuditPage>),
+        (status = 400, description = "Invalid filter", body = ErrorBody),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+    ))]
+pub async fn requests(
+    State(state): State<AppState>,
+    _staff: Staff,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult<Envelope<RequestAuditPage>> {
+    let params = Params(query);
+    let mut errors = FieldErrors::new();
+    let limit = params.limit(50, 500, &mut errors);
+    let status = params.get("status").and_then(|s| {
+        let range = status_range(&s);
+        if range.is_none() {
+            errors.push(
+                "query.status",
+                "INVALID_VALUE",
+                "a status (404) or a class (4xx)",
+            );
+        }
+        range
+    });
+    let filter = RequestAuditFilter {
+        commerce: params.get("commerce"),
+        method: params.get("method").map(|m| m.to_ascii_uppercase()),
+        path: params.get("path"),
+        status,
+        correlation_id: params.get("correlationId"),
+        from: params.instant("from", false, &state, &mut errors),
+        to: params.instant("to", true, &state, &mut errors),
+        before_seq: params.seq_cursor(&mut errors),
+        limit: limit + 1,
+    };
+    errors.into_result()?;
+    let mut rows = state
+        .store
+        .read(|c| Ok(views::request_audit(c, &filter)?))?;
+    let next_cursor = if rows.len() as i64 > limit {
+        rows.truncate(limit as usize);
+        rows.last().map(|r| r.seq.to_string())
+    } else {
+        None
+    };
+    Ok(Envelope::ok(
+        "REQUEST_AUDIT_OK",
+        "API requests",
+        RequestAuditPage {
+            items: rows
+                .into_iter()
+                .map(|r| RequestDto {
+                    at: r.at,
+                    method: r.method,
+                    path: r.path,
+                    status: r.status,
+                    duration_ms: r.duration_ms,
+                    commerce: r.commerce,
+                    correlation_id: r.correlation_id,
+                    api_key_prefix: r.api_key_prefix,
+                    headers: serde_json::from_str(&r.headers).unwrap_or(Value::Null),
+                    peer: r.peer,
+                })
+                .collect(),
+            next_cursor,
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::status_range;
+
+    #[test]
+    fn statuses_are_exact_or_a_class() {
+        assert_eq!(status_range("404"), Some((404, 404)));
+        assert_eq!(status_range("4xx"), Some((400, 499)));
+        assert_eq!(status_range("2XX"), Some((200, 299)));
+        assert_eq!(status_range("9xx"), None);
+        assert_eq!(status_range("abc"), None);
+    }
+}

@@ -1,0 +1,347 @@
+//! The dashboard: mandates and installments by state, amounts collected and rejected per day,
+//! the next charges, failing webhooks and the last charging run.
+
+use std::collections::{BTreeMap, HashMap};
+use std::str::FromStr;
+
+use axum::extract::{Query, State};
+use chrono::{Duration, NaiveDate, TimeZone};
+use rust_decimal::Decimal;
+use serde::Serialize;
+use utoipa::{IntoParams, ToSchema};
+
+use super::charging::RunDto;
+use super::paging::{MoneyDto, Params, stored_amount};
+use super::session::Staff;
+use crate::domain::state::{InstallmentState, MandateState};
+use crate::error::FieldErrors;
+use crate::http::AppState;
+use crate::http::envelope::Envelope;
+use crate::http::error::{ApiResult, ErrorBody};
+use crate::http::wire::StateDto;
+use crate::store::staff_views::{self as views, DatedAmount};
+
+/// How many days the chart covers, today included.
+const CHART_DAYS: i64 = 30;
+
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct DashboardQuery {
+    /// Only this commerce (its code); every commerce when absent.
+    commerce: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StateCount {
+    pub state: StateDto,
+    pub count: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DayAmounts {
+    /// A business date, `YYYY-MM-DD`.
+    pub date: String,
+    /// Installments that became PAID that day, per currency.
+    pub collected: Vec<MoneyDto>,
+    /// Charge attempts rejected that day, per currency.
+    pub rejected: Vec<MoneyDto>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NextCharge {
+    pub installment_internal_id: String,
+    pub installment_id: String,
+    #[schema(value_type = f64)]
+    pub amount: serde_json::Number,
+    pub currency_id: String,
+    pub installment_due_date: String,
+    pub mandate_internal_id: String,
+    pub mandate_id: String,
+    pub mandate_name: String,
+    pub commerce: String,
+    pub customer_name: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FailingEvent {
+    pub event_id: String,
+    pub kind: String,
+    pub url: Option<String>,
+    /// FAILED, or PENDING after failed attempts (retrying).
+    pub delivery_state: String,
+    pub attempts: i64,
+    pub created_at: String,
+    pub mandate_internal_id: Option<String>,
+    pub commerce: String,
+    /// The latest attempt's HTTP status, when an answer came.
+    pub last_status: Option<i64>,
+    /// The latest attempt's error or response excerpt.
+    pub last_error: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FailingWebhooks {
+    pub failed: i64,
+    pub retrying: i64,
+    /// The newest ten.
+    pub recent: Vec<FailingEvent>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Dashboard {
+    /// The business date.
+    pub today: String,
+    /// `sandbox` or `production`.
+    pub environment: &'static str,
+    /// Every mandate state, with zero counts too.
+    pub mandates: Vec<StateCount>,
+    /// Every installment state, with zero counts too.
+    pub installments: Vec<StateCount>,
+    /// The last 30 days, oldest first.
+    pub days: Vec<DayAmounts>,
+    /// The ten next installments to charge.
+    pub next_charges: Vec<NextCharge>,
+    pub failing_webhooks: FailingWebhooks,
+    pub last_run: Option<RunDto>,
+}
+
+/// The dashboard's figures.
+#[utoipa::path(get, path = "/dashboard", tag = "staff", params(DashboardQuery),
+    responses(
+        (status = 200, description = "DASHBOARD_OK", body = Envelope<Dashboard>),
+        (status = 400, description = "Unknown commerce", body = ErrorBody),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+    ))]
+pub async fn dashboard(
+    State(state): State<AppState>,
+    _staff: Staff,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult<Envelope<Dashboard>> {
+    let params = Params(query);
+    let mut errors = FieldErrors::new();
+    let commerce = params.commerce_id(&state, &mut errors);
+    errors.into_result()?;
+    let today = state.today();
+    let first_day = today - Duration::days(CHART_DAYS - 1);
+    let tz = state.calendar.time_zone();
+    // Timestamps are UTC: start a day early so the first local day is complete.
+    let since = crate::clock::timestamp(
+        tz.from_local_datetime(
+            &(first_day - Duration::days(1))
+                .and_hms_opt(0, 0, 0)
+                .unwrap(),
+        )
+        .earliest()
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .unwrap_or_else(|| state.clock.now() - Duration::days(CHART_DAYS + 1)),
+    );
+    let state2 = state.clone();
+    let data = tokio::task::spawn_blocking(move || {
+        state2.store.read(|c| {
+            Ok((
+                views::mandate_counts(c, commerce)?,
+                views::installment_counts(c, commerce)?,
+                views::amounts_in_state_since(c, InstallmentState::Paid.id(), &since, commerce)?,
+                views::rejected_attempts_since(c, &first_day.to_string(), commerce)?,
+                views::next_charges(c, 10, commerce)?,
+                views::failing_webhooks(c, 10)?,
+                crate::store::charging::runs(c, 1)?,
+            ))
+        })
+    })
+    .await
+    .map_err(|e| crate::error::Error::Internal(e.into()))??;
+    let (mandate_counts, installment_counts, paid, rejected, next, failing, runs) = data;
+
+    let mandates = MandateState::ALL
+        .iter()
+        .map(|s| StateCount {
+            state: StateDto {
+                id: s.id(),
+                name: s.name(),
+            },
+            count: count_of(&mandate_counts, s.id()),
+        })
+        .collect();
+    let installments = InstallmentState::ALL
+        .iter()
+        .map(|s| StateCount {
+            state: StateDto {
+                id: s.id(),
+                name: s.name(),
+            },
+            count: count_of(&installment_counts, s.id()),
+        })
+        .collect();
+    let days = per_day(first_day, today, &paid, &rejected, |at| {
+        chrono::DateTime::parse_from_rfc3339(at)
+            .ok()
+            .map(|t| t.with_timezone(&tz).date_naive())
+    });
+    Ok(Envelope::ok(
+        "DASHBOARD_OK",
+        "dashboard",
+        Dashboard {
+            today: today.to_string(),
+            environment: state.config.environment.as_str(),
+            mandates,
+            installments,
+            days,
+            next_charges: next
+                .into_iter()
+                .map(|n| NextCharge {
+                    installment_internal_id: n.installment_id,
+                    installment_id: n.external_id,
+                    amount: stored_amount(&n.amount),
+                    currency_id: n.currency,
+                    installment_due_date: n.due_date,
+                    mandate_internal_id: n.mandate_id,
+                    mandate_id: n.mandate_external_id,
+                    mandate_name: n.mandate_name,
+                    commerce: n.commerce_code,
+                    customer_name: n.customer_name,
+                })
+                .collect(),
+            failing_webhooks: FailingWebhooks {
+                failed: failing.failed,
+                retrying: failing.retrying,
+                recent: failing
+                    .recent
+                    .into_iter()
+                    .map(|e| FailingEvent {
+                        event_id: e.event_id,
+                        kind: e.kind,
+                        url: e.url,
+                        delivery_state: e.delivery_state,
+                        attempts: e.attempts,
+                        created_at: e.created_at,
+                        mandate_internal_id: e.mandate_id,
+                        commerce: e.commerce_code,
+                        last_status: e.last_status,
+                        last_error: e.last_error,
+                    })
+                    .collect(),
+            },
+            last_run: runs.into_iter().next().map(run_dto),
+        },
+    ))
+}
+
+/// The run as the charging screen shows it.
+pub fn run_dto(r: crate::store::charging::RunRow) -> RunDto {
+    RunDto {
+        business_date: r.business_date,
+        trigger: r.trigger,
+        state: r.state,
+        started_at: r.started_at,
+        finished_at: r.finished_at,
+        total: r.counts.total,
+        done: r.counts.done,
+        attempted: r.counts.attempted,
+        paid: r.counts.paid,
+        rejected: r.counts.rejected,
+        in_validation: r.counts.in_validation,
+        in_process: r.counts.in_process,
+        settled: r.counts.settled,
+        waiting_uf: r.counts.waiting_uf,
+    }
+}
+
+fn count_of(counts: &[(i64, i64)], id: i64) -> i64 {
+    counts
+        .iter()
+        .find(|(state, _)| *state == id)
+        .map_or(0, |(_, n)| *n)
+}
+
+/// Sums amounts per business date and currency. Paid amounts carry timestamps (`local_date`
+/// turns them into business dates); rejected ones carry their business date already.
+fn per_day(
+    first: NaiveDate,
+    last: NaiveDate,
+    paid: &[DatedAmount],
+    rejected: &[DatedAmount],
+    local_date: impl Fn(&str) -> Option<NaiveDate>,
+) -> Vec<DayAmounts> {
+    type Sums = BTreeMap<NaiveDate, BTreeMap<String, Decimal>>;
+    let add = |sums: &mut Sums, date: Option<NaiveDate>, item: &DatedAmount| {
+        let Some(date) = date.filter(|d| *d >= first && *d <= last) else {
+            return;
+        };
+        let amount = Decimal::from_str(&item.amount).unwrap_or_default();
+        *sums
+            .entry(date)
+            .or_default()
+            .entry(item.currency.clone())
+            .or_default() += amount;
+    };
+    let mut collected = Sums::new();
+    for item in paid {
+        add(&mut collected, local_date(&item.at), item);
+    }
+    let mut refused = Sums::new();
+    for item in rejected {
+        add(&mut refused, NaiveDate::from_str(&item.at).ok(), item);
+    }
+    let money = |sums: &Sums, date: NaiveDate| -> Vec<MoneyDto> {
+        sums.get(&date)
+            .map(|m| m.iter().map(|(c, a)| MoneyDto::new(*a, c)).collect())
+            .unwrap_or_default()
+    };
+    first
+        .iter_days()
+        .take_while(|d| *d <= last)
+        .map(|date| DayAmounts {
+            date: date.to_string(),
+            collected: money(&collected, date),
+            rejected: money(&refused, date),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(at: &str, amount: &str, currency: &str) -> DatedAmount {
+        DatedAmount {
+            at: at.into(),
+            amount: amount.into(),
+            currency: currency.into(),
+        }
+    }
+
+    #[test]
+    fn amounts_are_summed_per_day_and_currency_within_the_range() {
+        let first = NaiveDate::from_ymd_opt(2026, 11, 1).unwrap();
+        let last = NaiveDate::from_ymd_opt(2026, 11, 3).unwrap();
+        let paid = [
+            item("2026-11-01", "100", "CLP"),
+            item("2026-11-01", "50.5", "CLP"),
+            item("2026-11-01", "1.25", "USD"),
+            item("2026-10-31", "999", "CLP"),
+        ];
+        let rejected = [item("2026-11-03", "29990", "CLP")];
+        let days = per_day(first, last, &paid, &rejected, |at| {
+            NaiveDate::from_str(at).ok()
+        });
+        assert_eq!(days.len(), 3);
+        let json = serde_json::to_value(&days).unwrap();
+        assert_eq!(
+            json[0]["collected"],
+            serde_json::json!([{"amount": 150.5, "currencyId": "CLP"}, {"amount": 1.25, "currencyId": "USD"}])
+        );
+        assert_eq!(json[1]["collected"], serde_json::json!([]));
+        assert_eq!(
+            json[2]["rejected"],
+            serde_json::json!([{"amount": 29990, "currencyId": "CLP"}])
+        );
+    }
+}

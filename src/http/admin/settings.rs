@@ -1,0 +1,895 @@
+//! Settings for staff: commerces (list, register, retry policy), API keys (create, shown once;
+//! list; revoke), the environment and its JWE public key, trusted roots for webhook delivery,
+//! and staff accounts. Reading is open to every role (staff accounts to admins); every change
+//! is the admin's, and is recorded in the staff audit log in its own transaction.
+
+use axum::extract::{Path, State};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::session::Staff;
+use crate::auth::{api_key, password};
+use crate::clock::timestamp;
+use crate::domain::contact::Email;
+use crate::domain::external_id::ExternalId;
+use crate::domain::rut::Rut;
+use crate::domain::state::PaymentMethod;
+use crate::error::{Error, FieldErrors};
+use crate::http::AppState;
+use crate::http::envelope::Envelope;
+use crate::http::error::{ApiResult, ErrorBody};
+use crate::http::json::Body;
+use crate::secret::Secret;
+use crate::store::staff::{self, Role};
+use crate::store::staff_views as views;
+use crate::store::{commerces, deliveries};
+
+/// The retry days when a commerce has no policy of its own (CONTRACT 6).
+const DEFAULT_RETRY_DAYS: [i64; 3] = [1, 3, 7];
+
+fn record(
+    tx: &rusqlite::Connection,
+    staff: &Staff,
+    now: chrono::DateTime<chrono::Utc>,
+    action: &str,
+    target: &str,
+    detail: Option<&str>,
+) -> Result<(), Error> {
+    Ok(staff::record_action(
+        tx,
+        &timestamp(now),
+        &staff.member.email,
+        action,
+        Some(target),
+        detail,
+    )?)
+}
+
+// Commerces.
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RetryPolicyDto {
+    /// Days after the first rejection on which a soft decline is retried.
+    pub after_days: Vec<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CommerceDto {
+    pub code: String,
+    pub name: String,
+    /// Allowed `channel` header values; null: any.
+    pub channels: Option<Vec<String>>,
+    pub payment_methods: Vec<i64>,
+    pub authorization_required: bool,
+    /// The commerce's policy, or the default.
+    pub retry_policy: RetryPolicyDto,
+    /// False when the commerce uses the default policy.
+    pub custom_retry_policy: bool,
+    /// During a secret rotation: until when the previous secret also signs.
+    pub previous_secret_valid_until: Option<String>,
+    pub created_at: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CommercesPayload {
+    pub items: Vec<CommerceDto>,
+}
+
+fn retry_days(stored: Option<&str>) -> Option<Vec<i64>> {
+    let value: serde_json::Value = serde_json::from_str(stored?).ok()?;
+    serde_json::from_value(value["afterDays"].clone()).ok()
+}
+
+/// Every commerce of the installation.
+#[utoipa::path(get, path = "/commerces", tag = "staff",
+    responses(
+        (status = 200, description = "COMMERCES_OK", body = Envelope<CommercesPayload>),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+    ))]
+pub async fn list_commerces(
+    State(state): State<AppState>,
+    _staff: Staff,
+) -> ApiResult<Envelope<CommercesPayload>> {
+    let rows = state.store.read(|c| Ok(views::commerces(c)?))?;
+    let now = timestamp(state.clock.now());
+    let items = rows
+        .into_iter()
+        .map(|r| {
+            let custom = retry_days(r.retry_policy.as_deref());
+            CommerceDto {
+                code: r.code,
+                name: r.name,
+                channels: r.channels.and_then(|c| serde_json::from_str(&c).ok()),
+                payment_methods: serde_json::from_str(&r.payment_methods).unwrap_or_default(),
+                authorization_required: r.authorization_required,
+                custom_retry_policy: custom.is_some(),
+                retry_policy: RetryPolicyDto {
+                    after_days: custom.unwrap_or_else(|| DEFAULT_RETRY_DAYS.to_vec()),
+                },
+                previous_secret_valid_until: r.previous_secret_expires_at.filter(|at| *at > now),
+                created_at: r.created_at,
+            }
+        })
+        .collect();
+    Ok(Envelope::ok(
+        "COMMERCES_OK",
+        "commerces",
+        CommercesPayload { items },
+    ))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewCommerceRequest {
+    /// A RUT (`76.123.456-0`, kept as `76123456-0`) or an issued code (1 to 64 letters,
+    /// digits, `-`, `_`, `.`).
+    pub code: Option<String>,
+    /// 1 to 200 characters.
+    pub name: Option<String>,
+    /// The login password, at least 8 characters; generated (and shown once) when absent.
+    pub password: Option<String>,
+    /// Allowed `channel` header values (each 1 to 64 characters); absent or empty: any.
+    pub channels: Option<Vec<String>>,
+    /// Enabled payment methods (3, 4, 11, 5, 6, 14); absent: all.
+    pub payment_methods: Option<Vec<i64>>,
+    /// Manual payments must carry an authorization code.
+    pub authorization_required: Option<bool>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewCommerceResult {
+    pub code: String,
+    /// Shown once: the key of the webhook signatures.
+    pub webhook_secret: String,
+    /// Shown once, when it was generated.
+    pub password: Option<String>,
+}
+
+/// Registers a commerce (admin); its webhook secret (and generated password) are shown once.
+#[utoipa::path(post, path = "/commerces", tag = "staff",
+    request_body = NewCommerceRequest,
+    responses(
+        (status = 201, description = "COMMERCE_CREATED", body = Envelope<NewCommerceResult>),
+        (status = 400, description = "Invalid field, COMMERCE_EXISTS", body = ErrorBody),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+        (status = 403, description = "ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID", body = ErrorBody),
+    ))]
+pub async fn create_commerce(
+    State(state): State<AppState>,
+    staff: Staff,
+    Body(body): Body<NewCommerceRequest>,
+) -> ApiResult<Envelope<NewCommerceResult>> {
+    staff.require(Role::Admin)?;
+    let mut errors = FieldErrors::new();
+    let code = match body.code.as_deref().map(str::trim) {
+        None | Some("") => {
+            errors.missing("code");
+            None
+        }
+        Some(text) => match Rut::parse(text) {
+            Ok(rut) if text.contains('-') => Some(rut.to_string()),
+            _ => match ExternalId::parse(text) {
+                Ok(id) => Some(id.as_str().to_string()),
+                Err(_) => {
+                    errors.push(
+                        "code",
+                        "INVALID_CODE",
+                        "a RUT, or 1 to 64 letters, digits, '-', '_' or '.'",
+                    );
+                    None
+                }
+            },
+        },
+    };
+    let name = crate::http::users::required_text(body.name.as_ref(), "name", 200, &mut errors);
+    let password = match body.password.as_deref() {
+        None | Some("") => None,
+        Some(p) if p.chars().count() < 8 => {
+            errors.push("password", "TOO_SHORT", "at least 8 characters");
+            None
+        }
+        Some(p) => Some(Secret::new(p.to_string())),
+    };
+    let mut channels = Vec::new();
+    for (i, channel) in body.channels.iter().flatten().enumerate() {
+        let channel = channel.trim();
+        if channel.is_empty() || channel.chars().count() > 64 {
+            errors.push(
+                format!("channels[{i}]"),
+                "INVALID_CHANNEL",
+                "1 to 64 characters",
+            );
+        } else {
+            channels.push(channel.to_string());
+        }
+    }
+    let methods: Vec<PaymentMethod> = match &body.payment_methods {
+        None => PaymentMethod::ALL.to_vec(),
+        Some(ids) if ids.is_empty() => {
+            errors.push(
+                "paymentMethods",
+                "EMPTY",
+                "enable at least one payment method",
+            );
+            Vec::new()
+        }
+        Some(ids) => ids
+            .iter()
+            .enumerate()
+            .filter_map(|(i, id)| {
+                let method = PaymentMethod::from_id(*id);
+                if method.is_none() {
+                    errors.push(
+                        format!("paymentMethods[{i}]"),
+                        "INVALID_PAYMENT_METHOD",
+                        "one of 3, 4, 11, 5, 6, 14",
+                    );
+                }
+                method
+            })
+            .collect(),
+    };
+    errors.into_result()?;
+    let (code, name) = (code.expect("validated"), name.expect("validated"));
+    let generated = password.is_none();
+    let password = password.unwrap_or_else(|| {
+        let key = api_key::generate();
+        Secret::new(key.key.expose()[3..27].to_string())
+    });
+    let shown = generated.then(|| password.expose().clone());
+    let hash = tokio::task::spawn_blocking(move || password::hash_password(&password))
+        .await
+        .map_err(|e| Error::Internal(e.into()))?;
+    let secret = api_key::generate_webhook_secret();
+    let now = state.clock.now();
+    let authorization_required = body.authorization_required.unwrap_or(false);
+    state.store.write(|tx| {
+        commerces::insert(
+            tx,
+            &commerces::NewCommerce {
+                code: &code,
+                name: &name,
+                password_hash: &hash,
+                channels: (!channels.is_empty()).then_some(channels.as_slice()),
+                payment_methods: &methods,
+                webhook_secret: &secret,
+                authorization_required,
+                created_at: &timestamp(now),
+            },
+        )?;
+        record(tx, &staff, now, "commerce.create", &code, Some(&name))
+    })?;
+    Ok(Envelope::created(
+        "COMMERCE_CREATED",
+        "commerce registered; its secret is shown once",
+        NewCommerceResult {
+            code,
+            webhook_secret: secret.into_inner(),
+            password: shown,
+        },
+    ))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RetryPolicyRequest {
+    /// 1 to 10 increasing days (1 to 90) after the first rejection; null or absent: back to
+    /// the default (1, 3, 7).
+    pub after_days: Option<Vec<i64>>,
+}
+
+/// Sets a commerce's retry policy for soft declines (admin).
+#[utoipa::path(put, path = "/commerces/{code}/retry-policy", tag = "staff",
+    params(("code" = String, Path)),
+    request_body = RetryPolicyRequest,
+    responses(
+        (status = 200, description = "RETRY_POLICY_OK", body = Envelope<RetryPolicyDto>),
+        (status = 400, description = "Invalid days", body = ErrorBody),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+        (status = 403, description = "ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID", body = ErrorBody),
+        (status = 404, description = "COMMERCE_NOT_FOUND", body = ErrorBody),
+    ))]
+pub async fn set_retry_policy(
+    State(state): State<AppState>,
+    staff: Staff,
+    Path(code): Path<String>,
+    Body(body): Body<RetryPolicyRequest>,
+) -> ApiResult<Envelope<RetryPolicyDto>> {
+    staff.require(Role::Admin)?;
+    if let Some(days) = &body.after_days {
+        let increasing = days.windows(2).all(|w| w[0] < w[1]);
+        if days.is_empty()
+            || days.len() > 10
+            || !increasing
+            || days.iter().any(|d| !(1..=90).contains(d))
+        {
+            return Err(Error::validation(
+                "afterDays",
+                "INVALID_POLICY",
+                "1 to 10 increasing days, each from 1 to 90",
+            )
+            .into());
+        }
+    }
+    let policy = body
+        .after_days
+        .as_ref()
+        .map(|days| serde_json::json!({"afterDays": days}).to_string());
+    let now = state.clock.now();
+    state.store.write(|tx| {
+        if !views::set_retry_policy(tx, &code, policy.as_deref())? {
+            return Err(Error::not_found("commerce"));
+        }
+        record(
+            tx,
+            &staff,
+            now,
+            "commerce.retry-policy",
+            &code,
+            Some(policy.as_deref().unwrap_or("default")),
+        )
+    })?;
+    Ok(Envelope::ok(
+        "RETRY_POLICY_OK",
+        "retry policy saved",
+        RetryPolicyDto {
+            after_days: body
+                .after_days
+                .unwrap_or_else(|| DEFAULT_RETRY_DAYS.to_vec()),
+        },
+    ))
+}
+
+// API keys.
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiKeyDto {
+    /// The key's first 8 characters, to tell keys apart.
+    pub prefix: String,
+    /// Valid for every commerce (else only for `commerces`).
+    pub all_commerces: bool,
+    pub commerces: Vec<String>,
+    pub created_at: String,
+    pub revoked_at: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApiKeysPayload {
+    pub items: Vec<ApiKeyDto>,
+}
+
+/// Every API key, newest first (never the key itself).
+#[utoipa::path(get, path = "/api-keys", tag = "staff",
+    responses(
+        (status = 200, description = "API_KEYS_OK", body = Envelope<ApiKeysPayload>),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+    ))]
+pub async fn list_api_keys(
+    State(state): State<AppState>,
+    _staff: Staff,
+) -> ApiResult<Envelope<ApiKeysPayload>> {
+    let rows = state.store.read(|c| Ok(views::api_keys(c)?))?;
+    Ok(Envelope::ok(
+        "API_KEYS_OK",
+        "API keys",
+        ApiKeysPayload {
+            items: rows
+                .into_iter()
+                .map(|k| ApiKeyDto {
+                    prefix: k.prefix,
+                    all_commerces: k.all_commerces,
+                    commerces: k.commerces,
+                    created_at: k.created_at,
+                    revoked_at: k.revoked_at,
+                })
+                .collect(),
+        },
+    ))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct NewApiKeyRequest {
+    /// Codes of the commerces the key may act for; absent or empty: every commerce.
+    pub commerces: Option<Vec<String>>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewApiKeyResult {
+    /// Shown once; only its hash is kept.
+    pub api_key: String,
+    pub prefix: String,
+    pub commerces: Vec<String>,
+}
+
+/// Creates an API key (admin); the key is in this answer only.
+#[utoipa::path(post, path = "/api-keys", tag = "staff",
+    request_body = NewApiKeyRequest,
+    responses(
+        (status = 201, description = "API_KEY_CREATED", body = Envelope<NewApiKeyResult>),
+        (status = 400, description = "COMMERCE_NOT_FOUND", body = ErrorBody),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+        (status = 403, description = "ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID", body = ErrorBody),
+    ))]
+pub async fn create_api_key(
+    State(state): State<AppState>,
+    staff: Staff,
+    Body(body): Body<NewApiKeyRequest>,
+) -> ApiResult<Envelope<NewApiKeyResult>> {
+    staff.require(Role::Admin)?;
+    let codes = body.commerces.unwrap_or_default();
+    let key = api_key::generate();
+    let now = state.clock.now();
+    state.store.write(|tx| {
+        commerces::insert_api_key(tx, &key.prefix, &key.hash, &codes, &timestamp(now))?;
+        let scope = if codes.is_empty() {
+            "every commerce".to_string()
+        } else {
+            codes.join(",")
+        };
+        record(tx, &staff, now, "api-key.create", &key.prefix, Some(&scope))
+    })?;
+    Ok(Envelope::created(
+        "API_KEY_CREATED",
+        "API key created; it is shown once",
+        NewApiKeyResult {
+            api_key: key.key.expose().clone(),
+            prefix: key.prefix,
+            commerces: codes,
+        },
+    ))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RevokedApiKey {
+    pub prefix: String,
+}
+
+/// Revokes the active API key with this prefix (admin): requests with it are refused at once.
+#[utoipa::path(delete, path = "/api-keys/{prefix}", tag = "staff",
+    params(("prefix" = String, Path, description = "The key's first 8 characters")),
+    responses(
+        (status = 200, description = "API_KEY_REVOKED", body = Envelope<RevokedApiKey>),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+        (status = 403, description = "ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID", body = ErrorBody),
+        (status = 404, description = "API_KEY_NOT_FOUND (or already revoked)", body = ErrorBody),
+    ))]
+pub async fn revoke_api_key(
+    State(state): State<AppState>,
+    staff: Staff,
+    Path(prefix): Path<String>,
+) -> ApiResult<Envelope<RevokedApiKey>> {
+    staff.require(Role::Admin)?;
+    let now = state.clock.now();
+    state.store.write(|tx| {
+        if commerces::revoke_api_key(tx, &prefix, &timestamp(now))? == 0 {
+            return Err(Error::not_found("API key"));
+        }
+        record(tx, &staff, now, "api-key.revoke", &prefix, None)
+    })?;
+    Ok(Envelope::ok(
+        "API_KEY_REVOKED",
+        "API key revoked",
+        RevokedApiKey { prefix },
+    ))
+}
+
+// The environment.
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct JwePublicKeyDto {
+    /// PEM (SPKI): merchants encrypt their login password with it.
+    pub public_key: String,
+    pub kid: String,
+    pub alg: &'static str,
+    pub enc: &'static str,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EnvironmentDto {
+    /// `sandbox` or `production`.
+    pub environment: &'static str,
+    /// Where merchants and customers reach this installation.
+    pub public_base_url: String,
+    pub time_zone: String,
+    /// The business date (the sandbox clock may be ahead of the calendar).
+    pub today: String,
+    pub jwe_public_key: JwePublicKeyDto,
+    pub version: &'static str,
+}
+
+/// The environment: its name, time zone, business date and the JWE public key to copy.
+#[utoipa::path(get, path = "/environment", tag = "staff",
+    responses(
+        (status = 200, description = "ENVIRONMENT_OK", body = Envelope<EnvironmentDto>),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+    ))]
+pub async fn environment(
+    State(state): State<AppState>,
+    _staff: Staff,
+) -> ApiResult<Envelope<EnvironmentDto>> {
+    Ok(Envelope::ok(
+        "ENVIRONMENT_OK",
+        "environment",
+        EnvironmentDto {
+            environment: state.config.environment.as_str(),
+            public_base_url: state.public_base_url.to_string(),
+            time_zone: state.calendar.time_zone().name().to_string(),
+            today: state.today().to_string(),
+            jwe_public_key: JwePublicKeyDto {
+                public_key: state.keys.jwe.public_pem().to_string(),
+                kid: state.keys.jwe.kid().to_string(),
+                alg: "RSA-OAEP-256",
+                enc: "A256GCM",
+            },
+            version: env!("CARGO_PKG_VERSION"),
+        },
+    ))
+}
+
+// Trusted roots.
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TrustedRootDto {
+    /// Hex SHA-256 of the certificate (DER).
+    pub fingerprint: String,
+    pub subject: String,
+    pub added_at: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TrustedRootsPayload {
+    /// Beside the system's roots and the installation's own development CA.
+    pub items: Vec<TrustedRootDto>,
+}
+
+/// The extra root certificates webhook delivery trusts.
+#[utoipa::path(get, path = "/trusted-roots", tag = "staff",
+    responses(
+        (status = 200, description = "TRUSTED_ROOTS_OK", body = Envelope<TrustedRootsPayload>),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+    ))]
+pub async fn list_trusted_roots(
+    State(state): State<AppState>,
+    _staff: Staff,
+) -> ApiResult<Envelope<TrustedRootsPayload>> {
+    let rows = state.store.read(|c| Ok(views::trusted_roots(c)?))?;
+    Ok(Envelope::ok(
+        "TRUSTED_ROOTS_OK",
+        "trusted roots",
+        TrustedRootsPayload {
+            items: rows
+                .into_iter()
+                .map(|r| TrustedRootDto {
+                    fingerprint: r.fingerprint,
+                    subject: r.subject,
+                    added_at: r.added_at,
+                })
+                .collect(),
+        },
+    ))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct TrustedRootRequest {
+    /// One or more CA certificates, PEM.
+    pub pem: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TrustedRootsAdded {
+    /// Subjects of the certificates newly trusted (already trusted ones are skipped).
+    pub added: Vec<String>,
+    pub certificates: usize,
+}
+
+/// Trusts CA certificates for webhook delivery (admin).
+#[utoipa::path(post, path = "/trusted-roots", tag = "staff",
+    request_body = TrustedRootRequest,
+    responses(
+        (status = 200, description = "TRUSTED_ROOTS_ADDED", body = Envelope<TrustedRootsAdded>),
+        (status = 400, description = "Not a PEM of CA certificates", body = ErrorBody),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+        (status = 403, description = "ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID", body = ErrorBody),
+    ))]
+pub async fn add_trusted_root(
+    State(state): State<AppState>,
+    staff: Staff,
+    Body(body): Body<TrustedRootRequest>,
+) -> ApiResult<Envelope<TrustedRootsAdded>> {
+    staff.require(Role::Admin)?;
+    let pem = body
+        .pem
+        .filter(|p| !p.trim().is_empty())
+        .ok_or_else(|| Error::validation("pem", "REQUIRED", "is required"))?;
+    let roots = crate::notify::tls::parse_roots(&pem)
+        .map_err(|e| Error::validation("pem", "INVALID_CERTIFICATE", e.to_string()))?;
+    if roots.is_empty() {
+        return Err(Error::validation("pem", "INVALID_CERTIFICATE", "no certificate in it").into());
+    }
+    let now = state.clock.now();
+    let added = state.store.write(|tx| {
+        let mut added = Vec::new();
+        for root in &roots {
+            if deliveries::add_trusted_root(
+                tx,
+                &root.pem,
+                &root.fingerprint,
+                &root.subject,
+                &timestamp(now),
+            )? {
+                record(
+                    tx,
+                    &staff,
+                    now,
+                    "trusted-root.add",
+                    &root.fingerprint,
+                    Some(&root.subject),
+                )?;
+                added.push(root.subject.clone());
+            }
+        }
+        Ok(added)
+    })?;
+    Ok(Envelope::ok(
+        "TRUSTED_ROOTS_ADDED",
+        "roots trusted",
+        TrustedRootsAdded {
+            added,
+            certificates: roots.len(),
+        },
+    ))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RemovedRoot {
+    pub fingerprint: String,
+}
+
+/// Stops trusting a root (admin).
+#[utoipa::path(delete, path = "/trusted-roots/{fingerprint}", tag = "staff",
+    params(("fingerprint" = String, Path)),
+    responses(
+        (status = 200, description = "TRUSTED_ROOT_REMOVED", body = Envelope<RemovedRoot>),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+        (status = 403, description = "ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID", body = ErrorBody),
+        (status = 404, description = "TRUSTED_ROOT_NOT_FOUND", body = ErrorBody),
+    ))]
+pub async fn remove_trusted_root(
+    State(state): State<AppState>,
+    staff: Staff,
+    Path(fingerprint): Path<String>,
+) -> ApiResult<Envelope<RemovedRoot>> {
+    staff.require(Role::Admin)?;
+    let now = state.clock.now();
+    state.store.write(|tx| {
+        if !views::remove_trusted_root(tx, &fingerprint)? {
+            return Err(Error::not_found("trusted root"));
+        }
+        record(tx, &staff, now, "trusted-root.remove", &fingerprint, None)
+    })?;
+    Ok(Envelope::ok(
+        "TRUSTED_ROOT_REMOVED",
+        "root no longer trusted",
+        RemovedRoot { fingerprint },
+    ))
+}
+
+// Staff accounts.
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StaffDto {
+    pub email: String,
+    /// `admin`, `operator` or `viewer`.
+    pub role: String,
+    pub created_at: String,
+    /// Disabled accounts cannot sign in.
+    pub disabled_at: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StaffPayload {
+    pub items: Vec<StaffDto>,
+}
+
+fn staff_dto(s: views::StaffLine) -> StaffDto {
+    StaffDto {
+        email: s.email,
+        role: s.role,
+        created_at: s.created_at,
+        disabled_at: s.disabled_at,
+    }
+}
+
+/// Every staff account (admin).
+#[utoipa::path(get, path = "/staff", tag = "staff",
+    responses(
+        (status = 200, description = "STAFF_OK", body = Envelope<StaffPayload>),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+        (status = 403, description = "ROLE_NOT_ALLOWED", body = ErrorBody),
+    ))]
+pub async fn list_staff(
+    State(state): State<AppState>,
+    staff: Staff,
+) -> ApiResult<Envelope<StaffPayload>> {
+    staff.require(Role::Admin)?;
+    let rows = state.store.read(|c| Ok(views::staff_members(c)?))?;
+    Ok(Envelope::ok(
+        "STAFF_OK",
+        "staff accounts",
+        StaffPayload {
+            items: rows.into_iter().map(staff_dto).collect(),
+        },
+    ))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct NewStaffRequest {
+    pub email: Option<String>,
+    /// At least 10 characters.
+    pub password: Option<String>,
+    /// `admin`, `operator` or `viewer`.
+    pub role: Option<String>,
+}
+
+fn parse_role(value: Option<&str>, errors: &mut FieldErrors) -> Option<Role> {
+    match value {
+        None => {
+            errors.missing("role");
+            None
+        }
+        Some(text) => {
+            let role = Role::parse(text);
+            if role.is_none() {
+                errors.push("role", "INVALID_ROLE", "admin, operator or viewer");
+            }
+            role
+        }
+    }
+}
+
+/// Creates a staff account (admin).
+#[utoipa::path(post, path = "/staff", tag = "staff",
+    request_body = NewStaffRequest,
+    responses(
+        (status = 201, description = "STAFF_CREATED", body = Envelope<StaffDto>),
+        (status = 400, description = "Invalid field, STAFF_EXISTS", body = ErrorBody),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+        (status = 403, description = "ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID", body = ErrorBody),
+    ))]
+pub async fn create_staff(
+    State(state): State<AppState>,
+    staff: Staff,
+    Body(body): Body<NewStaffRequest>,
+) -> ApiResult<Envelope<StaffDto>> {
+    staff.require(Role::Admin)?;
+    let mut errors = FieldErrors::new();
+    let email = match body.email.as_deref().map(Email::parse) {
+        None => {
+            errors.missing("email");
+            None
+        }
+        Some(Err(_)) => {
+            errors.push("email", "INVALID_EMAIL", "not a valid e-mail address");
+            None
+        }
+        Some(Ok(e)) => Some(e),
+    };
+    match body.password.as_ref().map(|p| p.chars().count()) {
+        None => errors.missing("password"),
+        Some(n) if n < 10 => errors.push("password", "TOO_SHORT", "at least 10 characters"),
+        Some(_) => {}
+    }
+    let role = parse_role(body.role.as_deref(), &mut errors);
+    errors.into_result()?;
+    let (email, role) = (
+        email.expect("validated").as_str().to_string(),
+        role.expect("validated"),
+    );
+    let password = Secret::new(body.password.expect("validated"));
+    let hash = tokio::task::spawn_blocking(move || password::hash_password(&password))
+        .await
+        .map_err(|e| Error::Internal(e.into()))?;
+    let now = state.clock.now();
+    let created = state.store.write(|tx| {
+        commerces::insert_staff(tx, &email, &hash, role.as_str(), &timestamp(now))?;
+        record(tx, &staff, now, "staff.create", &email, Some(role.as_str()))?;
+        views::staff_member(tx, &email)?.ok_or(Error::not_found("staff member"))
+    })?;
+    Ok(Envelope::created(
+        "STAFF_CREATED",
+        "staff account created",
+        staff_dto(created),
+    ))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct StaffUpdateRequest {
+    /// A new role: `admin`, `operator` or `viewer`.
+    pub role: Option<String>,
+    /// True disables the account (its sessions end); false enables it again.
+    pub disabled: Option<bool>,
+}
+
+/// Changes a staff account's role, or disables or enables it (admin). Nobody changes their own
+/// account here, and the last active admin stays.
+#[utoipa::path(put, path = "/staff/{email}", tag = "staff",
+    params(("email" = String, Path)),
+    request_body = StaffUpdateRequest,
+    responses(
+        (status = 200, description = "STAFF_UPDATED", body = Envelope<StaffDto>),
+        (status = 400, description = "Invalid role, OWN_ACCOUNT, LAST_ADMIN", body = ErrorBody),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+        (status = 403, description = "ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID", body = ErrorBody),
+        (status = 404, description = "STAFF_MEMBER_NOT_FOUND", body = ErrorBody),
+    ))]
+pub async fn update_staff(
+    State(state): State<AppState>,
+    staff: Staff,
+    Path(email): Path<String>,
+    Body(body): Body<StaffUpdateRequest>,
+) -> ApiResult<Envelope<StaffDto>> {
+    staff.require(Role::Admin)?;
+    let mut errors = FieldErrors::new();
+    let role = body
+        .role
+        .as_deref()
+        .and_then(|r| parse_role(Some(r), &mut errors));
+    errors.into_result()?;
+    if email.eq_ignore_ascii_case(&staff.member.email) {
+        return Err(Error::refused(
+            "OWN_ACCOUNT",
+            "ask another admin to change your own account",
+        )
+        .into());
+    }
+    let now = state.clock.now();
+    let updated = state.store.write(|tx| {
+        let current = views::staff_member(tx, &email)?.ok_or(Error::not_found("staff member"))?;
+        let new_role = role.map_or(current.role.clone(), |r| r.as_str().to_string());
+        let disabled_at = match body.disabled {
+            None => current.disabled_at.clone(),
+            Some(false) => None,
+            Some(true) => current.disabled_at.clone().or_else(|| Some(timestamp(now))),
+        };
+        let was_admin = current.role == "admin" && current.disabled_at.is_none();
+        let stays_admin = new_role == "admin" && disabled_at.is_none();
+        if was_admin && !stays_admin && views::active_admins(tx)? <= 1 {
+            return Err(Error::refused(
+                "LAST_ADMIN",
+                "the installation needs at least one active admin",
+            ));
+        }
+        views::update_staff(tx, &current.email, &new_role, disabled_at.as_deref())?;
+        let detail = format!(
+            "role={new_role}{}",
+            if disabled_at.is_some() {
+                ", disabled"
+            } else {
+                ""
+            }
+        );
+        record(
+            tx,
+            &staff,
+            now,
+            "staff.update",
+            &current.email,
+            Some(&detail),
+        )?;
+        views::staff_member(tx, &current.email)?.ok_or(Error::not_found("staff member"))
+    })?;
+    Ok(Envelope::ok(
+        "STAFF_UPDATED",
+        "staff account updated",
+        staff_dto(updated),
+    ))
+}

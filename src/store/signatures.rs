@@ -1,0 +1,694 @@
+//! Signature processes: the process, its signatories, documents (original and sealed bytes),
+//! placements and audit trail. Every merchant lookup filters on the commerce.
+
+use rusqlite::{Connection, Row, params};
+use serde_json::Value;
+
+use super::optional;
+use crate::error::{Error, Result};
+use crate::esign::{Placement, ProcessState, SignatoryState, SignatureType};
+
+#[derive(Debug, Clone)]
+pub struct ProcessRow {
+    pub seq: i64,
+    pub id: String,
+    pub commerce_id: i64,
+    pub process_name: String,
+    pub external_process_id: Option<String>,
+    pub request_user: Option<String>,
+    pub state: ProcessState,
+    pub url_callback: String,
+    pub url_webhook: String,
+    /// Business time.
+    pub expires_at: String,
+    pub rejection_reason: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub finished_at: Option<String>,
+}
+
+const PROCESS_COLUMNS: &str = "seq, id, commerce_id, process_name, external_process_id, \
+    request_user, state, url_callback, url_webhook, expires_at, rejection_reason, created_at, \
+    updated_at, finished_at";
+
+fn process_from_row(r: &Row<'_>) -> rusqlite::Result<ProcessRow> {
+    let state: i64 = r.get(6)?;
+    Ok(ProcessRow {
+        seq: r.get(0)?,
+        id: r.get(1)?,
+        commerce_id: r.get(2)?,
+        process_name: r.get(3)?,
+        external_process_id: r.get(4)?,
+        request_user: r.get(5)?,
+        state: ProcessState::from_id(state).ok_or_else(|| bad_value(6, "process state"))?,
+        url_callback: r.get(7)?,
+        url_webhook: r.get(8)?,
+        expires_at: r.get(9)?,
+        rejection_reason: r.get(10)?,
+        created_at: r.get(11)?,
+        updated_at: r.get(12)?,
+        finished_at: r.get(13)?,
+    })
+}
+
+fn bad_value(column: usize, what: &str) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(
+        column,
+        rusqlite::types::Type::Integer,
+        format!("unknown {what}").into(),
+    )
+}
+
+#[derive(Debug, Clone)]
+pub struct SignatoryRow {
+    pub seq: i64,
+    pub id: String,
+    pub process_seq: i64,
+    pub position: i64,
+    pub customer_seq: i64,
+    /// The customer's `internalUserId` and `userId`.
+    pub customer_id: String,
+    pub user_id: String,
+    pub order: i64,
+    pub kind: SignatureType,
+    pub state: SignatoryState,
+    pub token: String,
+    pub full_name: String,
+    pub rut: String,
+    pub email: String,
+    pub viewed_at: Option<String>,
+    pub code_hash: Option<String>,
+    pub code_plain: Option<String>,
+    pub code_expires_at: Option<String>,
+    pub code_attempts: i64,
+    pub codes_sent: i64,
+    pub code_verified_at: Option<String>,
+    pub identity_confirmed_at: Option<String>,
+    pub failures: i64,
+    pub signed_at: Option<String>,
+    pub rejected_at: Option<String>,
+    pub rejection_reason: Option<String>,
+}
+
+const SIGNATORY_COLUMNS: &str = "s.seq, s.id, s.process_seq, s.position, s.customer_seq, c.id, \
+    c.user_id, s.sign_order, s.type, s.state, s.token, s.full_name, s.rut, s.email, s.viewed_at, \
+    s.code_hash, s.code_plain, s.code_expires_at, s.code_attempts, s.codes_sent, \
+    s.code_verified_at, s.identity_confirmed_at, s.failures, s.signed_at, s.rejected_at, \
+    s.rejection_reason";
+
+fn signatory_from_row(r: &Row<'_>) -> rusqlite::Result<SignatoryRow> {
+    let kind: String = r.get(8)?;
+    let state: i64 = r.get(9)?;
+    Ok(SignatoryRow {
+        seq: r.get(0)?,
+        id: r.get(1)?,
+        process_seq: r.get(2)?,
+        position: r.get(3)?,
+        customer_seq: r.get(4)?,
+        customer_id: r.get(5)?,
+        user_id: r.get(6)?,
+        order: r.get(7)?,
+        kind: SignatureType::parse(&kind).ok_or_else(|| bad_value(8, "signature type"))?,
+        state: SignatoryState::from_id(state).ok_or_else(|| bad_value(9, "signatory state"))?,
+        token: r.get(10)?,
+        full_name: r.get(11)?,
+        rut: r.get(12)?,
+        email: r.get(13)?,
+        viewed_at: r.get(14)?,
+        code_hash: r.get(15)?,
+        code_plain: r.get(16)?,
+        code_expires_at: r.get(17)?,
+        code_attempts: r.get(18)?,
+        codes_sent: r.get(19)?,
+        code_verified_at: r.get(20)?,
+        identity_confirmed_at: r.get(21)?,
+        failures: r.get(22)?,
+        signed_at: r.get(23)?,
+        rejected_at: r.get(24)?,
+        rejection_reason: r.get(25)?,
+    })
+}
+
+/// A document without its bytes (those are read one at a time, when needed).
+#[derive(Debug, Clone)]
+pub struct DocumentRow {
+    pub seq: i64,
+    pub id: String,
+    pub process_seq: i64,
+    pub position: i64,
+    pub name: String,
+    pub page_count: i64,
+    pub sha256: String,
+    pub size_bytes: i64,
+    pub sealed_sha256: Option<String>,
+}
+
+const DOCUMENT_COLUMNS: &str =
+    "seq, id, process_seq, position, name, page_count, sha256, size_bytes, sealed_sha256";
+
+fn document_from_row(r: &Row<'_>) -> rusqlite::Result<DocumentRow> {
+    Ok(DocumentRow {
+        seq: r.get(0)?,
+        id: r.get(1)?,
+        process_seq: r.get(2)?,
+        position: r.get(3)?,
+        name: r.get(4)?,
+        page_count: r.get(5)?,
+        sha256: r.get(6)?,
+        size_bytes: r.get(7)?,
+        sealed_sha256: r.get(8)?,
+    })
+}
+
+#[derive(Debug, Clone)]
+pub struct PlacementRow {
+    pub document_seq: i64,
+    pub signatory_seq: i64,
+    pub placement: Placement,
+}
+
+/// One record of the audit trail, as hashed (see `esign::audit`).
+#[derive(Debug, Clone)]
+pub struct AuditRow {
+    pub position: i64,
+    pub at: String,
+    pub action: String,
+    pub signatory_id: Option<String>,
+    pub ip: Option<String>,
+    pub user_agent: Option<String>,
+    pub documents: Value,
+    pub detail: Value,
+    pub prev_hash: String,
+    pub hash: String,
+}
+
+pub struct NewProcess<'a> {
+    pub id: &'a str,
+    pub commerce_id: i64,
+    pub process_name: &'a str,
+    pub external_process_id: Option<&'a str>,
+    pub request_user: Option<&'a str>,
+    pub url_callback: &'a str,
+    pub url_webhook: &'a str,
+    pub expires_at: &'a str,
+    pub now: &'a str,
+}
+
+pub fn insert_process(conn: &Connection, new: &NewProcess<'_>) -> Result<ProcessRow> {
+    conn.prepare_cached(
+        "INSERT INTO signature_processes (id, commerce_id, process_name, external_process_id,
+                request_user, state, url_callback, url_webhook, expires_at, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)",
+    )?
+    .execute(params![
+        new.id,
+        new.commerce_id,
+        new.process_name,
+        new.external_process_id,
+        new.request_user,
+        ProcessState::Pending.id(),
+        new.url_callback,
+        new.url_webhook,
+        new.expires_at,
+        new.now,
+    ])?;
+    process_by_seq(conn, conn.last_insert_rowid())
+}
+
+pub struct NewSignatoryRow<'a> {
+    pub id: &'a str,
+    pub process_seq: i64,
+    pub position: i64,
+    pub customer_seq: i64,
+    pub order: i64,
+    pub kind: SignatureType,
+    pub token: &'a str,
+    pub full_name: &'a str,
+    pub rut: &'a str,
+    pub email: &'a str,
+}
+
+pub fn insert_signatory(conn: &Connection, new: &NewSignatoryRow<'_>) -> Result<i64> {
+    conn.prepare_cached(
+        "INSERT INTO signature_signatories (id, process_seq, position, customer_seq, sign_order,
+                type, state, token, full_name, rut, email)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )?
+    .execute(params![
+        new.id,
+        new.process_seq,
+        new.position,
+        new.customer_seq,
+        new.order,
+        new.kind.name(),
+        SignatoryState::Pending.id(),
+        new.token,
+        new.full_name,
+        new.rut,
+        new.email,
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+pub struct NewDocumentRow<'a> {
+    pub id: &'a str,
+    pub process_seq: i64,
+    pub position: i64,
+    pub name: &'a str,
+    pub page_count: i64,
+    pub bytes: &'a [u8],
+    pub sha256: &'a str,
+}
+
+pub fn insert_document(conn: &Connection, new: &NewDocumentRow<'_>) -> Result<i64> {
+    conn.prepare_cached(
+        "INSERT INTO signature_documents (id, process_seq, position, name, page_count, original,
+                sha256, size_bytes)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?
+    .execute(params![
+        new.id,
+        new.process_seq,
+        new.position,
+        new.name,
+        new.page_count,
+        new.bytes,
+        new.sha256,
+        new.bytes.len() as i64,
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+pub fn insert_placement(
+    conn: &Connection,
+    document_seq: i64,
+    signatory_seq: i64,
+    placement: &Placement,
+) -> Result<()> {
+    let (page, x, y, width, height) = match *placement {
+        Placement::Manual {
+            page,
+            x,
+            y,
+            width,
+            height,
+        } => (
+            Some(i64::from(page)),
+            Some(x),
+            Some(y),
+            Some(width),
+            Some(height),
+        ),
+        Placement::LastPage => (None, None, None, None, None),
+    };
+    conn.prepare_cached(
+        "INSERT INTO signature_placements (document_seq, signatory_seq, mode, page, x, y, width,
+                height)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?
+    .execute(params![
+        document_seq,
+        signatory_seq,
+        placement.mode(),
+        page,
+        x,
+        y,
+        width,
+        height
+    ])?;
+    Ok(())
+}
+
+pub fn process_by_seq(conn: &Connection, seq: i64) -> Result<ProcessRow> {
+    let sql = format!("SELECT {PROCESS_COLUMNS} FROM signature_processes WHERE seq = ?1");
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row([seq], process_from_row)?)
+}
+
+/// The commerce's process with this internal id; another commerce's is absent.
+pub fn process_by_internal_id(
+    conn: &Connection,
+    commerce_id: i64,
+    id: &str,
+) -> Result<Option<ProcessRow>> {
+    let sql = format!(
+        "SELECT {PROCESS_COLUMNS} FROM signature_processes WHERE id = ?1 AND commerce_id = ?2"
+    );
+    Ok(optional(
+        conn.prepare_cached(&sql)?
+            .query_row(params![id, commerce_id], process_from_row),
+    )?)
+}
+
+/// Any commerce's process (staff).
+pub fn process_by_id_any(conn: &Connection, id: &str) -> Result<Option<ProcessRow>> {
+    let sql = format!("SELECT {PROCESS_COLUMNS} FROM signature_processes WHERE id = ?1");
+    Ok(optional(
+        conn.prepare_cached(&sql)?.query_row([id], process_from_row),
+    )?)
+}
+
+pub fn signatories_of(conn: &Connection, process_seq: i64) -> Result<Vec<SignatoryRow>> {
+    let sql = format!(
+        "SELECT {SIGNATORY_COLUMNS} FROM signature_signatories s
+         JOIN customers c ON c.seq = s.customer_seq
+         WHERE s.process_seq = ?1 ORDER BY s.position"
+    );
+    let rows = conn
+        .prepare_cached(&sql)?
+        .query_map([process_seq], signatory_from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+/// The signatory a signing link opens, of any commerce.
+pub fn signatory_by_token(conn: &Connection, token: &str) -> Result<Option<SignatoryRow>> {
+    let sql = format!(
+        "SELECT {SIGNATORY_COLUMNS} FROM signature_signatories s
+         JOIN customers c ON c.seq = s.customer_seq
+         WHERE s.token = ?1"
+    );
+    Ok(optional(
+        conn.prepare_cached(&sql)?
+            .query_row([token], signatory_from_row),
+    )?)
+}
+
+pub fn documents_of(conn: &Connection, process_seq: i64) -> Result<Vec<DocumentRow>> {
+    let sql = format!(
+        "SELECT {DOCUMENT_COLUMNS} FROM signature_documents WHERE process_seq = ?1 ORDER BY position"
+    );
+    let rows = conn
+        .prepare_cached(&sql)?
+        .query_map([process_seq], document_from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+/// The bytes as uploaded.
+pub fn original_bytes(conn: &Connection, document_seq: i64) -> Result<Vec<u8>> {
+    Ok(conn
+        .prepare_cached("SELECT original FROM signature_documents WHERE seq = ?1")?
+        .query_row([document_seq], |r| r.get(0))?)
+}
+
+/// The sealed bytes, once the process completed.
+pub fn sealed_bytes(conn: &Connection, document_seq: i64) -> Result<Option<Vec<u8>>> {
+    Ok(conn
+        .prepare_cached("SELECT sealed FROM signature_documents WHERE seq = ?1")?
+        .query_row([document_seq], |r| r.get(0))?)
+}
+
+pub fn set_sealed(conn: &Connection, document_seq: i64, bytes: &[u8], sha256: &str) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE signature_documents SET sealed = ?2, sealed_sha256 = ?3 WHERE seq = ?1",
+    )?
+    .execute(params![document_seq, bytes, sha256])?;
+    Ok(())
+}
+
+pub fn placements_of(conn: &Connection, document_seq: i64) -> Result<Vec<PlacementRow>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT document_seq, signatory_seq, mode, page, x, y, width, height
+         FROM signature_placements WHERE document_seq = ?1 ORDER BY seq",
+    )?;
+    let rows = stmt
+        .query_map([document_seq], |r| {
+            let mode: String = r.get(2)?;
+            let placement = if mode == "MANUAL" {
+                let page: i64 = r.get(3)?;
+                Placement::Manual {
+                    page: page as u32,
+                    x: r.get(4)?,
+                    y: r.get(5)?,
+                    width: r.get(6)?,
+                    height: r.get(7)?,
+                }
+            } else {
+                Placement::LastPage
+            };
+            Ok(PlacementRow {
+                document_seq: r.get(0)?,
+                signatory_seq: r.get(1)?,
+                placement,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+/// Moves the process to `state`; `finished` stamps `finished_at`.
+pub fn set_process_state(
+    conn: &Connection,
+    seq: i64,
+    state: ProcessState,
+    reason: Option<&str>,
+    now: &str,
+) -> Result<()> {
+    let finished = !state.is_open();
+    conn.prepare_cached(
+        "UPDATE signature_processes SET state = ?2, updated_at = ?3,
+                finished_at = CASE WHEN ?4 THEN ?3 ELSE finished_at END,
+                rejection_reason = COALESCE(?5, rejection_reason)
+         WHERE seq = ?1",
+    )?
+    .execute(params![seq, state.id(), now, finished, reason])?;
+    Ok(())
+}
+
+/// The next number of the process's event sequence, taken in the transaction that writes it.
+pub fn next_event_sequence(conn: &Connection, process_seq: i64) -> Result<i64> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE signature_processes SET event_sequence = event_sequence + 1 WHERE seq = ?1
+             RETURNING event_sequence",
+        )?
+        .query_row([process_seq], |r| r.get(0))?)
+}
+
+/// Ties an outbox event to its process.
+pub fn link_event(conn: &Connection, event_id: &str, process_seq: i64) -> Result<()> {
+    let changed = conn
+        .prepare_cached("UPDATE events SET signature_process_seq = ?2 WHERE id = ?1")?
+        .execute(params![event_id, process_seq])?;
+    if changed != 1 {
+        return Err(Error::Internal(anyhow::anyhow!(
+            "event {event_id} is not in the outbox"
+        )));
+    }
+    Ok(())
+}
+
+/// `(sequence, body)` of a process's events, in order.
+pub fn event_bodies(conn: &Connection, process_seq: i64) -> Result<Vec<(i64, String)>> {
+    let rows = conn
+        .prepare_cached(
+            "SELECT sequence, body FROM events WHERE signature_process_seq = ?1 ORDER BY sequence",
+        )?
+        .query_map([process_seq], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+// ----- signatory steps -----
+
+pub fn set_viewed(conn: &Connection, seq: i64, at: &str) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE signature_signatories SET viewed_at = COALESCE(viewed_at, ?2) WHERE seq = ?1",
+    )?
+    .execute(params![seq, at])?;
+    Ok(())
+}
+
+/// A fresh one-time code: the previous one stops working and its attempts start over.
+pub fn set_code(
+    conn: &Connection,
+    seq: i64,
+    code_hash: &str,
+    code_plain: Option<&str>,
+    expires_at: &str,
+) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE signature_signatories SET code_hash = ?2, code_plain = ?3, code_expires_at = ?4,
+                code_attempts = 0, codes_sent = codes_sent + 1
+         WHERE seq = ?1",
+    )?
+    .execute(params![seq, code_hash, code_plain, expires_at])?;
+    Ok(())
+}
+
+/// A wrong RUT, code or identity answer; `code` also counts against the current code.
+pub fn add_failure(conn: &Connection, seq: i64, code: bool) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE signature_signatories SET failures = failures + 1,
+                code_attempts = code_attempts + CASE WHEN ?2 THEN 1 ELSE 0 END
+         WHERE seq = ?1",
+    )?
+    .execute(params![seq, code])?;
+    Ok(())
+}
+
+pub fn set_code_verified(conn: &Connection, seq: i64, at: &str) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE signature_signatories SET code_verified_at = ?2, code_hash = NULL WHERE seq = ?1",
+    )?
+    .execute(params![seq, at])?;
+    Ok(())
+}
+
+pub fn set_identity_confirmed(conn: &Connection, seq: i64, at: &str) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE signature_signatories SET identity_confirmed_at = ?2 WHERE seq = ?1",
+    )?
+    .execute(params![seq, at])?;
+    Ok(())
+}
+
+pub fn set_signed(conn: &Connection, seq: i64, at: &str) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE signature_signatories SET state = ?2, signed_at = ?3 WHERE seq = ?1 AND state = ?4",
+    )?
+    .execute(params![
+        seq,
+        SignatoryState::Signed.id(),
+        at,
+        SignatoryState::Pending.id()
+    ])?;
+    Ok(())
+}
+
+pub fn set_rejected(conn: &Connection, seq: i64, at: &str, reason: &str) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE signature_signatories SET state = ?2, rejected_at = ?3, rejection_reason = ?4
+         WHERE seq = ?1 AND state = ?5",
+    )?
+    .execute(params![
+        seq,
+        SignatoryState::Rejected.id(),
+        at,
+        reason,
+        SignatoryState::Pending.id()
+    ])?;
+    Ok(())
+}
+
+// ----- audit -----
+
+pub struct NewAudit<'a> {
+    pub process_seq: i64,
+    pub row: &'a AuditRow,
+}
+
+/// `(position, hash)` of the process's last audit record.
+pub fn last_audit(conn: &Connection, process_seq: i64) -> Result<Option<(i64, String)>> {
+    Ok(optional(
+        conn.prepare_cached(
+            "SELECT position, hash FROM signature_audit WHERE process_seq = ?1
+             ORDER BY position DESC LIMIT 1",
+        )?
+        .query_row([process_seq], |r| Ok((r.get(0)?, r.get(1)?))),
+    )?)
+}
+
+pub fn insert_audit(conn: &Connection, new: &NewAudit<'_>) -> Result<()> {
+    let r = new.row;
+    conn.prepare_cached(
+        "INSERT INTO signature_audit (process_seq, position, at, action, signatory_id, ip,
+                user_agent, documents, detail, prev_hash, hash)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )?
+    .execute(params![
+        new.process_seq,
+        r.position,
+        r.at,
+        r.action,
+        r.signatory_id,
+        r.ip,
+        r.user_agent,
+        serde_json::to_string(&r.documents)?,
+        serde_json::to_string(&r.detail)?,
+        r.prev_hash,
+        r.hash,
+    ])?;
+    Ok(())
+}
+
+pub fn audit_of(conn: &Connection, process_seq: i64) -> Result<Vec<AuditRow>> {
+    let rows = conn
+        .prepare_cached(
+            "SELECT position, at, action, signatory_id, ip, user_agent, documents, detail,
+                    prev_hash, hash
+             FROM signature_audit WHERE process_seq = ?1 ORDER BY position",
+        )?
+        .query_map([process_seq], |r| {
+            let documents: String = r.get(6)?;
+            let detail: String = r.get(7)?;
+            Ok(AuditRow {
+                position: r.get(0)?,
+                at: r.get(1)?,
+                action: r.get(2)?,
+                signatory_id: r.get(3)?,
+                ip: r.get(4)?,
+                user_agent: r.get(5)?,
+                documents: serde_json::from_str(&documents).unwrap_or(Value::Null),
+                detail: serde_json::from_str(&detail).unwrap_or(Value::Null),
+                prev_hash: r.get(8)?,
+                hash: r.get(9)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+// ----- expiry and staff listing -----
+
+/// Open processes whose expiry (business time) is at or before `business_now`.
+pub fn expired_open(conn: &Connection, business_now: &str, limit: i64) -> Result<Vec<i64>> {
+    let rows = conn
+        .prepare_cached(
+            "SELECT seq FROM signature_processes
+             WHERE state IN (1, 2) AND expires_at <= ?1 ORDER BY expires_at LIMIT ?2",
+        )?
+        .query_map(params![business_now, limit], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+pub struct ProcessFilter {
+    pub commerce_code: Option<String>,
+    pub state: Option<ProcessState>,
+    pub before_seq: Option<i64>,
+    pub limit: i64,
+}
+
+/// Processes of every commerce, newest first, with the commerce's code.
+pub fn list_processes(
+    conn: &Connection,
+    filter: &ProcessFilter,
+) -> Result<Vec<(ProcessRow, String)>> {
+    let columns: Vec<String> = PROCESS_COLUMNS
+        .split(", ")
+        .map(|c| format!("p.{c}"))
+        .collect();
+    let sql = format!(
+        "SELECT {}, c.code FROM signature_processes p JOIN commerces c ON c.id = p.commerce_id
+         WHERE (?1 IS NULL OR c.code = ?1) AND (?2 IS NULL OR p.state = ?2)
+               AND (?3 IS NULL OR p.seq < ?3)
+         ORDER BY p.seq DESC LIMIT ?4",
+        columns.join(", ")
+    );
+    let rows = conn
+        .prepare_cached(&sql)?
+        .query_map(
+            params![
+                filter.commerce_code,
+                filter.state.map(ProcessState::id),
+                filter.before_seq,
+                filter.limit
+            ],
+            |r| Ok((process_from_row(r)?, r.get(14)?)),
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}

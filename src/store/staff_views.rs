@@ -1,0 +1,1075 @@
+//! What the staff UI reads across commerces: dashboard counts, customer search, the mandates
+//! list, a mandate's history, settings and the audit logs; and the few settings it changes.
+//!
+//! Lists are newest first and keyset-paged: a page asks for the rows before the last one it
+//! showed, never for an offset, so a page costs the same at row 200,000 as at row 50. The
+//! indexes of `0006_staff_views.sql` give each filter its rows already in that order.
+
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, Row, params, params_from_iter};
+
+use super::customers::CustomerRow;
+use super::optional;
+
+/// Where a newest-first page starts: the last row of the previous page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keyset {
+    pub created_at: String,
+    pub seq: i64,
+}
+
+impl Keyset {
+    /// The opaque cursor handed to clients: `<seq>.<created_at>`.
+    pub fn encode(&self) -> String {
+        format!("{}.{}", self.seq, self.created_at)
+    }
+
+    pub fn decode(text: &str) -> Option<Keyset> {
+        let (seq, created_at) = text.split_once('.')?;
+        let seq = seq.parse().ok()?;
+        (chrono::DateTime::parse_from_rfc3339(created_at).is_ok()).then(|| Keyset {
+            created_at: created_at.to_string(),
+            seq,
+        })
+    }
+}
+
+/// Builds a `WHERE` clause and its arguments one condition at a time.
+struct Query {
+    sql: String,
+    args: Vec<SqlValue>,
+}
+
+impl Query {
+    fn new(select: &str) -> Self {
+        Query {
+            sql: format!("{select} WHERE 1 = 1"),
+            args: Vec::new(),
+        }
+    }
+
+    fn and(&mut self, clause: &str, values: impl IntoIterator<Item = SqlValue>) {
+        self.sql.push_str(" AND ");
+        self.sql.push_str(clause);
+        self.args.extend(values);
+    }
+
+    fn and_in(&mut self, column: &str, values: &[i64]) {
+        let marks = vec!["?"; values.len()].join(", ");
+        self.and(
+            &format!("{column} IN ({marks})"),
+            values.iter().map(|v| SqlValue::from(*v)),
+        );
+    }
+
+    /// Rows strictly before the keyset, in (created_at, seq) descending order.
+    fn before(&mut self, created: &str, seq: &str, keyset: Option<&Keyset>) {
+        if let Some(k) = keyset {
+            self.and(
+                &format!("{created} <= ? AND ({created} < ? OR {seq} < ?)"),
+                [
+                    k.created_at.clone().into(),
+                    k.created_at.clone().into(),
+                    k.seq.into(),
+                ],
+            );
+        }
+    }
+}
+
+// Dashboard.
+
+/// `(state id, count)` of mandates, optionally of one commerce.
+pub fn mandate_counts(
+    conn: &Connection,
+    commerce_id: Option<i64>,
+) -> rusqlite::Result<Vec<(i64, i64)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT state, count(*) FROM mandates WHERE (?1 IS NULL OR commerce_id = ?1) GROUP BY state",
+    )?;
+    stmt.query_map([commerce_id], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect()
+}
+
+/// `(state id, count)` of installments, optionally of one commerce.
+pub fn installment_counts(
+    conn: &Connection,
+    commerce_id: Option<i64>,
+) -> rusqlite::Result<Vec<(i64, i64)>> {
+    match commerce_id {
+        None => conn
+            .prepare_cached("SELECT state, count(*) FROM installments GROUP BY state")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect(),
+        Some(id) => conn
+            .prepare_cached(
+                "SELECT state, count(*) FROM installments WHERE commerce_id = ?1 GROUP BY state",
+            )?
+            .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect(),
+    }
+}
+
+/// An amount that changed state at a time (or on a business date).
+#[derive(Debug, Clone)]
+pub struct DatedAmount {
+    /// RFC 3339 timestamp, or a `YYYY-MM-DD` business date.
+    pub at: String,
+    pub amount: String,
+    pub currency: String,
+}
+
+/// Installments in `state` whose latest state change is at or after `since`.
+pub fn amounts_in_state_since(
+    conn: &Connection,
+    state: i64,
+    since: &str,
+    commerce_id: Option<i64>,
+) -> rusqlite::Result<Vec<DatedAmount>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT state_at, amount, currency FROM installments
+         WHERE state = ?1 AND state_at >= ?2 AND (?3 IS NULL OR commerce_id = ?3)",
+    )?;
+    stmt.query_map(params![state, since, commerce_id], |r| {
+        Ok(DatedAmount {
+            at: r.get(0)?,
+            amount: r.get(1)?,
+            currency: r.get(2)?,
+        })
+    })?
+    .collect()
+}
+
+/// Rejected charge attempts on business dates from `since` on.
+pub fn rejected_attempts_since(
+    conn: &Connection,
+    since: &str,
+    commerce_id: Option<i64>,
+) -> rusqlite::Result<Vec<DatedAmount>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT a.business_date, a.amount, a.currency FROM charge_attempts a
+         JOIN installments i ON i.seq = a.installment_seq
+         WHERE a.state = 'REJECTED' AND a.business_date >= ?1 AND (?2 IS NULL OR i.commerce_id = ?2)",
+    )?;
+    stmt.query_map(params![since, commerce_id], |r| {
+        Ok(DatedAmount {
+            at: r.get(0)?,
+            amount: r.get(1)?,
+            currency: r.get(2)?,
+        })
+    })?
+    .collect()
+}
+
+/// An installment with what identifies it on a list: its mandate, customer and commerce.
+#[derive(Debug, Clone)]
+pub struct InstallmentLine {
+    pub installment_id: String,
+    pub external_id: String,
+    pub amount: String,
+    pub currency: String,
+    pub due_date: String,
+    pub state: i64,
+    pub mandate_id: String,
+    pub mandate_external_id: String,
+    pub mandate_name: String,
+    pub commerce_code: String,
+    pub customer_name: String,
+}
+
+/// The next installments the engine will charge: PENDING ones of ACTIVE mandates, by due date.
+pub fn next_charges(
+    conn: &Connection,
+    limit: i64,
+    commerce_id: Option<i64>,
+) -> rusqlite::Result<Vec<InstallmentLine>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT i.id, i.external_id, i.amount, i.currency, i.due_date, i.state, m.id, m.external_id,
+                m.name, co.code, c.first_name || ' ' || c.last_name
+         FROM installments i
+         JOIN mandates m ON m.seq = i.mandate_seq
+         JOIN customers c ON c.seq = m.customer_seq
+         JOIN commerces co ON co.id = m.commerce_id
+         WHERE i.state = 1 AND m.state = 2 AND (?2 IS NULL OR i.commerce_id = ?2)
+         ORDER BY i.due_date, i.seq LIMIT ?1",
+    )?;
+    stmt.query_map(params![limit, commerce_id], |r| {
+        Ok(InstallmentLine {
+            installment_id: r.get(0)?,
+            external_id: r.get(1)?,
+            amount: r.get(2)?,
+            currency: r.get(3)?,
+            due_date: r.get(4)?,
+            state: r.get(5)?,
+            mandate_id: r.get(6)?,
+            mandate_external_id: r.get(7)?,
+            mandate_name: r.get(8)?,
+            commerce_code: r.get(9)?,
+            customer_name: r.get(10)?,
+        })
+    })?
+    .collect()
+}
+
+/// Webhooks in trouble: how many FAILED, how many PENDING after a failed attempt, and the
+/// newest of both.
+#[derive(Debug, Clone)]
+pub struct FailingWebhooks {
+    pub failed: i64,
+    pub retrying: i64,
+    pub recent: Vec<FailingEvent>,
+}
+
+#[derive(Debug, Clone)]
+pub struct FailingEvent {
+    pub event_id: String,
+    pub kind: String,
+    pub url: Option<String>,
+    pub delivery_state: String,
+    pub attempts: i64,
+    pub created_at: String,
+    pub mandate_id: Option<String>,
+    pub commerce_code: String,
+    pub last_error: Option<String>,
+    pub last_status: Option<i64>,
+}
+
+pub fn failing_webhooks(conn: &Connection, limit: i64) -> rusqlite::Result<FailingWebhooks> {
+    let failed = conn
+        .prepare_cached("SELECT count(*) FROM events WHERE delivery_state = 'FAILED'")?
+        .query_row([], |r| r.get(0))?;
+    let retrying = conn
+        .prepare_cached(
+            "SELECT count(*) FROM events WHERE delivery_state = 'PENDING' AND attempts > 0",
+        )?
+        .query_row([], |r| r.get(0))?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT e.id, e.kind, e.url, e.delivery_state, e.attempts, e.created_at, m.id, c.code,
+                (SELECT coalesce(a.error, a.response_excerpt) FROM delivery_attempts a
+                  WHERE a.event_seq = e.seq ORDER BY a.seq DESC LIMIT 1),
+                (SELECT a.status_code FROM delivery_attempts a
+                  WHERE a.event_seq = e.seq ORDER BY a.seq DESC LIMIT 1)
+         FROM events e
+         JOIN commerces c ON c.id = e.commerce_id
+         LEFT JOIN mandates m ON m.seq = e.mandate_seq
+         WHERE e.seq IN (
+             SELECT seq FROM (SELECT seq FROM events WHERE delivery_state = 'FAILED'
+                              ORDER BY seq DESC LIMIT ?1)
+             UNION ALL
+             SELECT seq FROM (SELECT seq FROM events WHERE delivery_state = 'PENDING' AND attempts > 0
+                              ORDER BY seq DESC LIMIT ?1))
+         ORDER BY e.seq DESC LIMIT ?1",
+    )?;
+    let recent = stmt
+        .query_map([limit], |r| {
+            Ok(FailingEvent {
+                event_id: r.get(0)?,
+                kind: r.get(1)?,
+                url: r.get(2)?,
+                delivery_state: r.get(3)?,
+                attempts: r.get(4)?,
+                created_at: r.get(5)?,
+                mandate_id: r.get(6)?,
+                commerce_code: r.get(7)?,
+                last_error: r.get(8)?,
+                last_status: r.get(9)?,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(FailingWebhooks {
+        failed,
+        retrying,
+        recent,
+    })
+}
+
+// Customers.
+
+#[derive(Debug, Default)]
+pub struct CustomerFilter {
+    /// A name (any part), a RUT (with or without dots and dash), a userId or a usr_ id.
+    pub text: Option<String>,
+    pub commerce_id: Option<i64>,
+    pub before: Option<Keyset>,
+    pub limit: i64,
+}
+
+#[derive(Debug, Clone)]
+pub struct CustomerLine {
+    pub customer: CustomerRow,
+    pub commerce_code: String,
+    pub mandates: i64,
+}
+
+const CUSTOMER_COLUMNS: &str = "c.seq, c.id, c.commerce_id, c.user_id, c.rut, c.first_name, \
+    c.last_name, c.second_last_name, c.address, c.email, c.phone, c.created_at, c.updated_at";
+
+fn customer_from_row(row: &Row<'_>) -> rusqlite::Result<CustomerRow> {
+    let address: Option<String> = row.get(8)?;
+    Ok(CustomerRow {
+        seq: row.get(0)?,
+        id: row.get(1)?,
+        commerce_id: row.get(2)?,
+        user_id: row.get(3)?,
+        rut: row.get(4)?,
+        first_name: row.get(5)?,
+        last_name: row.get(6)?,
+        second_last_name: row.get(7)?,
+        address: address.and_then(|a| serde_json::from_str(&a).ok()),
+        email: row.get(9)?,
+        phone: row.get(10)?,
+        created_at: row.get(11)?,
+        updated_at: row.get(12)?,
+    })
+}
+
+/// The RUT-looking form of a search text: digits and a check digit, without dots and dash
+/// (`12.345.678-5` → `12345678-5`, `12345678` → `12345678`); `None` when it is not one.
+pub fn rut_prefix(text: &str) -> Option<String> {
+    let compact: String = text
+        .chars()
+        .filter(|c| *c != '.' && *c != '-' && !c.is_whitespace())
+        .collect::<String>()
+        .to_uppercase();
+    if compact.len() < 2 || !compact.chars().all(|c| c.is_ascii_digit() || c == 'K') {
+        return None;
+    }
+    if compact[..compact.len() - 1].contains('K') {
+        return None;
+    }
+    if text.contains('-') {
+        let (body, check) = compact.split_at(compact.len() - 1);
+        Some(format!("{body}-{check}"))
+    } else {
+        Some(compact)
+    }
+}
+
+/// LIKE pattern characters matched literally.
+fn like_escape(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_")
+}
+
+pub fn search_customers(
+    conn: &Connection,
+    filter: &CustomerFilter,
+) -> rusqlite::Result<Vec<CustomerLine>> {
+    let mut q = Query::new(&format!(
+        "SELECT {CUSTOMER_COLUMNS}, co.code,
+                (SELECT count(*) FROM mandates m WHERE m.customer_seq = c.seq)
+         FROM customers c CROSS JOIN commerces co ON co.id = c.commerce_id"
+    ));
+    if let Some(id) = filter.commerce_id {
+        q.and("c.commerce_id = ?", [id.into()]);
+    }
+    if let Some(text) = filter
+        .text
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    {
+        let mut alternatives = vec![
+            "c.id = ?".to_string(),
+            "c.user_id = ?".to_string(),
+            "(c.first_name || ' ' || c.last_name || ' ' || coalesce(c.second_last_name, '')) LIKE ? ESCAPE '\\'"
+                .to_string(),
+            "c.email LIKE ? ESCAPE '\\'".to_string(),
+        ];
+        let mut values: Vec<SqlValue> = vec![
+            text.to_string().into(),
+            text.to_string().into(),
+            format!("%{}%", like_escape(text)).into(),
+            format!("{}%", like_escape(text)).into(),
+        ];
+        if let Some(rut) = rut_prefix(text) {
+            // RUTs are stored normalized (`12345678-5`): a prefix range uses the index.
+            alternatives.push("(c.rut >= ? AND c.rut < ?)".to_string());
+            values.push(rut.clone().into());
+            values.push(format!("{rut}\u{10FFFF}").into());
+        }
+        q.and(&format!("({})", alternatives.join(" OR ")), values);
+    }
+    q.before("c.created_at", "c.seq", filter.before.as_ref());
+    q.sql
+        .push_str(" ORDER BY c.created_at DESC, c.seq DESC LIMIT ?");
+    q.args.push(filter.limit.into());
+    let mut stmt = conn.prepare_cached(&q.sql)?;
+    stmt.query_map(params_from_iter(q.args), |r| {
+        Ok(CustomerLine {
+            customer: customer_from_row(r)?,
+            commerce_code: r.get(13)?,
+            mandates: r.get(14)?,
+        })
+    })?
+    .collect()
+}
+
+/// A customer of any commerce by our id, with its commerce's code.
+pub fn customer_by_id(
+    conn: &Connection,
+    id: &str,
+) -> rusqlite::Result<Option<(CustomerRow, String)>> {
+    let sql = format!(
+        "SELECT {CUSTOMER_COLUMNS}, co.code FROM customers c JOIN commerces co ON co.id = c.commerce_id
+         WHERE c.id = ?1"
+    );
+    optional(
+        conn.prepare_cached(&sql)?
+            .query_row([id], |r| Ok((customer_from_row(r)?, r.get(13)?))),
+    )
+}
+
+/// The customers a mandate filter's text names: by usr_ id, userId or RUT, in any commerce.
+pub fn customer_seqs_matching(conn: &Connection, text: &str) -> rusqlite::Result<Vec<i64>> {
+    let text = text.trim();
+    let rut = rut_prefix(text).filter(|r| r.contains('-'));
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq FROM customers WHERE id = ?1 OR user_id = ?1 OR (?2 IS NOT NULL AND rut = ?2)
+         LIMIT 1000",
+    )?;
+    stmt.query_map(params![text, rut], |r| r.get(0))?.collect()
+}
+
+// Mandates.
+
+#[derive(Debug, Default)]
+pub struct MandateFilter {
+    pub states: Vec<i64>,
+    pub types: Vec<i64>,
+    pub commerce_id: Option<i64>,
+    /// `Some(empty)` when the customer filter matched nobody.
+    pub customer_seqs: Option<Vec<i64>>,
+    /// The mandate's id, ours (man_...) or the merchant's.
+    pub id: Option<String>,
+    /// Created at or after / before (RFC 3339).
+    pub created_from: Option<String>,
+    pub created_to: Option<String>,
+    pub before: Option<Keyset>,
+    pub limit: i64,
+}
+
+#[derive(Debug, Clone)]
+pub struct MandateLine {
+    pub seq: i64,
+    pub id: String,
+    pub external_id: String,
+    pub type_id: i64,
+    pub state_id: i64,
+    pub name: String,
+    pub charges: serde_json::Value,
+    pub created_at: String,
+    pub updated_at: String,
+    pub commerce_code: String,
+    pub customer_id: String,
+    pub customer_user_id: String,
+    pub customer_rut: String,
+    pub customer_name: String,
+}
+
+fn mandate_line(r: &Row<'_>) -> rusqlite::Result<MandateLine> {
+    let charges: String = r.get(6)?;
+    Ok(MandateLine {
+        seq: r.get(0)?,
+        id: r.get(1)?,
+        external_id: r.get(2)?,
+        type_id: r.get(3)?,
+        state_id: r.get(4)?,
+        name: r.get(5)?,
+        charges: serde_json::from_str(&charges).unwrap_or(serde_json::Value::Null),
+        created_at: r.get(7)?,
+        updated_at: r.get(8)?,
+        commerce_code: r.get(9)?,
+        customer_id: r.get(10)?,
+        customer_user_id: r.get(11)?,
+        customer_rut: r.get(12)?,
+        customer_name: r.get(13)?,
+    })
+}
+
+/// `CROSS JOIN` keeps mandates the outer loop (SQLite never reorders it): with statistics,
+/// the planner would otherwise start from the four-row commerces table and sort every mandate.
+const MANDATE_LINE_SELECT: &str = "SELECT m.seq, m.id, m.external_id, m.type, m.state, m.name, \
+    m.charges, m.created_at, m.updated_at, co.code, c.id, c.user_id, c.rut, \
+    c.first_name || ' ' || c.last_name \
+    FROM mandates m CROSS JOIN commerces co ON co.id = m.commerce_id \
+    CROSS JOIN customers c ON c.seq = m.customer_seq";
+
+/// Mandates newest first. Each single filter is served in order by an index of
+/// `0006_staff_views.sql`, so a page reads about `limit` rows whatever the table's size.
+pub fn list_mandates(
+    conn: &Connection,
+    filter: &MandateFilter,
+) -> rusqlite::Result<Vec<MandateLine>> {
+    if filter.customer_seqs.as_ref().is_some_and(Vec::is_empty) {
+        return Ok(Vec::new());
+    }
+    let mut q = Query::new(MANDATE_LINE_SELECT);
+    if !filter.states.is_empty() {
+        q.and_in("m.state", &filter.states);
+    }
+    if !filter.types.is_empty() {
+        q.and_in("m.type", &filter.types);
+    }
+    if let Some(id) = filter.commerce_id {
+        q.and("m.commerce_id = ?", [id.into()]);
+    }
+    if let Some(seqs) = &filter.customer_seqs {
+        q.and_in("m.customer_seq", seqs);
+    }
+    if let Some(id) = &filter.id {
+        q.and(
+            "(m.id = ? OR m.external_id = ?)",
+            [id.clone().into(), id.clone().into()],
+        );
+    }
+    if let Some(from) = &filter.created_from {
+        q.and("m.created_at >= ?", [from.clone().into()]);
+    }
+    if let Some(to) = &filter.created_to {
+        q.and("m.created_at < ?", [to.clone().into()]);
+    }
+    q.before("m.created_at", "m.seq", filter.before.as_ref());
+    q.sql
+        .push_str(" ORDER BY m.created_at DESC, m.seq DESC LIMIT ?");
+    q.args.push(filter.limit.into());
+    let mut stmt = conn.prepare_cached(&q.sql)?;
+    stmt.query_map(params_from_iter(q.args), mandate_line)?
+        .collect()
+}
+
+/// Every mandate of a customer, newest first.
+pub fn mandates_of_customer(
+    conn: &Connection,
+    customer_seq: i64,
+) -> rusqlite::Result<Vec<MandateLine>> {
+    let sql = format!(
+        "{MANDATE_LINE_SELECT} WHERE m.customer_seq = ?1 ORDER BY m.created_at DESC, m.seq DESC"
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    stmt.query_map([customer_seq], mandate_line)?.collect()
+}
+
+/// `(seq, commerce id)` of a mandate of any commerce, by our id.
+pub fn mandate_owner(conn: &Connection, id: &str) -> rusqlite::Result<Option<(i64, i64)>> {
+    optional(
+        conn.prepare_cached("SELECT seq, commerce_id FROM mandates WHERE id = ?1")?
+            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?))),
+    )
+}
+
+/// `(seq, created_at)` of each installment of a mandate: where its history starts.
+pub fn installment_creation(
+    conn: &Connection,
+    mandate_seq: i64,
+) -> rusqlite::Result<Vec<(i64, String)>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT seq, created_at FROM installments WHERE mandate_seq = ?1")?;
+    stmt.query_map([mandate_seq], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect()
+}
+
+/// One charge attempt of an installment, for its history.
+#[derive(Debug, Clone)]
+pub struct AttemptLine {
+    pub installment_seq: i64,
+    pub attempt_no: i64,
+    pub business_date: String,
+    pub state: String,
+    pub amount: String,
+    pub currency: String,
+    pub authorization_code: Option<String>,
+    pub rejection_code: Option<String>,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+}
+
+pub fn attempts_of_mandate(
+    conn: &Connection,
+    mandate_seq: i64,
+) -> rusqlite::Result<Vec<AttemptLine>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT a.installment_seq, a.attempt_no, a.business_date, a.state, a.amount, a.currency,
+                a.authorization_code, a.rejection_code, a.created_at, a.finished_at
+         FROM charge_attempts a JOIN installments i ON i.seq = a.installment_seq
+         WHERE i.mandate_seq = ?1 ORDER BY a.seq",
+    )?;
+    stmt.query_map([mandate_seq], |r| {
+        Ok(AttemptLine {
+            installment_seq: r.get(0)?,
+            attempt_no: r.get(1)?,
+            business_date: r.get(2)?,
+            state: r.get(3)?,
+            amount: r.get(4)?,
+            currency: r.get(5)?,
+            authorization_code: r.get(6)?,
+            rejection_code: r.get(7)?,
+            created_at: r.get(8)?,
+            finished_at: r.get(9)?,
+        })
+    })?
+    .collect()
+}
+
+// Settings.
+
+#[derive(Debug, Clone)]
+pub struct CommerceLine {
+    pub code: String,
+    pub name: String,
+    pub channels: Option<String>,
+    pub payment_methods: String,
+    pub authorization_required: bool,
+    pub retry_policy: Option<String>,
+    pub previous_secret_expires_at: Option<String>,
+    pub created_at: String,
+}
+
+pub fn commerces(conn: &Connection) -> rusqlite::Result<Vec<CommerceLine>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT code, name, channels, payment_methods, authorization_required, retry_policy,
+                previous_secret_expires_at, created_at
+         FROM commerces ORDER BY id",
+    )?;
+    stmt.query_map([], |r| {
+        Ok(CommerceLine {
+            code: r.get(0)?,
+            name: r.get(1)?,
+            channels: r.get(2)?,
+            payment_methods: r.get(3)?,
+            authorization_required: r.get(4)?,
+            retry_policy: r.get(5)?,
+            previous_secret_expires_at: r.get(6)?,
+            created_at: r.get(7)?,
+        })
+    })?
+    .collect()
+}
+
+/// Sets (or with `None` clears) a commerce's retry policy JSON; `false` for an unknown code.
+pub fn set_retry_policy(
+    conn: &Connection,
+    code: &str,
+    policy: Option<&str>,
+) -> rusqlite::Result<bool> {
+    Ok(conn.execute(
+        "UPDATE commerces SET retry_policy = ?2 WHERE code = ?1",
+        params![code, policy],
+    )? > 0)
+}
+
+#[derive(Debug, Clone)]
+pub struct ApiKeyLine {
+    pub prefix: String,
+    pub all_commerces: bool,
+    pub commerces: Vec<String>,
+    pub created_at: String,
+    pub revoked_at: Option<String>,
+}
+
+pub fn api_keys(conn: &Connection) -> rusqlite::Result<Vec<ApiKeyLine>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT k.prefix, k.all_commerces, k.created_at, k.revoked_at,
+                (SELECT group_concat(c.code, ',') FROM api_key_commerces x
+                  JOIN commerces c ON c.id = x.commerce_id WHERE x.api_key_id = k.id)
+         FROM api_keys k ORDER BY k.id DESC",
+    )?;
+    stmt.query_map([], |r| {
+        let codes: Option<String> = r.get(4)?;
+        Ok(ApiKeyLine {
+            prefix: r.get(0)?,
+            all_commerces: r.get(1)?,
+            created_at: r.get(2)?,
+            revoked_at: r.get(3)?,
+            commerces: codes
+                .map(|c| c.split(',').map(str::to_string).collect())
+                .unwrap_or_default(),
+        })
+    })?
+    .collect()
+}
+
+#[derive(Debug, Clone)]
+pub struct RootLine {
+    pub fingerprint: String,
+    pub subject: String,
+    pub added_at: String,
+}
+
+pub fn trusted_roots(conn: &Connection) -> rusqlite::Result<Vec<RootLine>> {
+    let mut stmt = conn
+        .prepare_cached("SELECT fingerprint, subject, added_at FROM trusted_roots ORDER BY seq")?;
+    stmt.query_map([], |r| {
+        Ok(RootLine {
+            fingerprint: r.get(0)?,
+            subject: r.get(1)?,
+            added_at: r.get(2)?,
+        })
+    })?
+    .collect()
+}
+
+/// Stops trusting a root; `false` when it was not trusted.
+pub fn remove_trusted_root(conn: &Connection, fingerprint: &str) -> rusqlite::Result<bool> {
+    Ok(conn.execute(
+        "DELETE FROM trusted_roots WHERE fingerprint = ?1",
+        [fingerprint],
+    )? > 0)
+}
+
+#[derive(Debug, Clone)]
+pub struct StaffLine {
+    pub email: String,
+    pub role: String,
+    pub created_at: String,
+    pub disabled_at: Option<String>,
+}
+
+pub fn staff_members(conn: &Connection) -> rusqlite::Result<Vec<StaffLine>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT email, role, created_at, disabled_at FROM staff ORDER BY id")?;
+    stmt.query_map([], |r| {
+        Ok(StaffLine {
+            email: r.get(0)?,
+            role: r.get(1)?,
+            created_at: r.get(2)?,
+            disabled_at: r.get(3)?,
+        })
+    })?
+    .collect()
+}
+
+pub fn staff_member(conn: &Connection, email: &str) -> rusqlite::Result<Option<StaffLine>> {
+    optional(
+        conn.prepare_cached(
+            "SELECT email, role, created_at, disabled_at FROM staff WHERE email = ?1",
+        )?
+        .query_row([email], |r| {
+            Ok(StaffLine {
+                email: r.get(0)?,
+                role: r.get(1)?,
+                created_at: r.get(2)?,
+                disabled_at: r.get(3)?,
+            })
+        }),
+    )
+}
+
+/// Admin accounts that can still sign in.
+pub fn active_admins(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row(
+        "SELECT count(*) FROM staff WHERE role = 'admin' AND disabled_at IS NULL",
+        [],
+        |r| r.get(0),
+    )
+}
+
+/// Changes a staff member's role and whether it is disabled; disabling ends its sessions.
+pub fn update_staff(
+    conn: &Connection,
+    email: &str,
+    role: &str,
+    disabled_at: Option<&str>,
+) -> rusqlite::Result<bool> {
+    let changed = conn.execute(
+        "UPDATE staff SET role = ?2, disabled_at = ?3 WHERE email = ?1",
+        params![email, role, disabled_at],
+    )?;
+    if disabled_at.is_some() {
+        conn.execute(
+            "DELETE FROM staff_sessions WHERE staff_id = (SELECT id FROM staff WHERE email = ?1)",
+            [email],
+        )?;
+    }
+    Ok(changed > 0)
+}
+
+// Audit.
+
+#[derive(Debug, Default)]
+pub struct StaffAuditFilter {
+    pub email: Option<String>,
+    /// The action or its family (`mandate.` matches every mandate action).
+    pub action: Option<String>,
+    pub target: Option<String>,
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub before_seq: Option<i64>,
+    pub limit: i64,
+}
+
+#[derive(Debug, Clone)]
+pub struct StaffAuditLine {
+    pub seq: i64,
+    pub at: String,
+    pub email: String,
+    pub action: String,
+    pub target: Option<String>,
+    pub detail: Option<String>,
+}
+
+pub fn staff_audit(
+    conn: &Connection,
+    filter: &StaffAuditFilter,
+) -> rusqlite::Result<Vec<StaffAuditLine>> {
+    let mut q = Query::new("SELECT seq, at, staff_email, action, target, detail FROM staff_audit");
+    if let Some(v) = &filter.email {
+        q.and("staff_email = ? COLLATE NOCASE", [v.clone().into()]);
+    }
+    if let Some(v) = &filter.action {
+        q.and(
+            "(action = ? OR action LIKE ? ESCAPE '\\')",
+            [v.clone().into(), format!("{}%", like_escape(v)).into()],
+        );
+    }
+    if let Some(v) = &filter.target {
+        q.and("target = ?", [v.clone().into()]);
+    }
+    if let Some(v) = &filter.from {
+        q.and("at >= ?", [v.clone().into()]);
+    }
+    if let Some(v) = &filter.to {
+        q.and("at < ?", [v.clone().into()]);
+    }
+    if let Some(v) = filter.before_seq {
+        q.and("seq < ?", [v.into()]);
+    }
+    q.sql.push_str(" ORDER BY seq DESC LIMIT ?");
+    q.args.push(filter.limit.into());
+    let mut stmt = conn.prepare_cached(&q.sql)?;
+    stmt.query_map(params_from_iter(q.args), |r| {
+        Ok(StaffAuditLine {
+            seq: r.get(0)?,
+            at: r.get(1)?,
+            email: r.get(2)?,
+            action: r.get(3)?,
+            target: r.get(4)?,
+            detail: r.get(5)?,
+        })
+    })?
+    .collect()
+}
+
+#[derive(Debug, Default)]
+pub struct RequestAuditFilter {
+    pub commerce: Option<String>,
+    pub method: Option<String>,
+    /// A part of the path.
+    pub path: Option<String>,
+    /// An exact status, or a class as its first digit (`4` for 4xx).
+    pub status: Option<(i64, i64)>,
+    pub correlation_id: Option<String>,
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub before_seq: Option<i64>,
+    pub limit: i64,
+}
+
+#[derive(Debug, Clone)]
+pub struct RequestAuditLine {
+    pub seq: i64,
+    pub at: String,
+    pub method: String,
+    pub path: String,
+    pub status: i64,
+    pub duration_ms: f64,
+    pub commerce: Option<String>,
+    pub correlation_id: Option<String>,
+    pub api_key_prefix: Option<String>,
+    pub headers: String,
+    pub peer: Option<String>,
+}
+
+pub fn request_audit(
+    conn: &Connection,
+    filter: &RequestAuditFilter,
+) -> rusqlite::Result<Vec<RequestAuditLine>> {
+    let mut q = Query::new(
+        "SELECT seq, at, method, path, status, duration_ms, commerce, correlation_id, api_key_prefix,
+                headers, peer FROM audit_log",
+    );
+    if let Some(v) = &filter.commerce {
+        q.and("commerce = ?", [v.clone().into()]);
+    }
+    if let Some(v) = &filter.method {
+        q.and("method = ?", [v.clone().into()]);
+    }
+    if let Some(v) = &filter.path {
+        q.and(
+            "path LIKE ? ESCAPE '\\'",
+            [format!("%{}%", like_escape(v)).into()],
+        );
+    }
+    if let Some((low, high)) = filter.status {
+        q.and("status BETWEEN ? AND ?", [low.into(), high.into()]);
+    }
+    if let Some(v) = &filter.correlation_id {
+        q.and("correlation_id = ?", [v.clone().into()]);
+    }
+    if let Some(v) = &filter.from {
+        q.and("at >= ?", [v.clone().into()]);
+    }
+    if let Some(v) = &filter.to {
+        q.and("at < ?", [v.clone().into()]);
+    }
+    if let Some(v) = filter.before_seq {
+        q.and("seq < ?", [v.into()]);
+    }
+    q.sql.push_str(" ORDER BY seq DESC LIMIT ?");
+    q.args.push(filter.limit.into());
+    let mut stmt = conn.prepare_cached(&q.sql)?;
+    stmt.query_map(params_from_iter(q.args), |r| {
+        Ok(RequestAuditLine {
+            seq: r.get(0)?,
+            at: r.get(1)?,
+            method: r.get(2)?,
+            path: r.get(3)?,
+            status: r.get(4)?,
+            duration_ms: r.get(5)?,
+            commerce: r.get(6)?,
+            correlation_id: r.get(7)?,
+            api_key_prefix: r.get(8)?,
+            headers: r.get(9)?,
+            peer: r.get(10)?,
+        })
+    })?
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rut_prefixes_are_normalized_like_stored_ruts() {
+        assert_eq!(rut_prefix("12.345.678-5").as_deref(), Some("12345678-5"));
+        assert_eq!(rut_prefix("12345678").as_deref(), Some("12345678"));
+        assert_eq!(rut_prefix("7654321-k").as_deref(), Some("7654321-K"));
+        assert_eq!(rut_prefix("Ana"), None);
+        assert_eq!(rut_prefix("1"), None);
+        assert_eq!(rut_prefix("12K45"), None);
+    }
+
+    #[test]
+    fn cursors_round_trip_and_reject_garbage() {
+        let k = Keyset {
+            created_at: "2026-11-22T08:00:00.123Z".into(),
+            seq: 42,
+        };
+        assert_eq!(Keyset::decode(&k.encode()), Some(k));
+        assert_eq!(Keyset::decode("42"), None);
+        assert_eq!(Keyset::decode("x.2026-11-22T08:00:00.123Z"), None);
+        assert_eq!(Keyset::decode("42.yesterday"), None);
+    }
+
+    fn seeded() -> Connection {
+        let mut conn = Connection::open_in_memory().unwrap();
+        super::super::migrations::run(&mut conn).unwrap();
+        conn.execute_batch(
+            "INSERT INTO commerces (id, code, name, password_hash, payment_methods, webhook_secret, created_at)
+               VALUES (1, 'C1', 'Uno', 'x', '[3]', 's', '2026-01-01T00:00:00.000Z');
+             INSERT INTO customers (seq, id, commerce_id, user_id, rut, first_name, last_name, email, created_at, updated_at)
+               VALUES (1, 'usr_1', 1, 'cust-1', '12345678-5', 'Ana', 'Pérez', 'ana@example.cl', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z'),
+                      (2, 'usr_2', 1, 'cust-2', '7654321-6', 'Luis', 'Soto', 'luis@example.cl', '2026-01-02T00:00:00.000Z', '2026-01-02T00:00:00.000Z');",
+        )
+        .unwrap();
+        for n in 1..=30 {
+            conn.execute(
+                "INSERT INTO mandates (seq, id, commerce_id, customer_seq, external_id, type, state, name,
+                        terminate_when_charged, charges, payment_methods, magic_link_token,
+                        magic_link_expires_at, created_at, updated_at)
+                 VALUES (?1, 'man_' || ?1, 1, ?2, 'M-' || ?1, ?3, ?4, 'Plan', 0, '{}', '[3]', 'tok' || ?1,
+                         '2027-01-01T00:00:00.000Z', ?5, ?5)",
+                params![
+                    n,
+                    1 + n % 2,
+                    1 + n % 4,
+                    1 + n % 3,
+                    format!("2026-02-{:02}T00:00:00.000Z", n)
+                ],
+            )
+            .unwrap();
+        }
+        conn
+    }
+
+    #[test]
+    fn mandate_pages_cover_every_row_once_newest_first() {
+        let conn = seeded();
+        let mut seen = Vec::new();
+        let mut before = None;
+        loop {
+            let page = list_mandates(
+                &conn,
+                &MandateFilter {
+                    states: vec![1, 2],
+                    before: before.clone(),
+                    limit: 7,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            if page.is_empty() {
+                break;
+            }
+            before = page.last().map(|m| Keyset {
+                created_at: m.created_at.clone(),
+                seq: m.seq,
+            });
+            seen.extend(page.into_iter().map(|m| m.seq));
+        }
+        let expected: Vec<i64> = (1..=30).rev().filter(|n| n % 3 < 2).collect();
+        assert_eq!(seen, expected);
+    }
+
+    #[test]
+    fn customers_are_found_by_name_rut_and_user_id() {
+        let conn = seeded();
+        let find = |text: &str| -> Vec<String> {
+            search_customers(
+                &conn,
+                &CustomerFilter {
+                    text: Some(text.into()),
+                    limit: 10,
+                    ..Default::default()
+                },
+            )
+            .unwrap()
+            .into_iter()
+            .map(|c| c.customer.user_id)
+            .collect()
+        };
+        assert_eq!(find("pérez"), vec!["cust-1"]);
+        assert_eq!(find("12.345.678-5"), vec!["cust-1"]);
+        assert_eq!(find("1234"), vec!["cust-1"]);
+        assert_eq!(find("cust-2"), vec!["cust-2"]);
+        assert_eq!(find("usr_2"), vec!["cust-2"]);
+        assert!(find("nadie").is_empty());
+    }
+
+    #[test]
+    fn filters_use_the_staff_indexes() {
+        let conn = seeded();
+        let plan = |sql: &str| -> String {
+            let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            stmt.query_map([], |r| r.get::<_, String>(3))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect::<Vec<_>>()
+                .join(" | ")
+        };
+        for (filter, index) in [
+            ("m.state = 2", "mandates_by_state_created"),
+            ("m.type = 1", "mandates_by_type_created"),
+            ("m.commerce_id = 1", "mandates_by_commerce_created"),
+            ("1 = 1", "mandates_by_created"),
+        ] {
+            let p = plan(&format!(
+                "{MANDATE_LINE_SELECT} WHERE {filter} ORDER BY m.created_at DESC, m.seq DESC LIMIT 51"
+            ));
+            assert!(p.contains(index), "{filter}: {p}");
+            assert!(!p.contains("TEMP B-TREE"), "{filter} sorts: {p}");
+        }
+    }
+}

@@ -1,0 +1,45 @@
+import { Button, Group, Text } from "@mantine/core";
+import { useCallback, useState } from "react";
+import { useI18n } from "../lib/context";
+
+/**
+ * Keyset paging: the cursors of the pages seen so far, so "previous" goes back exactly and
+ * "next" asks the server for the rows after the last one shown (never an offset).
+ */
+export function useKeyset() {
+  const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
+  const page = cursors.length;
+  const cursor = cursors[cursors.length - 1];
+  const next = useCallback((nextCursor: string) => setCursors((c) => [...c, nextCursor]), []);
+  const previous = useCallback(() => setCursors((c) => (c.length > 1 ? c.slice(0, -1) : c)), []);
+  const reset = useCallback(() => setCursors([undefined]), []);
+  return { cursor, page, next, previous, reset };
+}
+
+export function Pager({
+  keyset,
+  nextCursor,
+}: {
+  keyset: ReturnType<typeof useKeyset>;
+  nextCursor: string | null | undefined;
+}) {
+  const { t } = useI18n();
+  return (
+    <Group justify="flex-end" gap="xs">
+      <Text size="sm" c="dimmed">
+        {t("common.page", { n: keyset.page })}
+      </Text>
+      <Button size="xs" variant="default" disabled={keyset.page <= 1} onClick={keyset.previous}>
+        {t("common.previous")}
+      </Button>
+      <Button
+        size="xs"
+        variant="default"
+        disabled={!nextCursor}
+        onClick={() => nextCursor && keyset.next(nextCursor)}
+      >
+        {t("common.next")}
+      </Button>
+    </Group>
+  );
+}

@@ -1,0 +1,203 @@
+import { Code, Group, Select, Stack, Table, Tabs, Text, TextInput, Title } from "@mantine/core";
+import { useDebouncedValue } from "@mantine/hooks";
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { useEffect, useState } from "react";
+import { useSearchParams } from "react-router";
+import { api, payload, type Schemas } from "../api/client";
+import { ExportCsv } from "../components/ExportCsv";
+import { Pager, useKeyset } from "../components/Pager";
+import { QueryState } from "../components/QueryState";
+import { useI18n } from "../lib/context";
+
+function useFilters<T extends Record<string, string>>(initial: T) {
+  const [values, setValues] = useState(initial);
+  const [debounced] = useDebouncedValue(values, 300);
+  const clean = Object.fromEntries(
+    Object.entries(debounced).filter(([, v]) => v.trim() !== "").map(([k, v]) => [k, v.trim()]),
+  ) as Partial<T>;
+  const set = (key: keyof T) => (value: string) => setValues((v) => ({ ...v, [key]: value }));
+  return { values, clean, set };
+}
+
+function StaffActions() {
+  const { t, dateTime } = useI18n();
+  const { values, clean, set } = useFilters({ email: "", action: "", target: "", from: "", to: "" });
+  const keyset = useKeyset();
+  const { reset } = keyset;
+  const key = JSON.stringify(clean);
+  useEffect(() => reset(), [key, reset]);
+  const fetchPage = (cursor: string | undefined, limit = 50) =>
+    payload(api.GET("/audit/staff", { params: { query: { ...clean, cursor, limit } } }));
+  const query = useQuery({
+    queryKey: ["audit-staff", clean, keyset.cursor],
+    queryFn: () => fetchPage(keyset.cursor),
+    placeholderData: keepPreviousData,
+  });
+  return (
+    <Stack>
+      <Group align="end">
+        <TextInput label={t("audit.who")} value={values.email} onChange={(e) => set("email")(e.currentTarget.value)} />
+        <TextInput label={t("audit.action")} placeholder="mandate." value={values.action} onChange={(e) => set("action")(e.currentTarget.value)} />
+        <TextInput label={t("audit.target")} value={values.target} onChange={(e) => set("target")(e.currentTarget.value)} />
+        <TextInput type="date" label={t("common.from")} value={values.from} onChange={(e) => set("from")(e.currentTarget.value)} />
+        <TextInput type="date" label={t("common.to")} value={values.to} onChange={(e) => set("to")(e.currentTarget.value)} />
+        <ExportCsv<Schemas["StaffActionDto"]>
+          filename="auditoria-personal.csv"
+          fetchPage={(cursor) => fetchPage(cursor, 500)}
+          columns={[
+            { header: t("audit.when"), value: (a) => a.at },
+            { header: t("audit.who"), value: (a) => a.email },
+            { header: t("audit.action"), value: (a) => a.action },
+            { header: t("audit.target"), value: (a) => a.target },
+            { header: t("audit.detail"), value: (a) => a.detail },
+          ]}
+        />
+      </Group>
+      <QueryState loading={query.isLoading} error={query.error}>
+        <Table striped data-testid="staff-audit">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>{t("audit.when")}</Table.Th>
+              <Table.Th>{t("audit.who")}</Table.Th>
+              <Table.Th>{t("audit.action")}</Table.Th>
+              <Table.Th>{t("audit.target")}</Table.Th>
+              <Table.Th>{t("audit.detail")}</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {(query.data?.items ?? []).map((a, i) => (
+              <Table.Tr key={`${a.at}-${i}`}>
+                <Table.Td>{dateTime(a.at)}</Table.Td>
+                <Table.Td>{a.email}</Table.Td>
+                <Table.Td>
+                  <Code>{a.action}</Code>
+                </Table.Td>
+                <Table.Td>{a.target ?? "—"}</Table.Td>
+                <Table.Td>
+                  <Text size="xs" lineClamp={2} maw={420}>
+                    {a.detail ?? ""}
+                  </Text>
+                </Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+        <Pager keyset={keyset} nextCursor={query.data?.nextCursor} />
+      </QueryState>
+    </Stack>
+  );
+}
+
+function Requests() {
+  const { t, dateTime } = useI18n();
+  const { values, clean, set } = useFilters({ commerce: "", method: "", path: "", status: "", correlationId: "", from: "", to: "" });
+  const keyset = useKeyset();
+  const { reset } = keyset;
+  const key = JSON.stringify(clean);
+  useEffect(() => reset(), [key, reset]);
+  const fetchPage = (cursor: string | undefined, limit = 50) =>
+    payload(api.GET("/audit/requests", { params: { query: { ...clean, cursor, limit } } }));
+  const query = useQuery({
+    queryKey: ["audit-requests", clean, keyset.cursor],
+    queryFn: () => fetchPage(keyset.cursor),
+    placeholderData: keepPreviousData,
+  });
+  return (
+    <Stack>
+      <Group align="end">
+        <TextInput label={t("common.commerce")} value={values.commerce} onChange={(e) => set("commerce")(e.currentTarget.value)} w={140} />
+        <Select
+          label={t("audit.method")}
+          clearable
+          placeholder={t("common.all")}
+          data={["GET", "POST", "PUT", "DELETE"]}
+          value={values.method || null}
+          onChange={(v) => set("method")(v ?? "")}
+          w={120}
+        />
+        <TextInput label={t("audit.path")} placeholder="/mandate" value={values.path} onChange={(e) => set("path")(e.currentTarget.value)} />
+        <TextInput label={t("audit.status")} value={values.status} onChange={(e) => set("status")(e.currentTarget.value)} w={150} />
+        <TextInput label={t("audit.correlationId")} value={values.correlationId} onChange={(e) => set("correlationId")(e.currentTarget.value)} />
+        <TextInput type="date" label={t("common.from")} value={values.from} onChange={(e) => set("from")(e.currentTarget.value)} />
+        <TextInput type="date" label={t("common.to")} value={values.to} onChange={(e) => set("to")(e.currentTarget.value)} />
+        <ExportCsv<Schemas["RequestDto"]>
+          filename="auditoria-api.csv"
+          fetchPage={(cursor) => fetchPage(cursor, 500)}
+          columns={[
+            { header: t("audit.when"), value: (r) => r.at },
+            { header: t("audit.method"), value: (r) => r.method },
+            { header: t("audit.path"), value: (r) => r.path },
+            { header: "status", value: (r) => r.status },
+            { header: t("audit.duration"), value: (r) => r.durationMs },
+            { header: t("common.commerce"), value: (r) => r.commerce },
+            { header: t("audit.correlationId"), value: (r) => r.correlationId },
+            { header: t("audit.apiKey"), value: (r) => r.apiKeyPrefix },
+            { header: "headers", value: (r) => r.headers },
+          ]}
+        />
+      </Group>
+      <QueryState loading={query.isLoading} error={query.error}>
+        <Table.ScrollContainer minWidth={900}>
+          <Table striped data-testid="request-audit">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>{t("audit.when")}</Table.Th>
+                <Table.Th>{t("audit.method")}</Table.Th>
+                <Table.Th>{t("audit.path")}</Table.Th>
+                <Table.Th>HTTP</Table.Th>
+                <Table.Th>{t("audit.duration")}</Table.Th>
+                <Table.Th>{t("common.commerce")}</Table.Th>
+                <Table.Th>{t("audit.correlationId")}</Table.Th>
+                <Table.Th>{t("audit.apiKey")}</Table.Th>
+              </Table.Tr>
+            </Table.Thead>
+            <Table.Tbody>
+              {(query.data?.items ?? []).map((r, i) => (
+                <Table.Tr key={`${r.at}-${i}`}>
+                  <Table.Td>{dateTime(r.at)}</Table.Td>
+                  <Table.Td>{r.method}</Table.Td>
+                  <Table.Td>
+                    <Code>{r.path}</Code>
+                  </Table.Td>
+                  <Table.Td>
+                    <Text c={r.status >= 400 ? "red" : undefined}>{r.status}</Text>
+                  </Table.Td>
+                  <Table.Td>{r.durationMs.toFixed(1)}</Table.Td>
+                  <Table.Td>{r.commerce ?? "—"}</Table.Td>
+                  <Table.Td>
+                    <Text size="xs">{r.correlationId ?? "—"}</Text>
+                  </Table.Td>
+                  <Table.Td>{r.apiKeyPrefix ?? "—"}</Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </Table.ScrollContainer>
+        <Pager keyset={keyset} nextCursor={query.data?.nextCursor} />
+      </QueryState>
+    </Stack>
+  );
+}
+
+export function Audit() {
+  const { t } = useI18n();
+  const [params, setParams] = useSearchParams();
+  const tab = params.get("tab") ?? "staff";
+  return (
+    <Stack>
+      <Title order={2}>{t("audit.title")}</Title>
+      <Tabs value={tab} onChange={(v) => setParams(v ? { tab: v } : {})} keepMounted={false}>
+        <Tabs.List>
+          <Tabs.Tab value="staff">{t("audit.staff")}</Tabs.Tab>
+          <Tabs.Tab value="requests">{t("audit.requests")}</Tabs.Tab>
+        </Tabs.List>
+        <Tabs.Panel value="staff" pt="md">
+          <StaffActions />
+        </Tabs.Panel>
+        <Tabs.Panel value="requests" pt="md">
+          <Requests />
+        </Tabs.Panel>
+      </Tabs>
+    </Stack>
+  );
+}

@@ -1,0 +1,709 @@
+import {
+  Alert,
+  Badge,
+  Button,
+  Card,
+  Code,
+  CopyButton,
+  Group,
+  Modal,
+  MultiSelect,
+  PasswordInput,
+  Select,
+  Stack,
+  Switch,
+  Table,
+  Tabs,
+  TagsInput,
+  Text,
+  TextInput,
+  Textarea,
+  Title,
+} from "@mantine/core";
+import { useForm } from "@mantine/form";
+import { notifications } from "@mantine/notifications";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useState } from "react";
+import { useSearchParams } from "react-router";
+import { api, payload, type Schemas } from "../api/client";
+import { useCommerces } from "../components/CommerceSelect";
+import { confirmAction } from "../components/confirm";
+import { QueryState } from "../components/QueryState";
+import { useI18n, useSession } from "../lib/context";
+import { formErrors } from "../lib/errors";
+import type { Key } from "../lib/i18n";
+
+const METHODS = [
+  { value: "3", label: "3 · Crédito" },
+  { value: "4", label: "4 · Débito" },
+  { value: "11", label: "11 · Prepago" },
+  { value: "5", label: "5 · PAC" },
+  { value: "6", label: "6 · EPAC" },
+  { value: "14", label: "14 · EPAC directo" },
+];
+
+/** A secret shown once, with a copy button. */
+function ShownOnce({ title, values, onClose }: { title: string; values: [string, string][]; onClose: () => void }) {
+  const { t } = useI18n();
+  return (
+    <Modal opened onClose={onClose} title={title} size="lg">
+      <Stack>
+        <Alert color="yellow">{t("common.shownOnce")}</Alert>
+        {values.map(([name, value]) => (
+          <Stack key={name} gap={4}>
+            <Text size="sm" fw={600}>
+              {name}
+            </Text>
+            <Group wrap="nowrap">
+              <Code style={{ wordBreak: "break-all", flex: 1 }} data-testid={`secret-${name}`}>
+                {value}
+              </Code>
+              <CopyButton value={value}>
+                {({ copied, copy }) => (
+                  <Button size="xs" variant="default" onClick={copy}>
+                    {copied ? t("common.copied") : t("common.copy")}
+                  </Button>
+                )}
+              </CopyButton>
+            </Group>
+          </Stack>
+        ))}
+        <Group justify="flex-end">
+          <Button onClick={onClose} data-testid="shown-once-done">
+            {t("common.done")}
+          </Button>
+        </Group>
+      </Stack>
+    </Modal>
+  );
+}
+
+function useInvalidate(...keys: string[]) {
+  const queryClient = useQueryClient();
+  return () => keys.forEach((k) => void queryClient.invalidateQueries({ queryKey: [k] }));
+}
+
+function Commerces() {
+  const { t, dateTime } = useI18n();
+  const session = useSession();
+  const admin = session.can("admin");
+  const commerces = useCommerces();
+  const invalidate = useInvalidate("commerces");
+  const [shown, setShown] = useState<{ title: string; values: [string, string][] } | null>(null);
+  const [general, setGeneral] = useState<string | null>(null);
+  const [editing, setEditing] = useState<Schemas["CommerceDto"] | null>(null);
+  const form = useForm({
+    initialValues: { code: "", name: "", password: "", channels: [] as string[], paymentMethods: METHODS.map((m) => m.value), authorizationRequired: false },
+  });
+  const create = useMutation({
+    mutationFn: (v: typeof form.values) =>
+      payload(
+        api.POST("/commerces", {
+          body: {
+            code: v.code,
+            name: v.name,
+            password: v.password || null,
+            channels: v.channels,
+            paymentMethods: v.paymentMethods.map(Number),
+            authorizationRequired: v.authorizationRequired,
+          },
+        }),
+      ),
+    onSuccess: (r) => {
+      invalidate();
+      form.reset();
+      setGeneral(null);
+      const values: [string, string][] = [[t("settings.webhookSecret"), r.webhookSecret]];
+      if (r.password) values.push([t("settings.generatedPassword"), r.password]);
+      setShown({ title: t("settings.commerceCreated", { code: r.code }), values });
+    },
+    onError: (e) => {
+      const mapped = formErrors(e, {}, ["code", "name", "password", "channels", "paymentMethods"]);
+      form.setErrors(mapped.fields);
+      setGeneral(mapped.general);
+    },
+  });
+  const rotate = useMutation({
+    mutationFn: (code: string) =>
+      payload(api.POST("/commerces/{code}/rotate-secret", { params: { path: { code } }, body: { overlapHours: 24 } })),
+    onSuccess: (r) => {
+      invalidate();
+      setShown({ title: t("settings.rotated", { date: dateTime(r.previousValidUntil) }), values: [[t("settings.webhookSecret"), r.webhookSecret]] });
+    },
+    onError: (e) => notifications.show({ color: "red", message: formErrors(e).general ?? String(e) }),
+  });
+  const askRotate = async (code: string) => {
+    const ok = await confirmAction({
+      title: t("settings.rotateSecret"),
+      message: t("settings.rotateConfirm", { code }),
+      confirm: t("settings.rotateSecret"),
+      cancel: t("common.cancel"),
+    });
+    if (ok) rotate.mutate(code);
+  };
+  return (
+    <Stack>
+      <QueryState loading={commerces.isLoading} error={commerces.error}>
+        <Table.ScrollContainer minWidth={800}>
+          <Table striped data-testid="commerces-table">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>{t("common.id")}</Table.Th>
+                <Table.Th>{t("common.name")}</Table.Th>
+                <Table.Th>{t("settings.paymentMethods")}</Table.Th>
+                <Table.Th>{t("settings.retryPolicy")}</Table.Th>
+                <Table.Th>{t("common.createdAt")}</Table.Th>
+                {admin && <Table.Th>{t("common.actions")}</Table.Th>}
+              </Table.Tr>
+            </Table.Thead>
+            <Table.Tbody>
+              {(commerces.data?.items ?? []).map((c) => (
+                <Table.Tr key={c.code} data-commerce={c.code}>
+                  <Table.Td>{c.code}</Table.Td>
+                  <Table.Td>
+                    {c.name}
+                    {c.channels && (
+                      <Text size="xs" c="dimmed">
+                        {c.channels.join(", ")}
+                      </Text>
+                    )}
+                    {c.previousSecretValidUntil && (
+                      <Text size="xs" c="orange">
+                        {t("settings.rotation", { date: dateTime(c.previousSecretValidUntil) })}
+                      </Text>
+                    )}
+                  </Table.Td>
+                  <Table.Td>{c.paymentMethods.join(", ")}</Table.Td>
+                  <Table.Td>
+                    {c.retryPolicy.afterDays.join(", ")}
+                    {!c.customRetryPolicy && (
+                      <Text span size="xs" c="dimmed">
+                        {" "}
+                        ({t("settings.retryDefault")})
+                      </Text>
+                    )}
+                  </Table.Td>
+                  <Table.Td>{dateTime(c.createdAt)}</Table.Td>
+                  {admin && (
+                    <Table.Td>
+                      <Group gap={4} wrap="nowrap">
+                        <Button size="compact-xs" variant="light" onClick={() => setEditing(c)}>
+                          {t("settings.editRetry")}
+                        </Button>
+                        <Button size="compact-xs" variant="light" color="orange" onClick={() => void askRotate(c.code)}>
+                          {t("settings.rotateSecret")}
+                        </Button>
+                      </Group>
+                    </Table.Td>
+                  )}
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </Table.ScrollContainer>
+      </QueryState>
+      {admin && (
+        <Card withBorder>
+          <Title order={4} mb="sm">
+            {t("settings.newCommerce")}
+          </Title>
+          <form onSubmit={form.onSubmit((v) => create.mutate(v))}>
+            <Stack>
+              {general && <Alert color="red">{general}</Alert>}
+              <Group grow align="start">
+                <TextInput label={t("settings.code")} name="code" placeholder="76.123.456-0" {...form.getInputProps("code")} />
+                <TextInput label={t("settings.commerceName")} name="name" {...form.getInputProps("name")} />
+                <PasswordInput label={t("settings.commercePassword")} name="password" autoComplete="new-password" {...form.getInputProps("password")} />
+              </Group>
+              <Group grow align="start">
+                <TagsInput label={t("settings.channels")} {...form.getInputProps("channels")} />
+                <MultiSelect label={t("settings.paymentMethods")} data={METHODS} {...form.getInputProps("paymentMethods")} />
+              </Group>
+              <Switch label={t("settings.authorizationRequired")} {...form.getInputProps("authorizationRequired", { type: "checkbox" })} />
+              <Group justify="flex-end">
+                <Button type="submit" loading={create.isPending} data-testid="create-commerce">
+                  {t("settings.createCommerce")}
+                </Button>
+              </Group>
+            </Stack>
+          </form>
+        </Card>
+      )}
+      {editing && <RetryPolicyModal commerce={editing} onClose={() => setEditing(null)} />}
+      {shown && <ShownOnce title={shown.title} values={shown.values} onClose={() => setShown(null)} />}
+    </Stack>
+  );
+}
+
+function RetryPolicyModal({ commerce, onClose }: { commerce: Schemas["CommerceDto"]; onClose: () => void }) {
+  const { t } = useI18n();
+  const invalidate = useInvalidate("commerces");
+  const [text, setText] = useState(commerce.retryPolicy.afterDays.join(","));
+  const [error, setError] = useState<string | null>(null);
+  const save = useMutation({
+    mutationFn: (afterDays: number[] | null) =>
+      payload(api.PUT("/commerces/{code}/retry-policy", { params: { path: { code: commerce.code } }, body: { afterDays } })),
+    onSuccess: () => {
+      invalidate();
+      notifications.show({ color: "green", message: t("common.saved") });
+      onClose();
+    },
+    onError: (e) => {
+      const mapped = formErrors(e, {}, ["afterDays"]);
+      setError(mapped.fields.afterDays ?? mapped.general);
+    },
+  });
+  const days = text
+    .split(/[,\s]+/)
+    .filter(Boolean)
+    .map(Number);
+  return (
+    <Modal opened onClose={onClose} title={`${t("settings.retryPolicy")} · ${commerce.name}`}>
+      <Stack>
+        <TextInput label={t("settings.retryDays")} value={text} onChange={(e) => setText(e.currentTarget.value)} error={error} />
+        <Group justify="space-between">
+          <Button variant="subtle" onClick={() => save.mutate(null)}>
+            {t("settings.retryReset")}
+          </Button>
+          <Button onClick={() => save.mutate(days)} loading={save.isPending}>
+            {t("common.save")}
+          </Button>
+        </Group>
+      </Stack>
+    </Modal>
+  );
+}
+
+function ApiKeys() {
+  const { t, dateTime } = useI18n();
+  const session = useSession();
+  const admin = session.can("admin");
+  const keys = useQuery({ queryKey: ["api-keys"], queryFn: () => payload(api.GET("/api-keys")) });
+  const commerces = useCommerces();
+  const invalidate = useInvalidate("api-keys");
+  const [scope, setScope] = useState<string[]>([]);
+  const [shown, setShown] = useState<{ title: string; values: [string, string][] } | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const create = useMutation({
+    mutationFn: () => payload(api.POST("/api-keys", { body: { commerces: scope } })),
+    onSuccess: (r) => {
+      invalidate();
+      setScope([]);
+      setError(null);
+      setShown({ title: t("settings.keyCreated"), values: [["x-api-key", r.apiKey]] });
+    },
+    onError: (e) => setError(formErrors(e).general ?? formErrors(e).fields.commerce ?? String(e)),
+  });
+  const revoke = useMutation({
+    mutationFn: (prefix: string) => payload(api.DELETE("/api-keys/{prefix}", { params: { path: { prefix } } })),
+    onSuccess: (r) => {
+      invalidate();
+      notifications.show({ color: "green", message: t("settings.keyRevoked", { prefix: r.prefix }) });
+    },
+    onError: (e) => notifications.show({ color: "red", message: formErrors(e).general ?? String(e) }),
+  });
+  const askRevoke = async (prefix: string) => {
+    const ok = await confirmAction({
+      title: t("settings.revoke"),
+      message: t("settings.revokeConfirm", { prefix }),
+      confirm: t("settings.revoke"),
+      cancel: t("common.cancel"),
+    });
+    if (ok) revoke.mutate(prefix);
+  };
+  return (
+    <Stack>
+      {admin && (
+        <Card withBorder>
+          <Title order={4} mb="sm">
+            {t("settings.newKey")}
+          </Title>
+          <Group align="end">
+            <MultiSelect
+              label={t("settings.keyCommerces")}
+              data={(commerces.data?.items ?? []).map((c) => ({ value: c.code, label: `${c.name} (${c.code})` }))}
+              value={scope}
+              onChange={setScope}
+              error={error}
+              w={400}
+            />
+            <Button onClick={() => create.mutate()} loading={create.isPending} data-testid="create-key">
+              {t("settings.createKey")}
+            </Button>
+          </Group>
+        </Card>
+      )}
+      <QueryState loading={keys.isLoading} error={keys.error}>
+        <Table striped data-testid="keys-table">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>{t("settings.prefix")}</Table.Th>
+              <Table.Th>{t("settings.scope")}</Table.Th>
+              <Table.Th>{t("common.state")}</Table.Th>
+              <Table.Th>{t("common.createdAt")}</Table.Th>
+              {admin && <Table.Th />}
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {(keys.data?.items ?? []).map((k) => (
+              <Table.Tr key={k.prefix + k.createdAt} data-key={k.prefix}>
+                <Table.Td>
+                  <Code>{k.prefix}…</Code>
+                </Table.Td>
+                <Table.Td>{k.allCommerces ? t("settings.allCommerces") : k.commerces.join(", ")}</Table.Td>
+                <Table.Td>
+                  {k.revokedAt ? (
+                    <Badge color="red" variant="light">
+                      {t("settings.revoked")} {dateTime(k.revokedAt)}
+                    </Badge>
+                  ) : (
+                    <Badge color="green" variant="light">
+                      {t("settings.active")}
+                    </Badge>
+                  )}
+                </Table.Td>
+                <Table.Td>{dateTime(k.createdAt)}</Table.Td>
+                {admin && (
+                  <Table.Td>
+                    {!k.revokedAt && (
+                      <Button size="compact-xs" color="red" variant="light" onClick={() => void askRevoke(k.prefix)}>
+                        {t("settings.revoke")}
+                      </Button>
+                    )}
+                  </Table.Td>
+                )}
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      </QueryState>
+      {shown && <ShownOnce title={shown.title} values={shown.values} onClose={() => setShown(null)} />}
+    </Stack>
+  );
+}
+
+function Environment() {
+  const { t, date } = useI18n();
+  const query = useQuery({ queryKey: ["environment"], queryFn: () => payload(api.GET("/environment")) });
+  const d = query.data;
+  return (
+    <QueryState loading={query.isLoading} error={query.error}>
+      {d && (
+        <Stack>
+          <Group gap="xl">
+            <div>
+              <Text size="xs" c="dimmed">
+                {t("settings.environment")}
+              </Text>
+              <Text>{d.environment}</Text>
+            </div>
+            <div>
+              <Text size="xs" c="dimmed">
+                {t("settings.publicUrl")}
+              </Text>
+              <Text>{d.publicBaseUrl}</Text>
+            </div>
+            <div>
+              <Text size="xs" c="dimmed">
+                {t("settings.timeZone")}
+              </Text>
+              <Text>{d.timeZone}</Text>
+            </div>
+            <div>
+              <Text size="xs" c="dimmed">
+                {t("mandates.businessDate")}
+              </Text>
+              <Text>{date(d.today)}</Text>
+            </div>
+            <div>
+              <Text size="xs" c="dimmed">
+                {t("settings.version")}
+              </Text>
+              <Text>{d.version}</Text>
+            </div>
+          </Group>
+          <Card withBorder>
+            <Group justify="space-between" mb="xs">
+              <Text fw={600}>
+                {t("settings.jweKey")} <Code>kid {d.jwePublicKey.kid}</Code>
+              </Text>
+              <CopyButton value={d.jwePublicKey.publicKey}>
+                {({ copied, copy }) => (
+                  <Button size="xs" variant="default" onClick={copy} data-testid="copy-jwe-key">
+                    {copied ? t("common.copied") : t("common.copy")}
+                  </Button>
+                )}
+              </CopyButton>
+            </Group>
+            <Text size="sm" mb="xs">
+              {t("settings.jweIntro")}
+            </Text>
+            <Code block data-testid="jwe-key">
+              {d.jwePublicKey.publicKey}
+            </Code>
+          </Card>
+        </Stack>
+      )}
+    </QueryState>
+  );
+}
+
+function TrustedRoots() {
+  const { t, dateTime } = useI18n();
+  const session = useSession();
+  const admin = session.can("admin");
+  const roots = useQuery({ queryKey: ["roots"], queryFn: () => payload(api.GET("/trusted-roots")) });
+  const invalidate = useInvalidate("roots");
+  const [pem, setPem] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const add = useMutation({
+    mutationFn: () => payload(api.POST("/trusted-roots", { body: { pem } })),
+    onSuccess: (r) => {
+      invalidate();
+      setPem("");
+      setError(null);
+      notifications.show({ color: "green", message: t("settings.rootsAdded", { count: r.added.length }) });
+    },
+    onError: (e) => {
+      const mapped = formErrors(e, {}, ["pem"]);
+      setError(mapped.fields.pem ?? mapped.general);
+    },
+  });
+  const remove = useMutation({
+    mutationFn: (fingerprint: string) => payload(api.DELETE("/trusted-roots/{fingerprint}", { params: { path: { fingerprint } } })),
+    onSuccess: () => {
+      invalidate();
+      notifications.show({ color: "green", message: t("settings.rootRemoved") });
+    },
+  });
+  const askRemove = async (root: Schemas["TrustedRootDto"]) => {
+    const ok = await confirmAction({
+      title: t("settings.removeRoot"),
+      message: t("settings.removeRootConfirm", { subject: root.subject }),
+      confirm: t("settings.removeRoot"),
+      cancel: t("common.cancel"),
+    });
+    if (ok) remove.mutate(root.fingerprint);
+  };
+  return (
+    <Stack>
+      <QueryState loading={roots.isLoading} error={roots.error}>
+        {(roots.data?.items ?? []).length === 0 ? (
+          <Text c="dimmed">{t("app.none")}</Text>
+        ) : (
+          <Table striped>
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>{t("settings.subject")}</Table.Th>
+                <Table.Th>{t("settings.fingerprint")}</Table.Th>
+                <Table.Th>{t("common.createdAt")}</Table.Th>
+                {admin && <Table.Th />}
+              </Table.Tr>
+            </Table.Thead>
+            <Table.Tbody>
+              {(roots.data?.items ?? []).map((r) => (
+                <Table.Tr key={r.fingerprint}>
+                  <Table.Td>{r.subject}</Table.Td>
+                  <Table.Td>
+                    <Code>{r.fingerprint.slice(0, 16)}…</Code>
+                  </Table.Td>
+                  <Table.Td>{dateTime(r.addedAt)}</Table.Td>
+                  {admin && (
+                    <Table.Td>
+                      <Button size="compact-xs" color="red" variant="light" onClick={() => void askRemove(r)}>
+                        {t("settings.removeRoot")}
+                      </Button>
+                    </Table.Td>
+                  )}
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        )}
+      </QueryState>
+      {admin && (
+        <Card withBorder>
+          <Title order={4} mb="sm">
+            {t("settings.addRoot")}
+          </Title>
+          <Textarea
+            label={t("settings.rootPem")}
+            placeholder="-----BEGIN CERTIFICATE-----"
+            autosize
+            minRows={4}
+            value={pem}
+            onChange={(e) => setPem(e.currentTarget.value)}
+            error={error}
+          />
+          <Group justify="flex-end" mt="xs">
+            <Button disabled={!pem.trim()} onClick={() => add.mutate()} loading={add.isPending}>
+              {t("common.save")}
+            </Button>
+          </Group>
+        </Card>
+      )}
+    </Stack>
+  );
+}
+
+function Staff() {
+  const { t, dateTime } = useI18n();
+  const session = useSession();
+  const staff = useQuery({ queryKey: ["staff"], queryFn: () => payload(api.GET("/staff")) });
+  const invalidate = useInvalidate("staff");
+  const [general, setGeneral] = useState<string | null>(null);
+  const form = useForm({ initialValues: { email: "", password: "", role: "viewer" } });
+  const create = useMutation({
+    mutationFn: (v: typeof form.values) => payload(api.POST("/staff", { body: v })),
+    onSuccess: (r) => {
+      invalidate();
+      form.reset();
+      setGeneral(null);
+      notifications.show({ color: "green", message: t("settings.staffCreated", { email: r.email }) });
+    },
+    onError: (e) => {
+      const mapped = formErrors(e, {}, ["email", "password", "role"]);
+      form.setErrors(mapped.fields);
+      setGeneral(mapped.general);
+    },
+  });
+  const update = useMutation({
+    mutationFn: (v: { email: string; role?: string; disabled?: boolean }) =>
+      payload(api.PUT("/staff/{email}", { params: { path: { email: v.email } }, body: { role: v.role ?? null, disabled: v.disabled ?? null } })),
+    onSuccess: () => {
+      invalidate();
+      notifications.show({ color: "green", message: t("settings.staffUpdated") });
+    },
+    onError: (e) => notifications.show({ color: "red", message: formErrors(e).general ?? String(e) }),
+  });
+  const askDisable = async (email: string) => {
+    const ok = await confirmAction({
+      title: t("settings.disable"),
+      message: t("settings.disableConfirm", { email }),
+      confirm: t("settings.disable"),
+      cancel: t("common.cancel"),
+    });
+    if (ok) update.mutate({ email, disabled: true });
+  };
+  const roles = ["admin", "operator", "viewer"].map((r) => ({ value: r, label: t(`role.${r}` as Key) }));
+  return (
+    <Stack>
+      <QueryState loading={staff.isLoading} error={staff.error}>
+        <Table striped data-testid="staff-table">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>{t("common.email")}</Table.Th>
+              <Table.Th>{t("settings.role")}</Table.Th>
+              <Table.Th>{t("common.state")}</Table.Th>
+              <Table.Th>{t("common.createdAt")}</Table.Th>
+              <Table.Th />
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {(staff.data?.items ?? []).map((s) => {
+              const self = s.email.toLowerCase() === session.info.email.toLowerCase();
+              return (
+                <Table.Tr key={s.email} data-staff={s.email}>
+                  <Table.Td>
+                    {s.email} {self && <Text span c="dimmed">{t("settings.you")}</Text>}
+                  </Table.Td>
+                  <Table.Td>
+                    <Select
+                      size="xs"
+                      data={roles}
+                      value={s.role}
+                      disabled={self}
+                      allowDeselect={false}
+                      onChange={(role) => role && role !== s.role && update.mutate({ email: s.email, role })}
+                      w={160}
+                    />
+                  </Table.Td>
+                  <Table.Td>
+                    {s.disabledAt ? (
+                      <Badge color="red" variant="light">
+                        {t("settings.disabled")}
+                      </Badge>
+                    ) : (
+                      <Badge color="green" variant="light">
+                        {t("settings.active")}
+                      </Badge>
+                    )}
+                  </Table.Td>
+                  <Table.Td>{dateTime(s.createdAt)}</Table.Td>
+                  <Table.Td>
+                    {!self &&
+                      (s.disabledAt ? (
+                        <Button size="compact-xs" variant="light" onClick={() => update.mutate({ email: s.email, disabled: false })}>
+                          {t("settings.enable")}
+                        </Button>
+                      ) : (
+                        <Button size="compact-xs" color="red" variant="light" onClick={() => void askDisable(s.email)}>
+                          {t("settings.disable")}
+                        </Button>
+                      ))}
+                  </Table.Td>
+                </Table.Tr>
+              );
+            })}
+          </Table.Tbody>
+        </Table>
+      </QueryState>
+      <Card withBorder>
+        <Title order={4} mb="sm">
+          {t("settings.newStaff")}
+        </Title>
+        <form onSubmit={form.onSubmit((v) => create.mutate(v))}>
+          <Stack>
+            {general && <Alert color="red">{general}</Alert>}
+            <Group grow align="start">
+              <TextInput label={t("common.email")} name="staff-email" {...form.getInputProps("email")} />
+              <PasswordInput label={t("login.password")} name="staff-password" autoComplete="new-password" {...form.getInputProps("password")} />
+              <Select label={t("settings.role")} data={roles} allowDeselect={false} name="staff-role" {...form.getInputProps("role")} />
+            </Group>
+            <Group justify="flex-end">
+              <Button type="submit" loading={create.isPending} data-testid="create-staff">
+                {t("settings.createStaff")}
+              </Button>
+            </Group>
+          </Stack>
+        </form>
+      </Card>
+    </Stack>
+  );
+}
+
+export function Settings() {
+  const { t } = useI18n();
+  const session = useSession();
+  const [params, setParams] = useSearchParams();
+  const tab = params.get("tab") ?? "commerces";
+  return (
+    <Stack>
+      <Title order={2}>{t("settings.title")}</Title>
+      <Tabs value={tab} onChange={(v) => setParams(v ? { tab: v } : {})} keepMounted={false}>
+        <Tabs.List>
+          <Tabs.Tab value="commerces">{t("settings.commerces")}</Tabs.Tab>
+          <Tabs.Tab value="keys">{t("settings.apiKeys")}</Tabs.Tab>
+          <Tabs.Tab value="environment">{t("settings.environment")}</Tabs.Tab>
+          <Tabs.Tab value="roots">{t("settings.roots")}</Tabs.Tab>
+          <Tabs.Tab value="staff">{t("settings.staff")}</Tabs.Tab>
+        </Tabs.List>
+        <Tabs.Panel value="commerces" pt="md">
+          <Commerces />
+        </Tabs.Panel>
+        <Tabs.Panel value="keys" pt="md">
+          <ApiKeys />
+        </Tabs.Panel>
+        <Tabs.Panel value="environment" pt="md">
+          <Environment />
+        </Tabs.Panel>
+        <Tabs.Panel value="roots" pt="md">
+          <TrustedRoots />
+        </Tabs.Panel>
+        <Tabs.Panel value="staff" pt="md">
+          {session.can("admin") ? <Staff /> : <Alert color="gray">{t("settings.adminOnly")}</Alert>}
+        </Tabs.Panel>
+      </Tabs>
+    </Stack>
+  );
+}

@@ -1,0 +1,101 @@
+import { Alert, Button, Center, Paper, PasswordInput, Stack, Text, TextInput, Title } from "@mantine/core";
+import { useForm } from "@mantine/form";
+import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { useState } from "react";
+import { api, payload, setCsrfToken } from "../api/client";
+import { useI18n } from "../lib/context";
+import { formErrors } from "../lib/errors";
+
+function Frame({ title, intro, children }: { title: string; intro?: string; children: React.ReactNode }) {
+  const { t } = useI18n();
+  return (
+    <Center mih="100vh" bg="gray.0">
+      <Paper withBorder shadow="sm" p="xl" w={400}>
+        <Stack>
+          <Text c="dimmed" size="sm">
+            {t("app.name")}
+          </Text>
+          <Title order={2}>{title}</Title>
+          {intro && <Text size="sm">{intro}</Text>}
+          {children}
+        </Stack>
+      </Paper>
+    </Center>
+  );
+}
+
+/** First start: the owner (admin) account. */
+export function Setup() {
+  const { t } = useI18n();
+  const queryClient = useQueryClient();
+  const [general, setGeneral] = useState<string | null>(null);
+  const form = useForm({
+    initialValues: { email: "", password: "", confirm: "" },
+    validate: { confirm: (v, values) => (v === values.password ? null : t("setup.mismatch")) },
+  });
+  const mutation = useMutation({
+    mutationFn: (v: { email: string; password: string }) => payload(api.POST("/setup", { body: v })),
+    onSuccess: async (info) => {
+      setCsrfToken(info.csrfToken);
+      await queryClient.invalidateQueries({ queryKey: ["setup"] });
+      await queryClient.invalidateQueries({ queryKey: ["session"] });
+    },
+    onError: (e) => {
+      const { fields, general } = formErrors(e, {}, ["email", "password"]);
+      form.setErrors(fields);
+      setGeneral(general);
+    },
+  });
+  return (
+    <Frame title={t("setup.title")} intro={t("setup.intro")}>
+      <form onSubmit={form.onSubmit((v) => mutation.mutate({ email: v.email, password: v.password }))}>
+        <Stack>
+          {general && <Alert color="red">{general}</Alert>}
+          <TextInput label={t("login.email")} name="email" autoComplete="username" required {...form.getInputProps("email")} />
+          <PasswordInput label={t("login.password")} name="password" autoComplete="new-password" required {...form.getInputProps("password")} />
+          <PasswordInput label={t("setup.confirm")} name="confirm" autoComplete="new-password" required {...form.getInputProps("confirm")} />
+          <Button type="submit" loading={mutation.isPending}>
+            {t("setup.submit")}
+          </Button>
+        </Stack>
+      </form>
+    </Frame>
+  );
+}
+
+export function Login() {
+  const { t } = useI18n();
+  const queryClient = useQueryClient();
+  const [general, setGeneral] = useState<string | null>(null);
+  const form = useForm({ initialValues: { email: "", password: "" } });
+  const mutation = useMutation({
+    mutationFn: (v: { email: string; password: string }) => payload(api.POST("/session", { body: v })),
+    onSuccess: async (info) => {
+      setCsrfToken(info.csrfToken);
+      await queryClient.invalidateQueries({ queryKey: ["session"] });
+    },
+    onError: (e) => {
+      const { fields, general } = formErrors(e, {}, ["email", "password"]);
+      form.setErrors(fields);
+      setGeneral(e instanceof Error && "code" in e && e.code === "INVALID_CREDENTIALS" ? t("login.invalid") : general);
+    },
+  });
+  return (
+    <Frame title={t("login.title")}>
+      <form onSubmit={form.onSubmit((v) => mutation.mutate(v))}>
+        <Stack>
+          {general && (
+            <Alert color="red" data-testid="login-error">
+              {general}
+            </Alert>
+          )}
+          <TextInput label={t("login.email")} name="email" autoComplete="username" required {...form.getInputProps("email")} />
+          <PasswordInput label={t("login.password")} name="password" autoComplete="current-password" required {...form.getInputProps("password")} />
+          <Button type="submit" loading={mutation.isPending}>
+            {t("login.submit")}
+          </Button>
+        </Stack>
+      </form>
+    </Frame>
+  );
+}
