@@ -194,11 +194,16 @@ pub fn set_state(
     at: &str,
     change: &StateChange<'_>,
 ) -> Result<InstallmentRow> {
+    // Only a REJECTED installment can be waiting for a retry: paid, annulled or reversed ones
+    // drop the pending retry so that neither the engine nor their events announce one.
+    let keeps_retry = state == InstallmentState::Rejected;
     conn.prepare_cached(
         "UPDATE installments SET state = ?2, state_at = ?3,
                 payment = COALESCE(?4, payment),
                 authorization_code = COALESCE(?5, authorization_code),
-                payment_method_id = COALESCE(?6, payment_method_id)
+                payment_method_id = COALESCE(?6, payment_method_id),
+                retry_scheduled = CASE WHEN ?7 THEN retry_scheduled ELSE 0 END,
+                next_retry_date = CASE WHEN ?7 THEN next_retry_date ELSE NULL END
          WHERE seq = ?1",
     )?
     .execute(params![
@@ -208,6 +213,7 @@ pub fn set_state(
         change.payment.map(serde_json::to_string).transpose()?,
         change.authorization_code,
         change.payment_method_id,
+        keeps_retry,
     ])?;
     Ok(by_seq(conn, seq)?)
 }

@@ -164,6 +164,65 @@ async fn soft_declines_are_retried_after_1_3_and_7_days_hard_ones_never() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_rejected_installment_paid_by_hand_is_not_retried() {
+    let mut app = spawn_app().await;
+    ready(&mut app).await;
+    let (mandate, installment_id) = one_installment(&app, "M-soft", 0).await;
+    activate_card(&app, &mandate, INSUFFICIENT).await;
+    let d0 = app.today();
+    app.run_charging(d0).await;
+    let rejected_event = app.events_of(&mandate).last().unwrap().clone();
+    assert_eq!(rejected_event["installment"]["retryScheduled"], true);
+
+    let reply = app
+        .put(
+            "/installments/status/change",
+            &json!({"product": {"internalId": mandate}, "installments": {"internalIds": [installment_id]},
+                    "action": "PAYMENT", "payment": {"date": d0.to_string(), "amount": 5000, "currencyId": "CLP"}}),
+        )
+        .await;
+    reply.expect(200, "INSTALLMENTS_STATUS_CHANGE_OK");
+    let paid_event = app.events_of(&mandate).last().unwrap().clone();
+    assert_eq!(paid_event["installment"]["state"]["name"], "PAID");
+    assert_eq!(paid_event["installment"]["retryScheduled"], false);
+    assert_eq!(paid_event["installment"]["nextRetryDate"], Value::Null);
+
+    let retry_day = app.run_charging(d0 + Duration::days(1)).await;
+    assert_eq!(
+        retry_day.counts.attempted, 0,
+        "a paid installment is never retried"
+    );
+    assert_eq!(installment(&app, &mandate).await["attempts"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sandbox_epac_activation_sends_the_mandate_document() {
+    let mut app = spawn_app().await;
+    ready(&mut app).await;
+    let (mandate, _) = one_installment(&app, "M-epac", 3).await;
+    let reply = app
+        .post(
+            &format!("/sandbox/mandates/{mandate}/activate"),
+            &json!({"paymentMethodId": 6, "bankAccount": {"bankCode": "012", "accountType": "CHECKING",
+                    "accountNumber": "123450000", "holderRut": "12.345.678-5"}}),
+        )
+        .await;
+    reply.expect(200, "SANDBOX_ACTIVATE_OK");
+    let activation = app
+        .events_of(&mandate)
+        .into_iter()
+        .find(|e| e["event"] == "activation")
+        .expect("an activation event");
+    use base64::Engine;
+    let pdf = base64::engine::general_purpose::STANDARD
+        .decode(activation["fileBase64"].as_str().expect("fileBase64"))
+        .unwrap();
+    assert!(pdf.starts_with(b"%PDF-"), "a PDF document");
+    let document = lopdf::Document::load_mem(&pdf).expect("a PDF that parses");
+    assert!(!document.get_pages().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn bank_debits_settle_at_the_next_run() {
     let mut app = spawn_app().await;
     ready(&mut app).await;
