@@ -10,28 +10,24 @@ use std::fmt::Write as _;
 
 use sha2::{Digest, Sha256};
 
-const PAGE_WIDTH: f32 = 595.0;
-const PAGE_HEIGHT: f32 = 842.0;
-const MARGIN_X: f32 = 56.0;
-const TOP: f32 = 790.0;
+use super::helvetica::literal;
+use super::helvetica::{Font, wrap};
+
+const PAGE_WIDTH: f64 = 595.0;
+const PAGE_HEIGHT: f64 = 842.0;
+const MARGIN_X: f64 = 56.0;
+const TOP: f64 = 790.0;
 /// Text stops above this line; the footer sits below it.
-const BOTTOM: f32 = 72.0;
-const CONTENT_WIDTH: f32 = PAGE_WIDTH - 2.0 * MARGIN_X;
+const BOTTOM: f64 = 72.0;
+const CONTENT_WIDTH: f64 = PAGE_WIDTH - 2.0 * MARGIN_X;
 /// Where the value column of a label/value row starts.
-const VALUE_X: f32 = MARGIN_X + 150.0;
+const VALUE_X: f64 = MARGIN_X + 150.0;
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Font {
-    Regular,
-    Bold,
-}
-
-impl Font {
-    fn resource(self) -> &'static str {
-        match self {
-            Font::Regular => "F1",
-            Font::Bold => "F2",
-        }
+/// The page resource name of each font.
+fn resource(font: Font) -> &'static str {
+    match font {
+        Font::Regular => "F1",
+        Font::Bold => "F2",
     }
 }
 
@@ -63,13 +59,13 @@ pub struct Meta<'a> {
 enum Mark {
     Text {
         font: Font,
-        size: f32,
-        x: f32,
-        y: f32,
+        size: f64,
+        x: f64,
+        y: f64,
         text: String,
     },
     Rule {
-        y: f32,
+        y: f64,
     },
 }
 
@@ -83,7 +79,7 @@ fn layout(blocks: &[Block]) -> Vec<Vec<Mark>> {
     let mut pages: Vec<Vec<Mark>> = vec![Vec::new()];
     let mut y = TOP;
     // Moves to a new page when `needed` points do not fit above the bottom margin.
-    let room = |pages: &mut Vec<Vec<Mark>>, y: &mut f32, needed: f32| {
+    let room = |pages: &mut Vec<Vec<Mark>>, y: &mut f64, needed: f64| {
         if *y - needed < BOTTOM {
             pages.push(Vec::new());
             *y = TOP;
@@ -129,7 +125,7 @@ fn layout(blocks: &[Block]) -> Vec<Vec<Mark>> {
                 let labels = wrap(label, Font::Bold, 10.0, VALUE_X - MARGIN_X - 8.0);
                 let values = wrap(value, Font::Regular, 10.0, PAGE_WIDTH - MARGIN_X - VALUE_X);
                 let lines = labels.len().max(values.len()).max(1);
-                room(&mut pages, &mut y, 13.5 * lines as f32);
+                room(&mut pages, &mut y, 13.5 * lines as f64);
                 for i in 0..lines {
                     y -= 13.5;
                     if let Some(l) = labels.get(i) {
@@ -152,7 +148,7 @@ fn layout(blocks: &[Block]) -> Vec<Vec<Mark>> {
     pages
 }
 
-fn push_text(pages: &mut [Vec<Mark>], font: Font, size: f32, x: f32, y: f32, text: String) {
+fn push_text(pages: &mut [Vec<Mark>], font: Font, size: f64, x: f64, y: f64, text: String) {
     pages.last_mut().expect("a page").push(Mark::Text {
         font,
         size,
@@ -160,133 +156,6 @@ fn push_text(pages: &mut [Vec<Mark>], font: Font, size: f32, x: f32, y: f32, tex
         y,
         text,
     });
-}
-
-/// Breaks `text` into lines no wider than `width` points (explicit newlines are kept; a word
-/// longer than a line is cut).
-pub fn wrap(text: &str, font: Font, size: f32, width: f32) -> Vec<String> {
-    let mut lines = Vec::new();
-    for paragraph in text.split('\n') {
-        let mut line = String::new();
-        for word in paragraph.split(' ').filter(|w| !w.is_empty()) {
-            let candidate = if line.is_empty() {
-                word.to_string()
-            } else {
-                format!("{line} {word}")
-            };
-            if text_width(&candidate, font, size) <= width {
-                line = candidate;
-                continue;
-            }
-            if !line.is_empty() {
-                lines.push(std::mem::take(&mut line));
-            }
-            // A word wider than the line is cut where it overflows.
-            let mut piece = String::new();
-            for c in word.chars() {
-                piece.push(c);
-                if text_width(&piece, font, size) > width {
-                    piece.pop();
-                    lines.push(std::mem::take(&mut piece));
-                    piece.push(c);
-                }
-            }
-            line = piece;
-        }
-        lines.push(line);
-    }
-    lines
-}
-
-/// The width of `text` in points, from Helvetica's metrics (bold approximated as a little
-/// wider, which only makes wrapping more careful).
-pub fn text_width(text: &str, font: Font, size: f32) -> f32 {
-    let units: u32 = text.chars().map(char_width).sum();
-    let factor = match font {
-        Font::Regular => 1.0,
-        Font::Bold => 1.09,
-    };
-    units as f32 * size / 1000.0 * factor
-}
-
-/// Helvetica advance widths (1/1000 em) of the printable ASCII range, from the standard AFM.
-const HELVETICA_ASCII: [u16; 95] = [
-    278, 278, 355, 556, 556, 889, 667, 191, 333, 333, 389, 584, 278, 333, 278, 278, // ' '../
-    556, 556, 556, 556, 556, 556, 556, 556, 556, 556, 278, 278, 584, 584, 584, 556, // 0..?
-    1015, 667, 667, 722, 722, 667, 611, 778, 722, 278, 500, 667, 556, 833, 722, 778, // @..O
-    667, 778, 722, 667, 611, 722, 667, 944, 667, 667, 611, 278, 278, 278, 469, 556, // P.._
-    333, 556, 556, 500, 556, 556, 278, 556, 556, 222, 222, 500, 222, 833, 556, 556, // `..o
-    556, 556, 333, 500, 278, 556, 500, 722, 500, 500, 500, 334, 260, 334, 584, // p..~
-];
-
-fn char_width(c: char) -> u32 {
-    let base = match c {
-        'á' | 'à' | 'â' | 'ä' | 'ã' => 'a',
-        'é' | 'è' | 'ê' | 'ë' => 'e',
-        'í' | 'ì' | 'î' | 'ï' => 'i',
-        'ó' | 'ò' | 'ô' | 'ö' | 'õ' => 'o',
-        'ú' | 'ù' | 'û' | 'ü' => 'u',
-        'ñ' => 'n',
-        'ç' => 'c',
-        'Á' | 'À' | 'Â' | 'Ä' | 'Ã' => 'A',
-        'É' | 'È' | 'Ê' | 'Ë' => 'E',
-        'Í' | 'Ì' | 'Î' | 'Ï' => 'I',
-        'Ó' | 'Ò' | 'Ô' | 'Ö' | 'Õ' => 'O',
-        'Ú' | 'Ù' | 'Û' | 'Ü' => 'U',
-        'Ñ' => 'N',
-        'Ç' => 'C',
-        other => other,
-    };
-    match base {
-        ' '..='~' => u32::from(HELVETICA_ASCII[base as usize - 0x20]),
-        '¿' => 611,
-        '¡' | '“' | '”' | '‘' | '’' => 333,
-        '°' => 400,
-        'º' | 'ª' => 370,
-        '—' => 1000,
-        '…' => 1000,
-        _ => 556,
-    }
-}
-
-/// `text` in WinAnsiEncoding; characters it cannot show become `?`.
-fn win_ansi(text: &str) -> Vec<u8> {
-    text.chars()
-        .map(|c| match c {
-            ' '..='~' => c as u8,
-            '\u{a0}'..='\u{ff}' => c as u32 as u8,
-            '€' => 0x80,
-            '…' => 0x85,
-            '‘' => 0x91,
-            '’' => 0x92,
-            '“' => 0x93,
-            '”' => 0x94,
-            '•' => 0x95,
-            '–' => 0x96,
-            '—' => 0x97,
-            _ => b'?',
-        })
-        .collect()
-}
-
-/// A PDF literal string: `(` `)` `\` escaped, bytes outside printable ASCII as octal escapes,
-/// so the file itself stays 7-bit after its header.
-fn literal(text: &str) -> String {
-    let mut out = String::from("(");
-    for byte in win_ansi(text) {
-        match byte {
-            b'(' | b')' | b'\\' => {
-                out.push('\\');
-                out.push(byte as char);
-            }
-            0x20..=0x7e => out.push(byte as char),
-            _ => {
-                let _ = write!(out, "\\{byte:03o}");
-            }
-        }
-    }
-    out.push(')');
-    out
 }
 
 fn content_stream(marks: &[Mark], footer: &str, page: usize, pages: usize) -> String {
@@ -303,7 +172,7 @@ fn content_stream(marks: &[Mark], footer: &str, page: usize, pages: usize) -> St
                 let _ = writeln!(
                     s,
                     "BT /{} {size:.1} Tf 1 0 0 1 {x:.2} {y:.2} Tm {} Tj ET",
-                    font.resource(),
+                    resource(*font),
                     literal(text)
                 );
             }
@@ -331,7 +200,7 @@ fn content_stream(marks: &[Mark], footer: &str, page: usize, pages: usize) -> St
         let _ = writeln!(
             s,
             "BT /F1 7.5 Tf 1 0 0 1 {MARGIN_X:.2} {:.2} Tm {} Tj ET",
-            BOTTOM - 26.0 - 9.0 * i as f32,
+            BOTTOM - 26.0 - 9.0 * i as f64,
             literal(line)
         );
     }
@@ -404,6 +273,7 @@ fn write_file(pages: &[Vec<Mark>], meta: &Meta<'_>) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::documents::helvetica::text_width;
 
     #[test]
     fn literals_escape_delimiters_and_encode_accents() {
