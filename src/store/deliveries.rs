@@ -58,8 +58,8 @@ pub fn due(
     .collect()
 }
 
-/// When the earliest pending event falls due, to sleep until then. It reads every pending
-/// event (no index holds `next_attempt_at`), so the worker asks only when it has nothing to do.
+/// When the earliest pending event falls due, to sleep until then (the first entry of the
+/// `events_pending_due` index).
 pub fn next_due_at(conn: &Connection) -> rusqlite::Result<Option<String>> {
     conn.prepare_cached("SELECT min(next_attempt_at) FROM events WHERE delivery_state = 'PENDING'")?
         .query_row([], |r| r.get(0))

@@ -24,6 +24,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0006_staff_views",
         include_str!("../../migrations/0006_staff_views.sql"),
     ),
+    (
+        "0007_pending_due",
+        include_str!("../../migrations/0007_pending_due.sql"),
+    ),
 ];
 
 pub fn run(conn: &mut Connection) -> anyhow::Result<()> {
