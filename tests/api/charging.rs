@@ -2,7 +2,7 @@
 //! once per business date, soft declines retried after 1, 3 and 7 days, bank debits settled at
 //! the next run, UF amounts converted, and the sandbox clock drives it all.
 
-use chrono::{Duration, NaiveDate};
+use chrono::{Duration, NaiveDate, NaiveTime};
 use serde_json::{Value, json};
 
 use crate::helpers::*;
@@ -220,6 +220,82 @@ async fn sandbox_epac_activation_sends_the_mandate_document() {
     assert!(pdf.starts_with(b"%PDF-"), "a PDF document");
     let document = lopdf::Document::load_mem(&pdf).expect("a PDF that parses");
     assert!(!document.get_pages().is_empty());
+}
+
+/// Rows of a query on the app's database, each row's columns as text.
+fn rows(app: &TestApp, sql: &str) -> Vec<Vec<String>> {
+    app.running
+        .state
+        .store
+        .read(|conn| {
+            let mut statement = conn.prepare(sql)?;
+            let width = statement.column_count();
+            let rows = statement
+                .query_map([], |r| (0..width).map(|i| r.get::<_, String>(i)).collect())?
+                .collect::<rusqlite::Result<Vec<Vec<String>>>>()?;
+            Ok(rows)
+        })
+        .expect("query")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dates_missed_while_closed_run_at_start_in_order() {
+    let mut app = spawn_app().await;
+    ready(&mut app).await;
+    let d0 = app.today();
+    let payload = app
+        .create_mandate(&dynamic_body(
+            &app,
+            "cust-1",
+            "M-gap",
+            &[("c1", 1000, 1), ("c2", 2000, 2), ("c3", 3000, 3)],
+        ))
+        .await;
+    let mandate = payload["mandate"]["internalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    activate_card(&app, &mandate, APPROVE).await;
+    app.run_charging(d0).await;
+
+    // Closed for four days, then opened with the daily schedule on.
+    app.clock.advance(Duration::days(4));
+    let app = app
+        .restarted(Options {
+            charge_at: NaiveTime::from_hms_opt(0, 0, 0),
+            ..Default::default()
+        })
+        .await;
+    let expected_runs: Vec<Vec<String>> = std::iter::once(vec![d0.to_string(), "MANUAL".into()])
+        .chain((1..=4).map(|d| vec![(d0 + Duration::days(d)).to_string(), "CATCH_UP".into()]))
+        .collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let runs = loop {
+        let runs = rows(
+            &app,
+            "SELECT business_date, trigger FROM charge_runs WHERE state = 'FINISHED' ORDER BY seq",
+        );
+        if runs.len() >= expected_runs.len() || std::time::Instant::now() > deadline {
+            break runs;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(runs, expected_runs, "every missed date, oldest first");
+    let attempts = rows(
+        &app,
+        "SELECT i.external_id, a.business_date, a.state FROM charge_attempts a
+         JOIN installments i ON i.seq = a.installment_seq ORDER BY a.seq",
+    );
+    let on = |d: i64| (d0 + Duration::days(d)).to_string();
+    assert_eq!(
+        attempts,
+        [
+            ["c1".to_string(), on(1), "PAID".into()],
+            ["c2".to_string(), on(2), "PAID".into()],
+            ["c3".to_string(), on(3), "PAID".into()],
+        ],
+        "each installment charged on its own due date"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -35,6 +35,8 @@ pub struct Options {
     pub environment: Environment,
     pub authorization_required: bool,
     pub delivery: mandato::notify::delivery::DeliveryConfig,
+    /// The daily charging time; `None` (the default) leaves runs to `run_charging`.
+    pub charge_at: Option<chrono::NaiveTime>,
 }
 
 impl Default for Options {
@@ -43,8 +45,18 @@ impl Default for Options {
             environment: Environment::Sandbox,
             authorization_required: false,
             delivery: mandato::notify::delivery::DeliveryConfig::default(),
+            charge_at: None,
         }
     }
+}
+
+fn test_config(dir: &std::path::Path, options: &Options) -> Config {
+    let mut config = Config::new(dir.to_path_buf());
+    config.listen = "127.0.0.1:0".parse().unwrap();
+    config.environment = options.environment;
+    config.delivery = options.delivery.clone();
+    config.charge_at = options.charge_at;
+    config
 }
 
 pub async fn spawn_app() -> TestApp {
@@ -53,12 +65,7 @@ pub async fn spawn_app() -> TestApp {
 
 pub async fn spawn_app_with(options: Options) -> TestApp {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut config = Config::new(dir.path().to_path_buf());
-    config.listen = "127.0.0.1:0".parse().unwrap();
-    config.environment = options.environment;
-    config.delivery = options.delivery;
-    // Tests run the charging engine explicitly (`run_charging`), never on a timer.
-    config.charge_at = None;
+    let config = test_config(dir.path(), &options);
     let clock = Arc::new(ShiftedClock::new());
     let running = app::start(config, clock.clone() as Arc<dyn Clock>)
         .await
@@ -293,6 +300,37 @@ impl TestApp {
 
     pub fn clock_now(&self) -> chrono::DateTime<Utc> {
         self.clock.now()
+    }
+
+    /// Stops the engine gracefully and starts it again on the same database and clock, as a
+    /// merchant closing and reopening the app. The session token is dropped: log in again.
+    pub async fn restarted(self, options: Options) -> TestApp {
+        let TestApp {
+            running,
+            client,
+            clock,
+            api_key,
+            dir,
+            commerce,
+            ..
+        } = self;
+        running.shutdown().await.expect("graceful shutdown");
+        let running = app::start(
+            test_config(dir.path(), &options),
+            clock.clone() as Arc<dyn Clock>,
+        )
+        .await
+        .expect("engine starts again");
+        TestApp {
+            base: running.base_url(),
+            running,
+            client,
+            clock,
+            api_key,
+            dir,
+            commerce,
+            token: None,
+        }
     }
 
     /// Runs the charging engine for a business date, as the daily schedule would.

@@ -25,19 +25,19 @@ fn browser() -> reqwest::Client {
         .unwrap()
 }
 
-struct Page {
-    status: StatusCode,
-    location: Option<String>,
-    headers: reqwest::header::HeaderMap,
-    html: String,
+pub struct Page {
+    pub status: StatusCode,
+    pub location: Option<String>,
+    pub headers: reqwest::header::HeaderMap,
+    pub html: String,
 }
 
-async fn get_page(url: &str) -> Page {
+pub async fn get_page(url: &str) -> Page {
     let response = browser().get(url).send().await.expect("page");
     page_of(response).await
 }
 
-async fn post_form(url: &str, fields: &[(&str, &str)]) -> Page {
+pub async fn post_form(url: &str, fields: &[(&str, &str)]) -> Page {
     let response = browser()
         .post(url)
         .header("Content-Type", "application/x-www-form-urlencoded")
@@ -70,7 +70,7 @@ async fn page_of(response: reqwest::Response) -> Page {
 }
 
 /// The `termsSha256` the page put in the form of `method`.
-fn terms_sha(html: &str, method: i64) -> String {
+pub fn terms_sha(html: &str, method: i64) -> String {
     let marker = format!("name=\"method\" value=\"{method}\">");
     let at = html.find(&marker).expect("the method's form");
     let rest = &html[at..];

@@ -2,6 +2,8 @@
 
 mod helpers;
 
+mod journey;
+
 mod auth;
 mod charging;
 mod cli;
