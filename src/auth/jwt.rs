@@ -14,7 +14,10 @@ use josekit::jwk::KeyPair;
 use josekit::jws::alg::ecdsa::{EcdsaJwsSigner, EcdsaJwsVerifier};
 use josekit::jws::{ES256, JwsSigner, JwsVerifier};
 use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::{Arc, Mutex};
 
 use super::kid_from_spki_der;
 use crate::secret::Secret;
@@ -106,6 +109,7 @@ pub struct JwtSigner {
     y: String,
     signer: EcdsaJwsSigner,
     verifier: EcdsaJwsVerifier,
+    verified: Arc<VerifiedTokens>,
 }
 
 impl fmt::Debug for JwtSigner {
@@ -160,6 +164,7 @@ impl JwtSigner {
             y,
             signer,
             verifier,
+            verified: Arc::new(VerifiedTokens::default()),
         })
     }
 
@@ -231,12 +236,40 @@ impl JwtSigner {
     /// (a string equal to `audience`, or an array containing it), `exp > now`, `nbf <= now` if
     /// present, and that `sub`, `iat`, `jti` are present. Comparing `sub` with the `commerce`
     /// header is the caller's job.
+    ///
+    /// A token whose signature and claims were accepted once is remembered (by a SHA-256 of the
+    /// audience and the token) until it expires, so a client reusing its token does not pay for
+    /// an ECDSA verification on every request; the time checks are repeated on every use.
     pub fn verify(
         &self,
         token: &str,
         audience: &str,
         now: DateTime<Utc>,
     ) -> Result<Claims, JwtError> {
+        let digest = VerifiedTokens::digest(token, audience);
+        if let Some(known) = self.verified.get(&digest) {
+            known.check_time(now.timestamp())?;
+            return Ok(known.claims);
+        }
+        let (claims, nbf) = self.verify_uncached(token, audience, now)?;
+        self.verified.insert(
+            digest,
+            Verified {
+                claims: claims.clone(),
+                nbf,
+            },
+            now.timestamp(),
+        );
+        Ok(claims)
+    }
+
+    /// The full check of [`Self::verify`]; also returns `nbf` for the cache's time checks.
+    fn verify_uncached(
+        &self,
+        token: &str,
+        audience: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(Claims, Option<i64>), JwtError> {
         let parts: Vec<&str> = token.split('.').collect();
         let [header_b64, payload_b64, signature_b64] = parts[..] else {
             return Err(JwtError::Malformed);
@@ -294,20 +327,21 @@ impl JwtSigner {
         if exp <= now {
             return Err(JwtError::Expired);
         }
-        match claims.get("nbf") {
-            None => {}
+        let nbf = match claims.get("nbf") {
+            None => None,
             Some(nbf) => match nbf.as_i64() {
-                Some(nbf) if nbf <= now => {}
+                Some(nbf) if nbf <= now => Some(nbf),
                 Some(_) => return Err(JwtError::NotYetValid),
                 None => return Err(JwtError::Malformed),
             },
-        }
-        Ok(Claims {
+        };
+        let claims = Claims {
             sub: string("sub").ok_or(JwtError::Malformed)?,
             exp,
             iat: int("iat").ok_or(JwtError::Malformed)?,
             jti: string("jti").ok_or(JwtError::Malformed)?,
-        })
+        };
+        Ok((claims, nbf))
     }
 
     /// The public key as a bare RFC 7517 JWK Set (no envelope), for `/.well-known/jwks.json`.
@@ -325,6 +359,85 @@ impl JwtSigner {
                 "kid": self.kid,
             }]
         })
+    }
+}
+
+/// A token that passed every check, as remembered by [`VerifiedTokens`].
+#[derive(Clone)]
+struct Verified {
+    claims: Claims,
+    nbf: Option<i64>,
+}
+
+impl Verified {
+    /// The checks that depend on the time of use.
+    fn check_time(&self, now: i64) -> Result<(), JwtError> {
+        if self.claims.exp <= now {
+            return Err(JwtError::Expired);
+        }
+        if self.nbf.is_some_and(|nbf| nbf > now) {
+            return Err(JwtError::NotYetValid);
+        }
+        Ok(())
+    }
+}
+
+/// Tokens already verified, keyed by a SHA-256 of audience and token; bounded in size.
+///
+/// Sharded so that concurrent requests rarely wait on one another. Only tokens whose signature
+/// verified are ever inserted, so a forged token always goes through the full check.
+struct VerifiedTokens {
+    shards: Vec<Mutex<HashMap<[u8; 32], Verified>>>,
+}
+
+const CACHE_SHARDS: usize = 16;
+/// Entries per shard; 16 shards hold up to 16,384 live tokens (a few MB at most).
+const CACHE_SHARD_CAPACITY: usize = 1_024;
+
+impl Default for VerifiedTokens {
+    fn default() -> Self {
+        Self {
+            shards: (0..CACHE_SHARDS)
+                .map(|_| Mutex::new(HashMap::new()))
+                .collect(),
+        }
+    }
+}
+
+impl VerifiedTokens {
+    fn digest(token: &str, audience: &str) -> [u8; 32] {
+        let mut hasher = Sha256::new();
+        hasher.update(audience.as_bytes());
+        hasher.update([0u8]);
+        hasher.update(token.as_bytes());
+        hasher.finalize().into()
+    }
+
+    fn shard(&self, digest: &[u8; 32]) -> &Mutex<HashMap<[u8; 32], Verified>> {
+        &self.shards[usize::from(digest[0]) % CACHE_SHARDS]
+    }
+
+    fn get(&self, digest: &[u8; 32]) -> Option<Verified> {
+        let shard = self.shard(digest).lock().unwrap_or_else(|p| p.into_inner());
+        shard.get(digest).cloned()
+    }
+
+    /// Remembers a verified token. A full shard first drops its expired tokens, then, if still
+    /// full, an arbitrary one (a dropped token is simply verified again at its next use).
+    fn insert(&self, digest: [u8; 32], verified: Verified, now: i64) {
+        let mut shard = self
+            .shard(&digest)
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if shard.len() >= CACHE_SHARD_CAPACITY {
+            shard.retain(|_, v| v.claims.exp > now);
+        }
+        if shard.len() >= CACHE_SHARD_CAPACITY
+            && let Some(victim) = shard.keys().next().copied()
+        {
+            shard.remove(&victim);
+        }
+        shard.insert(digest, verified);
     }
 }
 
@@ -780,5 +893,51 @@ mod tests {
                 JwtError::InvalidPrivateKey
             );
         }
+    }
+
+    #[test]
+    fn remembered_tokens_are_still_checked_for_time_and_audience() {
+        let s = JwtSigner::generate().unwrap();
+        let now = t0().timestamp();
+        let mut payload = claims_json(now);
+        payload["nbf"] = json!(now);
+        let token = sign_raw(&s, &our_header(&s), &payload);
+        assert!(s.verify(&token, AUD, t0()).is_ok());
+        // Remembered now; expiry, nbf and audience are still enforced on every use.
+        let at_exp = t0() + chrono::Duration::seconds(60);
+        assert_eq!(s.verify(&token, AUD, at_exp), Err(JwtError::Expired));
+        let before = t0() - chrono::Duration::seconds(1);
+        assert_eq!(s.verify(&token, AUD, before), Err(JwtError::NotYetValid));
+        assert_eq!(
+            s.verify(&token, "production", t0()),
+            Err(JwtError::WrongAudience)
+        );
+        assert!(s.verify(&token, AUD, t0()).is_ok());
+    }
+
+    #[test]
+    fn the_cache_of_verified_tokens_is_bounded() {
+        let s = JwtSigner::generate().unwrap();
+        let total = CACHE_SHARDS * CACHE_SHARD_CAPACITY + 500;
+        let fake = |i: usize| Verified {
+            claims: Claims {
+                sub: format!("c{i}"),
+                exp: t0().timestamp() + 60,
+                iat: t0().timestamp(),
+                jti: "j".into(),
+            },
+            nbf: None,
+        };
+        for i in 0..total {
+            let digest = VerifiedTokens::digest(&i.to_string(), AUD);
+            s.verified.insert(digest, fake(i), t0().timestamp());
+        }
+        let held: usize = s
+            .verified
+            .shards
+            .iter()
+            .map(|shard| shard.lock().unwrap().len())
+            .sum();
+        assert!(held <= CACHE_SHARDS * CACHE_SHARD_CAPACITY, "{held}");
     }
 }

@@ -161,7 +161,7 @@ fn admit(
     let now = state.clock.now();
     match state
         .audit
-        .reserve_correlation(commerce.id, &valid.correlation_id, now)?
+        .reserve_correlation(&state.store, commerce.id, &valid.correlation_id, now)?
     {
         Reservation::Fresh => {}
         Reservation::Replayed => {

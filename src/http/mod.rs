@@ -40,7 +40,7 @@ use crate::auth::jwe::JweKeyPair;
 use crate::auth::jwt::JwtSigner;
 use crate::clock::{BusinessCalendar, Clock};
 use crate::config::Config;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::operations::Ctx;
 use crate::store::Store;
 use crate::store::audit::AuditWriter;
@@ -85,21 +85,22 @@ impl AppState {
         }
     }
 
-    /// Runs an operation in one write transaction, off the async workers (a durable commit
-    /// waits for the disk).
+    /// Runs an operation all or nothing in the next group commit, off the async workers (a
+    /// durable commit waits for the disk); answers once it is durable.
     pub async fn write<T: Send + 'static>(
         &self,
         commerce: Arc<Commerce>,
         operation: impl FnOnce(&Transaction<'_>, &Ctx<'_>) -> Result<T> + Send + 'static,
     ) -> Result<T, ApiError> {
         let state = self.clone();
-        let value = tokio::task::spawn_blocking(move || {
-            let ctx = state.ctx(&commerce);
-            state.store.write(|tx| operation(tx, &ctx))
-        })
-        .await
-        .map_err(|e| ApiError(Error::Internal(e.into())))?
-        .map_err(ApiError)?;
+        let value = self
+            .store
+            .write_grouped(move |tx| {
+                let ctx = state.ctx(&commerce);
+                operation(tx, &ctx)
+            })
+            .await
+            .map_err(ApiError)?;
         // The change may have written events; the worker need not wait for its next poll.
         self.deliverer.wake();
         Ok(value)

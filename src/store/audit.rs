@@ -2,13 +2,15 @@
 //!
 //! Every API request produces one audit row and (when it names a commerce) one correlationId
 //! row. Giving each its own durable commit would cap the API at the disk's fsync rate, so a
-//! background thread writes them in batches, one transaction per batch. Replay refusal must
-//! not wait for that batch: ids not yet written are held in memory (`pending`) until their
-//! batch commits, and a reservation checks memory and the database under one lock.
+//! background thread gathers them for a few milliseconds and writes each batch in one
+//! transaction. Replay refusal must not wait for that batch: ids not yet written are held in
+//! memory (`pending`, a sharded set, so concurrent requests rarely share a lock) until their
+//! batch commits, and a reservation claims the id in memory before it looks in the database.
 
 use std::collections::HashSet;
+use std::hash::{BuildHasher, RandomState};
 use std::path::Path;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -16,7 +18,8 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, params};
 use serde_json::Value;
 
-use super::{Durability, open_connection};
+use super::{Durability, Store, open_connection};
+use crate::error::Error;
 
 #[derive(Debug, Clone)]
 pub struct AuditEntry {
@@ -45,10 +48,46 @@ enum Record {
     Flush(Sender<()>),
 }
 
+/// CorrelationIds reserved but not yet committed, in shards chosen by a hash of the key.
+struct Pending {
+    shards: Vec<Mutex<HashSet<CorrelationKey>>>,
+    hasher: RandomState,
+}
+
+const PENDING_SHARDS: usize = 16;
+
+impl Pending {
+    fn new() -> Pending {
+        Pending {
+            shards: (0..PENDING_SHARDS)
+                .map(|_| Mutex::new(HashSet::new()))
+                .collect(),
+            hasher: RandomState::new(),
+        }
+    }
+
+    fn shard(&self, key: &CorrelationKey) -> &Mutex<HashSet<CorrelationKey>> {
+        // The modulo keeps the value below PENDING_SHARDS, so the cast cannot truncate.
+        #[allow(clippy::cast_possible_truncation)]
+        let index = (self.hasher.hash_one(key) % PENDING_SHARDS as u64) as usize;
+        &self.shards[index]
+    }
+
+    /// Claims `key`; `false` when it is already claimed.
+    fn claim(&self, key: CorrelationKey) -> bool {
+        let shard = self.shard(&key);
+        shard.lock().unwrap_or_else(|p| p.into_inner()).insert(key)
+    }
+
+    fn release(&self, key: &CorrelationKey) {
+        let shard = self.shard(key);
+        shard.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
+    }
+}
+
 pub struct AuditWriter {
     sender: Mutex<Option<Sender<Record>>>,
-    pending: Arc<Mutex<HashSet<CorrelationKey>>>,
-    reader: Mutex<Connection>,
+    pending: Arc<Pending>,
     retention_days: i64,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
@@ -63,17 +102,15 @@ pub enum Reservation {
 impl AuditWriter {
     pub fn start(db_path: &Path, retention_days: i64) -> anyhow::Result<AuditWriter> {
         let conn = open_connection(db_path, Durability::Normal)?;
-        let reader = open_connection(db_path, Durability::Normal)?;
-        let pending = Arc::new(Mutex::new(HashSet::new()));
+        let pending = Arc::new(Pending::new());
         let (sender, receiver) = mpsc::channel();
         let thread_pending = Arc::clone(&pending);
         let thread = std::thread::Builder::new()
             .name("audit-writer".into())
-            .spawn(move || write_loop(conn, receiver, thread_pending, retention_days))?;
+            .spawn(move || write_loop(conn, receiver, &thread_pending, retention_days))?;
         Ok(AuditWriter {
             sender: Mutex::new(Some(sender)),
             pending,
-            reader: Mutex::new(reader),
             retention_days,
             thread: Mutex::new(Some(thread)),
         })
@@ -93,32 +130,41 @@ impl AuditWriter {
 
     /// Records the first use of a correlationId by a commerce; a second use within the
     /// retention window is a replay.
+    ///
+    /// The id is claimed in memory first, then looked up in the database in a read transaction
+    /// that starts after the claim. An id's claim is released only after its batch committed,
+    /// so a concurrent use finds either the claim or the committed row, never neither.
     pub fn reserve_correlation(
         &self,
+        store: &Store,
         commerce_id: i64,
         correlation_id: &str,
         now: chrono::DateTime<chrono::Utc>,
-    ) -> anyhow::Result<Reservation> {
+    ) -> Result<Reservation, Error> {
         let key = (commerce_id, correlation_id.to_string());
-        let cutoff = crate::clock::timestamp(now - chrono::Duration::days(self.retention_days));
-        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-        if pending.contains(&key) {
+        if !self.pending.claim(key.clone()) {
             return Ok(Reservation::Replayed);
         }
-        let seen: bool = {
-            let reader = self.reader.lock().unwrap_or_else(|p| p.into_inner());
-            reader
+        let cutoff = crate::clock::timestamp(now - chrono::Duration::days(self.retention_days));
+        let seen = store.read(|conn| {
+            Ok(conn
                 .prepare_cached(
                     "SELECT EXISTS (SELECT 1 FROM correlation_ids
                      WHERE commerce_id = ?1 AND correlation_id = ?2 AND seen_at >= ?3)",
                 )?
-                .query_row(params![commerce_id, correlation_id, cutoff], |r| r.get(0))?
-        };
-        if seen {
-            return Ok(Reservation::Replayed);
+                .query_row(params![commerce_id, correlation_id, cutoff], |r| r.get(0))?)
+        });
+        match seen {
+            Ok(false) => {}
+            Ok(true) => {
+                self.pending.release(&key);
+                return Ok(Reservation::Replayed);
+            }
+            Err(e) => {
+                self.pending.release(&key);
+                return Err(e);
+            }
         }
-        pending.insert(key.clone());
-        drop(pending);
         self.send(Record::Correlation {
             key,
             seen_at: crate::clock::timestamp(now),
@@ -146,17 +192,22 @@ impl AuditWriter {
     }
 }
 
-const MAX_BATCH: usize = 2_000;
+const MAX_BATCH: usize = 4_000;
+/// How long the writer gathers records after the first one before it commits them: a commit
+/// per request would cost more than the request, and every commit also makes the readers drop
+/// their page caches.
+const GATHER: Duration = Duration::from_millis(50);
 const PURGE_EVERY: Duration = Duration::from_secs(3_600);
 
 fn write_loop(
     mut conn: Connection,
     receiver: Receiver<Record>,
-    pending: Arc<Mutex<HashSet<CorrelationKey>>>,
+    pending: &Pending,
     retention_days: i64,
 ) {
     let mut last_purge = Instant::now() - PURGE_EVERY;
-    loop {
+    let mut open = true;
+    while open {
         let first = match receiver.recv_timeout(Duration::from_secs(60)) {
             Ok(record) => record,
             Err(RecvTimeoutError::Timeout) => {
@@ -165,23 +216,31 @@ fn write_loop(
             }
             Err(RecvTimeoutError::Disconnected) => return,
         };
+        // Sleeping rather than blocking on the channel lets senders skip waking this thread.
+        if !matches!(first, Record::Flush(_)) {
+            std::thread::sleep(GATHER);
+        }
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
             match receiver.try_recv() {
                 Ok(record) => batch.push(record),
-                Err(_) => break,
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    open = false;
+                    break;
+                }
             }
         }
         let mut flushes = Vec::new();
         let mut written = Vec::new();
-        if let Err(e) = write_batch(&mut conn, batch, &mut flushes, &mut written) {
-            tracing::error!(error = %e, "could not write the audit batch");
-        }
-        {
-            let mut pending = pending.lock().unwrap_or_else(|p| p.into_inner());
-            for key in &written {
-                pending.remove(key);
+        match write_batch(&mut conn, batch, &mut flushes, &mut written) {
+            // Only committed ids leave memory; after a failed batch they stay refused.
+            Ok(()) => {
+                for key in &written {
+                    pending.release(key);
+                }
             }
+            Err(e) => tracing::error!(error = %e, "could not write the audit batch"),
         }
         for done in flushes {
             let _ = done.send(());
