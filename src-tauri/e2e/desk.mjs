@@ -2,14 +2,16 @@
 // tauri-driver (which runs Debian's WebKitWebDriver) with a fresh data directory, driven over
 // the plain WebDriver HTTP API with Node's fetch. Run under a display (xvfb-run) and a D-Bus
 // session (dbus-run-session, for the single-instance check); scripts/desktop-test.sh does all
-// of that. Checks: the window opens already signed in, a click reaches the mandates list, a
-// screenshot is not blank, a second launch hands over to the first and leaves, and closing the
+// of that. Checks: the window opens already signed in, its session works the staff API (a
+// commerce and an API key, made from the page) and the merchant API then creates a mandate, a
+// click reaches the mandates list showing it, a screenshot is not blank, a second launch hands over to the first and leaves, and closing the
 // window stops the app cleanly (exit status 0, the engine's graceful shutdown, an intact
 // database). Prints the start-to-window time and the resident memory at idle.
 //
 //   node src-tauri/e2e/desk.mjs /abs/path/to/mandato-desk
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -56,6 +58,62 @@ async function wd(base, method, path, body) {
   const json = await r.json().catch(() => ({}));
   if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(json.value ?? json)}`);
   return json.value;
+}
+
+// ---- test data through the engine's own APIs ----
+
+const COMMERCE = { code: "76.123.456-0", normalized: "76123456-0", password: "clave-secreta-1" };
+
+function businessDate(daysFromToday) {
+  const today = new Intl.DateTimeFormat("en-CA", { timeZone: "America/Santiago" }).format(new Date());
+  const d = new Date(`${today}T12:00:00Z`);
+  d.setUTCDate(d.getUTCDate() + daysFromToday);
+  return d.toISOString().slice(0, 10);
+}
+
+/** A customer and a monthly mandate through the merchant API, as a merchant's backend would. */
+async function createMandate(engine, apiKey) {
+  let token = null;
+  const call = async (method, path, body) => {
+    const headers = {
+      "content-type": "application/json",
+      country: "CL",
+      commerce: COMMERCE.normalized,
+      channel: "WEB",
+      requestDateTime: new Date().toISOString(),
+      correlationId: randomUUID(),
+      processId: "HYBRID",
+      salesExecutiveId: "SE-01",
+      "x-api-key": apiKey,
+    };
+    if (token) headers.authorization = `Bearer ${token}`;
+    const r = await fetch(`${engine}/api/v1${path}`, { method, headers, body: body ? JSON.stringify(body) : undefined });
+    const json = await r.json();
+    assert.ok(r.ok, `${method} ${path}: ${r.status} ${JSON.stringify(json)}`);
+    return json.payload;
+  };
+  const key = await (await fetch(`${engine}/api/v1/.well-known/jwe-public-key`)).json();
+  const { token: jwe } = await call("POST", "/jwe/encrypt", { password: COMMERCE.password, publicKey: key.payload.publicKey });
+  token = (await call("POST", "/login", { username: COMMERCE.normalized, password: jwe })).token;
+  await call("POST", "/user", {
+    customer: {
+      userId: "cust-001",
+      identificationDocument: { type: "RUT", number: "12.345.678-5" },
+      personalInformation: { firstName: "Ana", lastName: "Pérez" },
+      contacts: { email: "ana@example.cl" },
+    },
+  });
+  const created = await call("POST", "/mandate", {
+    customer: { userId: "cust-001" },
+    mandate: {
+      id: "GYM-2026-001",
+      type: "SUBSCRIPTION",
+      name: "Plan mensual",
+      charges: { currencyId: "CLP", amount: 29990, periodicity: "MONTHLY", startDate: businessDate(7), count: 12 },
+    },
+    urls: { paymentWebhook: "https://merchant.example/hooks/payment", activationWebhook: "https://merchant.example/hooks/activation" },
+  });
+  return created.mandate.internalId;
 }
 
 // ---- processes, from /proc ----
@@ -172,14 +230,35 @@ try {
   // The app's own process and the WebKit processes it started.
   const app = await waitFor(() => processes().find((p) => p.exe === BIN), "the app's process");
 
-  // A click reaches the mandates list.
+  // The window's session works the staff API like any other: from the page, a commerce and an
+  // API key (the CSRF token comes from the session, the cookie is HttpOnly).
+  const made = await wd(base, "POST", `${session}/execute/async`, {
+    script: `const done = arguments[arguments.length - 1];
+      (async () => {
+        const session = (await (await fetch("/admin/api/session")).json()).payload;
+        const headers = { "content-type": "application/json", "x-csrf-token": session.csrfToken };
+        const post = (path, body) => fetch(path, { method: "POST", headers, body: JSON.stringify(body) });
+        const commerce = await post("/admin/api/commerces", ${JSON.stringify({ code: COMMERCE.code, name: "Gimnasio Los Andes", password: COMMERCE.password })});
+        const key = await post("/admin/api/api-keys", { commerces: ["${COMMERCE.normalized}"] });
+        done({ commerce: commerce.status, key: key.status, apiKey: (await key.json()).payload?.apiKey });
+      })().catch((e) => done({ error: String(e) }));`,
+    args: [],
+  });
+  assert.deepEqual([made.commerce, made.key], [201, 201], JSON.stringify(made));
+  const engine = new URL(url).origin;
+  const mandate = await createMandate(engine, made.apiKey);
+  report("staff and merchant APIs", `a commerce, an API key and mandate ${mandate}`);
+
+  // A click reaches the mandates list, which shows that mandate.
   const link = await waitFor(() => find('a[href="/mandates"]'), "the Mandates link");
   await wd(base, "POST", `${session}/element/${link}/click`, {});
   await waitFor(() => find('[data-testid="filter-id"]'), "the mandates list");
   assert.match(await wd(base, "GET", `${session}/url`), /\/mandates$/);
   const heading = await waitFor(() => find("main h2"), "the mandates heading");
   assert.match(await text(heading), /^(Mandatos|Mandates)$/);
-  report("a click reaches", "the mandates list");
+  const row = await waitFor(() => find(`[data-mandate="${mandate}"]`), "the mandate's row");
+  assert.match(await text(row), /GYM-2026-001/);
+  report("a click reaches", "the mandates list, with the new mandate");
 
   // Idle: let the page settle, then measure memory.
   await sleep(IDLE_SECONDS * 1000);
