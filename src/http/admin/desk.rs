@@ -126,9 +126,12 @@ pub struct SignInQuery {
     token: Option<String>,
 }
 
-/// The desktop app's sign-in link: signs the window in as the owner (admin) with the usual
-/// session cookie and CSRF token, then sends it to `/`. The link comes from the app itself (a
-/// function of the engine, not an HTTP operation), works once, within a minute.
+/// The desktop app's sign-in link: signs the window in as the owner (the first enabled admin)
+/// with the usual session cookie and CSRF token, then sends it to `/`. The link comes from the
+/// app itself (a function of the engine, not an HTTP operation) and works once, within a
+/// minute. On a first start the app creates the owner account for the machine's user
+/// (`USER@mandato.localhost`, a random password nobody knows): whoever runs the app already
+/// holds the database, so a password would protect nothing there.
 #[utoipa::path(get, path = "/desk/sign-in", tag = "staff", params(SignInQuery),
     responses(
         (status = 303, description = "DESK_SIGN_IN_OK: signed in as the owner; `Location: /`", body = Envelope<SessionInfo>),
