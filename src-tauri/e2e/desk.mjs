@@ -4,9 +4,10 @@
 // session (dbus-run-session, for the single-instance check); scripts/desktop-test.sh does all
 // of that. Checks: the window opens already signed in, its session works the staff API (a
 // commerce and an API key, made from the page) and the merchant API then creates a mandate, a
-// click reaches the mandates list showing it, a screenshot is not blank, a second launch hands over to the first and leaves, and closing the
-// window stops the app cleanly (exit status 0, the engine's graceful shutdown, an intact
-// database). Prints the start-to-window time and the resident memory at idle.
+// click reaches the mandates list showing it, a screenshot is not blank, a second launch hands
+// over to the first and leaves, closing the window stops the app cleanly (exit status 0, the
+// engine's graceful shutdown, an intact database), and a restart on the same data stops as
+// cleanly on SIGTERM. Prints the start-to-window time and the resident memory at idle.
 //
 //   node src-tauri/e2e/desk.mjs /abs/path/to/mandato-desk
 import assert from "node:assert/strict";
@@ -328,6 +329,21 @@ try {
     .trim();
   assert.equal(check, "ok 1", `database check: ${check}`);
   report("stopped cleanly", "exit status 0, graceful shutdown logged, database integrity ok");
+
+  // Started again on the same data, it signs in as the same owner (no new account), and
+  // SIGTERM stops it through the same graceful shutdown.
+  const again = spawn(BIN, ["--data-dir", dataDir], { stdio: ["ignore", "ignore", "pipe"] });
+  let againLog = "";
+  again.stderr.on("data", (d) => (againLog += d));
+  const againExit = new Promise((ok) => again.on("exit", (code, signal) => ok({ code, signal })));
+  await waitFor(() => /Mandato Desk is up/.test(againLog), "the second start", 60_000);
+  assert.ok(!/created the owner account/.test(againLog), againLog);
+  await sleep(1000);
+  again.kill("SIGTERM");
+  const stopped = await Promise.race([againExit, sleep(30_000).then(() => ({ code: "still running" }))]);
+  assert.deepEqual(stopped, { code: 0, signal: null }, againLog);
+  assert.match(againLog, /signal received: quitting[\s\S]*engine stopped cleanly/);
+  report("restart and SIGTERM", "same owner, exit status 0 after the graceful shutdown");
 } catch (e) {
   failed = true;
   console.error(`desk e2e FAILED: ${e.stack ?? e}`);
