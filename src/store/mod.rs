@@ -50,6 +50,11 @@ impl Store {
             std::fs::create_dir_all(dir)?;
         }
         let mut writer = open_connection(path, Durability::Full)?;
+        // Every write goes through this connection: a page cache of its own (16 MiB instead of
+        // SQLite's 2 MiB) keeps the hot index pages of large batches (a charging run) in memory,
+        // and checkpoints every 40 MB of WAL rather than every 4 MB, so a hot page is copied
+        // back to the database file less often.
+        writer.execute_batch("PRAGMA cache_size = -16384; PRAGMA wal_autocheckpoint = 10000;")?;
         migrations::run(&mut writer)?;
         Ok(Store {
             path: path.to_path_buf(),
