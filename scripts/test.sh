@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every check that must pass before anything lands: formatting, lints, and all tests (unit
 # tests and the integration tests over real HTTP), then the staff UI's: its API types
-# regenerated from the built server and checked by tsc, Vitest, and the browser tests.
+# regenerated from the built server and checked by tsc, Vitest, and the browser tests; last, the
+# desktop app (scripts/desktop-test.sh: its build, lints, and its end-to-end test in a window).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --browser
@@ -22,3 +23,5 @@ echo "== ui: vitest"
 echo "== ui: browser tests (Chromium against target/debug/mandato)"
 (cd ui && npm run e2e --silent)
 echo "UI screenshots: $(pwd)/target/ui-screenshots/"
+echo "== desktop app: build, clippy, end to end (scripts/desktop-test.sh)"
+scripts/desktop-test.sh

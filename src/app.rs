@@ -183,6 +183,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         clock,
         calendar,
         public_base_url: public_base_url.into(),
+        desk_tokens: Default::default(),
     };
     let app = crate::http::router(state.clone());
     let (stop, stopped) = oneshot::channel::<()>();

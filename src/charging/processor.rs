@@ -58,6 +58,15 @@ pub trait Processor: Send + Sync {
     /// Charges once per idempotency key; a repeated key answers the first outcome.
     fn charge(&self, request: &ChargeRequest<'_>) -> Result<ChargeResult, ProcessorError>;
 
+    /// Several charges, answered in order, each exactly as `charge` would answer it. The
+    /// default sends them one by one; an acquirer with a batch interface answers them together.
+    fn charge_many(
+        &self,
+        requests: &[ChargeRequest<'_>],
+    ) -> Vec<Result<ChargeResult, ProcessorError>> {
+        requests.iter().map(|r| self.charge(r)).collect()
+    }
+
     /// The outcome of a charge by its key, or `None` when the processor never received it.
     fn status(&self, idempotency_key: &str) -> Result<Option<ChargeResult>, ProcessorError>;
 

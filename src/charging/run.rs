@@ -34,11 +34,14 @@ use crate::store::charging::{
     self as store, InstallmentOutcome, NewAttempt, OpenAttempt, RunCounts,
 };
 use crate::store::commerces::{self, Commerce};
+use crate::store::customers::CustomerRow;
 use crate::store::installments::{self, NewInstallment};
+use crate::store::mandates::MandateRow;
 use crate::store::{customers, instruments, mandates};
 
-/// Installments per transaction pair (begin, outcome).
-const BATCH: usize = 200;
+/// Installments per page: one transaction writes their attempts, one acquirer call charges
+/// them, one transaction writes their outcomes.
+const BATCH: usize = 1000;
 
 /// Default retry policy: days after the first rejection, for soft declines only.
 pub const DEFAULT_RETRY_DAYS: [i64; 3] = [1, 3, 7];
@@ -98,6 +101,15 @@ struct Begun {
     method: PaymentMethod,
     amount: Money,
     forced: Option<Forced>,
+    /// Read in the attempt's transaction, for the outcome's event (the mandate's state is read
+    /// again then: it is the only part that can change meanwhile).
+    known: Known,
+}
+
+/// The installment's mandate and customer, as read for its attempt.
+struct Known {
+    mandate: MandateRow,
+    customer: CustomerRow,
 }
 
 impl Charger {
@@ -151,19 +163,29 @@ impl Charger {
             let result = self.processor.settle(&attempt.idempotency_key);
             self.store.write(|tx| {
                 let mut ignored = RunCounts::default();
-                self.apply(tx, &mut cache, &attempt, result, date, &mut ignored)
+                self.apply(tx, &mut cache, &attempt, None, result, date, &mut ignored)
             })?;
             counts.settled += 1;
         }
 
-        let due = self.store.read(|c| Ok(store::due_on(c, &day)?))?;
-        counts.total = due.len() as i64;
+        counts.total = self.store.read(|c| Ok(store::count_due(c, &day)?))?;
         self.set_progress(Some(date), 0, counts.total);
-        tracing::info!(date = %day, due = due.len(), trigger = trigger.as_str(), "charging run started");
-        for batch in due.chunks(BATCH) {
+        tracing::info!(date = %day, due = counts.total, trigger = trigger.as_str(), "charging run started");
+        // Page by page in (due date, seq) order, so memory does not grow with the run.
+        let mut after: Option<(String, i64)> = None;
+        loop {
+            let page = self.store.read(|c| {
+                let after = after.as_ref().map(|(d, s)| (d.as_str(), *s));
+                Ok(store::due_page(c, &day, after, BATCH)?)
+            })?;
+            let Some((last_seq, last_due)) = page.last() else {
+                break;
+            };
+            after = Some((last_due.clone(), *last_seq));
+            // 1. Every attempt of the page IN_PROCESS with its key, committed.
             let begun = self.store.write(|tx| {
-                let mut begun = Vec::with_capacity(batch.len());
-                for seq in batch {
+                let mut begun = Vec::with_capacity(page.len());
+                for (seq, _) in &page {
                     if let Some(b) = self.begin(tx, &mut cache, *seq, date, run_seq, &mut counts)? {
                         begun.push(b);
                     }
@@ -172,21 +194,23 @@ impl Charger {
                 Ok(begun)
             })?;
             (self.on_events)();
-            let outcomes: Vec<(Begun, std::result::Result<ChargeResult, ProcessorError>)> = begun
-                .into_iter()
-                .map(|b| {
-                    let result = self.processor.charge(&ChargeRequest {
+            // 2. Only then the processor.
+            let results = {
+                let requests: Vec<ChargeRequest<'_>> = begun
+                    .iter()
+                    .map(|b| ChargeRequest {
                         idempotency_key: &b.key,
                         token: &b.token,
                         method: b.method,
                         amount: &b.amount,
                         forced: b.forced,
-                    });
-                    (b, result)
-                })
-                .collect();
+                    })
+                    .collect();
+                self.processor.charge_many(&requests)
+            };
+            // 3. The outcomes and their events, committed together.
             self.store.write(|tx| {
-                for (b, result) in outcomes {
+                for (b, result) in begun.into_iter().zip(results) {
                     let open = OpenAttempt {
                         seq: b.attempt_seq,
                         installment_seq: b.installment_seq,
@@ -195,9 +219,19 @@ impl Charger {
                         amount: String::new(),
                         currency: String::new(),
                     };
-                    self.apply(tx, &mut cache, &open, result, date, &mut counts)?;
+                    self.apply(
+                        tx,
+                        &mut cache,
+                        &open,
+                        Some(b.known),
+                        result,
+                        date,
+                        &mut counts,
+                    )?;
                 }
-                counts.done += batch.len() as i64;
+                counts.done += page.len() as i64;
+                // Installments that fell due during the run are charged too.
+                counts.total = counts.total.max(counts.done);
                 store::update_run(tx, run_seq, &counts, None).map_err(Error::from)
             })?;
             (self.on_events)();
@@ -290,7 +324,8 @@ impl Charger {
         } else {
             None
         };
-        self.record_event(tx, cache, installment_seq)?;
+        let customer = customers::by_seq(tx, mandate.customer_seq)?;
+        self.record_event(tx, cache, &mandate, &customer, installment_seq)?;
         counts.attempted += 1;
         Ok(Some(Begun {
             attempt_seq,
@@ -300,15 +335,19 @@ impl Charger {
             method,
             amount,
             forced,
+            known: Known { mandate, customer },
         }))
     }
 
     /// Writes an attempt's outcome on the installment and the attempt, with its event.
+    /// `known`: the mandate and customer read when the attempt began, if in this process.
+    #[allow(clippy::too_many_arguments)]
     fn apply(
         &self,
         tx: &Connection,
         cache: &mut Cache,
         attempt: &OpenAttempt,
+        known: Option<Known>,
         result: std::result::Result<ChargeResult, ProcessorError>,
         date: NaiveDate,
         counts: &mut RunCounts,
@@ -327,6 +366,20 @@ impl Charger {
             }
         };
         let installment = installments::by_seq(tx, attempt.installment_seq)?;
+        let (mandate, customer) = match known {
+            Some(Known {
+                mut mandate,
+                customer,
+            }) if mandate.seq == installment.mandate_seq => {
+                mandates::refresh_state(tx, &mut mandate)?;
+                (mandate, customer)
+            }
+            _ => {
+                let mandate = mandates::by_seq(tx, installment.mandate_seq)?;
+                let customer = customers::by_seq(tx, mandate.customer_seq)?;
+                (mandate, customer)
+            }
+        };
         match &result {
             ChargeResult::Approved { authorization_code } => {
                 store::record_outcome(
@@ -362,7 +415,7 @@ impl Charger {
                     .filter(|_| installment.attempts > 1)
                     .and_then(|d| NaiveDate::from_str(d).ok())
                     .unwrap_or(date);
-                let policy = retry_days(tx, installment.mandate_seq)?;
+                let policy = retry_days(tx, mandate.commerce_id)?;
                 let next = next_retry(*code, first, date, &policy).map(|d| d.to_string());
                 store::record_outcome(
                     tx,
@@ -386,24 +439,29 @@ impl Charger {
                 counts.rejected += 1;
             }
         }
-        self.record_event(tx, cache, installment.seq)?;
+        self.record_event(tx, cache, &mandate, &customer, installment.seq)?;
         if !matches!(result, ChargeResult::Pending) {
-            let mandate = mandates::by_seq(tx, installment.mandate_seq)?;
             finish_if_complete(tx, mandate, &now)?;
         }
         Ok(())
     }
 
-    fn record_event(&self, tx: &Connection, cache: &mut Cache, installment_seq: i64) -> Result<()> {
+    /// The payment event of the installment's current state, for its mandate and customer.
+    fn record_event(
+        &self,
+        tx: &Connection,
+        cache: &mut Cache,
+        mandate: &MandateRow,
+        customer: &CustomerRow,
+        installment_seq: i64,
+    ) -> Result<()> {
         let installment = installments::by_seq(tx, installment_seq)?;
-        let mandate = mandates::by_seq(tx, installment.mandate_seq)?;
-        let customer = customers::by_seq(tx, mandate.customer_seq)?;
         let commerce = cache.commerce(tx, mandate.commerce_id)?;
         events::record_payment(
             tx,
-            &commerce,
-            &mandate,
-            &customer,
+            commerce,
+            mandate,
+            customer,
             &installment,
             self.clock.now(),
         )?;
@@ -516,7 +574,7 @@ impl Charger {
                 .map_err(|e| Error::Internal(e.into()))?;
             self.store.write(|tx| {
                 let mut counts = RunCounts::default();
-                self.apply(tx, &mut cache, attempt, result, date, &mut counts)
+                self.apply(tx, &mut cache, attempt, None, result, date, &mut counts)
             })?;
         }
         if !open.is_empty() {
@@ -531,9 +589,8 @@ impl Charger {
 }
 
 /// The commerce's retry policy (days after the first rejection), or the default.
-fn retry_days(tx: &Connection, mandate_seq: i64) -> Result<Vec<i64>> {
-    let mandate = mandates::by_seq(tx, mandate_seq)?;
-    let stored = store::retry_policy(tx, mandate.commerce_id)?;
+fn retry_days(tx: &Connection, commerce_id: i64) -> Result<Vec<i64>> {
+    let stored = store::retry_policy(tx, commerce_id)?;
     Ok(stored
         .and_then(|p| serde_json::from_str::<serde_json::Value>(&p).ok())
         .and_then(|v| serde_json::from_value::<Vec<i64>>(v["afterDays"].clone()).ok())
@@ -547,14 +604,14 @@ struct Cache {
 }
 
 impl Cache {
-    fn commerce(&mut self, conn: &Connection, id: i64) -> Result<Commerce> {
-        if let Some(c) = self.commerces.get(&id) {
-            return Ok(c.clone());
-        }
-        let commerce = commerces::by_id(conn, id)?
-            .ok_or_else(|| Error::Internal(anyhow::anyhow!("commerce {id} vanished")))?;
-        self.commerces.insert(id, commerce.clone());
-        Ok(commerce)
+    fn commerce(&mut self, conn: &Connection, id: i64) -> Result<&Commerce> {
+        Ok(match self.commerces.entry(id) {
+            std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
+            std::collections::hash_map::Entry::Vacant(slot) => slot.insert(
+                commerces::by_id(conn, id)?
+                    .ok_or_else(|| Error::Internal(anyhow::anyhow!("commerce {id} vanished")))?,
+            ),
+        })
     }
 }
 

@@ -13,7 +13,7 @@
 use std::path::Path;
 use std::sync::Mutex;
 
-use rusqlite::Connection;
+use rusqlite::{Connection, TransactionBehavior};
 
 use super::processor::{ChargeRequest, ChargeResult, Enrolled, Forced, Processor, ProcessorError};
 use crate::clock::timestamp;
@@ -86,50 +86,38 @@ impl Processor for SimulatedProcessor {
     }
 
     fn charge(&self, request: &ChargeRequest<'_>) -> Result<ChargeResult, ProcessorError> {
-        let (kind, last4) = self
-            .with(|c| sim_acquirer::instrument(c, request.token))?
-            .ok_or_else(|| ProcessorError::Refused("unknown instrument token".into()))?;
-        let natural = if kind == "CARD" {
-            card_outcome(&last4)
-        } else {
-            bank_outcome(&last4)
+        self.with(|c| decide(c, request))?
+    }
+
+    /// The whole batch in one transaction of the acquirer's ledger: one durable commit instead
+    /// of one per charge. Until it commits none of them counts (a crash before then leaves the
+    /// keys unknown, and reconciliation sends them again).
+    fn charge_many(
+        &self,
+        requests: &[ChargeRequest<'_>],
+    ) -> Vec<Result<ChargeResult, ProcessorError>> {
+        let unavailable = |e: &dyn std::fmt::Display| {
+            requests
+                .iter()
+                .map(|_| Err(ProcessorError::Unavailable(e.to_string())))
+                .collect()
         };
-        let decided = match request.forced {
-            Some(Forced::Paid) => Ok(()),
-            Some(Forced::Rejected(code)) => Err(code),
-            None => natural,
+        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+            Ok(tx) => tx,
+            Err(e) => return unavailable(&e),
         };
-        let code_text = |r: &Result<(), RejectionCode>| match r {
-            Ok(()) => authorization_code(request.idempotency_key),
-            Err(code) => code.as_str().to_string(),
-        };
-        let (result, code, settles_as) = if kind == "BANK" && request.forced.is_none() {
-            let settles = if decided.is_ok() {
-                "APPROVED"
-            } else {
-                "REJECTED"
-            };
-            ("PENDING", Some(code_text(&decided)), Some(settles))
-        } else if decided.is_ok() {
-            ("APPROVED", Some(code_text(&decided)), None)
-        } else {
-            ("REJECTED", Some(code_text(&decided)), None)
-        };
-        let amount = request.amount.amount().normalize().to_string();
-        let held = self.with(|c| {
-            sim_acquirer::charge_once(
-                c,
-                request.idempotency_key,
-                request.token,
-                &amount,
-                request.amount.currency().code(),
-                result,
-                code.as_deref(),
-                settles_as,
-                &now(),
-            )
-        })?;
-        Ok(to_result(&held.result, held.code.as_deref()))
+        let mut results = Vec::with_capacity(requests.len());
+        for request in requests {
+            match decide(&tx, request) {
+                Ok(result) => results.push(result),
+                Err(e) => return unavailable(&e),
+            }
+        }
+        match tx.commit() {
+            Ok(()) => results,
+            Err(e) => unavailable(&e),
+        }
     }
 
     fn status(&self, idempotency_key: &str) -> Result<Option<ChargeResult>, ProcessorError> {
@@ -151,6 +139,58 @@ impl Processor for SimulatedProcessor {
             None => to_result(&held.result, held.code.as_deref()),
         })
     }
+}
+
+/// Decides and records one charge on the acquirer's ledger (`conn`); a repeated key answers
+/// the charge recorded first.
+fn decide(
+    c: &Connection,
+    request: &ChargeRequest<'_>,
+) -> rusqlite::Result<Result<ChargeResult, ProcessorError>> {
+    let Some((kind, last4)) = sim_acquirer::instrument(c, request.token)? else {
+        return Ok(Err(ProcessorError::Refused(
+            "unknown instrument token".into(),
+        )));
+    };
+    let natural = if kind == "CARD" {
+        card_outcome(&last4)
+    } else {
+        bank_outcome(&last4)
+    };
+    let decided = match request.forced {
+        Some(Forced::Paid) => Ok(()),
+        Some(Forced::Rejected(code)) => Err(code),
+        None => natural,
+    };
+    let code_text = |r: &Result<(), RejectionCode>| match r {
+        Ok(()) => authorization_code(request.idempotency_key),
+        Err(code) => code.as_str().to_string(),
+    };
+    let (result, code, settles_as) = if kind == "BANK" && request.forced.is_none() {
+        let settles = if decided.is_ok() {
+            "APPROVED"
+        } else {
+            "REJECTED"
+        };
+        ("PENDING", Some(code_text(&decided)), Some(settles))
+    } else if decided.is_ok() {
+        ("APPROVED", Some(code_text(&decided)), None)
+    } else {
+        ("REJECTED", Some(code_text(&decided)), None)
+    };
+    let amount = request.amount.amount().normalize().to_string();
+    let held = sim_acquirer::charge_once(
+        c,
+        request.idempotency_key,
+        request.token,
+        &amount,
+        request.amount.currency().code(),
+        result,
+        code.as_deref(),
+        settles_as,
+        &now(),
+    )?;
+    Ok(Ok(to_result(&held.result, held.code.as_deref())))
 }
 
 fn to_result(result: &str, code: Option<&str>) -> ChargeResult {

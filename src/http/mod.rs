@@ -69,6 +69,8 @@ pub struct AppState {
     pub charger: Arc<crate::charging::run::Charger>,
     /// Tells the daily schedule to look again (the sandbox clock moved).
     pub schedule_wake: Arc<tokio::sync::Notify>,
+    /// The desktop app's pending single-use sign-in links.
+    pub desk_tokens: Arc<admin::desk::DeskTokens>,
 }
 
 impl AppState {

@@ -307,8 +307,8 @@ pub fn finish_if_complete(conn: &Connection, mandate: MandateRow, now: &str) -> 
     if !finishes || !matches!(mandate.state, MandateState::Pending | MandateState::Active) {
         return Ok(mandate);
     }
-    let all = installments::for_mandate(conn, mandate.seq)?;
-    if all.is_empty() || !all.iter().all(|i| i.state.is_settled()) {
+    let (all, unsettled) = installments::unsettled_count(conn, mandate.seq)?;
+    if all == 0 || unsettled > 0 {
         return Ok(mandate);
     }
     mandates::set_state(conn, mandate.seq, MandateState::Finished, None, now)?;

@@ -6,26 +6,65 @@ use rusqlite::{Connection, params};
 use super::optional;
 use crate::domain::state::{InstallmentState, MandateState};
 
-/// Installments to attempt on `date`: PENDING ones of ACTIVE mandates due by then, and
-/// REJECTED ones whose retry falls due; never one already attempted on `date`.
-pub fn due_on(conn: &Connection, date: &str) -> rusqlite::Result<Vec<i64>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT i.seq FROM installments i JOIN mandates m ON m.seq = i.mandate_seq
-         WHERE m.state = ?2
-           AND ((i.state = ?3 AND i.due_date <= ?1)
-             OR (i.state = ?4 AND i.retry_scheduled = 1 AND i.next_retry_date <= ?1))
-           AND (i.last_attempt_date IS NULL OR i.last_attempt_date < ?1)
-         ORDER BY i.due_date, i.seq",
-    )?;
-    stmt.query_map(
-        params![
-            date,
-            MandateState::Active.id(),
-            InstallmentState::Pending.id(),
-            InstallmentState::Rejected.id()
-        ],
-        |r| r.get(0),
-    )?
+/// What makes an installment due on `?1`: PENDING ones of ACTIVE mandates due by then, and
+/// REJECTED ones whose retry falls due; never one already attempted on `?1`. Two branches, each
+/// on its own index (`installments_due`, and `installments_retry` for the few retries).
+fn due_branches(pending_keyset: &str, retry_keyset: &str) -> [String; 2] {
+    let pending = InstallmentState::Pending.id();
+    let rejected = InstallmentState::Rejected.id();
+    let active = MandateState::Active.id();
+    let not_today = "(i.last_attempt_date IS NULL OR i.last_attempt_date < ?1)";
+    [
+        format!(
+            "SELECT i.seq, i.due_date FROM installments i INDEXED BY installments_due
+               JOIN mandates m ON m.seq = i.mandate_seq
+             WHERE i.state = {pending} AND i.due_date <= ?1 AND m.state = {active} AND {not_today}
+               {pending_keyset}"
+        ),
+        format!(
+            "SELECT i.seq, i.due_date FROM installments i INDEXED BY installments_retry
+               JOIN mandates m ON m.seq = i.mandate_seq
+             WHERE i.state = {rejected} AND i.retry_scheduled = 1 AND i.next_retry_date <= ?1
+               AND m.state = {active} AND {not_today} {retry_keyset}"
+        ),
+    ]
+}
+
+/// How many installments are due on `date` (see `due_page`).
+pub fn count_due(conn: &Connection, date: &str) -> rusqlite::Result<i64> {
+    let [pending, retry] = due_branches("", "");
+    conn.prepare_cached(&format!(
+        "SELECT (SELECT count(*) FROM ({pending})) + (SELECT count(*) FROM ({retry}))"
+    ))?
+    .query_row([date], |r| r.get(0))
+}
+
+/// The next `limit` installments due on `date` after `after` (a due date and seq), in (due
+/// date, seq) order, with their due dates: the run walks them page by page and never holds
+/// them all. Every page is a few index seeks, wherever it starts.
+pub fn due_page(
+    conn: &Connection,
+    date: &str,
+    after: Option<(&str, i64)>,
+    limit: usize,
+) -> rusqlite::Result<Vec<(i64, String)>> {
+    // The keyset (due_date, seq) > (?2, ?3), split so that the index serves both halves: the
+    // rest of the cursor's due date by seq, then the later dates.
+    let [same_day, _] = due_branches("AND i.due_date = ?2 AND i.seq > ?3", "");
+    let [later_days, retries] = due_branches(
+        "AND i.due_date > ?2",
+        "AND (i.due_date > ?2 OR (i.due_date = ?2 AND i.seq > ?3))",
+    );
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT seq, due_date FROM ({same_day} ORDER BY i.seq LIMIT ?4)
+         UNION ALL SELECT seq, due_date FROM ({later_days} ORDER BY i.due_date, i.seq LIMIT ?4)
+         UNION ALL SELECT seq, due_date FROM ({retries} ORDER BY i.due_date, i.seq LIMIT ?4)
+         ORDER BY 2, 1 LIMIT ?4"
+    ))?;
+    let (after_date, after_seq) = after.unwrap_or(("", 0));
+    stmt.query_map(params![date, after_date, after_seq, limit as i64], |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    })?
     .collect()
 }
 

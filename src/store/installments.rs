@@ -149,6 +149,22 @@ pub fn for_mandate(conn: &Connection, mandate_seq: i64) -> rusqlite::Result<Vec<
     stmt.query_map([mandate_seq], from_row)?.collect()
 }
 
+/// How many installments a mandate has, and how many of them are not settled (PAID,
+/// ANNULLED or REVERSED).
+pub fn unsettled_count(conn: &Connection, mandate_seq: i64) -> rusqlite::Result<(i64, i64)> {
+    let settled: Vec<String> = InstallmentState::ALL
+        .iter()
+        .filter(|s| s.is_settled())
+        .map(|s| s.id().to_string())
+        .collect();
+    conn.prepare_cached(&format!(
+        "SELECT count(*), count(*) FILTER (WHERE state NOT IN ({})) FROM installments
+         WHERE mandate_seq = ?1",
+        settled.join(", ")
+    ))?
+    .query_row([mandate_seq], |r| Ok((r.get(0)?, r.get(1)?)))
+}
+
 /// Which installments of a mandate a request names: by the merchant's ids or by ours.
 pub enum InstallmentRefs<'a> {
     External(&'a [String]),

@@ -196,6 +196,26 @@ pub fn set_state(
     Ok(())
 }
 
+/// Reads again what of a mandate can change while it is ACTIVE (its state, with what
+/// `set_state` writes beside it), keeping the rest of `mandate` as it was read.
+pub fn refresh_state(conn: &Connection, mandate: &mut MandateRow) -> rusqlite::Result<()> {
+    let (state_id, cancel_description, updated_at): (i64, Option<String>, String) = conn
+        .prepare_cached(
+            "SELECT state, cancel_description, updated_at FROM mandates WHERE seq = ?1",
+        )?
+        .query_row([mandate.seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    mandate.state = MandateState::from_id(state_id).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            0,
+            rusqlite::types::Type::Integer,
+            "unknown mandate state".into(),
+        )
+    })?;
+    mandate.cancel_description = cancel_description;
+    mandate.updated_at = updated_at;
+    Ok(())
+}
+
 /// The next number of the mandate's event sequence (1, 2, 3, ...), taken inside the
 /// transaction that writes the event, so numbers have no gaps and no repeats.
 pub fn next_event_sequence(conn: &Connection, seq: i64) -> rusqlite::Result<i64> {

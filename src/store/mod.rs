@@ -56,6 +56,11 @@ impl Store {
         // Group commits run each request in a savepoint, whose sub-journal is a temporary file:
         // kept in memory, it costs a copy of each page instead of a write to disk.
         writer.pragma_update(None, "temp_store", "MEMORY")?;
+        // Every write goes through this connection: a page cache of its own (16 MiB instead of
+        // SQLite's 2 MiB) keeps the hot index pages of large batches (a charging run) in memory,
+        // and checkpoints every 40 MB of WAL rather than every 4 MB, so a hot page is copied
+        // back to the database file less often.
+        writer.execute_batch("PRAGMA cache_size = -16384; PRAGMA wal_autocheckpoint = 10000;")?;
         migrations::run(&mut writer)?;
         Ok(Store {
             path: path.to_path_buf(),

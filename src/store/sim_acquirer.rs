@@ -26,11 +26,10 @@ pub fn insert_instrument(
 }
 
 pub fn instrument(conn: &Connection, token: &str) -> rusqlite::Result<Option<(String, String)>> {
-    optional(conn.query_row(
-        "SELECT kind, last4 FROM sim_instruments WHERE token = ?1",
-        [token],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    ))
+    optional(
+        conn.prepare_cached("SELECT kind, last4 FROM sim_instruments WHERE token = ?1")?
+            .query_row([token], |r| Ok((r.get(0)?, r.get(1)?))),
+    )
 }
 
 /// Records a charge unless one with this key exists; returns the charge that holds.
@@ -46,26 +45,27 @@ pub fn charge_once(
     settles_as: Option<&str>,
     at: &str,
 ) -> rusqlite::Result<SimCharge> {
-    conn.execute(
+    conn.prepare_cached(
         "INSERT INTO sim_charges (idempotency_key, token, amount, currency, result, code, settles_as, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (idempotency_key) DO NOTHING",
-        params![key, token, amount, currency, result, code, settles_as, at],
-    )?;
+    )?
+    .execute(params![key, token, amount, currency, result, code, settles_as, at])?;
     Ok(charge(conn, key)?.expect("just written"))
 }
 
 pub fn charge(conn: &Connection, key: &str) -> rusqlite::Result<Option<SimCharge>> {
-    optional(conn.query_row(
-        "SELECT result, code, settles_as FROM sim_charges WHERE idempotency_key = ?1",
-        [key],
-        |r| {
+    optional(
+        conn.prepare_cached(
+            "SELECT result, code, settles_as FROM sim_charges WHERE idempotency_key = ?1",
+        )?
+        .query_row([key], |r| {
             Ok(SimCharge {
                 result: r.get(0)?,
                 code: r.get(1)?,
                 settles_as: r.get(2)?,
             })
-        },
-    ))
+        }),
+    )
 }
 
 /// Charges per token: how many times the acquirer charged an instrument (tests count them).

@@ -58,6 +58,23 @@ pub fn by_email(conn: &Connection, email: &str) -> rusqlite::Result<Option<Staff
     ))
 }
 
+/// The installation's owner: its first enabled admin account.
+pub fn owner(conn: &Connection) -> rusqlite::Result<Option<StaffMember>> {
+    optional(conn.query_row(
+        "SELECT id, email, role, password_hash FROM staff
+         WHERE role = 'admin' AND disabled_at IS NULL ORDER BY id LIMIT 1",
+        [],
+        |r| {
+            Ok(StaffMember {
+                id: r.get(0)?,
+                email: r.get(1)?,
+                role: Role::Admin,
+                password_hash: r.get(3)?,
+            })
+        },
+    ))
+}
+
 pub struct NewSession<'a> {
     pub token_hash: &'a str,
     pub staff_id: i64,

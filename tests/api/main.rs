@@ -8,6 +8,7 @@ mod auth;
 mod charging;
 mod cli;
 mod crash;
+mod desk_sign_in;
 mod headers;
 mod openapi;
 mod receiver;

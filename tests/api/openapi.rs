@@ -154,6 +154,7 @@ const STAFF_OPERATIONS: &[(&str, &str)] = &[
     ("get", "/session"),
     ("post", "/session"),
     ("delete", "/session"),
+    ("get", "/desk/sign-in"),
     ("get", "/events"),
     ("get", "/events/{eventId}"),
     ("post", "/events/redeliver"),

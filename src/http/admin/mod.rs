@@ -5,6 +5,7 @@ pub mod audit;
 pub mod charging;
 pub mod customers;
 pub mod dashboard;
+pub mod desk;
 pub mod events;
 pub mod mandates;
 pub mod paging;
@@ -26,6 +27,7 @@ pub fn router(state: &AppState) -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(session::setup_status, session::setup))
         .routes(routes!(session::current, session::login, session::logout))
+        .routes(routes!(desk::sign_in))
         .routes(routes!(events::list))
         .routes(routes!(events::detail))
         .routes(routes!(events::redeliver))

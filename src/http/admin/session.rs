@@ -269,7 +269,7 @@ pub async fn login(
     start_session(&state, member, "SESSION_OK", 200)
 }
 
-fn start_session(
+pub(super) fn start_session(
     state: &AppState,
     member: StaffMember,
     name: &'static str,

@@ -258,6 +258,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/desk/sign-in": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The desktop app's sign-in link: signs the window in as the owner (the first enabled admin)
+         *     with the usual session cookie and CSRF token, then sends it to `/`. The link comes from the
+         *     app itself (a function of the engine, not an HTTP operation) and works once, within a
+         *     minute. On a first start the app creates the owner account for the machine's user
+         *     (`USER@mandato.localhost`, a random password nobody knows): whoever runs the app already
+         *     holds the database, so a password would protect nothing there.
+         */
+        get: operations["staff_get_desk_sign_in"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/environment": {
         parameters: {
             query?: never;
@@ -3683,6 +3707,47 @@ export interface operations {
             };
             /** @description SESSION_REQUIRED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_get_desk_sign_in: {
+        parameters: {
+            query?: {
+                /** @description The single-use token of the link the desktop app opened. */
+                token?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description DESK_SIGN_IN_OK: signed in as the owner; `Location: /` */
+            303: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_SessionInfo"];
+                };
+            };
+            /** @description DESK_LINK_INVALID: unknown, already used or expired; OWNER_MISSING */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
