@@ -13,6 +13,8 @@
 //!
 //! Figures are printed as a table and written to `target/bench-results.json`.
 
+mod common;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -30,6 +32,10 @@ use mandato::clock::{Clock, SystemClock};
 use mandato::config::Config;
 use rusqlite::{Connection, OpenFlags, params};
 use serde_json::{Value, json};
+
+use common::{
+    TICKS_PER_S, env_u64, fsync_probe, id7, machine_busy_ticks, mix, round1, round3, stat_ticks, ts,
+};
 
 const COMMERCE: &str = "76123456-0";
 const PASSWORD: &str = "bench password 1";
@@ -54,10 +60,6 @@ struct Params {
     scenarios: Vec<String>,
     keep_db: Option<PathBuf>,
     wait_quiet: Duration,
-}
-
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
 }
 
 fn env_secs(name: &str) -> Option<Duration> {
@@ -117,24 +119,6 @@ impl Params {
 // holding 200,000 strings in memory (which would inflate the RSS figure).
 // ---------------------------------------------------------------------------------------------
 
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// A UUIDv7 id as `ids::new_id` makes them (`man_0193...`), reproducible from its inputs.
-fn id7(prefix: &str, ms: i64, kind: u8, a: u64, b: u8) -> String {
-    let h = mix(a ^ ((kind as u64) << 56));
-    let mut r = [0u8; 10];
-    r[0] = kind;
-    r[1] = b; // kept whole by the UUIDv7 layout: installments of one mandate share `ms`.
-    r[2..10].copy_from_slice(&h.to_be_bytes());
-    let u = uuid::Builder::from_unix_timestamp_millis(ms as u64, &r).into_uuid();
-    format!("{prefix}_{}", u.simple())
-}
-
 #[derive(Clone, Copy, Debug)]
 struct Layout {
     base_ms: i64,
@@ -168,13 +152,6 @@ impl Layout {
 
 fn user_id(c: u64) -> String {
     format!("U{c:07}")
-}
-
-fn ts(ms: i64) -> String {
-    Utc.timestamp_millis_opt(ms)
-        .single()
-        .expect("valid time")
-        .to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 fn date_of(ms: i64) -> NaiveDate {
@@ -796,13 +773,6 @@ struct CpuSample {
     loadgen: u64,
 }
 
-/// utime + stime of a /proc stat line.
-fn stat_ticks(stat: &str) -> Option<u64> {
-    // Fields after the command name start at field 3 (state); utime and stime are 14 and 15.
-    let v: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    Some(v.get(11)?.parse::<u64>().ok()? + v.get(12)?.parse::<u64>().ok()?)
-}
-
 fn loadgen_ticks() -> u64 {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return 0;
@@ -817,83 +787,34 @@ fn loadgen_ticks() -> u64 {
 }
 
 fn cpu_sample() -> CpuSample {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let f: Vec<u64> = stat
-        .lines()
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|v| v.parse().ok())
-        .collect();
-    // user nice system idle iowait irq softirq steal ...
-    let get = |i: usize| f.get(i).copied().unwrap_or(0);
     let own = std::fs::read_to_string("/proc/self/stat")
         .ok()
         .and_then(|s| stat_ticks(&s))
         .unwrap_or(0);
     CpuSample {
-        busy: get(0) + get(1) + get(2) + get(5) + get(7),
+        busy: machine_busy_ticks(),
         own,
         loadgen: loadgen_ticks(),
     }
 }
 
+/// Waits (up to `limit`) for a quiet machine; see [`common::wait_for_quiet`].
+fn wait_for_quiet(limit: Duration) -> f64 {
+    common::wait_for_quiet(limit, || {
+        let a = cpu_sample();
+        std::thread::sleep(Duration::from_secs(1));
+        cpu_split(a, cpu_sample(), 1.0).1
+    })
+}
+
 /// (own cores, other cores, engine cores) between two samples `secs` apart; the engine's share
 /// is this process minus the load generator's threads.
 fn cpu_split(a: CpuSample, b: CpuSample, secs: f64) -> (f64, f64, f64) {
-    let hz = 100.0; // USER_HZ
+    let hz = TICKS_PER_S;
     let own = b.own.saturating_sub(a.own) as f64 / hz / secs;
     let busy = b.busy.saturating_sub(a.busy) as f64 / hz / secs;
     let loadgen = b.loadgen.saturating_sub(a.loadgen) as f64 / hz / secs;
     (own, (busy - own).max(0.0), (own - loadgen).max(0.0))
-}
-
-/// Median latency of a 4 KiB write + fdatasync in `dir`, over about `secs`: the price of one
-/// durable commit on this disk right now (SQLite with synchronous=FULL in WAL mode syncs the
-/// WAL once per commit).
-fn fsync_probe(dir: &Path, secs: f64) -> f64 {
-    use std::io::{Seek, SeekFrom, Write};
-    let path = dir.join("bench-fsync-probe");
-    let mut f = std::fs::File::create(&path).expect("probe file");
-    let block = [7u8; 4096];
-    let mut lat = Vec::new();
-    let start = Instant::now();
-    while start.elapsed().as_secs_f64() < secs && lat.len() < 5000 {
-        let t = Instant::now();
-        f.seek(SeekFrom::Start((lat.len() % 64) as u64 * 4096))
-            .unwrap();
-        f.write_all(&block).unwrap();
-        f.sync_data().unwrap();
-        lat.push(t.elapsed().as_secs_f64() * 1000.0);
-    }
-    drop(f);
-    let _ = std::fs::remove_file(&path);
-    lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    lat[lat.len() / 2]
-}
-
-/// Waits (up to `limit`) until the rest of the machine is nearly idle, so that figures are not
-/// taken while another build runs. Returns the other processes' load seen last, in cores.
-fn wait_for_quiet(limit: Duration) -> f64 {
-    let started = Instant::now();
-    loop {
-        let a = cpu_sample();
-        std::thread::sleep(Duration::from_secs(1));
-        let b = cpu_sample();
-        let (_, other, _) = cpu_split(a, b, 1.0);
-        if other < 0.15 || started.elapsed() >= limit {
-            return other;
-        }
-        eprintln!("waiting for a quiet machine: other processes use {other:.2} cores");
-    }
-}
-
-fn round1(x: f64) -> f64 {
-    (x * 10.0).round() / 10.0
-}
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
 }
 
 async fn run_scenario(s: &Scenario, p: &Params) -> Stats {
@@ -1174,13 +1095,6 @@ fn start_engine(
             attempts,
         },
     )
-}
-
-fn results_path() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
-    target.join("bench-results.json")
 }
 
 fn main() {
@@ -1646,7 +1560,7 @@ fn main() {
                     "cold_start_first_request_under_300ms": t_start, "warm_start_first_request_under_300ms": t_start_warm,
                     "rss_idle_under_100mb_before_load": t_rss, "rss_idle_under_100mb_after_load": t_rss_after},
     });
-    let path = results_path();
+    let path = common::results_path("bench-results.json");
     let text = serde_json::to_string_pretty(&report).unwrap();
     let _ = std::fs::create_dir_all(path.parent().unwrap());
     std::fs::write(&path, &text).expect("write results");

@@ -19,15 +19,19 @@
 //!
 //! Figures are printed as a table and written to `target/charging-bench-results.json`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use chrono::{NaiveDate, SecondsFormat, TimeZone, Utc};
+use chrono::{NaiveDate, TimeZone, Utc};
 use rusqlite::{Connection, params};
 use serde_json::{Value, json};
+
+use common::{TICKS_PER_S, env_u64, fsync_probe, id7, machine_busy_ticks, mix, round1, round3, ts};
 
 const COMMERCE: &str = "76123456-0";
 const DB_FILE: &str = "mandato.db";
@@ -54,10 +58,6 @@ struct Params {
     skip_raw: bool,
 }
 
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
-}
-
 impl Params {
     fn from_env() -> Params {
         let quick = std::env::var("MANDATO_BENCH_QUICK").is_ok_and(|v| v == "1");
@@ -80,31 +80,6 @@ impl Params {
 // ---------------------------------------------------------------------------------------------
 // Reproducible ids and times
 // ---------------------------------------------------------------------------------------------
-
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// A UUIDv7 id as `ids::new_id` makes them (`man_0193...`), reproducible from its inputs.
-fn id7(prefix: &str, ms: i64, kind: u8, a: u64, b: u8) -> String {
-    let h = mix(a ^ ((kind as u64) << 56));
-    let mut r = [0u8; 10];
-    r[0] = kind;
-    r[1] = b;
-    r[2..10].copy_from_slice(&h.to_be_bytes());
-    let u = uuid::Builder::from_unix_timestamp_millis(ms as u64, &r).into_uuid();
-    format!("{prefix}_{}", u.simple())
-}
-
-fn ts(ms: i64) -> String {
-    Utc.timestamp_millis_opt(ms)
-        .single()
-        .expect("valid time")
-        .to_rfc3339_opts(SecondsFormat::Millis, true)
-}
 
 /// The installment seq of mandate `m`'s `k`-th installment (written in this order).
 fn installment_seq(m: u64, k: u64, per_mandate: u64) -> i64 {
@@ -497,49 +472,31 @@ fn stat_fields(stat: &str) -> Vec<u64> {
 }
 
 fn cpu_sample() -> CpuSample {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let f: Vec<u64> = stat
-        .lines()
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|v| v.parse().ok())
-        .collect();
-    // user nice system idle iowait irq softirq steal ...
-    let get = |i: usize| f.get(i).copied().unwrap_or(0);
     let own = stat_fields(&std::fs::read_to_string("/proc/self/stat").unwrap_or_default());
     let at = |i: usize| own.get(i).copied().unwrap_or(0);
     CpuSample {
-        busy: get(0) + get(1) + get(2) + get(5) + get(6) + get(7),
+        busy: machine_busy_ticks(),
         // utime, stime (fields 14, 15); cutime, cstime (16, 17).
         own: at(11) + at(12),
         children: at(13) + at(14),
     }
 }
 
+/// Waits (up to `limit`) for a quiet machine; see [`common::wait_for_quiet`].
+fn wait_for_quiet(limit: Duration) -> f64 {
+    common::wait_for_quiet(limit, || {
+        let a = cpu_sample();
+        std::thread::sleep(Duration::from_secs(1));
+        cpu_split(a, cpu_sample(), 1.0).1
+    })
+}
+
 /// (this benchmark's cores, including waited-for children; other processes' cores).
 fn cpu_split(a: CpuSample, b: CpuSample, secs: f64) -> (f64, f64) {
-    let hz = 100.0; // USER_HZ
+    let hz = TICKS_PER_S;
     let own = (b.own + b.children).saturating_sub(a.own + a.children) as f64 / hz / secs;
     let busy = b.busy.saturating_sub(a.busy) as f64 / hz / secs;
     (own, (busy - own).max(0.0))
-}
-
-/// Waits (up to `limit`) until the rest of the machine is nearly idle. Returns the other
-/// processes' load seen last, in cores.
-fn wait_for_quiet(limit: Duration) -> f64 {
-    let started = Instant::now();
-    loop {
-        let a = cpu_sample();
-        std::thread::sleep(Duration::from_secs(1));
-        let b = cpu_sample();
-        let (_, other) = cpu_split(a, b, 1.0);
-        if other < 0.15 || started.elapsed() >= limit {
-            return other;
-        }
-        eprintln!("waiting for a quiet machine: other processes use {other:.2} cores");
-    }
 }
 
 fn status_kb(pid: u32, field: &str) -> Option<u64> {
@@ -551,34 +508,6 @@ fn status_kb(pid: u32, field: &str) -> Option<u64> {
         .nth(1)?
         .parse()
         .ok()
-}
-
-fn fsync_probe(dir: &Path, secs: f64) -> f64 {
-    use std::io::{Seek, SeekFrom, Write};
-    let path = dir.join("bench-fsync-probe");
-    let mut f = std::fs::File::create(&path).expect("probe file");
-    let block = [7u8; 4096];
-    let mut lat = Vec::new();
-    let start = Instant::now();
-    while start.elapsed().as_secs_f64() < secs && lat.len() < 5000 {
-        let t = Instant::now();
-        f.seek(SeekFrom::Start((lat.len() % 64) as u64 * 4096))
-            .unwrap();
-        f.write_all(&block).unwrap();
-        f.sync_data().unwrap();
-        lat.push(t.elapsed().as_secs_f64() * 1000.0);
-    }
-    drop(f);
-    let _ = std::fs::remove_file(&path);
-    lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    lat[lat.len() / 2]
-}
-
-fn round1(x: f64) -> f64 {
-    (x * 10.0).round() / 10.0
-}
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -858,13 +787,6 @@ fn verify(db: &Path, p: &Params, date: NaiveDate) -> Vec<(String, i64, i64)> {
 // Main
 // ---------------------------------------------------------------------------------------------
 
-fn results_path() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
-    target.join("charging-bench-results.json")
-}
-
 fn git_commit() -> String {
     Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
@@ -1079,7 +1001,7 @@ fn main() {
         "checks_passed": failed.is_empty(),
         "targets": targets,
     });
-    let path = results_path();
+    let path = common::results_path("charging-bench-results.json");
     let text = serde_json::to_string_pretty(&report).unwrap();
     if let Some(parent) = path.parent() {
         let _ = std::fs::create_dir_all(parent);

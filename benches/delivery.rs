@@ -31,8 +31,10 @@
 //! `MANDATO_BENCH_PROGRESS=1` (a line per second while delivering), `MANDATO_BENCH_KEEP=1`
 //! (keep the temp dir and print it).
 
+mod common;
+
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -904,18 +906,11 @@ fn report(params: &Params, fill_seconds: f64, body_bytes: f64, outcomes: &[Outco
         },
         "target_half_of_bare_met": delivery_vs_bare64.map(|r| r >= 0.5),
     });
-    let path = results_path();
+    let path = common::results_path("bench-delivery.json");
     if let Some(parent) = path.parent() {
         let _ = std::fs::create_dir_all(parent);
     }
     std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap() + "\n")
         .expect("write the results");
     println!("\nwritten to {}", path.display());
-}
-
-fn results_path() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
-    target.join("bench-delivery.json")
 }
