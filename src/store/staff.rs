@@ -1,6 +1,6 @@
 //! Staff accounts, their sessions, and the record of staff actions.
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, Row, params};
 
 use super::optional;
 
@@ -46,16 +46,38 @@ pub fn by_email(conn: &Connection, email: &str) -> rusqlite::Result<Option<Staff
     optional(conn.query_row(
         "SELECT id, email, role, password_hash FROM staff WHERE email = ?1 AND disabled_at IS NULL",
         [email],
-        |r| {
-            let role: String = r.get(2)?;
-            Ok(StaffMember {
-                id: r.get(0)?,
-                email: r.get(1)?,
-                role: Role::parse(&role).unwrap_or(Role::Viewer),
-                password_hash: r.get(3)?,
-            })
-        },
+        member_from_row,
     ))
+}
+
+/// A `StaffMember` from `SELECT id, email, role, password_hash`.
+fn member_from_row(r: &Row<'_>) -> rusqlite::Result<StaffMember> {
+    let role: String = r.get(2)?;
+    Ok(StaffMember {
+        id: r.get(0)?,
+        email: r.get(1)?,
+        role: Role::parse(&role).unwrap_or(Role::Viewer),
+        password_hash: r.get(3)?,
+    })
+}
+
+/// Creates the installation's owner, an admin account, and records the setup (`via`: how),
+/// unless an account already exists; `true` when it created it. First-start setup in the
+/// browser and the desktop app's first start both go through here, so whichever comes first
+/// is the owner.
+pub fn create_owner(
+    conn: &Connection,
+    email: &str,
+    password_hash: &str,
+    at: &str,
+    via: Option<&str>,
+) -> crate::error::Result<bool> {
+    if count(conn)? > 0 {
+        return Ok(false);
+    }
+    super::commerces::insert_staff(conn, email, password_hash, Role::Admin.as_str(), at)?;
+    record_action(conn, at, email, "setup", None, via)?;
+    Ok(true)
 }
 
 /// The installation's owner: its first enabled admin account.
@@ -64,14 +86,7 @@ pub fn owner(conn: &Connection) -> rusqlite::Result<Option<StaffMember>> {
         "SELECT id, email, role, password_hash FROM staff
          WHERE role = 'admin' AND disabled_at IS NULL ORDER BY id LIMIT 1",
         [],
-        |r| {
-            Ok(StaffMember {
-                id: r.get(0)?,
-                email: r.get(1)?,
-                role: Role::Admin,
-                password_hash: r.get(3)?,
-            })
-        },
+        member_from_row,
     ))
 }
 

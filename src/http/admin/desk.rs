@@ -27,7 +27,7 @@ use crate::http::AppState;
 use crate::http::envelope::Envelope;
 use crate::http::error::{ApiResult, ErrorBody};
 use crate::secret::Secret;
-use crate::store::staff::{self, Role};
+use crate::store::staff;
 
 /// How long a sign-in link stays usable: the shell opens it at once.
 const LIFETIME_SECS: i64 = 60;
@@ -76,24 +76,16 @@ pub async fn sign_in_path(state: &AppState, local_user: &str) -> Result<Secret<S
             .await
             .map_err(|e| Error::Internal(e.into()))?;
         let now = timestamp(state.clock.now());
-        state.store.write(|tx| {
-            // A browser's first-start setup may have won the race; then that account is the owner.
-            if staff::count(tx)? == 0 {
-                crate::store::commerces::insert_staff(
-                    tx,
-                    email.as_str(),
-                    &hash,
-                    Role::Admin.as_str(),
-                    &now,
-                )?;
-                staff::record_action(tx, &now, email.as_str(), "setup", None, Some("desktop"))?;
-            }
-            Ok(())
-        })?;
-        tracing::info!(
-            email = email.as_str(),
-            "created the owner account for the desktop"
-        );
+        // A browser's first-start setup may have won the race; then that account is the owner.
+        let created = state
+            .store
+            .write(|tx| staff::create_owner(tx, email.as_str(), &hash, &now, Some("desktop")))?;
+        if created {
+            tracing::info!(
+                email = email.as_str(),
+                "created the owner account for the desktop"
+            );
+        }
     }
     let token = state.desk_tokens.issue(state.clock.now());
     Ok(Secret::new(format!("{PATH}?token={}", token.expose())))

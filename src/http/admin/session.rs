@@ -210,16 +210,14 @@ pub async fn setup(
     let now = timestamp(state.clock.now());
     let address = email.as_str().to_string();
     state.store.write(|tx| {
-        if staff::count(tx)? > 0 {
-            return Err(Error::refused(
+        if staff::create_owner(tx, &address, &hash, &now, None)? {
+            Ok(())
+        } else {
+            Err(Error::refused(
                 "SETUP_DONE",
                 "the installation already has staff accounts; sign in",
-            ));
+            ))
         }
-        crate::store::commerces::insert_staff(tx, &address, &hash, Role::Admin.as_str(), &now)?;
-        Ok(staff::record_action(
-            tx, &now, &address, "setup", None, None,
-        )?)
     })?;
     let member = state
         .store
