@@ -211,3 +211,18 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         schedule: schedule_task.map(|task| (schedule_stop, task)),
     })
 }
+
+/// Structured logs to stderr for a process running the engine (the `mandato` binary and
+/// Mandato Desk): the level from `MANDATO_LOG` (an `EnvFilter` directive, `info` by default),
+/// colours only on a terminal.
+pub fn init_logging() {
+    use std::io::IsTerminal;
+    use tracing_subscriber::EnvFilter;
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_env("MANDATO_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}

@@ -8,7 +8,6 @@
 
 mod tray;
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -17,7 +16,6 @@ use mandato::app::Running;
 use mandato::clock::SystemClock;
 use mandato::config::Config;
 use tauri::{AppHandle, Manager, RunEvent, WebviewUrl, WebviewWindowBuilder};
-use tracing_subscriber::EnvFilter;
 
 /// The label of the one window.
 const MAIN: &str = "main";
@@ -33,13 +31,7 @@ impl Engine {
 }
 
 fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_env("MANDATO_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    mandato::app::init_logging();
     match run() {
         Ok(code) => std::process::ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {
