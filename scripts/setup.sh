@@ -3,12 +3,30 @@
 # is already there. Safe to run any number of times.
 set -euo pipefail
 
-# `--browser` also installs Debian's Chromium for the UI's browser tests (scripts/test.sh).
+# `--browser` also installs Debian's Chromium for the UI's browser tests (scripts/test.sh);
+# `--desktop` what building and testing Mandato Desk needs (scripts/desktop-test.sh).
 with_browser=false
-[ "${1:-}" = "--browser" ] && with_browser=true
+with_desktop=false
+for arg in "$@"; do
+  case "$arg" in
+    --browser) with_browser=true ;;
+    --desktop) with_desktop=true ;;
+    *) echo "setup: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
 
 # System packages: OpenSSL headers and pkg-config for the JWE crate (josekit links OpenSSL).
 apt_packages=(libssl-dev pkg-config)
+# Mandato Desk: GTK, WebKitGTK and the tray's AppIndicator to build and run it; Xvfb,
+# ImageMagick (screenshots and their colour count), WebKitWebDriver and a D-Bus session to
+# test it in a window.
+if $with_desktop; then
+  apt_packages+=(
+    libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev libjavascriptcoregtk-4.1-dev
+    librsvg2-dev libayatana-appindicator3-dev
+    xvfb xauth imagemagick webkit2gtk-driver dbus-daemon
+  )
+fi
 
 missing=()
 for pkg in "${apt_packages[@]}"; do
@@ -35,6 +53,12 @@ if ! cargo fmt --version >/dev/null 2>&1; then
 fi
 if ! cargo clippy --version >/dev/null 2>&1; then
   rustup component add clippy
+fi
+# tauri-driver (a Rust crate) drives Debian's WebKitWebDriver for the desktop test.
+if $with_desktop && ! command -v tauri-driver >/dev/null 2>&1 &&
+  [ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/tauri-driver" ]; then
+  echo "setup: cargo install tauri-driver" >&2
+  cargo install tauri-driver --locked
 fi
 
 # The UI's npm packages, exactly as ui/package-lock.json pins them, when they are missing or
