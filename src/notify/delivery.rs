@@ -332,8 +332,10 @@ impl Worker {
 
     /// A client trusting the system roots and the configured roots, plus the installation's
     /// development CA in the sandbox only: a production installation trusts no CA it made
-    /// itself (a receiver of its own is trusted by adding its root). In production the client also resolves names to public addresses only, and uses
-    /// no proxy (a proxy would resolve and connect on our behalf, out of the check's reach).
+    /// itself (a receiver of its own is trusted by adding its root). Where destinations are
+    /// limited to public addresses, the client resolves names through the filtering resolver
+    /// and uses no proxy (a proxy would resolve and connect on our behalf, out of reach of the
+    /// check).
     async fn build_client(&self) -> anyhow::Result<reqwest::Client> {
         let trust_dev_ca = self.sandbox;
         let (roots, dev_ca) = self

@@ -2,7 +2,8 @@
 //! destinations"): endless, huge, trickling and close-delimited answers cost at most 64 KiB and
 //! the delivery timeout; in production no webhook reaches this machine or its network, whether
 //! the URL writes the address out or a name resolves to it; the development CA certifies only
-//! `localhost` and is not trusted by production.
+//! `localhost` and is not trusted by production; `serve --allow-private-webhooks` lifts the
+//! destination rule for receivers on premises.
 //!
 //! The misbehaving receivers are raw TLS servers written here, so that they can break HTTP in
 //! ways a well-behaved server library refuses to; the real HTTPS receiver of `receiver.rs`
@@ -874,4 +875,126 @@ async fn an_unconstrained_dev_ca_is_replaced_at_start() {
             .outcome,
         "DELIVERED"
     );
+}
+
+/// `mandato serve --environment production [--allow-private-webhooks]` as a real process.
+fn serve_production(dir: &std::path::Path, allow_private: bool) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut args = vec![
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--environment",
+        "production",
+    ];
+    if allow_private {
+        args.push("--allow-private-webhooks");
+    }
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mandato"))
+        .arg("--data-dir")
+        .arg(dir)
+        .args(&args)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("serve starts");
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines.next().expect("serve logs its URL").unwrap();
+        if let Some(rest) = line.split("url=").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (child, url)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_allow_private_webhooks_lifts_the_rule_for_on_premises_receivers() {
+    use crate::cli::{headers, mandato};
+    for allow_private in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path();
+        mandato(
+            data,
+            &[
+                "commerce",
+                "add",
+                "--code",
+                "76.123.456-0",
+                "--name",
+                "Gimnasio",
+                "--password-stdin",
+            ],
+            Some("s3cret-pass\n"),
+        );
+        let key = mandato(data, &["apikey", "create"], None)["apiKey"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let (mut server, base) = serve_production(data, allow_private);
+        let client = reqwest::Client::new();
+        let api = |path: &str| format!("{base}/api/v1{path}");
+        let public_key: Value = client
+            .get(api("/.well-known/jwe-public-key"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let jwe = mandato::auth::jwe::encrypt_password(
+            "s3cret-pass",
+            public_key["payload"]["publicKey"].as_str().unwrap(),
+        )
+        .unwrap();
+        let login: Value = client
+            .post(api("/login"))
+            .headers(headers("76123456-0", &key))
+            .json(&json!({"username": "76123456-0", "password": jwe}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let token = login["payload"]["token"]
+            .as_str()
+            .expect("a token")
+            .to_string();
+        let created = client
+            .post(api("/user"))
+            .headers(headers("76123456-0", &key))
+            .bearer_auth(&token)
+            .json(&customer_body("cust-1", "12.345.678-5"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(created.status(), 201);
+        let mandate = client
+            .post(api("/mandate"))
+            .headers(headers("76123456-0", &key))
+            .bearer_auth(&token)
+            .json(&json!({
+                "customer": {"userId": "cust-1"},
+                "mandate": {"id": "M-1", "type": "DYNAMIC", "name": "Cuenta corriente",
+                            "charges": {"currencyId": "CLP", "maxAmount": 100000}},
+                "installments": [{"id": "a", "amount": 1000, "currencyId": "CLP",
+                                  "installmentDueDate": "2031-01-06"}],
+                "urls": {"paymentWebhook": "https://127.0.0.1:9/hooks/payment"}
+            }))
+            .send()
+            .await
+            .unwrap();
+        let status = mandate.status();
+        let body: Value = mandate.json().await.unwrap();
+        if allow_private {
+            assert_eq!(status, 201, "{body}");
+        } else {
+            assert_eq!(status, 400, "{body}");
+            assert_eq!(body["name"], "WEBHOOK_URL_NOT_ALLOWED");
+            assert_eq!(body["errors"][0]["field"], "urls.paymentWebhook");
+        }
+        server.kill().unwrap();
+        server.wait().unwrap();
+    }
 }
