@@ -537,6 +537,7 @@ async fn delivery_run(
         Arc::new(SystemClock),
         config,
         true, // sandbox, the default environment (no faults configured)
+        mandato::notify::destination::Destinations::Any, // the receiver is on loopback
     );
     // Phase 1: every event has reached the receiver (cheap, in memory).
     let mut last = (0, Instant::now());

@@ -128,6 +128,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         tracing::warn!(address = %config.listen, "listening beyond this machine");
     }
     let (store, keys) = tokio::task::block_in_place(|| open(&config))?;
+    tokio::task::block_in_place(|| crate::notify::tls::replace_unconstrained_dev_ca(&store))?;
     let audit = AuditWriter::start(store.path(), config.correlation_retention_days)?;
     let offset = store.read(|conn| Ok(settings::get(conn, settings::SANDBOX_OFFSET_DAYS)?))?;
     let offset_days = offset.and_then(|o| o.parse().ok()).unwrap_or(0);
@@ -145,6 +146,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         Arc::clone(&clock),
         config.delivery.clone(),
         config.environment.is_sandbox(),
+        crate::notify::destination::Destinations::of(&config),
     );
     let processor: Arc<dyn Processor> = Arc::new(SimulatedProcessor::open(store.path())?);
     let deliverer = Arc::new(deliverer);

@@ -101,6 +101,10 @@ pub struct ServeArgs {
     /// The host name clients use, when not localhost (accepted in `Host`, used in links).
     #[arg(long)]
     pub public_host: Option<String>,
+    /// In production, deliver webhooks to private, loopback and link-local addresses too
+    /// (receivers on this machine or the local network).
+    #[arg(long)]
+    pub allow_private_webhooks: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -522,6 +526,7 @@ pub fn parse_uf_csv(text: &str) -> anyhow::Result<Vec<(chrono::NaiveDate, rust_d
 
 /// The installation's development CA, made on first use and kept in the database.
 pub fn dev_ca(store: &Store) -> anyhow::Result<tls::DevCa> {
+    tls::replace_unconstrained_dev_ca(store)?;
     let existing = store.read(|c| {
         Ok((
             settings::get(c, settings::DEV_CA_CERT)?,
@@ -560,6 +565,7 @@ pub async fn serve(data_dir: Option<PathBuf>, args: ServeArgs) -> anyhow::Result
     config.listen = args.listen;
     config.allow_non_loopback = args.allow_non_loopback;
     config.public_host = args.public_host;
+    config.allow_private_webhooks = args.allow_private_webhooks;
     config.environment = Environment::parse(&args.environment).expect("clap checked the value");
     let clock: Arc<dyn crate::clock::Clock> = Arc::new(crate::clock::SystemClock);
     tracing::info!(data_dir = %config.data_dir.display(), "starting");

@@ -55,6 +55,9 @@ pub struct Config {
     pub delivery: crate::notify::delivery::DeliveryConfig,
     /// The local time of the daily charging run; `None` runs only by hand (tests, `charge-run`).
     pub charge_at: Option<chrono::NaiveTime>,
+    /// Production delivers webhooks to private and loopback addresses only when asked to
+    /// (on-premises receivers); the sandbox always does.
+    pub allow_private_webhooks: bool,
 }
 
 impl Config {
@@ -74,6 +77,7 @@ impl Config {
             correlation_retention_days: 7,
             delivery: crate::notify::delivery::DeliveryConfig::default(),
             charge_at: chrono::NaiveTime::from_hms_opt(6, 0, 0),
+            allow_private_webhooks: false,
         }
     }
 

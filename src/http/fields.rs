@@ -4,7 +4,8 @@
 use chrono::NaiveDate;
 
 use crate::domain::money::{Currency, Money};
-use crate::error::FieldErrors;
+use crate::error::{Error, FieldErrors};
+use crate::notify::destination::Destinations;
 use crate::operations::CustomerRef;
 
 pub fn currency(value: Option<&String>, field: &str, errors: &mut FieldErrors) -> Option<Currency> {
@@ -161,6 +162,32 @@ pub fn https_url(value: Option<&String>, field: &str, errors: &mut FieldErrors) 
             None
         }
     }
+}
+
+/// The refusal of a webhook URL whose destination the installation does not deliver to.
+pub const WEBHOOK_URL_NOT_ALLOWED: &str = "WEBHOOK_URL_NOT_ALLOWED";
+
+/// Webhook URLs (already valid `https://` URLs) whose host is written as an address, or
+/// `localhost`, are refused at their field when the installation delivers to public addresses
+/// only. Names are judged when resolved, at delivery. The message names no rule detail beyond
+/// need: the merchant learns the URL is not acceptable here, not what lies behind it.
+pub fn webhook_destinations<'a>(
+    destinations: Destinations,
+    urls: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+) -> Result<(), Error> {
+    for (field, url) in urls {
+        let Some(url) = url else { continue };
+        let allowed = url::Url::parse(url).is_ok_and(|u| destinations.allows_url(&u));
+        if !allowed {
+            return Err(Error::refused_at(
+                WEBHOOK_URL_NOT_ALLOWED,
+                field,
+                "webhook URLs must point to a public address: loopback, private, link-local \
+                 and other reserved addresses, and localhost, are refused",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The browser return address: `https://`, or `http://` on this machine (for development).

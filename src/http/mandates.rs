@@ -110,7 +110,7 @@ pub struct UrlsIn {
     request_body = MandateRequest,
     responses(
         (status = 201, description = "MANDATE_CREATE_OK", body = Envelope<MandatePayload>),
-        (status = 400, description = "Invalid field, unknown customer, duplicated mandate id", body = ErrorBody),
+        (status = 400, description = "Invalid field, unknown customer, duplicated mandate id; WEBHOOK_URL_NOT_ALLOWED: in production, a webhook URL whose host is a loopback, private or other reserved address, or localhost", body = ErrorBody),
         (status = 403, description = "Credentials refused", body = ErrorBody),
     ),
     security(("apiKey" = [], "bearer" = [])))]
@@ -121,6 +121,19 @@ pub async fn create_mandate(
 ) -> ApiResult<Envelope<MandatePayload>> {
     let today = state.today();
     let command = parse_mandate(body, today)?;
+    fields::webhook_destinations(
+        crate::notify::destination::Destinations::of(&state.config),
+        [
+            (
+                "urls.activationWebhook",
+                command.urls.activation_webhook.as_deref(),
+            ),
+            (
+                "urls.paymentWebhook",
+                command.urls.payment_webhook.as_deref(),
+            ),
+        ],
+    )?;
     let policy = MagicLinkPolicy {
         valid_days: state.config.magic_link_days,
     };

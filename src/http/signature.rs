@@ -305,7 +305,7 @@ fn client(
     request_body = SignatureRequest,
     responses(
         (status = 201, description = "SIGNATURE_CREATE_OK", body = Envelope<SignaturePayload>),
-        (status = 400, description = "VALIDATION_ERROR: every invalid field, unknown signatory customer, unreadable PDF, box outside its page", body = ErrorBody),
+        (status = 400, description = "VALIDATION_ERROR: every invalid field, unknown signatory customer, unreadable PDF, box outside its page; WEBHOOK_URL_NOT_ALLOWED: in production, `urls.webhook` whose host is a loopback, private or other reserved address, or localhost", body = ErrorBody),
         (status = 403, description = "Credentials refused", body = ErrorBody),
         (status = 413, description = "PAYLOAD_TOO_LARGE: over 16 MiB", body = ErrorBody),
     ),
@@ -335,6 +335,10 @@ pub async fn create_signature(
             .collect::<crate::error::Result<Vec<Option<CustomerRow>>>>()
     })?;
     let command = draft.finish(&resolved)?;
+    fields::webhook_destinations(
+        crate::notify::destination::Destinations::of(&state.config),
+        [("urls.webhook", Some(command.webhook.as_str()))],
+    )?;
     let (ip, agent) = client(&headers, connect);
     let now = state.clock.now();
     let business_now = state.calendar.now(now);

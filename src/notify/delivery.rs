@@ -23,6 +23,7 @@ use rand::Rng;
 use reqwest::StatusCode;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 
+use super::destination::{self, Destinations};
 use super::signing::standard_webhooks_signature;
 use crate::clock::{Clock, timestamp};
 use crate::store::Store;
@@ -40,10 +41,17 @@ pub const RETRY_SCHEDULE: [Duration; 7] = [
     Duration::from_secs(10 * 3600),
 ];
 
+/// At most this much of a receiver's answer is read; the rest is never received (the
+/// connection is dropped), so an endless body costs nothing.
+pub const MAX_RESPONSE_READ: usize = 64 * 1024;
+/// The part of it kept as the attempt's response excerpt.
+pub const MAX_EXCERPT: usize = 2 * 1024;
+
 #[derive(Clone, Debug)]
 pub struct DeliveryConfig {
     pub retry_schedule: Vec<Duration>,
-    /// A receiver that has not answered by then has failed this attempt.
+    /// Connect and response, body included, within this in all; a receiver that has not
+    /// answered by then has failed this attempt.
     pub timeout: Duration,
     pub max_in_flight: usize,
     pub max_per_host: usize,
@@ -105,6 +113,7 @@ impl Deliverer {
         clock: Arc<dyn Clock>,
         config: DeliveryConfig,
         sandbox: bool,
+        destinations: Destinations,
     ) -> Deliverer {
         let wake = Arc::new(Notify::new());
         let stop = Arc::new(Notify::new());
@@ -116,6 +125,7 @@ impl Deliverer {
             claimed: Arc::new(Mutex::new(HashSet::new())),
             config: Arc::new(config),
             sandbox,
+            destinations,
             wake: Arc::clone(&wake),
             slot_freed: Arc::new(Notify::new()),
         };
@@ -146,6 +156,7 @@ struct Worker {
     clock: Arc<dyn Clock>,
     config: Arc<DeliveryConfig>,
     sandbox: bool,
+    destinations: Destinations,
     global: Arc<Semaphore>,
     hosts: HashMap<String, Arc<Semaphore>>,
     /// Events read for sending whose result is not committed yet: waiting in the window, in
@@ -227,7 +238,7 @@ impl Worker {
             if new_walk || roots_checked.is_none_or(|t| t.elapsed() >= self.config.poll_interval) {
                 roots_checked = Some(Instant::now());
                 match self.roots_version().await {
-                    Ok(version) if roots_version != Some(version) => {
+                    Ok(version) if roots_version.as_ref() != Some(&version) => {
                         match self.build_client().await {
                             Ok(c) => {
                                 client = Some(c);
@@ -308,39 +319,52 @@ impl Worker {
         Ok(tokio::task::spawn_blocking(move || store.read(f)).await??)
     }
 
-    /// Changes whenever a root is added or the development CA is made.
-    async fn roots_version(&self) -> anyhow::Result<i64> {
+    /// Changes whenever a root is added or the development CA is made (or replaced).
+    async fn roots_version(&self) -> anyhow::Result<(i64, Option<String>)> {
         self.read(|c| {
-            let roots = deliveries::trusted_roots_version(c)?;
-            let has_dev_ca = settings::get(c, settings::DEV_CA_CERT)?.is_some();
-            Ok(roots * 2 + i64::from(has_dev_ca))
+            Ok((
+                deliveries::trusted_roots_version(c)?,
+                settings::get(c, settings::DEV_CA_CERT)?,
+            ))
         })
         .await
     }
 
-    /// A client trusting the system roots, the installation's development CA and the
-    /// configured roots.
+    /// A client trusting the system roots and the configured roots, plus the installation's
+    /// development CA in the sandbox only: a production installation trusts no CA it made
+    /// itself (a receiver of its own is trusted by adding its root). Where destinations are
+    /// limited to public addresses, the client resolves names through the filtering resolver
+    /// and uses no proxy (a proxy would resolve and connect on our behalf, out of reach of the
+    /// check).
     async fn build_client(&self) -> anyhow::Result<reqwest::Client> {
+        let trust_dev_ca = self.sandbox;
         let (roots, dev_ca) = self
-            .read(|c| {
-                Ok((
-                    deliveries::trusted_roots(c)?,
-                    settings::get(c, settings::DEV_CA_CERT)?,
-                ))
+            .read(move |c| {
+                let dev_ca = if trust_dev_ca {
+                    settings::get(c, settings::DEV_CA_CERT)?
+                } else {
+                    None
+                };
+                Ok((deliveries::trusted_roots(c)?, dev_ca))
             })
             .await?;
         let mut certs = Vec::new();
         for pem in roots.iter().chain(dev_ca.iter()) {
             certs.extend(reqwest::Certificate::from_pem_bundle(pem.as_bytes())?);
         }
-        Ok(reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .tls_certs_merge(certs)
             .timeout(self.config.timeout)
             .connect_timeout(self.config.timeout)
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("mandato-webhooks/", env!("CARGO_PKG_VERSION")))
-            .pool_max_idle_per_host(self.config.max_per_host)
-            .build()?)
+            .pool_max_idle_per_host(self.config.max_per_host);
+        if self.destinations == Destinations::PublicOnly {
+            builder = builder
+                .dns_resolver(destination::PublicOnlyResolver)
+                .no_proxy();
+        }
+        Ok(builder.build()?)
     }
 
     /// How long until the earliest pending event falls due (at most the poll interval). This
@@ -502,6 +526,7 @@ impl Worker {
                 client.clone(),
                 Arc::clone(&self.clock),
                 Arc::clone(&self.config),
+                self.destinations,
                 event,
                 duplicate,
                 results.clone(),
@@ -560,6 +585,7 @@ async fn send(
     client: reqwest::Client,
     clock: Arc<dyn Clock>,
     config: Arc<DeliveryConfig>,
+    destinations: Destinations,
     event: DueEvent,
     duplicate: bool,
     results: mpsc::UnboundedSender<Sent>,
@@ -573,7 +599,7 @@ async fn send(
     } else {
         AttemptKind::Retry
     };
-    let attempt = attempt_once(&client, clock.as_ref(), &config, &event, kind).await;
+    let attempt = attempt_once(&client, clock.as_ref(), &config, destinations, &event, kind).await;
     let delivered = attempt.outcome == Outcome::Delivered;
     let _ = results.send(Sent { attempt });
     if duplicate && delivered {
@@ -581,6 +607,7 @@ async fn send(
             &client,
             clock.as_ref(),
             &config,
+            destinations,
             &event,
             AttemptKind::Injected,
         )
@@ -595,6 +622,7 @@ async fn attempt_once(
     client: &reqwest::Client,
     clock: &dyn Clock,
     config: &DeliveryConfig,
+    destinations: Destinations,
     event: &DueEvent,
     kind: AttemptKind,
 ) -> Attempt {
@@ -616,29 +644,41 @@ async fn attempt_once(
         attempt.error = Some("refused: webhook URLs must use https://".into());
         return attempt;
     }
+    // An address written in the URL is connected to without resolution, so the resolver never
+    // sees it: it is checked here, at each attempt (the row may predate the rule, or the
+    // installation may have moved from the sandbox to production). Names are the resolver's.
+    if !reqwest::Url::parse(&event.url).is_ok_and(|u| destinations.allows_written_address(&u)) {
+        attempt.error = Some(destination::DESTINATION_NOT_ALLOWED.into());
+        attempt.outcome = next_step(config, event, None, None, clock.now());
+        return attempt;
+    }
+    let deadline = tokio::time::Instant::now() + config.timeout;
     let signatures = signature_header(event, started);
-    let response = client
+    let request = client
         .post(&event.url)
         .header("content-type", "application/json")
         .header("webhook-id", &event.id)
         .header("webhook-timestamp", started.timestamp().to_string())
         .header("webhook-signature", signatures)
         .body(event.body.clone())
-        .send()
-        .await;
+        .send();
+    let response = match tokio::time::timeout_at(deadline, request).await {
+        Ok(response) => response.map_err(|e| describe(&e)),
+        Err(_) => Err("timeout: no answer within the delivery timeout".to_string()),
+    };
     let retry_after = match response {
         Ok(response) => {
             let status = response.status();
             attempt.status_code = Some(status.as_u16());
             let retry_after = retry_after(&response, clock.now());
-            attempt.response_excerpt = excerpt(response).await;
+            attempt.response_excerpt = excerpt(response, deadline).await;
             if status.is_success() {
                 attempt.outcome = Outcome::Delivered;
             }
             retry_after
         }
         Err(e) => {
-            attempt.error = Some(describe(&e));
+            attempt.error = Some(e);
             None
         }
     };
@@ -726,15 +766,56 @@ fn retry_after(response: &reqwest::Response, now: DateTime<Utc>) -> Option<Durat
     (at - now).to_std().ok()
 }
 
-/// The first 512 characters of the answer, for the delivery log.
-async fn excerpt(response: reqwest::Response) -> Option<String> {
-    let bytes = response.bytes().await.ok()?;
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(2048)]);
-    let cut: String = text.chars().take(512).collect();
-    (!cut.is_empty()).then_some(cut)
+/// The start of the answer (at most `MAX_EXCERPT` bytes), for the delivery log.
+///
+/// Reads at most `MAX_RESPONSE_READ` bytes and stops at the attempt's deadline; the response
+/// is then dropped, which closes its connection instead of draining the rest. Whatever arrived
+/// before the body ended, broke off or ran out of time is kept: a body delimited by the
+/// connection's close (HTTP/1.0), or cut short, still has its excerpt.
+async fn excerpt(
+    mut response: reqwest::Response,
+    deadline: tokio::time::Instant,
+) -> Option<String> {
+    let mut read: Vec<u8> = Vec::new();
+    while read.len() < MAX_RESPONSE_READ {
+        match tokio::time::timeout_at(deadline, response.chunk()).await {
+            Ok(Ok(Some(chunk))) => {
+                let room = MAX_RESPONSE_READ - read.len();
+                read.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            }
+            // The end, a broken connection or the deadline: keep what came.
+            Ok(Ok(None)) | Ok(Err(_)) | Err(_) => break,
+        }
+    }
+    drop(response);
+    excerpt_of(&read)
+}
+
+/// At most `MAX_EXCERPT` bytes of text, cut on a character boundary.
+fn excerpt_of(bytes: &[u8]) -> Option<String> {
+    let head = &bytes[..bytes.len().min(MAX_EXCERPT)];
+    // A character cut by the limit is dropped rather than turned into a replacement mark.
+    let head = match std::str::from_utf8(head) {
+        Err(e) if e.error_len().is_none() => &head[..e.valid_up_to()],
+        _ => head,
+    };
+    let mut text = String::from_utf8_lossy(head).into_owned();
+    // Replacement marks are longer than the bytes they replace.
+    if text.len() > MAX_EXCERPT {
+        let mut end = MAX_EXCERPT;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    (!text.is_empty()).then_some(text)
 }
 
 fn describe(e: &reqwest::Error) -> String {
+    // A refused destination says so and nothing else: no address, no resolver detail.
+    if destination::is_not_allowed(e) {
+        return destination::DESTINATION_NOT_ALLOWED.to_string();
+    }
     let kind = if e.is_timeout() {
         "timeout"
     } else if e.is_connect() {
@@ -883,6 +964,24 @@ mod tests {
             panic!()
         };
         assert_eq!(at, "2026-01-01T00:02:00.000Z");
+    }
+
+    #[test]
+    fn the_excerpt_is_at_most_2_kib_cut_on_a_character() {
+        assert_eq!(excerpt_of(b""), None);
+        assert_eq!(excerpt_of(b"queue full").as_deref(), Some("queue full"));
+        let long = vec![b'x'; 10_000];
+        assert_eq!(excerpt_of(&long).unwrap().len(), MAX_EXCERPT);
+        // A two-byte character across the limit is dropped whole.
+        let mut text = vec![b'a'; MAX_EXCERPT - 1];
+        text.extend_from_slice("ñ and more".as_bytes());
+        let cut = excerpt_of(&text).unwrap();
+        assert_eq!(cut.len(), MAX_EXCERPT - 1);
+        assert!(cut.bytes().all(|b| b == b'a'));
+        // Invalid bytes become replacement marks, which are longer: still within the limit.
+        let garbage = vec![0xff; 10_000];
+        let cut = excerpt_of(&garbage).unwrap();
+        assert!(cut.len() <= MAX_EXCERPT && cut.starts_with('\u{fffd}'));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! that causes them; a crash can therefore never lose one.
 
 pub mod delivery;
+pub mod destination;
 pub mod events;
 pub mod jcs;
 pub mod signing;

@@ -1,12 +1,29 @@
 //! Certificates for local HTTPS receivers: the installation's development CA (made once, kept
 //! in the database), `localhost` certificates issued by it, and extra trusted roots.
+//!
+//! The development CA is name-constrained to `localhost`, `127.0.0.1` and `::1`: its key sits
+//! in the database, so a CA able to vouch for any name would let whoever reads the database
+//! impersonate any site to every machine that trusts it. Production does not trust it at all.
 
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use rcgen::{
+    BasicConstraints, CertificateParams, CidrSubnet, DnType, GeneralSubtree, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose, NameConstraints,
+};
 use sha2::{Digest, Sha256};
 
 use crate::secret::Secret;
+use crate::store::Store;
+use crate::store::settings;
+
+/// The only names the development CA may certify.
+const DEV_CA_DNS_NAMES: [&str; 1] = ["localhost"];
+const DEV_CA_ADDRESSES: [IpAddr; 2] = [
+    IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+    IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+];
 
 /// The development CA: a self-signed root whose only use is signing local receivers' certs.
 pub struct DevCa {
@@ -20,6 +37,18 @@ impl DevCa {
         let mut params = CertificateParams::new(Vec::<String>::new())?;
         params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
         params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let mut permitted: Vec<GeneralSubtree> = DEV_CA_DNS_NAMES
+            .iter()
+            .map(|n| GeneralSubtree::DnsName(n.to_string()))
+            .collect();
+        permitted.extend(DEV_CA_ADDRESSES.iter().map(|ip| {
+            let bits = if ip.is_ipv4() { 32 } else { 128 };
+            GeneralSubtree::IpAddress(CidrSubnet::from_addr_prefix(*ip, bits))
+        }));
+        params.name_constraints = Some(NameConstraints {
+            permitted_subtrees: permitted,
+            excluded_subtrees: Vec::new(),
+        });
         params
             .distinguished_name
             .push(DnType::CommonName, "mandato local development CA");
@@ -54,6 +83,51 @@ impl DevCa {
         let cert = params.signed_by(&key, &issuer)?;
         Ok((cert.pem(), Secret::new(key.serialize_pem())))
     }
+}
+
+/// Whether a CA certificate (PEM) carries X.509 name constraints. An unreadable certificate
+/// counts as unconstrained, so that it is replaced.
+pub fn is_name_constrained(cert_pem: &str) -> bool {
+    let Ok((_, pem)) = x509_parser::pem::parse_x509_pem(cert_pem.as_bytes()) else {
+        return false;
+    };
+    let Ok(cert) = pem.parse_x509() else {
+        return false;
+    };
+    matches!(cert.name_constraints(), Ok(Some(nc)) if nc.value.permitted_subtrees.is_some())
+}
+
+/// Replaces a development CA made before it was name-constrained by a new, constrained one.
+/// Certificates the old CA issued stop verifying, which is the point: `mandato dev-cert`
+/// issues new ones. Answers whether a CA was replaced.
+pub fn replace_unconstrained_dev_ca(store: &Store) -> anyhow::Result<bool> {
+    let current = store.read(|c| Ok(settings::get(c, settings::DEV_CA_CERT)?))?;
+    let Some(old) = current else {
+        return Ok(false);
+    };
+    if is_name_constrained(&old) {
+        return Ok(false);
+    }
+    let fresh = DevCa::generate()?;
+    // Replaced only if still the one read: another process may have replaced it meanwhile.
+    let replaced = store
+        .write(|tx| {
+            if settings::get(tx, settings::DEV_CA_CERT)?.as_deref() != Some(old.as_str()) {
+                return Ok(false);
+            }
+            settings::set(tx, settings::DEV_CA_KEY, fresh.key_pem.expose())?;
+            settings::set(tx, settings::DEV_CA_CERT, &fresh.cert_pem)?;
+            Ok(true)
+        })
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if replaced {
+        tracing::warn!(
+            "the development CA had no name constraints and was replaced by one limited to \
+             localhost, 127.0.0.1 and ::1; certificates issued by the old one no longer verify: \
+             run `mandato dev-cert` again"
+        );
+    }
+    Ok(replaced)
 }
 
 /// Where `mandato dev-cert` wrote its files.
@@ -148,5 +222,36 @@ mod tests {
         assert!(roots[0].subject.contains("mandato local development CA"));
         let (leaf, _) = ca.issue_localhost().unwrap();
         assert!(parse_roots(&leaf).is_err(), "a leaf is not a root");
+    }
+
+    #[test]
+    fn the_dev_ca_permits_only_localhost_and_loopback() {
+        let ca = DevCa::generate().unwrap();
+        assert!(is_name_constrained(&ca.cert_pem));
+        let (_, pem) = x509_parser::pem::parse_x509_pem(ca.cert_pem.as_bytes()).unwrap();
+        let cert = pem.parse_x509().unwrap();
+        let constraints = cert.name_constraints().unwrap().expect("name constraints");
+        assert!(constraints.critical, "name constraints must be critical");
+        let permitted: Vec<String> = constraints
+            .value
+            .permitted_subtrees
+            .as_ref()
+            .expect("permitted subtrees")
+            .iter()
+            .map(|s| format!("{:?}", s.base))
+            .collect();
+        assert_eq!(permitted.len(), 3, "{permitted:?}");
+        assert!(permitted[0].contains("\"localhost\""), "{permitted:?}");
+        assert!(constraints.value.excluded_subtrees.is_none());
+    }
+
+    #[test]
+    fn a_ca_without_constraints_is_told_apart() {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+        let old = params.self_signed(&key).unwrap().pem();
+        assert!(!is_name_constrained(&old));
+        assert!(!is_name_constrained("not a certificate"));
     }
 }

@@ -46,6 +46,9 @@ pub enum Answer {
     RetryAfter(u16, u64),
     /// Waits this long before answering 200.
     Hang(Duration),
+    /// This status with a body that does not end (it stops at 4 GiB, or when the engine hangs
+    /// up). `sent` counts the body bytes handed to the connection.
+    Endless(u16, Arc<std::sync::atomic::AtomicU64>),
 }
 
 #[derive(Default)]
@@ -148,6 +151,45 @@ async fn receive(
             tokio::time::sleep(wait).await;
             StatusCode::OK.into_response()
         }
+        Answer::Endless(code, sent) => (
+            StatusCode::from_u16(code).unwrap(),
+            axum::body::Body::new(EndlessBody {
+                left: 1 << 32,
+                sent,
+            }),
+        )
+            .into_response(),
+    }
+}
+
+/// A response body of 64 KiB chunks, produced as fast as the client reads them.
+struct EndlessBody {
+    left: u64,
+    sent: Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// The start of every hostile body: what a receiver's internals might say.
+pub const HOSTILE_MARK: &str = "internal-service-detail:";
+
+impl hyper::body::Body for EndlessBody {
+    type Data = axum::body::Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        if self.left == 0 {
+            return std::task::Poll::Ready(None);
+        }
+        let mut chunk = vec![b'x'; 64 * 1024];
+        if self.sent.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+            chunk[..HOSTILE_MARK.len()].copy_from_slice(HOSTILE_MARK.as_bytes());
+        }
+        self.left = self.left.saturating_sub(chunk.len() as u64);
+        self.sent
+            .fetch_add(chunk.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        std::task::Poll::Ready(Some(Ok(hyper::body::Frame::data(chunk.into()))))
     }
 }
 
