@@ -17,8 +17,9 @@ use super::fields;
 use super::json::{Body, parse};
 use super::users::{external_id, optional_text, required_text};
 use super::wire::MandatePayload;
+use crate::domain::date::{DATE_OUT_OF_RANGE, Date};
 use crate::domain::mandate::{Charges, SubscriptionEnd};
-use crate::domain::schedule::Periodicity;
+use crate::domain::schedule::{Periodicity, ScheduleError};
 use crate::domain::state::{MandateType, PaymentMethod};
 use crate::error::{Error, FieldErrors};
 use crate::operations::installments::check_against_charges;
@@ -490,7 +491,14 @@ fn parse_charges(
             let total = amount_of(errors);
             let given = installments.and_then(|i| i.first()).map(|i| i.due_date);
             let due_date = match &c.due_date {
-                None => Some(given.unwrap_or(today)),
+                // The business date is within the range: the sandbox clock cannot pass 9999.
+                None => match given.map_or_else(|| Date::new(today), Ok) {
+                    Ok(d) => Some(d),
+                    Err(e) => {
+                        errors.push("mandate.charges.dueDate", e.code(), e.to_string());
+                        None
+                    }
+                },
                 Some(_) => fields::future_date(
                     c.due_date.as_ref(),
                     "mandate.charges.dueDate",
@@ -512,11 +520,12 @@ fn parse_charges(
             if mandate_type == MandateType::Permanent {
                 not_allowed(c.count.is_some(), "count", errors);
                 not_allowed(c.end_date.is_some(), "endDate", errors);
-                return Some(Charges::Permanent {
+                let charges = Charges::Permanent {
                     amount: amount?,
                     periodicity: periodicity?,
                     start_date: start_date?,
-                });
+                };
+                return schedule_fits(charges, errors);
             }
             let end = match (c.count, &c.end_date) {
                 (Some(n), None) if (1..=1200).contains(&n) => {
@@ -559,11 +568,7 @@ fn parse_charges(
                 start_date: start_date?,
                 end: end?,
             };
-            if let Err(e) = charges.scheduled_installments() {
-                errors.push("mandate.charges", "INVALID_SCHEDULE", e.to_string());
-                return None;
-            }
-            Some(charges)
+            schedule_fits(charges, errors)
         }
         MandateType::Dynamic => {
             for (present, name) in [
@@ -590,6 +595,31 @@ fn parse_charges(
                 currency,
                 max_amount,
             })
+        }
+    }
+}
+
+/// The charges, when the installments they generate at creation fit the calendar. A due date
+/// past 9999-12-31 is blamed on the field that pushed it there (CONTRACT 12): the count of a
+/// SUBSCRIPTION, otherwise the start date (PERMANENT's first twelve; an end date cannot, being
+/// a date of the range itself).
+fn schedule_fits(charges: Charges, errors: &mut FieldErrors) -> Option<Charges> {
+    match charges.scheduled_installments() {
+        Ok(_) => Some(charges),
+        Err(e @ ScheduleError::DateOutOfRange) => {
+            let field = match &charges {
+                Charges::Subscription {
+                    end: SubscriptionEnd::Count(_),
+                    ..
+                } => "mandate.charges.count",
+                _ => "mandate.charges.startDate",
+            };
+            errors.push(field, DATE_OUT_OF_RANGE, e.to_string());
+            None
+        }
+        Err(e @ ScheduleError::TooManyInstallments) => {
+            errors.push("mandate.charges", "INVALID_SCHEDULE", e.to_string());
+            None
         }
     }
 }
