@@ -603,7 +603,7 @@ fn parse_instrument(
     request_body = ActivateRequest,
     responses(
         (status = 200, description = "SANDBOX_ACTIVATE_OK", body = Envelope<super::wire::MandatePayload>),
-        (status = 400, description = "Invalid instrument, method not allowed, MANDATE_STATE_CONFLICT", body = ErrorBody),
+        (status = 400, description = "Invalid instrument, method not allowed, MANDATE_STATE_CONFLICT, MAGIC_LINK_EXPIRED", body = ErrorBody),
         (status = 403, description = "Credentials refused", body = ErrorBody),
         (status = 404, description = "No such mandate in this commerce, or production", body = ErrorBody),
     ),
@@ -624,7 +624,9 @@ pub async fn activate(
         super::link::load_mandate(c, row)
     })?;
     let now = state.clock.now();
-    activation::check_activatable(&loaded.mandate, instrument.method(), now, false)?;
+    // Links expire by business time, which the sandbox clock moves.
+    let business_now = state.calendar.now(now);
+    activation::check_activatable(&loaded.mandate, instrument.method(), business_now)?;
     let enrolled = state
         .processor
         .enroll(&instrument)

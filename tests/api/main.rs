@@ -18,6 +18,7 @@ mod webhooks;
 
 mod customers;
 mod hostile_dates;
+mod hostile_portal;
 mod installments;
 mod isolation;
 mod link;
