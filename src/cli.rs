@@ -222,6 +222,8 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
                     .to_string(),
             };
             anyhow::ensure!(!name.trim().is_empty(), "the name must not be empty");
+            crate::domain::text::check_shown_text(name.trim())
+                .map_err(|e| anyhow::anyhow!("the name {e}"))?;
             let methods: Vec<PaymentMethod> = if payment_methods.is_empty() {
                 PaymentMethod::ALL.to_vec()
             } else {

@@ -10,3 +10,4 @@ pub mod money;
 pub mod rut;
 pub mod schedule;
 pub mod state;
+pub mod text;

@@ -15,7 +15,7 @@ use super::envelope::Envelope;
 use super::error::{ApiResult, ErrorBody};
 use super::fields;
 use super::json::{Body, parse};
-use super::users::{external_id, optional_text, required_text};
+use super::users::{external_id, optional_text, required_text, shown_text};
 use super::wire::MandatePayload;
 use crate::domain::date::{DATE_OUT_OF_RANGE, Date};
 use crate::domain::mandate::{Charges, SubscriptionEnd};
@@ -268,7 +268,8 @@ pub async fn cancel_mandate(
             errors.push("description", "INVALID_LENGTH", "3 to 500 characters");
             None
         }
-        Some(d) => Some(d.to_string()),
+        // One line like every shown text (`domain::text` says why).
+        Some(d) => shown_text(d, "description", 500, &mut errors),
     };
     errors.into_result()?;
     let (mandate, customer, description) = (
