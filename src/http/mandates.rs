@@ -111,7 +111,7 @@ pub struct UrlsIn {
     request_body = MandateRequest,
     responses(
         (status = 201, description = "MANDATE_CREATE_OK", body = Envelope<MandatePayload>),
-        (status = 400, description = "Invalid field, unknown customer, duplicated mandate id", body = ErrorBody),
+        (status = 400, description = "Invalid field, unknown customer, duplicated mandate id, DATE_OUT_OF_RANGE (a due date past 9999-12-31)", body = ErrorBody),
         (status = 403, description = "Credentials refused", body = ErrorBody),
     ),
     security(("apiKey" = [], "bearer" = [])))]
@@ -287,6 +287,13 @@ pub async fn cancel_mandate(
         "mandate cancelled",
         MandatePayload::new(&view, &state.public_base_url),
     ))
+}
+
+/// The whole validation of a `POST /mandate` body, without a database: the bytes as sent, and
+/// the business date the dates are checked against. The same `Err` the API answers with (a
+/// 400 naming every bad field); never a panic, for any input. Entry point for fuzzing.
+pub fn validate_mandate_request(body: &[u8], today: NaiveDate) -> Result<CreateMandate, Error> {
+    parse_mandate(parse::<MandateRequest>(body)?, today)
 }
 
 /// Turns the wire request into a validated command, reporting every problem found.
@@ -710,4 +717,56 @@ fn parse_methods(ids: Option<&[i64]>, errors: &mut FieldErrors) -> Option<Vec<Pa
         }
     }
     Some(methods)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn today() -> NaiveDate {
+        NaiveDate::from_ymd_opt(2026, 11, 23).unwrap()
+    }
+
+    fn body(charges: Value) -> Vec<u8> {
+        serde_json::json!({
+            "customer": {"userId": "cust-001"},
+            "mandate": {"id": "GYM-1", "type": "SUBSCRIPTION", "name": "Plan", "charges": charges},
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    #[test]
+    fn the_validation_entry_point_answers_like_the_api() {
+        let ok = body(serde_json::json!({"currencyId": "CLP", "amount": 100,
+            "periodicity": "MONTHLY", "startDate": "2026-12-01", "count": 3}));
+        let command = validate_mandate_request(&ok, today()).unwrap();
+        assert_eq!(command.charges.scheduled_installments().unwrap().len(), 3);
+
+        let far = body(serde_json::json!({"currencyId": "CLP", "amount": 100,
+            "periodicity": "ANNUAL", "startDate": "9999-12-01", "count": 2}));
+        match validate_mandate_request(&far, today()) {
+            Err(Error::Refused { name, field, .. }) => {
+                assert_eq!(name, "DATE_OUT_OF_RANGE");
+                assert_eq!(field.as_deref(), Some("mandate.charges.count"));
+            }
+            other => panic!("{:?}", other.err()),
+        }
+        for garbage in [
+            &b""[..],
+            b"null",
+            b"[]",
+            b"{\"mandate\": 5}",
+            b"\xff\xfe",
+            b"{\"mandate\": {}}",
+        ] {
+            assert!(
+                matches!(
+                    validate_mandate_request(garbage, today()),
+                    Err(Error::Validation(_))
+                ),
+                "{garbage:?}"
+            );
+        }
+    }
 }

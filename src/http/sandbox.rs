@@ -357,7 +357,7 @@ pub struct AdvanceRequest {
     request_body = AdvanceRequest,
     responses(
         (status = 200, description = "SANDBOX_CLOCK_OK", body = Envelope<ClockPayload>),
-        (status = 400, description = "Not forward, or not exactly one of advanceTo and advanceDays", body = ErrorBody),
+        (status = 400, description = "Not forward, not exactly one of advanceTo and advanceDays, or DATE_OUT_OF_RANGE (past 9999-12-31)", body = ErrorBody),
         (status = 403, description = "Credentials refused", body = ErrorBody),
         (status = 404, description = "Production", body = ErrorBody),
     ),
