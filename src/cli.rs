@@ -500,7 +500,8 @@ pub fn parse_uf_csv(text: &str) -> anyhow::Result<Vec<(chrono::NaiveDate, rust_d
                 None => anyhow::bail!("line {}: expected date,value", n + 1),
             },
         };
-        let Ok(date) = chrono::NaiveDate::parse_from_str(date.trim(), "%Y-%m-%d") else {
+        // A `Date`: stored dates are compared as text, so only `YYYY-MM-DD` up to 9999.
+        let Ok(date) = crate::domain::date::Date::parse(date.trim()).map(|d| d.naive()) else {
             if n == 0 {
                 continue; // a header
             }
