@@ -361,12 +361,14 @@ fn fill_fresh(config: &Config, customers: u64, mandates: u64, per_mandate: u64) 
     let mut installments_rows = 0u64;
     let mut m = 1;
     let charge_dates = |start: NaiveDate, k: u64| {
+        let start = mandato::domain::date::Date::new(start).expect("fill date in range");
         mandato::domain::schedule::nth_due_date(
             start,
             mandato::domain::schedule::Periodicity::Monthly,
             k as u32,
         )
         .expect("date")
+        .naive()
     };
     while m <= mandates {
         let tx = conn.transaction().unwrap();

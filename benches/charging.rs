@@ -336,7 +336,8 @@ fn fill_fresh(db: &Path, count: u64, per_mandate: u64, date: NaiveDate) -> Value
                     ])
                     .unwrap();
                 for k in 0..per_mandate {
-                    let due = nth_due_date(date, Periodicity::Monthly, k as u32).expect("date");
+                    let start = mandato::domain::date::Date::new(date).expect("fill date in range");
+                    let due = nth_due_date(start, Periodicity::Monthly, k as u32).expect("date");
                     istmt
                         .execute(params![
                             installment_seq(seq, k, per_mandate),

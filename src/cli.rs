@@ -226,6 +226,8 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
                     .to_string(),
             };
             anyhow::ensure!(!name.trim().is_empty(), "the name must not be empty");
+            crate::domain::text::check_shown_text(name.trim())
+                .map_err(|e| anyhow::anyhow!("the name {e}"))?;
             let methods: Vec<PaymentMethod> = if payment_methods.is_empty() {
                 PaymentMethod::ALL.to_vec()
             } else {
@@ -502,7 +504,8 @@ pub fn parse_uf_csv(text: &str) -> anyhow::Result<Vec<(chrono::NaiveDate, rust_d
                 None => anyhow::bail!("line {}: expected date,value", n + 1),
             },
         };
-        let Ok(date) = chrono::NaiveDate::parse_from_str(date.trim(), "%Y-%m-%d") else {
+        // A `Date`: stored dates are compared as text, so only `YYYY-MM-DD` up to 9999.
+        let Ok(date) = crate::domain::date::Date::parse(date.trim()).map(|d| d.naive()) else {
             if n == 0 {
                 continue; // a header
             }

@@ -48,11 +48,21 @@ impl FieldErrors {
     }
 
     /// `Ok(())` when nothing was found, otherwise the validation failure listing everything.
-    pub fn into_result(self) -> Result<(), Error> {
-        if self.0.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::Validation(self.0))
+    /// A date past 9999-12-31 (or before 1900) alone is answered under its own name, as
+    /// CONTRACT 12 gives it (`DATE_OUT_OF_RANGE` at the field); beside other problems it is one
+    /// of the `VALIDATION_ERROR`'s field errors, with the same code.
+    pub fn into_result(mut self) -> Result<(), Error> {
+        match self.0.len() {
+            0 => Ok(()),
+            1 if self.0[0].code == crate::domain::date::DATE_OUT_OF_RANGE => {
+                let only = self.0.remove(0);
+                Err(Error::Refused {
+                    name: crate::domain::date::DATE_OUT_OF_RANGE,
+                    message: only.message,
+                    field: Some(only.field),
+                })
+            }
+            _ => Err(Error::Validation(self.0)),
         }
     }
 }

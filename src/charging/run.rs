@@ -22,6 +22,7 @@ use rust_decimal::prelude::RoundingStrategy;
 
 use super::processor::{ChargeRequest, ChargeResult, Forced, Processor, ProcessorError};
 use crate::clock::{Clock, timestamp};
+use crate::domain::date::Date;
 use crate::domain::mandate::PERMANENT_HORIZON;
 use crate::domain::money::{Currency, Money};
 use crate::domain::schedule::{Periodicity, nth_due_date};
@@ -148,8 +149,12 @@ impl Charger {
 
     /// Runs the engine for `date`. Blocking: call it off the async workers.
     pub fn run(&self, date: NaiveDate, trigger: Trigger) -> Result<RunSummary> {
+        // Every date the run writes or compares is this one or derived from it, as text: a
+        // day past 9999-12-31 would not order as a date there, so such a run never starts.
+        let day = Date::new(date)
+            .map_err(|e| Error::refused(crate::domain::date::DATE_OUT_OF_RANGE, e.to_string()))?
+            .to_string();
         let _one_at_a_time = self.running.lock().unwrap_or_else(|p| p.into_inner());
-        let day = date.to_string();
         let run_seq = self
             .store
             .write(|tx| Ok(store::insert_run(tx, &day, trigger.as_str(), &self.now())?))?;
@@ -485,7 +490,7 @@ impl Charger {
                 let (Some(start), Some(periodicity), Some(currency), Some(amount)) = (
                     charges["startDate"]
                         .as_str()
-                        .and_then(|d| NaiveDate::from_str(d).ok()),
+                        .and_then(|d| Date::parse(d).ok()),
                     charges["periodicity"].as_str().and_then(Periodicity::parse),
                     charges["currencyId"].as_str().and_then(Currency::parse),
                     charges["amount"].as_number(),
@@ -498,6 +503,8 @@ impl Charger {
                 let mut n = total;
                 let mut ahead = upcoming;
                 while ahead < i64::from(PERMANENT_HORIZON) {
+                    // Past 9999-12-31 there is no next date: the mandate simply stops
+                    // generating, and the run goes on with the others.
                     let Some(due_date) = nth_due_date(start, periodicity, n as u32) else {
                         break;
                     };
@@ -626,10 +633,12 @@ pub fn next_retry(
     if !code.is_soft() {
         return None;
     }
+    // A retry that would fall after 9999-12-31 is no retry: such a date cannot be stored.
     policy_days
         .iter()
-        .map(|d| first + chrono::Duration::days(*d))
+        .filter_map(|d| first.checked_add_days(chrono::Days::new(u64::try_from(*d).ok()?)))
         .find(|d| *d > today)
+        .filter(|d| Date::new(*d).is_ok())
 }
 
 /// A UF amount in CLP at the day's value, rounded half up to whole pesos.

@@ -7,6 +7,7 @@
 //! | card ending 0069 | rejected, EXPIRED_CARD (hard) |
 //! | bank account ending 0000 (or any other ending) | IN_VALIDATION, approved at the next run |
 //! | bank account ending 9999 | IN_VALIDATION, rejected BANK_VALIDATION_FAILED at the next run |
+//! | card or bank account ending 0119 | refused at enrolment (the issuer will not tokenise it) |
 //!
 //! A sandbox-forced outcome wins over the instrument's.
 
@@ -45,6 +46,10 @@ fn now() -> String {
     timestamp(chrono::Utc::now())
 }
 
+/// The last four digits of a test card or account that the issuer refuses to enrol, so the
+/// enrolment routes can be tried against a decline.
+const ENROLMENT_REFUSED: &str = "0119";
+
 /// What the test instrument's last four digits decide.
 fn card_outcome(last4: &str) -> Result<(), RejectionCode> {
     match last4 {
@@ -71,6 +76,11 @@ impl Processor for SimulatedProcessor {
     fn enroll(&self, instrument: &InstrumentInput) -> Result<Enrolled, ProcessorError> {
         let token = crate::ids::new_id("tok");
         let last4 = instrument.last4();
+        if last4 == ENROLMENT_REFUSED {
+            return Err(ProcessorError::Refused(
+                "the issuer refused to enrol the instrument".into(),
+            ));
+        }
         let (kind, brand) = match instrument {
             InstrumentInput::Card { number, .. } => {
                 ("CARD", Some(card_brand(number.expose()).to_string()))

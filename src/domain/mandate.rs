@@ -1,8 +1,8 @@
 //! What a mandate charges, and the installments that follow from it (CONTRACT 5).
 
-use chrono::NaiveDate;
 use serde_json::{Value, json};
 
+use super::date::Date;
 use super::money::{Currency, Money};
 use super::schedule::{self, Periodicity};
 use super::state::MandateType;
@@ -14,7 +14,7 @@ pub const PERMANENT_HORIZON: u32 = 12;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SubscriptionEnd {
     Count(u32),
-    EndDate(NaiveDate),
+    EndDate(Date),
 }
 
 /// The accepted `mandate.charges`, one shape per mandate type.
@@ -22,18 +22,18 @@ pub enum SubscriptionEnd {
 pub enum Charges {
     Onepay {
         total: Money,
-        due_date: NaiveDate,
+        due_date: Date,
     },
     Subscription {
         amount: Money,
         periodicity: Periodicity,
-        start_date: NaiveDate,
+        start_date: Date,
         end: SubscriptionEnd,
     },
     Permanent {
         amount: Money,
         periodicity: Periodicity,
-        start_date: NaiveDate,
+        start_date: Date,
     },
     Dynamic {
         currency: Currency,
@@ -46,7 +46,7 @@ pub enum Charges {
 pub struct PlannedInstallment {
     pub id: String,
     pub amount: Money,
-    pub due_date: NaiveDate,
+    pub due_date: Date,
 }
 
 impl Charges {
@@ -74,7 +74,7 @@ impl Charges {
     pub fn scheduled_installments(
         &self,
     ) -> Result<Vec<PlannedInstallment>, schedule::ScheduleError> {
-        let numbered = |amount: &Money, dates: Vec<NaiveDate>| {
+        let numbered = |amount: &Money, dates: Vec<Date>| {
             dates
                 .into_iter()
                 .enumerate()

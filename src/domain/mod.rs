@@ -2,6 +2,7 @@
 //! into a type that can only hold a valid value, so the rest of the crate never re-checks it.
 
 pub mod contact;
+pub mod date;
 pub mod external_id;
 pub mod instrument;
 pub mod mandate;
@@ -9,3 +10,4 @@ pub mod money;
 pub mod rut;
 pub mod schedule;
 pub mod state;
+pub mod text;

@@ -7,8 +7,10 @@
 
 use std::fmt;
 
-use chrono::{Days, Months, NaiveDate};
+use chrono::{Days, Months};
 use thiserror::Error;
+
+use super::date::Date;
 
 /// The most installments one schedule may have. A hundred years of monthly charges, or twenty-three
 /// years of weekly ones, is far beyond any real mandate, and the bound keeps a mistyped count or
@@ -84,29 +86,31 @@ pub enum ScheduleError {
     /// The count, or the end date, asks for more than [`MAX_INSTALLMENTS`] installments.
     #[error("the schedule would have more than 1200 installments")]
     TooManyInstallments,
-    /// A due date would fall beyond the last date the calendar can represent.
-    #[error("a due date of the schedule is out of the supported date range")]
+    /// A due date would fall after [`Date::MAX`], 9999-12-31.
+    #[error("a due date of the schedule would fall after 9999-12-31")]
     DateOutOfRange,
 }
 
 /// The due date of installment `n`, counted from 0: installment 0 falls on `start`. Weekly
 /// installments are `7 * n` days after the start; the others are `n` periods of months after it,
-/// on the start's day of the month or on the month's last day when it is shorter. `None` only
-/// when the date would be beyond the representable calendar.
-pub fn nth_due_date(start: NaiveDate, periodicity: Periodicity, n: u32) -> Option<NaiveDate> {
-    match periodicity.months() {
+/// on the start's day of the month or on the month's last day when it is shorter. `None` when
+/// the date would fall after [`Date::MAX`].
+pub fn nth_due_date(start: Date, periodicity: Periodicity, n: u32) -> Option<Date> {
+    let start = start.naive();
+    let day = match periodicity.months() {
         None => start.checked_add_days(Days::new(u64::from(n) * 7)),
         Some(months) => start.checked_add_months(Months::new(n.checked_mul(months)?)),
-    }
+    }?;
+    Date::new(day).ok()
 }
 
 /// The first `count` due dates from `start`. A count of zero gives no dates; the caller decides
 /// whether an empty schedule is acceptable.
 pub fn dates_by_count(
-    start: NaiveDate,
+    start: Date,
     periodicity: Periodicity,
     count: u32,
-) -> Result<Vec<NaiveDate>, ScheduleError> {
+) -> Result<Vec<Date>, ScheduleError> {
     if count > MAX_INSTALLMENTS {
         return Err(ScheduleError::TooManyInstallments);
     }
@@ -118,13 +122,13 @@ pub fn dates_by_count(
 /// Every due date from `start` up to and including `end_inclusive`. An end before the start gives
 /// no dates; more than [`MAX_INSTALLMENTS`] dates is refused.
 pub fn dates_until(
-    start: NaiveDate,
+    start: Date,
     periodicity: Periodicity,
-    end_inclusive: NaiveDate,
-) -> Result<Vec<NaiveDate>, ScheduleError> {
+    end_inclusive: Date,
+) -> Result<Vec<Date>, ScheduleError> {
     let mut dates = Vec::new();
     for n in 0.. {
-        // A date the calendar cannot hold is necessarily after `end_inclusive`, which it holds.
+        // A date after `Date::MAX` is necessarily after `end_inclusive`, which is a `Date`.
         match nth_due_date(start, periodicity, n) {
             Some(date) if date <= end_inclusive => {
                 if dates.len() >= MAX_INSTALLMENTS as usize {
@@ -142,11 +146,11 @@ pub fn dates_until(
 mod tests {
     use super::*;
 
-    fn date(text: &str) -> NaiveDate {
+    fn date(text: &str) -> Date {
         text.parse().unwrap_or_else(|e| panic!("{text:?}: {e}"))
     }
 
-    fn dates(texts: &[&str]) -> Vec<NaiveDate> {
+    fn dates(texts: &[&str]) -> Vec<Date> {
         texts.iter().map(|t| date(t)).collect()
     }
 
@@ -230,8 +234,20 @@ mod tests {
     }
 
     #[test]
-    fn nth_due_date_is_none_beyond_the_calendar() {
-        let last = NaiveDate::MAX;
+    fn nth_due_date_is_none_after_9999() {
+        let last = Date::MAX;
+        assert_eq!(
+            nth_due_date(date("9999-12-01"), Periodicity::Annual, 1),
+            None
+        );
+        assert_eq!(
+            nth_due_date(date("9999-12-25"), Periodicity::Weekly, 1),
+            None
+        );
+        assert_eq!(
+            nth_due_date(date("9999-12-24"), Periodicity::Weekly, 1),
+            Some(last)
+        );
         assert_eq!(nth_due_date(last, Periodicity::Weekly, 1), None);
         assert_eq!(nth_due_date(last, Periodicity::Monthly, 1), None);
         assert_eq!(
@@ -306,8 +322,16 @@ mod tests {
             );
         }
         assert_eq!(
-            dates_by_count(NaiveDate::MAX, Periodicity::Monthly, 2),
+            dates_by_count(Date::MAX, Periodicity::Monthly, 2),
             Err(ScheduleError::DateOutOfRange)
+        );
+        assert_eq!(
+            dates_by_count(date("9999-06-01"), Periodicity::Monthly, 12),
+            Err(ScheduleError::DateOutOfRange)
+        );
+        assert_eq!(
+            dates_by_count(date("9999-01-01"), Periodicity::Monthly, 12).map(|d| d.len()),
+            Ok(12)
         );
     }
 
@@ -415,15 +439,17 @@ mod tests {
             Err(ScheduleError::TooManyInstallments)
         );
         assert_eq!(
-            dates_until(start, Periodicity::Weekly, NaiveDate::MAX),
+            dates_until(start, Periodicity::Weekly, Date::MAX),
             Err(ScheduleError::TooManyInstallments)
         );
     }
 
     #[test]
     fn dates_until_stops_at_the_end_of_the_calendar() {
-        let start = NaiveDate::MAX.checked_sub_days(Days::new(10)).unwrap();
-        let result = dates_until(start, Periodicity::Weekly, NaiveDate::MAX).unwrap();
-        assert_eq!(result, vec![start, start + Days::new(7)]);
+        let start = date("9999-12-21");
+        let result = dates_until(start, Periodicity::Weekly, Date::MAX).unwrap();
+        assert_eq!(result, vec![start, date("9999-12-28")]);
+        let annual = dates_until(date("9998-12-01"), Periodicity::Annual, Date::MAX).unwrap();
+        assert_eq!(annual, vec![date("9998-12-01"), date("9999-12-01")]);
     }
 }

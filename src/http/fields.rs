@@ -3,6 +3,7 @@
 
 use chrono::NaiveDate;
 
+use crate::domain::date::Date;
 use crate::domain::money::{Currency, Money};
 use crate::error::{Error, FieldErrors};
 use crate::notify::destination::Destinations;
@@ -63,15 +64,16 @@ pub fn money(
     }
 }
 
-pub fn date(value: Option<&String>, field: &str, errors: &mut FieldErrors) -> Option<NaiveDate> {
+/// A `YYYY-MM-DD` date from 1900-01-01 to 9999-12-31 (`domain::date` says why the range).
+pub fn date(value: Option<&String>, field: &str, errors: &mut FieldErrors) -> Option<Date> {
     let Some(text) = value else {
         errors.missing(field);
         return None;
     };
-    match NaiveDate::parse_from_str(text, "%Y-%m-%d") {
-        Ok(d) if text.len() == 10 => Some(d),
-        _ => {
-            errors.push(field, "INVALID_DATE", "must be a date YYYY-MM-DD");
+    match Date::parse(text) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            errors.push(field, e.code(), e.to_string());
             None
         }
     }
@@ -83,7 +85,7 @@ pub fn future_date(
     field: &str,
     today: NaiveDate,
     errors: &mut FieldErrors,
-) -> Option<NaiveDate> {
+) -> Option<Date> {
     let d = date(value, field, errors)?;
     if d < today {
         errors.push(field, "DATE_IN_PAST", format!("must be {today} or later"));

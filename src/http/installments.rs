@@ -88,7 +88,7 @@ fn product_ref(product: Option<&ProductRefIn>, errors: &mut FieldErrors) -> Opti
     request_body = AddInstallmentsRequest,
     responses(
         (status = 201, description = "INSTALLMENTS_CREATE_OK", body = Envelope<InstallmentsPayload>),
-        (status = 400, description = "Invalid field, duplicated id, not DYNAMIC, MANDATE_STATE_CONFLICT", body = ErrorBody),
+        (status = 400, description = "Invalid field, duplicated id, not DYNAMIC, MANDATE_STATE_CONFLICT, DATE_OUT_OF_RANGE", body = ErrorBody),
         (status = 403, description = "Credentials refused", body = ErrorBody),
         (status = 404, description = "No such mandate of this customer in this commerce", body = ErrorBody),
     ),

@@ -161,6 +161,60 @@ fn unavailable(commerce: &str) -> Response {
     )
 }
 
+/// 429 with `Retry-After`: the link had its declined attempts for the hour (CONTRACT 12).
+/// Checked before the processor is called, so a card tried here is never sent.
+fn too_many_declines(state: &AppState, commerce: &str, retry_at: DateTime<Utc>) -> Response {
+    let wait = (retry_at - state.clock.now()).num_seconds().max(0) + 1;
+    let local = retry_at.with_timezone(&state.calendar.time_zone());
+    let minutes = (wait + 59) / 60;
+    let text = format!(
+        "Este enlace tuvo varios intentos de pago rechazados en la última hora y, por \
+         seguridad, no acepta nuevos intentos por ahora. Podrá intentarlo otra vez en {minutes} \
+         {}, desde las {} del {}. No se hizo ningún cargo.",
+        if minutes == 1 { "minuto" } else { "minutos" },
+        local.format("%H:%M"),
+        spanish::date(local.date_naive()),
+    );
+    let mut response = html(
+        StatusCode::TOO_MANY_REQUESTS,
+        render::message_page("Demasiados intentos rechazados", &text, Some(commerce)),
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(wait));
+    response
+}
+
+/// Claims one of the link's processor attempts, or answers the 429 page.
+async fn claim_attempt(
+    state: &AppState,
+    loaded: &Loaded,
+) -> std::result::Result<activation::PortalClaim, Response> {
+    let seq = loaded.mandate.seq;
+    let now = state.clock.now();
+    match write(state, move |tx| {
+        activation::claim_portal_attempt(tx, seq, now)
+    })
+    .await
+    {
+        Ok(Ok(claim)) => Ok(claim),
+        Ok(Err(retry_at)) => Err(too_many_declines(state, &loaded.commerce.name, retry_at)),
+        Err(e) => Err(failure(&e)),
+    }
+}
+
+/// An attempt that ended without a decline is forgotten; failing to forget it only makes the
+/// limit stricter for an hour, so it is logged, not shown.
+async fn release_attempt(state: &AppState, claim: activation::PortalClaim) {
+    if let Err(e) = write(state, move |tx| {
+        activation::release_portal_attempt(tx, claim)
+    })
+    .await
+    {
+        tracing::warn!(error = %e, "portal attempt not released");
+    }
+}
+
 fn bad_form(rejection: &FormRejection) -> Response {
     if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
         return html(
@@ -537,15 +591,18 @@ async fn activate(
             None,
         );
     };
-    if let Err(e) =
-        activation::check_activatable(&loaded.mandate, method, business_now(&state), true)
-    {
+    if let Err(e) = activation::check_activatable(&loaded.mandate, method, business_now(&state)) {
         return refused_activation(&state, &token, &loaded, method, back(Vec::new()), e);
     }
 
+    let claim = match claim_attempt(&state, &loaded).await {
+        Ok(claim) => claim,
+        Err(response) => return response,
+    };
     let enrolling = instrument.clone();
     let enrolled = match with_processor(&state, move |p| p.enroll(&enrolling)).await {
         Ok(enrolled) => enrolled,
+        // A refused instrument is a decline: its claim stays and counts.
         Err(ProcessorError::Refused(reason)) => {
             tracing::info!(%reason, "instrument refused at enrolment");
             let field = if method.is_card() {
@@ -569,6 +626,7 @@ async fn activate(
         }
         Err(ProcessorError::Unavailable(reason)) => {
             tracing::warn!(%reason, "processor unavailable at enrolment");
+            release_attempt(&state, claim).await;
             return unavailable(&loaded.commerce.name);
         }
     };
@@ -591,7 +649,8 @@ async fn activate(
         // Checked again inside the transaction: another activation or a cancellation may
         // have landed since the page was read.
         let fresh = mandates::by_seq(tx, seq)?;
-        activation::check_activatable(&fresh, method, check_at, true)?;
+        activation::check_activatable(&fresh, method, check_at)?;
+        activation::release_portal_attempt(tx, claim)?;
         activation::activate(
             tx,
             &commerce,
@@ -626,7 +685,11 @@ async fn activate(
                     )
                 })
         }
-        Err(e) => refused_activation(&state, &token, &loaded, method, back(Vec::new()), e),
+        Err(e) => {
+            // The instrument was accepted; the activation lost a race or a rule: no decline.
+            release_attempt(&state, claim).await;
+            refused_activation(&state, &token, &loaded, method, back(Vec::new()), e)
+        }
     }
 }
 
@@ -901,6 +964,10 @@ async fn pay(
         }
     };
 
+    let claim = match claim_attempt(&state, &loaded).await {
+        Ok(claim) => claim,
+        Err(response) => return response,
+    };
     let charged = installment.clone();
     let outcome = with_processor(&state, move |p| {
         let enrolled = p.enroll(&card)?;
@@ -942,6 +1009,7 @@ async fn pay(
             // Cards settle at once; a pending card charge is the processor's oddity. Nothing is
             // recorded, and the next try reuses the key, so it cannot charge twice.
             tracing::warn!(%key, "portal card charge left pending");
+            release_attempt(&state, claim).await;
             return info(
                 StatusCode::ACCEPTED,
                 Notice::Info(
@@ -969,6 +1037,7 @@ async fn pay(
         }
         Err(ProcessorError::Unavailable(reason)) => {
             tracing::warn!(%reason, "processor unavailable for a portal payment");
+            release_attempt(&state, claim).await;
             return unavailable(&loaded.commerce.name);
         }
     };
@@ -977,6 +1046,7 @@ async fn pay(
     let (mandate_seq, installment_seq) = (loaded.mandate.seq, installment.seq);
     let code = authorization_code.clone();
     let now = state.clock.now();
+    release_attempt(&state, claim).await;
     let recorded = write(&state, move |tx| {
         let mandate = mandates::by_seq(tx, mandate_seq)?;
         let fresh = installment_store::by_seq(tx, installment_seq)?;

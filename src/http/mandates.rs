@@ -15,10 +15,11 @@ use super::envelope::Envelope;
 use super::error::{ApiResult, ErrorBody};
 use super::fields;
 use super::json::{Body, parse};
-use super::users::{external_id, optional_text, required_text};
+use super::users::{external_id, optional_text, required_text, shown_text};
 use super::wire::MandatePayload;
+use crate::domain::date::{DATE_OUT_OF_RANGE, Date};
 use crate::domain::mandate::{Charges, SubscriptionEnd};
-use crate::domain::schedule::Periodicity;
+use crate::domain::schedule::{Periodicity, ScheduleError};
 use crate::domain::state::{MandateType, PaymentMethod};
 use crate::error::{Error, FieldErrors};
 use crate::operations::installments::check_against_charges;
@@ -110,7 +111,7 @@ pub struct UrlsIn {
     request_body = MandateRequest,
     responses(
         (status = 201, description = "MANDATE_CREATE_OK", body = Envelope<MandatePayload>),
-        (status = 400, description = "Invalid field, unknown customer, duplicated mandate id; WEBHOOK_URL_NOT_ALLOWED: in production, a webhook URL whose host is a loopback, private or other reserved address, or localhost", body = ErrorBody),
+        (status = 400, description = "Invalid field, unknown customer, duplicated mandate id; DATE_OUT_OF_RANGE: a due date past 9999-12-31; WEBHOOK_URL_NOT_ALLOWED: in production, a webhook URL whose host is a loopback, private or other reserved address, or localhost", body = ErrorBody),
         (status = 403, description = "Credentials refused", body = ErrorBody),
     ),
     security(("apiKey" = [], "bearer" = [])))]
@@ -280,7 +281,8 @@ pub async fn cancel_mandate(
             errors.push("description", "INVALID_LENGTH", "3 to 500 characters");
             None
         }
-        Some(d) => Some(d.to_string()),
+        // One line like every shown text (`domain::text` says why).
+        Some(d) => shown_text(d, "description", 500, &mut errors),
     };
     errors.into_result()?;
     let (mandate, customer, description) = (
@@ -298,6 +300,13 @@ pub async fn cancel_mandate(
         "mandate cancelled",
         MandatePayload::new(&view, &state.public_base_url),
     ))
+}
+
+/// The whole validation of a `POST /mandate` body, without a database: the bytes as sent, and
+/// the business date the dates are checked against. The same `Err` the API answers with (a
+/// 400 naming every bad field); never a panic, for any input. Entry point for fuzzing.
+pub fn validate_mandate_request(body: &[u8], today: NaiveDate) -> Result<CreateMandate, Error> {
+    parse_mandate(parse::<MandateRequest>(body)?, today)
 }
 
 /// Turns the wire request into a validated command, reporting every problem found.
@@ -503,7 +512,14 @@ fn parse_charges(
             let total = amount_of(errors);
             let given = installments.and_then(|i| i.first()).map(|i| i.due_date);
             let due_date = match &c.due_date {
-                None => Some(given.unwrap_or(today)),
+                // The business date is within the range: the sandbox clock cannot pass 9999.
+                None => match given.map_or_else(|| Date::new(today), Ok) {
+                    Ok(d) => Some(d),
+                    Err(e) => {
+                        errors.push("mandate.charges.dueDate", e.code(), e.to_string());
+                        None
+                    }
+                },
                 Some(_) => fields::future_date(
                     c.due_date.as_ref(),
                     "mandate.charges.dueDate",
@@ -525,11 +541,12 @@ fn parse_charges(
             if mandate_type == MandateType::Permanent {
                 not_allowed(c.count.is_some(), "count", errors);
                 not_allowed(c.end_date.is_some(), "endDate", errors);
-                return Some(Charges::Permanent {
+                let charges = Charges::Permanent {
                     amount: amount?,
                     periodicity: periodicity?,
                     start_date: start_date?,
-                });
+                };
+                return schedule_fits(charges, errors);
             }
             let end = match (c.count, &c.end_date) {
                 (Some(n), None) if (1..=1200).contains(&n) => {
@@ -572,11 +589,7 @@ fn parse_charges(
                 start_date: start_date?,
                 end: end?,
             };
-            if let Err(e) = charges.scheduled_installments() {
-                errors.push("mandate.charges", "INVALID_SCHEDULE", e.to_string());
-                return None;
-            }
-            Some(charges)
+            schedule_fits(charges, errors)
         }
         MandateType::Dynamic => {
             for (present, name) in [
@@ -603,6 +616,31 @@ fn parse_charges(
                 currency,
                 max_amount,
             })
+        }
+    }
+}
+
+/// The charges, when the installments they generate at creation fit the calendar. A due date
+/// past 9999-12-31 is blamed on the field that pushed it there (CONTRACT 12): the count of a
+/// SUBSCRIPTION, otherwise the start date (PERMANENT's first twelve; an end date cannot, being
+/// a date of the range itself).
+fn schedule_fits(charges: Charges, errors: &mut FieldErrors) -> Option<Charges> {
+    match charges.scheduled_installments() {
+        Ok(_) => Some(charges),
+        Err(e @ ScheduleError::DateOutOfRange) => {
+            let field = match &charges {
+                Charges::Subscription {
+                    end: SubscriptionEnd::Count(_),
+                    ..
+                } => "mandate.charges.count",
+                _ => "mandate.charges.startDate",
+            };
+            errors.push(field, DATE_OUT_OF_RANGE, e.to_string());
+            None
+        }
+        Err(e @ ScheduleError::TooManyInstallments) => {
+            errors.push("mandate.charges", "INVALID_SCHEDULE", e.to_string());
+            None
         }
     }
 }
@@ -692,4 +730,56 @@ fn parse_methods(ids: Option<&[i64]>, errors: &mut FieldErrors) -> Option<Vec<Pa
         }
     }
     Some(methods)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn today() -> NaiveDate {
+        NaiveDate::from_ymd_opt(2026, 11, 23).unwrap()
+    }
+
+    fn body(charges: Value) -> Vec<u8> {
+        serde_json::json!({
+            "customer": {"userId": "cust-001"},
+            "mandate": {"id": "GYM-1", "type": "SUBSCRIPTION", "name": "Plan", "charges": charges},
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    #[test]
+    fn the_validation_entry_point_answers_like_the_api() {
+        let ok = body(serde_json::json!({"currencyId": "CLP", "amount": 100,
+            "periodicity": "MONTHLY", "startDate": "2026-12-01", "count": 3}));
+        let command = validate_mandate_request(&ok, today()).unwrap();
+        assert_eq!(command.charges.scheduled_installments().unwrap().len(), 3);
+
+        let far = body(serde_json::json!({"currencyId": "CLP", "amount": 100,
+            "periodicity": "ANNUAL", "startDate": "9999-12-01", "count": 2}));
+        match validate_mandate_request(&far, today()) {
+            Err(Error::Refused { name, field, .. }) => {
+                assert_eq!(name, "DATE_OUT_OF_RANGE");
+                assert_eq!(field.as_deref(), Some("mandate.charges.count"));
+            }
+            other => panic!("{:?}", other.err()),
+        }
+        for garbage in [
+            &b""[..],
+            b"null",
+            b"[]",
+            b"{\"mandate\": 5}",
+            b"\xff\xfe",
+            b"{\"mandate\": {}}",
+        ] {
+            assert!(
+                matches!(
+                    validate_mandate_request(garbage, today()),
+                    Err(Error::Validation(_))
+                ),
+                "{garbage:?}"
+            );
+        }
+    }
 }

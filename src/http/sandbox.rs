@@ -11,6 +11,7 @@ use super::auth::Authed;
 use super::envelope::Envelope;
 use super::error::{ApiResult, ErrorBody};
 use super::json::Body;
+use crate::domain::date::{DATE_OUT_OF_RANGE, Date, DateError};
 use crate::error::Error;
 use crate::notify::delivery::Faults;
 use crate::store::deliveries::{self, AttemptRow, EventSummary};
@@ -356,7 +357,7 @@ pub struct AdvanceRequest {
     request_body = AdvanceRequest,
     responses(
         (status = 200, description = "SANDBOX_CLOCK_OK", body = Envelope<ClockPayload>),
-        (status = 400, description = "Not forward, or not exactly one of advanceTo and advanceDays", body = ErrorBody),
+        (status = 400, description = "Not forward, not exactly one of advanceTo and advanceDays, or DATE_OUT_OF_RANGE (past 9999-12-31)", body = ErrorBody),
         (status = 403, description = "Credentials refused", body = ErrorBody),
         (status = 404, description = "Production", body = ErrorBody),
     ),
@@ -376,16 +377,22 @@ pub async fn advance_clock(
     ))
 }
 
-/// The date an advance request asks for: forward only, at most 400 days.
+/// The date an advance request asks for: forward only, at most 400 days, never past
+/// 9999-12-31 (the last day the store can compare as a date).
 pub fn advance_target(
     body: &AdvanceRequest,
     today: chrono::NaiveDate,
 ) -> Result<chrono::NaiveDate, Error> {
     match (&body.advance_to, body.advance_days) {
         (Some(date), None) => {
-            let target = chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d").map_err(|_| {
-                Error::validation("advanceTo", "INVALID_DATE", "must be a date YYYY-MM-DD")
-            })?;
+            let target = Date::parse(date)
+                .map_err(|e| match e {
+                    DateError::OutOfRange => {
+                        Error::refused_at(DATE_OUT_OF_RANGE, "advanceTo", e.to_string())
+                    }
+                    DateError::Invalid => Error::validation("advanceTo", e.code(), e.to_string()),
+                })?
+                .naive();
             if target <= today {
                 return Err(Error::validation(
                     "advanceTo",
@@ -402,7 +409,17 @@ pub fn advance_target(
             }
             Ok(target)
         }
-        (None, Some(days)) if (1..=400).contains(&days) => Ok(today + chrono::Duration::days(days)),
+        (None, Some(days)) if (1..=400).contains(&days) => {
+            let target = today + chrono::Duration::days(days);
+            if target > Date::MAX.naive() {
+                return Err(Error::refused_at(
+                    DATE_OUT_OF_RANGE,
+                    "advanceDays",
+                    format!("the business clock cannot pass {}", Date::MAX),
+                ));
+            }
+            Ok(target)
+        }
         (None, Some(_)) => Err(Error::validation("advanceDays", "OUT_OF_RANGE", "1 to 400")),
         _ => Err(Error::validation(
             "body",
@@ -586,7 +603,7 @@ fn parse_instrument(
     request_body = ActivateRequest,
     responses(
         (status = 200, description = "SANDBOX_ACTIVATE_OK", body = Envelope<super::wire::MandatePayload>),
-        (status = 400, description = "Invalid instrument, method not allowed, MANDATE_STATE_CONFLICT", body = ErrorBody),
+        (status = 400, description = "Invalid instrument, method not allowed, MANDATE_STATE_CONFLICT, MAGIC_LINK_EXPIRED", body = ErrorBody),
         (status = 403, description = "Credentials refused", body = ErrorBody),
         (status = 404, description = "No such mandate in this commerce, or production", body = ErrorBody),
     ),
@@ -607,7 +624,9 @@ pub async fn activate(
         super::link::load_mandate(c, row)
     })?;
     let now = state.clock.now();
-    activation::check_activatable(&loaded.mandate, instrument.method(), now, false)?;
+    // Links expire by business time, which the sandbox clock moves.
+    let business_now = state.calendar.now(now);
+    activation::check_activatable(&loaded.mandate, instrument.method(), business_now)?;
     let enrolled = state
         .processor
         .enroll(&instrument)

@@ -13,6 +13,7 @@ use super::wire::CustomerDto;
 use crate::domain::contact::Email;
 use crate::domain::external_id::ExternalId;
 use crate::domain::rut::Rut;
+use crate::domain::text;
 use crate::error::{Error, FieldErrors};
 use crate::store::customers::{CustomerInput, Upserted};
 
@@ -111,7 +112,8 @@ pub async fn create_user(
     })
 }
 
-/// A required, non-blank text of at most `max` characters.
+/// A required, non-blank text of at most `max` characters, shown to people as it is
+/// (`domain::text`: no control or text-direction characters).
 pub fn required_text(
     value: Option<&String>,
     field: &str,
@@ -123,15 +125,11 @@ pub fn required_text(
             errors.missing(field);
             None
         }
-        Some(v) if v.chars().count() > max => {
-            errors.push(field, "TOO_LONG", format!("at most {max} characters"));
-            None
-        }
-        Some(v) => Some(v.to_string()),
+        Some(v) => shown_text(v, field, max, errors),
     }
 }
 
-/// An optional text: blank counts as absent.
+/// An optional text: blank counts as absent. Otherwise as [`required_text`].
 pub fn optional_text(
     value: Option<&String>,
     field: &str,
@@ -140,12 +138,23 @@ pub fn optional_text(
 ) -> Option<String> {
     match value.map(|v| v.trim()) {
         None | Some("") => None,
-        Some(v) if v.chars().count() > max => {
-            errors.push(field, "TOO_LONG", format!("at most {max} characters"));
-            None
-        }
-        Some(v) => Some(v.to_string()),
+        Some(v) => shown_text(v, field, max, errors),
     }
+}
+
+/// A trimmed, non-blank text: at most `max` characters, none of them refused by
+/// `domain::text`. Both problems are reported when both are there.
+pub fn shown_text(text: &str, field: &str, max: usize, errors: &mut FieldErrors) -> Option<String> {
+    let mut ok = true;
+    if text.chars().count() > max {
+        errors.push(field, "TOO_LONG", format!("at most {max} characters"));
+        ok = false;
+    }
+    if let Err(refused) = text::check_shown_text(text) {
+        errors.push(field, text::INVALID_CHARACTERS, refused.to_string());
+        ok = false;
+    }
+    ok.then(|| text.to_string())
 }
 
 pub fn external_id(

@@ -28,12 +28,13 @@ pub struct Acceptance {
     pub terms: String,
 }
 
-/// Whether `mandate` can be activated with `method` now; the message says why not.
+/// Whether `mandate` can be activated with `method` at business time `now`; the message says
+/// why not. Every enrolment route asks it, the sandbox's too: an expired link is expired for
+/// the merchant's test tools exactly as for the customer's page.
 pub fn check_activatable(
     mandate: &MandateRow,
     method: PaymentMethod,
     now: DateTime<Utc>,
-    check_link_expiry: bool,
 ) -> Result<()> {
     if mandate.state != MandateState::Pending {
         return Err(Error::refused(
@@ -44,9 +45,8 @@ pub fn check_activatable(
             ),
         ));
     }
-    if check_link_expiry
-        && DateTime::parse_from_rfc3339(&mandate.magic_link_expires_at)
-            .is_ok_and(|e| e.with_timezone(&Utc) <= now)
+    if DateTime::parse_from_rfc3339(&mandate.magic_link_expires_at)
+        .is_ok_and(|e| e.with_timezone(&Utc) <= now)
     {
         return Err(Error::refused(
             "MAGIC_LINK_EXPIRED",
@@ -169,4 +169,44 @@ pub fn activate(
     });
     events::record_activation(conn, commerce, &active, &customer, file.as_deref(), now)?;
     mandates::view(conn, active)
+}
+
+/// How many declined payment attempts one Magic Link may make in [`PORTAL_WINDOW`] (CONTRACT
+/// 12): enough for a customer's typos, far too few to test stolen cards through the portal.
+pub const PORTAL_DECLINES_PER_WINDOW: i64 = 5;
+/// The window the declines are counted in.
+pub const PORTAL_WINDOW: chrono::Duration = chrono::Duration::hours(1);
+
+/// A portal attempt allowed to reach the processor; release it unless it ended in a decline.
+#[derive(Clone, Copy, Debug)]
+pub struct PortalClaim(i64);
+
+/// Claims the right to send one portal attempt of the mandate's link to the processor, at
+/// wall time `now`. Refused with the time the link accepts attempts again when it already has
+/// [`PORTAL_DECLINES_PER_WINDOW`] declines (or attempts under way) in the last hour.
+pub fn claim_portal_attempt(
+    conn: &Connection,
+    mandate_seq: i64,
+    now: DateTime<Utc>,
+) -> Result<std::result::Result<PortalClaim, DateTime<Utc>>> {
+    let claimed = mandate_store::claim_portal_attempt(
+        conn,
+        mandate_seq,
+        &timestamp(now),
+        &timestamp(now - PORTAL_WINDOW),
+        PORTAL_DECLINES_PER_WINDOW,
+    )?;
+    Ok(match claimed {
+        Ok(seq) => Ok(PortalClaim(seq)),
+        Err(oldest) => {
+            let oldest = DateTime::parse_from_rfc3339(&oldest)
+                .map_err(|e| Error::Internal(anyhow::anyhow!("stored attempt time: {e}")))?;
+            Err(oldest.with_timezone(&Utc) + PORTAL_WINDOW)
+        }
+    })
+}
+
+/// The claimed attempt did not end in a decline: it does not count against the link.
+pub fn release_portal_attempt(conn: &Connection, claim: PortalClaim) -> Result<()> {
+    Ok(mandate_store::release_portal_attempt(conn, claim.0)?)
 }

@@ -2,11 +2,11 @@
 
 use std::collections::HashSet;
 
-use chrono::NaiveDate;
 use rusqlite::Connection;
 use serde_json::{Value, json};
 
 use super::{Ctx, CustomerRef, MandateRef};
+use crate::domain::date::Date;
 use crate::domain::money::{Currency, Money};
 use crate::domain::state::{InstallmentState, MandateState, MandateType};
 use crate::error::{Error, FieldErrors, Result};
@@ -133,7 +133,7 @@ pub fn add(conn: &Connection, ctx: &Ctx<'_>, cmd: AddInstallments) -> Result<Add
 
 /// Evidence of a payment made outside the automatic flow.
 pub struct PaymentEvidence {
-    pub date: NaiveDate,
+    pub date: Date,
     pub amount: Money,
     pub authorization_code: Option<String>,
     pub method: Option<String>,

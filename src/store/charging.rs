@@ -4,12 +4,19 @@
 use rusqlite::{Connection, params};
 
 use super::optional;
+use crate::domain::date::Date;
 use crate::domain::state::{InstallmentState, MandateState};
 
 /// What makes an installment due on `?1`: PENDING ones of ACTIVE mandates due by then, and
 /// REJECTED ones whose retry falls due; never one already attempted on `?1`. Two branches, each
 /// on its own index (`installments_due`, and `installments_retry` for the few retries).
+///
+/// Dates compare as text, which is date order for the `YYYY-MM-DD` form every `Date` writes.
+/// A row written before dates were bounded may hold a signed year (`+10000-12-01`), which sorts
+/// below every such date; the lower bound `Date::MIN` keeps those out of every run (and it is a
+/// bound on the same index, so it costs nothing).
 fn due_branches(pending_keyset: &str, retry_keyset: &str) -> [String; 2] {
+    let min = Date::MIN;
     let pending = InstallmentState::Pending.id();
     let rejected = InstallmentState::Rejected.id();
     let active = MandateState::Active.id();
@@ -18,13 +25,15 @@ fn due_branches(pending_keyset: &str, retry_keyset: &str) -> [String; 2] {
         format!(
             "SELECT i.seq, i.due_date FROM installments i INDEXED BY installments_due
                JOIN mandates m ON m.seq = i.mandate_seq
-             WHERE i.state = {pending} AND i.due_date <= ?1 AND m.state = {active} AND {not_today}
+             WHERE i.state = {pending} AND i.due_date >= '{min}' AND i.due_date <= ?1
+               AND m.state = {active} AND {not_today}
                {pending_keyset}"
         ),
         format!(
             "SELECT i.seq, i.due_date FROM installments i INDEXED BY installments_retry
                JOIN mandates m ON m.seq = i.mandate_seq
-             WHERE i.state = {rejected} AND i.retry_scheduled = 1 AND i.next_retry_date <= ?1
+             WHERE i.state = {rejected} AND i.retry_scheduled = 1
+               AND i.next_retry_date >= '{min}' AND i.next_retry_date <= ?1
                AND m.state = {active} AND {not_today} {retry_keyset}"
         ),
     ]

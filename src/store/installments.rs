@@ -7,6 +7,7 @@ use rusqlite::{Connection, Row, params, params_from_iter, types::Value as SqlVal
 use rust_decimal::Decimal;
 use serde_json::Value;
 
+use crate::domain::date::Date;
 use crate::domain::money::{Currency, Money};
 use crate::domain::state::InstallmentState;
 use crate::error::{Error, Result};
@@ -42,7 +43,9 @@ pub struct InstallmentRow {
 pub struct NewInstallment {
     pub external_id: String,
     pub amount: Money,
-    pub due_date: NaiveDate,
+    /// A `Date`, so the column only ever receives `YYYY-MM-DD` between 1900 and 9999: the
+    /// charging run and every filter compare `due_date` as text, which orders as dates only then.
+    pub due_date: Date,
 }
 
 const COLUMNS: &str = "seq, id, mandate_seq, external_id, amount, currency, due_date, state, \
@@ -242,8 +245,9 @@ pub struct ReceivablesFilter {
     pub mandate_internal_id: Option<String>,
     pub user_id: Option<String>,
     pub internal_user_id: Option<String>,
-    pub due_from: Option<NaiveDate>,
-    pub due_to: Option<NaiveDate>,
+    /// `Date`s, so they bind as `YYYY-MM-DD` text and compare with `due_date` as dates.
+    pub due_from: Option<Date>,
+    pub due_to: Option<Date>,
     pub updated_from: Option<String>,
     pub updated_to: Option<String>,
     /// Only installments created after this one (the cursor).

@@ -247,3 +247,41 @@ pub fn activate(conn: &Connection, seq: i64, enrolled_method: &Value, now: &str)
     )?;
     Ok(changed == 1)
 }
+
+/// Claims a portal payment attempt of the mandate's link at `now`, unless `limit` attempts
+/// (declines, or attempts still with the processor) fall at or after `since`. Answers the
+/// claim, or the time of the oldest attempt that keeps the link at its limit: the link opens
+/// again when that one leaves the window. Check and claim are one statement of the caller's
+/// write transaction, so concurrent submissions cannot all pass the check.
+pub fn claim_portal_attempt(
+    conn: &Connection,
+    mandate_seq: i64,
+    now: &str,
+    since: &str,
+    limit: i64,
+) -> rusqlite::Result<std::result::Result<i64, String>> {
+    let blocking: Option<String> = optional(
+        conn.prepare_cached(
+            "SELECT at FROM portal_attempts INDEXED BY portal_attempts_by_link
+             WHERE mandate_seq = ?1 AND at >= ?2 ORDER BY at DESC LIMIT 1 OFFSET ?3",
+        )?
+        .query_row(params![mandate_seq, since, limit - 1], |r| r.get(0)),
+    )?;
+    if let Some(at) = blocking {
+        return Ok(Err(at));
+    }
+    // Attempts that left the window count for nothing any more.
+    conn.prepare_cached("DELETE FROM portal_attempts WHERE mandate_seq = ?1 AND at < ?2")?
+        .execute(params![mandate_seq, since])?;
+    conn.prepare_cached("INSERT INTO portal_attempts (mandate_seq, at) VALUES (?1, ?2)")?
+        .execute(params![mandate_seq, now])?;
+    Ok(Ok(conn.last_insert_rowid()))
+}
+
+/// Forgets a claimed portal attempt that did not end in a decline (approved, pending, or the
+/// processor unreachable): only declines count against the link.
+pub fn release_portal_attempt(conn: &Connection, claim: i64) -> rusqlite::Result<()> {
+    conn.prepare_cached("DELETE FROM portal_attempts WHERE seq = ?1")?
+        .execute([claim])?;
+    Ok(())
+}

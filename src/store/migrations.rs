@@ -28,6 +28,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0007_pending_due",
         include_str!("../../migrations/0007_pending_due.sql"),
     ),
+    (
+        "0009_portal_attempts",
+        include_str!("../../migrations/0009_portal_attempts.sql"),
+    ),
 ];
 
 pub fn run(conn: &mut Connection) -> anyhow::Result<()> {

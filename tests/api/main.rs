@@ -18,6 +18,8 @@ mod staff_ui_api;
 mod webhooks;
 
 mod customers;
+mod hostile_dates;
+mod hostile_portal;
 mod installments;
 mod isolation;
 mod link;

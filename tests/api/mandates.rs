@@ -1403,3 +1403,159 @@ fn expected_signature(app: &TestApp, event: &Value) -> String {
     mac.update(mandato::notify::jcs::canonicalize(&body).as_bytes());
     hex::encode(mac.finalize().into_bytes())
 }
+
+/// `(field, code)` of every error of a reply, sorted.
+fn field_codes(reply: &Reply) -> Vec<(String, String)> {
+    let mut pairs: Vec<(String, String)> = reply.body["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["field"].as_str().unwrap().to_string(),
+                e["code"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    pairs.sort();
+    pairs
+}
+
+fn invalid_characters(fields: &[&str]) -> Vec<(String, String)> {
+    let mut pairs: Vec<(String, String)> = fields
+        .iter()
+        .map(|f| (f.to_string(), "INVALID_CHARACTERS".to_string()))
+        .collect();
+    pairs.sort();
+    pairs
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shown_texts_refuse_control_and_direction_characters_at_every_field() {
+    let app = app_with_customer().await;
+
+    // A customer: every bad name and address field is named in one refusal; nothing is stored.
+    let customer = changed(
+        &customer_body("cust-bad", &rut(11_111_111)),
+        &[
+            (
+                "/customer/personalInformation/firstName",
+                Some(json!("Ana\u{0}")),
+            ),
+            (
+                "/customer/personalInformation/lastName",
+                Some(json!("Pérez\nSoto")),
+            ),
+            (
+                "/customer/personalInformation/secondLastName",
+                Some(json!("\u{202E}otoS")),
+            ),
+            (
+                "/customer/address/street",
+                Some(json!("Av.\u{2066} Providencia")),
+            ),
+            ("/customer/address/city", Some(json!("Santiago\u{200F}"))),
+            (
+                "/customer/address/commune",
+                Some(json!("Provi\u{1B}[2Jdencia")),
+            ),
+        ],
+    );
+    let reply = app.post("/user", &customer).await;
+    reply.expect(400, "VALIDATION_ERROR");
+    assert_eq!(
+        field_codes(&reply),
+        invalid_characters(&[
+            "customer.personalInformation.firstName",
+            "customer.personalInformation.lastName",
+            "customer.personalInformation.secondLastName",
+            "customer.address.street",
+            "customer.address.city",
+            "customer.address.commune",
+        ])
+    );
+    let mut good = customer_body("cust-bad", &rut(11_111_111));
+    set(
+        &mut good,
+        "/customer/personalInformation/firstName",
+        json!("Zoë محمد"),
+    );
+    // Created, not updated: the refused request stored nothing.
+    app.post("/user", &good).await.expect(201, "USER_CREATE_OK");
+
+    // A mandate's name and detail, together with another kind of problem.
+    let mut body = subscription_body(&app, "cust-001", "GYM-BIDI", 2);
+    set(&mut body, "/mandate/name", json!("Plan\u{202E}lasnem"));
+    set(
+        &mut body,
+        "/mandate/detail",
+        json!("Gimnasio\r\nLínea falsa"),
+    );
+    let reply = app.post("/mandate", &body).await;
+    reply.expect(400, "VALIDATION_ERROR");
+    assert_eq!(
+        field_codes(&reply),
+        invalid_characters(&["mandate.detail", "mandate.name"])
+    );
+    app.get("/mandate/id/GYM-BIDI")
+        .await
+        .expect(404, "MANDATE_NOT_FOUND");
+
+    // A cancellation's reason is one line too.
+    app.create_mandate(&subscription_body(&app, "cust-001", "GYM-1", 2))
+        .await;
+    let reply = app
+        .delete(
+            "/mandate/cancel/id/GYM-1/userId/cust-001",
+            Some(&json!({"description": "Pedido\nFirmado: el banco"})),
+        )
+        .await;
+    reply.expect(400, "VALIDATION_ERROR");
+    assert_eq!(field_codes(&reply), invalid_characters(&["description"]));
+    assert_eq!(
+        app.mandate("GYM-1").await["mandate"]["state"]["name"],
+        "PENDING"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn staff_refuse_a_commerce_name_with_control_characters() {
+    let app = spawn_app().await;
+    let url = |path: &str| format!("{}/admin/api{path}", app.base);
+    let setup = app
+        .client
+        .post(url("/setup"))
+        .json(&json!({"email": "owner@merchant.example", "password": "a long password"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(setup.status().as_u16(), 201);
+    let cookie = setup.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let payload: Value = setup.json().await.unwrap();
+    let csrf = payload["payload"]["csrfToken"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let create = |name: &str| {
+        app.client
+            .post(url("/commerces"))
+            .header("cookie", &cookie)
+            .header("x-csrf-token", &csrf)
+            .json(&json!({"code": rut(78_000_111), "name": name}))
+            .send()
+    };
+    let refused = create("Tienda\u{0}\u{202E}").await.unwrap();
+    assert_eq!(refused.status().as_u16(), 400);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["name"], "VALIDATION_ERROR");
+    assert_eq!(body["errors"][0]["field"], "name");
+    assert_eq!(body["errors"][0]["code"], "INVALID_CHARACTERS");
+    let created = create("Tienda Ñuñoa").await.unwrap();
+    assert_eq!(created.status().as_u16(), 201);
+}

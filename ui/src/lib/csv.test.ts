@@ -15,6 +15,16 @@ describe("csvField", () => {
     expect(csvField("=HYPERLINK(1)")).toBe("'=HYPERLINK(1)");
     expect(csvField("-500")).toBe("-500");
     expect(csvField(-500)).toBe("-500");
+    expect(csvField("+56 9 1234")).toBe("'+56 9 1234");
+    expect(csvField("@SUM(A1)")).toBe("'@SUM(A1)");
+  });
+  it("defuses formulas behind a leading tab, carriage return or line feed", () => {
+    expect(csvField("\t=1+1")).toBe("'\t=1+1");
+    expect(csvField("\r=1+1")).toBe("\"'\r=1+1\"");
+    expect(csvField("\n=1+1")).toBe("\"'\n=1+1\"");
+    expect(csvField("\tAna")).toBe("'\tAna");
+    // Inside a field they are text as usual.
+    expect(csvField("Ana\tPérez")).toBe("Ana\tPérez");
   });
 });
 

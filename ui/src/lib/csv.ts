@@ -9,8 +9,9 @@ export interface Column<T> {
 export function csvField(value: unknown): string {
   if (value === null || value === undefined) return "";
   const text = typeof value === "object" ? JSON.stringify(value) : String(value);
-  // A leading =, +, - or @ would run as a formula in a spreadsheet.
-  const safe = /^[=+\-@]/.test(text) && !/^-?\d+(\.\d+)?$/.test(text) ? `'${text}` : text;
+  // A leading =, +, - or @ would run as a formula in a spreadsheet, and so would one after a
+  // leading tab, carriage return or line feed, which spreadsheets skip (OWASP CSV injection).
+  const safe = /^[=+\-@\t\r\n]/.test(text) && !/^-?\d+(\.\d+)?$/.test(text) ? `'${text}` : text;
   return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 
