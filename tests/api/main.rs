@@ -11,9 +11,12 @@ mod crash;
 mod desk_sign_in;
 mod headers;
 mod openapi;
+mod process;
 mod receiver;
+mod secret_grep;
 mod staff;
 mod staff_ui_api;
+mod torture;
 mod webhooks;
 
 mod customers;
