@@ -171,6 +171,17 @@ impl Api {
         path: &str,
         body: Option<&Value>,
     ) -> Result<(StatusCode, Value), reqwest::Error> {
+        let (status, body, _) = self.try_call_echo(method, path, body).await?;
+        Ok((status, body))
+    }
+
+    /// As `try_call`, with the `correlationId` the answer echoed.
+    pub async fn try_call_echo(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<(StatusCode, Value, String), reqwest::Error> {
         let mut request = self
             .client
             .request(method, format!("{}/api/v1{path}", self.base))
@@ -183,10 +194,17 @@ impl Api {
         }
         let response = request.send().await?;
         let status = response.status();
+        let correlation = response
+            .headers()
+            .get("correlationId")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
         let text = response.text().await?;
         Ok((
             status,
             serde_json::from_str(&text).unwrap_or(Value::String(text)),
+            correlation,
         ))
     }
 
