@@ -67,15 +67,18 @@ fn pdf_with(nonce: &str) -> Vec<u8> {
 /// letters or digits (a four-digit CVV inside a longer number or an id is not that CVV).
 fn occurs(haystack: &[u8], needle: &str) -> bool {
     let needle = needle.as_bytes();
-    let short = needle.len() < 12;
-    haystack.windows(needle.len()).enumerate().any(|(at, w)| {
-        w == needle && !short
-            || w == needle
-                && (at == 0 || !haystack[at - 1].is_ascii_alphanumeric())
-                && haystack
-                    .get(at + needle.len())
-                    .is_none_or(|b| !b.is_ascii_alphanumeric())
-    })
+    let whole = |at: usize| {
+        let before = at.checked_sub(1).map(|i| haystack[i]);
+        let after = haystack.get(at + needle.len()).copied();
+        [before, after]
+            .into_iter()
+            .flatten()
+            .all(|b| !b.is_ascii_alphanumeric())
+    };
+    haystack
+        .windows(needle.len())
+        .enumerate()
+        .any(|(at, w)| w == needle && (needle.len() >= 12 || whole(at)))
 }
 
 /// A staff browser: the session cookie and CSRF token of its last sign-in.
