@@ -2,136 +2,33 @@
 //! before and during delivery, started again, and every event still arrives.
 
 use std::collections::HashSet;
-use std::process::Command;
 use std::time::Duration;
 
+use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::cli::{headers, mandato, serve};
+use crate::cli::{headers, serve};
+use crate::process::{Api, expected_events, install, kill};
 use crate::receiver::{Answer, Receiver};
 
-struct Api {
-    base: String,
-    key: String,
-    token: Option<String>,
-    client: reqwest::Client,
-}
-
 const CODE: &str = "CRASH-1";
-
-impl Api {
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
-        let mut request = self
-            .client
-            .request(method, format!("{}/api/v1{path}", self.base))
-            .headers(headers(CODE, &self.key));
-        if let Some(token) = &self.token {
-            request = request.bearer_auth(token);
-        }
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request.send().await.expect("the server answers");
-        let status = response.status();
-        let body: Value = response.json().await.unwrap();
-        assert!(status.is_success(), "{path}: {status} {body}");
-        body
-    }
-
-    async fn login(&mut self) {
-        let key: Value = self
-            .client
-            .get(format!("{}/api/v1/.well-known/jwe-public-key", self.base))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let jwe = self
-            .call(
-                reqwest::Method::POST,
-                "/jwe/encrypt",
-                Some(
-                    json!({"password": "crash-password", "publicKey": key["payload"]["publicKey"]}),
-                ),
-            )
-            .await;
-        let login = self
-            .call(
-                reqwest::Method::POST,
-                "/login",
-                Some(json!({"username": CODE, "password": jwe["payload"]["token"]})),
-            )
-            .await;
-        self.token = login["payload"]["token"].as_str().map(str::to_string);
-    }
-}
-
-fn kill(child: &mut std::process::Child) {
-    assert!(
-        Command::new("kill")
-            .args(["-KILL", &child.id().to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let _ = child.wait();
-}
-
-fn expected_events(data: &std::path::Path) -> HashSet<String> {
-    let conn = rusqlite::Connection::open(data.join("mandato.db")).unwrap();
-    let mut stmt = conn
-        .prepare("SELECT id FROM events WHERE url IS NOT NULL")
-        .unwrap();
-    stmt.query_map([], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
-}
+const PASSWORD: &str = "crash-password";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_event_arrives_despite_sigkill_before_and_during_delivery() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path();
-    mandato(
-        data,
-        &[
-            "commerce",
-            "add",
-            "--code",
-            CODE,
-            "--name",
-            "Crash",
-            "--password-stdin",
-        ],
-        Some("crash-password\n"),
-    );
-    let key = mandato(data, &["apikey", "create"], None)["apiKey"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let files = mandato(
-        data,
-        &["dev-cert", "--out", data.join("tls").to_str().unwrap()],
-        None,
-    );
-    let cert = std::fs::read_to_string(files["certificate"].as_str().unwrap()).unwrap();
-    let key_pem = std::fs::read_to_string(files["key"].as_str().unwrap()).unwrap();
-    let receiver = Receiver::start(&cert, &key_pem).await;
+    let installation = install(data, CODE, PASSWORD);
+    let key = installation.api_key.clone();
+    let receiver = Receiver::start(&installation.cert_pem, &installation.key_pem).await;
     // Slow answers, so that a kill lands while deliveries are in flight.
     receiver.otherwise(Answer::Hang(Duration::from_millis(200)));
 
     let (mut server, base) = serve(data);
-    let mut api = Api {
-        base,
-        key,
-        token: None,
-        client: reqwest::Client::new(),
-    };
-    api.login().await;
+    let mut api = Api::new(base, key, CODE);
+    api.login(PASSWORD).await;
     api.call(
-        reqwest::Method::POST,
+        Method::POST,
         "/user",
         Some(json!({"customer": {"userId": "u1", "identificationDocument": {"type": "RUT", "number": "12.345.678-5"},
             "personalInformation": {"firstName": "Ana", "lastName": "Pérez"}, "contacts": {"email": "ana@example.cl"}}})),
@@ -152,11 +49,10 @@ async fn every_event_arrives_despite_sigkill_before_and_during_delivery() {
     };
 
     // Round 1: 20 payment events and a cancellation; killed at once, before delivery gets far.
-    api.call(reqwest::Method::POST, "/mandate", Some(round(1)))
-        .await;
+    api.call(Method::POST, "/mandate", Some(round(1))).await;
     let ids: Vec<String> = (0..20).map(|i| format!("i{i}")).collect();
     api.call(
-        reqwest::Method::PUT,
+        Method::PUT,
         "/installments/status/change",
         Some(
             json!({"product": {"id": "M-1"}, "installments": {"ids": ids}, "action": "PAYMENT",
@@ -169,10 +65,9 @@ async fn every_event_arrives_despite_sigkill_before_and_during_delivery() {
     // Round 2: restart, more events, and a kill while deliveries are in flight.
     let (mut server, base) = serve(data);
     api.base = base;
-    api.call(reqwest::Method::POST, "/mandate", Some(round(2)))
-        .await;
+    api.call(Method::POST, "/mandate", Some(round(2))).await;
     api.call(
-        reqwest::Method::DELETE,
+        Method::DELETE,
         "/mandate/cancel/id/M-2/userId/u1",
         Some(json!({"description": "crash test"})),
     )
@@ -224,42 +119,15 @@ async fn every_event_arrives_despite_sigkill_before_and_during_delivery() {
 async fn a_charging_run_killed_midway_charges_everyone_exactly_once() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path();
-    mandato(
-        data,
-        &[
-            "commerce",
-            "add",
-            "--code",
-            CODE,
-            "--name",
-            "Crash",
-            "--password-stdin",
-        ],
-        Some("crash-password\n"),
-    );
-    let key = mandato(data, &["apikey", "create"], None)["apiKey"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let files = mandato(
-        data,
-        &["dev-cert", "--out", data.join("tls").to_str().unwrap()],
-        None,
-    );
-    let cert = std::fs::read_to_string(files["certificate"].as_str().unwrap()).unwrap();
-    let key_pem = std::fs::read_to_string(files["key"].as_str().unwrap()).unwrap();
-    let receiver = Receiver::start(&cert, &key_pem).await;
+    let installation = install(data, CODE, PASSWORD);
+    let key = installation.api_key.clone();
+    let receiver = Receiver::start(&installation.cert_pem, &installation.key_pem).await;
 
     let (mut server, base) = serve(data);
-    let mut api = Api {
-        base,
-        key,
-        token: None,
-        client: reqwest::Client::new(),
-    };
-    api.login().await;
+    let mut api = Api::new(base, key, CODE);
+    api.login(PASSWORD).await;
     api.call(
-        reqwest::Method::POST,
+        Method::POST,
         "/user",
         Some(json!({"customer": {"userId": "u1", "identificationDocument": {"type": "RUT", "number": "12.345.678-5"},
             "personalInformation": {"firstName": "Ana", "lastName": "Pérez"}, "contacts": {"email": "ana@example.cl"}}})),
@@ -276,7 +144,7 @@ async fn a_charging_run_killed_midway_charges_everyone_exactly_once() {
             .collect();
         let created = api
             .call(
-                reqwest::Method::POST,
+                Method::POST,
                 "/mandate",
                 Some(json!({"customer": {"userId": "u1"},
                     "mandate": {"id": format!("M-{m}"), "type": "DYNAMIC", "name": "Carga", "charges": {"currencyId": "CLP"}},
@@ -295,7 +163,7 @@ async fn a_charging_run_killed_midway_charges_everyone_exactly_once() {
             "4000000000000002"
         };
         api.call(
-            reqwest::Method::POST,
+            Method::POST,
             &format!("/sandbox/mandates/{internal}/activate"),
             Some(json!({"paymentMethodId": 3, "card": {"number": number, "expiry": "12/30", "cvv": "123"}})),
         )
@@ -345,8 +213,7 @@ async fn a_charging_run_killed_midway_charges_everyone_exactly_once() {
     // Restart: reconciliation settles what was in process; today's run is run again by hand.
     let (mut server, base) = serve(data);
     api.base = base;
-    api.call(reqwest::Method::POST, "/sandbox/charging/run", None)
-        .await;
+    api.call(Method::POST, "/sandbox/charging/run", None).await;
     let conn = rusqlite::Connection::open(&db).unwrap();
     let charged: i64 = conn
         .query_row("SELECT count(*) FROM sim_charges", [], |r| r.get(0))

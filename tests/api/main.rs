@@ -12,9 +12,12 @@ mod desk_sign_in;
 mod headers;
 mod hostile_webhooks;
 mod openapi;
+mod process;
 mod receiver;
+mod secret_grep;
 mod staff;
 mod staff_ui_api;
+mod torture;
 mod webhooks;
 
 mod customers;
