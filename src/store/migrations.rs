@@ -28,6 +28,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0007_pending_due",
         include_str!("../../migrations/0007_pending_due.sql"),
     ),
+    (
+        "0010_login_throttle",
+        include_str!("../../migrations/0010_login_throttle.sql"),
+    ),
 ];
 
 pub fn run(conn: &mut Connection) -> anyhow::Result<()> {
