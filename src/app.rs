@@ -84,6 +84,9 @@ pub struct Running {
     stop: Option<oneshot::Sender<()>>,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
     schedule: Option<(Arc<Notify>, tokio::task::JoinHandle<()>)>,
+    /// The one-time first-visit setup code, when the engine listens beyond loopback and has no
+    /// staff account yet; `serve` prints it.
+    pub setup_code: Option<crate::secret::Secret<String>>,
 }
 
 impl Running {
@@ -117,7 +120,14 @@ impl Running {
 }
 
 /// Starts the engine on `config.listen` (port 0 picks a free port).
-pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Running> {
+pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Running> {
+    if config.public_host.is_none() {
+        config.public_host = config
+            .public_url
+            .as_ref()
+            .and_then(|url| url.host_str())
+            .map(str::to_string);
+    }
     if !config.listen.ip().is_loopback() {
         if !config.allow_non_loopback {
             anyhow::bail!(
@@ -137,9 +147,10 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         .await
         .with_context(|| format!("binding {}", config.listen))?;
     let addr = listener.local_addr()?;
-    let public_base_url = match &config.public_host {
-        Some(host) => format!("http://{host}:{}", addr.port()),
-        None => format!("http://{addr}"),
+    let public_base_url = match (&config.public_url, &config.public_host) {
+        (Some(url), _) => url.as_str().trim_end_matches('/').to_string(),
+        (None, Some(host)) => format!("http://{host}:{}", addr.port()),
+        (None, None) => format!("http://{addr}"),
     };
     let deliverer = Deliverer::start(
         Arc::clone(&store),
@@ -186,7 +197,18 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         calendar,
         public_base_url: public_base_url.into(),
         desk_tokens: Default::default(),
+        setup_code: Default::default(),
     };
+    // The stand-in hash that unknown sign-in e-mails are checked against, made before the
+    // first sign-in so that one does not take longer.
+    tokio::task::spawn_blocking(crate::auth::password::prepare).await?;
+    // Listening beyond this machine before the owner exists: the first visitor from elsewhere
+    // must prove they can read this process's log.
+    let needs_owner = state
+        .store
+        .read(|c| Ok(crate::store::staff::count(c)? == 0))?;
+    let setup_code =
+        (!state.config.listen.ip().is_loopback() && needs_owner).then(|| state.setup_code.issue());
     let app = crate::http::router(state.clone());
     let (stop, stopped) = oneshot::channel::<()>();
     use axum::serve::ListenerExt;
@@ -211,6 +233,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         stop: Some(stop),
         server,
         schedule: schedule_task.map(|task| (schedule_stop, task)),
+        setup_code,
     })
 }
 

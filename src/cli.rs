@@ -105,6 +105,22 @@ pub struct ServeArgs {
     /// (receivers on this machine or the local network).
     #[arg(long)]
     pub allow_private_webhooks: bool,
+    /// The address clients use when TLS or a proxy is in front (`https://host[:port]`): its
+    /// host is accepted in `Host`, links start with it, and with https the staff session
+    /// cookie is `Secure`.
+    #[arg(long, value_parser = parse_public_url)]
+    pub public_url: Option<url::Url>,
+}
+
+fn parse_public_url(text: &str) -> Result<url::Url, String> {
+    let url = url::Url::parse(text).map_err(|e| e.to_string())?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err("an http:// or https:// URL with a host".into());
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err("no query or fragment".into());
+    }
+    Ok(url)
 }
 
 #[derive(Subcommand, Debug)]
@@ -569,10 +585,18 @@ pub async fn serve(data_dir: Option<PathBuf>, args: ServeArgs) -> anyhow::Result
     config.allow_non_loopback = args.allow_non_loopback;
     config.public_host = args.public_host;
     config.allow_private_webhooks = args.allow_private_webhooks;
+    config.public_url = args.public_url;
     config.environment = Environment::parse(&args.environment).expect("clap checked the value");
     let clock: Arc<dyn crate::clock::Clock> = Arc::new(crate::clock::SystemClock);
     tracing::info!(data_dir = %config.data_dir.display(), "starting");
     let mut running = crate::app::start(config, clock).await?;
+    if let Some(code) = &running.setup_code {
+        // The one place this secret is shown: whoever reads this log started the server.
+        tracing::warn!(
+            setup_code = code.expose().as_str(),
+            "no staff account yet: the first setup from another machine asks for this one-time code"
+        );
+    }
     tokio::select! {
         _ = shutdown_signal() => tracing::info!("shutting down: finishing in-flight requests"),
         result = running.stopped() => return result,

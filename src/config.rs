@@ -43,6 +43,10 @@ pub struct Config {
     /// The host name merchants and customers use, when it is not localhost (for `Host` checks
     /// and absolute Magic Link URLs).
     pub public_host: Option<String>,
+    /// The installation's address as clients reach it (`https://mandato.example`), when TLS or
+    /// a proxy sits in front: its host is accepted in `Host` (beside `public_host`), Magic Links
+    /// start with it, and with `https` the staff session cookie is `Secure`.
+    pub public_url: Option<url::Url>,
     pub time_zone: Tz,
     pub countries: Vec<String>,
     pub process_ids: Vec<String>,
@@ -68,6 +72,7 @@ impl Config {
             allow_non_loopback: false,
             environment: Environment::Sandbox,
             public_host: None,
+            public_url: None,
             time_zone: chrono_tz::America::Santiago,
             countries: vec!["CL".into()],
             process_ids: vec!["HYBRID".into(), "API".into(), "BATCH".into()],

@@ -3,6 +3,11 @@
 use clap::Parser;
 use mandato::cli::{Cli, Command};
 
+/// mimalloc gives freed memory back to the system, so a burst (many sign-ins at once, large
+/// uploads) does not leave the process at its peak size for good, as glibc's allocator did.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     mandato::app::init_logging();
     let cli = Cli::parse();

@@ -17,6 +17,10 @@ use mandato::clock::SystemClock;
 use mandato::config::Config;
 use tauri::{AppHandle, Manager, RunEvent, WebviewUrl, WebviewWindowBuilder};
 
+/// The engine's allocator, as in the `mandato` binary: freed memory goes back to the system.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The label of the one window.
 const MAIN: &str = "main";
 

@@ -5,6 +5,7 @@
 //! - [`jwt`]: ES256 session tokens issued at login and checked on every merchant request.
 //! - [`password`]: argon2id hashing of commerce and staff passwords.
 //! - [`api_key`]: environment API keys and commerce webhook secrets.
+//! - [`throttle`]: the sign-in throttle's rule (5 attempts per key in a 15-minute window).
 //!
 //! Every secret crosses these APIs wrapped in [`crate::secret::Secret`].
 
@@ -12,6 +13,7 @@ pub mod api_key;
 pub mod jwe;
 pub mod jwt;
 pub mod password;
+pub mod throttle;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;

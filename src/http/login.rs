@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use axum::Json;
 use axum::extract::{Query, State};
-use axum::http::HeaderValue;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -12,12 +12,14 @@ use utoipa::ToSchema;
 use super::AppState;
 use super::common::MerchantRequest;
 use super::envelope::Envelope;
-use super::error::{ApiResult, ErrorBody};
+use super::error::{ApiError, ApiResult, ErrorBody, current_correlation_id};
 use super::json::Body;
 use crate::auth::jwe::{self, JweError};
-use crate::auth::password::verify_password;
+use crate::auth::password;
+use crate::auth::throttle::{Decision, ThrottleKey};
 use crate::error::{Error, FieldErrors};
 use crate::secret::Secret;
+use crate::store::login_throttle;
 
 /// When `GET /login` was deprecated (RFC 9745 `Deprecation: @<unix time>`): 2025-01-01.
 const GET_LOGIN_DEPRECATED_AT: i64 = 1_735_689_600;
@@ -50,13 +52,15 @@ pub struct LoginPayload {
         (status = 200, description = "LOGIN_OK", body = Envelope<LoginPayload>),
         (status = 400, description = "Missing field, or a password that is not a compact JWE", body = ErrorBody),
         (status = 403, description = "Wrong credentials, refused JWE algorithm, username not the commerce header", body = ErrorBody),
+        (status = 429, description = "TOO_MANY_ATTEMPTS: 5 failed logins of this commerce within 15 minutes; every attempt is refused until `Retry-After` seconds have passed", body = ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds until logins of this commerce are accepted again"))),
     ),
     security(("apiKey" = [])))]
 pub async fn login(
     State(state): State<AppState>,
     merchant: MerchantRequest,
     Body(body): Body<LoginRequest>,
-) -> ApiResult<Envelope<LoginPayload>> {
+) -> Result<Envelope<LoginPayload>, LoginError> {
     authenticate(
         state,
         merchant,
@@ -76,6 +80,8 @@ pub async fn login(
         (status = 200, description = "LOGIN_OK (with `Deprecation` and `Link` headers)", body = Envelope<LoginPayload>),
         (status = 400, description = "Missing parameter, or a password that is not a compact JWE", body = ErrorBody),
         (status = 403, description = "Credentials refused", body = ErrorBody),
+        (status = 429, description = "TOO_MANY_ATTEMPTS: 5 failed logins of this commerce within 15 minutes (both login forms count together)", body = ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds until logins of this commerce are accepted again"))),
     ),
     security(("apiKey" = [])))]
 #[deprecated = "use POST /login"]
@@ -107,7 +113,7 @@ async fn authenticate(
     merchant: MerchantRequest,
     username: Option<String>,
     password: Option<Secret<String>>,
-) -> ApiResult<Envelope<LoginPayload>> {
+) -> Result<Envelope<LoginPayload>, LoginError> {
     let mut errors = FieldErrors::new();
     if username.as_deref().is_none_or(str::is_empty) {
         errors.missing("username");
@@ -124,28 +130,48 @@ async fn authenticate(
         )
         .into());
     }
-    let plain = state.keys.jwe.decrypt_password(password.expose()).map_err(|e| match e {
-        JweError::NotCompactJwe => Error::validation(
-            "password",
-            "PASSWORD_NOT_JWE",
-            "the password must be a compact JWE encrypted with the environment's public key; plain text is refused",
-        ),
-        JweError::AlgorithmRefused { .. } => Error::forbidden(
-            "JWE_ALGORITHM_REFUSED",
-            "use alg RSA-OAEP-256 (or RSA-OAEP) with enc A256GCM, A128GCM, A128CBC-HS256 or A256CBC-HS512",
-        ),
-        _ => Error::forbidden("INVALID_CREDENTIALS", "the credentials are not valid"),
-    })?;
+    // Counted before any decryption or hashing, so a locked commerce costs us nothing.
+    let key = ThrottleKey::commerce(&merchant.commerce.code);
+    begin_attempt(&state, &key).await?;
+    let plain = match state.keys.jwe.decrypt_password(password.expose()) {
+        Ok(plain) => plain,
+        Err(JweError::NotCompactJwe) => {
+            // A malformed request guesses nothing: it does not count against the commerce.
+            let withdrawn = key.clone();
+            state
+                .store
+                .write_grouped(move |tx| Ok(login_throttle::withdraw(tx, &withdrawn)?))
+                .await?;
+            return Err(Error::validation(
+                "password",
+                "PASSWORD_NOT_JWE",
+                "the password must be a compact JWE encrypted with the environment's public key; plain text is refused",
+            )
+            .into());
+        }
+        Err(JweError::AlgorithmRefused { .. }) => {
+            return Err(Error::forbidden(
+                "JWE_ALGORITHM_REFUSED",
+                "use alg RSA-OAEP-256 (or RSA-OAEP) with enc A256GCM, A128GCM, A128CBC-HS256 or A256CBC-HS512",
+            )
+            .into());
+        }
+        Err(_) => {
+            return Err(
+                Error::forbidden("INVALID_CREDENTIALS", "the credentials are not valid").into(),
+            );
+        }
+    };
     let hash = merchant.commerce.password_hash.clone();
-    // Argon2 is deliberately slow; keep it off the async workers.
-    let matches = tokio::task::spawn_blocking(move || verify_password(&plain, &hash))
+    let matches = password::verify(plain, Some(hash))
         .await
-        .map_err(|e| Error::Internal(e.into()))?;
+        .map_err(Error::Internal)?;
     if !matches {
         return Err(
             Error::forbidden("INVALID_CREDENTIALS", "the credentials are not valid").into(),
         );
     }
+    attempt_succeeded(&state, key).await?;
     let issued = state
         .keys
         .jwt
@@ -166,6 +192,79 @@ async fn authenticate(
             expires_at: crate::clock::timestamp(issued.expires_at),
         },
     ))
+}
+
+/// Why a sign-in (merchant or staff) or a setup-code attempt was refused: an ordinary error,
+/// or 429 `TOO_MANY_ATTEMPTS` with `Retry-After` (CONTRACT 12, sign-in throttling).
+#[derive(Debug)]
+pub enum LoginError {
+    Api(ApiError),
+    TooManyAttempts { retry_after_secs: u64 },
+}
+
+impl From<ApiError> for LoginError {
+    fn from(e: ApiError) -> Self {
+        LoginError::Api(e)
+    }
+}
+
+impl From<Error> for LoginError {
+    fn from(e: Error) -> Self {
+        LoginError::Api(ApiError(e))
+    }
+}
+
+impl IntoResponse for LoginError {
+    fn into_response(self) -> Response {
+        match self {
+            LoginError::Api(e) => e.into_response(),
+            LoginError::TooManyAttempts { retry_after_secs } => {
+                let body = ErrorBody {
+                    status_code: StatusCode::TOO_MANY_REQUESTS.as_u16(),
+                    name: "TOO_MANY_ATTEMPTS".into(),
+                    message: format!(
+                        "too many failed attempts; try again in {retry_after_secs} seconds"
+                    ),
+                    correlation_id: current_correlation_id(),
+                    errors: Vec::new(),
+                };
+                let mut response = (StatusCode::TOO_MANY_REQUESTS, Json(body)).into_response();
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
+                response
+            }
+        }
+    }
+}
+
+/// Counts an attempt for `key` now, or refuses it while the key is locked.
+pub(crate) async fn begin_attempt(state: &AppState, key: &ThrottleKey) -> Result<(), LoginError> {
+    let now = state.clock.now();
+    let counted = key.clone();
+    let decision = state
+        .store
+        .write_grouped(move |tx| Ok(login_throttle::begin(tx, &counted, now)?))
+        .await?;
+    match decision {
+        Decision::Counted(_) => Ok(()),
+        Decision::Locked { retry_after_secs } => {
+            tracing::warn!(
+                key = key.as_str(),
+                retry_after_secs,
+                "sign-in attempt refused: too many failures"
+            );
+            Err(LoginError::TooManyAttempts { retry_after_secs })
+        }
+    }
+}
+
+/// The attempt succeeded: its key's failures are forgotten.
+pub(crate) async fn attempt_succeeded(state: &AppState, key: ThrottleKey) -> Result<(), Error> {
+    state
+        .store
+        .write_grouped(move |tx| Ok(login_throttle::clear(tx, &key)?))
+        .await
 }
 
 #[derive(Deserialize, ToSchema)]

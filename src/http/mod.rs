@@ -71,6 +71,8 @@ pub struct AppState {
     pub schedule_wake: Arc<tokio::sync::Notify>,
     /// The desktop app's pending single-use sign-in links.
     pub desk_tokens: Arc<admin::desk::DeskTokens>,
+    /// The one-time first-visit setup code for other machines, when `serve` made one.
+    pub setup_code: Arc<admin::session::SetupCode>,
 }
 
 impl AppState {

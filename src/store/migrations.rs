@@ -32,6 +32,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0009_portal_attempts",
         include_str!("../../migrations/0009_portal_attempts.sql"),
     ),
+    (
+        "0010_login_throttle",
+        include_str!("../../migrations/0010_login_throttle.sql"),
+    ),
 ];
 
 pub fn run(conn: &mut Connection) -> anyhow::Result<()> {

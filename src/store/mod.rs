@@ -15,6 +15,7 @@ pub mod events;
 mod group;
 pub mod installments;
 pub mod instruments;
+pub mod login_throttle;
 pub mod mandates;
 pub mod migrations;
 pub mod settings;

@@ -447,3 +447,49 @@ async fn charging_runs_progress_clock_and_uf_for_staff() {
             .contains("line 1")
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_ended_session_gives_no_csrf_token() {
+    let app = spawn_app().await;
+    let admin = signed_in_admin(&app).await;
+    admin
+        .call(Method::GET, "/session", None, &[])
+        .await
+        .expect(200, "SESSION_OK");
+
+    // Unused for longer than the idle limit: ended, and its token is not handed out.
+    app.advance_clock(chrono::Duration::minutes(61));
+    let ended = admin.call(Method::GET, "/session", None, &[]).await;
+    ended.expect(401, "SESSION_REQUIRED");
+    assert!(ended.body.get("payload").is_none(), "{}", ended.body);
+    assert!(!ended.body.to_string().contains("csrfToken"));
+
+    // Used every 50 minutes, it still ends 12 hours after sign-in.
+    let mut staff = StaffClient::new(&app);
+    let reply = staff
+        .call(
+            Method::POST,
+            "/session",
+            Some(json!({"email": "owner@merchant.example", "password": "a long password"})),
+            &[],
+        )
+        .await;
+    reply.expect(200, "SESSION_OK");
+    staff.adopt(&reply);
+    for _ in 0..14 {
+        app.advance_clock(chrono::Duration::minutes(50));
+        staff
+            .call(Method::GET, "/session", None, &[])
+            .await
+            .expect(200, "SESSION_OK");
+        staff
+            .call(Method::GET, "/events", None, &[])
+            .await
+            .expect(200, "EVENTS_OK");
+    }
+    app.advance_clock(chrono::Duration::minutes(50));
+    staff
+        .call(Method::GET, "/session", None, &[])
+        .await
+        .expect(401, "SESSION_REQUIRED");
+}

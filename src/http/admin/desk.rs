@@ -19,7 +19,7 @@ use utoipa::IntoParams;
 
 use super::session::{self, SessionInfo};
 use crate::auth::api_key::hash_key;
-use crate::auth::password::hash_password;
+use crate::auth::password;
 use crate::clock::timestamp;
 use crate::domain::contact::Email;
 use crate::error::Error;
@@ -72,9 +72,7 @@ pub async fn sign_in_path(state: &AppState, local_user: &str) -> Result<Secret<S
         let mut bytes = [0u8; 32];
         rand::rng().fill_bytes(&mut bytes);
         let password = Secret::new(hex::encode(bytes));
-        let hash = tokio::task::spawn_blocking(move || hash_password(&password))
-            .await
-            .map_err(|e| Error::Internal(e.into()))?;
+        let hash = password::hash(password).await.map_err(Error::Internal)?;
         let now = timestamp(state.clock.now());
         // A browser's first-start setup may have won the race; then that account is the owner.
         let created = state

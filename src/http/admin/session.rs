@@ -1,16 +1,22 @@
 //! Staff sign-in: first-start setup of the owner account, sessions, and the `Staff` extractor
 //! every other staff operation starts with.
 
-use axum::extract::{FromRequestParts, State};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Mutex;
+
+use axum::Extension;
+use axum::extract::{ConnectInfo, FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Duration, Utc};
+use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::auth::api_key::hash_key;
-use crate::auth::password::{hash_password, verify_password};
+use crate::auth::password;
+use crate::auth::throttle::ThrottleKey;
 use crate::clock::timestamp;
 use crate::domain::contact::Email;
 use crate::error::{Error, FieldErrors};
@@ -18,8 +24,9 @@ use crate::http::AppState;
 use crate::http::envelope::{Empty, Envelope};
 use crate::http::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::json::Body;
+use crate::http::login::{LoginError, attempt_succeeded, begin_attempt};
 use crate::secret::Secret;
-use crate::store::staff::{self, NewSession, Role, StaffMember};
+use crate::store::staff::{self, NewSession, Role, Session, StaffMember};
 
 pub const COOKIE: &str = "mandato_session";
 /// A session ends this long after sign-in, whatever happens.
@@ -80,6 +87,37 @@ fn session_cookie(headers: &HeaderMap) -> Option<String> {
         .map(|(_, value)| value.to_string())
 }
 
+/// The session the request's cookie names, if it is still alive (neither past its absolute
+/// end nor idle too long), with the SHA-256 of its token.
+fn live_session(state: &AppState, headers: &HeaderMap) -> Result<(String, Session), Error> {
+    let unauthenticated = || Error::Unauthenticated {
+        message: "sign in first".into(),
+    };
+    let token = session_cookie(headers).ok_or_else(unauthenticated)?;
+    let token_hash = hash_key(&token);
+    let session = state
+        .store
+        .read(|c| Ok(staff::session(c, &token_hash)?))?
+        .ok_or_else(unauthenticated)?;
+    let now = state.clock.now();
+    if expired(&session.expires_at, Duration::zero(), now)
+        || expired(&session.last_seen_at, Duration::minutes(IDLE_MINUTES), now)
+    {
+        return Err(Error::Unauthenticated {
+            message: "the session expired; sign in again".into(),
+        });
+    }
+    Ok((token_hash, session))
+}
+
+/// Whether `at + plus` has passed. A stored time that does not parse counts as passed: a
+/// session whose end cannot be read must not live for ever.
+fn expired(at: &str, plus: Duration, now: DateTime<Utc>) -> bool {
+    DateTime::parse_from_rfc3339(at)
+        .ok()
+        .is_none_or(|t| t.with_timezone(&Utc) + plus <= now)
+}
+
 impl FromRequestParts<AppState> for Staff {
     type Rejection = ApiError;
 
@@ -87,27 +125,7 @@ impl FromRequestParts<AppState> for Staff {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let unauthenticated = || Error::Unauthenticated {
-            message: "sign in first".into(),
-        };
-        let token = session_cookie(&parts.headers).ok_or_else(unauthenticated)?;
-        let token_hash = hash_key(&token);
-        let session = state
-            .store
-            .read(|c| Ok(staff::session(c, &token_hash)?))?
-            .ok_or_else(unauthenticated)?;
-        let now = state.clock.now();
-        let expired = |at: &str, plus: Duration| {
-            DateTime::parse_from_rfc3339(at).is_ok_and(|t| t.with_timezone(&Utc) + plus <= now)
-        };
-        if expired(&session.expires_at, Duration::zero())
-            || expired(&session.last_seen_at, Duration::minutes(IDLE_MINUTES))
-        {
-            return Err(Error::Unauthenticated {
-                message: "the session expired; sign in again".into(),
-            }
-            .into());
-        }
+        let (token_hash, session) = live_session(state, &parts.headers)?;
         if parts.method != Method::GET {
             let sent = parts
                 .headers
@@ -122,7 +140,8 @@ impl FromRequestParts<AppState> for Staff {
             }
         }
         // Sliding idle expiry, written at most once a minute.
-        if expired(&session.last_seen_at, Duration::minutes(1)) {
+        let now = state.clock.now();
+        if expired(&session.last_seen_at, Duration::minutes(1), now) {
             let stamp = timestamp(now);
             state
                 .store
@@ -134,25 +153,124 @@ impl FromRequestParts<AppState> for Staff {
     }
 }
 
+/// The one-time code that lets another machine do the first-visit setup. `serve` makes one
+/// when it listens beyond loopback with no staff account yet, and prints it to its log: only
+/// whoever reads that log (the person who started the server) can make the owner account from
+/// elsewhere. Kept as its SHA-256, in memory only; it works once.
+#[derive(Default)]
+pub struct SetupCode {
+    hash: Mutex<Option<String>>,
+}
+
+/// Letters and digits that cannot be mistaken for one another when typed from a log.
+const CODE_ALPHABET: &[u8; 32] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+
+impl SetupCode {
+    /// A fresh code (replacing any earlier one): 15 characters of 32 (75 bits), in groups of
+    /// five for reading aloud.
+    pub fn issue(&self) -> Secret<String> {
+        let mut bytes = [0u8; 15];
+        rand::rng().fill_bytes(&mut bytes);
+        let chars: Vec<char> = bytes
+            .iter()
+            .map(|b| char::from(CODE_ALPHABET[usize::from(b % 32)]))
+            .collect();
+        let code = chars
+            .chunks(5)
+            .map(|c| c.iter().collect::<String>())
+            .collect::<Vec<_>>()
+            .join("-");
+        *self.hash.lock().unwrap_or_else(|p| p.into_inner()) = Some(hash_key(&normalize(&code)));
+        Secret::new(code)
+    }
+
+    fn matches(&self, code: &str) -> bool {
+        self.hash
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_deref()
+            .is_some_and(|h| h == hash_key(&normalize(code)))
+    }
+
+    fn consume(&self) {
+        *self.hash.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+}
+
+/// Case and separators do not matter when the code is typed.
+fn normalize(code: &str) -> String {
+    code.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_uppercase())
+        .collect()
+}
+
+/// Who may run the first-visit setup.
+#[derive(Debug, PartialEq, Eq)]
+enum SetupAccess {
+    /// A peer on this machine: whoever runs there already holds the data.
+    Local,
+    /// Another machine, with a code to check.
+    CodeGiven,
+    /// Another machine, without a code.
+    CodeMissing,
+}
+
+/// No connection address (never the case behind our listener) counts as another machine.
+fn setup_access(peer: Option<IpAddr>, code: Option<&str>) -> SetupAccess {
+    if peer.is_some_and(|ip| ip.to_canonical().is_loopback()) {
+        SetupAccess::Local
+    } else if code.is_some_and(|c| !c.trim().is_empty()) {
+        SetupAccess::CodeGiven
+    } else {
+        SetupAccess::CodeMissing
+    }
+}
+
+type Peer = Option<Extension<ConnectInfo<SocketAddr>>>;
+
+fn peer_ip(peer: &Peer) -> Option<IpAddr> {
+    peer.as_ref().map(|Extension(ConnectInfo(addr))| addr.ip())
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SetupStatus {
     /// True until the first staff account exists.
     pub needs_setup: bool,
+    /// True when this client is on another machine: the setup then needs the one-time code
+    /// that `mandato serve` printed to its log.
+    pub setup_code_required: bool,
 }
 
-/// Whether the installation still needs its first (owner) account.
+/// Whether the installation still needs its first (owner) account, and whether this client
+/// must give the setup code for it.
 #[utoipa::path(get, path = "/setup", tag = "staff",
     responses((status = 200, description = "SETUP_STATUS_OK", body = Envelope<SetupStatus>)))]
-pub async fn setup_status(State(state): State<AppState>) -> ApiResult<Envelope<SetupStatus>> {
+pub async fn setup_status(
+    State(state): State<AppState>,
+    peer: Peer,
+) -> ApiResult<Envelope<SetupStatus>> {
     let count = state.store.read(|c| Ok(staff::count(c)?))?;
     Ok(Envelope::ok(
         "SETUP_STATUS_OK",
         "setup status",
         SetupStatus {
             needs_setup: count == 0,
+            setup_code_required: count == 0
+                && setup_access(peer_ip(&peer), None) != SetupAccess::Local,
         },
     ))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SetupRequest {
+    pub email: Option<String>,
+    /// At least 10 characters.
+    pub password: Option<String>,
+    /// The one-time code `mandato serve` printed to its log; needed from another machine only.
+    pub setup_code: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -192,21 +310,56 @@ fn parse_credentials(
     Ok((email.expect("validated"), password.expect("validated")))
 }
 
-/// First start: create the owner (admin) account. Refused once any account exists.
+/// First start: create the owner (admin) account. Refused once any account exists. From this
+/// machine it needs nothing more; from another machine it needs the one-time setup code that
+/// `mandato serve` printed to its log when it started listening beyond loopback.
 #[utoipa::path(post, path = "/setup", tag = "staff",
-    request_body = Credentials,
+    request_body = SetupRequest,
     responses(
         (status = 201, description = "SETUP_OK: signed in as the new admin", body = Envelope<SessionInfo>),
         (status = 400, description = "Invalid field, or SETUP_DONE", body = ErrorBody),
+        (status = 403, description = "SETUP_CODE_REQUIRED (another machine sent no code) or SETUP_CODE_INVALID", body = ErrorBody),
+        (status = 429, description = "TOO_MANY_ATTEMPTS: 5 wrong setup codes within 15 minutes", body = ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds until setup codes are accepted again"))),
     ))]
 pub async fn setup(
     State(state): State<AppState>,
-    Body(body): Body<Credentials>,
-) -> ApiResult<Response> {
-    let (email, password) = parse_credentials(body, 10)?;
-    let hash = tokio::task::spawn_blocking(move || hash_password(&password))
-        .await
-        .map_err(|e| Error::Internal(e.into()))?;
+    peer: Peer,
+    Body(body): Body<SetupRequest>,
+) -> Result<Response, LoginError> {
+    let access = setup_access(peer_ip(&peer), body.setup_code.as_deref());
+    let (email, password) = parse_credentials(
+        Credentials {
+            email: body.email,
+            password: body.password,
+        },
+        10,
+    )?;
+    let code_key = ThrottleKey::setup_code();
+    match access {
+        SetupAccess::Local => {}
+        SetupAccess::CodeMissing => {
+            return Err(Error::forbidden(
+                "SETUP_CODE_REQUIRED",
+                "from another machine, the first setup needs the setup code that mandato serve printed to its log",
+            )
+            .into());
+        }
+        SetupAccess::CodeGiven => {
+            begin_attempt(&state, &code_key).await?;
+            if !state
+                .setup_code
+                .matches(body.setup_code.as_deref().unwrap_or_default())
+            {
+                return Err(Error::forbidden(
+                    "SETUP_CODE_INVALID",
+                    "this is not the setup code of this server, or it was already used",
+                )
+                .into());
+            }
+        }
+    }
+    let hash = password::hash(password).await.map_err(Error::Internal)?;
     let now = timestamp(state.clock.now());
     let address = email.as_str().to_string();
     state.store.write(|tx| {
@@ -219,11 +372,15 @@ pub async fn setup(
             ))
         }
     })?;
+    if access == SetupAccess::CodeGiven {
+        state.setup_code.consume();
+        attempt_succeeded(&state, code_key).await?;
+    }
     let member = state
         .store
         .read(|c| Ok(staff::by_email(c, &address)?))?
         .ok_or_else(|| Error::Internal(anyhow::anyhow!("account vanished")))?;
-    start_session(&state, member, "SETUP_OK", 201)
+    Ok(start_session(&state, member, "SETUP_OK", 201)?)
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -244,27 +401,31 @@ pub struct SessionInfo {
         (status = 200, description = "SESSION_OK", body = Envelope<SessionInfo>),
         (status = 400, description = "Missing field", body = ErrorBody),
         (status = 403, description = "INVALID_CREDENTIALS", body = ErrorBody),
+        (status = 429, description = "TOO_MANY_ATTEMPTS: 5 failed sign-ins for this e-mail within 15 minutes; every attempt is refused until `Retry-After` seconds have passed", body = ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds until sign-ins for this e-mail are accepted again"))),
     ))]
 pub async fn login(
     State(state): State<AppState>,
     Body(body): Body<Credentials>,
-) -> ApiResult<Response> {
+) -> Result<Response, LoginError> {
     let (email, password) = parse_credentials(body, 1)?;
+    // Every address counts, known or not: a lock that only known accounts reach would tell
+    // which exist.
+    let key = ThrottleKey::staff(email.as_str());
+    begin_attempt(&state, &key).await?;
     let member = state
         .store
         .read(|c| Ok(staff::by_email(c, email.as_str())?))?;
-    let refused = || Error::forbidden("INVALID_CREDENTIALS", "wrong e-mail or password");
-    let Some(member) = member else {
-        return Err(refused().into());
-    };
-    let hash = member.password_hash.clone();
-    let ok = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
+    // An unknown address is checked against a stand-in hash, so it takes as long as a known one.
+    let hash = member.as_ref().map(|m| m.password_hash.clone());
+    let ok = password::verify(password, hash)
         .await
-        .map_err(|e| Error::Internal(e.into()))?;
-    if !ok {
-        return Err(refused().into());
-    }
-    start_session(&state, member, "SESSION_OK", 200)
+        .map_err(Error::Internal)?;
+    let Some(member) = member.filter(|_| ok) else {
+        return Err(Error::forbidden("INVALID_CREDENTIALS", "wrong e-mail or password").into());
+    };
+    attempt_succeeded(&state, key).await?;
+    Ok(start_session(&state, member, "SESSION_OK", 200)?)
 }
 
 pub(super) fn start_session(
@@ -311,8 +472,9 @@ pub(super) fn start_session(
     };
     let mut response = envelope.into_response();
     let cookie = format!(
-        "{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
-        ABSOLUTE_LIFETIME_HOURS * 3600
+        "{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}{}",
+        ABSOLUTE_LIFETIME_HOURS * 3600,
+        secure_attribute(state)
     );
     response.headers_mut().insert(
         header::SET_COOKIE,
@@ -321,25 +483,33 @@ pub(super) fn start_session(
     Ok(response)
 }
 
+/// `; Secure` when the installation is reached over HTTPS (`--public-url https://...`, TLS
+/// ends in front of us): the browser then never sends the session over plain HTTP.
+fn secure_attribute(state: &AppState) -> &'static str {
+    if state
+        .config
+        .public_url
+        .as_ref()
+        .is_some_and(|url| url.scheme() == "https")
+    {
+        "; Secure"
+    } else {
+        ""
+    }
+}
+
 /// The signed-in member and the CSRF token (the UI calls this when it loads).
 #[utoipa::path(get, path = "/session", tag = "staff",
     responses(
         (status = 200, description = "SESSION_OK", body = Envelope<SessionInfo>),
-        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+        (status = 401, description = "SESSION_REQUIRED: no session, or it ended (12 hours after sign-in, or 60 minutes unused)", body = ErrorBody),
     ))]
 pub async fn current(
     State(state): State<AppState>,
-    parts: HeaderMap,
+    headers: HeaderMap,
 ) -> ApiResult<Envelope<SessionInfo>> {
-    let token = session_cookie(&parts).ok_or(Error::Unauthenticated {
-        message: "sign in first".into(),
-    })?;
-    let session = state
-        .store
-        .read(|c| Ok(staff::session(c, &hash_key(&token))?))?
-        .ok_or(Error::Unauthenticated {
-            message: "sign in first".into(),
-        })?;
+    // An ended session gives no CSRF token: the token is only ever handed to a live session.
+    let (_, session) = live_session(&state, &headers)?;
     Ok(Envelope::ok(
         "SESSION_OK",
         "signed in",
@@ -372,9 +542,50 @@ pub async fn logout(
         })?;
     }
     let mut response = Envelope::ok("SESSION_CLOSED", "signed out", Empty {}).into_response();
+    let cleared = format!(
+        "{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0{}",
+        secure_attribute(&state)
+    );
     response.headers_mut().insert(
         header::SET_COOKIE,
-        HeaderValue::from_static("mandato_session=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"),
+        HeaderValue::from_str(&cleared).map_err(|e| Error::Internal(e.into()))?,
     );
     Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn setup_from_another_machine_needs_a_code() {
+        let local: IpAddr = "127.0.0.1".parse().unwrap();
+        let mapped: IpAddr = "::ffff:127.0.0.1".parse().unwrap();
+        let remote: IpAddr = "192.0.2.7".parse().unwrap();
+        assert_eq!(setup_access(Some(local), None), SetupAccess::Local);
+        assert_eq!(setup_access(Some(mapped), None), SetupAccess::Local);
+        assert_eq!(setup_access(Some(remote), None), SetupAccess::CodeMissing);
+        assert_eq!(
+            setup_access(Some(remote), Some("  ")),
+            SetupAccess::CodeMissing
+        );
+        assert_eq!(
+            setup_access(Some(remote), Some("ABCDE")),
+            SetupAccess::CodeGiven
+        );
+        assert_eq!(setup_access(None, None), SetupAccess::CodeMissing);
+    }
+
+    #[test]
+    fn a_setup_code_works_as_typed_until_consumed() {
+        let codes = SetupCode::default();
+        assert!(!codes.matches("anything"));
+        let code = codes.issue();
+        assert_eq!(code.expose().len(), 17);
+        assert!(codes.matches(code.expose()));
+        assert!(codes.matches(&code.expose().to_lowercase().replace('-', " ")));
+        assert!(!codes.matches("AAAAA-AAAAA-AAAAA"));
+        codes.consume();
+        assert!(!codes.matches(code.expose()));
+    }
 }

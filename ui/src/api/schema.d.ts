@@ -783,10 +783,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Whether the installation still needs its first (owner) account. */
+        /**
+         * Whether the installation still needs its first (owner) account, and whether this client
+         *     must give the setup code for it.
+         */
         get: operations["staff_get_setup"];
         put?: never;
-        /** First start: create the owner (admin) account. Refused once any account exists. */
+        /**
+         * First start: create the owner (admin) account. Refused once any account exists. From this
+         *     machine it needs nothing more; from another machine it needs the one-time setup code that
+         *     `mandato serve` printed to its log when it started listening beyond loopback.
+         */
         post: operations["staff_post_setup"];
         delete?: never;
         options?: never;
@@ -1791,6 +1798,11 @@ export interface components {
             payload: {
                 /** @description True until the first staff account exists. */
                 needsSetup: boolean;
+                /**
+                 * @description True when this client is on another machine: the setup then needs the one-time code
+                 *     that `mandato serve` printed to its log.
+                 */
+                setupCodeRequired: boolean;
             };
         };
         Envelope_SignaturePayload: {
@@ -2514,9 +2526,21 @@ export interface components {
             csrfToken: string;
             expiresAt: string;
         };
+        SetupRequest: {
+            email?: string | null;
+            /** @description At least 10 characters. */
+            password?: string | null;
+            /** @description The one-time code `mandato serve` printed to its log; needed from another machine only. */
+            setupCode?: string | null;
+        };
         SetupStatus: {
             /** @description True until the first staff account exists. */
             needsSetup: boolean;
+            /**
+             * @description True when this client is on another machine: the setup then needs the one-time code
+             *     that `mandato serve` printed to its log.
+             */
+            setupCodeRequired: boolean;
         };
         SignatoryDto: {
             internalId: string;
@@ -4388,6 +4412,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description TOO_MANY_ATTEMPTS: 5 failed logins of this commerce within 15 minutes (both login forms count together) */
+            429: {
+                headers: {
+                    /** @description Seconds until logins of this commerce are accepted again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -4459,6 +4494,17 @@ export interface operations {
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description TOO_MANY_ATTEMPTS: 5 failed logins of this commerce within 15 minutes; every attempt is refused until `Retry-After` seconds have passed */
+            429: {
+                headers: {
+                    /** @description Seconds until logins of this commerce are accepted again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6066,7 +6112,7 @@ export interface operations {
                     "application/json": components["schemas"]["Envelope_SessionInfo"];
                 };
             };
-            /** @description SESSION_REQUIRED */
+            /** @description SESSION_REQUIRED: no session, or it ended (12 hours after sign-in, or 60 minutes unused) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6129,6 +6175,17 @@ export interface operations {
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description TOO_MANY_ATTEMPTS: 5 failed sign-ins for this e-mail within 15 minutes; every attempt is refused until `Retry-After` seconds have passed */
+            429: {
+                headers: {
+                    /** @description Seconds until sign-ins for this e-mail are accepted again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6231,7 +6288,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Credentials"];
+                "application/json": components["schemas"]["SetupRequest"];
             };
         };
         responses: {
@@ -6253,9 +6310,29 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SETUP_CODE_REQUIRED (another machine sent no code) or SETUP_CODE_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description TOO_MANY_ATTEMPTS: 5 wrong setup codes within 15 minutes */
+            429: {
+                headers: {
+                    /** @description Seconds until setup codes are accepted again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {

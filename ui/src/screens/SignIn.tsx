@@ -1,10 +1,15 @@
 import { Alert, Button, Center, Paper, PasswordInput, Stack, Text, TextInput, Title } from "@mantine/core";
 import { useForm } from "@mantine/form";
-import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { api, payload, setCsrfToken } from "../api/client";
+import { ApiError, api, payload, setCsrfToken } from "../api/client";
 import { useI18n } from "../lib/context";
 import { formErrors } from "../lib/errors";
+
+/** The message for a refused sign-in or setup: a throttled one says to wait, not to retype. */
+function refusal(e: unknown, t: (key: "login.tooManyAttempts") => string): string | null {
+  return e instanceof ApiError && e.code === "TOO_MANY_ATTEMPTS" ? t("login.tooManyAttempts") : null;
+}
 
 function Frame({ title, intro, children }: { title: string; intro?: string; children: React.ReactNode }) {
   const { t } = useI18n();
@@ -29,12 +34,16 @@ export function Setup() {
   const { t } = useI18n();
   const queryClient = useQueryClient();
   const [general, setGeneral] = useState<string | null>(null);
+  // The same query App made: from another machine the server asks for the one-time code.
+  const status = useQuery({ queryKey: ["setup"], queryFn: () => payload(api.GET("/setup")) });
+  const codeRequired = status.data?.setupCodeRequired === true;
   const form = useForm({
-    initialValues: { email: "", password: "", confirm: "" },
+    initialValues: { email: "", password: "", confirm: "", setupCode: "" },
     validate: { confirm: (v, values) => (v === values.password ? null : t("setup.mismatch")) },
   });
   const mutation = useMutation({
-    mutationFn: (v: { email: string; password: string }) => payload(api.POST("/setup", { body: v })),
+    mutationFn: (v: { email: string; password: string; setupCode?: string }) =>
+      payload(api.POST("/setup", { body: v })),
     onSuccess: async (info) => {
       setCsrfToken(info.csrfToken);
       await queryClient.invalidateQueries({ queryKey: ["setup"] });
@@ -43,14 +52,38 @@ export function Setup() {
     onError: (e) => {
       const { fields, general } = formErrors(e, {}, ["email", "password"]);
       form.setErrors(fields);
-      setGeneral(general);
+      const code = e instanceof ApiError ? e.code : "";
+      if (code === "SETUP_CODE_INVALID" || code === "SETUP_CODE_REQUIRED") {
+        form.setFieldError("setupCode", t("setup.codeInvalid"));
+        setGeneral(null);
+      } else {
+        setGeneral(refusal(e, t) ?? general);
+      }
     },
   });
   return (
     <Frame title={t("setup.title")} intro={t("setup.intro")}>
-      <form onSubmit={form.onSubmit((v) => mutation.mutate({ email: v.email, password: v.password }))}>
+      <form
+        onSubmit={form.onSubmit((v) =>
+          mutation.mutate({
+            email: v.email,
+            password: v.password,
+            ...(codeRequired ? { setupCode: v.setupCode } : {}),
+          }),
+        )}
+      >
         <Stack>
           {general && <Alert color="red">{general}</Alert>}
+          {codeRequired && (
+            <TextInput
+              label={t("setup.code")}
+              description={t("setup.codeHelp")}
+              name="setupCode"
+              autoComplete="one-time-code"
+              required
+              {...form.getInputProps("setupCode")}
+            />
+          )}
           <TextInput label={t("login.email")} name="email" autoComplete="username" required {...form.getInputProps("email")} />
           <PasswordInput label={t("login.password")} name="password" autoComplete="new-password" required {...form.getInputProps("password")} />
           <PasswordInput label={t("setup.confirm")} name="confirm" autoComplete="new-password" required {...form.getInputProps("confirm")} />
@@ -77,7 +110,11 @@ export function Login() {
     onError: (e) => {
       const { fields, general } = formErrors(e, {}, ["email", "password"]);
       form.setErrors(fields);
-      setGeneral(e instanceof Error && "code" in e && e.code === "INVALID_CREDENTIALS" ? t("login.invalid") : general);
+      setGeneral(
+        e instanceof Error && "code" in e && e.code === "INVALID_CREDENTIALS"
+          ? t("login.invalid")
+          : (refusal(e, t) ?? general),
+      );
     },
   });
   return (
