@@ -30,6 +30,7 @@
 //! installation has no mail channel, so production signing needs one to be added.
 
 pub mod audit;
+pub mod budget;
 pub mod ceremony;
 pub mod events;
 pub mod pdf;

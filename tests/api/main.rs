@@ -17,6 +17,7 @@ mod staff_ui_api;
 mod webhooks;
 
 mod customers;
+mod hostile_pdf;
 mod installments;
 mod isolation;
 mod link;
