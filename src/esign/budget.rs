@@ -668,8 +668,9 @@ fn to_object(v: &Val) -> Object {
 
 /// The decoded content of an object or cross-reference stream, after its inflation was
 /// counted and charged: decoded by `lopdf` itself (filters and predictors as it applies them),
-/// bounded by what the count found.
-fn decode(buf: &[u8], stream: &StreamSite, inflated: u64) -> Option<Vec<u8>> {
+/// bounded by what the count found. Should `lopdf` inflate more than the count (a stream the
+/// two read differently), the file is refused: its parse cannot be bounded.
+fn decode(buf: &[u8], stream: &StreamSite, inflated: u64) -> Result<Vec<u8>, Refusal> {
     let mut dict = Dictionary::new();
     for key in [&b"Filter"[..], b"DecodeParms"] {
         if let Some(v) = get(&stream.dict, key) {
@@ -677,11 +678,17 @@ fn decode(buf: &[u8], stream: &StreamSite, inflated: u64) -> Option<Vec<u8>> {
         }
     }
     let s = Stream::new(dict, stream.data(buf).to_vec());
-    let limit = usize::try_from(inflated.max(stream.data_len as u64)).ok()?;
-    if s.dict.has(b"Filter") {
-        s.decompressed_content_with_limit(limit).ok()
-    } else {
-        Some(s.content)
+    if !s.dict.has(b"Filter") {
+        return Ok(s.content);
+    }
+    let limit = usize::try_from(inflated.max(stream.data_len as u64)).unwrap_or(usize::MAX);
+    match s.decompressed_content_with_limit(limit) {
+        Ok(content) => Ok(content),
+        Err(lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { .. })) => Err(
+            Refusal::TooComplex("an object stream inflates more than it could be measured".into()),
+        ),
+        // Damaged beyond decoding: the parser skips it too.
+        Err(_) => Ok(Vec::new()),
     }
 }
 
@@ -763,7 +770,7 @@ impl<'a> Scan<'a> {
                 size
             };
             if stream.is_type(b"ObjStm") {
-                let decoded = decode(buf, stream, inflated).unwrap_or_default();
+                let decoded = decode(buf, stream, inflated)?;
                 let mut members = Budget::new(u64::MAX, u64::MAX);
                 let header = members_of(
                     &decoded,
@@ -948,7 +955,7 @@ impl Scan<'_> {
                 continue;
             }
             let row = widths.iter().sum::<usize>();
-            let content = decode(buf, stream, self.sites[i].decoded.bytes).unwrap_or_default();
+            let content = decode(buf, stream, self.sites[i].decoded.bytes)?;
             let mut numbers: Vec<u64> = Vec::new();
             match get(&stream.dict, b"Index") {
                 Some(Val::Array(index)) => {

@@ -695,6 +695,49 @@ mod tests {
     }
 
     #[test]
+    fn object_and_cross_reference_streams_are_measured_and_read() {
+        let classic = page_pdf([0, 0, 612, 792], None, Some(90));
+        let mut doc = Document::load_mem(&classic).unwrap();
+        let mut modern = Vec::new();
+        doc.save_modern(&mut modern).unwrap();
+        assert!(String::from_utf8_lossy(&modern).contains("/ObjStm"));
+        let inspection = inspect(&modern).unwrap();
+        assert_eq!(inspection.pages[0].width, 792.0);
+        // A handful of objects: each charged a few times over, far from the budget.
+        assert!(inspection.cost.values > 10, "{:?}", inspection.cost);
+        assert!(inspection.cost.values < 200, "{:?}", inspection.cost);
+        assert!(inspection.cost.bytes < 64 * 1024, "{:?}", inspection.cost);
+        // The same document with 2,000 pages of content: still well inside.
+        let mut big = Document::load_mem(&classic).unwrap();
+        let pages_id = big
+            .catalog()
+            .unwrap()
+            .get(b"Pages")
+            .unwrap()
+            .as_reference()
+            .unwrap();
+        let mut kids: Vec<Object> = Vec::new();
+        for _ in 0..2_000 {
+            let content = big.add_object(Stream::new(Dictionary::new(), b"0 0 m 9 9 l S".to_vec()));
+            kids.push(
+                big.add_object(dictionary! {
+                    "Type" => "Page", "Parent" => pages_id, "Contents" => content,
+                    "MediaBox" => vec![0.into(), 0.into(), 100.into(), 100.into()],
+                })
+                .into(),
+            );
+        }
+        let pages = big.get_dictionary_mut(pages_id).unwrap();
+        pages.set("Kids", kids);
+        pages.set("Count", 2_000);
+        let mut out = Vec::new();
+        big.save_modern(&mut out).unwrap();
+        let inspection = inspect(&out).unwrap();
+        assert_eq!(inspection.pages.len(), 2_000);
+        assert!(inspection.cost.values < 200_000, "{:?}", inspection.cost);
+    }
+
+    #[test]
     fn what_is_not_a_pdf_is_refused() {
         assert!(matches!(
             inspect(b"hello, world"),
