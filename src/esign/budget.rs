@@ -697,8 +697,10 @@ fn decode(buf: &[u8], stream: &StreamSite, inflated: u64) -> Result<Vec<u8>, Ref
 struct Scan<'a> {
     buf: &'a [u8],
     sites: Vec<Site>,
-    /// `obj` keyword offset → index in `sites`.
-    by_keyword: HashMap<usize, usize>,
+    /// The `obj` keyword offset of each site, index-aligned with `sites`: found in file order,
+    /// so sorted, and searched by halving (a map would double the memory of a file of many
+    /// tiny objects).
+    keywords: Vec<usize>,
     /// Integers stored in object streams, by object number: the `/Length`s they can give.
     member_ints: HashMap<u32, i64>,
 }
@@ -708,7 +710,7 @@ impl<'a> Scan<'a> {
         Scan {
             buf,
             sites: Vec::new(),
-            by_keyword: HashMap::new(),
+            keywords: Vec::new(),
             member_ints: HashMap::new(),
         }
     }
@@ -735,7 +737,7 @@ impl<'a> Scan<'a> {
             };
             let site = parse_site(buf, k, number)?;
             budget.charge(site.own)?;
-            self.by_keyword.insert(k, self.sites.len());
+            self.keywords.push(k);
             self.sites.push(site);
         }
         Ok(())
@@ -889,8 +891,8 @@ impl Scan<'_> {
                 .ok()
                 .filter(|&o| o < buf.len())
                 .and_then(|o| keyword_at(buf, o))
-                .and_then(|k| scan.by_keyword.get(&k));
-            if let (Some(&i), Ok(number)) = (site, u32::try_from(number)) {
+                .and_then(|k| scan.keywords.binary_search(&k).ok());
+            if let (Some(i), Ok(number)) = (site, u32::try_from(number)) {
                 let cost = scan.sites[i].cost();
                 let e = named.entry(number).or_default();
                 e.values = e.values.max(cost.values);

@@ -13,6 +13,7 @@ use flate2::{Compress, Compression, FlushCompress};
 use lopdf::{Document, Object, Stream, dictionary};
 use serde_json::{Value, json};
 
+use crate::cli::{headers, mandato, serve};
 use crate::helpers::*;
 
 /// The resident memory the contract allows through a bomb.
@@ -148,7 +149,12 @@ fn body(documents: &[Vec<u8>]) -> Value {
 }
 
 fn vm_rss() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    rss_of("self")
+}
+
+/// VmRSS of a process (`self` or a pid), in bytes.
+fn rss_of(process: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{process}/status")).unwrap_or_default();
     status
         .lines()
         .find_map(|l| l.strip_prefix("VmRSS:"))
@@ -220,7 +226,8 @@ async fn bombs_are_refused_as_too_complex_at_their_document_in_bounded_memory() 
             "{what}"
         );
         assert_eq!(reply.body["errors"][0]["code"], "DOCUMENT_TOO_COMPLEX");
-        assert!(peak < RSS_LIMIT, "{what}: peak RSS {peak} bytes");
+        // This process also runs the other tests of the binary, so its resident size is
+        // printed only; `the_server_stays_under_300_mb_through_bombs` measures a server alone.
     }
     // Nothing was stored.
     let stored: i64 = app
@@ -304,4 +311,131 @@ async fn another_commerces_writes_are_answered_while_bombs_are_refused() {
         slowest < Duration::from_secs(30),
         "slowest write {slowest:?}"
     );
+}
+
+/// `mandato serve` alone in its process: its resident memory through every bomb, sampled.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_server_stays_under_300_mb_through_bombs() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    mandato(
+        data,
+        &[
+            "commerce",
+            "add",
+            "--code",
+            COMMERCE,
+            "--name",
+            "Bombas",
+            "--password-stdin",
+        ],
+        Some("bomb-password\n"),
+    );
+    let key = mandato(data, &["apikey", "create"], None)["apiKey"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (mut server, base) = serve(data);
+    let pid = server.id().to_string();
+    let client = reqwest::Client::new();
+    let call = |path: &str, body: Value, token: Option<&str>| {
+        let mut request = client
+            .post(format!("{base}/api/v1{path}"))
+            .headers(headers(COMMERCE, &key))
+            .json(&body);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request.send()
+    };
+    let public: Value = client
+        .get(format!("{base}/api/v1/.well-known/jwe-public-key"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let jwe: Value = call(
+        "/jwe/encrypt",
+        json!({"password": "bomb-password", "publicKey": public["payload"]["publicKey"]}),
+        None,
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let login: Value = call(
+        "/login",
+        json!({"username": COMMERCE, "password": jwe["payload"]["token"]}),
+        None,
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let token = login["payload"]["token"]
+        .as_str()
+        .expect("a session")
+        .to_string();
+
+    let idle = rss_of(&pid);
+    let stop = Arc::new(AtomicBool::new(false));
+    let peak = Arc::new(AtomicU64::new(idle));
+    let sampler = {
+        let (stop, peak, pid) = (Arc::clone(&stop), Arc::clone(&peak), pid.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                peak.fetch_max(rss_of(&pid), Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    // Two at once, as many as may parse together.
+    let bombs = [
+        object_stream_bomb(),
+        content_stream_bomb(),
+        values_bomb(),
+        nested_bomb(),
+    ];
+    let started = Instant::now();
+    for pair in bombs.chunks(2) {
+        let replies = futures_join(
+            call("/signature", body(&[pair[0].clone()]), Some(&token)),
+            call("/signature", body(&[pair[1].clone()]), Some(&token)),
+        )
+        .await;
+        for reply in replies {
+            let reply = reply.unwrap();
+            assert_eq!(reply.status(), 400);
+            let body: Value = reply.json().await.unwrap();
+            assert_eq!(body["name"], "DOCUMENT_TOO_COMPLEX", "{body}");
+            assert_eq!(body["errors"][0]["field"], "documents[0].contentBase64");
+        }
+    }
+    let took = started.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    sampler.join().unwrap();
+    let peak = peak.load(Ordering::Relaxed);
+    let _ = server.kill();
+    let _ = server.wait();
+    println!(
+        "server alone: idle {} MiB, peak {} MiB through 4 bombs (2 at once) refused in {took:?}",
+        idle / (1024 * 1024),
+        peak / (1024 * 1024)
+    );
+    assert!(idle > 0, "the server's VmRSS was read");
+    assert!(peak < RSS_LIMIT, "peak RSS {peak} bytes");
+}
+
+/// Both requests at once; their answers in order.
+async fn futures_join<A, B>(a: A, b: B) -> [A::Output; 2]
+where
+    A: std::future::Future,
+    B: std::future::Future<Output = A::Output>,
+{
+    let (a, b) = tokio::join!(a, b);
+    [a, b]
 }

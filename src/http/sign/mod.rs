@@ -607,18 +607,38 @@ async fn sign(
 /// request) leaves them alone.
 static SEALING: std::sync::Mutex<Vec<i64>> = std::sync::Mutex::new(Vec::new());
 
+/// A claim on sealing one process, released when dropped: also when the request that holds it
+/// is cut while waiting for its turn, so the sweep can take the process over.
+struct Sealing(i64);
+
+impl Sealing {
+    fn claim(process_seq: i64) -> Option<Sealing> {
+        let mut busy = SEALING.lock().unwrap_or_else(|e| e.into_inner());
+        if busy.contains(&process_seq) {
+            return None;
+        }
+        busy.push(process_seq);
+        Some(Sealing(process_seq))
+    }
+}
+
+impl Drop for Sealing {
+    fn drop(&mut self) {
+        SEALING
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|&seq| seq != self.0);
+    }
+}
+
 /// Seals a process awaiting its seal (CONTRACT 12): the documents are read in one snapshot,
 /// sealed on one blocking thread under the process-wide PDF permit, and only the result is
 /// written, in a short transaction of its own. `true` when the process is now COMPLETED.
 /// A failure leaves it awaiting, for the sweep to try again.
 pub(crate) async fn seal(state: &AppState, process_seq: i64) -> bool {
-    {
-        let mut busy = SEALING.lock().unwrap_or_else(|e| e.into_inner());
-        if busy.contains(&process_seq) {
-            return false;
-        }
-        busy.push(process_seq);
-    }
+    let Some(_sealing) = Sealing::claim(process_seq) else {
+        return false;
+    };
     let permit = pdf::permit().await;
     let store = Arc::clone(&state.store);
     let act = business_act(state, None, None);
@@ -637,10 +657,6 @@ pub(crate) async fn seal(state: &AppState, process_seq: i64) -> bool {
         Ok::<bool, Error>(done)
     })
     .await;
-    SEALING
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .retain(|&seq| seq != process_seq);
     match result {
         Ok(Ok(done)) => {
             if done {
