@@ -1,8 +1,8 @@
 //! Hostile PDFs at `POST /signature` (CONTRACT 12, "Documents"): small uploads that would
 //! inflate past 256 MiB, hold more than 1,000,000 values or nest past the parser's depth are
-//! refused with 400 `DOCUMENT_TOO_COMPLEX` at their document's `contentBase64`, the engine (in
-//! this test process) stays under 300 MB resident meanwhile, and another commerce's writes are
-//! answered while a bomb is measured. The bombs are made here.
+//! refused with 400 `DOCUMENT_TOO_COMPLEX` at their document's `contentBase64`; `mandato serve`
+//! stays under 300 MB resident through them (measured on the server's own process), and another
+//! commerce's writes are answered while bombs are measured. The bombs are made here.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
