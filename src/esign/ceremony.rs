@@ -218,6 +218,10 @@ pub fn expire_if_due(
     if !process.state.is_open() || process.expires_at > timestamp(act.business_now) {
         return Ok(false);
     }
+    // Every signatory signed in time: the seal still owed is ours to finish, not an expiry.
+    if signatures::all_signed(conn, process_seq)? {
+        return Ok(false);
+    }
     signatures::set_process_state(conn, process.seq, ProcessState::Expired, None, &act.at())?;
     let view = reload(conn, process.seq)?;
     record(
@@ -613,7 +617,9 @@ pub fn confirm_identity(
 
 /// What a signature led to.
 pub struct Signed {
+    /// Every signature is in: the process awaits its seal (and is COMPLETED once sealed).
     pub completed: bool,
+    pub process_seq: i64,
     pub process_id: String,
     pub callback: String,
 }
@@ -665,15 +671,15 @@ pub fn sign(conn: &Connection, token: &str, act: &Act<'_>, accepted: bool) -> Re
         Some(&signed_me),
         act.now,
     )?;
+    // The last signature leaves the process awaiting its seal, which happens outside this
+    // transaction ([`prepare_seal`], [`SealJob::run`], [`complete_seal`]).
     let completed = view
         .signatories
         .iter()
         .all(|s| s.state == SignatoryState::Signed);
-    if completed {
-        seal_and_complete(conn, &c.commerce, &view, act)?;
-    }
     Ok(Ok(Signed {
         completed,
+        process_seq: view.process.seq,
         process_id: view.process.id.clone(),
         callback: view.process.url_callback.clone(),
     }))
@@ -727,6 +733,7 @@ pub fn reject(conn: &Connection, token: &str, act: &Act<'_>, reason: &str) -> Re
     )?;
     Ok(Ok(Signed {
         completed: false,
+        process_seq: view.process.seq,
         process_id: view.process.id.clone(),
         callback: view.process.url_callback.clone(),
     }))
@@ -754,13 +761,96 @@ fn stamp_of(s: &SignatoryRow) -> Stamp {
     }
 }
 
-/// Seals every document, records COMPLETED with the sealed hashes, and tells the merchant.
-fn seal_and_complete(
-    conn: &Connection,
-    commerce: &Commerce,
-    view: &ProcessView,
-    act: &Act<'_>,
-) -> Result<()> {
+/// One document of a [`SealJob`]: the original and everything printed on it.
+struct DocumentJob {
+    seq: i64,
+    name: String,
+    sha256: String,
+    original: Vec<u8>,
+    boxes: Vec<BoxStamp>,
+    last_page: Vec<Stamp>,
+    certificate: Vec<Line>,
+    caption: String,
+    footer: String,
+}
+
+/// A process whose signatures are all in, read in one snapshot, ready to seal away from the
+/// store: sealing parses every document, which must never hold the shared writer.
+pub struct SealJob {
+    process_seq: i64,
+    process_id: String,
+    /// The trail the certificates print: completion checks it is still the whole trail.
+    trail_len: usize,
+    head: String,
+    documents: Vec<DocumentJob>,
+}
+
+/// The sealed documents of a [`SealJob`], to be stored by [`complete_seal`].
+pub struct Sealed {
+    process_seq: i64,
+    trail_len: usize,
+    head: String,
+    /// Document seq, name, original SHA-256, sealed bytes, sealed SHA-256.
+    documents: Vec<(i64, String, String, Vec<u8>, String)>,
+}
+
+impl SealJob {
+    pub fn process_id(&self) -> &str {
+        &self.process_id
+    }
+
+    /// Stamps and seals every document: CPU only, no store.
+    pub fn run(self) -> Result<Sealed> {
+        let mut documents = Vec::with_capacity(self.documents.len());
+        for doc in self.documents {
+            let sealed = pdf::seal(
+                &doc.original,
+                &SealInput {
+                    boxes: &doc.boxes,
+                    last_page: &doc.last_page,
+                    signature_page_caption: &doc.caption,
+                    certificate: &doc.certificate,
+                    footer: &doc.footer,
+                },
+            )
+            .map_err(|e| {
+                Error::Internal(anyhow::anyhow!(
+                    "sealing {} of {}: {e}",
+                    doc.name,
+                    self.process_id
+                ))
+            })?;
+            let sha = sha256_hex(&sealed);
+            documents.push((doc.seq, doc.name, doc.sha256, sealed, sha));
+        }
+        Ok(Sealed {
+            process_seq: self.process_seq,
+            trail_len: self.trail_len,
+            head: self.head,
+            documents,
+        })
+    }
+}
+
+/// Whether the process is open with every signature in: it is waiting for its seal. Such a
+/// process does not expire (its signatories are done); [`prepare_seal`] finishes it.
+pub fn awaiting_seal(conn: &Connection, process_seq: i64) -> Result<bool> {
+    let process = signatures::process_by_seq(conn, process_seq)?;
+    Ok(process.state.is_open() && signatures::all_signed(conn, process_seq)?)
+}
+
+/// Reads what sealing the process needs, when it is awaiting its seal (`None` otherwise).
+pub fn prepare_seal(conn: &Connection, process_seq: i64, act: &Act<'_>) -> Result<Option<SealJob>> {
+    if !awaiting_seal(conn, process_seq)? {
+        return Ok(None);
+    }
+    let view = reload(conn, process_seq)?;
+    let commerce = commerces::by_id(conn, view.process.commerce_id)?.ok_or_else(|| {
+        Error::Internal(anyhow::anyhow!(
+            "process {} has no commerce",
+            view.process.id
+        ))
+    })?;
     let trail = signatures::audit_of(conn, view.process.seq)?;
     let chain = audit::verify(&view.process.id, &trail);
     if !chain.valid {
@@ -771,7 +861,7 @@ fn seal_and_complete(
         )));
     }
     let head = chain.head.unwrap_or_default();
-    let mut sealed_hashes = Vec::new();
+    let mut documents = Vec::new();
     for doc in &view.documents {
         let original = signatures::original_bytes(conn, doc.seq)?;
         let mut boxes = Vec::new();
@@ -804,34 +894,56 @@ fn seal_and_complete(
                 }
             }
         }
-        let last_page: Vec<Stamp> = last_page.into_iter().map(|(_, s)| s).collect();
-        let lines = certificate(commerce, view, doc, &trail, &head, act);
-        let caption = format!("{} · {}", view.process.process_name, doc.name);
-        let footer = format!(
-            "{} · {} · SHA-256 original {}",
-            view.process.id, doc.name, doc.sha256
-        );
-        let sealed = pdf::seal(
-            &original,
-            &SealInput {
-                boxes: &boxes,
-                last_page: &last_page,
-                signature_page_caption: &caption,
-                certificate: &lines,
-                footer: &footer,
-            },
-        )
-        .map_err(|e| {
-            Error::Internal(anyhow::anyhow!(
-                "sealing {} of {}: {e}",
-                doc.id,
-                view.process.id
-            ))
-        })?;
-        let sha = sha256_hex(&sealed);
-        signatures::set_sealed(conn, doc.seq, &sealed, &sha)?;
+        documents.push(DocumentJob {
+            seq: doc.seq,
+            name: doc.name.clone(),
+            sha256: doc.sha256.clone(),
+            original,
+            boxes,
+            last_page: last_page.into_iter().map(|(_, s)| s).collect(),
+            certificate: certificate(&commerce, &view, doc, &trail, &head, act),
+            caption: format!("{} · {}", view.process.process_name, doc.name),
+            footer: format!(
+                "{} · {} · SHA-256 original {}",
+                view.process.id, doc.name, doc.sha256
+            ),
+        });
+    }
+    Ok(Some(SealJob {
+        process_seq,
+        process_id: view.process.id.clone(),
+        trail_len: trail.len(),
+        head,
+        documents,
+    }))
+}
+
+/// Stores the sealed documents, makes the process COMPLETED and records its audit act and
+/// `SIGNATURE_COMPLETED`, all in the caller's (short) transaction. `false` when the process
+/// moved on meanwhile (already sealed, cancelled, or its trail grew): nothing is written.
+pub fn complete_seal(conn: &Connection, sealed: Sealed, act: &Act<'_>) -> Result<bool> {
+    if !awaiting_seal(conn, sealed.process_seq)? {
+        return Ok(false);
+    }
+    let view = reload(conn, sealed.process_seq)?;
+    let trail = signatures::audit_of(conn, sealed.process_seq)?;
+    let head = audit::verify(&view.process.id, &trail)
+        .head
+        .unwrap_or_default();
+    if trail.len() != sealed.trail_len || head != sealed.head {
+        return Ok(false);
+    }
+    let commerce = commerces::by_id(conn, view.process.commerce_id)?.ok_or_else(|| {
+        Error::Internal(anyhow::anyhow!(
+            "process {} has no commerce",
+            view.process.id
+        ))
+    })?;
+    let mut sealed_hashes = Vec::new();
+    for (seq, name, sha256, bytes, sealed_sha) in &sealed.documents {
+        signatures::set_sealed(conn, *seq, bytes, sealed_sha)?;
         sealed_hashes
-            .push(json!({"documentName": doc.name, "sha256": doc.sha256, "sealedSha256": sha}));
+            .push(json!({"documentName": name, "sha256": sha256, "sealedSha256": sealed_sha}));
     }
     signatures::set_process_state(
         conn,
@@ -847,10 +959,10 @@ fn seal_and_complete(
         act,
         Action::Completed,
         None,
-        json!({"sealed": sealed_hashes, "certifiedTrailHead": head}),
+        json!({"sealed": sealed_hashes, "certifiedTrailHead": sealed.head}),
     )?;
-    events::record(conn, commerce, &view, EventKind::Completed, None, act.now)?;
-    Ok(())
+    events::record(conn, &commerce, &view, EventKind::Completed, None, act.now)?;
+    Ok(true)
 }
 
 /// The completion certificate of one document: the process, the document's hash, every

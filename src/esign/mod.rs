@@ -18,7 +18,10 @@
 //! has a lower `order`; equal orders sign in parallel. When the last one signs, every document
 //! is sealed ([`pdf::seal`]): stamped at its boxes, a signature page appended for `LAST_PAGE`,
 //! then a completion certificate with the audit trail; the sealed SHA-256 is recorded and the
-//! original kept. Each act is written to a hash chain ([`audit`]) that detects a changed record.
+//! original kept. The seal runs after the last signature's transaction, never inside one
+//! ([`ceremony::prepare_seal`], [`ceremony::SealJob::run`], [`ceremony::complete_seal`]); the
+//! process becomes COMPLETED only with its sealed documents. Every PDF is measured by
+//! [`budget`] before it is parsed (CONTRACT 12). Each act is written to a hash chain ([`audit`]) that detects a changed record.
 //!
 //! A process expires (by business time, so the sandbox clock moves it) after
 //! [`DEFAULT_EXPIRY_DAYS`] or the `process.expirationDays` of its request; a page, a lookup or
@@ -30,6 +33,7 @@
 //! installation has no mail channel, so production signing needs one to be added.
 
 pub mod audit;
+pub mod budget;
 pub mod ceremony;
 pub mod events;
 pub mod pdf;

@@ -14,10 +14,12 @@ use std::fmt::Write as _;
 use lopdf::{Dictionary, Document, LoadOptions, Object, ObjectId, Stream, dictionary};
 
 use super::SignatureType;
+use super::budget::{self, Refusal};
 use crate::documents::helvetica::{Font, literal, text_width, wrap};
 
-/// Streams of an upload may not inflate beyond this (decompression bombs).
-const MAX_INFLATED: usize = 64 * 1024 * 1024;
+/// A single stream may not inflate beyond the whole document's budget; [`budget::measure`]
+/// bounds the total before `lopdf` loads anything.
+const MAX_INFLATED: usize = budget::MAX_BYTES as usize;
 /// Font resource names the seal adds to the pages it draws on.
 const FONT_REGULAR: &str = "MdtSealR";
 const FONT_BOLD: &str = "MdtSealB";
@@ -29,9 +31,11 @@ const INK: &str = "0.08 0.2 0.55";
 
 /// Why an upload is not a PDF this service can take.
 #[derive(Debug, Clone, PartialEq)]
-pub enum PdfProblem {
+pub enum DocumentError {
     /// Not a PDF at all, or damaged beyond reading.
     Unreadable(String),
+    /// Parsing it would exceed the budgets of CONTRACT 12 (`DOCUMENT_TOO_COMPLEX`).
+    TooComplex(String),
     /// Encrypted: it could not be stamped and sealed.
     Encrypted,
     NoPages,
@@ -39,13 +43,14 @@ pub enum PdfProblem {
     BadPage(u32),
 }
 
-impl std::fmt::Display for PdfProblem {
+impl std::fmt::Display for DocumentError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            PdfProblem::Unreadable(e) => write!(f, "not a readable PDF: {e}"),
-            PdfProblem::Encrypted => write!(f, "encrypted PDFs cannot be signed and sealed"),
-            PdfProblem::NoPages => write!(f, "the PDF has no pages"),
-            PdfProblem::BadPage(n) => write!(f, "page {n} has no valid MediaBox"),
+            DocumentError::Unreadable(e) => write!(f, "not a readable PDF: {e}"),
+            DocumentError::TooComplex(e) => write!(f, "the PDF is too complex: {e}"),
+            DocumentError::Encrypted => write!(f, "encrypted PDFs cannot be signed and sealed"),
+            DocumentError::NoPages => write!(f, "the PDF has no pages"),
+            DocumentError::BadPage(n) => write!(f, "page {n} has no valid MediaBox"),
         }
     }
 }
@@ -59,8 +64,19 @@ pub struct PageSize {
 
 /// What validation needs of an upload.
 #[derive(Clone, Debug)]
-pub struct Inspected {
+pub struct Inspection {
     pub pages: Vec<PageSize>,
+    /// What the budget charged for parsing it (an upper bound of the parser's work).
+    pub cost: budget::Cost,
+}
+
+impl From<Refusal> for DocumentError {
+    fn from(refusal: Refusal) -> Self {
+        match refusal {
+            Refusal::TooComplex(why) => DocumentError::TooComplex(why),
+            Refusal::Unsupported(why) => DocumentError::Unreadable(why),
+        }
+    }
 }
 
 /// The visible rectangle of a page in user space, and its rotation.
@@ -105,34 +121,57 @@ impl Geometry {
     }
 }
 
-fn load(bytes: &[u8]) -> Result<Document, PdfProblem> {
+/// How many PDF parses or seals run at once in the process (CONTRACT 12). Each runs on one
+/// blocking thread, so PDFs never take more than this many cores.
+pub const CONCURRENT: usize = 2;
+
+static PERMITS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(CONCURRENT);
+
+/// Waits for a turn to parse or seal; the turn ends when the permit is dropped. A caller that
+/// gives up (a request cut at its time limit) leaves the queue.
+pub async fn permit() -> tokio::sync::SemaphorePermit<'static> {
+    PERMITS
+        .acquire()
+        .await
+        .expect("the PDF semaphore is never closed")
+}
+
+/// Loads a document whose cost [`budget::measure`] has accepted.
+fn load(bytes: &[u8]) -> Result<Document, DocumentError> {
     let options = LoadOptions {
         max_decompressed_size: Some(MAX_INFLATED),
         ..LoadOptions::default()
     };
-    let doc = Document::load_mem_with_options(bytes, options)
-        .map_err(|e| PdfProblem::Unreadable(e.to_string()))?;
+    let doc = Document::load_mem_with_options(bytes, options).map_err(|e| match e {
+        lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { .. }) => {
+            DocumentError::TooComplex(e.to_string())
+        }
+        e => DocumentError::Unreadable(e.to_string()),
+    })?;
     if doc.trailer.has(b"Encrypt") || doc.was_encrypted() {
-        return Err(PdfProblem::Encrypted);
+        return Err(DocumentError::Encrypted);
     }
     Ok(doc)
 }
 
-/// Parses an upload: its pages and their displayed sizes.
-pub fn inspect(bytes: &[u8]) -> Result<Inspected, PdfProblem> {
+/// Parses an upload: its pages and their displayed sizes. The budget is measured first, so a
+/// hostile file is refused before the parser spends memory or time on it. Pure and
+/// single-threaded: callers run it off the async runtime, under [`permit`].
+pub fn inspect(bytes: &[u8]) -> Result<Inspection, DocumentError> {
+    let cost = budget::measure(bytes)?;
     let doc = load(bytes)?;
     let pages = doc.get_pages();
     if pages.is_empty() {
-        return Err(PdfProblem::NoPages);
+        return Err(DocumentError::NoPages);
     }
     let mut sizes = Vec::with_capacity(pages.len());
     for (number, id) in pages {
         let size = geometry(&doc, id)
-            .ok_or(PdfProblem::BadPage(number))?
+            .ok_or(DocumentError::BadPage(number))?
             .size();
         sizes.push(size);
     }
-    Ok(Inspected { pages: sizes })
+    Ok(Inspection { pages: sizes, cost })
 }
 
 /// An inheritable page attribute (ISO 32000-1, 7.7.3.4): the page's, or the nearest ancestor's.
@@ -251,7 +290,8 @@ pub struct SealInput<'a> {
 }
 
 /// Stamps, appends the signature page and the certificate, and writes the sealed file.
-pub fn seal(original: &[u8], input: &SealInput<'_>) -> Result<Vec<u8>, PdfProblem> {
+pub fn seal(original: &[u8], input: &SealInput<'_>) -> Result<Vec<u8>, DocumentError> {
+    budget::measure(original)?;
     let mut doc = load(original)?;
     let pages = doc.get_pages();
     let fonts = add_fonts(&mut doc);
@@ -260,8 +300,8 @@ pub fn seal(original: &[u8], input: &SealInput<'_>) -> Result<Vec<u8>, PdfProble
         by_page.entry(b.page).or_default().push(b);
     }
     for (number, stamps) in by_page {
-        let page_id = *pages.get(&number).ok_or(PdfProblem::BadPage(number))?;
-        let geometry = geometry(&doc, page_id).ok_or(PdfProblem::BadPage(number))?;
+        let page_id = *pages.get(&number).ok_or(DocumentError::BadPage(number))?;
+        let geometry = geometry(&doc, page_id).ok_or(DocumentError::BadPage(number))?;
         stamp_page(&mut doc, page_id, geometry, &stamps, fonts)?;
     }
     let mut appended: Vec<String> = Vec::new();
@@ -282,7 +322,7 @@ pub fn seal(original: &[u8], input: &SealInput<'_>) -> Result<Vec<u8>, PdfProble
     }
     let mut out = Vec::with_capacity(original.len() + 64 * 1024);
     doc.save_to(&mut out)
-        .map_err(|e| PdfProblem::Unreadable(e.to_string()))?;
+        .map_err(|e| DocumentError::Unreadable(e.to_string()))?;
     Ok(out)
 }
 
@@ -310,8 +350,8 @@ fn add_page_fonts(
     doc: &mut Document,
     page: ObjectId,
     fonts: (ObjectId, ObjectId),
-) -> Result<(), PdfProblem> {
-    let bad = |e: lopdf::Error| PdfProblem::Unreadable(e.to_string());
+) -> Result<(), DocumentError> {
+    let bad = |e: lopdf::Error| DocumentError::Unreadable(e.to_string());
     let font_ref = {
         let resources = doc
             .get_or_create_resources(page)
@@ -351,7 +391,7 @@ fn stamp_page(
     geometry: Geometry,
     stamps: &[&BoxStamp],
     fonts: (ObjectId, ObjectId),
-) -> Result<(), PdfProblem> {
+) -> Result<(), DocumentError> {
     add_page_fonts(doc, page, fonts)?;
     let height = geometry.size().height;
     let m = geometry.matrix();
@@ -382,7 +422,7 @@ fn stamp_page(
     contents.extend(existing.into_iter().map(Object::from));
     contents.push(close.into());
     doc.get_dictionary_mut(page)
-        .map_err(|e| PdfProblem::Unreadable(e.to_string()))?
+        .map_err(|e| DocumentError::Unreadable(e.to_string()))?
         .set("Contents", contents);
     Ok(())
 }
@@ -545,8 +585,8 @@ fn append_page(
     doc: &mut Document,
     content: String,
     fonts: (ObjectId, ObjectId),
-) -> Result<(), PdfProblem> {
-    let bad = |e: lopdf::Error| PdfProblem::Unreadable(e.to_string());
+) -> Result<(), DocumentError> {
+    let bad = |e: lopdf::Error| DocumentError::Unreadable(e.to_string());
     let root = doc
         .catalog()
         .and_then(|c| c.get(b"Pages"))
@@ -655,10 +695,53 @@ mod tests {
     }
 
     #[test]
+    fn object_and_cross_reference_streams_are_measured_and_read() {
+        let classic = page_pdf([0, 0, 612, 792], None, Some(90));
+        let mut doc = Document::load_mem(&classic).unwrap();
+        let mut modern = Vec::new();
+        doc.save_modern(&mut modern).unwrap();
+        assert!(String::from_utf8_lossy(&modern).contains("/ObjStm"));
+        let inspection = inspect(&modern).unwrap();
+        assert_eq!(inspection.pages[0].width, 792.0);
+        // A handful of objects: each charged a few times over, far from the budget.
+        assert!(inspection.cost.values > 10, "{:?}", inspection.cost);
+        assert!(inspection.cost.values < 200, "{:?}", inspection.cost);
+        assert!(inspection.cost.bytes < 64 * 1024, "{:?}", inspection.cost);
+        // The same document with 2,000 pages of content: still well inside.
+        let mut big = Document::load_mem(&classic).unwrap();
+        let pages_id = big
+            .catalog()
+            .unwrap()
+            .get(b"Pages")
+            .unwrap()
+            .as_reference()
+            .unwrap();
+        let mut kids: Vec<Object> = Vec::new();
+        for _ in 0..2_000 {
+            let content = big.add_object(Stream::new(Dictionary::new(), b"0 0 m 9 9 l S".to_vec()));
+            kids.push(
+                big.add_object(dictionary! {
+                    "Type" => "Page", "Parent" => pages_id, "Contents" => content,
+                    "MediaBox" => vec![0.into(), 0.into(), 100.into(), 100.into()],
+                })
+                .into(),
+            );
+        }
+        let pages = big.get_dictionary_mut(pages_id).unwrap();
+        pages.set("Kids", kids);
+        pages.set("Count", 2_000);
+        let mut out = Vec::new();
+        big.save_modern(&mut out).unwrap();
+        let inspection = inspect(&out).unwrap();
+        assert_eq!(inspection.pages.len(), 2_000);
+        assert!(inspection.cost.values < 200_000, "{:?}", inspection.cost);
+    }
+
+    #[test]
     fn what_is_not_a_pdf_is_refused() {
         assert!(matches!(
             inspect(b"hello, world"),
-            Err(PdfProblem::Unreadable(_))
+            Err(DocumentError::Unreadable(_))
         ));
         assert!(inspect(b"%PDF-1.4\n%%EOF\n").is_err());
     }

@@ -25,7 +25,7 @@ use super::users::{optional_text, required_text};
 use super::wire::StateDto;
 use crate::error::{Error, FieldErrors};
 use crate::esign::ceremony::{self, Act, CancelOutcome, ProcessView};
-use crate::esign::pdf::{self, Inspected, PdfProblem};
+use crate::esign::pdf::{self, DocumentError, Inspection};
 use crate::esign::{self, CreateProcess, NewDocument, NewSignatory, Placement, SignatureType};
 use crate::operations::CustomerRef;
 use crate::store::customers::{self, CustomerRow};
@@ -305,7 +305,7 @@ fn client(
     request_body = SignatureRequest,
     responses(
         (status = 201, description = "SIGNATURE_CREATE_OK", body = Envelope<SignaturePayload>),
-        (status = 400, description = "VALIDATION_ERROR: every invalid field, unknown signatory customer, unreadable PDF, box outside its page; WEBHOOK_URL_NOT_ALLOWED: in production, `urls.webhook` whose host is a loopback, private or other reserved address, or localhost", body = ErrorBody),
+        (status = 400, description = "VALIDATION_ERROR: every invalid field, unknown signatory customer, unreadable PDF, box outside its page; WEBHOOK_URL_NOT_ALLOWED: in production, `urls.webhook` whose host is a loopback, private or other reserved address, or localhost; DOCUMENT_TOO_COMPLEX (at `documents[i].contentBase64`): parsing the PDF would inflate past 256 MiB in all or hold more than 1,000,000 values", body = ErrorBody),
         (status = 403, description = "Credentials refused", body = ErrorBody),
         (status = 413, description = "PAYLOAD_TOO_LARGE: over 16 MiB", body = ErrorBody),
     ),
@@ -317,9 +317,19 @@ pub async fn create_signature(
     connect: Option<Extension<ConnectInfo<SocketAddr>>>,
     Body(body): Body<SignatureRequest>,
 ) -> ApiResult<Envelope<SignaturePayload>> {
-    let draft = tokio::task::spawn_blocking(move || Draft::parse(body))
-        .await
-        .map_err(|e| ApiError(Error::Internal(e.into())))?;
+    // PDF parsing is bounded (CONTRACT 12): at most two requests parse at once, each on one
+    // blocking thread, outside any store transaction. Waiting here ends with the request.
+    let permit = pdf::permit().await;
+    let mut draft = tokio::task::spawn_blocking(move || {
+        let draft = Draft::parse(body);
+        drop(permit);
+        draft
+    })
+    .await
+    .map_err(|e| ApiError(Error::Internal(e.into())))?;
+    if let Some((field, message)) = draft.too_complex.take() {
+        return Err(Error::refused_at("DOCUMENT_TOO_COMPLEX", field, message).into());
+    }
     let commerce_id = authed.commerce.id;
     let resolved = state.read(&authed.commerce, |conn, _| {
         draft
@@ -496,7 +506,7 @@ struct EntryDraft {
 
 struct DocumentDraft {
     name: Option<String>,
-    pdf: Option<(Vec<u8>, Inspected)>,
+    pdf: Option<(Vec<u8>, Inspection)>,
     /// `None` when `signatureData` itself was missing or bad (already reported).
     entries: Option<Vec<EntryDraft>>,
 }
@@ -504,6 +514,7 @@ struct DocumentDraft {
 /// Everything that can be checked without the database; the customers come next.
 struct Draft {
     errors: FieldErrors,
+    too_complex: TooComplex,
     name: Option<String>,
     external_id: Option<String>,
     request_user: Option<String>,
@@ -689,8 +700,9 @@ impl Draft {
             &mut errors,
         );
         let mut documents = Vec::new();
+        let mut too_complex = None;
         for (i, d) in document_list.unwrap_or_default().iter().enumerate() {
-            documents.push(parse_document(i, d, &mut errors));
+            documents.push(parse_document(i, d, &mut errors, &mut too_complex));
         }
 
         let urls = body.urls.as_ref();
@@ -713,6 +725,7 @@ impl Draft {
         };
         Draft {
             errors,
+            too_complex,
             name,
             external_id,
             request_user,
@@ -862,11 +875,16 @@ fn same_ref(a: &CustomerRef, b: &CustomerRef) -> bool {
     }
 }
 
+/// A document refused as too complex: its field and why. It answers the request on its own
+/// (`DOCUMENT_TOO_COMPLEX`), and the documents after it are not parsed.
+type TooComplex = Option<(String, String)>;
+
 fn decode_pdf(
     content: Option<&String>,
     field: &str,
     errors: &mut FieldErrors,
-) -> Option<(Vec<u8>, Inspected)> {
+    too_complex: &mut TooComplex,
+) -> Option<(Vec<u8>, Inspection)> {
     let Some(text) = content else {
         errors.missing(field);
         return None;
@@ -895,9 +913,16 @@ fn decode_pdf(
         errors.push(field, "TOO_LARGE", "at most 10 MiB per document");
         return None;
     }
+    if too_complex.is_some() {
+        return None;
+    }
     match pdf::inspect(&bytes) {
         Ok(inspected) => Some((bytes, inspected)),
-        Err(PdfProblem::Encrypted) => {
+        Err(DocumentError::TooComplex(why)) => {
+            *too_complex = Some((field.to_string(), format!("the PDF is too complex: {why}")));
+            None
+        }
+        Err(DocumentError::Encrypted) => {
             errors.push(
                 field,
                 "ENCRYPTED_PDF",
@@ -912,10 +937,20 @@ fn decode_pdf(
     }
 }
 
-fn parse_document(i: usize, d: &DocumentIn, errors: &mut FieldErrors) -> DocumentDraft {
+fn parse_document(
+    i: usize,
+    d: &DocumentIn,
+    errors: &mut FieldErrors,
+    too_complex: &mut TooComplex,
+) -> DocumentDraft {
     let path = |f: &str| format!("documents[{i}].{f}");
     let name = required_text(d.document_name.as_ref(), &path("documentName"), 200, errors);
-    let pdf = decode_pdf(d.content_base64.as_ref(), &path("contentBase64"), errors);
+    let pdf = decode_pdf(
+        d.content_base64.as_ref(),
+        &path("contentBase64"),
+        errors,
+        too_complex,
+    );
     let entries = list(
         d.signature_data.as_ref(),
         &path("signatureData"),
@@ -944,7 +979,7 @@ fn parse_entry(
     path: &str,
     index: usize,
     e: &SignatureDataIn,
-    pdf: Option<&Inspected>,
+    pdf: Option<&Inspection>,
     errors: &mut FieldErrors,
 ) -> EntryDraft {
     let field = |f: &str| format!("{path}.{f}");
@@ -1003,7 +1038,7 @@ fn parse_entry(
 fn manual(
     path: &str,
     e: &SignatureDataIn,
-    pdf: Option<&Inspected>,
+    pdf: Option<&Inspection>,
     errors: &mut FieldErrors,
 ) -> Option<Placement> {
     let field = |f: &str| format!("{path}.{f}");

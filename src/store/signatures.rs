@@ -648,9 +648,38 @@ pub fn expired_open(conn: &Connection, business_now: &str, limit: i64) -> Result
     let rows = conn
         .prepare_cached(
             "SELECT seq FROM signature_processes
-             WHERE state IN (1, 2) AND expires_at <= ?1 ORDER BY expires_at LIMIT ?2",
+             WHERE state IN (1, 2) AND expires_at <= ?1
+               AND EXISTS (SELECT 1 FROM signature_signatories s
+                           WHERE s.process_seq = signature_processes.seq AND s.state <> 2)
+             ORDER BY expires_at LIMIT ?2",
         )?
         .query_map(params![business_now, limit], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+/// Whether every signatory of the process has signed.
+pub fn all_signed(conn: &Connection, process_seq: i64) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT NOT EXISTS (SELECT 1 FROM signature_signatories
+                                WHERE process_seq = ?1 AND state <> 2)",
+        )?
+        .query_row([process_seq], |r| r.get(0))?)
+}
+
+/// Open processes whose signatories have all signed: they await their seal (a crash between
+/// the last signature and the seal leaves them so), oldest first.
+pub fn awaiting_seal(conn: &Connection, limit: i64) -> Result<Vec<i64>> {
+    let rows = conn
+        .prepare_cached(
+            "SELECT p.seq FROM signature_processes p
+             WHERE p.state IN (1, 2)
+               AND NOT EXISTS (SELECT 1 FROM signature_signatories s
+                               WHERE s.process_seq = p.seq AND s.state <> 2)
+             ORDER BY p.seq LIMIT ?1",
+        )?
+        .query_map([limit], |r| r.get(0))?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(rows)
 }

@@ -24,6 +24,7 @@ mod webhooks;
 mod customers;
 mod hostile_dates;
 mod hostile_portal;
+mod hostile_pdf;
 mod installments;
 mod isolation;
 mod link;

@@ -1276,3 +1276,108 @@ async fn signing_pages_escape_what_they_show_and_refuse_unknown_links() {
         404
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_seal_owed_when_the_engine_stopped_is_finished_at_the_next_start() {
+    let app = app_with_customers().await;
+    let staff = StaffSession::start(&app).await;
+    let browser = Browser::new(&app);
+    let created = create(&app, &simple_body(&[("cust-a", 1, "FES")])).await;
+    let id = created["process"]["internalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let signer = &created["signatories"][0];
+    let token = token_of(signer);
+    browser.open(&token).await;
+    let sent = browser
+        .post(&token, "codigo", &[("rut", &rut(RUT_A))])
+        .await;
+    assert_eq!(sent.status, 303, "{}", sent.html);
+    let code = staff
+        .code(&id, signer["internalId"].as_str().unwrap())
+        .await;
+    let verified = browser
+        .post(&token, "verificar", &[("codigo", &code)])
+        .await;
+    assert_eq!(verified.status, 303, "{}", verified.html);
+
+    // The last signature commits and the engine stops before sealing: the signature's own
+    // transaction, run without the seal that follows it.
+    let state = &app.running.state;
+    let now = app.clock_now();
+    let act = mandato::esign::ceremony::Act {
+        now,
+        business_now: state.calendar.now(now),
+        ip: Some("127.0.0.1"),
+        user_agent: None,
+        sandbox: true,
+    };
+    let signed = state
+        .store
+        .write(|tx| mandato::esign::ceremony::sign(tx, &token, &act, true))
+        .unwrap();
+    assert!(matches!(signed, Ok(ref s) if s.completed));
+    let owed = detail(&app, &id).await;
+    assert_eq!(
+        owed["process"]["state"],
+        json!({"id": 2, "name": "IN_PROGRESS"})
+    );
+    assert_eq!(
+        owed["signatories"][0]["state"],
+        json!({"id": 2, "name": "SIGNED"})
+    );
+    assert_eq!(owed["documents"][0]["sealedSha256"], Value::Null);
+    assert_eq!(
+        event_names(&signature_events(&app, &id)),
+        ["SIGNATORY_SIGNED"]
+    );
+    // Every signature is in: its expiry passing does not undo that.
+    app.post("/sandbox/clock", &json!({"advanceDays": 31}))
+        .await
+        .expect(200, "SANDBOX_CLOCK_OK");
+    let still = detail(&app, &id).await;
+    assert_eq!(still["process"]["state"]["name"], "IN_PROGRESS");
+
+    // At the next start the sweep seals it: COMPLETED, the sealed hash, the event.
+    let mut app = app.restarted(Options::default()).await;
+    app.login().await;
+    let mut finished = Value::Null;
+    for _ in 0..200 {
+        finished = detail(&app, &id).await;
+        if finished["process"]["state"]["name"] == "COMPLETED" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        finished["process"]["state"],
+        json!({"id": 3, "name": "COMPLETED"})
+    );
+    let sealed_sha = finished["documents"][0]["sealedSha256"]
+        .as_str()
+        .expect("a sealed hash")
+        .to_string();
+    let events = signature_events(&app, &id);
+    assert_eq!(
+        event_names(&events),
+        ["SIGNATORY_SIGNED", "SIGNATURE_COMPLETED"]
+    );
+    assert_eq!(
+        events[1].0["documents"][0]["sealedSha256"].as_str(),
+        Some(sealed_sha.as_str())
+    );
+    // The signatory's page now serves the sealed document.
+    let sealed = app
+        .client
+        .get(format!("{}/sign/{token}/documentos/1", app.base))
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap()
+        .to_vec();
+    assert_eq!(sha256(&sealed), sealed_sha);
+    assert!(page_contents(&sealed).len() >= 2, "signature page appended");
+}

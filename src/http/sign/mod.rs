@@ -9,8 +9,9 @@
 //! (order, expiry, attempts) is checked on the server in `esign::ceremony`, whatever the page
 //! showed. After signing or rejecting the browser goes back to the process's `urls.callback`.
 //!
-//! [`routes`] also starts the expiry sweep: once a minute, open processes past their expiry
-//! (business time) become EXPIRED and their `SIGNATURE_EXPIRED` event is written.
+//! [`routes`] also starts the sweep: at start and then once a minute it seals processes whose
+//! signatures are all in but whose seal is still owed (a crash between the two), and open
+//! processes past their expiry (business time) become EXPIRED with their `SIGNATURE_EXPIRED`.
 
 mod render;
 
@@ -29,15 +30,17 @@ use axum::{Extension, Form, Router};
 use super::AppState;
 use crate::clock::timestamp;
 use crate::error::{Error, Result};
-use crate::esign::ProcessState;
 use crate::esign::ceremony::{self, Act, Ceremony, Signed, Step, StepError};
+use crate::esign::{ProcessState, pdf};
 use crate::store::signatures;
 use render::{PageView, ceremony_page, message_page};
 
 /// Forms are a few fields; anything larger is not a browser filling them in.
 const FORM_LIMIT: usize = 16 * 1024;
-/// How often the sweep looks for expired processes.
+/// How often the sweep looks for expired processes and for seals still owed.
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
+/// Processes sealed per sweep at most.
+const SEAL_BATCH: i64 = 20;
 
 pub fn routes(state: &AppState) -> Router<AppState> {
     start_sweep(state.clone());
@@ -63,6 +66,7 @@ fn start_sweep(state: AppState) {
     }
     tokio::spawn(async move {
         loop {
+            seal_pending(&state).await;
             tokio::time::sleep(SWEEP_EVERY).await;
             let wall = state.clock.now();
             let business = timestamp(state.calendar.now(wall));
@@ -560,11 +564,131 @@ step_handler!(identity, "serie", |tx, token, act, serial| {
         .map(|()| format!("/sign/{token}?aviso=identidad")))
 });
 
-step_handler!(sign, "acepto", |tx, token, act, accepted| {
-    let signatory = signatory_id(tx, &token)?;
-    Ok(ceremony::sign(tx, &token, &act, !accepted.is_empty())?
-        .map(|done| callback_location(&done, &signatory, "SIGNED")))
-});
+/// Signs; the last signature is followed by the seal, outside the signature's transaction,
+/// before the browser is sent back (so `completed=true` means sealed).
+async fn sign(
+    State(state): State<AppState>,
+    Path(token): Path<String>,
+    headers: HeaderMap,
+    connect: Option<Extension<ConnectInfo<SocketAddr>>>,
+    form: std::result::Result<Form<HashMap<String, String>>, FormRejection>,
+) -> Response {
+    if !plausible(&token) {
+        return unknown_link();
+    }
+    let Form(form) = match form {
+        Ok(f) => f,
+        Err(rejection) => return bad_form(&rejection),
+    };
+    let accepted = form.get("acepto").cloned().unwrap_or_default();
+    let (ip, agent) = client(&headers, connect);
+    let act_state = state.clone();
+    let t = token.clone();
+    let outcome = write(&state, move |tx| {
+        let act = business_act(&act_state, ip.as_deref(), agent.as_deref());
+        let signatory = signatory_id(tx, &t)?;
+        Ok(ceremony::sign(tx, &t, &act, !accepted.is_empty())?.map(|done| (done, signatory)))
+    })
+    .await;
+    let outcome = match outcome {
+        Ok(Ok((mut done, signatory))) => {
+            if done.completed {
+                done.completed = seal(&state, done.process_seq).await;
+            }
+            Ok(Ok(callback_location(&done, &signatory, "SIGNED")))
+        }
+        Ok(Err(e)) => Ok(Err(e)),
+        Err(e) => Err(e),
+    };
+    after_step(&state, &token, outcome)
+}
+
+/// Processes being sealed by this process now: a second caller (the sweep beside the signing
+/// request) leaves them alone.
+static SEALING: std::sync::Mutex<Vec<i64>> = std::sync::Mutex::new(Vec::new());
+
+/// A claim on sealing one process, released when dropped: also when the request that holds it
+/// is cut while waiting for its turn, so the sweep can take the process over.
+struct Sealing(i64);
+
+impl Sealing {
+    fn claim(process_seq: i64) -> Option<Sealing> {
+        let mut busy = SEALING.lock().unwrap_or_else(|e| e.into_inner());
+        if busy.contains(&process_seq) {
+            return None;
+        }
+        busy.push(process_seq);
+        Some(Sealing(process_seq))
+    }
+}
+
+impl Drop for Sealing {
+    fn drop(&mut self) {
+        SEALING
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|&seq| seq != self.0);
+    }
+}
+
+/// Seals a process awaiting its seal (CONTRACT 12): the documents are read in one snapshot,
+/// sealed on one blocking thread under the process-wide PDF permit, and only the result is
+/// written, in a short transaction of its own. `true` when the process is now COMPLETED.
+/// A failure leaves it awaiting, for the sweep to try again.
+pub(crate) async fn seal(state: &AppState, process_seq: i64) -> bool {
+    let Some(_sealing) = Sealing::claim(process_seq) else {
+        return false;
+    };
+    let permit = pdf::permit().await;
+    let store = Arc::clone(&state.store);
+    let act = business_act(state, None, None);
+    let result = tokio::task::spawn_blocking(move || {
+        let job = store.read(|conn| ceremony::prepare_seal(conn, process_seq, &act))?;
+        let Some(job) = job else {
+            return Ok(false);
+        };
+        let id = job.process_id().to_string();
+        let sealed = job.run();
+        drop(permit);
+        let done = store.write(|tx| ceremony::complete_seal(tx, sealed?, &act))?;
+        if done {
+            tracing::info!(process = %id, "signature process sealed");
+        }
+        Ok::<bool, Error>(done)
+    })
+    .await;
+    match result {
+        Ok(Ok(done)) => {
+            if done {
+                state.deliverer.wake();
+            }
+            done
+        }
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, process_seq, "sealing failed; the sweep tries again");
+            false
+        }
+        Err(e) => {
+            tracing::error!(error = %e, process_seq, "sealing panicked");
+            false
+        }
+    }
+}
+
+/// Seals every process awaiting its seal: at start (a crash between the last signature and
+/// its seal) and with each sweep.
+async fn seal_pending(state: &AppState) {
+    let store = Arc::clone(&state.store);
+    let due = tokio::task::spawn_blocking(move || {
+        store.read(|c| signatures::awaiting_seal(c, SEAL_BATCH))
+    })
+    .await;
+    if let Ok(Ok(due)) = due {
+        for seq in due {
+            seal(state, seq).await;
+        }
+    }
+}
 
 step_handler!(reject, "motivo", |tx, token, act, reason| {
     let signatory = signatory_id(tx, &token)?;
