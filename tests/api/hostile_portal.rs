@@ -112,9 +112,9 @@ fn assert_limited(page: &Page, now: chrono::DateTime<chrono::Utc>) {
         .unwrap()
         .parse()
         .unwrap();
-    // The oldest decline is at most a few seconds old: about an hour to wait.
+    // The oldest decline is seconds old (minutes on a loaded machine): about an hour to wait.
     assert!(
-        (3500..=3601).contains(&retry),
+        (3000..=3601).contains(&retry),
         "Retry-After {retry} at {now}"
     );
     assert!(page.html.contains("Demasiados intentos rechazados"));
