@@ -11,11 +11,13 @@ use super::error::ApiError;
 use crate::error::Error;
 
 pub async fn host_guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let host = request
-        .headers()
-        .get(axum::http::header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .map(host_without_port);
+    let mut hosts = request.headers().get_all(axum::http::header::HOST).iter();
+    // Two `Host` headers are refused whatever they say: a proxy in front may route by one and
+    // this check would pass on the other.
+    let host = match (hosts.next(), hosts.next()) {
+        (Some(only), None) => only.to_str().ok().map(host_without_port),
+        _ => None,
+    };
     let allowed = match host {
         Some(h) => {
             is_loopback_name(h)

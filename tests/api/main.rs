@@ -9,6 +9,7 @@ mod charging;
 mod cli;
 mod crash;
 mod desk_sign_in;
+mod files;
 mod headers;
 mod openapi;
 mod receiver;
