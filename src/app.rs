@@ -3,10 +3,12 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::Context;
+use axum::extract::ConnectInfo;
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
+use tokio::sync::{Semaphore, oneshot};
 
 use crate::auth::jwe::JweKeyPair;
 use crate::auth::jwt::JwtSigner;
@@ -15,7 +17,7 @@ use crate::charging::run::Charger;
 use crate::charging::schedule::Schedule;
 use crate::charging::simulated::SimulatedProcessor;
 use crate::clock::{BusinessCalendar, Clock};
-use crate::config::Config;
+use crate::config::{Config, HttpLimits};
 use crate::http::{AppState, Keys};
 use crate::notify::delivery::Deliverer;
 use crate::store::audit::AuditWriter;
@@ -83,6 +85,8 @@ pub struct Running {
     pub state: AppState,
     stop: Option<oneshot::Sender<()>>,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
+    /// Connections being served now.
+    open_connections: Arc<AtomicUsize>,
     schedule: Option<(Arc<Notify>, tokio::task::JoinHandle<()>)>,
 }
 
@@ -107,6 +111,11 @@ impl Running {
         let audit = Arc::clone(&self.state.audit);
         tokio::task::spawn_blocking(move || audit.shutdown()).await?;
         Ok(())
+    }
+
+    /// How many connections are being served now (never more than the configured cap).
+    pub fn connections(&self) -> usize {
+        self.open_connections.load(Ordering::Relaxed)
     }
 
     /// Resolves when the server has stopped by itself (it only does on an I/O failure).
@@ -185,31 +194,106 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         public_base_url: public_base_url.into(),
         desk_tokens: Default::default(),
     };
-    let app = crate::http::router(state.clone());
+    let limits = state.config.http.clone();
+    let app = crate::http::router(state.clone()).layer(axum::middleware::from_fn_with_state(
+        limits.clone(),
+        crate::http::guard::request_time_limit,
+    ));
     let (stop, stopped) = oneshot::channel::<()>();
-    use axum::serve::ListenerExt;
-    let listener = listener.tap_io(|tcp| {
-        // Without it, small responses wait on delayed ACKs (about 40 ms per request).
-        let _ = tcp.set_nodelay(true);
-    });
-    let server = tokio::spawn(async move {
-        axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(async {
-            let _ = stopped.await;
-        })
-        .await
-    });
+    let open_connections = Arc::new(AtomicUsize::new(0));
+    let server = tokio::spawn(serve(
+        listener,
+        app,
+        limits.clone(),
+        Arc::clone(&open_connections),
+        stopped,
+    ));
     tracing::info!(url = %format!("http://{addr}"), environment = state.config.environment.as_str(), "mandato is serving");
     Ok(Running {
         addr,
         state,
         stop: Some(stop),
         server,
+        open_connections,
         schedule: schedule_task.map(|task| (schedule_stop, task)),
     })
+}
+
+/// The accept loop (CONTRACT 12, "HTTP"). A connection is accepted only with one of
+/// `max_connections` permits, held until it closes (and counted in `open`): at the cap the loop stops accepting and further clients wait
+/// in the kernel's backlog, rather than being accepted and dropped or exhausting file
+/// descriptors. Headers must arrive within `header_read_timeout` (also the longest a kept-alive
+/// connection sits idle), so stalled clients give their slot back; the request time limit is
+/// the router's outermost layer. On `stop` the listener closes, and in-flight requests finish
+/// while idle connections close.
+async fn serve(
+    listener: TcpListener,
+    app: axum::Router,
+    limits: HttpLimits,
+    open: Arc<AtomicUsize>,
+    mut stop: oneshot::Receiver<()>,
+) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    loop {
+        let permit = tokio::select! {
+            biased;
+            _ = &mut stop => break,
+            permit = Arc::clone(&slots).acquire_owned() => {
+                permit.expect("the connection semaphore is never closed")
+            }
+        };
+        let (tcp, peer) = tokio::select! {
+            biased;
+            _ = &mut stop => break,
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(e) => {
+                    accept_failed(e).await;
+                    continue;
+                }
+            },
+        };
+        // Without it, small responses wait on delayed ACKs (about 40 ms per request).
+        let _ = tcp.set_nodelay(true);
+        let app = app.clone();
+        let service = hyper::service::service_fn(move |mut request: hyper::Request<_>| {
+            // Handlers read the peer through `ConnectInfo`, as with `axum::serve`.
+            request.extensions_mut().insert(ConnectInfo(peer));
+            let mut app = app.clone();
+            async move { tower_service::Service::call(&mut app, request).await }
+        });
+        let connection = graceful.watch(http.serve_connection(TokioIo::new(tcp), service));
+        open.fetch_add(1, Ordering::Relaxed);
+        let open = Arc::clone(&open);
+        tokio::spawn(async move {
+            // Its errors are the client's doing (gone, too slow, not HTTP): nothing to report.
+            let _ = connection.await;
+            open.fetch_sub(1, Ordering::Relaxed);
+            drop(permit);
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
+}
+
+/// A failed `accept` either concerns that one connection (retry at once) or the process (out
+/// of file descriptors: wait a little, as a busy loop would only fail again).
+async fn accept_failed(e: std::io::Error) {
+    use std::io::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::ConnectionAborted | ErrorKind::ConnectionReset | ErrorKind::ConnectionRefused
+    ) {
+        return;
+    }
+    tracing::error!(error = %e, "accepting a connection failed; retrying in 1 s");
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
 }
 
 /// Structured logs to stderr for a process running the engine (the `mandato` binary and

@@ -37,6 +37,8 @@ pub struct Options {
     pub delivery: mandato::notify::delivery::DeliveryConfig,
     /// The daily charging time; `None` (the default) leaves runs to `run_charging`.
     pub charge_at: Option<chrono::NaiveTime>,
+    /// The listener's limits (the contract's by default).
+    pub http: mandato::config::HttpLimits,
 }
 
 impl Default for Options {
@@ -46,6 +48,7 @@ impl Default for Options {
             authorization_required: false,
             delivery: mandato::notify::delivery::DeliveryConfig::default(),
             charge_at: None,
+            http: mandato::config::HttpLimits::default(),
         }
     }
 }
@@ -56,6 +59,7 @@ fn test_config(dir: &std::path::Path, options: &Options) -> Config {
     config.environment = options.environment;
     config.delivery = options.delivery.clone();
     config.charge_at = options.charge_at;
+    config.http = options.http.clone();
     config
 }
 

@@ -11,6 +11,7 @@ mod crash;
 mod desk_sign_in;
 mod files;
 mod headers;
+mod hostile_http;
 mod openapi;
 mod receiver;
 mod staff;
