@@ -137,7 +137,11 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         tracing::warn!(address = %config.listen, "listening beyond this machine");
     }
     let (store, keys) = tokio::task::block_in_place(|| open(&config))?;
-    let audit = AuditWriter::start(store.path(), config.correlation_retention_days)?;
+    let audit = AuditWriter::start(
+        store.path(),
+        config.correlation_retention_days,
+        Arc::clone(&clock),
+    )?;
     let offset = store.read(|conn| Ok(settings::get(conn, settings::SANDBOX_OFFSET_DAYS)?))?;
     let offset_days = offset.and_then(|o| o.parse().ok()).unwrap_or(0);
     let calendar = Arc::new(BusinessCalendar::new(config.time_zone, offset_days));

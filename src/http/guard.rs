@@ -32,6 +32,10 @@ pub async fn host_guard(State(state): State<AppState>, request: Request, next: N
         None => false,
     };
     if !allowed {
+        state.audit.refused(
+            state.clock.now(),
+            crate::store::audit::Refusal::HostNotAllowed,
+        );
         return ApiError(Error::forbidden(
             "HOST_NOT_ALLOWED",
             "this Host is not served here",

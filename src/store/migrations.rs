@@ -28,6 +28,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0007_pending_due",
         include_str!("../../migrations/0007_pending_due.sql"),
     ),
+    (
+        "0008_audit_refusals",
+        include_str!("../../migrations/0008_audit_refusals.sql"),
+    ),
 ];
 
 pub fn run(conn: &mut Connection) -> anyhow::Result<()> {

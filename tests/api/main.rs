@@ -14,6 +14,7 @@ mod headers;
 mod hostile_http;
 mod openapi;
 mod receiver;
+mod refusals;
 mod staff;
 mod staff_ui_api;
 mod webhooks;

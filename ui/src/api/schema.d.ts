@@ -70,6 +70,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/audit/refusals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Requests refused before their API key was accepted (headers missing or malformed, unknown
+         *     key, foreign `Host`): counted per minute and reason, without a row of their own.
+         */
+        get: operations["staff_get_audit_refusals"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/audit/requests": {
         parameters: {
             query?: never;
@@ -776,6 +796,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/settings/audit-retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** How long the API request audit and the refusal counts are kept. */
+        get: operations["staff_get_settings_audit_retention"];
+        /**
+         * Changes how long the API request audit and the refusal counts are kept (admin); older rows
+         *     are deleted in the background, a small batch at a time.
+         */
+        put: operations["staff_put_settings_audit_retention"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/setup": {
         parameters: {
             query?: never;
@@ -1110,6 +1151,20 @@ export interface components {
             prevHash: string;
             hash: string;
         };
+        AuditRetentionDto: {
+            /**
+             * Format: int64
+             * @description Days the API request audit and the refusal counts are kept, 1 to 3650 (default 90).
+             */
+            days: number;
+        };
+        AuditRetentionRequest: {
+            /**
+             * Format: int64
+             * @description 1 to 3650.
+             */
+            days?: number | null;
+        };
         AuditTrailDto: {
             /** @description Whether every record's hash and link recompute. */
             valid: boolean;
@@ -1336,6 +1391,19 @@ export interface components {
             message: string;
             payload: {
                 items: components["schemas"]["ApiKeyDto"][];
+            };
+        };
+        Envelope_AuditRetentionDto: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                /**
+                 * Format: int64
+                 * @description Days the API request audit and the refusal counts are kept, 1 to 3650 (default 90).
+                 */
+                days: number;
             };
         };
         Envelope_ChargingOverview: {
@@ -1684,6 +1752,23 @@ export interface components {
                 scheduled: string[];
                 /** @description Unknown ids, or events without a URL. */
                 notFound: string[];
+            };
+        };
+        Envelope_RefusalsPage: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                /** @description Counts per minute and reason, newest first. */
+                items: components["schemas"]["RefusalCountDto"][];
+                /** @description Per reason, over the whole period asked (not only the minutes listed). */
+                totals: components["schemas"]["RefusalTotalDto"][];
+                /**
+                 * Format: int64
+                 * @description How long the audit log and these counts are kept.
+                 */
+                retentionDays: number;
             };
         };
         Envelope_RemovedRoot: {
@@ -2385,6 +2470,30 @@ export interface components {
             /** @description Unknown ids, or events without a URL. */
             notFound: string[];
         };
+        RefusalCountDto: {
+            /** @description The minute's start, RFC 3339 UTC. */
+            minute: string;
+            /** @description `INVALID_HEADERS`, `INVALID_API_KEY` or `HOST_NOT_ALLOWED`. */
+            reason: string;
+            /** Format: int64 */
+            count: number;
+        };
+        RefusalTotalDto: {
+            reason: string;
+            /** Format: int64 */
+            count: number;
+        };
+        RefusalsPage: {
+            /** @description Counts per minute and reason, newest first. */
+            items: components["schemas"]["RefusalCountDto"][];
+            /** @description Per reason, over the whole period asked (not only the minutes listed). */
+            totals: components["schemas"]["RefusalTotalDto"][];
+            /**
+             * Format: int64
+             * @description How long the audit log and these counts are kept.
+             */
+            retentionDays: number;
+        };
         RejectionDto: {
             code: string;
             message?: string | null;
@@ -2805,6 +2914,15 @@ export interface operations {
                     "application/json": components["schemas"]["Envelope_JwePublicKeyPayload"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -2832,6 +2950,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": Record<string, never>;
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
@@ -2865,6 +2992,15 @@ export interface operations {
             };
             /** @description SESSION_REQUIRED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2925,6 +3061,15 @@ export interface operations {
             };
             /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3000,6 +3145,78 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_get_audit_refusals: {
+        parameters: {
+            query?: {
+                /** @description At or after: a date (environment time zone) or an RFC 3339 date-time. */
+                from?: string;
+                /** @description On or before that date (a date-time: before it). */
+                to?: string;
+                /** @description Minutes listed, 1 to 1440, default 60. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description REFUSALS_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_RefusalsPage"];
+                };
+            };
+            /** @description Invalid filter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -3057,6 +3274,15 @@ export interface operations {
             };
             /** @description SESSION_REQUIRED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3125,6 +3351,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -3156,6 +3391,15 @@ export interface operations {
             };
             /** @description SESSION_REQUIRED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3232,6 +3476,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
@@ -3288,6 +3541,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -3319,6 +3581,15 @@ export interface operations {
             };
             /** @description SESSION_REQUIRED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3379,6 +3650,15 @@ export interface operations {
             };
             /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3466,6 +3746,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
@@ -3546,6 +3835,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
@@ -3614,6 +3912,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -3657,6 +3964,15 @@ export interface operations {
             };
             /** @description CUSTOMER_NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3714,6 +4030,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -3755,6 +4080,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -3786,6 +4120,15 @@ export interface operations {
             };
             /** @description SESSION_REQUIRED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3857,6 +4200,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -3917,6 +4269,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
@@ -3968,6 +4329,15 @@ export interface operations {
             };
             /** @description EVENT_NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4045,6 +4415,15 @@ export interface operations {
             };
             /** @description No such mandate of this customer in this commerce */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4138,6 +4517,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
@@ -4217,6 +4605,15 @@ export interface operations {
             };
             /** @description No such mandate or installment in this commerce */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4310,6 +4707,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
@@ -4388,6 +4794,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -4449,6 +4864,15 @@ export interface operations {
             };
             /** @description Wrong credentials, refused JWE algorithm, username not the commerce header */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4526,6 +4950,15 @@ export interface operations {
             };
             /** @description Credentials refused */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4630,6 +5063,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
@@ -4715,6 +5157,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -4793,6 +5244,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -4859,6 +5319,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -4902,6 +5371,15 @@ export interface operations {
             };
             /** @description MANDATE_NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4974,6 +5452,15 @@ export interface operations {
             };
             /** @description MANDATE_NOT_FOUND or INSTALLMENT_NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5062,6 +5549,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
@@ -5143,6 +5639,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
@@ -5217,6 +5722,15 @@ export interface operations {
             };
             /** @description MANDATE_NOT_FOUND or INSTALLMENT_NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5316,6 +5830,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -5382,6 +5905,15 @@ export interface operations {
             };
             /** @description Production */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5462,6 +5994,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -5532,6 +6073,15 @@ export interface operations {
             };
             /** @description Production */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5628,6 +6178,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
@@ -5717,6 +6276,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
@@ -5799,6 +6367,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -5869,6 +6446,15 @@ export interface operations {
             };
             /** @description Production */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5961,6 +6547,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -6037,6 +6632,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -6068,6 +6672,15 @@ export interface operations {
             };
             /** @description SESSION_REQUIRED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6119,6 +6732,15 @@ export interface operations {
             };
             /** @description INVALID_CREDENTIALS */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6182,6 +6804,140 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_get_settings_audit_retention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description AUDIT_RETENTION_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_AuditRetentionDto"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_put_settings_audit_retention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AuditRetentionRequest"];
+            };
+        };
+        responses: {
+            /** @description AUDIT_RETENTION_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_AuditRetentionDto"];
+                };
+            };
+            /** @description Invalid days */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -6209,6 +6965,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Envelope_SetupStatus"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
@@ -6246,6 +7011,15 @@ export interface operations {
             };
             /** @description Invalid field, or SETUP_DONE */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6323,6 +7097,15 @@ export interface operations {
             };
             /** @description Credentials refused */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6409,6 +7192,15 @@ export interface operations {
             };
             /** @description SIGNATURE_PROCESS_NOT_FOUND: not in this commerce */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6510,6 +7302,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -6575,6 +7376,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -6626,6 +7436,15 @@ export interface operations {
             };
             /** @description SIGNATURE_PROCESS_NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6704,6 +7523,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -6744,6 +7572,15 @@ export interface operations {
             };
             /** @description ROLE_NOT_ALLOWED */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6804,6 +7641,15 @@ export interface operations {
             };
             /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6891,6 +7737,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
@@ -6931,6 +7786,15 @@ export interface operations {
             };
             /** @description SESSION_REQUIRED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6991,6 +7855,15 @@ export interface operations {
             };
             /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7065,6 +7938,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -7118,6 +8000,15 @@ export interface operations {
             };
             /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7204,6 +8095,15 @@ export interface operations {
             };
             /** @description Credentials refused */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
