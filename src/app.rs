@@ -271,7 +271,8 @@ async fn serve(
             let mut app = app.clone();
             async move { tower_service::Service::call(&mut app, request).await }
         });
-        let connection = graceful.watch(http.serve_connection(TokioIo::new(tcp), service));
+        let io = TokioIo::new(WriteStallLimit::new(tcp, limits.request_timeout));
+        let connection = graceful.watch(http.serve_connection(io, service));
         open.fetch_add(1, Ordering::Relaxed);
         let open = Arc::clone(&open);
         tokio::spawn(async move {
@@ -284,6 +285,99 @@ async fn serve(
     drop(listener);
     graceful.shutdown().await;
     Ok(())
+}
+
+/// A connection whose answer makes no progress for `limit` fails: a client that stops reading
+/// its response (the slow-reading half of slowloris) gives its slot back instead of holding it
+/// forever. The request time limit ends when the response starts; this covers the rest.
+struct WriteStallLimit {
+    tcp: tokio::net::TcpStream,
+    limit: std::time::Duration,
+    /// Running while writes wait for the client to read.
+    stalled: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl WriteStallLimit {
+    fn new(tcp: tokio::net::TcpStream, limit: std::time::Duration) -> Self {
+        WriteStallLimit {
+            tcp,
+            limit,
+            stalled: None,
+        }
+    }
+
+    /// Passes a write's outcome through, failing it once writes have waited `limit` in a row.
+    fn watch<T>(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+        outcome: std::task::Poll<std::io::Result<T>>,
+    ) -> std::task::Poll<std::io::Result<T>> {
+        use std::task::Poll;
+        if outcome.is_ready() {
+            self.stalled = None;
+            return outcome;
+        }
+        let limit = self.limit;
+        let stalled = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        if stalled.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the client stopped reading its response",
+            )));
+        }
+        Poll::Pending
+    }
+}
+
+impl tokio::io::AsyncRead for WriteStallLimit {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.tcp).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for WriteStallLimit {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let outcome = std::pin::Pin::new(&mut self.tcp).poll_write(cx, buf);
+        self.watch(cx, outcome)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let outcome = std::pin::Pin::new(&mut self.tcp).poll_write_vectored(cx, bufs);
+        self.watch(cx, outcome)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.tcp.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let outcome = std::pin::Pin::new(&mut self.tcp).poll_flush(cx);
+        self.watch(cx, outcome)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.tcp).poll_shutdown(cx)
+    }
 }
 
 /// A failed `accept` either concerns that one connection (retry at once) or the process (out

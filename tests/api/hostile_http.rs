@@ -187,3 +187,29 @@ async fn idle_connections_beyond_the_cap_do_not_starve_a_request() {
         task.abort();
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_that_stops_reading_its_answer_gives_its_slot_back() {
+    // Headers may take long here, so that only a stalled answer can end the connection.
+    let app = spawn_app_with(limits(60, 2, 1024)).await;
+    // A small receive window, so the answers (the OpenAPI document, hundreds of KiB each)
+    // cannot all sit in buffers: the server's writes wait for this client, which never reads.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut tcp = socket.connect(app.running.addr).await.unwrap();
+    // Pipelined requests: together their answers are far more than any socket buffer.
+    let requests = "GET /openapi.json HTTP/1.1\r\nHost: localhost\r\n\r\n".repeat(100);
+    tcp.write_all(requests.as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(app.running.connections(), 1, "the answer is being written");
+    let started = Instant::now();
+    while app.running.connections() > 0 && started.elapsed() < Duration::from_secs(20) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    println!(
+        "a client reading nothing held its slot {:?} more (limit 2 s)",
+        started.elapsed()
+    );
+    assert_eq!(app.running.connections(), 0, "the stalled answer was cut");
+    drop(tcp);
+}
