@@ -3,10 +3,12 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::Context;
+use axum::extract::ConnectInfo;
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
+use tokio::sync::{Semaphore, oneshot};
 
 use crate::auth::jwe::JweKeyPair;
 use crate::auth::jwt::JwtSigner;
@@ -15,7 +17,7 @@ use crate::charging::run::Charger;
 use crate::charging::schedule::Schedule;
 use crate::charging::simulated::SimulatedProcessor;
 use crate::clock::{BusinessCalendar, Clock};
-use crate::config::Config;
+use crate::config::{Config, HttpLimits};
 use crate::http::{AppState, Keys};
 use crate::notify::delivery::Deliverer;
 use crate::store::audit::AuditWriter;
@@ -83,6 +85,8 @@ pub struct Running {
     pub state: AppState,
     stop: Option<oneshot::Sender<()>>,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
+    /// Connections being served now.
+    open_connections: Arc<AtomicUsize>,
     schedule: Option<(Arc<Notify>, tokio::task::JoinHandle<()>)>,
     /// The one-time first-visit setup code, when the engine listens beyond loopback and has no
     /// staff account yet; `serve` prints it.
@@ -112,6 +116,11 @@ impl Running {
         Ok(())
     }
 
+    /// How many connections are being served now (never more than the configured cap).
+    pub fn connections(&self) -> usize {
+        self.open_connections.load(Ordering::Relaxed)
+    }
+
     /// Resolves when the server has stopped by itself (it only does on an I/O failure).
     pub async fn stopped(&mut self) -> anyhow::Result<()> {
         (&mut self.server).await??;
@@ -139,7 +148,11 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
     }
     let (store, keys) = tokio::task::block_in_place(|| open(&config))?;
     tokio::task::block_in_place(|| crate::notify::tls::replace_unconstrained_dev_ca(&store))?;
-    let audit = AuditWriter::start(store.path(), config.correlation_retention_days)?;
+    let audit = AuditWriter::start(
+        store.path(),
+        config.correlation_retention_days,
+        Arc::clone(&clock),
+    )?;
     let offset = store.read(|conn| Ok(settings::get(conn, settings::SANDBOX_OFFSET_DAYS)?))?;
     let offset_days = offset.and_then(|o| o.parse().ok()).unwrap_or(0);
     let calendar = Arc::new(BusinessCalendar::new(config.time_zone, offset_days));
@@ -209,32 +222,201 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
         .read(|c| Ok(crate::store::staff::count(c)? == 0))?;
     let setup_code =
         (!state.config.listen.ip().is_loopback() && needs_owner).then(|| state.setup_code.issue());
-    let app = crate::http::router(state.clone());
+    let limits = state.config.http.clone();
+    let app = crate::http::router(state.clone()).layer(axum::middleware::from_fn_with_state(
+        limits.clone(),
+        crate::http::guard::request_time_limit,
+    ));
     let (stop, stopped) = oneshot::channel::<()>();
-    use axum::serve::ListenerExt;
-    let listener = listener.tap_io(|tcp| {
-        // Without it, small responses wait on delayed ACKs (about 40 ms per request).
-        let _ = tcp.set_nodelay(true);
-    });
-    let server = tokio::spawn(async move {
-        axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(async {
-            let _ = stopped.await;
-        })
-        .await
-    });
+    let open_connections = Arc::new(AtomicUsize::new(0));
+    let server = tokio::spawn(serve(
+        listener,
+        app,
+        limits.clone(),
+        Arc::clone(&open_connections),
+        stopped,
+    ));
     tracing::info!(url = %format!("http://{addr}"), environment = state.config.environment.as_str(), "mandato is serving");
     Ok(Running {
         addr,
         state,
         stop: Some(stop),
         server,
+        open_connections,
         schedule: schedule_task.map(|task| (schedule_stop, task)),
         setup_code,
     })
+}
+
+/// The accept loop (CONTRACT 12, "HTTP"). A connection is accepted only with one of
+/// `max_connections` permits, held until it closes (and counted in `open`): at the cap the loop stops accepting and further clients wait
+/// in the kernel's backlog, rather than being accepted and dropped or exhausting file
+/// descriptors. Headers must arrive within `header_read_timeout` (also the longest a kept-alive
+/// connection sits idle), so stalled clients give their slot back; the request time limit is
+/// the router's outermost layer. On `stop` the listener closes, and in-flight requests finish
+/// while idle connections close.
+async fn serve(
+    listener: TcpListener,
+    app: axum::Router,
+    limits: HttpLimits,
+    open: Arc<AtomicUsize>,
+    mut stop: oneshot::Receiver<()>,
+) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    loop {
+        let permit = tokio::select! {
+            biased;
+            _ = &mut stop => break,
+            permit = Arc::clone(&slots).acquire_owned() => {
+                permit.expect("the connection semaphore is never closed")
+            }
+        };
+        let (tcp, peer) = tokio::select! {
+            biased;
+            _ = &mut stop => break,
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(e) => {
+                    accept_failed(e).await;
+                    continue;
+                }
+            },
+        };
+        // Without it, small responses wait on delayed ACKs (about 40 ms per request).
+        let _ = tcp.set_nodelay(true);
+        let app = app.clone();
+        let service = hyper::service::service_fn(move |mut request: hyper::Request<_>| {
+            // Handlers read the peer through `ConnectInfo`, as with `axum::serve`.
+            request.extensions_mut().insert(ConnectInfo(peer));
+            let mut app = app.clone();
+            async move { tower_service::Service::call(&mut app, request).await }
+        });
+        let io = TokioIo::new(WriteStallLimit::new(tcp, limits.request_timeout));
+        let connection = graceful.watch(http.serve_connection(io, service));
+        open.fetch_add(1, Ordering::Relaxed);
+        let open = Arc::clone(&open);
+        tokio::spawn(async move {
+            // Its errors are the client's doing (gone, too slow, not HTTP): nothing to report.
+            let _ = connection.await;
+            open.fetch_sub(1, Ordering::Relaxed);
+            drop(permit);
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
+}
+
+/// A connection whose answer makes no progress for `limit` fails: a client that stops reading
+/// its response (the slow-reading half of slowloris) gives its slot back instead of holding it
+/// forever. The request time limit ends when the response starts; this covers the rest.
+struct WriteStallLimit {
+    tcp: tokio::net::TcpStream,
+    limit: std::time::Duration,
+    /// Running while writes wait for the client to read.
+    stalled: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl WriteStallLimit {
+    fn new(tcp: tokio::net::TcpStream, limit: std::time::Duration) -> Self {
+        WriteStallLimit {
+            tcp,
+            limit,
+            stalled: None,
+        }
+    }
+
+    /// Passes a write's outcome through, failing it once writes have waited `limit` in a row.
+    fn watch<T>(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+        outcome: std::task::Poll<std::io::Result<T>>,
+    ) -> std::task::Poll<std::io::Result<T>> {
+        use std::task::Poll;
+        if outcome.is_ready() {
+            self.stalled = None;
+            return outcome;
+        }
+        let limit = self.limit;
+        let stalled = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        if stalled.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the client stopped reading its response",
+            )));
+        }
+        Poll::Pending
+    }
+}
+
+impl tokio::io::AsyncRead for WriteStallLimit {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.tcp).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for WriteStallLimit {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let outcome = std::pin::Pin::new(&mut self.tcp).poll_write(cx, buf);
+        self.watch(cx, outcome)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let outcome = std::pin::Pin::new(&mut self.tcp).poll_write_vectored(cx, bufs);
+        self.watch(cx, outcome)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.tcp.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let outcome = std::pin::Pin::new(&mut self.tcp).poll_flush(cx);
+        self.watch(cx, outcome)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.tcp).poll_shutdown(cx)
+    }
+}
+
+/// A failed `accept` either concerns that one connection (retry at once) or the process (out
+/// of file descriptors: wait a little, as a busy loop would only fail again).
+async fn accept_failed(e: std::io::Error) {
+    use std::io::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::ConnectionAborted | ErrorKind::ConnectionReset | ErrorKind::ConnectionRefused
+    ) {
+        return;
+    }
+    tracing::error!(error = %e, "accepting a connection failed; retrying in 1 s");
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
 }
 
 /// Structured logs to stderr for a process running the engine (the `mandato` binary and

@@ -187,9 +187,27 @@ pub fn config_for(data_dir: Option<PathBuf>) -> Config {
 
 fn print(json_mode: bool, value: serde_json::Value, text: String) {
     if json_mode {
-        println!("{value}");
+        out(format_args!("{value}"));
     } else {
-        println!("{text}");
+        out(format_args!("{text}"));
+    }
+}
+
+/// Writes one line to stdout. Every command prints through here rather than `println!`, which
+/// panics when the reader has gone (`mandato public-key | head -1`): a closed pipe means nobody
+/// wants the rest, so the command ends quietly with exit 0 (CONTRACT 12). Other write errors
+/// (a full disk behind a redirection) are reported and exit 1.
+pub fn out(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let written = writeln!(stdout, "{line}").and_then(|()| stdout.flush());
+    match written {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => {
+            eprintln!("error: writing to stdout: {e}");
+            std::process::exit(1);
+        }
     }
 }
 

@@ -62,6 +62,33 @@ pub struct Config {
     /// Production delivers webhooks to private and loopback addresses only when asked to
     /// (on-premises receivers); the sandbox always does.
     pub allow_private_webhooks: bool,
+    /// The listener's limits against slow and numerous clients.
+    pub http: HttpLimits,
+}
+
+/// How long a client may take and how many may be connected (CONTRACT 12, "HTTP").
+#[derive(Clone, Debug)]
+pub struct HttpLimits {
+    /// A request's headers must have arrived within this (also the longest a kept-alive
+    /// connection may sit idle between requests).
+    pub header_read_timeout: std::time::Duration,
+    /// A request is answered or cut within this, reading its body included.
+    pub request_timeout: std::time::Duration,
+    /// The same for `POST /api/v1/signature`, whose body may hold 16 MiB of PDFs.
+    pub signature_request_timeout: std::time::Duration,
+    /// Connections served at once; the rest wait in the listen backlog.
+    pub max_connections: usize,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            header_read_timeout: std::time::Duration::from_secs(10),
+            request_timeout: std::time::Duration::from_secs(60),
+            signature_request_timeout: std::time::Duration::from_secs(120),
+            max_connections: 1024,
+        }
+    }
 }
 
 impl Config {
@@ -83,6 +110,7 @@ impl Config {
             delivery: crate::notify::delivery::DeliveryConfig::default(),
             charge_at: chrono::NaiveTime::from_hms_opt(6, 0, 0),
             allow_private_webhooks: false,
+            http: HttpLimits::default(),
         }
     }
 

@@ -1,5 +1,6 @@
 //! The eight common headers of every `/api/v1` operation (CONTRACT 2): validated together, then
-//! the API key, the commerce and the correlationId; every request is audited afterwards.
+//! the API key, the commerce and the correlationId; every request is audited afterwards (one
+//! row each once the API key is accepted; before that, only counted per minute and reason).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -15,7 +16,7 @@ use utoipa::IntoParams;
 use super::AppState;
 use super::error::{ApiError, CORRELATION_ID};
 use crate::error::{Error, FieldErrors};
-use crate::store::audit::{AuditEntry, Reservation};
+use crate::store::audit::{AuditEntry, Refusal, Reservation};
 use crate::store::commerces::{self, Commerce};
 
 /// The common headers, as documented for every merchant operation.
@@ -94,6 +95,7 @@ pub async fn layer(State(state): State<AppState>, request: Request, next: Next) 
         headers: audited_headers(&headers),
         peer,
     };
+    let mut refusal = None;
     let response = CORRELATION_ID
         .scope(correlation.clone(), async {
             match admit(&state, &headers, &mut audit) {
@@ -102,7 +104,10 @@ pub async fn layer(State(state): State<AppState>, request: Request, next: Next) 
                     request.extensions_mut().insert(merchant);
                     next.run(request).await
                 }
-                Err(e) => ApiError(e).into_response(),
+                Err(e) => {
+                    refusal = unauthenticated_refusal(&e, &audit);
+                    ApiError(e).into_response()
+                }
             }
         })
         .await;
@@ -110,10 +115,31 @@ pub async fn layer(State(state): State<AppState>, request: Request, next: Next) 
     if let Some(id) = correlation.and_then(|c| HeaderValue::from_str(&c).ok()) {
         response.headers_mut().insert("correlationId", id);
     }
+    if let Some(reason) = refusal {
+        state.audit.refused(state.clock.now(), reason);
+        return response;
+    }
     audit.status = response.status().as_u16();
     audit.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
     state.audit.log(audit);
     response
+}
+
+/// A request refused before its API key was accepted is only counted (CONTRACT 2 keeps a row
+/// per request, but a flood of junk would then fill the disk); once a key is accepted every
+/// request, refused or not, has its row.
+fn unauthenticated_refusal(error: &Error, audit: &AuditEntry) -> Option<Refusal> {
+    if audit.api_key_prefix.is_some() {
+        return None;
+    }
+    match error {
+        Error::Validation(_) => Some(Refusal::InvalidHeaders),
+        Error::Forbidden {
+            name: "INVALID_API_KEY",
+            ..
+        } => Some(Refusal::InvalidApiKey),
+        _ => None,
+    }
 }
 
 /// Validates the headers, then the credentials, then the correlationId.

@@ -1,21 +1,25 @@
 //! DNS-rebinding protection: a request must name this machine (or the configured public host)
 //! in `Host`, so a web page on another site cannot reach the listener through a name that
-//! resolves to loopback.
+//! resolves to loopback. Also the time limit of every request.
 
 use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::AppState;
-use super::error::ApiError;
+use super::error::{ApiError, ErrorBody};
+use crate::config::HttpLimits;
 use crate::error::Error;
 
 pub async fn host_guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let host = request
-        .headers()
-        .get(axum::http::header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .map(host_without_port);
+    let mut hosts = request.headers().get_all(axum::http::header::HOST).iter();
+    // Two `Host` headers are refused whatever they say: a proxy in front may route by one and
+    // this check would pass on the other.
+    let host = match (hosts.next(), hosts.next()) {
+        (Some(only), None) => only.to_str().ok().map(host_without_port),
+        _ => None,
+    };
     let allowed = match host {
         Some(h) => {
             is_loopback_name(h)
@@ -28,6 +32,10 @@ pub async fn host_guard(State(state): State<AppState>, request: Request, next: N
         None => false,
     };
     if !allowed {
+        state.audit.refused(
+            state.clock.now(),
+            crate::store::audit::Refusal::HostNotAllowed,
+        );
         return ApiError(Error::forbidden(
             "HOST_NOT_ALLOWED",
             "this Host is not served here",
@@ -35,6 +43,50 @@ pub async fn host_guard(State(state): State<AppState>, request: Request, next: N
         .into_response();
     }
     next.run(request).await
+}
+
+/// Answers or cuts every request within its time limit (CONTRACT 12, "HTTP"): 60 s, 120 s for
+/// `POST /api/v1/signature`. The limit covers reading the body, which the handler does, so a
+/// client that trickles its body is cut too. A cut request gets 408 `REQUEST_TIMEOUT` and the
+/// connection is closed, since the rest of its body may still be on the way. A write the
+/// request had already queued may still commit: look the resource up before repeating it.
+pub async fn request_time_limit(
+    State(limits): State<HttpLimits>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let limit = if request.method() == Method::POST && request.uri().path() == "/api/v1/signature" {
+        limits.signature_request_timeout
+    } else {
+        limits.request_timeout
+    };
+    let correlation_id = request
+        .headers()
+        .get("correlationId")
+        .and_then(|v| v.to_str().ok())
+        .filter(|c| uuid::Uuid::parse_str(c).is_ok())
+        .map(str::to_string);
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => {
+            let body = ErrorBody {
+                status_code: StatusCode::REQUEST_TIMEOUT.as_u16(),
+                name: "REQUEST_TIMEOUT".into(),
+                message: format!(
+                    "the request was not completed within {} s; send it again at a steady pace",
+                    limit.as_secs()
+                ),
+                correlation_id,
+                errors: Vec::new(),
+            };
+            (
+                StatusCode::REQUEST_TIMEOUT,
+                [(header::CONNECTION, "close")],
+                axum::Json(body),
+            )
+                .into_response()
+        }
+    }
 }
 
 fn host_without_port(host: &str) -> &str {

@@ -161,7 +161,8 @@ impl utoipa::Modify for SecuritySchemes {
 }
 
 /// Documents, on every operation, the failures any request can meet: 500 (with the
-/// correlationId to quote) and, for operations with a body, 413 beyond the size limit.
+/// correlationId to quote), 408 past the request time limit and, for operations with a body,
+/// 413 beyond the size limit.
 struct CommonErrors;
 
 impl utoipa::Modify for CommonErrors {
@@ -193,6 +194,10 @@ impl utoipa::Modify for CommonErrors {
                 responses
                     .entry("500".into())
                     .or_insert_with(|| error("INTERNAL_ERROR: quote the correlationId").into());
+                responses.entry("408".into()).or_insert_with(|| {
+                    error("REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature)")
+                        .into()
+                });
                 if has_body {
                     responses
                         .entry("413".into())

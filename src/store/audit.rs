@@ -6,8 +6,13 @@
 //! transaction. Replay refusal must not wait for that batch: ids not yet written are held in
 //! memory (`pending`, a sharded set, so concurrent requests rarely share a lock) until their
 //! batch commits, and a reservation claims the id in memory before it looks in the database.
+//!
+//! Requests refused before their API key was accepted write no row of their own: they are
+//! counted per minute and reason (`audit_refusals`), so a flood of them cannot fill the disk.
+//! The same thread prunes the request logs past their retention, a small batch at a time
+//! between its writes, so pruning never holds the writes up.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, RandomState};
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
@@ -18,8 +23,37 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, params};
 use serde_json::Value;
 
-use super::{Durability, Store, open_connection};
+use super::{Durability, Store, open_connection, settings};
+use crate::clock::Clock;
 use crate::error::Error;
+
+/// How long the audit log and the refusal counts are kept unless staff chose otherwise.
+pub const DEFAULT_RETENTION_DAYS: i64 = 90;
+/// The settings entry holding staff's choice.
+const RETENTION_SETTING: &str = "audit_retention_days";
+/// Retention staff may choose, in days.
+pub const RETENTION_RANGE: std::ops::RangeInclusive<i64> = 1..=3650;
+
+/// Why a request was refused before its API key was accepted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Refusal {
+    /// Common headers missing or malformed.
+    InvalidHeaders,
+    /// An unknown or revoked API key.
+    InvalidApiKey,
+    /// A `Host` this installation does not serve (or two of them).
+    HostNotAllowed,
+}
+
+impl Refusal {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refusal::InvalidHeaders => "INVALID_HEADERS",
+            Refusal::InvalidApiKey => "INVALID_API_KEY",
+            Refusal::HostNotAllowed => "HOST_NOT_ALLOWED",
+        }
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct AuditEntry {
@@ -45,7 +79,13 @@ enum Record {
         key: CorrelationKey,
         seen_at: String,
     },
+    Refusal {
+        minute: String,
+        reason: Refusal,
+    },
     Flush(Sender<()>),
+    /// Prune now; answered once everything expired is gone.
+    Prune(Option<Sender<()>>),
 }
 
 /// CorrelationIds reserved but not yet committed, in shards chosen by a hash of the key.
@@ -100,14 +140,27 @@ pub enum Reservation {
 }
 
 impl AuditWriter {
-    pub fn start(db_path: &Path, retention_days: i64) -> anyhow::Result<AuditWriter> {
+    /// `retention_days` is the correlationIds' (replays are refused that long); the audit log's
+    /// own retention is a setting staff change (`set_retention_days`).
+    pub fn start(
+        db_path: &Path,
+        retention_days: i64,
+        clock: Arc<dyn Clock>,
+    ) -> anyhow::Result<AuditWriter> {
         let conn = open_connection(db_path, Durability::Normal)?;
         let pending = Arc::new(Pending::new());
         let (sender, receiver) = mpsc::channel();
         let thread_pending = Arc::clone(&pending);
+        let pruner = Pruner {
+            clock,
+            correlation_days: retention_days,
+            last_start: None,
+            cutoffs: None,
+            waiters: Vec::new(),
+        };
         let thread = std::thread::Builder::new()
             .name("audit-writer".into())
-            .spawn(move || write_loop(conn, receiver, &thread_pending, retention_days))?;
+            .spawn(move || write_loop(conn, receiver, &thread_pending, pruner))?;
         Ok(AuditWriter {
             sender: Mutex::new(Some(sender)),
             pending,
@@ -176,6 +229,29 @@ impl AuditWriter {
         self.send(Record::Audit(entry));
     }
 
+    /// Counts a request refused before its API key was accepted, in the minute of `at`.
+    pub fn refused(&self, at: chrono::DateTime<chrono::Utc>, reason: Refusal) {
+        use chrono::{DurationRound, TimeDelta};
+        let minute = at.duration_trunc(TimeDelta::minutes(1)).unwrap_or(at);
+        self.send(Record::Refusal {
+            minute: crate::clock::timestamp(minute),
+            reason,
+        });
+    }
+
+    /// Deletes what is past its retention now (rather than at the hourly round) and waits
+    /// until it is gone.
+    pub fn prune_now(&self) {
+        let (done, wait) = mpsc::channel();
+        self.send(Record::Prune(Some(done)));
+        let _ = wait.recv_timeout(Duration::from_secs(60));
+    }
+
+    /// Starts a pruning round soon, without waiting for it (the retention just changed).
+    pub fn prune_soon(&self) {
+        self.send(Record::Prune(None));
+    }
+
     /// Waits until everything recorded so far is committed.
     pub fn flush(&self) {
         let (done, wait) = mpsc::channel();
@@ -197,55 +273,62 @@ const MAX_BATCH: usize = 4_000;
 /// per request would cost more than the request, and every commit also makes the readers drop
 /// their page caches.
 const GATHER: Duration = Duration::from_millis(50);
-const PURGE_EVERY: Duration = Duration::from_secs(3_600);
+const PRUNE_EVERY: Duration = Duration::from_secs(3_600);
+/// Rows deleted per table and step: a step takes a few milliseconds, and queued records are
+/// written between steps.
+const PRUNE_BATCH: i64 = 500;
 
 fn write_loop(
     mut conn: Connection,
     receiver: Receiver<Record>,
     pending: &Pending,
-    retention_days: i64,
+    mut pruner: Pruner,
 ) {
-    let mut last_purge = Instant::now() - PURGE_EVERY;
     let mut open = true;
     while open {
-        let first = match receiver.recv_timeout(Duration::from_secs(60)) {
-            Ok(record) => record,
-            Err(RecvTimeoutError::Timeout) => {
-                purge_if_due(&conn, &mut last_purge, retention_days);
-                continue;
-            }
+        // While a pruning round is under way the loop only looks for records between steps.
+        let wait = if pruner.busy() {
+            Duration::ZERO
+        } else {
+            Duration::from_secs(60)
+        };
+        let first = match receiver.recv_timeout(wait) {
+            Ok(record) => Some(record),
+            Err(RecvTimeoutError::Timeout) => None,
             Err(RecvTimeoutError::Disconnected) => return,
         };
-        // Sleeping rather than blocking on the channel lets senders skip waking this thread.
-        if !matches!(first, Record::Flush(_)) {
-            std::thread::sleep(GATHER);
-        }
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match receiver.try_recv() {
-                Ok(record) => batch.push(record),
-                Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Disconnected) => {
-                    open = false;
-                    break;
+        if let Some(first) = first {
+            // Sleeping rather than blocking on the channel lets senders skip waking this thread.
+            if matches!(first, Record::Audit(_) | Record::Correlation { .. }) {
+                std::thread::sleep(GATHER);
+            }
+            let mut batch = vec![first];
+            while batch.len() < MAX_BATCH {
+                match receiver.try_recv() {
+                    Ok(record) => batch.push(record),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => {
+                        open = false;
+                        break;
+                    }
                 }
             }
-        }
-        let mut flushes = Vec::new();
-        let mut written = Vec::new();
-        match write_batch(&mut conn, batch, &mut flushes, &mut written) {
-            // Only committed ids leave memory; after a failed batch they stay refused.
-            Ok(()) => {
-                for key in &written {
-                    pending.release(key);
+            let mut flushes = Vec::new();
+            let mut written = Vec::new();
+            match write_batch(&mut conn, batch, &mut flushes, &mut written, &mut pruner) {
+                // Only committed ids leave memory; after a failed batch they stay refused.
+                Ok(()) => {
+                    for key in &written {
+                        pending.release(key);
+                    }
                 }
+                Err(e) => tracing::error!(error = %e, "could not write the audit batch"),
             }
-            Err(e) => tracing::error!(error = %e, "could not write the audit batch"),
+            for done in flushes {
+                let _ = done.send(());
+            }
         }
-        for done in flushes {
-            let _ = done.send(());
-        }
-        purge_if_due(&conn, &mut last_purge, retention_days);
+        pruner.step(&conn);
     }
 }
 
@@ -254,6 +337,7 @@ fn write_batch(
     batch: Vec<Record>,
     flushes: &mut Vec<Sender<()>>,
     written: &mut Vec<CorrelationKey>,
+    pruner: &mut Pruner,
 ) -> rusqlite::Result<()> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     {
@@ -266,6 +350,7 @@ fn write_batch(
             "INSERT INTO correlation_ids (commerce_id, correlation_id, seen_at) VALUES (?1, ?2, ?3)
              ON CONFLICT DO UPDATE SET seen_at = excluded.seen_at",
         )?;
+        let mut refusals: HashMap<(String, Refusal), i64> = HashMap::new();
         for record in batch {
             match record {
                 Record::Audit(e) => {
@@ -286,21 +371,157 @@ fn write_batch(
                     correlation.execute(params![key.0, key.1, seen_at])?;
                     written.push(key);
                 }
+                Record::Refusal { minute, reason } => {
+                    *refusals.entry((minute, reason)).or_default() += 1;
+                }
                 Record::Flush(done) => flushes.push(done),
+                Record::Prune(done) => pruner.start(done),
             }
+        }
+        let mut count = tx.prepare_cached(
+            "INSERT INTO audit_refusals (minute, reason, count) VALUES (?1, ?2, ?3)
+             ON CONFLICT (minute, reason) DO UPDATE SET count = count + excluded.count",
+        )?;
+        for ((minute, reason), n) in refusals {
+            count.execute(params![minute, reason.as_str(), n])?;
         }
     }
     tx.commit()
 }
 
-fn purge_if_due(conn: &Connection, last_purge: &mut Instant, retention_days: i64) {
-    if last_purge.elapsed() < PURGE_EVERY {
-        return;
+/// Deletes request logs past their retention: the audit log and the refusal counts after the
+/// retention staff chose, correlationIds after their replay window. A round starts every hour
+/// (or when asked) and goes a small batch per step.
+struct Pruner {
+    clock: Arc<dyn Clock>,
+    correlation_days: i64,
+    last_start: Option<Instant>,
+    /// The round under way: the audit cutoff and the correlationIds' cutoff.
+    cutoffs: Option<(String, String)>,
+    waiters: Vec<Sender<()>>,
+}
+
+impl Pruner {
+    fn busy(&self) -> bool {
+        self.cutoffs.is_some() || self.last_start.is_none_or(|t| t.elapsed() >= PRUNE_EVERY)
     }
-    *last_purge = Instant::now();
-    let cutoff =
-        crate::clock::timestamp(chrono::Utc::now() - chrono::Duration::days(retention_days));
-    if let Err(e) = conn.execute("DELETE FROM correlation_ids WHERE seen_at < ?1", [cutoff]) {
-        tracing::warn!(error = %e, "could not purge old correlation ids");
+
+    /// Asks for a round now (one under way restarts with fresh cutoffs when it ends).
+    fn start(&mut self, done: Option<Sender<()>>) {
+        self.last_start = None;
+        self.waiters.extend(done);
     }
+
+    fn step(&mut self, conn: &Connection) {
+        if self.cutoffs.is_none() {
+            if !self.busy() {
+                return;
+            }
+            self.last_start = Some(Instant::now());
+            let now = self.clock.now();
+            let days = retention_days(conn).unwrap_or(DEFAULT_RETENTION_DAYS);
+            self.cutoffs = Some((
+                crate::clock::timestamp(now - chrono::Duration::days(days)),
+                crate::clock::timestamp(now - chrono::Duration::days(self.correlation_days)),
+            ));
+        }
+        let Some((audit_cutoff, correlation_cutoff)) = &self.cutoffs else {
+            return;
+        };
+        let deleted = (|| -> rusqlite::Result<usize> {
+            Ok(conn
+                .prepare_cached(
+                    "DELETE FROM audit_log WHERE seq IN
+                     (SELECT seq FROM audit_log WHERE at < ?1 ORDER BY at LIMIT ?2)",
+                )?
+                .execute(params![audit_cutoff, PRUNE_BATCH])?
+                + conn
+                    .prepare_cached(
+                        "DELETE FROM audit_refusals WHERE (minute, reason) IN
+                         (SELECT minute, reason FROM audit_refusals WHERE minute < ?1 LIMIT ?2)",
+                    )?
+                    .execute(params![audit_cutoff, PRUNE_BATCH])?
+                + conn
+                    .prepare_cached(
+                        "DELETE FROM correlation_ids WHERE (commerce_id, correlation_id) IN
+                         (SELECT commerce_id, correlation_id FROM correlation_ids
+                          WHERE seen_at < ?1 ORDER BY seen_at LIMIT ?2)",
+                    )?
+                    .execute(params![correlation_cutoff, PRUNE_BATCH])?)
+        })();
+        let finished = match deleted {
+            Ok(n) => n == 0,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not prune the request logs");
+                true
+            }
+        };
+        if finished {
+            self.cutoffs = None;
+            // A round asked for while this one ran starts next; its waiters wait for it.
+            if self.last_start.is_some() {
+                for done in self.waiters.drain(..) {
+                    let _ = done.send(());
+                }
+            }
+        }
+    }
+}
+
+/// Staff's retention for the audit log and the refusal counts, if they chose one.
+pub fn retention_days(conn: &Connection) -> Option<i64> {
+    settings::get(conn, RETENTION_SETTING)
+        .ok()
+        .flatten()
+        .and_then(|v| v.parse().ok())
+}
+
+/// Stores staff's retention (the caller checked it is in `RETENTION_RANGE`).
+pub fn set_retention_days(conn: &Connection, days: i64) -> rusqlite::Result<()> {
+    settings::set(conn, RETENTION_SETTING, &days.to_string())
+}
+
+/// Refused requests counted in one minute for one reason.
+#[derive(Debug)]
+pub struct RefusalCount {
+    pub minute: String,
+    pub reason: String,
+    pub count: i64,
+}
+
+/// The refusal counts in `[from, to)`, newest first, at most `limit`.
+pub fn refusals(
+    conn: &Connection,
+    from: Option<&str>,
+    to: Option<&str>,
+    limit: i64,
+) -> rusqlite::Result<Vec<RefusalCount>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT minute, reason, count FROM audit_refusals
+         WHERE (?1 IS NULL OR minute >= ?1) AND (?2 IS NULL OR minute < ?2)
+         ORDER BY minute DESC, reason LIMIT ?3",
+    )?;
+    stmt.query_map(params![from, to, limit], |r| {
+        Ok(RefusalCount {
+            minute: r.get(0)?,
+            reason: r.get(1)?,
+            count: r.get(2)?,
+        })
+    })?
+    .collect()
+}
+
+/// The totals per reason in `[from, to)`.
+pub fn refusal_totals(
+    conn: &Connection,
+    from: Option<&str>,
+    to: Option<&str>,
+) -> rusqlite::Result<Vec<(String, i64)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT reason, sum(count) FROM audit_refusals
+         WHERE (?1 IS NULL OR minute >= ?1) AND (?2 IS NULL OR minute < ?2)
+         GROUP BY reason ORDER BY reason",
+    )?;
+    stmt.query_map(params![from, to], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect()
 }

@@ -29,6 +29,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         include_str!("../../migrations/0007_pending_due.sql"),
     ),
     (
+        "0008_audit_refusals",
+        include_str!("../../migrations/0008_audit_refusals.sql"),
+    ),
+    (
         "0009_portal_attempts",
         include_str!("../../migrations/0009_portal_attempts.sql"),
     ),

@@ -13,6 +13,29 @@ pub mod customers;
 pub mod deliveries;
 pub mod events;
 mod group;
+#[cfg(unix)]
+mod private_files;
+/// Elsewhere the platform's per-user data directory already keeps other users out.
+#[cfg(not(unix))]
+mod private_files {
+    use std::path::Path;
+    pub(super) fn prepare(db: &Path) -> std::io::Result<()> {
+        match db.parent() {
+            Some(dir) => std::fs::create_dir_all(dir),
+            None => Ok(()),
+        }
+    }
+    pub(super) fn tighten_companions(_db: &Path) -> std::io::Result<()> {
+        Ok(())
+    }
+    pub(super) fn create_private(path: &Path) -> std::io::Result<()> {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map(drop)
+    }
+}
 pub mod installments;
 pub mod instruments;
 pub mod login_throttle;
@@ -50,10 +73,11 @@ pub struct Store {
 impl Store {
     /// Opens (creating if needed) the database and brings its schema up to date.
     pub fn open(path: &Path) -> anyhow::Result<Store> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
+        private_files::prepare(path)?;
         let mut writer = open_connection(path, Durability::Full)?;
+        // SQLite made any missing WAL and SHM files with the database file's mode; older
+        // installations may still have wider ones.
+        private_files::tighten_companions(path)?;
         // Group commits run each request in a savepoint, whose sub-journal is a temporary file:
         // kept in memory, it costs a copy of each page instead of a write to disk.
         writer.pragma_update(None, "temp_store", "MEMORY")?;
@@ -115,6 +139,8 @@ impl Store {
     /// A consistent copy of the live database, safe while other connections write.
     pub fn backup_to(&self, dest: &Path) -> anyhow::Result<()> {
         let src = open_reader(&self.path)?;
+        // The copy holds the same keys and secrets as the database: private from its first byte.
+        private_files::create_private(dest)?;
         let mut dst = Connection::open(dest)?;
         let backup = rusqlite::backup::Backup::new(&src, &mut dst)?;
         backup.run_to_completion(256, Duration::from_millis(5), None)?;

@@ -245,3 +245,42 @@ fn refusals_are_errors_with_a_message() {
     let bad_code = run(&["commerce", "add", "--code", "bad code!", "--name", "C"]);
     assert!(!bad_code.status.success());
 }
+
+/// Runs `mandato ARGS` with stdout a pipe whose reading end is already closed, as with
+/// `mandato public-key | head -c 0`: every write meets a broken pipe.
+fn run_into_closed_pipe(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    Command::new(BIN)
+        .arg("--data-dir")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .expect("mandato runs")
+}
+
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["public-key"][..],
+        &["--json", "public-key"],
+        &["commerce", "add", "--code", "SHOP-9", "--name", "Tienda"],
+        &["--json", "apikey", "create"],
+    ] {
+        let out = run_into_closed_pipe(dir.path(), args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "mandato {args:?} into a closed pipe: {:?}, stderr: {stderr}",
+            out.status
+        );
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("error"),
+            "mandato {args:?} into a closed pipe wrote to stderr: {stderr}"
+        );
+    }
+}

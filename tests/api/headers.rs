@@ -254,3 +254,55 @@ async fn foreign_host_headers_are_refused() {
     let body: serde_json::Value = refused.json().await.unwrap();
     assert_eq!(body["name"], "HOST_NOT_ALLOWED");
 }
+
+/// Sends `request` as written (headers a client library would merge or refuse) and reads the
+/// whole answer; the request asks the server to close afterwards.
+async fn raw_exchange(app: &TestApp, request: &str) -> (u16, serde_json::Value) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = tokio::net::TcpStream::connect(app.running.addr)
+        .await
+        .unwrap();
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    tcp.read_to_end(&mut answer).await.unwrap();
+    let text = String::from_utf8_lossy(&answer);
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP answer: {text}"));
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    (status, serde_json::from_str(body).unwrap_or_default())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_host_headers_are_refused() {
+    let app = spawn_app().await;
+    let path = "/api/v1/.well-known/jwks.json";
+    let (status, _) = raw_exchange(
+        &app,
+        &format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"),
+    )
+    .await;
+    assert_eq!(status, 200, "one loopback Host is served");
+    for hosts in [
+        ["localhost", "evil.example"],
+        ["evil.example", "localhost"],
+        ["localhost", "localhost"],
+        ["127.0.0.1", "localhost:7420"],
+    ] {
+        let (status, body) = raw_exchange(
+            &app,
+            &format!(
+                "GET {path} HTTP/1.1\r\nHost: {}\r\nHost: {}\r\nConnection: close\r\n\r\n",
+                hosts[0], hosts[1]
+            ),
+        )
+        .await;
+        assert_eq!(
+            (status, body["name"].as_str()),
+            (403, Some("HOST_NOT_ALLOWED")),
+            "Host headers {hosts:?}"
+        );
+    }
+}

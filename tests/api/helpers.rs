@@ -39,6 +39,8 @@ pub struct Options {
     pub charge_at: Option<chrono::NaiveTime>,
     /// `serve --allow-private-webhooks`.
     pub allow_private_webhooks: bool,
+    /// The listener's limits (the contract's by default).
+    pub http: mandato::config::HttpLimits,
 }
 
 impl Default for Options {
@@ -49,6 +51,7 @@ impl Default for Options {
             delivery: mandato::notify::delivery::DeliveryConfig::default(),
             charge_at: None,
             allow_private_webhooks: false,
+            http: mandato::config::HttpLimits::default(),
         }
     }
 }
@@ -60,6 +63,7 @@ fn test_config(dir: &std::path::Path, options: &Options) -> Config {
     config.delivery = options.delivery.clone();
     config.charge_at = options.charge_at;
     config.allow_private_webhooks = options.allow_private_webhooks;
+    config.http = options.http.clone();
     config
 }
 

@@ -194,6 +194,9 @@ const STAFF_OPERATIONS: &[(&str, &str)] = &[
     ("put", "/staff/{email}"),
     ("get", "/audit/staff"),
     ("get", "/audit/requests"),
+    ("get", "/audit/refusals"),
+    ("get", "/settings/audit-retention"),
+    ("put", "/settings/audit-retention"),
 ];
 
 #[tokio::test(flavor = "multi_thread")]

@@ -1,5 +1,6 @@
 //! The audit screens: every staff action, and every API request (headers without secrets,
-//! method, path, status, duration), newest first, filterable.
+//! method, path, status, duration), newest first, filterable; requests refused before their
+//! API key was accepted, as counts per minute and reason.
 
 use std::collections::HashMap;
 
@@ -14,6 +15,7 @@ use crate::error::FieldErrors;
 use crate::http::AppState;
 use crate::http::envelope::Envelope;
 use crate::http::error::{ApiResult, ErrorBody};
+use crate::store::audit as audit_store;
 use crate::store::staff_views::{self as views, RequestAuditFilter, StaffAuditFilter};
 
 #[derive(IntoParams)]
@@ -228,6 +230,93 @@ pub async fn requests(
                 })
                 .collect(),
             next_cursor,
+        },
+    ))
+}
+
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct RefusalsQuery {
+    /// At or after: a date (environment time zone) or an RFC 3339 date-time.
+    from: Option<String>,
+    /// On or before that date (a date-time: before it).
+    to: Option<String>,
+    /// Minutes listed, 1 to 1440, default 60.
+    limit: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RefusalCountDto {
+    /// The minute's start, RFC 3339 UTC.
+    pub minute: String,
+    /// `INVALID_HEADERS`, `INVALID_API_KEY` or `HOST_NOT_ALLOWED`.
+    pub reason: String,
+    pub count: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RefusalTotalDto {
+    pub reason: String,
+    pub count: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RefusalsPage {
+    /// Counts per minute and reason, newest first.
+    pub items: Vec<RefusalCountDto>,
+    /// Per reason, over the whole period asked (not only the minutes listed).
+    pub totals: Vec<RefusalTotalDto>,
+    /// How long the audit log and these counts are kept.
+    pub retention_days: i64,
+}
+
+/// Requests refused before their API key was accepted (headers missing or malformed, unknown
+/// key, foreign `Host`): counted per minute and reason, without a row of their own.
+#[utoipa::path(get, path = "/audit/refusals", tag = "staff", params(RefusalsQuery),
+    responses(
+        (status = 200, description = "REFUSALS_OK", body = Envelope<RefusalsPage>),
+        (status = 400, description = "Invalid filter", body = ErrorBody),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+    ))]
+pub async fn refusals(
+    State(state): State<AppState>,
+    _staff: Staff,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult<Envelope<RefusalsPage>> {
+    let params = Params(query);
+    let mut errors = FieldErrors::new();
+    let limit = params.limit(60, 1440, &mut errors);
+    let from = params.instant("from", false, &state, &mut errors);
+    let to = params.instant("to", true, &state, &mut errors);
+    errors.into_result()?;
+    let (rows, totals, retention) = state.store.read(|c| {
+        Ok((
+            audit_store::refusals(c, from.as_deref(), to.as_deref(), limit)?,
+            audit_store::refusal_totals(c, from.as_deref(), to.as_deref())?,
+            audit_store::retention_days(c).unwrap_or(audit_store::DEFAULT_RETENTION_DAYS),
+        ))
+    })?;
+    Ok(Envelope::ok(
+        "REFUSALS_OK",
+        "requests refused before authentication",
+        RefusalsPage {
+            items: rows
+                .into_iter()
+                .map(|r| RefusalCountDto {
+                    minute: r.minute,
+                    reason: r.reason,
+                    count: r.count,
+                })
+                .collect(),
+            totals: totals
+                .into_iter()
+                .map(|(reason, count)| RefusalTotalDto { reason, count })
+                .collect(),
+            retention_days: retention,
         },
     ))
 }

@@ -62,6 +62,11 @@ pub fn router(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(settings::update_staff))
         .routes(routes!(audit::staff_actions))
         .routes(routes!(audit::requests))
+        .routes(routes!(audit::refusals))
+        .routes(routes!(
+            settings::audit_retention,
+            settings::set_audit_retention
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             origin_guard,

@@ -893,3 +893,83 @@ pub async fn update_staff(
         staff_dto(updated),
     ))
 }
+
+// How long request logs are kept.
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditRetentionDto {
+    /// Days the API request audit and the refusal counts are kept, 1 to 3650 (default 90).
+    #[schema(minimum = 1, maximum = 3650)]
+    pub days: i64,
+}
+
+/// How long the API request audit and the refusal counts are kept.
+#[utoipa::path(get, path = "/settings/audit-retention", tag = "staff",
+    responses(
+        (status = 200, description = "AUDIT_RETENTION_OK", body = Envelope<AuditRetentionDto>),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+    ))]
+pub async fn audit_retention(
+    State(state): State<AppState>,
+    _staff: Staff,
+) -> ApiResult<Envelope<AuditRetentionDto>> {
+    let days = state.store.read(|c| {
+        Ok(crate::store::audit::retention_days(c)
+            .unwrap_or(crate::store::audit::DEFAULT_RETENTION_DAYS))
+    })?;
+    Ok(Envelope::ok(
+        "AUDIT_RETENTION_OK",
+        "audit retention",
+        AuditRetentionDto { days },
+    ))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct AuditRetentionRequest {
+    /// 1 to 3650.
+    pub days: Option<i64>,
+}
+
+/// Changes how long the API request audit and the refusal counts are kept (admin); older rows
+/// are deleted in the background, a small batch at a time.
+#[utoipa::path(put, path = "/settings/audit-retention", tag = "staff",
+    request_body = AuditRetentionRequest,
+    responses(
+        (status = 200, description = "AUDIT_RETENTION_OK", body = Envelope<AuditRetentionDto>),
+        (status = 400, description = "Invalid days", body = ErrorBody),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+        (status = 403, description = "ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID", body = ErrorBody),
+    ))]
+pub async fn set_audit_retention(
+    State(state): State<AppState>,
+    staff: Staff,
+    Body(body): Body<AuditRetentionRequest>,
+) -> ApiResult<Envelope<AuditRetentionDto>> {
+    staff.require(Role::Admin)?;
+    let days = match body.days {
+        None => return Err(Error::validation("days", "REQUIRED", "is required").into()),
+        Some(d) if !crate::store::audit::RETENTION_RANGE.contains(&d) => {
+            return Err(Error::validation("days", "OUT_OF_RANGE", "1 to 3650 days").into());
+        }
+        Some(d) => d,
+    };
+    let now = state.clock.now();
+    state.store.write(|tx| {
+        crate::store::audit::set_retention_days(tx, days)?;
+        record(
+            tx,
+            &staff,
+            now,
+            "audit-retention.set",
+            "audit",
+            Some(&format!("days={days}")),
+        )
+    })?;
+    state.audit.prune_soon();
+    Ok(Envelope::ok(
+        "AUDIT_RETENTION_OK",
+        "audit retention changed",
+        AuditRetentionDto { days },
+    ))
+}

@@ -70,6 +70,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/audit/refusals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Requests refused before their API key was accepted (headers missing or malformed, unknown
+         *     key, foreign `Host`): counted per minute and reason, without a row of their own.
+         */
+        get: operations["staff_get_audit_refusals"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/audit/requests": {
         parameters: {
             query?: never;
@@ -776,6 +796,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/settings/audit-retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** How long the API request audit and the refusal counts are kept. */
+        get: operations["staff_get_settings_audit_retention"];
+        /**
+         * Changes how long the API request audit and the refusal counts are kept (admin); older rows
+         *     are deleted in the background, a small batch at a time.
+         */
+        put: operations["staff_put_settings_audit_retention"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/setup": {
         parameters: {
             query?: never;
@@ -783,17 +824,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /**
-         * Whether the installation still needs its first (owner) account, and whether this client
-         *     must give the setup code for it.
-         */
+        /** Whether the installation still needs its first (owner) account. */
         get: operations["staff_get_setup"];
         put?: never;
-        /**
-         * First start: create the owner (admin) account. Refused once any account exists. From this
-         *     machine it needs nothing more; from another machine it needs the one-time setup code that
-         *     `mandato serve` printed to its log when it started listening beyond loopback.
-         */
+        /** First start: create the owner (admin) account. Refused once any account exists. */
         post: operations["staff_post_setup"];
         delete?: never;
         options?: never;
@@ -1117,6 +1151,20 @@ export interface components {
             prevHash: string;
             hash: string;
         };
+        AuditRetentionDto: {
+            /**
+             * Format: int64
+             * @description Days the API request audit and the refusal counts are kept, 1 to 3650 (default 90).
+             */
+            days: number;
+        };
+        AuditRetentionRequest: {
+            /**
+             * Format: int64
+             * @description 1 to 3650.
+             */
+            days?: number | null;
+        };
         AuditTrailDto: {
             /** @description Whether every record's hash and link recompute. */
             valid: boolean;
@@ -1343,6 +1391,19 @@ export interface components {
             message: string;
             payload: {
                 items: components["schemas"]["ApiKeyDto"][];
+            };
+        };
+        Envelope_AuditRetentionDto: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                /**
+                 * Format: int64
+                 * @description Days the API request audit and the refusal counts are kept, 1 to 3650 (default 90).
+                 */
+                days: number;
             };
         };
         Envelope_ChargingOverview: {
@@ -1693,6 +1754,23 @@ export interface components {
                 notFound: string[];
             };
         };
+        Envelope_RefusalsPage: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                /** @description Counts per minute and reason, newest first. */
+                items: components["schemas"]["RefusalCountDto"][];
+                /** @description Per reason, over the whole period asked (not only the minutes listed). */
+                totals: components["schemas"]["RefusalTotalDto"][];
+                /**
+                 * Format: int64
+                 * @description How long the audit log and these counts are kept.
+                 */
+                retentionDays: number;
+            };
+        };
         Envelope_RemovedRoot: {
             /** Format: int32 */
             statusCode: number;
@@ -1798,11 +1876,6 @@ export interface components {
             payload: {
                 /** @description True until the first staff account exists. */
                 needsSetup: boolean;
-                /**
-                 * @description True when this client is on another machine: the setup then needs the one-time code
-                 *     that `mandato serve` printed to its log.
-                 */
-                setupCodeRequired: boolean;
             };
         };
         Envelope_SignaturePayload: {
@@ -2397,6 +2470,30 @@ export interface components {
             /** @description Unknown ids, or events without a URL. */
             notFound: string[];
         };
+        RefusalCountDto: {
+            /** @description The minute's start, RFC 3339 UTC. */
+            minute: string;
+            /** @description `INVALID_HEADERS`, `INVALID_API_KEY` or `HOST_NOT_ALLOWED`. */
+            reason: string;
+            /** Format: int64 */
+            count: number;
+        };
+        RefusalTotalDto: {
+            reason: string;
+            /** Format: int64 */
+            count: number;
+        };
+        RefusalsPage: {
+            /** @description Counts per minute and reason, newest first. */
+            items: components["schemas"]["RefusalCountDto"][];
+            /** @description Per reason, over the whole period asked (not only the minutes listed). */
+            totals: components["schemas"]["RefusalTotalDto"][];
+            /**
+             * Format: int64
+             * @description How long the audit log and these counts are kept.
+             */
+            retentionDays: number;
+        };
         RejectionDto: {
             code: string;
             message?: string | null;
@@ -2526,21 +2623,9 @@ export interface components {
             csrfToken: string;
             expiresAt: string;
         };
-        SetupRequest: {
-            email?: string | null;
-            /** @description At least 10 characters. */
-            password?: string | null;
-            /** @description The one-time code `mandato serve` printed to its log; needed from another machine only. */
-            setupCode?: string | null;
-        };
         SetupStatus: {
             /** @description True until the first staff account exists. */
             needsSetup: boolean;
-            /**
-             * @description True when this client is on another machine: the setup then needs the one-time code
-             *     that `mandato serve` printed to its log.
-             */
-            setupCodeRequired: boolean;
         };
         SignatoryDto: {
             internalId: string;
@@ -2829,6 +2914,15 @@ export interface operations {
                     "application/json": components["schemas"]["Envelope_JwePublicKeyPayload"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -2856,6 +2950,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": Record<string, never>;
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
@@ -2889,6 +2992,15 @@ export interface operations {
             };
             /** @description SESSION_REQUIRED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2949,6 +3061,15 @@ export interface operations {
             };
             /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3024,6 +3145,78 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_get_audit_refusals: {
+        parameters: {
+            query?: {
+                /** @description At or after: a date (environment time zone) or an RFC 3339 date-time. */
+                from?: string;
+                /** @description On or before that date (a date-time: before it). */
+                to?: string;
+                /** @description Minutes listed, 1 to 1440, default 60. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description REFUSALS_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_RefusalsPage"];
+                };
+            };
+            /** @description Invalid filter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -3081,6 +3274,15 @@ export interface operations {
             };
             /** @description SESSION_REQUIRED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3149,6 +3351,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -3180,6 +3391,15 @@ export interface operations {
             };
             /** @description SESSION_REQUIRED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3256,6 +3476,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
@@ -3312,6 +3541,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -3343,6 +3581,15 @@ export interface operations {
             };
             /** @description SESSION_REQUIRED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3403,6 +3650,15 @@ export interface operations {
             };
             /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3490,6 +3746,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
@@ -3570,6 +3835,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
@@ -3638,6 +3912,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -3681,6 +3964,15 @@ export interface operations {
             };
             /** @description CUSTOMER_NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3738,6 +4030,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -3779,6 +4080,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -3810,6 +4120,15 @@ export interface operations {
             };
             /** @description SESSION_REQUIRED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3881,6 +4200,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -3941,6 +4269,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
@@ -3992,6 +4329,15 @@ export interface operations {
             };
             /** @description EVENT_NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4069,6 +4415,15 @@ export interface operations {
             };
             /** @description No such mandate of this customer in this commerce */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4162,6 +4517,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
@@ -4241,6 +4605,15 @@ export interface operations {
             };
             /** @description No such mandate or installment in this commerce */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4334,6 +4707,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
@@ -4412,11 +4794,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description TOO_MANY_ATTEMPTS: 5 failed logins of this commerce within 15 minutes (both login forms count together) */
-            429: {
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
-                    /** @description Seconds until logins of this commerce are accepted again */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4491,8 +4871,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
-            413: {
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4500,11 +4880,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description TOO_MANY_ATTEMPTS: 5 failed logins of this commerce within 15 minutes; every attempt is refused until `Retry-After` seconds have passed */
-            429: {
+            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            413: {
                 headers: {
-                    /** @description Seconds until logins of this commerce are accepted again */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4572,6 +4950,15 @@ export interface operations {
             };
             /** @description Credentials refused */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4676,6 +5063,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
@@ -4761,6 +5157,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -4839,6 +5244,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -4905,6 +5319,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -4948,6 +5371,15 @@ export interface operations {
             };
             /** @description MANDATE_NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5020,6 +5452,15 @@ export interface operations {
             };
             /** @description MANDATE_NOT_FOUND or INSTALLMENT_NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5108,6 +5549,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
@@ -5189,6 +5639,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
@@ -5263,6 +5722,15 @@ export interface operations {
             };
             /** @description MANDATE_NOT_FOUND or INSTALLMENT_NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5362,6 +5830,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -5428,6 +5905,15 @@ export interface operations {
             };
             /** @description Production */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5508,6 +5994,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -5578,6 +6073,15 @@ export interface operations {
             };
             /** @description Production */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5674,6 +6178,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
@@ -5763,6 +6276,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
@@ -5845,6 +6367,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -5915,6 +6446,15 @@ export interface operations {
             };
             /** @description Production */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6007,6 +6547,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -6083,6 +6632,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -6112,8 +6670,17 @@ export interface operations {
                     "application/json": components["schemas"]["Envelope_SessionInfo"];
                 };
             };
-            /** @description SESSION_REQUIRED: no session, or it ended (12 hours after sign-in, or 60 minutes unused) */
+            /** @description SESSION_REQUIRED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6172,8 +6739,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
-            413: {
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6181,11 +6748,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description TOO_MANY_ATTEMPTS: 5 failed sign-ins for this e-mail within 15 minutes; every attempt is refused until `Retry-After` seconds have passed */
-            429: {
+            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            413: {
                 headers: {
-                    /** @description Seconds until sign-ins for this e-mail are accepted again */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6239,6 +6804,140 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_get_settings_audit_retention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description AUDIT_RETENTION_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_AuditRetentionDto"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_put_settings_audit_retention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AuditRetentionRequest"];
+            };
+        };
+        responses: {
+            /** @description AUDIT_RETENTION_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_AuditRetentionDto"];
+                };
+            };
+            /** @description Invalid days */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -6268,6 +6967,15 @@ export interface operations {
                     "application/json": components["schemas"]["Envelope_SetupStatus"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -6288,7 +6996,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["SetupRequest"];
+                "application/json": components["schemas"]["Credentials"];
             };
         };
         responses: {
@@ -6310,8 +7018,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description SETUP_CODE_REQUIRED (another machine sent no code) or SETUP_CODE_INVALID */
-            403: {
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6322,17 +7030,6 @@ export interface operations {
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description TOO_MANY_ATTEMPTS: 5 wrong setup codes within 15 minutes */
-            429: {
-                headers: {
-                    /** @description Seconds until setup codes are accepted again */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6400,6 +7097,15 @@ export interface operations {
             };
             /** @description Credentials refused */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6486,6 +7192,15 @@ export interface operations {
             };
             /** @description SIGNATURE_PROCESS_NOT_FOUND: not in this commerce */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6587,6 +7302,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -6652,6 +7376,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -6703,6 +7436,15 @@ export interface operations {
             };
             /** @description SIGNATURE_PROCESS_NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6781,6 +7523,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -6821,6 +7572,15 @@ export interface operations {
             };
             /** @description ROLE_NOT_ALLOWED */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6881,6 +7641,15 @@ export interface operations {
             };
             /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6968,6 +7737,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
@@ -7008,6 +7786,15 @@ export interface operations {
             };
             /** @description SESSION_REQUIRED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7068,6 +7855,15 @@ export interface operations {
             };
             /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7142,6 +7938,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -7195,6 +8000,15 @@ export interface operations {
             };
             /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7281,6 +8095,15 @@ export interface operations {
             };
             /** @description Credentials refused */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -287,6 +287,16 @@ const es = {
   "audit.apiKey": "Clave",
   "audit.when": "Cuándo",
   "audit.who": "Quién",
+  "audit.refusals": "Rechazos sin autenticar",
+  "audit.retentionDays": "Conservar (días)",
+  "audit.retentionHelp": "Solicitudes API y rechazos; lo más antiguo se borra",
+  "audit.noRefusals": "Sin rechazos en el período",
+  "audit.minute": "Minuto",
+  "audit.reason": "Motivo",
+  "audit.count": "Cantidad",
+  "audit.reason.headers": "Encabezados faltantes o inválidos",
+  "audit.reason.apiKey": "Clave API desconocida o revocada",
+  "audit.reason.host": "Host no permitido",
 } as const;
 
 export type Key = keyof typeof es;
@@ -575,6 +585,16 @@ const en: Record<Key, string> = {
   "audit.apiKey": "Key",
   "audit.when": "When",
   "audit.who": "Who",
+  "audit.refusals": "Unauthenticated refusals",
+  "audit.retentionDays": "Keep (days)",
+  "audit.retentionHelp": "API requests and refusals; older ones are deleted",
+  "audit.noRefusals": "No refusals in this period",
+  "audit.minute": "Minute",
+  "audit.reason": "Reason",
+  "audit.count": "Count",
+  "audit.reason.headers": "Missing or invalid headers",
+  "audit.reason.apiKey": "Unknown or revoked API key",
+  "audit.reason.host": "Host not allowed",
 };
 
 export const dictionaries: Record<Lang, Record<Key, string>> = { es, en };

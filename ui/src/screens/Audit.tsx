@@ -1,13 +1,15 @@
-import { Code, Group, Select, Stack, Table, Tabs, Text, TextInput, Title } from "@mantine/core";
+import { Badge, Button, Code, Group, NumberInput, Select, Stack, Table, Tabs, Text, TextInput, Title } from "@mantine/core";
 import { useDebouncedValue } from "@mantine/hooks";
-import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { notifications } from "@mantine/notifications";
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
 import { useSearchParams } from "react-router";
 import { api, payload, type Schemas } from "../api/client";
 import { ExportCsv } from "../components/ExportCsv";
 import { Pager, useKeyset } from "../components/Pager";
 import { QueryState } from "../components/QueryState";
-import { useI18n } from "../lib/context";
+import { useI18n, useSession } from "../lib/context";
+import { formErrors } from "../lib/errors";
 
 function useFilters<T extends Record<string, string>>(initial: T) {
   const [values, setValues] = useState(initial);
@@ -179,6 +181,103 @@ function Requests() {
   );
 }
 
+// Requests refused before their API key was accepted are only counted, per minute and reason;
+// the retention applies to them and to the request audit alike.
+function Refusals() {
+  const { t, dateTime } = useI18n();
+  const session = useSession();
+  const admin = session.can("admin");
+  const client = useQueryClient();
+  const { values, clean, set } = useFilters({ from: "", to: "" });
+  const query = useQuery({
+    queryKey: ["audit-refusals", clean],
+    queryFn: () => payload(api.GET("/audit/refusals", { params: { query: { ...clean, limit: 1440 } } })),
+    placeholderData: keepPreviousData,
+  });
+  const [days, setDays] = useState<number | string>("");
+  const [error, setError] = useState<string | null>(null);
+  const save = useMutation({
+    mutationFn: (value: number) => payload(api.PUT("/settings/audit-retention", { body: { days: value } })),
+    onSuccess: () => {
+      setError(null);
+      setDays("");
+      void client.invalidateQueries({ queryKey: ["audit-refusals"] });
+      notifications.show({ color: "green", message: t("common.saved") });
+    },
+    onError: (e) => {
+      const mapped = formErrors(e, {}, ["days"]);
+      setError(mapped.fields.days ?? mapped.general);
+    },
+  });
+  const retention = query.data?.retentionDays;
+  return (
+    <Stack>
+      <Group align="end">
+        <TextInput type="date" label={t("common.from")} value={values.from} onChange={(e) => set("from")(e.currentTarget.value)} />
+        <TextInput type="date" label={t("common.to")} value={values.to} onChange={(e) => set("to")(e.currentTarget.value)} />
+        <NumberInput
+          label={t("audit.retentionDays")}
+          description={t("audit.retentionHelp")}
+          min={1}
+          max={3650}
+          w={220}
+          value={days === "" ? (retention ?? "") : days}
+          onChange={setDays}
+          error={error}
+          disabled={!admin}
+          data-testid="audit-retention"
+        />
+        {admin && (
+          <Button onClick={() => save.mutate(Number(days === "" ? retention : days))} loading={save.isPending}>
+            {t("common.save")}
+          </Button>
+        )}
+      </Group>
+      <QueryState loading={query.isLoading} error={query.error}>
+        <Group data-testid="refusal-totals">
+          {(query.data?.totals ?? []).map((total) => (
+            <Badge key={total.reason} size="lg" variant="light" color="red">
+              {refusalLabel(t, total.reason)}: {total.count}
+            </Badge>
+          ))}
+          {(query.data?.totals ?? []).length === 0 && <Text c="dimmed">{t("audit.noRefusals")}</Text>}
+        </Group>
+        <Table striped data-testid="refusals">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>{t("audit.minute")}</Table.Th>
+              <Table.Th>{t("audit.reason")}</Table.Th>
+              <Table.Th>{t("audit.count")}</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {(query.data?.items ?? []).map((r) => (
+              <Table.Tr key={`${r.minute}-${r.reason}`}>
+                <Table.Td>{dateTime(r.minute)}</Table.Td>
+                <Table.Td>{refusalLabel(t, r.reason)}</Table.Td>
+                <Table.Td>{r.count}</Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      </QueryState>
+    </Stack>
+  );
+}
+
+function refusalLabel(t: ReturnType<typeof useI18n>["t"], reason: string): string {
+  switch (reason) {
+    case "INVALID_HEADERS":
+      return t("audit.reason.headers");
+    case "INVALID_API_KEY":
+      return t("audit.reason.apiKey");
+    case "HOST_NOT_ALLOWED":
+      return t("audit.reason.host");
+    default:
+      return reason;
+  }
+}
+
 export function Audit() {
   const { t } = useI18n();
   const [params, setParams] = useSearchParams();
@@ -190,12 +289,16 @@ export function Audit() {
         <Tabs.List>
           <Tabs.Tab value="staff">{t("audit.staff")}</Tabs.Tab>
           <Tabs.Tab value="requests">{t("audit.requests")}</Tabs.Tab>
+          <Tabs.Tab value="refusals">{t("audit.refusals")}</Tabs.Tab>
         </Tabs.List>
         <Tabs.Panel value="staff" pt="md">
           <StaffActions />
         </Tabs.Panel>
         <Tabs.Panel value="requests" pt="md">
           <Requests />
+        </Tabs.Panel>
+        <Tabs.Panel value="refusals" pt="md">
+          <Refusals />
         </Tabs.Panel>
       </Tabs>
     </Stack>

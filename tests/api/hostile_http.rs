@@ -1,0 +1,215 @@
+//! Slow and numerous clients (CONTRACT 12, "HTTP"), over real TCP: headers must arrive in time,
+//! a request is answered or cut within its limit (reading its body included), and connections
+//! beyond the cap wait in the backlog without keeping a normal request from being answered.
+//! The limits are configured short here; the defaults are the contract's.
+
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::helpers::*;
+
+fn limits(header_read_secs: u64, request_secs: u64, max_connections: usize) -> Options {
+    Options {
+        http: mandato::config::HttpLimits {
+            header_read_timeout: Duration::from_secs(header_read_secs),
+            request_timeout: Duration::from_secs(request_secs),
+            signature_request_timeout: Duration::from_secs(request_secs * 2),
+            max_connections,
+        },
+        ..Options::default()
+    }
+}
+
+/// Reads until the server closes the connection; a guard against a hang, not a measure.
+async fn read_until_closed(tcp: &mut TcpStream) -> Vec<u8> {
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(30), async {
+        let mut buf = [0u8; 4096];
+        loop {
+            match tcp.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => answer.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    assert!(read.is_ok(), "the server never closed the connection");
+    answer
+}
+
+#[test]
+fn the_defaults_are_the_contracts() {
+    let config = mandato::config::Config::new("unused".into());
+    assert_eq!(config.http.header_read_timeout, Duration::from_secs(10));
+    assert_eq!(config.http.request_timeout, Duration::from_secs(60));
+    assert_eq!(
+        config.http.signature_request_timeout,
+        Duration::from_secs(120)
+    );
+    assert_eq!(config.http.max_connections, 1024);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn half_a_request_line_is_cut_at_the_header_limit() {
+    let app = spawn_app_with(limits(1, 60, 1024)).await;
+    let mut tcp = TcpStream::connect(app.running.addr).await.unwrap();
+    let started = Instant::now();
+    tcp.write_all(b"GET /api/v1/.well-kn").await.unwrap();
+    read_until_closed(&mut tcp).await;
+    let held = started.elapsed();
+    println!("a stalled request line held its connection {held:?} (limit 1 s)");
+    assert!(held >= Duration::from_millis(900), "cut before the limit");
+    // The slot is given back as the connection's task ends, just after the close.
+    let mut waited = 0;
+    while app.running.connections() > 0 && waited < 100 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        waited += 1;
+    }
+    assert_eq!(app.running.connections(), 0, "its slot is free again");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_idle_kept_alive_connection_is_closed_at_the_header_limit() {
+    let app = spawn_app_with(limits(1, 60, 1024)).await;
+    let mut tcp = TcpStream::connect(app.running.addr).await.unwrap();
+    tcp.write_all(b"GET /api/v1/.well-known/jwks.json HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    let answer = read_until_closed(&mut tcp).await;
+    assert!(
+        String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200"),
+        "the request itself is answered"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_trickled_byte_by_byte_is_cut_at_the_request_limit() {
+    let app = spawn_app_with(limits(1, 2, 1024)).await;
+    let mut tcp = TcpStream::connect(app.running.addr).await.unwrap();
+    let mut head = String::from("POST /api/v1/login HTTP/1.1\r\nHost: localhost\r\n");
+    for (name, value) in common_headers(&app) {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("Content-Type: application/json\r\nContent-Length: 400\r\n\r\n");
+    let started = Instant::now();
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    let (mut reader, mut writer) = tcp.into_split();
+    // One byte every 200 ms: the headers were on time, the body never will be.
+    let trickle = tokio::spawn(async move {
+        for _ in 0..400 {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            if writer.write_all(b" ").await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(30), reader.read_to_end(&mut answer)).await;
+    assert!(read.is_ok(), "the trickling request was never cut");
+    let cut_after = started.elapsed();
+    trickle.abort();
+    let text = String::from_utf8_lossy(&answer);
+    println!("a trickled body was cut after {cut_after:?} (limit 2 s)");
+    assert!(text.starts_with("HTTP/1.1 408"), "answer: {text}");
+    let body: serde_json::Value =
+        serde_json::from_str(text.split_once("\r\n\r\n").map_or("", |(_, b)| b)).unwrap();
+    assert_eq!(body["name"], "REQUEST_TIMEOUT");
+    assert_eq!(body["statusCode"], 408);
+    assert!(cut_after < Duration::from_secs(20));
+}
+
+fn raise_open_file_limit(wanted: u64) {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit), 0);
+        if limit.rlim_cur < wanted {
+            limit.rlim_cur = wanted.min(limit.rlim_max);
+            assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &limit), 0);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn idle_connections_beyond_the_cap_do_not_starve_a_request() {
+    const CAP: usize = 100;
+    const IDLE: usize = 1_100;
+    // Each idle connection costs this process two descriptors: the client's and, once
+    // accepted, the server's.
+    raise_open_file_limit(8_192);
+    let app = spawn_app_with(limits(1, 60, CAP)).await;
+    let addr = app.running.addr;
+    let idle: Vec<_> = (0..IDLE)
+        .map(|_| {
+            tokio::spawn(async move {
+                // Connected and silent, as a slowloris client; kept open until the test ends.
+                let tcp = tokio::time::timeout(Duration::from_secs(60), TcpStream::connect(addr))
+                    .await
+                    .ok()
+                    .and_then(Result::ok);
+                tokio::time::sleep(Duration::from_secs(90)).await;
+                drop(tcp);
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = Instant::now();
+    // The number of connections served is sampled while the request waits its turn.
+    let mut peak = 0;
+    let request = app.client.get(app.url("/.well-known/jwks.json")).send();
+    tokio::pin!(request);
+    let reply = loop {
+        tokio::select! {
+            reply = &mut request => break reply,
+            _ = tokio::time::sleep(Duration::from_millis(5)) => {
+                peak = peak.max(app.running.connections());
+            }
+        }
+    };
+    let waited = started.elapsed();
+    let reply = reply.expect("the request is answered");
+    println!(
+        "with {IDLE} idle connections and a cap of {CAP}: answered after {waited:?}, \
+         at most {peak} connections served at once"
+    );
+    assert_eq!(reply.status(), 200);
+    assert!(peak <= CAP, "{peak} connections served at once, cap {CAP}");
+    assert!(
+        peak >= CAP / 2,
+        "the idle connections did fill the slots ({peak})"
+    );
+    for task in idle {
+        task.abort();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_that_stops_reading_its_answer_gives_its_slot_back() {
+    // Headers may take long here, so that only a stalled answer can end the connection.
+    let app = spawn_app_with(limits(60, 2, 1024)).await;
+    // A small receive window, so the answers (the OpenAPI document, hundreds of KiB each)
+    // cannot all sit in buffers: the server's writes wait for this client, which never reads.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut tcp = socket.connect(app.running.addr).await.unwrap();
+    // Pipelined requests: together their answers are far more than any socket buffer.
+    let requests = "GET /openapi.json HTTP/1.1\r\nHost: localhost\r\n\r\n".repeat(100);
+    tcp.write_all(requests.as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(app.running.connections(), 1, "the answer is being written");
+    let started = Instant::now();
+    while app.running.connections() > 0 && started.elapsed() < Duration::from_secs(20) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    println!(
+        "a client reading nothing held its slot {:?} more (limit 2 s)",
+        started.elapsed()
+    );
+    assert_eq!(app.running.connections(), 0, "the stalled answer was cut");
+    drop(tcp);
+}
