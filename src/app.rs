@@ -215,13 +215,15 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
     // The stand-in hash that unknown sign-in e-mails are checked against, made before the
     // first sign-in so that one does not take longer.
     tokio::task::spawn_blocking(crate::auth::password::prepare).await?;
-    // Listening beyond this machine before the owner exists: the first visitor from elsewhere
-    // must prove they can read this process's log.
+    // Listening beyond this machine (or behind a reverse proxy, where every visitor arrives
+    // from the proxy's address) before the owner exists: the first visitor from elsewhere must
+    // prove they can read this process's log.
     let needs_owner = state
         .store
         .read(|c| Ok(crate::store::staff::count(c)? == 0))?;
-    let setup_code =
-        (!state.config.listen.ip().is_loopback() && needs_owner).then(|| state.setup_code.issue());
+    let reachable_from_elsewhere =
+        !state.config.listen.ip().is_loopback() || state.config.public_url.is_some();
+    let setup_code = (reachable_from_elsewhere && needs_owner).then(|| state.setup_code.issue());
     let limits = state.config.http.clone();
     let app = crate::http::router(state.clone()).layer(axum::middleware::from_fn_with_state(
         limits.clone(),

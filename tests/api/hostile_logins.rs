@@ -440,14 +440,36 @@ async fn behind_tls_the_session_cookie_is_secure_and_links_use_the_public_url() 
     );
     let base = running.base_url();
     let client = reqwest::Client::new();
+    // Behind a reverse proxy every visitor arrives from the proxy, here on this machine: a
+    // loopback peer proves nothing, so the first visit needs the printed code.
+    let host = [("host", "mandato.example:8443")];
+    let without_code = json!({"email": OWNER, "password": OWNER_PASSWORD});
+    let status = staff_call(&client, &base, Method::GET, "/setup", None, &host).await;
+    assert_eq!(status.body["payload"]["setupCodeRequired"], true);
+    staff_call(
+        &client,
+        &base,
+        Method::POST,
+        "/setup",
+        Some(without_code),
+        &host,
+    )
+    .await
+    .expect(403, "SETUP_CODE_REQUIRED");
+    let code = running
+        .setup_code
+        .as_ref()
+        .expect("a code is printed behind a proxy")
+        .expose()
+        .clone();
     // The public host is accepted in Host, as TLS in front forwards it.
     let reply = staff_call(
         &client,
         &base,
         Method::POST,
         "/setup",
-        Some(json!({"email": OWNER, "password": OWNER_PASSWORD})),
-        &[("host", "mandato.example:8443")],
+        Some(json!({"email": OWNER, "password": OWNER_PASSWORD, "setupCode": code})),
+        &host,
     )
     .await;
     reply.expect(201, "SETUP_OK");

@@ -233,6 +233,17 @@ fn peer_ip(peer: &Peer) -> Option<IpAddr> {
     peer.as_ref().map(|Extension(ConnectInfo(addr))| addr.ip())
 }
 
+/// The peer whose address may vouch for the setup. Behind a reverse proxy (`--public-url`)
+/// every visitor arrives from the proxy, often on this machine, so no address vouches and the
+/// setup code is always needed.
+fn setup_peer(state: &AppState, peer: &Peer) -> Option<IpAddr> {
+    if state.config.public_url.is_some() {
+        None
+    } else {
+        peer_ip(peer)
+    }
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SetupStatus {
@@ -258,7 +269,7 @@ pub async fn setup_status(
         SetupStatus {
             needs_setup: count == 0,
             setup_code_required: count == 0
-                && setup_access(peer_ip(&peer), None) != SetupAccess::Local,
+                && setup_access(setup_peer(&state, &peer), None) != SetupAccess::Local,
         },
     ))
 }
@@ -327,7 +338,7 @@ pub async fn setup(
     peer: Peer,
     Body(body): Body<SetupRequest>,
 ) -> Result<Response, LoginError> {
-    let access = setup_access(peer_ip(&peer), body.setup_code.as_deref());
+    let access = setup_access(setup_peer(&state, &peer), body.setup_code.as_deref());
     let (email, password) = parse_credentials(
         Credentials {
             email: body.email,
