@@ -17,6 +17,7 @@ use super::AppState;
 use super::error::{ApiError, CORRELATION_ID};
 use crate::error::{Error, FieldErrors};
 use crate::store::audit::{AuditEntry, Refusal, Reservation};
+use crate::store::audit::{CORRELATION_CLAIM, CorrelationClaim};
 use crate::store::commerces::{self, Commerce};
 
 /// The common headers, as documented for every merchant operation.
@@ -100,9 +101,14 @@ pub async fn layer(State(state): State<AppState>, request: Request, next: Next) 
         .scope(correlation.clone(), async {
             match admit(&state, &headers, &mut audit) {
                 Ok(merchant) => {
+                    let claim = CorrelationClaim {
+                        commerce_id: merchant.commerce.id,
+                        correlation_id: merchant.correlation_id.clone(),
+                        seen_at: audit.at.clone(),
+                    };
                     let mut request = request;
                     request.extensions_mut().insert(merchant);
-                    next.run(request).await
+                    CORRELATION_CLAIM.scope(claim, next.run(request)).await
                 }
                 Err(e) => {
                     refusal = unauthenticated_refusal(&e, &audit);

@@ -437,6 +437,9 @@ pub async fn advance_business_clock(
 ) -> Result<Vec<RunSummaryDto>, Error> {
     let today = state.today();
     let mut runs = Vec::new();
+    // Each day's offset commits on its own; the request's correlationId commits with the
+    // first, so an answered advance cannot be replayed after a crash.
+    let mut claim = crate::store::audit::CorrelationClaim::current();
     for date in (today + chrono::Duration::days(1))
         .iter_days()
         .take_while(|d| *d <= target)
@@ -444,8 +447,12 @@ pub async fn advance_business_clock(
         let offset = state.calendar.offset_days() + 1;
         state.calendar.set_offset_days(offset);
         let store = std::sync::Arc::clone(&state.store);
+        let claim = claim.take();
         tokio::task::spawn_blocking(move || {
             store.write(|tx| {
+                if let Some(claim) = &claim {
+                    crate::store::audit::record_claim(tx, claim)?;
+                }
                 Ok(crate::store::settings::set(
                     tx,
                     crate::store::settings::SANDBOX_OFFSET_DAYS,

@@ -125,6 +125,43 @@ impl Pending {
     }
 }
 
+/// The correlationId of the merchant request being served, so that the request's own writes
+/// can record it durably (`record_claim`): the batch writer records it too, but a crash in the
+/// milliseconds between an answered write and that batch would otherwise forget it and let
+/// the write be replayed after a restart.
+#[derive(Clone, Debug)]
+pub struct CorrelationClaim {
+    pub commerce_id: i64,
+    pub correlation_id: String,
+    pub seen_at: String,
+}
+
+tokio::task_local! {
+    /// Set by the common-headers layer around an admitted merchant request.
+    pub static CORRELATION_CLAIM: CorrelationClaim;
+}
+
+impl CorrelationClaim {
+    /// The claim of the request the current task serves, if it is a merchant request.
+    pub fn current() -> Option<CorrelationClaim> {
+        CORRELATION_CLAIM.try_with(Clone::clone).ok()
+    }
+}
+
+/// Records a claim in the caller's transaction, so it commits with the write it guards.
+pub fn record_claim(conn: &Connection, claim: &CorrelationClaim) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO correlation_ids (commerce_id, correlation_id, seen_at) VALUES (?1, ?2, ?3)
+         ON CONFLICT DO NOTHING",
+    )?
+    .execute(params![
+        claim.commerce_id,
+        claim.correlation_id,
+        claim.seen_at
+    ])?;
+    Ok(())
+}
+
 pub struct AuditWriter {
     sender: Mutex<Option<Sender<Record>>>,
     pending: Arc<Pending>,

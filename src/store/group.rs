@@ -6,6 +6,8 @@
 //! `BEGIN IMMEDIATE` transaction (an operation that fails is rolled back to its savepoint, so
 //! each request stays all or nothing and never sees another's failure), commits once, and
 //! only then answers every request: an answer always follows the commit that made it durable.
+//! A merchant request's correlationId commits with its successful operation, so an answered
+//! write can never be replayed, even after a crash.
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -16,6 +18,7 @@ use rusqlite::{Connection, Transaction, TransactionBehavior};
 use tokio::sync::oneshot;
 
 use super::Store;
+use super::audit::{CorrelationClaim, record_claim};
 use crate::error::Error;
 
 /// The most operations committed together; more wait for the next commit.
@@ -38,6 +41,8 @@ trait Job: Send {
 
 struct Pending<T, F> {
     operation: Option<F>,
+    /// The merchant request's correlationId, committed with the operation when it succeeds.
+    claim: Option<CorrelationClaim>,
     outcome: Option<Result<T, Error>>,
     reply: oneshot::Sender<Result<T, Error>>,
 }
@@ -56,6 +61,12 @@ where
                 "the write operation panicked"
             )))
         });
+        let outcome = match (outcome, &self.claim) {
+            (Ok(value), Some(claim)) => record_claim(tx, claim)
+                .map(|()| value)
+                .map_err(|e| Error::Internal(e.into())),
+            (outcome, _) => outcome,
+        };
         let ok = outcome.is_ok();
         self.outcome = Some(outcome);
         ok
@@ -92,6 +103,7 @@ impl Store {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(Pending {
             operation: Some(operation),
+            claim: CorrelationClaim::current(),
             outcome: None,
             reply,
         });

@@ -962,10 +962,9 @@ async fn sigkill_anywhere_charges_nobody_twice_loses_no_answered_write_and_no_ev
     let missing: Vec<&String> = expected.difference(&arrived).collect();
     assert!(missing.is_empty(), "events never received: {missing:?}");
 
-    // Not asserted, measured: the audit rows and the correlationIds (replay protection) are
-    // written in batches after the answer (ARCHITECTURE, Storage), so a kill can take those
-    // of the last few milliseconds' answers with it.
-    let unaudited = answered
+    // Replay protection outlives a crash: every answered write's correlationId committed with
+    // the write itself (the audit rows are batched after the answer and may be lost).
+    let unaudited: Vec<&String> = answered
         .correlation_ids
         .iter()
         .filter(|id| {
@@ -976,7 +975,12 @@ async fn sigkill_anywhere_charges_nobody_twice_loses_no_answered_write_and_no_ev
             )
             .is_err()
         })
-        .count();
+        .collect();
+    assert!(
+        unaudited.is_empty(),
+        "answered writes whose correlationId a kill took: {unaudited:?}"
+    );
+    let unaudited = unaudited.len();
     let installments = count(&conn, "SELECT count(*) FROM installments");
     let charges = count(&conn, "SELECT count(*) FROM sim_charges");
     let approved = count(
