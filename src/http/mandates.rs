@@ -680,3 +680,10 @@ fn parse_methods(ids: Option<&[i64]>, errors: &mut FieldErrors) -> Option<Vec<Pa
     }
     Some(methods)
 }
+
+/// The body of `POST /mandate` checked exactly as the handler checks it (bytes → DTO →
+/// command), without a server: the validated command, or every problem found. Pure, so the
+/// fuzz targets (`fuzz/`) can drive it with arbitrary bytes.
+pub fn validate_request(bytes: &[u8], today: NaiveDate) -> Result<CreateMandate, Error> {
+    parse_mandate(parse(bytes)?, today)
+}
