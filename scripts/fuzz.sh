@@ -27,7 +27,8 @@ mkdir -p "$logs"
 targets=(rut mandate_body signature_body jwe_compact pdf_intake)
 common=(--sanitizer none --target-dir "$target_dir")
 
-echo "== fuzz: build (${targets[*]})"
+echo "== fuzz: cargo fmt --check, build (${targets[*]})"
+(cd fuzz && cargo fmt -- --check)
 (cd fuzz && cargo fuzz build "${common[@]}")
 
 # Per target: the largest input tried, the time one input may take (a slower one is a

@@ -19,7 +19,9 @@ fn customer(reference: &CustomerRef) -> Option<CustomerRow> {
         return None;
     }
     // Distinct customers get distinct rows; the same reference twice is the same customer.
-    let seq = user_id.bytes().fold(7i64, |h, b| h.wrapping_mul(31).wrapping_add(i64::from(b)));
+    let seq = user_id
+        .bytes()
+        .fold(7i64, |h, b| h.wrapping_mul(31).wrapping_add(i64::from(b)));
     Some(CustomerRow {
         seq,
         id,
