@@ -10,6 +10,7 @@ mod cli;
 mod crash;
 mod desk_sign_in;
 mod headers;
+mod hostile_input;
 mod openapi;
 mod receiver;
 mod staff;
