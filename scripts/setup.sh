@@ -7,10 +7,16 @@ set -euo pipefail
 # `--desktop` what building and testing Mandato Desk needs (scripts/desktop-test.sh).
 with_browser=false
 with_desktop=false
+# `--fuzz` installs cargo-fuzz (scripts/fuzz.sh); `--schemathesis` Python's venv module
+# (scripts/schemathesis.sh installs schemathesis itself into a venv under target/).
+with_fuzz=false
+with_schemathesis=false
 for arg in "$@"; do
   case "$arg" in
     --browser) with_browser=true ;;
     --desktop) with_desktop=true ;;
+    --fuzz) with_fuzz=true ;;
+    --schemathesis) with_schemathesis=true ;;
     *) echo "setup: unknown option $arg" >&2; exit 2 ;;
   esac
 done
@@ -39,6 +45,10 @@ command -v npm >/dev/null 2>&1 || missing+=(npm)
 if $with_browser && ! command -v chromium >/dev/null 2>&1; then
   missing+=(chromium)
 fi
+# Debian's python3 makes venvs only with python3-venv (ensurepip) installed.
+if $with_schemathesis && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+  missing+=(python3-venv)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}" >&2
   sudo_cmd=""
@@ -59,6 +69,12 @@ if $with_desktop && ! command -v tauri-driver >/dev/null 2>&1 &&
   [ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/tauri-driver" ]; then
   echo "setup: cargo install tauri-driver" >&2
   cargo install tauri-driver --locked
+fi
+
+# cargo-fuzz drives libFuzzer for scripts/fuzz.sh.
+if $with_fuzz && ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "setup: cargo install cargo-fuzz" >&2
+  cargo install cargo-fuzz --locked
 fi
 
 # The UI's npm packages, exactly as ui/package-lock.json pins them, when they are missing or

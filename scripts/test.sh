@@ -23,5 +23,9 @@ echo "== ui: vitest"
 echo "== ui: browser tests (Chromium against target/debug/mandato)"
 (cd ui && npm run e2e --silent)
 echo "UI screenshots: $(pwd)/target/ui-screenshots/"
+echo "== schemathesis over /openapi.json against target/debug/mandato (scripts/schemathesis.sh)"
+scripts/schemathesis.sh 25
+echo "== fuzzing: every target of fuzz/ for 60 s (scripts/fuzz.sh)"
+scripts/fuzz.sh 60
 echo "== desktop app: build, clippy, end to end (scripts/desktop-test.sh)"
 scripts/desktop-test.sh

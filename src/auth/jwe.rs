@@ -170,6 +170,7 @@ impl JweKeyPair {
         let compact = compact.trim_ascii();
         let header = parse_compact_header(compact)?;
         check_policy(&header)?;
+        check_iv_length(compact, &header)?;
 
         let (plaintext, _header) =
             josekit::jwe::deserialize_compact_with_selector(compact, |header: &JweHeader| {
@@ -242,6 +243,25 @@ fn check_policy(header: &serde_json::Map<String, serde_json::Value>) -> Result<(
             alg: echo(alg),
             enc: echo(enc),
         })
+    }
+}
+
+/// The initialization vector must have the length its `enc` defines (RFC 7518: 96 bits for
+/// AES-GCM, 128 bits for AES-CBC-HMAC-SHA2). josekit hands a shorter one to OpenSSL, whose
+/// binding panics on it, so a client could crash the login with a crafted token.
+fn check_iv_length(
+    compact: &str,
+    header: &serde_json::Map<String, serde_json::Value>,
+) -> Result<(), JweError> {
+    let enc = header.get("enc").and_then(|v| v.as_str()).unwrap_or("");
+    let expected = if enc.ends_with("GCM") { 12 } else { 16 };
+    match compact
+        .split('.')
+        .nth(2)
+        .map(|iv| URL_SAFE_NO_PAD.decode(iv))
+    {
+        Some(Ok(iv)) if iv.len() == expected => Ok(()),
+        _ => Err(JweError::DecryptionFailed),
     }
 }
 

@@ -305,7 +305,7 @@ pub async fn cancel_mandate(
 /// The whole validation of a `POST /mandate` body, without a database: the bytes as sent, and
 /// the business date the dates are checked against. The same `Err` the API answers with (a
 /// 400 naming every bad field); never a panic, for any input. Entry point for fuzzing.
-pub fn validate_mandate_request(body: &[u8], today: NaiveDate) -> Result<CreateMandate, Error> {
+pub fn validate_request(body: &[u8], today: NaiveDate) -> Result<CreateMandate, Error> {
     parse_mandate(parse::<MandateRequest>(body)?, today)
 }
 
@@ -753,12 +753,12 @@ mod tests {
     fn the_validation_entry_point_answers_like_the_api() {
         let ok = body(serde_json::json!({"currencyId": "CLP", "amount": 100,
             "periodicity": "MONTHLY", "startDate": "2026-12-01", "count": 3}));
-        let command = validate_mandate_request(&ok, today()).unwrap();
+        let command = validate_request(&ok, today()).unwrap();
         assert_eq!(command.charges.scheduled_installments().unwrap().len(), 3);
 
         let far = body(serde_json::json!({"currencyId": "CLP", "amount": 100,
             "periodicity": "ANNUAL", "startDate": "9999-12-01", "count": 2}));
-        match validate_mandate_request(&far, today()) {
+        match validate_request(&far, today()) {
             Err(Error::Refused { name, field, .. }) => {
                 assert_eq!(name, "DATE_OUT_OF_RANGE");
                 assert_eq!(field.as_deref(), Some("mandate.charges.count"));
@@ -775,7 +775,7 @@ mod tests {
         ] {
             assert!(
                 matches!(
-                    validate_mandate_request(garbage, today()),
+                    validate_request(garbage, today()),
                     Err(Error::Validation(_))
                 ),
                 "{garbage:?}"

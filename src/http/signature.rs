@@ -1104,3 +1104,20 @@ fn manual(
         height,
     })
 }
+
+/// The body of `POST /signature` checked exactly as the handler checks it (bytes → DTO → draft
+/// → command), without a server: `customer` stands in for the database lookup of each
+/// signatory. The validated command, or every problem found. Pure, so the fuzz targets
+/// (`fuzz/`) can drive it with arbitrary bytes.
+pub fn validate_request(
+    bytes: &[u8],
+    customer: impl Fn(&CustomerRef) -> Option<CustomerRow>,
+) -> Result<CreateProcess, Error> {
+    let draft = Draft::parse(super::json::parse(bytes)?);
+    let customers: Vec<Option<CustomerRow>> = draft
+        .signatories
+        .iter()
+        .map(|s| s.as_ref().and_then(|s| customer(&s.reference)))
+        .collect();
+    draft.finish(&customers)
+}

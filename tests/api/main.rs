@@ -12,6 +12,7 @@ mod desk_sign_in;
 mod files;
 mod headers;
 mod hostile_http;
+mod hostile_input;
 mod hostile_logins;
 mod hostile_webhooks;
 mod openapi;
