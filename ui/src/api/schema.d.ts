@@ -824,10 +824,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Whether the installation still needs its first (owner) account. */
+        /**
+         * Whether the installation still needs its first (owner) account, and whether this client
+         *     must give the setup code for it.
+         */
         get: operations["staff_get_setup"];
         put?: never;
-        /** First start: create the owner (admin) account. Refused once any account exists. */
+        /**
+         * First start: create the owner (admin) account. Refused once any account exists. From this
+         *     machine it needs nothing more; from another machine it needs the one-time setup code that
+         *     `mandato serve` printed to its log when it started listening beyond loopback.
+         */
         post: operations["staff_post_setup"];
         delete?: never;
         options?: never;
@@ -1876,6 +1883,11 @@ export interface components {
             payload: {
                 /** @description True until the first staff account exists. */
                 needsSetup: boolean;
+                /**
+                 * @description True when this client is on another machine: the setup then needs the one-time code
+                 *     that `mandato serve` printed to its log.
+                 */
+                setupCodeRequired: boolean;
             };
         };
         Envelope_SignaturePayload: {
@@ -2623,9 +2635,21 @@ export interface components {
             csrfToken: string;
             expiresAt: string;
         };
+        SetupRequest: {
+            email?: string | null;
+            /** @description At least 10 characters. */
+            password?: string | null;
+            /** @description The one-time code `mandato serve` printed to its log; needed from another machine only. */
+            setupCode?: string | null;
+        };
         SetupStatus: {
             /** @description True until the first staff account exists. */
             needsSetup: boolean;
+            /**
+             * @description True when this client is on another machine: the setup then needs the one-time code
+             *     that `mandato serve` printed to its log.
+             */
+            setupCodeRequired: boolean;
         };
         SignatoryDto: {
             internalId: string;
@@ -4395,7 +4419,7 @@ export interface operations {
                     "application/json": components["schemas"]["Envelope_InstallmentsPayload"];
                 };
             };
-            /** @description Invalid field, duplicated id, not DYNAMIC, MANDATE_STATE_CONFLICT */
+            /** @description Invalid field, duplicated id, not DYNAMIC, MANDATE_STATE_CONFLICT, DATE_OUT_OF_RANGE */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4803,6 +4827,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description TOO_MANY_ATTEMPTS: 5 failed logins of this commerce within 15 minutes (both login forms count together) */
+            429: {
+                headers: {
+                    /** @description Seconds until logins of this commerce are accepted again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -4889,6 +4924,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description TOO_MANY_ATTEMPTS: 5 failed logins of this commerce within 15 minutes; every attempt is refused until `Retry-After` seconds have passed */
+            429: {
+                headers: {
+                    /** @description Seconds until logins of this commerce are accepted again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
                 headers: {
@@ -4939,7 +4985,7 @@ export interface operations {
                     "application/json": components["schemas"]["Envelope_MandatePayload"];
                 };
             };
-            /** @description Invalid field, unknown customer, duplicated mandate id */
+            /** @description Invalid field, unknown customer, duplicated mandate id; DATE_OUT_OF_RANGE: a due date past 9999-12-31; WEBHOOK_URL_NOT_ALLOWED: in production, a webhook URL whose host is a loopback, private or other reserved address, or localhost */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6053,7 +6099,7 @@ export interface operations {
                     "application/json": components["schemas"]["Envelope_ClockPayload"];
                 };
             };
-            /** @description Not forward, or not exactly one of advanceTo and advanceDays */
+            /** @description Not forward, not exactly one of advanceTo and advanceDays, or DATE_OUT_OF_RANGE (past 9999-12-31) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6249,7 +6295,7 @@ export interface operations {
                     "application/json": components["schemas"]["Envelope_MandatePayload"];
                 };
             };
-            /** @description Invalid instrument, method not allowed, MANDATE_STATE_CONFLICT */
+            /** @description Invalid instrument, method not allowed, MANDATE_STATE_CONFLICT, MAGIC_LINK_EXPIRED */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6670,7 +6716,7 @@ export interface operations {
                     "application/json": components["schemas"]["Envelope_SessionInfo"];
                 };
             };
-            /** @description SESSION_REQUIRED */
+            /** @description SESSION_REQUIRED: no session, or it ended (12 hours after sign-in, or 60 minutes unused) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6751,6 +6797,17 @@ export interface operations {
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description TOO_MANY_ATTEMPTS: 5 failed sign-ins for this e-mail within 15 minutes; every attempt is refused until `Retry-After` seconds have passed */
+            429: {
+                headers: {
+                    /** @description Seconds until sign-ins for this e-mail are accepted again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6996,7 +7053,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Credentials"];
+                "application/json": components["schemas"]["SetupRequest"];
             };
         };
         responses: {
@@ -7018,6 +7075,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SETUP_CODE_REQUIRED (another machine sent no code) or SETUP_CODE_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
             408: {
                 headers: {
@@ -7030,6 +7096,17 @@ export interface operations {
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description TOO_MANY_ATTEMPTS: 5 wrong setup codes within 15 minutes */
+            429: {
+                headers: {
+                    /** @description Seconds until setup codes are accepted again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7086,7 +7163,7 @@ export interface operations {
                     "application/json": components["schemas"]["Envelope_SignaturePayload"];
                 };
             };
-            /** @description VALIDATION_ERROR: every invalid field, unknown signatory customer, unreadable PDF, box outside its page */
+            /** @description VALIDATION_ERROR: every invalid field, unknown signatory customer, unreadable PDF, box outside its page; WEBHOOK_URL_NOT_ALLOWED: in production, `urls.webhook` whose host is a loopback, private or other reserved address, or localhost; DOCUMENT_TOO_COMPLEX (at `documents[i].contentBase64`): parsing the PDF would inflate past 256 MiB in all or hold more than 1,000,000 values */
             400: {
                 headers: {
                     [name: string]: unknown;
