@@ -620,3 +620,14 @@ impl TestApp {
 
 /// The changes `changed` applies: JSON pointer, and the value to set (`None` removes).
 pub type Changes<'a> = Vec<(&'a str, Option<Value>)>;
+
+/// Resident memory (VmRSS) of a process in bytes: `"self"` (this test process, which hosts the
+/// engines `spawn_app` starts) or a pid; 0 once the process is gone.
+pub fn resident_bytes(process: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{process}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kib| kib * 1024)
+}

@@ -171,21 +171,11 @@ async fn merchant_login_locks_the_commerce_after_five_failures_on_either_form() 
         .expect(200, "LOGIN_OK");
 }
 
-/// VmRSS of this test process in KiB (it hosts the engine).
-fn rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS")
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_burst_of_wrong_logins_does_not_take_the_memory() {
     let app = spawn_app().await;
     set_up_owner(&app).await;
-    let before = rss_kib();
+    let before = resident_bytes("self") / 1024;
     let mut burst = tokio::task::JoinSet::new();
     for i in 0..256 {
         let (client, base) = (app.client.clone(), app.base.clone());
@@ -218,9 +208,9 @@ async fn a_burst_of_wrong_logins_does_not_take_the_memory() {
             },
             _ = tokio::time::sleep(StdDuration::from_millis(20)) => {}
         }
-        peak = peak.max(rss_kib());
+        peak = peak.max(resident_bytes("self") / 1024);
     }
-    let after = rss_kib();
+    let after = resident_bytes("self") / 1024;
     println!(
         "test process VmRSS: before {} MiB, peak {} MiB, after {} MiB (256 wrong logins at once)",
         before / 1024,

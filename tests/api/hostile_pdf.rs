@@ -148,20 +148,6 @@ fn body(documents: &[Vec<u8>]) -> Value {
     })
 }
 
-fn vm_rss() -> u64 {
-    rss_of("self")
-}
-
-/// VmRSS of a process (`self` or a pid), in bytes.
-fn rss_of(process: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{process}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
-}
-
 /// Samples this process's resident memory until dropped; `peak` is the highest seen.
 struct RssWatch {
     stop: Arc<AtomicBool>,
@@ -172,11 +158,11 @@ struct RssWatch {
 impl RssWatch {
     fn start() -> RssWatch {
         let stop = Arc::new(AtomicBool::new(false));
-        let peak = Arc::new(AtomicU64::new(vm_rss()));
+        let peak = Arc::new(AtomicU64::new(resident_bytes("self")));
         let (s, p) = (Arc::clone(&stop), Arc::clone(&peak));
         let thread = std::thread::spawn(move || {
             while !s.load(Ordering::Relaxed) {
-                p.fetch_max(vm_rss(), Ordering::Relaxed);
+                p.fetch_max(resident_bytes("self"), Ordering::Relaxed);
                 std::thread::sleep(Duration::from_millis(5));
             }
         });
@@ -381,14 +367,14 @@ async fn the_server_stays_under_300_mb_through_bombs() {
         .expect("a session")
         .to_string();
 
-    let idle = rss_of(&pid);
+    let idle = resident_bytes(&pid);
     let stop = Arc::new(AtomicBool::new(false));
     let peak = Arc::new(AtomicU64::new(idle));
     let sampler = {
         let (stop, peak, pid) = (Arc::clone(&stop), Arc::clone(&peak), pid.clone());
         std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
-                peak.fetch_max(rss_of(&pid), Ordering::Relaxed);
+                peak.fetch_max(resident_bytes(&pid), Ordering::Relaxed);
                 std::thread::sleep(Duration::from_millis(5));
             }
         })

@@ -320,28 +320,17 @@ async fn first_attempt(app: &TestApp, event_id: &str, limit: Duration) -> Attemp
 /// endless answer grew it by gigabytes.
 const RSS_LIMIT_MIB: u64 = 300;
 
-/// This process's resident memory (the engine runs inside it), in MiB.
-fn rss_mib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS");
-    kib / 1024
-}
-
 /// Samples the resident memory every 10 ms until told to stop; answers the peak.
 fn watch_rss() -> (Arc<AtomicBool>, tokio::task::JoinHandle<u64>) {
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::clone(&stop);
     let task = tokio::spawn(async move {
-        let mut peak = rss_mib();
+        let mut peak = resident_bytes("self") / (1024 * 1024);
         while !done.load(Ordering::SeqCst) {
-            peak = peak.max(rss_mib());
+            peak = peak.max(resident_bytes("self") / (1024 * 1024));
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        peak.max(rss_mib())
+        peak.max(resident_bytes("self") / (1024 * 1024))
     });
     (stop, task)
 }
@@ -365,7 +354,7 @@ async fn an_endless_body_is_read_to_64_kib_then_the_connection_is_dropped() {
     .await;
     let (cert, key) = dev_cert(&app);
     let hostile = Hostile::start(&cert, &key, Misbehaviour::Endless(500)).await;
-    let before = rss_mib();
+    let before = resident_bytes("self") / (1024 * 1024);
     let (stop, peak) = watch_rss();
     let event = event_to(&app, &hostile.url());
     let attempt = first_attempt(&app, &event, Duration::from_secs(60)).await;
@@ -406,7 +395,7 @@ async fn a_one_gigabyte_body_ends_the_attempt_well_within_the_budget() {
     .await;
     let (cert, key) = dev_cert(&app);
     let hostile = Hostile::start(&cert, &key, Misbehaviour::Sized(500, GIB)).await;
-    let before = rss_mib();
+    let before = resident_bytes("self") / (1024 * 1024);
     let (stop, peak) = watch_rss();
     let event = event_to(&app, &hostile.url());
     let started = Instant::now();
@@ -506,7 +495,7 @@ async fn the_real_https_receivers_endless_answer_costs_no_more() {
     let receiver = Receiver::start(&cert, &key).await;
     let sent = Arc::new(AtomicU64::new(0));
     receiver.otherwise(Answer::Endless(503, Arc::clone(&sent)));
-    let before = rss_mib();
+    let before = resident_bytes("self") / (1024 * 1024);
     let (stop, peak) = watch_rss();
     let event = event_to(&app, &receiver.url("/hooks/payment"));
     let attempt = first_attempt(&app, &event, Duration::from_secs(60)).await;
