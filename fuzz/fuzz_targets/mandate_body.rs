@@ -15,6 +15,13 @@ fuzz_target!(|data: &[u8]| {
         Err(Error::Validation(errors)) => {
             assert!(!errors.is_empty(), "a refusal names at least one field");
         }
+        // A lone problem with a name of its own (DATE_OUT_OF_RANGE) is answered under that
+        // name, still at its field.
+        Err(Error::Refused {
+            field: Some(field), ..
+        }) => {
+            assert!(!field.is_empty(), "a named refusal names its field");
+        }
         Err(other) => panic!("validation answered something other than field errors: {other:?}"),
     }
 });
