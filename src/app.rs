@@ -211,6 +211,7 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
         public_base_url: public_base_url.into(),
         desk_tokens: Default::default(),
         setup_code: Default::default(),
+        portal_payments: Default::default(),
     };
     // The stand-in hash that unknown sign-in e-mails are checked against, made before the
     // first sign-in so that one does not take longer.

@@ -11,6 +11,7 @@
 //! Card numbers, CVVs and account numbers go to the processor and are forgotten: they are
 //! never stored, logged or written back into a page.
 
+pub mod one_at_a_time;
 mod render;
 
 use std::collections::HashMap;
@@ -857,6 +858,8 @@ async fn pay(
         Ok(Form(form)) => form,
         Err(rejection) => return bad_form(&rejection),
     };
+    // Held until the outcome is recorded, so a racing submit of the same installment reads it.
+    let _turn = state.portal_payments.lock(&installment_id).await;
     let (loaded, _) = match open(&state, &token) {
         Ok(opened) => opened,
         Err(response) => return *response,

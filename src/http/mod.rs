@@ -73,6 +73,8 @@ pub struct AppState {
     pub desk_tokens: Arc<admin::desk::DeskTokens>,
     /// The one-time first-visit setup code for other machines, when `serve` made one.
     pub setup_code: Arc<admin::session::SetupCode>,
+    /// Portal payments of one installment take turns (see `link::one_at_a_time`).
+    pub portal_payments: Arc<link::one_at_a_time::KeyedLocks>,
 }
 
 impl AppState {

@@ -207,6 +207,34 @@ async fn concurrent_declines_cannot_slip_past_the_limit() {
     assert_eq!(portal.portal_charges(&due), 5);
 }
 
+/// Racing submits of a good card take turns: one charge, one payment page, the others told the
+/// installment is already paid (never a second charge, never another card's outcome).
+#[tokio::test(flavor = "multi_thread")]
+async fn racing_payments_of_one_installment_charge_once() {
+    let (mut portal, due) = with_due_installment().await;
+    let url = format!("{}/pay/{due}", portal.link());
+    let mut tries = tokio::task::JoinSet::new();
+    for _ in 0..6 {
+        let url = url.clone();
+        tries.spawn(async move {
+            let form = [
+                ("method", "3"),
+                ("number", CARD_OK),
+                ("expiry", "12/35"),
+                ("cvv", "123"),
+            ];
+            post_form(&url, &form).await
+        });
+    }
+    let pages = tries.join_all().await;
+    let mut statuses: Vec<u16> = pages.iter().map(|p| p.status.as_u16()).collect();
+    statuses.sort_unstable();
+    assert_eq!(statuses, [303, 409, 409, 409, 409, 409]);
+    assert_eq!(portal.portal_charges(&due), 1);
+    let found = portal.lookup().await;
+    assert_eq!(found["installments"][0]["state"]["name"], "PAID");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn enrolment_declines_by_card_and_bank_count_on_the_same_link() {
     let mut portal = Portal::new(|app| subscription_body(app, "cust-1", "GYM-1", 3)).await;
