@@ -5,7 +5,6 @@ mod helpers;
 mod journey;
 
 mod auth;
-mod jwt;
 mod charging;
 mod cli;
 mod crash;
@@ -16,6 +15,7 @@ mod hostile_http;
 mod hostile_input;
 mod hostile_logins;
 mod hostile_webhooks;
+mod jwt;
 mod openapi;
 mod process;
 mod receiver;
