@@ -93,8 +93,12 @@ pub struct IssuedToken {
     pub jti: String,
 }
 
-/// The claims of a verified token that callers need.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The claims of a verified token that callers need, read back once the signature verified.
+///
+/// `iss` and `aud` are judged by jsonwebtoken's `Validation`; these must be present with these
+/// types (an `exp` or `iat` that is not a whole number, a `sub` that is not a string, is
+/// malformed). Other claims are ignored.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Claims {
     /// The commerce code the token was issued to; callers compare it with the `commerce` header.
     pub sub: String,
@@ -104,6 +108,9 @@ pub struct Claims {
     pub iat: i64,
     /// Token id.
     pub jti: String,
+    /// Not before, Unix seconds, if the token says.
+    #[serde(default)]
+    pub nbf: Option<i64>,
 }
 
 /// The claims written into every token.
@@ -115,19 +122,6 @@ struct OutgoingClaims<'a> {
     iat: i64,
     exp: i64,
     jti: &'a str,
-}
-
-/// The claims read back from a token whose signature verified. `iss` and `aud` are judged by
-/// jsonwebtoken's `Validation`; the others must be present with these types (an `exp` or `iat`
-/// that is not a whole number, a `sub` that is not a string, is malformed).
-#[derive(Deserialize)]
-struct IncomingClaims {
-    sub: String,
-    exp: i64,
-    iat: i64,
-    jti: String,
-    #[serde(default)]
-    nbf: Option<i64>,
 }
 
 /// The environment's ES256 signing key (P-256), able to issue and verify session tokens.
@@ -275,17 +269,16 @@ impl JwtSigner {
         let digest = VerifiedTokens::digest(token, audience);
         if let Some(known) = self.verified.get(&digest) {
             known.check_time(now)?;
-            return Ok(known.claims);
+            return Ok(known);
         }
-        let verified = self.verify_uncached(token, audience)?;
-        verified.check_time(now)?;
-        let claims = verified.claims.clone();
-        self.verified.insert(digest, verified, now);
+        let claims = self.verify_uncached(token, audience)?;
+        claims.check_time(now)?;
+        self.verified.insert(digest, claims.clone(), now);
         Ok(claims)
     }
 
     /// The checks of [`Self::verify`] that do not depend on the time.
-    fn verify_uncached(&self, token: &str, audience: &str) -> Result<Verified, JwtError> {
+    fn verify_uncached(&self, token: &str, audience: &str) -> Result<Claims, JwtError> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| unreadable_header(token))?;
         if header.alg != ALGORITHM {
             // The Debug form of jsonwebtoken's algorithms is their JOSE name.
@@ -310,24 +303,15 @@ impl JwtSigner {
 
         let mut validation = Validation::new(ALGORITHM);
         validation.leeway = 0;
-        // Time is judged against the application clock, in `Verified::check_time`.
+        // Time is judged against the application clock, in `Claims::check_time`.
         validation.validate_exp = false;
         validation.validate_nbf = false;
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         validation.set_issuer(&[ISSUER]);
         validation.set_audience(&[audience]);
-        let claims = jsonwebtoken::decode::<IncomingClaims>(token, &self.decoding_key, &validation)
-            .map_err(|e| refusal(e.kind()))?
-            .claims;
-        Ok(Verified {
-            claims: Claims {
-                sub: claims.sub,
-                exp: claims.exp,
-                iat: claims.iat,
-                jti: claims.jti,
-            },
-            nbf: claims.nbf,
-        })
+        jsonwebtoken::decode::<Claims>(token, &self.decoding_key, &validation)
+            .map(|data| data.claims)
+            .map_err(|e| refusal(e.kind()))
     }
 
     /// The public key as a bare RFC 7517 JWK Set (no envelope), for `/.well-known/jwks.json`.
@@ -389,23 +373,14 @@ fn refusal(kind: &ErrorKind) -> JwtError {
         ErrorKind::InvalidAudience => JwtError::WrongAudience,
         ErrorKind::MissingRequiredClaim(claim) if claim == "iss" => JwtError::WrongIssuer,
         ErrorKind::MissingRequiredClaim(claim) if claim == "aud" => JwtError::WrongAudience,
-        ErrorKind::ExpiredSignature => JwtError::Expired,
-        ErrorKind::ImmatureSignature => JwtError::NotYetValid,
         _ => JwtError::Malformed,
     }
 }
 
-/// A token that passed every check, as remembered by [`VerifiedTokens`].
-#[derive(Clone)]
-struct Verified {
-    claims: Claims,
-    nbf: Option<i64>,
-}
-
-impl Verified {
-    /// The checks that depend on the time of use.
+impl Claims {
+    /// The checks that depend on the time of use, repeated on every use of a remembered token.
     fn check_time(&self, now: i64) -> Result<(), JwtError> {
-        if self.claims.exp <= now {
+        if self.exp <= now {
             return Err(JwtError::Expired);
         }
         if self.nbf.is_some_and(|nbf| nbf > now) {
@@ -420,7 +395,7 @@ impl Verified {
 /// Sharded so that concurrent requests rarely wait on one another. Only tokens whose signature
 /// verified are ever inserted, so a forged token always goes through the full check.
 struct VerifiedTokens {
-    shards: Vec<Mutex<HashMap<[u8; 32], Verified>>>,
+    shards: Vec<Mutex<HashMap<[u8; 32], Claims>>>,
 }
 
 const CACHE_SHARDS: usize = 16;
@@ -446,31 +421,31 @@ impl VerifiedTokens {
         hasher.finalize().into()
     }
 
-    fn shard(&self, digest: &[u8; 32]) -> &Mutex<HashMap<[u8; 32], Verified>> {
+    fn shard(&self, digest: &[u8; 32]) -> &Mutex<HashMap<[u8; 32], Claims>> {
         &self.shards[usize::from(digest[0]) % CACHE_SHARDS]
     }
 
-    fn get(&self, digest: &[u8; 32]) -> Option<Verified> {
+    fn get(&self, digest: &[u8; 32]) -> Option<Claims> {
         let shard = self.shard(digest).lock().unwrap_or_else(|p| p.into_inner());
         shard.get(digest).cloned()
     }
 
     /// Remembers a verified token. A full shard first drops its expired tokens, then, if still
     /// full, an arbitrary one (a dropped token is simply verified again at its next use).
-    fn insert(&self, digest: [u8; 32], verified: Verified, now: i64) {
+    fn insert(&self, digest: [u8; 32], claims: Claims, now: i64) {
         let mut shard = self
             .shard(&digest)
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         if shard.len() >= CACHE_SHARD_CAPACITY {
-            shard.retain(|_, v| v.claims.exp > now);
+            shard.retain(|_, v| v.exp > now);
         }
         if shard.len() >= CACHE_SHARD_CAPACITY
             && let Some(victim) = shard.keys().next().copied()
         {
             shard.remove(&victim);
         }
-        shard.insert(digest, verified);
+        shard.insert(digest, claims);
     }
 }
 
@@ -549,6 +524,7 @@ mod tests {
                 exp: t0().timestamp() + 3600,
                 iat: t0().timestamp(),
                 jti: issued.jti.clone(),
+                nbf: None,
             }
         );
         // Still valid one second before expiry.
@@ -945,13 +921,11 @@ mod tests {
     fn the_cache_of_verified_tokens_is_bounded() {
         let s = JwtSigner::generate().unwrap();
         let total = CACHE_SHARDS * CACHE_SHARD_CAPACITY + 500;
-        let fake = |i: usize| Verified {
-            claims: Claims {
-                sub: format!("c{i}"),
-                exp: t0().timestamp() + 60,
-                iat: t0().timestamp(),
-                jti: "j".into(),
-            },
+        let fake = |i: usize| Claims {
+            sub: format!("c{i}"),
+            exp: t0().timestamp() + 60,
+            iat: t0().timestamp(),
+            jti: "j".into(),
             nbf: None,
         };
         for i in 0..total {
