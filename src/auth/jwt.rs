@@ -3,17 +3,22 @@
 //! ES256 (ECDSA P-256 / SHA-256) rather than HMAC so the public key can be published
 //! (`/.well-known/jwks.json`) and merchants can verify tokens without holding a secret.
 //!
-//! Tokens are assembled and taken apart here, byte by byte; josekit only signs and checks the
-//! signature. Verification reads the header first and refuses any `alg` but `ES256` before any
-//! key is used, which rules out algorithm confusion (`none`, or HS256 keyed with our public key).
+//! `jsonwebtoken` encodes, decodes and validates the tokens: the signature, with the algorithm
+//! list pinned to ES256 (so neither `none` nor HS256 keyed with our public key is ever tried),
+//! `iss`, `aud` and the presence of the claims. josekit only handles the key material (generation,
+//! PEM, the public coordinates of the JWKS). Two checks stay here: the header's `kid`, `typ` and
+//! `crit`, which jsonwebtoken does not judge, and the time claims, which are compared with the
+//! application clock passed in (jsonwebtoken would read the system clock), with no leeway.
 
 use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use chrono::{DateTime, Utc};
 use josekit::jwk::KeyPair;
-use josekit::jws::alg::ecdsa::{EcdsaJwsSigner, EcdsaJwsVerifier};
-use josekit::jws::{ES256, JwsSigner, JwsVerifier};
-use serde_json::{Map, Value, json};
+use josekit::jws::ES256;
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::fmt;
@@ -27,6 +32,7 @@ pub const ISSUER: &str = "mandato";
 
 /// The only signature algorithm issued and accepted.
 pub const ALG: &str = "ES256";
+const ALGORITHM: Algorithm = Algorithm::ES256;
 
 /// Header values echoed in [`JwtError::AlgorithmRefused`] are cut to this many characters.
 const ECHO_MAX_CHARS: usize = 32;
@@ -34,7 +40,7 @@ const ECHO_MAX_CHARS: usize = 32;
 /// Why a signer could not be made, a token issued, or a token accepted.
 ///
 /// Every verification failure maps to HTTP 403; the variants exist for logs and tests. None
-/// carries the token, key material or josekit's own error text.
+/// carries the token, key material or the library's own error text.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum JwtError {
     /// The system could not generate a P-256 key.
@@ -87,8 +93,12 @@ pub struct IssuedToken {
     pub jti: String,
 }
 
-/// The claims of a verified token that callers need.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The claims of a verified token that callers need, read back once the signature verified.
+///
+/// `iss` and `aud` are judged by jsonwebtoken's `Validation`; these must be present with these
+/// types (an `exp` or `iat` that is not a whole number, a `sub` that is not a string, is
+/// malformed). Other claims are ignored.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Claims {
     /// The commerce code the token was issued to; callers compare it with the `commerce` header.
     pub sub: String,
@@ -98,6 +108,20 @@ pub struct Claims {
     pub iat: i64,
     /// Token id.
     pub jti: String,
+    /// Not before, Unix seconds, if the token says.
+    #[serde(default)]
+    pub nbf: Option<i64>,
+}
+
+/// The claims written into every token.
+#[derive(Serialize)]
+struct OutgoingClaims<'a> {
+    iss: &'a str,
+    sub: &'a str,
+    aud: &'a str,
+    iat: i64,
+    exp: i64,
+    jti: &'a str,
 }
 
 /// The environment's ES256 signing key (P-256), able to issue and verify session tokens.
@@ -107,8 +131,9 @@ pub struct JwtSigner {
     kid: String,
     x: String,
     y: String,
-    signer: EcdsaJwsSigner,
-    verifier: EcdsaJwsVerifier,
+    encoding_key: EncodingKey,
+    decoding_key: DecodingKey,
+    header: Header,
     verified: Arc<VerifiedTokens>,
 }
 
@@ -134,7 +159,8 @@ impl JwtSigner {
 
     /// Loads the key from a PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`) as stored by the
     /// application. josekit also reads SEC1 (`EC PRIVATE KEY`); [`Self::private_pem`] always
-    /// gives back PKCS#8. Keys on other curves are refused.
+    /// gives back PKCS#8, which is also the form jsonwebtoken signs with. Keys on other curves
+    /// are refused.
     pub fn from_private_pem(pem: &str) -> Result<Self, JwtError> {
         let key_pair = ES256
             .key_pair_from_pem(pem.trim().as_bytes())
@@ -143,27 +169,30 @@ impl JwtSigner {
             String::from_utf8(key_pair.to_pem_private_key())
                 .map_err(|_| JwtError::InvalidPrivateKey)?,
         );
-        let spki_der = key_pair.to_der_public_key();
-        let kid = kid_from_spki_der(&spki_der);
+        let kid = kid_from_spki_der(&key_pair.to_der_public_key());
         let jwk = key_pair.to_jwk_public_key();
         let coordinate = |name: &str| match jwk.parameter(name) {
             Some(Value::String(v)) => Ok(v.clone()),
             _ => Err(JwtError::InvalidPrivateKey),
         };
         let (x, y) = (coordinate("x")?, coordinate("y")?);
-        let signer = ES256
-            .signer_from_pem(private_pem.expose().as_bytes())
+        let encoding_key = EncodingKey::from_ec_der(&pkcs8_der(private_pem.expose())?);
+        let decoding_key =
+            DecodingKey::from_ec_components(&x, &y).map_err(|_| JwtError::InvalidPrivateKey)?;
+        // jsonwebtoken parses the key only when signing: try it once here, so that a key it
+        // cannot use is refused at start rather than at the first login.
+        jsonwebtoken::crypto::sign(b"", &encoding_key, ALGORITHM)
             .map_err(|_| JwtError::InvalidPrivateKey)?;
-        let verifier = ES256
-            .verifier_from_der(&spki_der)
-            .map_err(|_| JwtError::InvalidPrivateKey)?;
+        let mut header = Header::new(ALGORITHM);
+        header.kid = Some(kid.clone());
         Ok(Self {
             private_pem,
             kid,
             x,
             y,
-            signer,
-            verifier,
+            encoding_key,
+            decoding_key,
+            header,
             verified: Arc::new(VerifiedTokens::default()),
         })
     }
@@ -183,7 +212,7 @@ impl JwtSigner {
     /// Issues a token for `commerce`, valid for `lifetime_secs` from `now`.
     ///
     /// Claims: `iss` `mandato`, `sub` the commerce, `aud` the audience (a single string), `iat`,
-    /// `exp`, `jti` (UUID v4). Header: `alg` ES256, `typ` JWT, `kid`. `now` is a parameter so
+    /// `exp`, `jti` (UUID v4). Header: `typ` JWT, `alg` ES256, `kid`. `now` is a parameter so
     /// that callers use the application clock (and tests a fixed one).
     pub fn issue(
         &self,
@@ -202,26 +231,16 @@ impl JwtSigner {
         let expires_at =
             DateTime::<Utc>::from_timestamp(exp, 0).ok_or(JwtError::InvalidLifetime)?;
         let jti = uuid::Uuid::new_v4().to_string();
-
-        let header = json!({"alg": ALG, "typ": "JWT", "kid": self.kid});
-        let payload = json!({
-            "iss": ISSUER,
-            "sub": commerce,
-            "aud": audience,
-            "iat": iat,
-            "exp": exp,
-            "jti": jti,
-        });
-        let signing_input = format!(
-            "{}.{}",
-            URL_SAFE_NO_PAD.encode(header.to_string()),
-            URL_SAFE_NO_PAD.encode(payload.to_string())
-        );
-        let signature = self
-            .signer
-            .sign(signing_input.as_bytes())
+        let claims = OutgoingClaims {
+            iss: ISSUER,
+            sub: commerce,
+            aud: audience,
+            iat,
+            exp,
+            jti: &jti,
+        };
+        let token = jsonwebtoken::encode(&self.header, &claims, &self.encoding_key)
             .map_err(|_| JwtError::Signing)?;
-        let token = format!("{signing_input}.{}", URL_SAFE_NO_PAD.encode(signature));
         Ok(IssuedToken {
             token: Secret::new(token),
             expires_at,
@@ -231,11 +250,11 @@ impl JwtSigner {
 
     /// Verifies a token and returns its claims.
     ///
-    /// Checks, in order: shape; header `alg` exactly `ES256` (before touching any key); `typ`
-    /// (if present) `JWT`; no `crit`; `kid` (if present) ours; the signature; then `iss`, `aud`
-    /// (a string equal to `audience`, or an array containing it), `exp > now`, `nbf <= now` if
-    /// present, and that `sub`, `iat`, `jti` are present. Comparing `sub` with the `commerce`
-    /// header is the caller's job.
+    /// Checks, in order: shape and header, with `alg` exactly `ES256` (before touching any key),
+    /// `typ` (if present) `JWT`, no `crit`, `kid` (if present) ours; then jsonwebtoken checks
+    /// the signature, the types of the claims, `iss`, and `aud` (a string equal to `audience`,
+    /// or an array containing it); last `exp > now` and `nbf <= now` if present. Comparing `sub`
+    /// with the `commerce` header is the caller's job.
     ///
     /// A token whose signature and claims were accepted once is remembered (by a SHA-256 of the
     /// audience and the token) until it expires, so a client reusing its token does not pay for
@@ -246,102 +265,53 @@ impl JwtSigner {
         audience: &str,
         now: DateTime<Utc>,
     ) -> Result<Claims, JwtError> {
+        let now = now.timestamp();
         let digest = VerifiedTokens::digest(token, audience);
         if let Some(known) = self.verified.get(&digest) {
-            known.check_time(now.timestamp())?;
-            return Ok(known.claims);
+            known.check_time(now)?;
+            return Ok(known);
         }
-        let (claims, nbf) = self.verify_uncached(token, audience, now)?;
-        self.verified.insert(
-            digest,
-            Verified {
-                claims: claims.clone(),
-                nbf,
-            },
-            now.timestamp(),
-        );
+        let claims = self.verify_uncached(token, audience)?;
+        claims.check_time(now)?;
+        self.verified.insert(digest, claims.clone(), now);
         Ok(claims)
     }
 
-    /// The full check of [`Self::verify`]; also returns `nbf` for the cache's time checks.
-    fn verify_uncached(
-        &self,
-        token: &str,
-        audience: &str,
-        now: DateTime<Utc>,
-    ) -> Result<(Claims, Option<i64>), JwtError> {
-        let parts: Vec<&str> = token.split('.').collect();
-        let [header_b64, payload_b64, signature_b64] = parts[..] else {
-            return Err(JwtError::Malformed);
-        };
-        let header = decode_object(header_b64)?;
-
-        match header.get("alg") {
-            Some(Value::String(alg)) if alg == ALG => {}
-            Some(Value::String(alg)) => {
-                return Err(JwtError::AlgorithmRefused {
-                    alg: alg.chars().take(ECHO_MAX_CHARS).collect(),
-                });
-            }
-            _ => return Err(JwtError::Malformed),
+    /// The checks of [`Self::verify`] that do not depend on the time.
+    fn verify_uncached(&self, token: &str, audience: &str) -> Result<Claims, JwtError> {
+        let header = jsonwebtoken::decode_header(token).map_err(|_| unreadable_header(token))?;
+        if header.alg != ALGORITHM {
+            // The Debug form of jsonwebtoken's algorithms is their JOSE name.
+            return Err(JwtError::AlgorithmRefused {
+                alg: format!("{:?}", header.alg),
+            });
         }
-        match header.get("typ") {
+        match header.typ.as_deref() {
             None => {}
-            Some(Value::String(typ)) if typ.eq_ignore_ascii_case("JWT") => {}
+            Some(typ) if typ.eq_ignore_ascii_case("JWT") => {}
             Some(_) => return Err(JwtError::Malformed),
         }
-        if header.contains_key("crit") {
+        // RFC 7515 4.1.11: extensions named in `crit` must be understood; we understand none.
+        if header.crit.is_some() {
             return Err(JwtError::Malformed);
         }
-        match header.get("kid") {
+        match header.kid.as_deref() {
             None => {}
-            Some(Value::String(kid)) if *kid == self.kid => {}
-            Some(Value::String(_)) => return Err(JwtError::UnknownKey),
-            Some(_) => return Err(JwtError::Malformed),
+            Some(kid) if kid == self.kid => {}
+            Some(_) => return Err(JwtError::UnknownKey),
         }
 
-        let signature = URL_SAFE_NO_PAD
-            .decode(signature_b64)
-            .map_err(|_| JwtError::Malformed)?;
-        let signing_input = &token[..header_b64.len() + 1 + payload_b64.len()];
-        self.verifier
-            .verify(signing_input.as_bytes(), &signature)
-            .map_err(|_| JwtError::InvalidSignature)?;
-
-        let claims = decode_object(payload_b64)?;
-        if claims.get("iss").and_then(Value::as_str) != Some(ISSUER) {
-            return Err(JwtError::WrongIssuer);
-        }
-        let audience_ok = match claims.get("aud") {
-            Some(Value::String(aud)) => aud == audience,
-            Some(Value::Array(auds)) => auds.iter().any(|a| a.as_str() == Some(audience)),
-            _ => false,
-        };
-        if !audience_ok {
-            return Err(JwtError::WrongAudience);
-        }
-        let int = |name: &str| claims.get(name).and_then(Value::as_i64);
-        let string = |name: &str| claims.get(name).and_then(Value::as_str).map(str::to_string);
-        let exp = int("exp").ok_or(JwtError::Malformed)?;
-        let now = now.timestamp();
-        if exp <= now {
-            return Err(JwtError::Expired);
-        }
-        let nbf = match claims.get("nbf") {
-            None => None,
-            Some(nbf) => match nbf.as_i64() {
-                Some(nbf) if nbf <= now => Some(nbf),
-                Some(_) => return Err(JwtError::NotYetValid),
-                None => return Err(JwtError::Malformed),
-            },
-        };
-        let claims = Claims {
-            sub: string("sub").ok_or(JwtError::Malformed)?,
-            exp,
-            iat: int("iat").ok_or(JwtError::Malformed)?,
-            jti: string("jti").ok_or(JwtError::Malformed)?,
-        };
-        Ok((claims, nbf))
+        let mut validation = Validation::new(ALGORITHM);
+        validation.leeway = 0;
+        // Time is judged against the application clock, in `Claims::check_time`.
+        validation.validate_exp = false;
+        validation.validate_nbf = false;
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        validation.set_issuer(&[ISSUER]);
+        validation.set_audience(&[audience]);
+        jsonwebtoken::decode::<Claims>(token, &self.decoding_key, &validation)
+            .map(|data| data.claims)
+            .map_err(|e| refusal(e.kind()))
     }
 
     /// The public key as a bare RFC 7517 JWK Set (no envelope), for `/.well-known/jwks.json`.
@@ -362,17 +332,55 @@ impl JwtSigner {
     }
 }
 
-/// A token that passed every check, as remembered by [`VerifiedTokens`].
-#[derive(Clone)]
-struct Verified {
-    claims: Claims,
-    nbf: Option<i64>,
+/// The DER inside a PKCS#8 PEM as written by [`JwtSigner::from_private_pem`] (jsonwebtoken's
+/// own PEM reader is behind a feature this build leaves off).
+fn pkcs8_der(pem: &str) -> Result<Vec<u8>, JwtError> {
+    let body: String = pem
+        .lines()
+        .filter(|line| !line.starts_with("-----"))
+        .collect();
+    STANDARD
+        .decode(body)
+        .map_err(|_| JwtError::InvalidPrivateKey)
 }
 
-impl Verified {
-    /// The checks that depend on the time of use.
+/// Why a header jsonwebtoken could not read is refused. It knows only the algorithms it
+/// implements, so a header naming another one (`none`, `es256`) fails to parse: that is still
+/// reported as a refused algorithm, anything else as malformed.
+fn unreadable_header(token: &str) -> JwtError {
+    #[derive(Deserialize)]
+    struct NamedAlgorithm {
+        alg: String,
+    }
+    let named = token
+        .split('.')
+        .next()
+        .and_then(|part| URL_SAFE_NO_PAD.decode(part).ok())
+        .and_then(|json| serde_json::from_slice::<NamedAlgorithm>(&json).ok());
+    match named {
+        Some(NamedAlgorithm { alg }) if alg != ALG => JwtError::AlgorithmRefused {
+            alg: alg.chars().take(ECHO_MAX_CHARS).collect(),
+        },
+        _ => JwtError::Malformed,
+    }
+}
+
+/// jsonwebtoken's reason for refusing a token, in this module's terms.
+fn refusal(kind: &ErrorKind) -> JwtError {
+    match kind {
+        ErrorKind::InvalidSignature => JwtError::InvalidSignature,
+        ErrorKind::InvalidIssuer => JwtError::WrongIssuer,
+        ErrorKind::InvalidAudience => JwtError::WrongAudience,
+        ErrorKind::MissingRequiredClaim(claim) if claim == "iss" => JwtError::WrongIssuer,
+        ErrorKind::MissingRequiredClaim(claim) if claim == "aud" => JwtError::WrongAudience,
+        _ => JwtError::Malformed,
+    }
+}
+
+impl Claims {
+    /// The checks that depend on the time of use, repeated on every use of a remembered token.
     fn check_time(&self, now: i64) -> Result<(), JwtError> {
-        if self.claims.exp <= now {
+        if self.exp <= now {
             return Err(JwtError::Expired);
         }
         if self.nbf.is_some_and(|nbf| nbf > now) {
@@ -387,7 +395,7 @@ impl Verified {
 /// Sharded so that concurrent requests rarely wait on one another. Only tokens whose signature
 /// verified are ever inserted, so a forged token always goes through the full check.
 struct VerifiedTokens {
-    shards: Vec<Mutex<HashMap<[u8; 32], Verified>>>,
+    shards: Vec<Mutex<HashMap<[u8; 32], Claims>>>,
 }
 
 const CACHE_SHARDS: usize = 16;
@@ -413,40 +421,32 @@ impl VerifiedTokens {
         hasher.finalize().into()
     }
 
-    fn shard(&self, digest: &[u8; 32]) -> &Mutex<HashMap<[u8; 32], Verified>> {
+    fn shard(&self, digest: &[u8; 32]) -> &Mutex<HashMap<[u8; 32], Claims>> {
         &self.shards[usize::from(digest[0]) % CACHE_SHARDS]
     }
 
-    fn get(&self, digest: &[u8; 32]) -> Option<Verified> {
+    fn get(&self, digest: &[u8; 32]) -> Option<Claims> {
         let shard = self.shard(digest).lock().unwrap_or_else(|p| p.into_inner());
         shard.get(digest).cloned()
     }
 
     /// Remembers a verified token. A full shard first drops its expired tokens, then, if still
     /// full, an arbitrary one (a dropped token is simply verified again at its next use).
-    fn insert(&self, digest: [u8; 32], verified: Verified, now: i64) {
+    fn insert(&self, digest: [u8; 32], claims: Claims, now: i64) {
         let mut shard = self
             .shard(&digest)
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         if shard.len() >= CACHE_SHARD_CAPACITY {
-            shard.retain(|_, v| v.claims.exp > now);
+            shard.retain(|_, v| v.exp > now);
         }
         if shard.len() >= CACHE_SHARD_CAPACITY
             && let Some(victim) = shard.keys().next().copied()
         {
             shard.remove(&victim);
         }
-        shard.insert(digest, verified);
+        shard.insert(digest, claims);
     }
-}
-
-/// Decodes one base64url part into a JSON object.
-fn decode_object(part: &str) -> Result<Map<String, Value>, JwtError> {
-    let bytes = URL_SAFE_NO_PAD
-        .decode(part)
-        .map_err(|_| JwtError::Malformed)?;
-    serde_json::from_slice(&bytes).map_err(|_| JwtError::Malformed)
 }
 
 #[cfg(test)]
@@ -480,9 +480,13 @@ mod tests {
 
     /// Signs arbitrary header and payload JSON with our key, to test the claim checks.
     fn sign_raw(s: &JwtSigner, header: &Value, payload: &Value) -> String {
-        let input = format!("{}.{}", b64(header.to_string()), b64(payload.to_string()));
-        let sig = s.signer.sign(input.as_bytes()).unwrap();
-        format!("{input}.{}", b64(sig))
+        sign_parts(s, &header.to_string(), &payload.to_string())
+    }
+
+    fn sign_parts(s: &JwtSigner, header: &str, payload: &str) -> String {
+        let input = format!("{}.{}", b64(header), b64(payload));
+        let sig = jsonwebtoken::crypto::sign(input.as_bytes(), &s.encoding_key, ALGORITHM).unwrap();
+        format!("{input}.{sig}")
     }
 
     fn claims_json(now: i64) -> Value {
@@ -520,6 +524,7 @@ mod tests {
                 exp: t0().timestamp() + 3600,
                 iat: t0().timestamp(),
                 jti: issued.jti.clone(),
+                nbf: None,
             }
         );
         // Still valid one second before expiry.
@@ -816,10 +821,7 @@ mod tests {
             );
         }
         // A payload that is not an object, properly signed.
-        let token = {
-            let input = format!("{}.{}", b64(our_header(s).to_string()), b64("[1,2]"));
-            format!("{input}.{}", b64(s.signer.sign(input.as_bytes()).unwrap()))
-        };
+        let token = sign_parts(s, &our_header(s).to_string(), "[1,2]");
         assert_eq!(s.verify(&token, AUD, t0()), Err(JwtError::Malformed));
     }
 
@@ -919,13 +921,11 @@ mod tests {
     fn the_cache_of_verified_tokens_is_bounded() {
         let s = JwtSigner::generate().unwrap();
         let total = CACHE_SHARDS * CACHE_SHARD_CAPACITY + 500;
-        let fake = |i: usize| Verified {
-            claims: Claims {
-                sub: format!("c{i}"),
-                exp: t0().timestamp() + 60,
-                iat: t0().timestamp(),
-                jti: "j".into(),
-            },
+        let fake = |i: usize| Claims {
+            sub: format!("c{i}"),
+            exp: t0().timestamp() + 60,
+            iat: t0().timestamp(),
+            jti: "j".into(),
             nbf: None,
         };
         for i in 0..total {

@@ -15,6 +15,7 @@ mod hostile_http;
 mod hostile_input;
 mod hostile_logins;
 mod hostile_webhooks;
+mod jwt;
 mod openapi;
 mod process;
 mod receiver;
