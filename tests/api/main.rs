@@ -26,6 +26,7 @@ mod torture;
 mod webhooks;
 
 mod customers;
+mod events_api;
 mod hostile_dates;
 mod hostile_pdf;
 mod hostile_portal;
