@@ -173,7 +173,7 @@ pub struct EventItem {
 }
 
 impl EventItem {
-    fn from_row(e: CommerceEvent) -> Result<EventItem, Error> {
+    pub fn from_row(e: CommerceEvent) -> Result<EventItem, Error> {
         Ok(EventItem {
             event_id: e.event_id,
             r#type: EventType::parse(&e.kind).unwrap_or(EventType::Payment),

@@ -152,3 +152,41 @@ pub fn by_id(conn: &Connection, id: &str) -> rusqlite::Result<Option<Lease>> {
         },
     ))
 }
+
+/// The installation's only commerce `(id, code)`, when it has exactly one (so `mandato listen`
+/// and `mandato events` need no `--commerce`).
+pub fn sole_commerce(conn: &Connection) -> rusqlite::Result<Option<(i64, String)>> {
+    let mut stmt = conn.prepare_cached("SELECT id, code FROM commerces ORDER BY id LIMIT 2")?;
+    let rows: Vec<(i64, String)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(match rows.as_slice() {
+        [only] => Some(only.clone()),
+        _ => None,
+    })
+}
+
+/// The secrets a receiver of this commerce may see signatures by at `now`: the current one
+/// first, then the previous one while its rotation window lasts.
+pub fn webhook_secrets(
+    conn: &Connection,
+    commerce_id: i64,
+    now: &str,
+) -> rusqlite::Result<Vec<Secret<String>>> {
+    let row: Option<(String, Option<String>, Option<String>)> = super::optional(conn.query_row(
+        "SELECT webhook_secret, previous_webhook_secret, previous_secret_expires_at
+         FROM commerces WHERE id = ?1",
+        [commerce_id],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    ))?;
+    let Some((current, previous, until)) = row else {
+        return Ok(Vec::new());
+    };
+    let mut secrets = vec![Secret::new(current)];
+    if let (Some(previous), Some(until)) = (previous, until)
+        && until.as_str() > now
+    {
+        secrets.push(Secret::new(previous));
+    }
+    Ok(secrets)
+}

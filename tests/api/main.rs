@@ -33,6 +33,7 @@ mod hostile_portal;
 mod installments;
 mod isolation;
 mod link;
+mod listen;
 mod mandates;
 mod receivables;
 mod signatures;
