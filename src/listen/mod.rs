@@ -436,3 +436,100 @@ fn print_line(
         ));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delivery(secret: &Secret<String>, ts: i64) -> (HeaderMap, String) {
+        let body = sign_body(
+            json!({"event": "payment", "eventId": "evt_1", "sequence": 1, "amount": 10.5}),
+            secret,
+        )
+        .to_string();
+        let mut headers = HeaderMap::new();
+        headers.insert("webhook-id", "evt_1".parse().unwrap());
+        headers.insert("webhook-timestamp", ts.to_string().parse().unwrap());
+        let signature = standard_webhooks_signature(secret, "evt_1", ts, &body);
+        headers.insert("webhook-signature", signature.parse().unwrap());
+        (headers, body)
+    }
+
+    #[test]
+    fn both_signatures_are_checked_and_each_failure_says_why() {
+        let secret = Secret::new("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".to_string());
+        let other = Secret::new("whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=".to_string());
+        let now = 1_800_000_000;
+        let (headers, body) = delivery(&secret, now);
+        assert_eq!(
+            verify(
+                &headers,
+                body.as_bytes(),
+                std::slice::from_ref(&secret),
+                now
+            ),
+            None
+        );
+        // During a rotation the previous secret still verifies.
+        assert_eq!(
+            verify(
+                &headers,
+                body.as_bytes(),
+                &[other.clone(), secret.clone()],
+                now
+            ),
+            None
+        );
+        let why = |h: &HeaderMap, b: &str, s: &Secret<String>, at: i64| {
+            verify(h, b.as_bytes(), std::slice::from_ref(s), at).unwrap()
+        };
+        assert!(why(&headers, &body, &other, now).starts_with("webhook-signature"));
+        assert!(why(&headers, &body, &secret, now + 301).contains("5 minutes"));
+        // A changed body: the header signature (over the raw body) fails first.
+        let tampered = body.replace("10.5", "11");
+        assert!(why(&headers, &tampered, &secret, now).starts_with("webhook-signature"));
+        // A body re-signed in the header but not in its own field: the body signature fails.
+        let mut reheaded = headers.clone();
+        reheaded.insert(
+            "webhook-signature",
+            standard_webhooks_signature(&secret, "evt_1", now, &tampered)
+                .parse()
+                .unwrap(),
+        );
+        assert!(why(&reheaded, &tampered, &secret, now).starts_with("the body signature"));
+        let mut no_id = headers.clone();
+        no_id.remove("webhook-id");
+        assert!(why(&no_id, &body, &secret, now).contains("missing"));
+        assert_eq!(
+            why(&headers, "not json", &secret, now),
+            "the body is not JSON"
+        );
+    }
+
+    #[test]
+    fn forwarding_stays_on_this_machine_and_types_are_checked() {
+        for ok in [
+            "http://localhost:3000/hooks",
+            "https://127.0.0.1:8443/",
+            "http://[::1]:9000/x",
+        ] {
+            assert!(parse_forward_to(ok).is_ok(), "{ok}");
+        }
+        for refused in [
+            "http://example.com/hooks",
+            "ftp://localhost/x",
+            "http://10.0.0.1/",
+            "not a url",
+        ] {
+            assert!(parse_forward_to(refused).is_err(), "{refused}");
+        }
+        assert_eq!(parse_types(None).unwrap(), None);
+        assert_eq!(
+            parse_types(Some("payment, activation,payment"))
+                .unwrap()
+                .as_deref(),
+            Some("payment,activation")
+        );
+        assert!(parse_types(Some("payment,refund")).is_err());
+    }
+}

@@ -61,17 +61,22 @@ async fn pass(
     loop {
         let now = timestamp(clock.now());
         let swept_at = now.clone();
-        let (copies, dev_ca) = read(store, move |c| {
+        let (copies, dev_ca, expired) = read(store, move |c| {
+            let expired = listen_leases::any_expired(c, &now)?;
             if !listen_leases::any_pending(c)? {
-                return Ok((Vec::new(), None));
+                return Ok((Vec::new(), None, expired));
             }
             Ok((
                 listen_leases::pending(c, &now, BATCH)?,
                 settings::get(c, settings::DEV_CA_CERT)?,
+                expired,
             ))
         })
         .await?;
         if copies.is_empty() {
+            if !expired {
+                return Ok(());
+            }
             let store = Arc::clone(store);
             tokio::task::spawn_blocking(move || {
                 store.write(|tx| Ok(listen_leases::sweep_expired(tx, &swept_at)?))

@@ -122,6 +122,12 @@ pub fn sent(conn: &Connection, seq: i64) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// Whether some lease has expired (so that the sweep, a write, runs only when it has work).
+pub fn any_expired(conn: &Connection, now: &str) -> rusqlite::Result<bool> {
+    conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM listen_leases WHERE expires_at <= ?1)")?
+        .query_row([now], |r| r.get(0))
+}
+
 /// Drops leases that expired before `now` (a listener killed without Ctrl-C) with their copies.
 pub fn sweep_expired(conn: &Connection, now: &str) -> rusqlite::Result<usize> {
     conn.execute("DELETE FROM listen_leases WHERE expires_at <= ?1", [now])
