@@ -274,3 +274,24 @@ async fn production_serves_the_events_api_too() {
         .await
         .expect(404, "EVENT_NOT_FOUND");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_event_without_a_webhook_url_is_history_and_cannot_be_redelivered() {
+    let s = setup(fast_delivery()).await;
+    let mut body = dynamic_body(&s.app, "cust-1", "M-1", &[("a", 1000, 5)]);
+    remove(&mut body, "/urls");
+    s.app.create_mandate(&body).await;
+    pay_one(&s, "M-1", "a", 1000).await;
+    let page = list(&s.app, "").await;
+    let item = &page["items"][0];
+    assert_eq!(item["status"], "NO_URL", "{page}");
+    assert!(item.get("url").is_none() && item.get("nextAttemptAt").is_none());
+    assert_eq!(item["attempts"], 0);
+    let event_id = item["eventId"].as_str().unwrap();
+    assert_eq!(ids(&list(&s.app, "?status=NO_URL").await), [event_id]);
+    s.app
+        .post(&format!("/events/{event_id}/redeliver"), &json!({}))
+        .await
+        .expect(400, "EVENT_HAS_NO_URL");
+    assert_eq!(event(&s.app, event_id).await["attemptLog"], json!([]));
+}

@@ -280,6 +280,46 @@ async fn listen_verifies_forwards_and_leaves_the_events_own_delivery_alone() {
     assert_eq!(own["httpStatus"], 500);
     assert!(!w.receiver.received().is_empty());
 
+    // A delivery that does not come from the engine: the line says which signature failed.
+    let listen_url: String = db(&w.data)
+        .query_row("SELECT url FROM listen_leases", [], |r| r.get(0))
+        .unwrap();
+    let ca = std::fs::read(w.data.join("tls").join("mandato-dev-ca.pem")).unwrap();
+    let client = reqwest::Client::builder()
+        .tls_certs_merge(reqwest::Certificate::from_pem_bundle(&ca).unwrap())
+        .build()
+        .unwrap();
+    let forged = forwarded[0]
+        .body
+        .replace("\"amount\":1000", "\"amount\":9000");
+    assert_ne!(forged, forwarded[0].body);
+    let answer = client
+        .post(&listen_url)
+        .header("content-type", "application/json")
+        .header("webhook-id", &event_id)
+        .header(
+            "webhook-timestamp",
+            chrono::Utc::now().timestamp().to_string(),
+        )
+        .header(
+            "webhook-signature",
+            forwarded[0].header("webhook-signature"),
+        )
+        .body(forged)
+        .send()
+        .await
+        .unwrap();
+    assert!(answer.status().is_success());
+    let line = listen.next_line().await;
+    assert_eq!(line["verified"], false, "{line}");
+    assert!(
+        line["failure"]
+            .as_str()
+            .unwrap()
+            .contains("webhook-signature"),
+        "{line}"
+    );
+
     // Ctrl-C's twin, SIGTERM: the listener ends cleanly and its lease goes with it.
     let mut listen = listen;
     stop(&mut listen.child);
