@@ -72,6 +72,51 @@ pub enum Command {
     /// Manage UF values.
     #[command(subcommand)]
     Uf(UfCommand),
+    /// Receive this commerce's new events on a local HTTPS receiver (sandbox): prints a line
+    /// per event with its signature check, and can forward each to a local URL.
+    Listen(ListenArgs),
+    /// A commerce's recent events, newest first; `events resend EVENT_ID` sends one again.
+    Events(EventsArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ListenArgs {
+    /// The commerce code (may be omitted when the installation has only one).
+    #[arg(long)]
+    pub commerce: Option<String>,
+    /// Also POST each event (exact body and Standard Webhooks headers) to this http(s) URL on
+    /// this machine, and print its answer's status.
+    #[arg(long)]
+    pub forward_to: Option<String>,
+    /// Only these event types, comma-separated: activation, payment, signature.
+    #[arg(long)]
+    pub events: Option<String>,
+    /// How long the lease lasts without renewal (the engine stops sending after that when the
+    /// listener is killed).
+    #[arg(long, default_value_t = 30, hide = true)]
+    pub lease_seconds: u64,
+}
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct EventsArgs {
+    #[command(subcommand)]
+    pub action: Option<EventsAction>,
+    /// The commerce code (may be omitted when the installation has only one).
+    #[arg(long, global = true)]
+    pub commerce: Option<String>,
+    /// Keep printing new events as they are written.
+    #[arg(long)]
+    pub follow: bool,
+    /// How many recent events to list (1 to 100).
+    #[arg(long, default_value_t = 20)]
+    pub limit: i64,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum EventsAction {
+    /// Schedule an event to be sent again now, whatever its state.
+    Resend { event_id: String },
 }
 
 #[derive(Subcommand, Debug)]
@@ -503,6 +548,30 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
                 pem.trim_end().to_string(),
             );
         }
+        Command::Listen(args) => crate::listen::run(
+            &config,
+            crate::listen::ListenOptions {
+                commerce: args.commerce,
+                forward_to: args.forward_to,
+                events: args.events,
+                lease_seconds: args.lease_seconds,
+                json: json_mode,
+            },
+        )?,
+        Command::Events(EventsArgs {
+            action: Some(EventsAction::Resend { event_id }),
+            commerce,
+            ..
+        }) => crate::listen::events::resend(&config, commerce.as_deref(), &event_id, json_mode)?,
+        Command::Events(args) => crate::listen::events::list(
+            &config,
+            crate::listen::events::EventsOptions {
+                commerce: args.commerce,
+                follow: args.follow,
+                limit: args.limit,
+                json: json_mode,
+            },
+        )?,
         Command::Backup { file } => {
             anyhow::ensure!(
                 !file.exists(),

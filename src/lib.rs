@@ -17,6 +17,7 @@ pub mod error;
 pub mod esign;
 pub mod http;
 pub mod ids;
+pub mod listen;
 pub mod notify;
 pub mod operations;
 pub mod secret;

@@ -9,6 +9,7 @@ pub mod auth;
 pub mod common;
 pub mod envelope;
 pub mod error;
+pub mod events;
 pub mod fields;
 pub mod guard;
 pub mod installments;
@@ -277,6 +278,9 @@ pub fn api_routers(
         )))
         .routes(routes!(signature::find_signature))
         .routes(routes!(signature::cancel_signature))
+        .routes(routes!(events::list_events))
+        .routes(routes!(events::get_event))
+        .routes(routes!(events::redeliver_event))
         .routes(routes!(sandbox::get_faults, sandbox::put_faults))
         .routes(routes!(sandbox::notification))
         .routes(routes!(sandbox::redeliver))

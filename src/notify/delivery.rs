@@ -105,6 +105,10 @@ pub struct Deliverer {
     wake: Arc<Notify>,
     stop: Arc<Notify>,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The sender of copies to `mandato listen` receivers (sandbox only), woken with the worker.
+    listen_wake: Arc<Notify>,
+    listen_stop: Arc<Notify>,
+    listen_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl Deliverer {
@@ -117,6 +121,18 @@ impl Deliverer {
     ) -> Deliverer {
         let wake = Arc::new(Notify::new());
         let stop = Arc::new(Notify::new());
+        let listen_wake = Arc::new(Notify::new());
+        let listen_stop = Arc::new(Notify::new());
+        // Leases exist for the sandbox's developer tools only; production never sends copies.
+        let listen_task = sandbox.then(|| {
+            tokio::spawn(super::listen::run(
+                Arc::clone(&store),
+                Arc::clone(&clock),
+                Arc::new(config.clone()),
+                Arc::clone(&listen_wake),
+                Arc::clone(&listen_stop),
+            ))
+        });
         let worker = Worker {
             store,
             clock,
@@ -134,17 +150,30 @@ impl Deliverer {
             wake,
             stop,
             task: Mutex::new(Some(task)),
+            listen_wake,
+            listen_stop,
+            listen_task: Mutex::new(listen_task),
         }
     }
 
     /// Tells the worker new events may be due.
     pub fn wake(&self) {
         self.wake.notify_one();
+        self.listen_wake.notify_one();
     }
 
     pub async fn shutdown(&self) {
         self.stop.notify_one();
+        self.listen_stop.notify_one();
         let task = self.task.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+        let task = self
+            .listen_task
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
         if let Some(task) = task {
             let _ = task.await;
         }
@@ -618,7 +647,7 @@ async fn send(
     slot_freed.notify_one();
 }
 
-async fn attempt_once(
+pub(super) async fn attempt_once(
     client: &reqwest::Client,
     clock: &dyn Clock,
     config: &DeliveryConfig,

@@ -72,6 +72,8 @@ pub enum AttemptKind {
     Manual,
     /// A duplicate sent on purpose by sandbox fault injection.
     Injected,
+    /// A copy sent to a `mandato listen` receiver; it leaves the event's own delivery alone.
+    Listen,
 }
 
 impl AttemptKind {
@@ -81,6 +83,7 @@ impl AttemptKind {
             AttemptKind::Retry => "RETRY",
             AttemptKind::Manual => "MANUAL",
             AttemptKind::Injected => "INJECTED",
+            AttemptKind::Listen => "LISTEN",
         }
     }
 }
@@ -135,7 +138,7 @@ pub fn record_attempts(conn: &Connection, attempts: &[Attempt]) -> rusqlite::Res
             a.error,
             outcome
         ])?;
-        if a.kind != AttemptKind::Injected {
+        if !matches!(a.kind, AttemptKind::Injected | AttemptKind::Listen) {
             let delivered_at = (a.outcome == Outcome::Delivered).then_some(a.started_at.as_str());
             update.execute(params![
                 a.event_seq,
@@ -398,4 +401,121 @@ pub fn list_events(conn: &Connection, filter: &EventFilter) -> rusqlite::Result<
         })
     })?
     .collect()
+}
+
+/// Filters of a commerce's own event listing (the merchant Events API and `mandato events`);
+/// newest first, keyset-paged by `before_seq`.
+#[derive(Debug)]
+pub struct CommerceEventFilter {
+    pub commerce_id: i64,
+    pub kind: Option<String>,
+    pub mandate_id: Option<String>,
+    pub delivery_state: Option<String>,
+    pub before_seq: Option<i64>,
+    /// Only events after this one (for following new events), oldest first then.
+    pub after_seq: Option<i64>,
+    pub limit: i64,
+}
+
+/// An event of a commerce with its exact body; `attempts` counts every logged attempt.
+#[derive(Debug, Clone)]
+pub struct CommerceEvent {
+    pub seq: i64,
+    pub event_id: String,
+    pub kind: String,
+    pub sequence: i64,
+    pub mandate_id: Option<String>,
+    pub signature_id: Option<String>,
+    pub created_at: String,
+    pub delivery_state: String,
+    pub attempts: i64,
+    pub next_attempt_at: Option<String>,
+    pub url: Option<String>,
+    pub body: String,
+}
+
+const COMMERCE_EVENT_SELECT: &str =
+    "SELECT e.seq, e.id, e.kind, e.sequence, m.id, sp.id, e.created_at,
+        e.delivery_state,
+        (SELECT count(*) FROM delivery_attempts a WHERE a.event_seq = e.seq),
+        e.next_attempt_at, e.url, e.body
+     FROM events e
+     LEFT JOIN mandates m ON m.seq = e.mandate_seq
+     LEFT JOIN signature_processes sp ON sp.seq = e.signature_process_seq";
+
+fn commerce_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<CommerceEvent> {
+    let state: String = r.get(7)?;
+    Ok(CommerceEvent {
+        seq: r.get(0)?,
+        event_id: r.get(1)?,
+        kind: r.get(2)?,
+        sequence: r.get(3)?,
+        mandate_id: r.get(4)?,
+        signature_id: r.get(5)?,
+        created_at: r.get(6)?,
+        // Nothing more is sent once delivered or failed; a stale retry time would mislead.
+        next_attempt_at: if state == "PENDING" { r.get(9)? } else { None },
+        delivery_state: state,
+        attempts: r.get(8)?,
+        url: r.get(10)?,
+        body: r.get(11)?,
+    })
+}
+
+/// A commerce's events, newest first (oldest first with `after_seq`). The keyset on `seq`
+/// (assigned in commit order of the single writer) means a page never repeats or skips an
+/// event, however many arrive meanwhile: they all sort before the first page.
+pub fn list_for_commerce(
+    conn: &Connection,
+    filter: &CommerceEventFilter,
+) -> rusqlite::Result<Vec<CommerceEvent>> {
+    use rusqlite::types::Value as SqlValue;
+    let mut sql = format!("{COMMERCE_EVENT_SELECT} WHERE e.commerce_id = ?");
+    let mut args: Vec<SqlValue> = vec![filter.commerce_id.into()];
+    let mut push = |clause: &str, value: SqlValue| {
+        sql.push_str(clause);
+        args.push(value);
+    };
+    if let Some(v) = &filter.kind {
+        push(" AND e.kind = ?", v.clone().into());
+    }
+    if let Some(v) = &filter.mandate_id {
+        // The mandate must be this commerce's too: another's id simply matches nothing.
+        push(
+            " AND e.mandate_seq = (SELECT seq FROM mandates WHERE id = ? AND commerce_id = e.commerce_id)",
+            v.clone().into(),
+        );
+    }
+    if let Some(v) = &filter.delivery_state {
+        push(" AND e.delivery_state = ?", v.clone().into());
+    }
+    if let Some(v) = filter.before_seq {
+        push(" AND e.seq < ?", v.into());
+    }
+    let ascending = filter.after_seq.is_some();
+    if let Some(v) = filter.after_seq {
+        push(" AND e.seq > ?", v.into());
+    }
+    sql.push_str(if ascending {
+        " ORDER BY e.seq ASC LIMIT ?"
+    } else {
+        " ORDER BY e.seq DESC LIMIT ?"
+    });
+    args.push(filter.limit.into());
+    let mut stmt = conn.prepare_cached(&sql)?;
+    stmt.query_map(rusqlite::params_from_iter(args), commerce_event)?
+        .collect()
+}
+
+/// One event of a commerce; `None` when it does not exist or is another commerce's.
+pub fn for_commerce(
+    conn: &Connection,
+    commerce_id: i64,
+    event_id: &str,
+) -> rusqlite::Result<Option<CommerceEvent>> {
+    let sql = format!("{COMMERCE_EVENT_SELECT} WHERE e.id = ?1 AND e.commerce_id = ?2");
+    optional(
+        conn.prepare_cached(&sql)?
+            .query_row(params![event_id, commerce_id], commerce_event),
+    )
 }

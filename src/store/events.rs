@@ -50,6 +50,14 @@ pub fn insert(conn: &Connection, event: &NewEvent<'_>) -> rusqlite::Result<()> {
         state,
         event.created_at,
     ])?;
+    // Running `mandato listen` receivers get a copy, queued in this same transaction.
+    super::listen_leases::queue_for_event(
+        conn,
+        conn.last_insert_rowid(),
+        event.commerce_id,
+        event.kind,
+        event.created_at,
+    )?;
     Ok(())
 }
 

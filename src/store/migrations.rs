@@ -40,6 +40,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0010_login_throttle",
         include_str!("../../migrations/0010_login_throttle.sql"),
     ),
+    (
+        "0011_events_api",
+        include_str!("../../migrations/0011_events_api.sql"),
+    ),
 ];
 
 pub fn run(conn: &mut Connection) -> anyhow::Result<()> {

@@ -27,12 +27,14 @@ mod torture;
 mod webhooks;
 
 mod customers;
+mod events_api;
 mod hostile_dates;
 mod hostile_pdf;
 mod hostile_portal;
 mod installments;
 mod isolation;
 mod link;
+mod listen;
 mod mandates;
 mod receivables;
 mod signatures;

@@ -49,6 +49,10 @@ pub enum Answer {
     /// This status with a body that does not end (it stops at 4 GiB, or when the engine hangs
     /// up). `sent` counts the body bytes handed to the connection.
     Endless(u16, Arc<std::sync::atomic::AtomicU64>),
+    /// This status with this body (with a Content-Length).
+    Body(u16, String),
+    /// This status with this body sent chunked, without a Content-Length.
+    Chunked(u16, String),
 }
 
 #[derive(Default)]
@@ -151,6 +155,12 @@ async fn receive(
             tokio::time::sleep(wait).await;
             StatusCode::OK.into_response()
         }
+        Answer::Body(code, text) => (StatusCode::from_u16(code).unwrap(), text).into_response(),
+        Answer::Chunked(code, text) => (
+            StatusCode::from_u16(code).unwrap(),
+            axum::body::Body::new(ChunkedBody(Some(text))),
+        )
+            .into_response(),
         Answer::Endless(code, sent) => (
             StatusCode::from_u16(code).unwrap(),
             axum::body::Body::new(EndlessBody {
@@ -159,6 +169,25 @@ async fn receive(
             }),
         )
             .into_response(),
+    }
+}
+
+/// A finite body whose size is not told in advance, so it goes out chunked.
+struct ChunkedBody(Option<String>);
+
+impl hyper::body::Body for ChunkedBody {
+    type Data = axum::body::Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        std::task::Poll::Ready(
+            self.0
+                .take()
+                .map(|text| Ok(hyper::body::Frame::data(text.into()))),
+        )
     }
 }
 

@@ -1,5 +1,8 @@
 //! Notifications for staff: every event with its delivery state and attempts, the payload
 //! (with `fileBase64` masked), redelivery of one or many, and webhook secret rotation.
+//!
+//! They live under `/admin/api/notifications`: the merchant API owns `/events` in the shared
+//! OpenAPI `paths` map. The older `/admin/api/events` paths are still served, undocumented.
 
 use std::collections::HashMap;
 
@@ -71,7 +74,7 @@ fn instant(value: Option<&String>, field: &str, errors: &mut FieldErrors) -> Opt
 }
 
 /// Every event, newest first, with filters.
-#[utoipa::path(get, path = "/events", tag = "staff", params(EventsQuery),
+#[utoipa::path(get, path = "/notifications", tag = "staff", params(EventsQuery),
     responses(
         (status = 200, description = "EVENTS_OK", body = Envelope<EventsPage>),
         (status = 400, description = "Invalid filter", body = ErrorBody),
@@ -168,7 +171,7 @@ const VERIFICATION: &str = "Standard Webhooks: base64 HMAC-SHA256, keyed with th
     over the RFC 8785 (JCS) canonical JSON of the body without its signature member.";
 
 /// One event: its body, every attempt, and how to verify it.
-#[utoipa::path(get, path = "/events/{eventId}", tag = "staff",
+#[utoipa::path(get, path = "/notifications/{eventId}", tag = "staff",
     params(("eventId" = String, Path)),
     responses(
         (status = 200, description = "EVENT_OK", body = Envelope<EventDetail>),
@@ -212,7 +215,7 @@ pub struct RedeliverResult {
 }
 
 /// Send events again now, whatever their state (operator or admin).
-#[utoipa::path(post, path = "/events/redeliver", tag = "staff",
+#[utoipa::path(post, path = "/notifications/redeliver", tag = "staff",
     request_body = RedeliverRequest,
     responses(
         (status = 200, description = "REDELIVER_OK", body = Envelope<RedeliverResult>),

@@ -32,6 +32,10 @@ pub fn router(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(events::detail))
         .routes(routes!(events::redeliver))
         .routes(routes!(events::rotate_secret))
+        // The paths of these three before they moved to /notifications, for older clients.
+        .route("/events", axum::routing::get(events::list))
+        .route("/events/{eventId}", axum::routing::get(events::detail))
+        .route("/events/redeliver", axum::routing::post(events::redeliver))
         .routes(routes!(charging::overview))
         .routes(routes!(charging::run_now))
         .routes(routes!(charging::import_uf))

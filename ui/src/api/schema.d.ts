@@ -319,7 +319,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/events": {
+    "/notifications": {
         parameters: {
             query?: never;
             header?: never;
@@ -336,7 +336,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/events/redeliver": {
+    "/notifications/redeliver": {
         parameters: {
             query?: never;
             header?: never;
@@ -353,7 +353,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/events/{eventId}": {
+    "/notifications/{eventId}": {
         parameters: {
             query?: never;
             header?: never;

@@ -35,7 +35,7 @@ function useRedeliver() {
   const { t } = useI18n();
   const queryClient = useQueryClient();
   return useMutation({
-    mutationFn: (eventIds: string[]) => payload(api.POST("/events/redeliver", { body: { eventIds } })),
+    mutationFn: (eventIds: string[]) => payload(api.POST("/notifications/redeliver", { body: { eventIds } })),
     onSuccess: (result) => {
       notifications.show({ color: "green", message: t("notifications.redelivered", { count: result.scheduled.length }) });
       void queryClient.invalidateQueries({ queryKey: ["events"] });
@@ -51,7 +51,7 @@ function EventDrawer({ eventId, onClose }: { eventId: string; onClose: () => voi
   const redeliver = useRedeliver();
   const query = useQuery({
     queryKey: ["event", eventId],
-    queryFn: () => payload(api.GET("/events/{eventId}", { params: { path: { eventId } } })),
+    queryFn: () => payload(api.GET("/notifications/{eventId}", { params: { path: { eventId } } })),
     refetchInterval: (q) => (q.state.data?.event.deliveryState === "PENDING" ? 2_000 : false),
   });
   const d = query.data;
@@ -159,7 +159,7 @@ export function Notifications() {
     setSelected([]);
   }, [filterKey, reset]);
   const fetchPage = (cursor: string | undefined, limit = 50) =>
-    payload(api.GET("/events", { params: { query: { ...filters, cursor, limit } } }));
+    payload(api.GET("/notifications", { params: { query: { ...filters, cursor, limit } } }));
   const query = useQuery({
     queryKey: ["events", filters, keyset.cursor],
     queryFn: () => fetchPage(keyset.cursor),

@@ -1,0 +1,198 @@
+//! Leases of `mandato listen` receivers, and the copies of events still to send to them.
+//!
+//! A copy is queued in the transaction that writes the event (`store::events::insert`), for
+//! each lease of that commerce live at the event's creation whose types include the event's.
+//! A lease past its `expires_at` is never used again: its queued copies are dropped, not sent.
+
+use rusqlite::{Connection, params};
+
+use crate::secret::Secret;
+
+pub struct NewLease<'a> {
+    pub id: &'a str,
+    pub commerce_id: i64,
+    pub url: &'a str,
+    /// Comma-separated event kinds (`activation,payment`); `None`: every kind.
+    pub event_types: Option<&'a str>,
+    pub expires_at: &'a str,
+    pub created_at: &'a str,
+}
+
+pub fn insert(conn: &Connection, lease: &NewLease<'_>) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT INTO listen_leases (id, commerce_id, url, event_types, expires_at, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![
+            lease.id,
+            lease.commerce_id,
+            lease.url,
+            lease.event_types,
+            lease.expires_at,
+            lease.created_at
+        ],
+    )?;
+    Ok(())
+}
+
+/// Moves a lease's expiry on. `Ok(false)`: the lease is gone (it expired and was swept).
+pub fn renew(conn: &Connection, id: &str, expires_at: &str) -> rusqlite::Result<bool> {
+    Ok(conn.execute(
+        "UPDATE listen_leases SET expires_at = ?2 WHERE id = ?1",
+        params![id, expires_at],
+    )? > 0)
+}
+
+/// Ends a lease; its unsent copies go with it.
+pub fn remove(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
+    Ok(conn.execute("DELETE FROM listen_leases WHERE id = ?1", [id])? > 0)
+}
+
+/// Queues a copy of a just-written event for every lease of its commerce live at `at` that
+/// takes its kind. Runs in the event's own transaction.
+pub fn queue_for_event(
+    conn: &Connection,
+    event_seq: i64,
+    commerce_id: i64,
+    kind: &str,
+    at: &str,
+) -> rusqlite::Result<usize> {
+    conn.prepare_cached(
+        "INSERT INTO listen_deliveries (event_seq, lease_id)
+         SELECT ?1, id FROM listen_leases
+         WHERE commerce_id = ?2 AND expires_at > ?4
+           AND (event_types IS NULL OR instr(',' || event_types || ',', ',' || ?3 || ',') > 0)",
+    )?
+    .execute(params![event_seq, commerce_id, kind, at])
+}
+
+/// A copy to send: the event's exact body to a live lease's URL, with the commerce's secrets.
+#[derive(Debug, Clone)]
+pub struct ListenCopy {
+    pub seq: i64,
+    pub event_seq: i64,
+    pub event_id: String,
+    pub url: String,
+    pub body: String,
+    pub created_at: String,
+    pub commerce_id: i64,
+    pub secret: Secret<String>,
+    pub previous_secret: Option<(Secret<String>, String)>,
+}
+
+/// Copies waiting for leases still live at `now`, oldest first.
+pub fn pending(conn: &Connection, now: &str, limit: usize) -> rusqlite::Result<Vec<ListenCopy>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT d.seq, e.seq, e.id, l.url, e.body, e.created_at, e.commerce_id,
+                c.webhook_secret, c.previous_webhook_secret, c.previous_secret_expires_at
+         FROM listen_deliveries d
+         JOIN listen_leases l ON l.id = d.lease_id
+         JOIN events e ON e.seq = d.event_seq
+         JOIN commerces c ON c.id = e.commerce_id
+         WHERE l.expires_at > ?1
+         ORDER BY d.seq LIMIT ?2",
+    )?;
+    stmt.query_map(params![now, limit as i64], |r| {
+        let previous: Option<String> = r.get(8)?;
+        let expires: Option<String> = r.get(9)?;
+        Ok(ListenCopy {
+            seq: r.get(0)?,
+            event_seq: r.get(1)?,
+            event_id: r.get(2)?,
+            url: r.get(3)?,
+            body: r.get(4)?,
+            created_at: r.get(5)?,
+            commerce_id: r.get(6)?,
+            secret: Secret::new(r.get(7)?),
+            previous_secret: previous.zip(expires).map(|(s, e)| (Secret::new(s), e)),
+        })
+    })?
+    .collect()
+}
+
+/// Whether any copy waits, for any lease (to skip work when nobody listens).
+pub fn any_pending(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM listen_deliveries)")?
+        .query_row([], |r| r.get(0))
+}
+
+/// Forgets a sent copy.
+pub fn sent(conn: &Connection, seq: i64) -> rusqlite::Result<()> {
+    conn.prepare_cached("DELETE FROM listen_deliveries WHERE seq = ?1")?
+        .execute([seq])?;
+    Ok(())
+}
+
+/// Whether some lease has expired (so that the sweep, a write, runs only when it has work).
+pub fn any_expired(conn: &Connection, now: &str) -> rusqlite::Result<bool> {
+    conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM listen_leases WHERE expires_at <= ?1)")?
+        .query_row([now], |r| r.get(0))
+}
+
+/// Drops leases that expired before `now` (a listener killed without Ctrl-C) with their copies.
+pub fn sweep_expired(conn: &Connection, now: &str) -> rusqlite::Result<usize> {
+    conn.execute("DELETE FROM listen_leases WHERE expires_at <= ?1", [now])
+}
+
+/// A lease as stored, for inspection.
+#[derive(Debug, Clone)]
+pub struct Lease {
+    pub id: String,
+    pub commerce_id: i64,
+    pub url: String,
+    pub event_types: Option<String>,
+    pub expires_at: String,
+}
+
+pub fn by_id(conn: &Connection, id: &str) -> rusqlite::Result<Option<Lease>> {
+    super::optional(conn.query_row(
+        "SELECT id, commerce_id, url, event_types, expires_at FROM listen_leases WHERE id = ?1",
+        [id],
+        |r| {
+            Ok(Lease {
+                id: r.get(0)?,
+                commerce_id: r.get(1)?,
+                url: r.get(2)?,
+                event_types: r.get(3)?,
+                expires_at: r.get(4)?,
+            })
+        },
+    ))
+}
+
+/// The installation's only commerce `(id, code)`, when it has exactly one (so `mandato listen`
+/// and `mandato events` need no `--commerce`).
+pub fn sole_commerce(conn: &Connection) -> rusqlite::Result<Option<(i64, String)>> {
+    let mut stmt = conn.prepare_cached("SELECT id, code FROM commerces ORDER BY id LIMIT 2")?;
+    let rows: Vec<(i64, String)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(match rows.as_slice() {
+        [only] => Some(only.clone()),
+        _ => None,
+    })
+}
+
+/// The secrets a receiver of this commerce may see signatures by at `now`: the current one
+/// first, then the previous one while its rotation window lasts.
+pub fn webhook_secrets(
+    conn: &Connection,
+    commerce_id: i64,
+    now: &str,
+) -> rusqlite::Result<Vec<Secret<String>>> {
+    let row: Option<(String, Option<String>, Option<String>)> = super::optional(conn.query_row(
+        "SELECT webhook_secret, previous_webhook_secret, previous_secret_expires_at
+         FROM commerces WHERE id = ?1",
+        [commerce_id],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    ))?;
+    let Some((current, previous, until)) = row else {
+        return Ok(Vec::new());
+    };
+    let mut secrets = vec![Secret::new(current)];
+    if let (Some(previous), Some(until)) = (previous, until)
+        && until.as_str() > now
+    {
+        secrets.push(Secret::new(previous));
+    }
+    Ok(secrets)
+}
