@@ -41,6 +41,7 @@ pub mod instruments;
 pub mod login_throttle;
 pub mod mandates;
 pub mod migrations;
+pub mod sandbox_reset;
 pub mod settings;
 pub mod signatures;
 pub mod sim_acquirer;

@@ -34,4 +34,5 @@ mod isolation;
 mod link;
 mod mandates;
 mod receivables;
+mod sandbox_reset;
 mod signatures;
