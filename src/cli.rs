@@ -12,11 +12,13 @@ use serde_json::json;
 
 use crate::auth::{api_key, password};
 use crate::config::{Config, Environment, default_data_dir};
-use crate::domain::rut::Rut;
 use crate::domain::state::PaymentMethod;
 use crate::notify::tls;
 use crate::secret::Secret;
 use crate::store::{Store, commerces, deliveries, settings};
+
+mod dev;
+pub use dev::{CliError, error_name, parse, report, require_sandbox, resolve_commerce};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -72,6 +74,27 @@ pub enum Command {
     /// Manage UF values.
     #[command(subcommand)]
     Uf(UfCommand),
+    /// Sandbox tools for a commerce's test data.
+    #[command(subcommand)]
+    Sandbox(SandboxCommand),
+    /// Make a throwaway customer and mandate (or signature process) of a commerce and drive
+    /// it through SCENARIO, so that its real events are written and the running engine
+    /// delivers them to the commerce's webhook URL (`commerce set-webhook`). Sandbox only.
+    Trigger(crate::trigger::TriggerArgs),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SandboxCommand {
+    /// Remove the commerce's customers (unless kept), mandates, installments, charge attempts,
+    /// events and signature processes, as `POST /api/v1/sandbox/reset` does.
+    Reset {
+        /// The commerce (may be omitted when the installation has only one).
+        #[arg(long)]
+        commerce: Option<String>,
+        /// Keep the customers.
+        #[arg(long)]
+        keep_customers: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -85,6 +108,13 @@ pub enum UfCommand {
 pub enum TrustCommand {
     /// Trust the CA certificate(s) in a PEM file for webhook delivery.
     AddRoot { file: PathBuf },
+    /// List the extra trusted roots: fingerprint (hex SHA-256), subject, when added.
+    List,
+    /// Stop trusting a root, by fingerprint or by the PEM file it was added from.
+    Remove {
+        #[arg(value_name = "FINGERPRINT|FILE")]
+        target: String,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -154,6 +184,23 @@ pub enum CommerceCommand {
         #[arg(long, default_value_t = 24)]
         overlap_hours: u32,
     },
+    /// List the commerces: code, name, customers, mandates, webhook URL.
+    List,
+    /// Show a commerce; with --secret, its webhook secret too.
+    Show {
+        code: String,
+        /// Also print the webhook secret.
+        #[arg(long)]
+        secret: bool,
+    },
+    /// Set the commerce's webhook URL (https://), where `mandato trigger` sends its events;
+    /// without --url, clear it.
+    SetWebhook {
+        #[arg(long)]
+        code: String,
+        #[arg(long)]
+        url: Option<String>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -166,6 +213,8 @@ pub enum ApiKeyCommand {
     },
     /// Revoke the key with this prefix (its first 8 characters).
     Revoke { prefix: String },
+    /// List the keys: prefix, commerces, created, revoked (never the key).
+    List,
 }
 
 #[derive(Subcommand, Debug)]
@@ -247,18 +296,8 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             payment_methods,
             authorization_required,
         }) => {
-            let code = match Rut::parse(&code) {
-                // Only a code written as a RUT (with its dash) is normalized as one.
-                Ok(rut) if code.contains('-') => rut.to_string(),
-                _ => crate::domain::external_id::ExternalId::parse(&code)
-                    .map_err(|_| {
-                        anyhow::anyhow!(
-                            "the code must be a RUT or 1 to 64 letters, digits, '-', '_', '.'"
-                        )
-                    })?
-                    .as_str()
-                    .to_string(),
-            };
+            // A code written as a RUT must be a valid one, stored normalized.
+            let code = dev::commerce_code(&code)?;
             anyhow::ensure!(!name.trim().is_empty(), "the name must not be empty");
             crate::domain::text::check_shown_text(name.trim())
                 .map_err(|e| anyhow::anyhow!("the name {e}"))?;
@@ -517,6 +556,23 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
                 format!("database copied to {}", file.display()),
             );
         }
+        Command::Commerce(CommerceCommand::List) => dev::commerce_list(&config, json_mode)?,
+        Command::Commerce(CommerceCommand::Show { code, secret }) => {
+            dev::commerce_show(&config, json_mode, &code, secret)?
+        }
+        Command::Commerce(CommerceCommand::SetWebhook { code, url }) => {
+            dev::commerce_set_webhook(&config, json_mode, &code, url.as_deref())?
+        }
+        Command::Apikey(ApiKeyCommand::List) => dev::apikey_list(&config, json_mode)?,
+        Command::Trust(TrustCommand::List) => dev::trust_list(&config, json_mode)?,
+        Command::Trust(TrustCommand::Remove { target }) => {
+            dev::trust_remove(&config, json_mode, &target)?
+        }
+        Command::Sandbox(SandboxCommand::Reset {
+            commerce,
+            keep_customers,
+        }) => dev::sandbox_reset(&config, json_mode, commerce.as_deref(), keep_customers)?,
+        Command::Trigger(args) => crate::trigger::run(&config, json_mode, args)?,
     }
     Ok(())
 }

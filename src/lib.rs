@@ -21,3 +21,4 @@ pub mod notify;
 pub mod operations;
 pub mod secret;
 pub mod store;
+pub mod trigger;

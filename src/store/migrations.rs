@@ -40,6 +40,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0010_login_throttle",
         include_str!("../../migrations/0010_login_throttle.sql"),
     ),
+    (
+        "0012_commerce_webhook_url",
+        include_str!("../../migrations/0012_commerce_webhook_url.sql"),
+    ),
 ];
 
 pub fn run(conn: &mut Connection) -> anyhow::Result<()> {

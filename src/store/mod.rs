@@ -11,6 +11,7 @@ pub mod charging;
 pub mod commerces;
 pub mod customers;
 pub mod deliveries;
+pub mod dev_tools;
 pub mod events;
 mod group;
 #[cfg(unix)]
