@@ -23,6 +23,7 @@ mod secret_grep;
 mod staff;
 mod staff_ui_api;
 mod torture;
+mod trigger;
 mod webhooks;
 
 mod customers;
