@@ -35,5 +35,6 @@ mod isolation;
 mod link;
 mod mandates;
 mod receivables;
+mod sandbox_banner;
 mod sandbox_reset;
 mod signatures;
