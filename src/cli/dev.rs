@@ -99,8 +99,16 @@ pub fn parse() -> Cli {
             e.exit()
         }
         Err(e) if std::env::args().any(|a| a == "--json") => {
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
+            // clap's message without its usage and help hints, on one line.
+            let text = e.render().to_string();
+            let message = text
+                .lines()
+                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ");
+            let first = message.trim_start_matches("error: ");
             out(format_args!(
                 "{}",
                 json!({"error": {"name": "INVALID_ARGUMENTS",
