@@ -361,7 +361,12 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             let rotated = store
                 .write(|tx| Ok(deliveries::rotate_secret(tx, &code, &secret, &until)?))
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
-            anyhow::ensure!(rotated, "no commerce has code {code}");
+            if !rotated {
+                return Err(dev::fail(
+                    "COMMERCE_NOT_FOUND",
+                    format!("no commerce has code {code}"),
+                ));
+            }
             print(
                 json_mode,
                 json!({"code": code, "webhookSecret": secret.expose(), "previousValidUntil": until}),
@@ -501,7 +506,12 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             let revoked = store
                 .write(|tx| commerces::revoke_api_key(tx, &prefix, &now()))
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
-            anyhow::ensure!(revoked > 0, "no active API key has prefix {prefix}");
+            if revoked == 0 {
+                return Err(dev::fail(
+                    "API_KEY_NOT_FOUND",
+                    format!("no active API key has prefix {prefix}"),
+                ));
+            }
             print(
                 json_mode,
                 json!({"prefix": prefix, "revoked": revoked}),

@@ -383,7 +383,17 @@ fn json_errors_are_one_named_object_and_exit_1() {
         &["trust", "remove", &"ab".repeat(32)],
         "ROOT_NOT_FOUND",
     );
-    assert_refused(data, &["apikey", "revoke", "mdt_nope"], "COMMAND_FAILED");
+    assert_refused(data, &["apikey", "revoke", "mdt_nope"], "API_KEY_NOT_FOUND");
+    assert_refused(
+        data,
+        &["apikey", "create", "--commerce", "NOPE"],
+        "COMMERCE_NOT_FOUND",
+    );
+    assert_refused(
+        data,
+        &["commerce", "rotate-secret", "--code", "NOPE"],
+        "COMMERCE_NOT_FOUND",
+    );
 
     // Once the installation has run as production, the sandbox tools refuse.
     let mut server = Command::new(BIN)
