@@ -148,6 +148,17 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
     }
     let (store, keys) = tokio::task::block_in_place(|| open(&config))?;
     tokio::task::block_in_place(|| crate::notify::tls::replace_unconstrained_dev_ca(&store))?;
+    // The commands that only make sense in a sandbox (trigger, sandbox reset) read this.
+    let environment = config.environment.as_str();
+    tokio::task::block_in_place(|| {
+        store.write(|tx| {
+            Ok(settings::set(
+                tx,
+                settings::INSTALLATION_ENVIRONMENT,
+                environment,
+            )?)
+        })
+    })?;
     let audit = AuditWriter::start(
         store.path(),
         config.correlation_retention_days,

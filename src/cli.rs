@@ -12,11 +12,13 @@ use serde_json::json;
 
 use crate::auth::{api_key, password};
 use crate::config::{Config, Environment, default_data_dir};
-use crate::domain::rut::Rut;
 use crate::domain::state::PaymentMethod;
 use crate::notify::tls;
 use crate::secret::Secret;
 use crate::store::{Store, commerces, deliveries, settings};
+
+mod dev;
+pub use dev::{CliError, error_name, parse, report, require_sandbox, resolve_commerce};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -72,6 +74,13 @@ pub enum Command {
     /// Manage UF values.
     #[command(subcommand)]
     Uf(UfCommand),
+    /// Sandbox tools for a commerce's test data.
+    #[command(subcommand)]
+    Sandbox(SandboxCommand),
+    /// Make a throwaway customer and mandate (or signature process) of a commerce and drive
+    /// it through SCENARIO, so that its real events are written and the running engine
+    /// delivers them to the commerce's webhook URL (`commerce set-webhook`). Sandbox only.
+    Trigger(crate::trigger::TriggerArgs),
     /// Receive this commerce's new events on a local HTTPS receiver (sandbox): prints a line
     /// per event with its signature check, and can forward each to a local URL.
     Listen(ListenArgs),
@@ -120,6 +129,20 @@ pub enum EventsAction {
 }
 
 #[derive(Subcommand, Debug)]
+pub enum SandboxCommand {
+    /// Remove the commerce's customers (unless kept), mandates, installments, charge attempts,
+    /// events and signature processes, as `POST /api/v1/sandbox/reset` does.
+    Reset {
+        /// The commerce (may be omitted when the installation has only one).
+        #[arg(long)]
+        commerce: Option<String>,
+        /// Keep the customers.
+        #[arg(long)]
+        keep_customers: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
 pub enum UfCommand {
     /// Import UF values from a CSV of `date,value` lines (`2026-12-01,39123.45`; a header line
     /// and `;` with a decimal comma are accepted too).
@@ -130,6 +153,13 @@ pub enum UfCommand {
 pub enum TrustCommand {
     /// Trust the CA certificate(s) in a PEM file for webhook delivery.
     AddRoot { file: PathBuf },
+    /// List the extra trusted roots: fingerprint (hex SHA-256), subject, when added.
+    List,
+    /// Stop trusting a root, by fingerprint or by the PEM file it was added from.
+    Remove {
+        #[arg(value_name = "FINGERPRINT|FILE")]
+        target: String,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -199,6 +229,23 @@ pub enum CommerceCommand {
         #[arg(long, default_value_t = 24)]
         overlap_hours: u32,
     },
+    /// List the commerces: code, name, customers, mandates, webhook URL.
+    List,
+    /// Show a commerce; with --secret, its webhook secret too.
+    Show {
+        code: String,
+        /// Also print the webhook secret.
+        #[arg(long)]
+        secret: bool,
+    },
+    /// Set the commerce's webhook URL (https://), where `mandato trigger` sends its events;
+    /// without --url, clear it.
+    SetWebhook {
+        #[arg(long)]
+        code: String,
+        #[arg(long)]
+        url: Option<String>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -211,6 +258,8 @@ pub enum ApiKeyCommand {
     },
     /// Revoke the key with this prefix (its first 8 characters).
     Revoke { prefix: String },
+    /// List the keys: prefix, commerces, created, revoked (never the key).
+    List,
 }
 
 #[derive(Subcommand, Debug)]
@@ -292,18 +341,8 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             payment_methods,
             authorization_required,
         }) => {
-            let code = match Rut::parse(&code) {
-                // Only a code written as a RUT (with its dash) is normalized as one.
-                Ok(rut) if code.contains('-') => rut.to_string(),
-                _ => crate::domain::external_id::ExternalId::parse(&code)
-                    .map_err(|_| {
-                        anyhow::anyhow!(
-                            "the code must be a RUT or 1 to 64 letters, digits, '-', '_', '.'"
-                        )
-                    })?
-                    .as_str()
-                    .to_string(),
-            };
+            // A code written as a RUT must be a valid one, stored normalized.
+            let code = dev::commerce_code(&code)?;
             anyhow::ensure!(!name.trim().is_empty(), "the name must not be empty");
             crate::domain::text::check_shown_text(name.trim())
                 .map_err(|e| anyhow::anyhow!("the name {e}"))?;
@@ -367,7 +406,12 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             let rotated = store
                 .write(|tx| Ok(deliveries::rotate_secret(tx, &code, &secret, &until)?))
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
-            anyhow::ensure!(rotated, "no commerce has code {code}");
+            if !rotated {
+                return Err(dev::fail(
+                    "COMMERCE_NOT_FOUND",
+                    format!("no commerce has code {code}"),
+                ));
+            }
             print(
                 json_mode,
                 json!({"code": code, "webhookSecret": secret.expose(), "previousValidUntil": until}),
@@ -507,7 +551,12 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             let revoked = store
                 .write(|tx| commerces::revoke_api_key(tx, &prefix, &now()))
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
-            anyhow::ensure!(revoked > 0, "no active API key has prefix {prefix}");
+            if revoked == 0 {
+                return Err(dev::fail(
+                    "API_KEY_NOT_FOUND",
+                    format!("no active API key has prefix {prefix}"),
+                ));
+            }
             print(
                 json_mode,
                 json!({"prefix": prefix, "revoked": revoked}),
@@ -586,6 +635,23 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
                 format!("database copied to {}", file.display()),
             );
         }
+        Command::Commerce(CommerceCommand::List) => dev::commerce_list(&config, json_mode)?,
+        Command::Commerce(CommerceCommand::Show { code, secret }) => {
+            dev::commerce_show(&config, json_mode, &code, secret)?
+        }
+        Command::Commerce(CommerceCommand::SetWebhook { code, url }) => {
+            dev::commerce_set_webhook(&config, json_mode, &code, url.as_deref())?
+        }
+        Command::Apikey(ApiKeyCommand::List) => dev::apikey_list(&config, json_mode)?,
+        Command::Trust(TrustCommand::List) => dev::trust_list(&config, json_mode)?,
+        Command::Trust(TrustCommand::Remove { target }) => {
+            dev::trust_remove(&config, json_mode, &target)?
+        }
+        Command::Sandbox(SandboxCommand::Reset {
+            commerce,
+            keep_customers,
+        }) => dev::sandbox_reset(&config, json_mode, commerce.as_deref(), keep_customers)?,
+        Command::Trigger(args) => crate::trigger::run(&config, json_mode, args)?,
     }
     Ok(())
 }

@@ -22,3 +22,4 @@ pub mod notify;
 pub mod operations;
 pub mod secret;
 pub mod store;
+pub mod trigger;

@@ -1,6 +1,5 @@
 //! The `mandato` binary: parse, set up logging, run.
 
-use clap::Parser;
 use mandato::cli::{Cli, Command};
 
 /// mimalloc gives freed memory back to the system, so a burst (many sign-ins at once, large
@@ -10,7 +9,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
     mandato::app::init_logging();
-    let cli = Cli::parse();
+    // With --json, a usage error is a JSON error too.
+    let cli: Cli = mandato::cli::parse();
+    let json_mode = cli.json;
     let result = match cli.command {
         Command::Serve(args) => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
@@ -21,10 +22,6 @@ fn main() -> std::process::ExitCode {
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!("{e:#}");
-            eprintln!("error: {e:#}");
-            std::process::ExitCode::FAILURE
-        }
+        Err(e) => mandato::cli::report(json_mode, &e),
     }
 }

@@ -342,6 +342,7 @@ fn page(
         activation_open: loaded.mandate.state == MandateState::Pending,
         activation,
         payment,
+        sandbox: state.config.environment.is_sandbox(),
     };
     html(status, render::mandate_page(&view))
 }

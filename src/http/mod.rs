@@ -19,6 +19,7 @@ pub mod login;
 pub mod mandates;
 pub mod receivables;
 pub mod sandbox;
+pub mod sandbox_reset;
 pub mod sign;
 pub mod signature;
 pub mod ui;
@@ -288,6 +289,7 @@ pub fn api_routers(
         .routes(routes!(sandbox::run_charging))
         .routes(routes!(sandbox::activate))
         .routes(routes!(sandbox::outcome))
+        .routes(routes!(sandbox_reset::reset))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             common::layer,

@@ -44,6 +44,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0011_events_api",
         include_str!("../../migrations/0011_events_api.sql"),
     ),
+    (
+        "0012_commerce_webhook_url",
+        include_str!("../../migrations/0012_commerce_webhook_url.sql"),
+    ),
 ];
 
 pub fn run(conn: &mut Connection) -> anyhow::Result<()> {

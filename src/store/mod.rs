@@ -11,6 +11,7 @@ pub mod charging;
 pub mod commerces;
 pub mod customers;
 pub mod deliveries;
+pub mod dev_tools;
 pub mod events;
 mod group;
 #[cfg(unix)]
@@ -42,6 +43,7 @@ pub mod listen_leases;
 pub mod login_throttle;
 pub mod mandates;
 pub mod migrations;
+pub mod sandbox_reset;
 pub mod settings;
 pub mod signatures;
 pub mod sim_acquirer;

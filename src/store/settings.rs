@@ -9,6 +9,8 @@ pub const JWT_PRIVATE_KEY: &str = "jwt_private_key_pem";
 pub const SANDBOX_OFFSET_DAYS: &str = "sandbox_offset_days";
 pub const DEV_CA_CERT: &str = "dev_ca_cert_pem";
 pub const DEV_CA_KEY: &str = "dev_ca_key_pem";
+/// The environment `serve` last ran as, so that commands know a production installation.
+pub const INSTALLATION_ENVIRONMENT: &str = "installation_environment";
 
 pub fn get(conn: &Connection, name: &str) -> rusqlite::Result<Option<String>> {
     optional(

@@ -284,3 +284,298 @@ fn output_into_a_closed_pipe_ends_quietly() {
         );
     }
 }
+
+/// Runs `mandato --json ARGS`, which must fail: its one JSON object on stdout and exit code.
+fn mandato_refused(dir: &std::path::Path, args: &[&str]) -> (Value, i32) {
+    let out = Command::new(BIN)
+        .arg("--data-dir")
+        .arg(dir)
+        .arg("--json")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("mandato runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.lines().count(),
+        1,
+        "mandato {args:?}: one line on stdout, got {stdout:?}"
+    );
+    let value: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{args:?} printed no JSON ({e}): {stdout:?}"));
+    (value, out.status.code().unwrap_or(-1))
+}
+
+#[track_caller]
+fn assert_refused(dir: &std::path::Path, args: &[&str], name: &str) -> String {
+    let (value, code) = mandato_refused(dir, args);
+    assert_eq!(code, 1, "mandato {args:?} exits 1: {value}");
+    assert_eq!(value["error"]["name"], name, "mandato {args:?}: {value}");
+    let message = value["error"]["message"].as_str().unwrap_or("").to_string();
+    assert!(!message.is_empty(), "a message says why: {value}");
+    assert_eq!(
+        value.as_object().unwrap().len(),
+        1,
+        "only the error member: {value}"
+    );
+    message
+}
+
+#[test]
+fn json_errors_are_one_named_object_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    // A RUT with a wrong check digit is refused, not taken as an issued code.
+    let message = assert_refused(
+        data,
+        &["commerce", "add", "--code", "12.345.678-9", "--name", "A"],
+        "INVALID_RUT",
+    );
+    assert!(message.contains("check digit"), "{message}");
+    assert_refused(
+        data,
+        &["commerce", "add", "--code", "bad code!", "--name", "A"],
+        "INVALID_CODE",
+    );
+    // Valid RUTs are stored normalized, however typed.
+    let added = mandato(
+        data,
+        &["commerce", "add", "--code", "12.345.678-5", "--name", "A"],
+        None,
+    );
+    assert_eq!(added["code"], "12345678-5");
+    let added = mandato(
+        data,
+        &["commerce", "add", "--code", "76.123.456-0", "--name", "B"],
+        None,
+    );
+    assert_eq!(added["code"], "76123456-0");
+    assert_refused(
+        data,
+        &["commerce", "add", "--code", "76123456-0", "--name", "C"],
+        "COMMERCE_EXISTS",
+    );
+    assert_refused(data, &["commerce", "show", "NOPE"], "COMMERCE_NOT_FOUND");
+    assert_refused(data, &["commerce", "frobnicate"], "INVALID_ARGUMENTS");
+    assert_refused(data, &["trigger", "payment.teleported"], "UNKNOWN_SCENARIO");
+    // Two commerces: which one must be said.
+    assert_refused(data, &["sandbox", "reset"], "COMMERCE_REQUIRED");
+    assert_refused(
+        data,
+        &["trigger", "activation", "--commerce", "76123456-0"],
+        "NO_WEBHOOK_URL",
+    );
+    assert_refused(
+        data,
+        &[
+            "commerce",
+            "set-webhook",
+            "--code",
+            "76123456-0",
+            "--url",
+            "http://plain.example/hook",
+        ],
+        "INVALID_URL",
+    );
+    assert_refused(data, &["trust", "remove", "abcd"], "INVALID_FINGERPRINT");
+    assert_refused(
+        data,
+        &["trust", "remove", &"ab".repeat(32)],
+        "ROOT_NOT_FOUND",
+    );
+    assert_refused(data, &["apikey", "revoke", "mdt_nope"], "API_KEY_NOT_FOUND");
+    assert_refused(
+        data,
+        &["apikey", "create", "--commerce", "NOPE"],
+        "COMMERCE_NOT_FOUND",
+    );
+    assert_refused(
+        data,
+        &["commerce", "rotate-secret", "--code", "NOPE"],
+        "COMMERCE_NOT_FOUND",
+    );
+
+    // Once the installation has run as production, the sandbox tools refuse.
+    let mut server = Command::new(BIN)
+        .arg("--data-dir")
+        .arg(data)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--environment",
+            "production",
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("serve starts");
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    while !lines
+        .next()
+        .expect("serve logs its URL")
+        .unwrap()
+        .contains("url=")
+    {}
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_refused(
+        data,
+        &["sandbox", "reset", "--commerce", "76123456-0"],
+        "NOT_SANDBOX",
+    );
+    assert_refused(
+        data,
+        &["trigger", "activation", "--commerce", "76123456-0"],
+        "NOT_SANDBOX",
+    );
+}
+
+#[test]
+fn lists_show_what_is_there_and_never_a_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    let first = mandato(
+        data,
+        &[
+            "commerce",
+            "add",
+            "--code",
+            "76.123.456-0",
+            "--name",
+            "Gimnasio",
+        ],
+        None,
+    );
+    mandato(
+        data,
+        &["commerce", "add", "--code", "SHOP-2", "--name", "Tienda"],
+        None,
+    );
+    let listed = mandato(data, &["commerce", "list"], None);
+    let codes: Vec<&str> = listed["commerces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, ["76123456-0", "SHOP-2"]);
+    assert!(
+        !listed.to_string().contains("whsec_"),
+        "no secret in a list"
+    );
+
+    // show: the secret only when asked.
+    let shown = mandato(data, &["commerce", "show", "76123456-0"], None);
+    assert_eq!(shown["name"], "Gimnasio");
+    assert!(shown.get("webhookSecret").is_none());
+    let shown = mandato(
+        data,
+        &["commerce", "show", "76.123.456-0", "--secret"],
+        None,
+    );
+    assert_eq!(shown["webhookSecret"], first["webhookSecret"]);
+
+    let set = mandato(
+        data,
+        &[
+            "commerce",
+            "set-webhook",
+            "--code",
+            "SHOP-2",
+            "--url",
+            "https://localhost:9443/hooks",
+        ],
+        None,
+    );
+    assert_eq!(set["webhookUrl"], "https://localhost:9443/hooks");
+    let shown = mandato(data, &["commerce", "show", "SHOP-2"], None);
+    assert_eq!(shown["webhookUrl"], "https://localhost:9443/hooks");
+
+    let every = mandato(data, &["apikey", "create"], None);
+    let limited = mandato(data, &["apikey", "create", "--commerce", "SHOP-2"], None);
+    let prefix = limited["prefix"].as_str().unwrap();
+    mandato(data, &["apikey", "revoke", prefix], None);
+    let keys = mandato(data, &["apikey", "list"], None);
+    let text = keys.to_string();
+    for key in [&every, &limited] {
+        assert!(
+            !text.contains(key["apiKey"].as_str().unwrap()),
+            "a key is shown once, at creation"
+        );
+    }
+    let keys = keys["apiKeys"].as_array().unwrap();
+    assert_eq!(keys.len(), 2);
+    assert_eq!(keys[0]["prefix"], every["prefix"]);
+    assert_eq!(keys[0]["commerces"], json!([]));
+    assert_eq!(keys[0]["revokedAt"], Value::Null);
+    assert_eq!(keys[1]["commerces"], json!(["SHOP-2"]));
+    assert!(keys[1]["revokedAt"].is_string());
+
+    // trust: add the development CA, list it, remove it by fingerprint, add and remove by file.
+    let files = mandato(
+        data,
+        &["dev-cert", "--out", data.join("tls").to_str().unwrap()],
+        None,
+    );
+    let ca = files["ca"].as_str().unwrap();
+    mandato(data, &["trust", "add-root", ca], None);
+    let roots = mandato(data, &["trust", "list"], None)["roots"].clone();
+    assert_eq!(roots.as_array().unwrap().len(), 1);
+    let fingerprint = roots[0]["fingerprint"].as_str().unwrap().to_string();
+    assert_eq!(fingerprint.len(), 64);
+    let removed = mandato(
+        data,
+        &["trust", "remove", &fingerprint.to_uppercase()],
+        None,
+    );
+    assert_eq!(removed["removed"], json!([fingerprint]));
+    assert_eq!(mandato(data, &["trust", "list"], None)["roots"], json!([]));
+    mandato(data, &["trust", "add-root", ca], None);
+    mandato(data, &["trust", "remove", ca], None);
+    assert_eq!(mandato(data, &["trust", "list"], None)["roots"], json!([]));
+
+    // Text mode: a line per item.
+    let text = Command::new(BIN)
+        .arg("--data-dir")
+        .arg(data)
+        .args(["commerce", "list"])
+        .output()
+        .unwrap();
+    assert!(text.status.success());
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .starts_with("76123456-0\tGimnasio")
+    );
+}
+
+#[test]
+fn listings_and_errors_into_a_closed_pipe_end_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    mandato(
+        dir.path(),
+        &["commerce", "add", "--code", "SHOP-1", "--name", "Tienda"],
+        None,
+    );
+    mandato(dir.path(), &["apikey", "create"], None);
+    for args in [
+        &["commerce", "list"][..],
+        &["--json", "commerce", "list"],
+        &["commerce", "show", "SHOP-1", "--secret"],
+        &["apikey", "list"],
+        &["trust", "list"],
+        &["trigger", "--list"],
+        &["--json", "trigger", "--list"],
+    ] {
+        let out = run_into_closed_pipe(dir.path(), args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && !stderr.contains("panicked"),
+            "mandato {args:?} into a closed pipe: {:?}, stderr: {stderr}",
+            out.status
+        );
+    }
+}

@@ -24,6 +24,7 @@ mod secret_grep;
 mod staff;
 mod staff_ui_api;
 mod torture;
+mod trigger;
 mod webhooks;
 
 mod customers;
@@ -37,4 +38,6 @@ mod link;
 mod listen;
 mod mandates;
 mod receivables;
+mod sandbox_banner;
+mod sandbox_reset;
 mod signatures;

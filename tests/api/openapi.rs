@@ -62,6 +62,7 @@ const OPERATIONS: &[(&str, &str, bool, bool)] = &[
         true,
         true,
     ),
+    ("post", "/sandbox/reset", true, true),
 ];
 
 const COMMON: [&str; 8] = [

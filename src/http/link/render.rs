@@ -148,7 +148,28 @@ pub struct View<'a> {
     pub activation: Option<(i64, Submitted)>,
     /// A payment form sent back: the installment's internal id and problems.
     pub payment: Option<(String, Submitted)>,
+    /// A sandbox installation: the page lists the test instruments. Never in production.
+    pub sandbox: bool,
 }
+
+/// The simulated acquirer's test instruments and what each does (`charging::simulated`), shown
+/// on sandbox pages so that whoever tries the page knows what to type. Static text: nothing of
+/// the mandate or the customer goes into it.
+const SANDBOX_BANNER: &str = "<section class=\"sandbox\" role=\"note\" aria-label=\"Entorno de pruebas\">\
+<h2>Entorno de pruebas (sandbox)</h2>\
+<p>Nada se cobra de verdad. Use estos medios de prueba:</p>\
+<ul>\
+<li>Tarjeta terminada en <code>4242</code> o <code>1111</code> (por ejemplo <code>4242 4242 4242 4242</code>), \
+vencimiento futuro, CVV <code>123</code>: aprobada.</li>\
+<li>Tarjeta <code>4000 0000 0000 0002</code>: rechazada por fondos insuficientes \
+(<code>INSUFFICIENT_FUNDS</code>, se reintenta a 1, 3 y 7 días).</li>\
+<li>Tarjeta <code>4000 0000 0000 0069</code>: rechazada, tarjeta vencida (<code>EXPIRED_CARD</code>, sin reintento).</li>\
+<li>Cuenta bancaria terminada en <code>0000</code> (por ejemplo <code>123450000</code>, banco <code>012</code>): \
+en validación, pagada en la siguiente ejecución de cobro.</li>\
+<li>Cuenta terminada en <code>9999</code>: en validación, rechazada en la siguiente ejecución \
+(<code>BANK_VALIDATION_FAILED</code>).</li>\
+<li>Tarjeta o cuenta terminada en <code>0119</code>: el emisor no la acepta al inscribirla.</li>\
+</ul></section>";
 
 const CSS: &str = r#"
 *{box-sizing:border-box}
@@ -188,6 +209,8 @@ button{margin-top:14px;width:100%;padding:12px;font-size:1rem;font-weight:600;bo
 .notice{border-left:4px solid #1f5eff;background:#eef3ff}
 .notice.ok{border-color:#17a34a;background:#ecfbf1}
 .notice.bad{border-color:#c81e1e;background:#fff1f1}
+.sandbox{border:2px dashed #b7791f;background:#fffaeb}
+.sandbox ul{margin:.4rem 0 0;padding-left:1.2rem}
 .muted{color:#5a6478;font-size:.9rem}
 .due{display:flex;justify-content:space-between;gap:8px;flex-wrap:wrap}
 footer{max-width:680px;margin:0 auto;padding:8px 16px 32px;color:#7a8396;font-size:.8rem}
@@ -638,6 +661,9 @@ pub fn mandate_page(view: &View<'_>) -> String {
         esc(&data.customer.first_name)
     );
     let mut body = String::new();
+    if view.sandbox {
+        body.push_str(SANDBOX_BANNER);
+    }
     if let Some(n) = &view.notice {
         notice(&mut body, n, data);
     }
