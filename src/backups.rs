@@ -654,6 +654,74 @@ mod tests {
         assert!(rotate(dir.path(), &config).unwrap().is_empty());
     }
 
+    /// The copy is taken in steps with pauses between them; writes go on meanwhile, and the
+    /// copy still finishes (it reads one snapshot, so other connections' commits do not make
+    /// it start over) and holds the data as it was when it began.
+    #[test]
+    fn a_backup_finishes_while_writes_keep_coming() {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(&dir.path().join("mandato.db")).unwrap());
+        let filler = "x".repeat(1000);
+        store
+            .write(|tx| {
+                for i in 0..4000 {
+                    crate::store::settings::set(tx, &format!("filler-{i}"), &filler)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let written = Arc::new(AtomicUsize::new(0));
+        let writer = {
+            let (store, stop, written) =
+                (Arc::clone(&store), Arc::clone(&stop), Arc::clone(&written));
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let n = written.fetch_add(1, Ordering::Relaxed);
+                    store
+                        .write(|tx| {
+                            Ok(crate::store::settings::set(
+                                tx,
+                                &format!("during-{n}"),
+                                "v",
+                            )?)
+                        })
+                        .unwrap();
+                }
+            })
+        };
+        while written.load(Ordering::Relaxed) < 10 {
+            std::thread::yield_now();
+        }
+        let backups = dir.path().join(DIR_NAME);
+        let before = written.load(Ordering::Relaxed);
+        let started = std::time::Instant::now();
+        let backup = take(&store, &backups, Utc::now()).unwrap();
+        let took = started.elapsed();
+        let during = written.load(Ordering::Relaxed) - before;
+        stop.store(true, Ordering::Relaxed);
+        writer.join().unwrap();
+        eprintln!(
+            "backup of {} bytes in {took:?}; {during} writes committed meanwhile",
+            backup.size
+        );
+        assert!(during > 0, "writes went on while the backup ran");
+        assert_eq!(
+            check_database(&backup.path).unwrap(),
+            crate::store::migrations::latest_version()
+        );
+        let copied: i64 = Connection::open(&backup.path)
+            .unwrap()
+            .query_row(
+                "SELECT count(*) FROM settings WHERE name LIKE 'filler-%'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(copied, 4000);
+    }
+
     #[test]
     fn a_file_that_is_not_a_mandato_database_is_refused() {
         let dir = tempfile::tempdir().unwrap();
