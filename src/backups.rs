@@ -237,7 +237,35 @@ pub fn check(
     for removed in rotate(dir, config)? {
         tracing::info!(file = %removed.file, "old backup removed by rotation");
     }
+    remove_abandoned_partials(dir, now)?;
     Ok(made)
+}
+
+/// Removes the temporary files of copies that a crash or power cut interrupted. Only those
+/// begun over an hour ago: a younger one may be another engine's copy under way.
+pub fn remove_abandoned_partials(dir: &Path, now: DateTime<Utc>) -> io::Result<usize> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    let mut removed = 0;
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(begun) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix('.')?.strip_suffix(".partial"))
+            .and_then(parse_file_name)
+        else {
+            continue;
+        };
+        if now - begun > chrono::Duration::hours(1) {
+            remove_with_companions(&entry.path())?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
 }
 
 /// The engine's backup task: a check at start, then every hour, until `stop` is notified (a
@@ -720,6 +748,27 @@ mod tests {
             )
             .unwrap();
         assert_eq!(copied, 4000);
+    }
+
+    #[test]
+    fn copies_a_crash_interrupted_are_removed_an_hour_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = at(2026, 11, 25, 12);
+        let old = dir
+            .path()
+            .join(format!(".{}.partial", file_name(at(2026, 11, 24, 12))));
+        let young = dir.path().join(format!(
+            ".{}.partial",
+            file_name(now - chrono::Duration::minutes(5))
+        ));
+        let backup = dir.path().join(file_name(at(2026, 11, 20, 12)));
+        for file in [&old, &young, &backup] {
+            fs::write(file, b"pages").unwrap();
+        }
+        fs::write(with_suffix(&old, "-journal"), b"journal").unwrap();
+        assert_eq!(remove_abandoned_partials(dir.path(), now).unwrap(), 1);
+        assert!(!old.exists() && !with_suffix(&old, "-journal").exists());
+        assert!(young.exists() && backup.exists());
     }
 
     #[test]
