@@ -335,6 +335,10 @@ pub fn check_database(path: &Path) -> anyhow::Result<i64> {
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     let latest = crate::store::migrations::latest_version();
     anyhow::ensure!(
+        version >= 1,
+        "it is not a mandato database (no schema version)"
+    );
+    anyhow::ensure!(
         version <= latest,
         "it was written by a newer mandato (schema {version}, this binary knows {latest})"
     );
@@ -344,10 +348,7 @@ pub fn check_database(path: &Path) -> anyhow::Result<i64> {
             [table],
             |r| r.get(0),
         )?;
-        anyhow::ensure!(
-            version >= 1 && found,
-            "it is not a mandato database (no {table} table)"
-        );
+        anyhow::ensure!(found, "it is not a mandato database (no {table} table)");
     }
     drop(conn);
     File::open(path)?.sync_all()?;
@@ -356,7 +357,10 @@ pub fn check_database(path: &Path) -> anyhow::Result<i64> {
 
 /// Held by a running engine: `restore` cannot take the data directory from under it.
 #[derive(Debug)]
-pub struct EngineLock(#[allow(dead_code)] File);
+pub struct EngineLock(
+    // Never read: holding the open file holds the lock, and dropping it releases it.
+    #[allow(dead_code)] File,
+);
 
 /// Takes the engine's shared lock on `DATA_DIR/mandato.lock` (creating the directory, private,
 /// when it does not exist).
