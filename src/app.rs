@@ -88,6 +88,11 @@ pub struct Running {
     /// Connections being served now.
     open_connections: Arc<AtomicUsize>,
     schedule: Option<(Arc<Notify>, tokio::task::JoinHandle<()>)>,
+    /// The daily backup task, when backups are on.
+    backups: Option<(Arc<Notify>, tokio::task::JoinHandle<()>)>,
+    /// The shared lock on the data directory that keeps `restore` out while the engine runs;
+    /// released when the engine has stopped.
+    _lock: crate::backups::EngineLock,
     /// The one-time first-visit setup code, when the engine listens beyond loopback and has no
     /// staff account yet; `serve` prints it.
     pub setup_code: Option<crate::secret::Secret<String>>,
@@ -107,6 +112,10 @@ impl Running {
         (&mut self.server).await??;
         // A run under way finishes first; its events are then delivered or kept for next time.
         if let Some((stop, task)) = self.schedule.take() {
+            stop.notify_one();
+            let _ = task.await;
+        }
+        if let Some((stop, task)) = self.backups.take() {
             stop.notify_one();
             let _ = task.await;
         }
@@ -146,6 +155,8 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
         }
         tracing::warn!(address = %config.listen, "listening beyond this machine");
     }
+    // Before the database is opened, so a restore never swaps it under a starting engine.
+    let lock = tokio::task::block_in_place(|| crate::backups::lock_engine(&config.data_dir))?;
     let (store, keys) = tokio::task::block_in_place(|| open(&config))?;
     tokio::task::block_in_place(|| crate::notify::tls::replace_unconstrained_dev_ca(&store))?;
     // The commands that only make sense in a sandbox (trigger, sandbox reset) read this.
@@ -208,6 +219,17 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
         };
         tokio::spawn(schedule.run(Arc::clone(&schedule_wake), Arc::clone(&schedule_stop)))
     });
+    let backup_task = config.backups.enabled.then(|| {
+        let stop = Arc::new(Notify::new());
+        let task = tokio::spawn(crate::backups::run(
+            Arc::clone(&store),
+            Arc::clone(&clock),
+            crate::backups::directory(&config.data_dir),
+            config.backups.clone(),
+            Arc::clone(&stop),
+        ));
+        (stop, task)
+    });
     let state = AppState {
         processor,
         charger,
@@ -258,6 +280,8 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
         server,
         open_connections,
         schedule: schedule_task.map(|task| (schedule_stop, task)),
+        backups: backup_task,
+        _lock: lock,
         setup_code,
     })
 }

@@ -86,6 +86,11 @@ pub enum Command {
     Listen(ListenArgs),
     /// A commerce's recent events, newest first; `events resend EVENT_ID` sends one again.
     Events(EventsArgs),
+    /// List the automatic backups in DATA_DIR/backups, newest first.
+    Backups,
+    /// Put a backup in place of the database (mandato must be stopped); the replaced database
+    /// is kept beside it as mandato.db.replaced-<time>.
+    Restore { file: PathBuf },
 }
 
 #[derive(Args, Debug)]
@@ -185,6 +190,15 @@ pub struct ServeArgs {
     /// cookie is `Secure`.
     #[arg(long, value_parser = parse_public_url)]
     pub public_url: Option<url::Url>,
+    /// How many days keep their newest automatic backup (the most recent days that have one).
+    #[arg(long, default_value = "7")]
+    pub backup_keep_daily: std::num::NonZeroU32,
+    /// How many ISO weeks before those keep their newest backup.
+    #[arg(long, default_value_t = 4)]
+    pub backup_keep_weekly: u32,
+    /// Take no automatic daily backups.
+    #[arg(long)]
+    pub no_backups: bool,
 }
 
 fn parse_public_url(text: &str) -> Result<url::Url, String> {
@@ -621,6 +635,68 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
                 json: json_mode,
             },
         )?,
+        Command::Backups => {
+            let dir = crate::backups::directory(&config.data_dir);
+            let backups =
+                crate::backups::list(&dir).with_context(|| format!("reading {}", dir.display()))?;
+            let items: Vec<_> = backups
+                .iter()
+                .map(|b| {
+                    json!({"file": b.file, "path": b.path.display().to_string(),
+                           "takenAt": crate::clock::timestamp(b.taken_at), "size": b.size})
+                })
+                .collect();
+            let text = if backups.is_empty() {
+                format!("no backups in {}", dir.display())
+            } else {
+                backups
+                    .iter()
+                    .map(|b| {
+                        format!(
+                            "{}  {}  {} bytes",
+                            b.file,
+                            crate::clock::timestamp(b.taken_at),
+                            b.size
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            };
+            print(
+                json_mode,
+                json!({"directory": dir.display().to_string(), "backups": items}),
+                text,
+            );
+        }
+        Command::Restore { file } => {
+            let restored = crate::backups::restore(&config.data_dir, &file, chrono::Utc::now())?;
+            let latest = crate::store::migrations::latest_version();
+            let mut text = format!(
+                "restored {} into {} (schema {} of {latest}{})",
+                file.display(),
+                restored.database.display(),
+                restored.schema_version,
+                if restored.schema_version < latest {
+                    "; brought up to date at the next start"
+                } else {
+                    ""
+                }
+            );
+            if let Some(replaced) = &restored.replaced {
+                text.push_str(&format!(
+                    "\nthe replaced database is kept as {}",
+                    replaced.display()
+                ));
+            }
+            print(
+                json_mode,
+                json!({"restored": file.display().to_string(),
+                       "database": restored.database.display().to_string(),
+                       "replaced": restored.replaced.as_ref().map(|p| p.display().to_string()),
+                       "schemaVersion": restored.schema_version}),
+                text,
+            );
+        }
         Command::Backup { file } => {
             anyhow::ensure!(
                 !file.exists(),
@@ -739,6 +815,9 @@ pub async fn serve(data_dir: Option<PathBuf>, args: ServeArgs) -> anyhow::Result
     config.public_host = args.public_host;
     config.allow_private_webhooks = args.allow_private_webhooks;
     config.public_url = args.public_url;
+    config.backups.enabled = !args.no_backups;
+    config.backups.keep_daily = args.backup_keep_daily;
+    config.backups.keep_weekly = args.backup_keep_weekly;
     config.environment = Environment::parse(&args.environment).expect("clap checked the value");
     let clock: Arc<dyn crate::clock::Clock> = Arc::new(crate::clock::SystemClock);
     tracing::info!(data_dir = %config.data_dir.display(), "starting");

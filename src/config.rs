@@ -64,6 +64,8 @@ pub struct Config {
     pub allow_private_webhooks: bool,
     /// The listener's limits against slow and numerous clients.
     pub http: HttpLimits,
+    /// Daily backups beside the database, and how many are kept.
+    pub backups: crate::backups::BackupConfig,
 }
 
 /// How long a client may take and how many may be connected (CONTRACT 12, "HTTP").
@@ -111,6 +113,7 @@ impl Config {
             charge_at: chrono::NaiveTime::from_hms_opt(6, 0, 0),
             allow_private_webhooks: false,
             http: HttpLimits::default(),
+            backups: crate::backups::BackupConfig::default(),
         }
     }
 

@@ -7,6 +7,7 @@
 
 pub mod app;
 pub mod auth;
+pub mod backups;
 pub mod charging;
 pub mod cli;
 pub mod clock;

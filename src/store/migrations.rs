@@ -50,6 +50,11 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ),
 ];
 
+/// The schema version (`user_version`) this binary brings a database to.
+pub fn latest_version() -> i64 {
+    MIGRATIONS.len() as i64
+}
+
 pub fn run(conn: &mut Connection) -> anyhow::Result<()> {
     let applied: usize =
         conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))? as usize;

@@ -145,8 +145,15 @@ impl Store {
         // The copy holds the same keys and secrets as the database: private from its first byte.
         private_files::create_private(dest)?;
         let mut dst = Connection::open(dest)?;
+        // One read transaction for the whole copy: its steps read one snapshot, so commits by
+        // other connections between steps do not make the copy start over (under a steady
+        // stream of writes it would never finish), and in WAL the writers are not held up.
+        src.execute_batch("BEGIN")?;
+        src.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
         let backup = rusqlite::backup::Backup::new(&src, &mut dst)?;
         backup.run_to_completion(256, Duration::from_millis(5), None)?;
+        drop(backup);
+        src.execute_batch("COMMIT")?;
         Ok(())
     }
 }

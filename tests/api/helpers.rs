@@ -41,6 +41,8 @@ pub struct Options {
     pub allow_private_webhooks: bool,
     /// The listener's limits (the contract's by default).
     pub http: mandato::config::HttpLimits,
+    /// Daily backups (off unless a test is about them).
+    pub backups: bool,
 }
 
 impl Default for Options {
@@ -52,6 +54,7 @@ impl Default for Options {
             charge_at: None,
             allow_private_webhooks: false,
             http: mandato::config::HttpLimits::default(),
+            backups: false,
         }
     }
 }
@@ -64,6 +67,7 @@ fn test_config(dir: &std::path::Path, options: &Options) -> Config {
     config.charge_at = options.charge_at;
     config.allow_private_webhooks = options.allow_private_webhooks;
     config.http = options.http.clone();
+    config.backups.enabled = options.backups;
     config
 }
 

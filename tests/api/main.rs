@@ -5,6 +5,7 @@ mod helpers;
 mod journey;
 
 mod auth;
+mod backups;
 mod charging;
 mod cli;
 mod crash;

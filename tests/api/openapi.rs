@@ -201,6 +201,7 @@ const STAFF_OPERATIONS: &[(&str, &str)] = &[
     ("get", "/audit/refusals"),
     ("get", "/settings/audit-retention"),
     ("put", "/settings/audit-retention"),
+    ("get", "/backups"),
 ];
 
 #[tokio::test(flavor = "multi_thread")]

@@ -188,6 +188,8 @@ describe("Mandato Desk in a browser", { concurrency: false }, () => {
 
     await page.getByRole("tab", { name: "Entorno" }).click();
     assert.match(await page.getByTestId("jwe-key").innerText(), /BEGIN PUBLIC KEY/);
+    // `serve` backed up at start: the last backup's time and size are shown.
+    assert.match(await page.getByTestId("last-backup").innerText(), /\d.*·\s*[\d.,]+ (B|KiB|MiB)$/);
     await shot("04-settings-environment");
   });
 

@@ -2,6 +2,7 @@
 //! CSRF header, roles enforced on every operation, and a guard against other origins.
 
 pub mod audit;
+pub mod backups;
 pub mod charging;
 pub mod customers;
 pub mod dashboard;
@@ -67,6 +68,7 @@ pub fn router(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(audit::staff_actions))
         .routes(routes!(audit::requests))
         .routes(routes!(audit::refusals))
+        .routes(routes!(backups::list))
         .routes(routes!(
             settings::audit_retention,
             settings::set_audit_retention

@@ -124,6 +124,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/backups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The automatic backups of the database, newest first, and the last one on its own. */
+        get: operations["staff_get_backups"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/charging": {
         parameters: {
             query?: never;
@@ -1183,6 +1200,26 @@ export interface components {
             head?: string | null;
             records: components["schemas"]["AuditRecordDto"][];
         };
+        BackupDto: {
+            /** @description The file's name in the backups directory (`mandato-2026-11-25T031500Z.db`). */
+            file: string;
+            /**
+             * Format: date-time
+             * @description When it was taken (UTC).
+             */
+            takenAt: string;
+            /** Format: int64 */
+            sizeBytes: number;
+        };
+        BackupsDto: {
+            /** @description Whether the engine takes a backup every day (`serve --no-backups` turns it off). */
+            enabled: boolean;
+            /** @description Where the backups are, beside the database. */
+            directory: string;
+            last?: components["schemas"]["BackupDto"] | null;
+            /** @description Every backup kept, newest first. */
+            items: components["schemas"]["BackupDto"][];
+        };
         BankAccountIn: {
             bankCode?: string | null;
             /** @description CHECKING, VISTA or SAVINGS. */
@@ -1411,6 +1448,21 @@ export interface components {
                  * @description Days the API request audit and the refusal counts are kept, 1 to 3650 (default 90).
                  */
                 days: number;
+            };
+        };
+        Envelope_BackupsDto: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                /** @description Whether the engine takes a backup every day (`serve --no-backups` turns it off). */
+                enabled: boolean;
+                /** @description Where the backups are, beside the database. */
+                directory: string;
+                last?: components["schemas"]["BackupDto"] | null;
+                /** @description Every backup kept, newest first. */
+                items: components["schemas"]["BackupDto"][];
             };
         };
         Envelope_ChargingOverview: {
@@ -3364,6 +3416,53 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_get_backups: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description BACKUPS_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_BackupsDto"];
                 };
             };
             /** @description SESSION_REQUIRED */
