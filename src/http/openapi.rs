@@ -635,14 +635,20 @@ fn common_headers() -> Vec<(&'static str, Value)> {
             json!({"type": "string", "minLength": 1, "maxLength": 64, "pattern": "\\S"}),
         ),
         // An RFC 3339 date-time; written as a pattern, since generators type a `date-time`
-        // header as a datetime object that some of them cannot put in a header.
+        // (or `uuid`) header as an object that some of them cannot put in a header.
         (
             "requestDateTime",
             json!({"type": "string", "maxLength": 40,
                    "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$",
                    "description": "RFC 3339 date-time with offset (`2026-11-25T12:00:00.000Z`), within 5 minutes of the server's clock."}),
         ),
-        ("correlationId", json!({"type": "string", "format": "uuid"})),
+        // A UUID, as a pattern for the same reason.
+        (
+            "correlationId",
+            json!({"type": "string",
+                   "pattern": "^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$",
+                   "description": "A UUID, never reused by the commerce within 7 days."}),
+        ),
         ("processId", reference("ProcessId")),
         (
             "salesExecutiveId",

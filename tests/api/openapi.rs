@@ -369,7 +369,7 @@ async fn common_headers_have_their_formats_and_enums() {
             .unwrap_or_else(|| panic!("header {name}"))["schema"]
             .clone()
     };
-    assert_eq!(header("correlationId")["format"], "uuid");
+    assert!(header("correlationId")["pattern"].is_string());
     assert!(header("requestDateTime")["pattern"].is_string());
     assert_eq!(header("channel")["maxLength"], 64);
     assert_eq!(header("salesExecutiveId")["maxLength"], 64);
