@@ -807,42 +807,63 @@ fn external_or_internal() -> Value {
     json!({"type": "string", "minLength": 1, "maxLength": 64, "pattern": EXTERNAL_ID})
 }
 
-/// Responses always carry every member (`null` when it has no value, CONTRACT 11), so every
-/// member of a response schema is required; only the members a response omits are listed.
-const OMITTED_WHEN_ABSENT: &[(&str, &str)] = &[("ClockPayload", "runs")];
+/// The component schemas a request body refers to, directly or through other schemas.
+fn request_schemas(doc: &Value) -> std::collections::HashSet<String> {
+    fn refs(value: &Value, found: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::String(target)) = map.get("$ref")
+                    && let Some(name) = target.strip_prefix("#/components/schemas/")
+                {
+                    found.push(name.to_string());
+                }
+                map.values().for_each(|v| refs(v, found));
+            }
+            Value::Array(items) => items.iter().for_each(|v| refs(v, found)),
+            _ => {}
+        }
+    }
+    let mut pending = Vec::new();
+    for item in doc["paths"]
+        .as_object()
+        .into_iter()
+        .flat_map(|p| p.values())
+    {
+        for operation in item.as_object().into_iter().flat_map(|o| o.values()) {
+            refs(&operation["requestBody"], &mut pending);
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    while let Some(name) = pending.pop() {
+        if seen.insert(name.clone()) {
+            refs(&doc["components"]["schemas"][&name], &mut pending);
+        }
+    }
+    seen
+}
+
+/// Responses always carry every member (`null` when it has no value, CONTRACT 11): every
+/// member of an object schema, and of the object schemas inside it, is required.
+fn require_members(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::Object(properties)) = map.get("properties") {
+                let required: Vec<Value> = properties.keys().map(|p| json!(p)).collect();
+                map.insert("required".into(), Value::Array(required));
+            }
+            map.values_mut().for_each(require_members);
+        }
+        Value::Array(items) => items.iter_mut().for_each(require_members),
+        _ => {}
+    }
+}
 
 fn response_members_required(doc: &mut Value) {
-    let request_schemas: Vec<String> = request_rules()
-        .iter()
-        .map(|r| r.schema.to_string())
-        .chain(
-            [
-                "CancelRequest",
-                "AddressIn",
-                "SignatureRequest",
-                "ProcessIn",
-                "SignatoryIn",
-                "SignatoryRefIn",
-                "DocumentIn",
-                "SignatureDataIn",
-                "SignatureUrlsIn",
-            ]
-            .map(String::from),
-        )
-        .collect();
+    let requests = request_schemas(doc);
     for (name, schema) in schemas(doc).iter_mut() {
-        if request_schemas.contains(name) || name.ends_with("Request") || name.ends_with("In") {
-            continue;
+        if !requests.contains(name) {
+            require_members(schema);
         }
-        let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
-            continue;
-        };
-        let required: Vec<Value> = properties
-            .keys()
-            .filter(|p| !OMITTED_WHEN_ABSENT.contains(&(name.as_str(), p.as_str())))
-            .map(|p| json!(p))
-            .collect();
-        schema["required"] = Value::Array(required);
     }
 }
 

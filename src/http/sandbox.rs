@@ -369,8 +369,7 @@ pub struct ClockPayload {
     /// Business time (the wall clock moved by the offset).
     pub now: String,
     pub offset_days: i64,
-    /// One summary per date crossed by an advance, in order.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// One summary per date crossed by an advance, in order; null when the clock was only read.
     pub runs: Option<Vec<RunSummaryDto>>,
 }
 

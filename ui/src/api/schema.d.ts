@@ -1074,28 +1074,90 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    payment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An installment changed state
+         * @description POSTed to the mandate's `urls.paymentWebhook` on every installment state change.
+         */
+        post: operations["webhook_payment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    activation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A mandate was activated or cancelled
+         * @description POSTed to the mandate's `urls.activationWebhook` when it becomes ACTIVE and when it is cancelled.
+         */
+        post: operations["webhook_activation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    signature: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A signature process advanced
+         * @description POSTed to the process's `urls.webhook` when a signatory signs and when the process completes, is rejected, cancelled or expires.
+         */
+        post: operations["webhook_signature"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         ActivateRequest: {
             /**
-             * Format: int64
              * @description 3, 4, 11 (cards) or 5, 6, 14 (bank debit).
+             * @enum {integer}
              */
-            paymentMethodId?: number | null;
+            paymentMethodId: 3 | 4 | 5 | 6 | 11 | 14;
             card?: components["schemas"]["CardIn"] | null;
             bankAccount?: components["schemas"]["BankAccountIn"] | null;
+        } & {
+            [key: string]: unknown;
         };
         AddInstallmentsRequest: {
-            customer?: components["schemas"]["CustomerRefIn"] | null;
-            product?: components["schemas"]["ProductRefIn"] | null;
-            /**
-             * Format: int64
-             * @description Must equal the number of `installments`.
-             */
-            installmentsNumber?: number | null;
-            installments?: components["schemas"]["InstallmentIn"][] | null;
+            customer: components["schemas"]["CustomerRefIn"];
+            product: components["schemas"]["ProductRefIn"];
+            /** @description Must equal the number of `installments`. */
+            installmentsNumber: number;
+            installments: components["schemas"]["InstallmentIn"][];
             urls?: components["schemas"]["UrlsIn"] | null;
+        } & {
+            [key: string]: unknown;
         };
         AddressIn: {
             street?: string | null;
@@ -1106,15 +1168,22 @@ export interface components {
             region?: string | null;
             country?: string | null;
         };
-        AdvanceRequest: {
-            /** @description A business date after today (YYYY-MM-DD). */
-            advanceTo?: string | null;
+        AdvanceRequest: ({
             /**
-             * Format: int64
-             * @description 1 to 400 days.
+             * Format: date
+             * @description A business date after today (YYYY-MM-DD).
              */
+            advanceTo?: string | null;
+            /** @description 1 to 400 days. */
             advanceDays?: number | null;
-        };
+        } & {
+            [key: string]: unknown;
+        }) & (({
+            /** Format: date */
+            advanceTo: string;
+        } & unknown) | ({
+            advanceDays: number;
+        } & unknown));
         ApiKeyDto: {
             /** @description The key's first 8 characters, to tell keys apart. */
             prefix: string;
@@ -1122,7 +1191,7 @@ export interface components {
             allCommerces: boolean;
             commerces: string[];
             createdAt: string;
-            revokedAt?: string | null;
+            revokedAt: string | null;
         };
         ApiKeysPayload: {
             items: components["schemas"]["ApiKeyDto"][];
@@ -1134,9 +1203,9 @@ export interface components {
             /** Format: int64 */
             durationMs: number;
             /** Format: int64 */
-            statusCode?: number | null;
-            responseExcerpt?: string | null;
-            error?: string | null;
+            statusCode: number | null;
+            responseExcerpt: string | null;
+            error: string | null;
             /** @description DELIVERED, RETRY (another attempt is scheduled) or FAILED. */
             outcome: string;
         };
@@ -1149,9 +1218,9 @@ export interface components {
              *     IDENTITY_CONFIRMED, SIGNED, REJECTED, CANCELLED, EXPIRED, COMPLETED.
              */
             action: string;
-            signatoryId?: string | null;
-            ip?: string | null;
-            userAgent?: string | null;
+            signatoryId: string | null;
+            ip: string | null;
+            userAgent: string | null;
             /** @description `[{"documentName", "sha256"}]` at the time of the act. */
             documents: Record<string, never>;
             detail: Record<string, never>;
@@ -1179,37 +1248,43 @@ export interface components {
              * Format: int64
              * @description The first record that does not.
              */
-            brokenAt?: number | null;
-            head?: string | null;
+            brokenAt: number | null;
+            head: string | null;
             records: components["schemas"]["AuditRecordDto"][];
         };
         BankAccountIn: {
-            bankCode?: string | null;
-            /** @description CHECKING, VISTA or SAVINGS. */
-            accountType?: string | null;
+            bankCode: string;
+            /**
+             * @description CHECKING, VISTA or SAVINGS.
+             * @enum {string}
+             */
+            accountType: "CHECKING" | "VISTA" | "SAVINGS";
             /** @description Ending 0000 approves at settlement, 9999 is rejected at validation. */
-            accountNumber?: string | null;
-            holderRut?: string | null;
+            accountNumber: string;
+            holderRut: string;
         };
         CancelProcessIn: {
-            internalId?: string | null;
+            /** @description `sig_...` */
+            internalId: string;
         };
         CancelRequest: {
             /** @description The reason, 3 to 500 characters (also accepted as the query parameter `description`). */
-            description?: string | null;
+            description: string;
         };
         CancelSignatureRequest: {
-            process?: components["schemas"]["CancelProcessIn"] | null;
+            process: components["schemas"]["CancelProcessIn"];
+        } & {
+            [key: string]: unknown;
         };
         CancellationDto: {
             description: string;
         };
         CardIn: {
             /** @description A test card: ending 1111/4242 approve, 0002 INSUFFICIENT_FUNDS, 0069 EXPIRED_CARD. */
-            number?: string | null;
+            number: string;
             /** @description MM/YY. */
-            expiry?: string | null;
-            cvv?: string | null;
+            expiry: string;
+            cvv: string;
         };
         ChargeAttemptDto: {
             /** Format: int64 */
@@ -1220,34 +1295,38 @@ export interface components {
             /** Format: double */
             amount: number;
             currencyId: string;
-            authorizationCode?: string | null;
-            rejectionCode?: string | null;
+            authorizationCode: string | null;
+            rejectionCode: string | null;
             startedAt: string;
-            finishedAt?: string | null;
+            finishedAt: string | null;
         };
         ChargesIn: {
-            currencyId?: string | null;
-            /** Format: double */
+            /** @enum {string} */
+            currencyId: "CLP" | "CLF" | "USD";
+            /** @description In the currency's major unit, with at most its decimals: CLP 0, USD 2, CLF 4. */
             amount?: number | null;
             /** @description WEEKLY, MONTHLY, BIMONTHLY, QUARTERLY, SEMIANNUAL, ANNUAL. */
-            periodicity?: string | null;
+            periodicity?: ("WEEKLY" | "MONTHLY" | "BIMONTHLY" | "QUARTERLY" | "SEMIANNUAL" | "ANNUAL") | null;
+            /** Format: date */
             startDate?: string | null;
-            /** Format: int64 */
             count?: number | null;
-            /** @description Inclusive. */
-            endDate?: string | null;
-            /** @description ONEPAY; defaults to today. */
-            dueDate?: string | null;
             /**
-             * Format: double
-             * @description DYNAMIC: the largest amount of one installment.
+             * Format: date
+             * @description Inclusive.
              */
+            endDate?: string | null;
+            /**
+             * Format: date
+             * @description ONEPAY; defaults to today.
+             */
+            dueDate?: string | null;
+            /** @description In the currency's major unit, with at most its decimals: CLP 0, USD 2, CLF 4. */
             maxAmount?: number | null;
         };
         ChargingOverview: {
             /** @description Newest first, at most 50. */
             runs: components["schemas"]["RunDto"][];
-            running?: components["schemas"]["ProgressDto"] | null;
+            running: components["schemas"]["ProgressDto"] | null;
             /** @description The business date, and whether the sandbox clock may be moved. */
             today: string;
             sandbox: boolean;
@@ -1261,8 +1340,8 @@ export interface components {
             now: string;
             /** Format: int64 */
             offsetDays: number;
-            /** @description One summary per date crossed by an advance, in order. */
-            runs?: components["schemas"]["RunSummaryDto"][] | null;
+            /** @description One summary per date crossed by an advance, in order; null when the clock was only read. */
+            runs: components["schemas"]["RunSummaryDto"][] | null;
         };
         CommerceBrief: {
             code: string;
@@ -1272,7 +1351,7 @@ export interface components {
             code: string;
             name: string;
             /** @description Allowed `channel` header values; null: any. */
-            channels?: string[] | null;
+            channels: string[] | null;
             paymentMethods: number[];
             authorizationRequired: boolean;
             /** @description The commerce's policy, or the default. */
@@ -1280,7 +1359,7 @@ export interface components {
             /** @description False when the commerce uses the default policy. */
             customRetryPolicy: boolean;
             /** @description During a secret rotation: until when the previous secret also signs. */
-            previousSecretValidUntil?: string | null;
+            previousSecretValidUntil: string | null;
             createdAt: string;
         };
         CommercesPayload: {
@@ -1288,10 +1367,11 @@ export interface components {
         };
         ContactsDto: {
             email: string;
-            phone?: string | null;
+            phone: string | null;
         };
         ContactsIn: {
-            email?: string | null;
+            /** Format: email */
+            email: string;
             phone?: string | null;
         };
         Credentials: {
@@ -1316,18 +1396,18 @@ export interface components {
             userId: string;
             identificationDocument: components["schemas"]["IdentificationDocumentDto"];
             personalInformation: components["schemas"]["PersonalInformationDto"];
-            address?: Record<string, never> | null;
+            address: Record<string, never> | null;
             contacts: components["schemas"]["ContactsDto"];
             createdAt: string;
             updatedAt: string;
         };
         CustomerIn: {
             /** @description The merchant's id of the customer; unique per commerce. */
-            userId?: string | null;
-            identificationDocument?: components["schemas"]["IdentificationDocumentIn"] | null;
-            personalInformation?: components["schemas"]["PersonalInformationIn"] | null;
+            userId: string;
+            identificationDocument: components["schemas"]["IdentificationDocumentIn"];
+            personalInformation: components["schemas"]["PersonalInformationIn"];
             address?: components["schemas"]["AddressIn"] | null;
-            contacts?: components["schemas"]["ContactsIn"] | null;
+            contacts: components["schemas"]["ContactsIn"];
         };
         CustomerLineDto: {
             customer: components["schemas"]["CustomerDto"];
@@ -1340,12 +1420,18 @@ export interface components {
         };
         CustomerRefIn: {
             userId?: string | null;
+            /** @description `usr_...` */
             internalUserId?: string | null;
-        };
+        } & (({
+            userId: string;
+        } & unknown) | ({
+            /** @description `usr_...` */
+            internalUserId: string;
+        } & unknown));
         CustomersPage: {
             items: components["schemas"]["CustomerLineDto"][];
             /** @description Null on the last page. */
-            nextCursor?: string | null;
+            nextCursor: string | null;
         };
         Dashboard: {
             /** @description The business date. */
@@ -1361,7 +1447,7 @@ export interface components {
             /** @description The ten next installments to charge. */
             nextCharges: components["schemas"]["NextCharge"][];
             failingWebhooks: components["schemas"]["FailingWebhooks"];
-            lastRun?: components["schemas"]["RunDto"] | null;
+            lastRun: components["schemas"]["RunDto"] | null;
         };
         DayAmounts: {
             /** @description A business date, `YYYY-MM-DD`. */
@@ -1387,9 +1473,11 @@ export interface components {
         };
         EncryptRequest: {
             /** @description 1 to 200 characters. Never logged. */
-            password?: string | null;
-            /** @description The environment's public key (PEM), 100 to 10000 characters. */
-            publicKey?: string | null;
+            password: string;
+            /** @description The environment's public key (PEM), as `/.well-known/jwe-public-key` gives it. */
+            publicKey: string;
+        } & {
+            [key: string]: unknown;
         };
         Envelope_ApiKeysPayload: {
             /** Format: int32 */
@@ -1421,7 +1509,7 @@ export interface components {
             payload: {
                 /** @description Newest first, at most 50. */
                 runs: components["schemas"]["RunDto"][];
-                running?: components["schemas"]["ProgressDto"] | null;
+                running: components["schemas"]["ProgressDto"] | null;
                 /** @description The business date, and whether the sandbox clock may be moved. */
                 today: string;
                 sandbox: boolean;
@@ -1441,8 +1529,8 @@ export interface components {
                 now: string;
                 /** Format: int64 */
                 offsetDays: number;
-                /** @description One summary per date crossed by an advance, in order. */
-                runs?: components["schemas"]["RunSummaryDto"][] | null;
+                /** @description One summary per date crossed by an advance, in order; null when the clock was only read. */
+                runs: components["schemas"]["RunSummaryDto"][] | null;
             };
         };
         Envelope_CommercesPayload: {
@@ -1474,7 +1562,7 @@ export interface components {
             payload: {
                 items: components["schemas"]["CustomerLineDto"][];
                 /** @description Null on the last page. */
-                nextCursor?: string | null;
+                nextCursor: string | null;
             };
         };
         Envelope_Dashboard: {
@@ -1496,7 +1584,7 @@ export interface components {
                 /** @description The ten next installments to charge. */
                 nextCharges: components["schemas"]["NextCharge"][];
                 failingWebhooks: components["schemas"]["FailingWebhooks"];
-                lastRun?: components["schemas"]["RunDto"] | null;
+                lastRun: components["schemas"]["RunDto"] | null;
             };
         };
         Envelope_Empty: {
@@ -1555,7 +1643,7 @@ export interface components {
             message: string;
             payload: {
                 items: components["schemas"]["ListedEventDto"][];
-                nextCursor?: string | null;
+                nextCursor: string | null;
             };
         };
         Envelope_Faults: {
@@ -1569,14 +1657,14 @@ export interface components {
                  * Format: int32
                  * @description Deliver every n-th event twice (0 or absent: never).
                  */
-                duplicateEvery?: number;
+                duplicateEvery: number;
                 /** @description Send each batch of due events newest first. */
-                reorder?: boolean;
+                reorder: boolean;
                 /**
                  * Format: int32
                  * @description Hold each event this long after its creation before its first attempt.
                  */
-                delaySeconds?: number;
+                delaySeconds: number;
             };
         };
         Envelope_InstallmentDto: {
@@ -1600,11 +1688,11 @@ export interface components {
                 /** Format: int64 */
                 attempts: number;
                 /** Format: int64 */
-                paymentMethodId?: number | null;
-                authorizationCode?: string | null;
-                rejection?: components["schemas"]["RejectionDto"] | null;
+                paymentMethodId: number | null;
+                authorizationCode: string | null;
+                rejection: components["schemas"]["RejectionDto"] | null;
                 /** @description Manual payment evidence, when marked paid by the merchant. */
-                payment?: Record<string, never> | null;
+                payment: Record<string, never> | null;
             };
         };
         Envelope_InstallmentsPayload: {
@@ -1657,7 +1745,7 @@ export interface components {
                 mandate: components["schemas"]["MandateDto"];
                 customer: components["schemas"]["CustomerDto"];
                 /** @description The enrolled method (`id`, `name`, masked `instrument`); null before activation. */
-                paymentMethod?: Record<string, never> | null;
+                paymentMethod: Record<string, never> | null;
                 /** @description By due date: the schedule. */
                 installments: components["schemas"]["StaffInstallment"][];
                 /** @description Every event of the mandate, in sequence order. */
@@ -1676,7 +1764,7 @@ export interface components {
                 mandate: components["schemas"]["MandateDto"];
                 customer: components["schemas"]["CustomerDto"];
                 /** @description The enrolled method (`id`, `name`, masked `instrument`); null before activation. */
-                paymentMethod?: Record<string, never> | null;
+                paymentMethod: Record<string, never> | null;
                 /** @description Ordered by due date. */
                 installments: components["schemas"]["InstallmentDto"][];
             };
@@ -1689,7 +1777,7 @@ export interface components {
             payload: {
                 items: components["schemas"]["MandateLineDto"][];
                 /** @description Null on the last page. */
-                nextCursor?: string | null;
+                nextCursor: string | null;
             };
         };
         Envelope_NewApiKeyResult: {
@@ -1714,7 +1802,7 @@ export interface components {
                 /** @description Shown once: the key of the webhook signatures. */
                 webhookSecret: string;
                 /** @description Shown once, when it was generated. */
-                password?: string | null;
+                password: string | null;
             };
         };
         Envelope_NotificationPayload: {
@@ -1737,7 +1825,7 @@ export interface components {
             payload: {
                 items: components["schemas"]["ReceivableItem"][];
                 /** @description Pass as `cursor` for the next page; null on the last page. */
-                nextCursor?: string | null;
+                nextCursor: string | null;
             };
         };
         Envelope_RedeliverPayload: {
@@ -1794,7 +1882,7 @@ export interface components {
             message: string;
             payload: {
                 items: components["schemas"]["RequestDto"][];
-                nextCursor?: string | null;
+                nextCursor: string | null;
             };
         };
         Envelope_RetryPolicyDto: {
@@ -1910,7 +1998,7 @@ export interface components {
             message: string;
             payload: {
                 items: components["schemas"]["ListedSignatureDto"][];
-                nextCursor?: string | null;
+                nextCursor: string | null;
             };
         };
         Envelope_StaffAuditPage: {
@@ -1920,7 +2008,7 @@ export interface components {
             message: string;
             payload: {
                 items: components["schemas"]["StaffActionDto"][];
-                nextCursor?: string | null;
+                nextCursor: string | null;
             };
         };
         Envelope_StaffDto: {
@@ -1934,7 +2022,7 @@ export interface components {
                 role: string;
                 createdAt: string;
                 /** @description Disabled accounts cannot sign in. */
-                disabledAt?: string | null;
+                disabledAt: string | null;
             };
         };
         Envelope_StaffPayload: {
@@ -2016,7 +2104,7 @@ export interface components {
             statusCode: number;
             name: string;
             message: string;
-            correlationId?: string | null;
+            correlationId: string | null;
             errors: components["schemas"]["FieldError"][];
         };
         EventDetail: {
@@ -2033,7 +2121,7 @@ export interface components {
             kind: string;
             /** Format: int64 */
             sequence: number;
-            url?: string | null;
+            url: string | null;
             /** @description PENDING, DELIVERED, FAILED, or NO_URL (kept as history; nothing to send). */
             deliveryState: string;
             /**
@@ -2041,9 +2129,9 @@ export interface components {
              * @description Automatic attempts so far.
              */
             attempts: number;
-            nextAttemptAt?: string | null;
+            nextAttemptAt: string | null;
             createdAt: string;
-            deliveredAt?: string | null;
+            deliveredAt: string | null;
         };
         /** @description A state as an event body names it. */
         EventState: {
@@ -2053,26 +2141,26 @@ export interface components {
         };
         EventsPage: {
             items: components["schemas"]["ListedEventDto"][];
-            nextCursor?: string | null;
+            nextCursor: string | null;
         };
         FailingEvent: {
             eventId: string;
             kind: string;
-            url?: string | null;
+            url: string | null;
             /** @description FAILED, or PENDING after failed attempts (retrying). */
             deliveryState: string;
             /** Format: int64 */
             attempts: number;
             createdAt: string;
-            mandateInternalId?: string | null;
+            mandateInternalId: string | null;
             commerce: string;
             /**
              * Format: int64
              * @description The latest attempt's HTTP status, when an answer came.
              */
-            lastStatus?: number | null;
+            lastStatus: number | null;
             /** @description The latest attempt's error or response excerpt. */
-            lastError?: string | null;
+            lastError: string | null;
         };
         FailingWebhooks: {
             /** Format: int64 */
@@ -2088,14 +2176,29 @@ export interface components {
              * Format: int32
              * @description Deliver every n-th event twice (0 or absent: never).
              */
-            duplicateEvery?: number;
+            duplicateEvery: number;
             /** @description Send each batch of due events newest first. */
-            reorder?: boolean;
+            reorder: boolean;
             /**
              * Format: int32
              * @description Hold each event this long after its creation before its first attempt.
              */
-            delaySeconds?: number;
+            delaySeconds: number;
+        };
+        /**
+         * @description The fault injection as sent: numbers are read as JSON numbers and bounded here, so that a
+         *     value `/openapi.json` forbids (a fraction, a negative, past the maximum) is a 400 naming its
+         *     field and is never stored.
+         */
+        FaultsIn: {
+            /** @description Deliver every n-th event twice (0: never). */
+            duplicateEvery?: number | null;
+            /** @description Send each batch of due events newest first. */
+            reorder?: boolean | null;
+            /** @description Hold each event this long after its creation before its first attempt. */
+            delaySeconds?: number | null;
+        } & {
+            [key: string]: unknown;
         };
         /**
          * @description One problem with one input, located by a JSON path (`customer.contacts.email`,
@@ -2111,10 +2214,10 @@ export interface components {
             /** @description When the installment reached that state. */
             at: string;
             /** @description The payment event that told the merchant; null for the creation. */
-            eventId?: string | null;
+            eventId: string | null;
             /** @description That event's delivery: PENDING, DELIVERED, FAILED or NO_URL. */
-            deliveryState?: string | null;
-            rejectionCode?: string | null;
+            deliveryState: string | null;
+            rejectionCode: string | null;
         };
         IdentificationDocumentDto: {
             type: string;
@@ -2123,9 +2226,9 @@ export interface components {
         };
         IdentificationDocumentIn: {
             /** @description `RUT`. */
-            type?: string | null;
-            /** @description The RUT, with or without dots and dash (`12.345.678-5`). */
-            number?: string | null;
+            type?: "RUT" | null;
+            /** @description The RUT, with or without dots and dash; its check digit (modulo 11, `K` either case) must be right. */
+            number: string;
         };
         InstallmentDto: {
             internalId: string;
@@ -2143,22 +2246,28 @@ export interface components {
             /** Format: int64 */
             attempts: number;
             /** Format: int64 */
-            paymentMethodId?: number | null;
-            authorizationCode?: string | null;
-            rejection?: components["schemas"]["RejectionDto"] | null;
+            paymentMethodId: number | null;
+            authorizationCode: string | null;
+            rejection: components["schemas"]["RejectionDto"] | null;
             /** @description Manual payment evidence, when marked paid by the merchant. */
-            payment?: Record<string, never> | null;
+            payment: Record<string, never> | null;
         };
         InstallmentIdsIn: {
             ids?: string[] | null;
             internalIds?: string[] | null;
-        };
+        } & (({
+            ids: string[];
+        } & unknown) | ({
+            internalIds: string[];
+        } & unknown));
         InstallmentIn: {
-            id?: string | null;
-            /** Format: double */
-            amount?: number | null;
-            installmentDueDate?: string | null;
-            currencyId?: string | null;
+            id: string;
+            /** @description In the currency's major unit, with at most its decimals: CLP 0, USD 2, CLF 4. */
+            amount: number;
+            /** Format: date */
+            installmentDueDate: string;
+            /** @enum {string} */
+            currencyId: "CLP" | "CLF" | "USD";
         };
         InstallmentsPayload: {
             product: components["schemas"]["ProductSummary"];
@@ -2180,14 +2289,14 @@ export interface components {
         };
         ListedEventDto: components["schemas"]["EventDto"] & {
             commerce: string;
-            mandateInternalId?: string | null;
-            installmentInternalId?: string | null;
+            mandateInternalId: string | null;
+            installmentInternalId: string | null;
         };
         ListedSignatureDto: {
             internalId: string;
             commerce: string;
             processName: string;
-            externalProcessId?: string | null;
+            externalProcessId: string | null;
             state: components["schemas"]["StateDto"];
             signatories: number;
             signed: number;
@@ -2195,7 +2304,7 @@ export interface components {
             createdAt: string;
             /** @description Business time. */
             expiresAt: string;
-            finishedAt?: string | null;
+            finishedAt: string | null;
         };
         LoginPayload: {
             /** @description ES256 JWT, sent afterwards as `Authorization: Bearer <token>`. */
@@ -2210,12 +2319,11 @@ export interface components {
         };
         LoginRequest: {
             /** @description The commerce code; must equal the `commerce` header. */
-            username?: string | null;
-            /**
-             * @description The commerce password as a compact JWE (RSA-OAEP-256 + A256GCM) under the environment's
-             *     public key. Plain text is refused.
-             */
-            password?: string | null;
+            username: string;
+            /** @description The commerce password as a compact JWE (five base64url parts) under the environment's public key. */
+            password: string;
+        } & {
+            [key: string]: unknown;
         };
         MandateActions: {
             cancel: boolean;
@@ -2226,7 +2334,7 @@ export interface components {
             mandate: components["schemas"]["MandateDto"];
             customer: components["schemas"]["CustomerDto"];
             /** @description The enrolled method (`id`, `name`, masked `instrument`); null before activation. */
-            paymentMethod?: Record<string, never> | null;
+            paymentMethod: Record<string, never> | null;
             /** @description By due date: the schedule. */
             installments: components["schemas"]["StaffInstallment"][];
             /** @description Every event of the mandate, in sequence order. */
@@ -2239,7 +2347,7 @@ export interface components {
             id: string;
             type: string;
             name: string;
-            detail?: string | null;
+            detail: string | null;
             state: components["schemas"]["StateDto"];
             terminateWhenCharged: boolean;
             /**
@@ -2248,12 +2356,12 @@ export interface components {
              */
             charges: Record<string, never>;
             paymentMethods: number[];
-            metadata?: Record<string, never> | null;
+            metadata: Record<string, never> | null;
             urls: components["schemas"]["UrlsDto"];
             /** @description Absolute URL of the customer's activation page. */
             magicLink: string;
             magicLinkExpiresAt: string;
-            cancellation?: components["schemas"]["CancellationDto"] | null;
+            cancellation: components["schemas"]["CancellationDto"] | null;
             createdAt: string;
             updatedAt: string;
         };
@@ -2265,20 +2373,23 @@ export interface components {
             sequence: number;
             deliveryState: string;
             createdAt: string;
-            installmentInternalId?: string | null;
-            state?: components["schemas"]["EventState"] | null;
+            installmentInternalId: string | null;
+            state: components["schemas"]["EventState"] | null;
         };
         MandateIn: {
             /** @description The merchant's mandate id, unique per commerce. */
-            id?: string | null;
-            /** @description DYNAMIC, PERMANENT, SUBSCRIPTION or ONEPAY. */
-            type?: string | null;
-            name?: string | null;
+            id: string;
+            /**
+             * @description DYNAMIC, PERMANENT, SUBSCRIPTION or ONEPAY.
+             * @enum {string}
+             */
+            type: "DYNAMIC" | "PERMANENT" | "SUBSCRIPTION" | "ONEPAY";
+            name: string;
             detail?: string | null;
-            charges?: components["schemas"]["ChargesIn"] | null;
+            charges: components["schemas"]["ChargesIn"];
             /** @description ONEPAY: defaults to true (the mandate finishes once paid). */
             terminateWhenCharged?: boolean | null;
-        };
+        } & (unknown & unknown & unknown & unknown);
         MandateLineDto: {
             internalId: string;
             id: string;
@@ -2291,9 +2402,9 @@ export interface components {
              * Format: double
              * @description `charges.amount` (per period, or the total of a ONEPAY), or a DYNAMIC's `maxAmount`.
              */
-            amount?: number | null;
-            currencyId?: string | null;
-            periodicity?: string | null;
+            amount: number | null;
+            currencyId: string | null;
+            periodicity: string | null;
             createdAt: string;
             updatedAt: string;
         };
@@ -2302,25 +2413,27 @@ export interface components {
             mandate: components["schemas"]["MandateDto"];
             customer: components["schemas"]["CustomerDto"];
             /** @description The enrolled method (`id`, `name`, masked `instrument`); null before activation. */
-            paymentMethod?: Record<string, never> | null;
+            paymentMethod: Record<string, never> | null;
             /** @description Ordered by due date. */
             installments: components["schemas"]["InstallmentDto"][];
         };
         MandateRequest: {
-            customer?: components["schemas"]["CustomerRefIn"] | null;
-            mandate?: components["schemas"]["MandateIn"] | null;
+            customer: components["schemas"]["CustomerRefIn"];
+            mandate: components["schemas"]["MandateIn"];
             /** @description Subset of 3, 4, 11, 5, 6, 14; omitted: the commerce's enabled methods. */
-            paymentMethods?: number[] | null;
+            paymentMethods?: (3 | 4 | 5 | 6 | 11 | 14)[] | null;
             /** @description DYNAMIC: any number; ONEPAY: at most one, for the total; others: none. */
             installments?: components["schemas"]["InstallmentIn"][] | null;
-            /** @description Merchant-owned JSON object, returned as sent. */
+            /** @description Merchant-owned JSON object (at most 16 KiB), returned as sent. */
             metadata?: Record<string, never> | null;
             urls?: components["schemas"]["UrlsIn"] | null;
+        } & {
+            [key: string]: unknown;
         };
         MandatesPage: {
             items: components["schemas"]["MandateLineDto"][];
             /** @description Null on the last page. */
-            nextCursor?: string | null;
+            nextCursor: string | null;
         };
         /** @description An amount in a currency, the way the API writes amounts (a JSON number, shortest form). */
         MoneyDto: {
@@ -2360,7 +2473,7 @@ export interface components {
             /** @description Shown once: the key of the webhook signatures. */
             webhookSecret: string;
             /** @description Shown once, when it was generated. */
-            password?: string | null;
+            password: string | null;
         };
         NewStaffRequest: {
             email?: string | null;
@@ -2388,24 +2501,30 @@ export interface components {
             body: Record<string, never>;
             attempts: components["schemas"]["AttemptDto"][];
         };
-        OutcomeRequest: {
-            /** @description PAID or REJECTED (decide the next charge attempt), or REVERSED (now, on a PAID one). */
-            result?: string | null;
+        OutcomeRequest: ({
+            /**
+             * @description PAID or REJECTED (decide the next charge attempt), or REVERSED (now, on a PAID one).
+             * @enum {string}
+             */
+            result: "PAID" | "REJECTED" | "REVERSED";
             /**
              * @description With REJECTED: INSUFFICIENT_FUNDS (soft), CARD_DECLINED, EXPIRED_CARD, ACCOUNT_CLOSED,
              *     BANK_VALIDATION_FAILED.
              */
-            code?: string | null;
-        };
+            code?: ("INSUFFICIENT_FUNDS" | "CARD_DECLINED" | "EXPIRED_CARD" | "ACCOUNT_CLOSED" | "BANK_VALIDATION_FAILED") | null;
+        } & {
+            [key: string]: unknown;
+        }) & unknown;
         PaymentIn: {
-            /** @description The date the payment was made, not after today. */
-            date?: string | null;
             /**
-             * Format: double
-             * @description The sum of the listed installments.
+             * Format: date
+             * @description The date the payment was made, not after today.
              */
-            amount?: number | null;
-            currencyId?: string | null;
+            date: string;
+            /** @description In the currency's major unit, with at most its decimals: CLP 0, USD 2, CLF 4. */
+            amount: number;
+            /** @enum {string} */
+            currencyId: "CLP" | "CLF" | "USD";
             /** @description Required when the commerce's contract says so. */
             authorizationCode?: string | null;
             /** @description How it was paid (`TRANSFER`, `CASH`, ...); free text. */
@@ -2414,11 +2533,11 @@ export interface components {
         PersonalInformationDto: {
             firstName: string;
             lastName: string;
-            secondLastName?: string | null;
+            secondLastName: string | null;
         };
         PersonalInformationIn: {
-            firstName?: string | null;
-            lastName?: string | null;
+            firstName: string;
+            lastName: string;
             secondLastName?: string | null;
         };
         ProcessIn: {
@@ -2436,8 +2555,14 @@ export interface components {
         };
         ProductRefIn: {
             id?: string | null;
+            /** @description `man_...` */
             internalId?: string | null;
-        };
+        } & (({
+            id: string;
+        } & unknown) | ({
+            /** @description `man_...` */
+            internalId: string;
+        } & unknown));
         ProductSummary: {
             internalId: string;
             id: string;
@@ -2467,7 +2592,7 @@ export interface components {
         ReceivablesPayload: {
             items: components["schemas"]["ReceivableItem"][];
             /** @description Pass as `cursor` for the next page; null on the last page. */
-            nextCursor?: string | null;
+            nextCursor: string | null;
         };
         RedeliverPayload: {
             eventId: string;
@@ -2508,14 +2633,14 @@ export interface components {
         };
         RejectionDto: {
             code: string;
-            message?: string | null;
+            message: string | null;
         };
         RemovedRoot: {
             fingerprint: string;
         };
         RequestAuditPage: {
             items: components["schemas"]["RequestDto"][];
-            nextCursor?: string | null;
+            nextCursor: string | null;
         };
         RequestDto: {
             at: string;
@@ -2526,13 +2651,13 @@ export interface components {
             status: number;
             /** Format: double */
             durationMs: number;
-            commerce?: string | null;
-            correlationId?: string | null;
+            commerce: string | null;
+            correlationId: string | null;
             /** @description The first 8 characters of the API key used. */
-            apiKeyPrefix?: string | null;
+            apiKeyPrefix: string | null;
             /** @description The common headers as received, without `x-api-key` and `Authorization`. */
             headers: Record<string, never>;
-            peer?: string | null;
+            peer: string | null;
         };
         RetryPolicyDto: {
             /** @description Days after the first rejection on which a soft decline is retried. */
@@ -2568,7 +2693,7 @@ export interface components {
             /** @description RUNNING, FINISHED or INTERRUPTED (the process stopped mid-run; reconciled at start). */
             state: string;
             startedAt: string;
-            finishedAt?: string | null;
+            finishedAt: string | null;
             /** Format: int64 */
             total: number;
             /** Format: int64 */
@@ -2618,7 +2743,7 @@ export interface components {
         SandboxCodeDto: {
             /** @description The current one-time code: sandbox only, never shown in the signing page. */
             code: string;
-            expiresAt?: string | null;
+            expiresAt: string | null;
             /** @description Already entered correctly. */
             used: boolean;
             /**
@@ -2662,11 +2787,11 @@ export interface components {
             state: components["schemas"]["StateDto"];
             /** @description The signatory's own link; it is the only credential, send it to that person only. */
             signingUrl: string;
-            viewedAt?: string | null;
-            identityConfirmedAt?: string | null;
-            signedAt?: string | null;
-            rejectedAt?: string | null;
-            rejectionReason?: string | null;
+            viewedAt: string | null;
+            identityConfirmedAt: string | null;
+            signedAt: string | null;
+            rejectedAt: string | null;
+            rejectionReason: string | null;
         };
         SignatoryIn: {
             /** @description Exactly one of `userId` and `internalUserId`. */
@@ -2720,7 +2845,7 @@ export interface components {
             /** @description Lowercase hex SHA-256 of the bytes uploaded. */
             sha256: string;
             /** @description Of the sealed PDF, once the process is COMPLETED. */
-            sealedSha256?: string | null;
+            sealedSha256: string | null;
         };
         /** @description The payload of creation and lookup. */
         SignaturePayload: {
@@ -2732,17 +2857,17 @@ export interface components {
         SignatureProcessDto: {
             internalId: string;
             processName: string;
-            externalProcessId?: string | null;
-            requestUser?: string | null;
+            externalProcessId: string | null;
+            requestUser: string | null;
             /** @description 1 PENDING, 2 IN_PROGRESS, 3 COMPLETED, 4 CANCELLED, 5 REJECTED, 6 EXPIRED. */
             state: components["schemas"]["StateDto"];
             /** @description The reason given by the signatory who rejected. */
-            rejectionReason?: string | null;
+            rejectionReason: string | null;
             /** @description Business time (the sandbox clock moves it). */
             expiresAt: string;
             createdAt: string;
             updatedAt: string;
-            finishedAt?: string | null;
+            finishedAt: string | null;
         };
         SignatureRequest: {
             process?: components["schemas"]["ProcessIn"] | null;
@@ -2767,14 +2892,14 @@ export interface components {
         };
         SignaturesPage: {
             items: components["schemas"]["ListedSignatureDto"][];
-            nextCursor?: string | null;
+            nextCursor: string | null;
         };
         StaffActionDto: {
             at: string;
             email: string;
             action: string;
-            target?: string | null;
-            detail?: string | null;
+            target: string | null;
+            detail: string | null;
         };
         StaffAddInstallmentsRequest: {
             /**
@@ -2789,7 +2914,7 @@ export interface components {
         };
         StaffAuditPage: {
             items: components["schemas"]["StaffActionDto"][];
-            nextCursor?: string | null;
+            nextCursor: string | null;
         };
         StaffCancelRequest: {
             /** @description Why: 3 to 500 characters. */
@@ -2801,7 +2926,7 @@ export interface components {
             role: string;
             createdAt: string;
             /** @description Disabled accounts cannot sign in. */
-            disabledAt?: string | null;
+            disabledAt: string | null;
         };
         StaffInstallment: components["schemas"]["InstallmentDto"] & {
             /** @description Oldest first: created PENDING, then every state change. */
@@ -2831,8 +2956,8 @@ export interface components {
              * @description Wrong RUTs, codes and identity answers; the link locks at 10.
              */
             failures: number;
-            codeVerifiedAt?: string | null;
-            sandboxCode?: components["schemas"]["SandboxCodeDto"] | null;
+            codeVerifiedAt: string | null;
+            sandboxCode: components["schemas"]["SandboxCodeDto"] | null;
         };
         StaffSignatureDetail: {
             commerce: string;
@@ -2860,11 +2985,16 @@ export interface components {
             name: string;
         };
         StatusChangeRequest: {
-            product?: components["schemas"]["ProductRefIn"] | null;
-            installments?: components["schemas"]["InstallmentIdsIn"] | null;
-            /** @description `PAYMENT` or `ANNULMENT`. */
-            action?: string | null;
+            product: components["schemas"]["ProductRefIn"];
+            installments: components["schemas"]["InstallmentIdsIn"];
+            /**
+             * @description `PAYMENT` or `ANNULMENT`.
+             * @enum {string}
+             */
+            action: "PAYMENT" | "ANNULMENT";
             payment?: components["schemas"]["PaymentIn"] | null;
+        } & {
+            [key: string]: unknown;
         };
         TrustedRootDto: {
             /** @description Hex SHA-256 of the certificate (DER). */
@@ -2896,20 +3026,193 @@ export interface components {
             imported: number;
         };
         UrlsDto: {
-            callback?: string | null;
-            activationWebhook?: string | null;
-            paymentWebhook?: string | null;
+            callback: string | null;
+            activationWebhook: string | null;
+            paymentWebhook: string | null;
         };
         UrlsIn: {
+            /** Format: uri */
             callback?: string | null;
+            /** Format: uri */
             activationWebhook?: string | null;
+            /** Format: uri */
             paymentWebhook?: string | null;
         };
         UserPayload: {
             customer: components["schemas"]["CustomerDto"];
         };
         UserRequest: {
-            customer?: components["schemas"]["CustomerIn"] | null;
+            customer: components["schemas"]["CustomerIn"];
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * @description The `country` header: one of the installation's countries.
+         * @enum {string}
+         */
+        Country: "CL";
+        /**
+         * @description The `processId` header: one of the installation's process ids.
+         * @enum {string}
+         */
+        ProcessId: "HYBRID" | "API" | "BATCH";
+        PaymentEvent: {
+            /** @constant */
+            event: "payment";
+            /** @description Also the `webhook-id` header; the same on every retry. */
+            eventId: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description Increases by one with each event of the same mandate (or signature process). */
+            sequence: number;
+            product: {
+                internalId: string;
+                id: string;
+                /** @enum {string} */
+                type: "DYNAMIC" | "PERMANENT" | "SUBSCRIPTION" | "ONEPAY";
+            };
+            customer: {
+                internalUserId: string;
+                userId: string;
+            };
+            installment: {
+                internalId: string;
+                id: string;
+                /** @description Exact, in the currency's major unit, shortest form. */
+                amount: number;
+                /** @enum {string} */
+                currencyId: "CLP" | "CLF" | "USD";
+                /** Format: date */
+                installmentDueDate: string;
+                state: {
+                    /** @enum {integer} */
+                    id: 1 | 9 | 6 | 2 | -99 | 4 | 5;
+                    /** @enum {string} */
+                    name: "PENDING" | "IN_PROCESS" | "IN_VALIDATION" | "PAID" | "REJECTED" | "ANNULLED" | "REVERSED";
+                };
+                /** Format: date-time */
+                dateTime: string;
+                attempt: number;
+                /** @enum {integer|null} */
+                paymentMethodId: 3 | 4 | 5 | 6 | 11 | 14 | null;
+                authorizationCode: string | null;
+                rejection: {
+                    /** @enum {string} */
+                    code: "INSUFFICIENT_FUNDS" | "CARD_DECLINED" | "EXPIRED_CARD" | "ACCOUNT_CLOSED" | "BANK_VALIDATION_FAILED";
+                    message: string | null;
+                } | null;
+                /** @description Whether the engine will try again after this rejection. */
+                retryScheduled: boolean;
+                /** Format: date */
+                nextRetryDate: string | null;
+            };
+            /** @description Lowercase hex HMAC-SHA256 (key: the commerce secret's decoded bytes) of the RFC 8785 canonical JSON of this body without `signature`. */
+            signature: string;
+        };
+        ActivationEvent: {
+            /** @constant */
+            event: "activation";
+            /** @description Also the `webhook-id` header; the same on every retry. */
+            eventId: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description Increases by one with each event of the same mandate (or signature process). */
+            sequence: number;
+            product: {
+                internalId: string;
+                id: string;
+                /** @enum {string} */
+                type: "DYNAMIC" | "PERMANENT" | "SUBSCRIPTION" | "ONEPAY";
+                state: {
+                    /** @enum {integer} */
+                    id: 1 | 2 | 3 | 4 | 5;
+                    /** @enum {string} */
+                    name: "PENDING" | "ACTIVE" | "CANCELLED" | "FINISHED" | "DELETED";
+                };
+            };
+            customer: {
+                internalUserId: string;
+                userId: string;
+            };
+            /** @description The enrolled method (`id`, `name`, masked instrument); null for a mandate cancelled before activation. */
+            paymentMethod: Record<string, never> | null;
+            /** Format: date-time */
+            dateTime: string;
+            /** @description EPAC and direct EPAC: the signed mandate document (PDF). */
+            fileBase64: string | null;
+            /** @description Lowercase hex HMAC-SHA256 (key: the commerce secret's decoded bytes) of the RFC 8785 canonical JSON of this body without `signature`. */
+            signature: string;
+        };
+        SignatureEvent: {
+            /** @enum {string} */
+            event: "SIGNATORY_SIGNED" | "SIGNATURE_COMPLETED" | "SIGNATURE_REJECTED" | "SIGNATURE_CANCELLED" | "SIGNATURE_EXPIRED";
+            /** @description Also the `webhook-id` header; the same on every retry. */
+            eventId: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description Increases by one with each event of the same mandate (or signature process). */
+            sequence: number;
+            process: {
+                internalId: string;
+                processName: string;
+                externalProcessId: string | null;
+                requestUser: string | null;
+                state: {
+                    /** @enum {integer} */
+                    id: 1 | 2 | 3 | 4 | 5 | 6;
+                    /** @enum {string} */
+                    name: "PENDING" | "IN_PROGRESS" | "COMPLETED" | "CANCELLED" | "REJECTED" | "EXPIRED";
+                };
+            };
+            signatory: {
+                internalId: string;
+                userId: string;
+                internalUserId: string;
+                order: number;
+                /** @enum {string} */
+                type: "FES" | "FEA" | "FAO";
+                state: {
+                    /** @enum {integer} */
+                    id: 1 | 2 | 3;
+                    /** @enum {string} */
+                    name: "PENDING" | "SIGNED" | "REJECTED";
+                };
+                /** Format: date-time */
+                signedAt: string | null;
+                /** Format: date-time */
+                rejectedAt: string | null;
+            } | null;
+            signatories: {
+                internalId: string;
+                userId: string;
+                internalUserId: string;
+                order: number;
+                /** @enum {string} */
+                type: "FES" | "FEA" | "FAO";
+                state: {
+                    /** @enum {integer} */
+                    id: 1 | 2 | 3;
+                    /** @enum {string} */
+                    name: "PENDING" | "SIGNED" | "REJECTED";
+                };
+                /** Format: date-time */
+                signedAt: string | null;
+                /** Format: date-time */
+                rejectedAt: string | null;
+            }[];
+            documents: {
+                internalId: string;
+                documentName: string;
+                sha256: string;
+                sealedSha256: string | null;
+            }[];
+            rejection: {
+                reason: string;
+            } | null;
+            /** Format: date-time */
+            dateTime: string;
+            /** @description Lowercase hex HMAC-SHA256 (key: the commerce secret's decoded bytes) of the RFC 8785 canonical JSON of this body without `signature`. */
+            signature: string;
         };
     };
     responses: never;
@@ -4385,7 +4688,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -4395,7 +4698,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -4480,7 +4783,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -4490,7 +4793,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -4575,7 +4878,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -4585,7 +4888,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -4670,7 +4973,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -4680,7 +4983,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -4770,7 +5073,7 @@ export interface operations {
             };
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -4780,7 +5083,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -4854,7 +5157,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -4864,7 +5167,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -4951,7 +5254,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -4961,7 +5264,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -5040,7 +5343,7 @@ export interface operations {
             };
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -5050,7 +5353,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -5058,18 +5361,18 @@ export interface operations {
             };
             path: {
                 /** @description `id` or `internalId` */
-                mandateTypeId: string;
+                mandateTypeId: "id" | "internalId";
                 mandateId: string;
                 /** @description `userId` or `internalUserId` */
-                userTypeId: string;
+                userTypeId: "userId" | "internalUserId";
                 userId: string;
             };
             cookie?: never;
         };
-        /** @description Optional: the reason in JSON */
-        requestBody?: {
+        /** @description The reason; the query parameter `description`, when sent, takes its place. */
+        requestBody: {
             content: {
-                "application/json": components["schemas"]["CancelRequest"] | null;
+                "application/json": components["schemas"]["CancelRequest"];
             };
         };
         responses: {
@@ -5143,7 +5446,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -5153,7 +5456,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -5228,7 +5531,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -5238,7 +5541,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -5246,7 +5549,7 @@ export interface operations {
             };
             path: {
                 /** @description `id` (the merchant's mandate.id) or `internalId` */
-                mandateTypeId: string;
+                mandateTypeId: "id" | "internalId";
                 /** @description The mandate id of that kind */
                 mandateId: string;
             };
@@ -5828,7 +6131,7 @@ export interface operations {
             };
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -5838,7 +6141,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -5901,7 +6204,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -5911,7 +6214,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -5983,7 +6286,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -5993,7 +6296,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -6065,7 +6368,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -6075,7 +6378,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -6160,7 +6463,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -6170,7 +6473,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -6258,7 +6561,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -6268,7 +6571,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -6356,7 +6659,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -6366,7 +6669,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -6438,7 +6741,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -6448,7 +6751,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -6459,7 +6762,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Faults"];
+                "application/json": components["schemas"]["FaultsIn"];
             };
         };
         responses: {
@@ -6533,7 +6836,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -6543,7 +6846,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -6618,7 +6921,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -6628,7 +6931,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -7129,7 +7432,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -7139,7 +7442,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -7215,7 +7518,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -7225,7 +7528,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -7319,7 +7622,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -7329,7 +7632,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -8118,7 +8421,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -8128,7 +8431,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -8205,6 +8508,93 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+        };
+    };
+    webhook_payment: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's `eventId`; the same on retries and redeliveries. */
+                "webhook-id": string;
+                /** @description Unix time of this attempt, in seconds. */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{raw body}">`, space-separated for each secret during a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PaymentEvent"];
+            };
+        };
+        responses: {
+            /** @description Delivered. Anything else (or no answer within 15 s) is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_activation: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's `eventId`; the same on retries and redeliveries. */
+                "webhook-id": string;
+                /** @description Unix time of this attempt, in seconds. */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{raw body}">`, space-separated for each secret during a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ActivationEvent"];
+            };
+        };
+        responses: {
+            /** @description Delivered. Anything else (or no answer within 15 s) is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_signature: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's `eventId`; the same on retries and redeliveries. */
+                "webhook-id": string;
+                /** @description Unix time of this attempt, in seconds. */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{raw body}">`, space-separated for each secret during a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SignatureEvent"];
+            };
+        };
+        responses: {
+            /** @description Delivered. Anything else (or no answer within 15 s) is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };
