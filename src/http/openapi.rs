@@ -57,14 +57,23 @@ fn date() -> Value {
     json!({"type": "string", "format": "date", "pattern": DATE})
 }
 
+/// Host names the URL parser takes as they are (labels of letters, digits and `-`), an
+/// optional port and path.
+const URL_REST: &str =
+    "[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*(:[0-9]{1,4})?(/[A-Za-z0-9._~!$&'()*+,;=:@/-]*)?$";
+
 fn https_url() -> Value {
-    json!({"type": "string", "format": "uri", "maxLength": 2048, "pattern": "^https://[^/?#\\s]+"})
+    json!({"type": "string", "format": "uri", "maxLength": 2048,
+           "pattern": format!("^https://{URL_REST}")})
 }
 
 fn callback_url() -> Value {
     json!({"type": "string", "format": "uri", "maxLength": 2048,
-           "pattern": "^(https://[^/?#\\s]+|http://(localhost|127\\.0\\.0\\.1|\\[::1\\])([:/?#]|$))"})
+           "pattern": format!("^(https://{URL_REST}|http://(localhost|127\\.0\\.0\\.1){URL_REST_LOCAL})")})
 }
+
+/// What may follow `http://localhost` in a callback: an optional port and path.
+const URL_REST_LOCAL: &str = "(:[0-9]{1,4})?(/[A-Za-z0-9._~!$&'()*+,;=:@/-]*)?$";
 
 /// An amount: above 0 and below 10^14 (`domain::money`), with at most the currency's decimals
 /// (CLP 0, USD 2, CLF 4): a rule across two members that the description states.
@@ -353,6 +362,113 @@ fn request_rules() -> Vec<Rule> {
         rule("PaymentIn", "authorizationCode", false, text(64)),
         rule("PaymentIn", "method", false, text(32)),
         // Signatures.
+        rule("SignatureRequest", "process", true, reference("ProcessIn")),
+        rule(
+            "SignatureRequest",
+            "signatories",
+            true,
+            json!({"type": "array", "minItems": 1, "maxItems": 50, "items": reference("SignatoryIn")}),
+        ),
+        rule(
+            "SignatureRequest",
+            "documents",
+            true,
+            json!({"type": "array", "minItems": 1, "maxItems": 20, "items": reference("DocumentIn")}),
+        ),
+        rule(
+            "SignatureRequest",
+            "urls",
+            true,
+            reference("SignatureUrlsIn"),
+        ),
+        rule("ProcessIn", "processName", true, text(200)),
+        rule("ProcessIn", "externalProcessId", false, optional_text(64)),
+        rule("ProcessIn", "requestUser", false, optional_text(200)),
+        rule(
+            "ProcessIn",
+            "expirationDays",
+            false,
+            json!({"type": "integer", "minimum": 1, "maximum": 365}),
+        ),
+        rule("SignatoryIn", "userId", false, external_id()),
+        rule("SignatoryIn", "internalUserId", false, internal_id("usr")),
+        rule(
+            "SignatoryIn",
+            "order",
+            true,
+            json!({"type": "integer", "minimum": 1, "maximum": 1000}),
+        ),
+        rule(
+            "SignatoryIn",
+            "type",
+            true,
+            string_enum(&["FES", "FEA", "FAO"]),
+        ),
+        rule("SignatoryRefIn", "userId", false, external_id()),
+        rule(
+            "SignatoryRefIn",
+            "internalUserId",
+            false,
+            internal_id("usr"),
+        ),
+        rule("DocumentIn", "documentName", true, text(200)),
+        rule(
+            "DocumentIn",
+            "contentBase64",
+            true,
+            json!({"type": "string", "minLength": 4, "contentEncoding": "base64", "contentMediaType": "application/pdf",
+                   "pattern": "^[A-Za-z0-9+/]+={0,2}$"}),
+        ),
+        rule(
+            "DocumentIn",
+            "signatureData",
+            true,
+            json!({"type": "array", "minItems": 1, "maxItems": 200, "items": reference("SignatureDataIn")}),
+        ),
+        rule(
+            "SignatureDataIn",
+            "signatory",
+            true,
+            reference("SignatoryRefIn"),
+        ),
+        rule(
+            "SignatureDataIn",
+            "mode",
+            true,
+            string_enum(&["MANUAL", "LAST_PAGE"]),
+        ),
+        rule(
+            "SignatureDataIn",
+            "page",
+            false,
+            json!({"type": "integer", "minimum": 1}),
+        ),
+        rule(
+            "SignatureDataIn",
+            "x",
+            false,
+            json!({"type": "number", "minimum": 0}),
+        ),
+        rule(
+            "SignatureDataIn",
+            "y",
+            false,
+            json!({"type": "number", "minimum": 0}),
+        ),
+        rule(
+            "SignatureDataIn",
+            "width",
+            false,
+            json!({"type": "number", "exclusiveMinimum": 0}),
+        ),
+        rule(
+            "SignatureDataIn",
+            "height",
+            false,
+            json!({"type": "number", "exclusiveMinimum": 0}),
+        ),
+        rule("SignatureUrlsIn", "callback", true, callback_url()),
+        rule("SignatureUrlsIn", "webhook", true, https_url()),
         rule(
             "CancelSignatureRequest",
             "process",
@@ -536,6 +652,8 @@ const ONE_OF: &[(&str, &str, &str)] = &[
     ("ProductRefIn", "id", "internalId"),
     ("InstallmentIdsIn", "ids", "internalIds"),
     ("AdvanceRequest", "advanceTo", "advanceDays"),
+    ("SignatoryIn", "userId", "internalUserId"),
+    ("SignatoryRefIn", "userId", "internalUserId"),
 ];
 
 fn schemas(doc: &mut Value) -> &mut Map<String, Value> {
@@ -617,6 +735,7 @@ fn apply_request_rules(doc: &mut Value) {
         "ActivateRequest",
         "OutcomeRequest",
         "FaultsIn",
+        "SignatureRequest",
     ] {
         schemas.get_mut(name).expect("request schema")["additionalProperties"] = json!(true);
     }

@@ -547,3 +547,49 @@ async fn a_mandate_made_after_the_sandbox_clock_moved_can_be_activated() {
     .await
     .expect(200, "SANDBOX_ACTIVATE_OK");
 }
+
+/// A one-page PDF (US Letter) written by hand, with its cross-reference table.
+fn one_page_pdf() -> Vec<u8> {
+    let objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>",
+    ];
+    let mut out = String::from("%PDF-1.4\n");
+    let mut offsets = Vec::new();
+    for (i, body) in objects.iter().enumerate() {
+        offsets.push(out.len());
+        out.push_str(&format!("{} 0 obj\n{body}\nendobj\n", i + 1));
+    }
+    let xref = out.len();
+    out.push_str("xref\n0 4\n0000000000 65535 f \n");
+    for offset in offsets {
+        out.push_str(&format!("{offset:010} 00000 n \n"));
+    }
+    out.push_str(&format!(
+        "trailer\n<< /Size 4 /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n"
+    ));
+    out.into_bytes()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn signature_integers_may_be_written_with_a_zero_fraction() {
+    // JSON Schema's `integer` includes 2.0; a client that writes it so is not refused.
+    use base64::Engine;
+    let mut app = spawn_app().await;
+    app.login().await;
+    app.create_customer("cust-001", "12.345.678-5").await;
+    let pdf = base64::engine::general_purpose::STANDARD.encode(one_page_pdf());
+    let body = serde_json::json!({
+        "process": {"processName": "Contrato", "expirationDays": 2.0},
+        "signatories": [{"userId": "cust-001", "order": 1.0, "type": "FES"}],
+        "documents": [{"documentName": "contrato.pdf", "contentBase64": pdf,
+            "signatureData": [{"signatory": {"userId": "cust-001"}, "mode": "MANUAL",
+                               "page": 1.0, "x": 72, "y": 72, "width": 180, "height": 50}]}],
+        "urls": {"callback": "https://merchant.example/done",
+                 "webhook": "https://merchant.example/hooks/signature"}
+    });
+    app.post("/signature", &body)
+        .await
+        .expect(201, "SIGNATURE_CREATE_OK");
+}

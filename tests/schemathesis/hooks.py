@@ -26,11 +26,14 @@ for real instead of meeting 404s and business refusals:
   date is the server's, which the sandbox clock moves);
 - amounts keep the decimals of their currency (CLP 0, USD 2, CLF 4), and a payment's amount is
   the sum of the installments it pays;
-- the JWE helper's `publicKey` is the environment's key (any other PEM text is not a key).
+- the JWE helper's `publicKey` is the environment's key (any other PEM text is not a key);
+- a signature process gets a real PDF, its signatories are customers, each placed in every
+  document, and a MANUAL box lies inside its page.
 
 Negative cases are sent as generated.
 """
 
+import base64
 import datetime
 import decimal
 import hashlib
@@ -573,6 +576,68 @@ def _repair_encrypt(case):
         case.body["publicKey"] = _jwe_public_key()
 
 
+def _pdf():
+    """A one-page PDF (US Letter), the smallest document the server parses and seals."""
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    for offset in offsets:
+        out += b"%010d 00000 n \n" % offset
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return base64.b64encode(bytes(out)).decode()
+
+
+def _repair_signature(case):
+    """A PDF is beyond a schema; signatories are customers of the commerce, each placed at
+    least once in every document (rules across members); a MANUAL box lies inside its page."""
+    body = case.body if isinstance(case.body, dict) else None
+    if body is None or not isinstance(body.get("signatories"), list):
+        return
+    refs = []
+    for signatory in body["signatories"]:
+        customer = _new_customer()
+        if "internalUserId" in signatory and signatory.get("internalUserId") is not None:
+            signatory["internalUserId"] = customer["internalUserId"]
+            signatory.pop("userId", None)
+            refs.append({"internalUserId": customer["internalUserId"]})
+        else:
+            signatory["userId"] = customer["userId"]
+            signatory.pop("internalUserId", None)
+            refs.append({"userId": customer["userId"]})
+    pdf = _pdf()
+    for document in body.get("documents") or []:
+        document["contentBase64"] = pdf
+        placements = [p for p in document.get("signatureData") or [] if isinstance(p, dict)]
+        while len(placements) < len(refs):
+            placements.append({"mode": "LAST_PAGE"})
+        last_page = set()
+        for i, placement in enumerate(placements):
+            placement["signatory"] = refs[i % len(refs)]
+            # One LAST_PAGE signature per signatory and document; more go in boxes.
+            if placement.get("mode") != "MANUAL" and i % len(refs) in last_page:
+                placement["mode"] = "MANUAL"
+            if placement.get("mode") != "MANUAL":
+                last_page.add(i % len(refs))
+            if placement.get("mode") == "MANUAL":
+                placement.update(page=1, x=72, y=72, width=180, height=50)
+            else:
+                for key in ("page", "x", "y", "width", "height"):
+                    placement.pop(key, None)
+        document["signatureData"] = placements
+
+
 def _repair_receivables(case):
     # A cursor is opaque: only one the server made (a previous page's nextCursor) is valid.
     query = dict(case.query or {})
@@ -581,6 +646,7 @@ def _repair_receivables(case):
 
 
 REPAIRS = {
+    ("POST", "/signature"): _repair_signature,
     ("GET", "/receivables"): _repair_receivables,
     ("POST", "/user"): _repair_user,
     ("POST", "/mandate"): _repair_mandate,
