@@ -598,9 +598,12 @@ fn charges_by_type(doc: &mut Value) {
             "SUBSCRIPTION",
             json!({"allOf": [
                 needs(&["currencyId", "amount", "periodicity", "startDate"], &["dueDate", "maxAmount"]),
+                // Exactly one of count and endDate has a value (null is none).
                 {"oneOf": [
-                    {"required": ["count"], "not": {"required": ["endDate"]}},
-                    {"required": ["endDate"], "not": {"required": ["count"]}},
+                    {"required": ["count"], "properties": {"count": {"not": {"type": "null"}}},
+                     "not": {"required": ["endDate"], "properties": {"endDate": {"not": {"type": "null"}}}}},
+                    {"required": ["endDate"], "properties": {"endDate": {"not": {"type": "null"}}},
+                     "not": {"required": ["count"], "properties": {"count": {"not": {"type": "null"}}}}},
                 ]},
             ]}),
         ),

@@ -1222,7 +1222,7 @@ export interface components {
             ip: string | null;
             userAgent: string | null;
             /** @description `[{"documentName", "sha256"}]` at the time of the act. */
-            documents: Record<string, never>;
+            documents: Record<string, never>[];
             detail: Record<string, never>;
             prevHash: string;
             hash: string;
@@ -1459,11 +1459,11 @@ export interface components {
         };
         DocumentIn: {
             /** @description 1 to 200 characters. */
-            documentName?: string | null;
+            documentName: string;
             /** @description The PDF in base64 (standard alphabet); at most 10 MiB decoded. */
-            contentBase64?: string | null;
+            contentBase64: string;
             /** @description Where each signatory signs: every signatory at least once per document. */
-            signatureData?: components["schemas"]["SignatureDataIn"][] | null;
+            signatureData: components["schemas"]["SignatureDataIn"][];
         };
         /** @description An empty payload, written `{}`. */
         Empty: Record<string, never>;
@@ -2542,15 +2542,12 @@ export interface components {
         };
         ProcessIn: {
             /** @description 1 to 200 characters. */
-            processName?: string | null;
+            processName: string;
             /** @description The merchant's id of the process, up to 64 characters. */
             externalProcessId?: string | null;
             /** @description Who asked for it, up to 200 characters. */
             requestUser?: string | null;
-            /**
-             * Format: int64
-             * @description Days (business time) the signing links stay valid: 1 to 365, default 30.
-             */
+            /** @description Days (business time) the signing links stay valid: 1 to 365, default 30. */
             expirationDays?: number | null;
         };
         ProductRefIn: {
@@ -2796,43 +2793,49 @@ export interface components {
         SignatoryIn: {
             /** @description Exactly one of `userId` and `internalUserId`. */
             userId?: string | null;
+            /** @description `usr_...` */
             internalUserId?: string | null;
-            /**
-             * Format: int64
-             * @description 1 to 1000: lower orders sign first, equal orders in parallel.
-             */
-            order?: number | null;
+            /** @description 1 to 1000: lower orders sign first, equal orders in parallel. */
+            order: number;
             /**
              * @description `FES` (RUT and one-time code), `FEA` (and the identity card's serial number) or `FAO`
              *     (and an online identity check). In the sandbox the extra step accepts serial
              *     `123456789` and refuses `999999999`.
+             * @enum {string}
              */
-            type?: string | null;
-        };
+            type: "FES" | "FEA" | "FAO";
+        } & (({
+            userId: string;
+        } & unknown) | ({
+            /** @description `usr_...` */
+            internalUserId: string;
+        } & unknown));
         SignatoryRefIn: {
             userId?: string | null;
+            /** @description `usr_...` */
             internalUserId?: string | null;
-        };
+        } & (({
+            userId: string;
+        } & unknown) | ({
+            /** @description `usr_...` */
+            internalUserId: string;
+        } & unknown));
         SignatureDataIn: {
-            signatory?: components["schemas"]["SignatoryRefIn"] | null;
-            /** @description `MANUAL` (a box on a page) or `LAST_PAGE` (on a signature page appended at sealing). */
-            mode?: string | null;
+            signatory: components["schemas"]["SignatoryRefIn"];
             /**
-             * Format: int64
-             * @description MANUAL: 1-based page of the document.
+             * @description `MANUAL` (a box on a page) or `LAST_PAGE` (on a signature page appended at sealing).
+             * @enum {string}
              */
+            mode: "MANUAL" | "LAST_PAGE";
+            /** @description MANUAL: 1-based page of the document. */
             page?: number | null;
             /**
-             * Format: double
              * @description MANUAL: the box in PDF points, origin at the top-left corner of the page as displayed
              *     (after CropBox and Rotate); it must lie inside the page.
              */
             x?: number | null;
-            /** Format: double */
             y?: number | null;
-            /** Format: double */
             width?: number | null;
-            /** Format: double */
             height?: number | null;
         };
         SignatureDocumentDto: {
@@ -2870,12 +2873,14 @@ export interface components {
             finishedAt: string | null;
         };
         SignatureRequest: {
-            process?: components["schemas"]["ProcessIn"] | null;
+            process: components["schemas"]["ProcessIn"];
             /** @description One or more (at most 50), each a customer of the commerce. */
-            signatories?: components["schemas"]["SignatoryIn"][] | null;
+            signatories: components["schemas"]["SignatoryIn"][];
             /** @description One or more PDFs (at most 20). */
-            documents?: components["schemas"]["DocumentIn"][] | null;
-            urls?: components["schemas"]["SignatureUrlsIn"] | null;
+            documents: components["schemas"]["DocumentIn"][];
+            urls: components["schemas"]["SignatureUrlsIn"];
+        } & {
+            [key: string]: unknown;
         };
         SignatureUrlsDto: {
             callback: string;
@@ -2883,12 +2888,16 @@ export interface components {
         };
         SignatureUrlsIn: {
             /**
+             * Format: uri
              * @description Where the signatory's browser returns after signing or rejecting (`https://`, or
              *     `http://localhost` for development).
              */
-            callback?: string | null;
-            /** @description Where the process's events go (`https://` only). */
-            webhook?: string | null;
+            callback: string;
+            /**
+             * Format: uri
+             * @description Where the process's events go (`https://` only).
+             */
+            webhook: string;
         };
         SignaturesPage: {
             items: components["schemas"]["ListedSignatureDto"][];
