@@ -285,7 +285,7 @@ def _new_customer():
     return payload["customer"]
 
 
-def _new_mandate(kind="DYNAMIC", installments=(), customer=None):
+def _new_mandate(kind="DYNAMIC", installments=(), customer=None, urls=None):
     customer = customer or _customer()
     today = _today()
     charges = {"currencyId": "CLP"}
@@ -304,6 +304,8 @@ def _new_mandate(kind="DYNAMIC", installments=(), customer=None):
             for amount in installments
         ],
     }
+    if urls:
+        body["urls"] = urls
     return _call("POST", "/mandate", body)
 
 
@@ -328,7 +330,12 @@ def _onepay():
 
 def _event_id():
     def make():
-        mandate = _new_mandate("DYNAMIC", [1000])
+        # An event with a destination: one without is not delivered, nor redelivered.
+        mandate = _new_mandate(
+            "DYNAMIC",
+            [1000],
+            urls={"activationWebhook": "https://merchant.example/hooks/activation"},
+        )
         internal_id = mandate["mandate"]["internalId"]
         _call(
             "POST",
@@ -638,6 +645,41 @@ def _repair_signature(case):
         document["signatureData"] = placements
 
 
+def _new_signature():
+    customer = _new_customer()
+    return _call(
+        "POST",
+        "/signature",
+        {
+            "process": {"processName": "Contrato"},
+            "signatories": [{"userId": customer["userId"], "order": 1, "type": "FES"}],
+            "documents": [
+                {
+                    "documentName": "contrato.pdf",
+                    "contentBase64": _pdf(),
+                    "signatureData": [
+                        {"signatory": {"userId": customer["userId"]}, "mode": "LAST_PAGE"}
+                    ],
+                }
+            ],
+            "urls": {
+                "callback": "https://merchant.example/done",
+                "webhook": "https://merchant.example/hooks/signature",
+            },
+        },
+    )["process"]["internalId"]
+
+
+def _repair_signature_lookup(case):
+    case.path_parameters = {"internalId": _fixture("signature", _new_signature)}
+
+
+def _repair_signature_cancel(case):
+    # Cancelling moves the process to CANCELLED: each request cancels one made for it.
+    if isinstance(case.body, dict) and isinstance(case.body.get("process"), dict):
+        case.body["process"]["internalId"] = _new_signature()
+
+
 def _repair_receivables(case):
     # A cursor is opaque: only one the server made (a previous page's nextCursor) is valid.
     query = dict(case.query or {})
@@ -647,6 +689,8 @@ def _repair_receivables(case):
 
 REPAIRS = {
     ("POST", "/signature"): _repair_signature,
+    ("GET", "/signature/internalId/{internalId}"): _repair_signature_lookup,
+    ("DELETE", "/signature/cancel"): _repair_signature_cancel,
     ("GET", "/receivables"): _repair_receivables,
     ("POST", "/user"): _repair_user,
     ("POST", "/mandate"): _repair_mandate,
