@@ -985,7 +985,53 @@ fn response_members_required(doc: &mut Value) {
     for (name, schema) in schemas(doc).iter_mut() {
         if !requests.contains(name) {
             require_members(schema);
+            response_formats(schema);
         }
+    }
+}
+
+/// Response members written as business dates (`YYYY-MM-DD`).
+const DATE_MEMBERS: [&str; 8] = [
+    "businessDate",
+    "date",
+    "dueDate",
+    "endDate",
+    "installmentDueDate",
+    "nextRetryDate",
+    "startDate",
+    "today",
+];
+
+/// Dates and timestamps in responses get their `format`: every timestamp the service writes is
+/// RFC 3339 (`clock::timestamp`), every date `YYYY-MM-DD` (`domain::date`).
+fn response_formats(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::Object(properties)) = map.get_mut("properties") {
+                for (name, property) in properties.iter_mut() {
+                    let is_string = matches!(
+                        property.get("type"),
+                        Some(t) if *t == json!("string") || *t == json!(["string", "null"])
+                    );
+                    if !is_string || property.get("format").is_some() {
+                        continue;
+                    }
+                    let format = if DATE_MEMBERS.contains(&name.as_str()) {
+                        "date"
+                    } else if name.ends_with("At")
+                        || ["dateTime", "now", "at"].contains(&name.as_str())
+                    {
+                        "date-time"
+                    } else {
+                        continue;
+                    };
+                    property["format"] = json!(format);
+                }
+            }
+            map.values_mut().for_each(response_formats);
+        }
+        Value::Array(items) => items.iter_mut().for_each(response_formats),
+        _ => {}
     }
 }
 

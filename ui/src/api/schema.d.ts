@@ -1190,7 +1190,9 @@ export interface components {
             /** @description Valid for every commerce (else only for `commerces`). */
             allCommerces: boolean;
             commerces: string[];
+            /** Format: date-time */
             createdAt: string;
+            /** Format: date-time */
             revokedAt: string | null;
         };
         ApiKeysPayload: {
@@ -1199,6 +1201,7 @@ export interface components {
         AttemptDto: {
             /** @description FIRST, RETRY, MANUAL, or INJECTED (a sandbox duplicate). */
             kind: string;
+            /** Format: date-time */
             startedAt: string;
             /** Format: int64 */
             durationMs: number;
@@ -1212,6 +1215,7 @@ export interface components {
         AuditRecordDto: {
             /** Format: int64 */
             position: number;
+            /** Format: date-time */
             at: string;
             /**
              * @description CREATED, VIEWED, CODE_SENT, CODE_FAILED, CODE_VERIFIED, IDENTITY_FAILED,
@@ -1289,6 +1293,7 @@ export interface components {
         ChargeAttemptDto: {
             /** Format: int64 */
             attempt: number;
+            /** Format: date */
             businessDate: string;
             /** @description IN_PROCESS, IN_VALIDATION, PAID or REJECTED. */
             state: string;
@@ -1297,7 +1302,9 @@ export interface components {
             currencyId: string;
             authorizationCode: string | null;
             rejectionCode: string | null;
+            /** Format: date-time */
             startedAt: string;
+            /** Format: date-time */
             finishedAt: string | null;
         };
         ChargesIn: {
@@ -1327,16 +1334,25 @@ export interface components {
             /** @description Newest first, at most 50. */
             runs: components["schemas"]["RunDto"][];
             running: components["schemas"]["ProgressDto"] | null;
-            /** @description The business date, and whether the sandbox clock may be moved. */
+            /**
+             * Format: date
+             * @description The business date, and whether the sandbox clock may be moved.
+             */
             today: string;
             sandbox: boolean;
             /** Format: int64 */
             offsetDays: number;
         };
         ClockPayload: {
-            /** @description The business date. */
+            /**
+             * Format: date
+             * @description The business date.
+             */
             today: string;
-            /** @description Business time (the wall clock moved by the offset). */
+            /**
+             * Format: date-time
+             * @description Business time (the wall clock moved by the offset).
+             */
             now: string;
             /** Format: int64 */
             offsetDays: number;
@@ -1360,6 +1376,7 @@ export interface components {
             customRetryPolicy: boolean;
             /** @description During a secret rotation: until when the previous secret also signs. */
             previousSecretValidUntil: string | null;
+            /** Format: date-time */
             createdAt: string;
         };
         CommercesPayload: {
@@ -1398,7 +1415,9 @@ export interface components {
             personalInformation: components["schemas"]["PersonalInformationDto"];
             address: Record<string, never> | null;
             contacts: components["schemas"]["ContactsDto"];
+            /** Format: date-time */
             createdAt: string;
+            /** Format: date-time */
             updatedAt: string;
         };
         CustomerIn: {
@@ -1434,7 +1453,10 @@ export interface components {
             nextCursor: string | null;
         };
         Dashboard: {
-            /** @description The business date. */
+            /**
+             * Format: date
+             * @description The business date.
+             */
             today: string;
             /** @description `sandbox` or `production`. */
             environment: string;
@@ -1450,7 +1472,10 @@ export interface components {
             lastRun: components["schemas"]["RunDto"] | null;
         };
         DayAmounts: {
-            /** @description A business date, `YYYY-MM-DD`. */
+            /**
+             * Format: date
+             * @description A business date, `YYYY-MM-DD`.
+             */
             date: string;
             /** @description Installments that became PAID that day, per currency. */
             collected: components["schemas"]["MoneyDto"][];
@@ -1510,7 +1535,10 @@ export interface components {
                 /** @description Newest first, at most 50. */
                 runs: components["schemas"]["RunDto"][];
                 running: components["schemas"]["ProgressDto"] | null;
-                /** @description The business date, and whether the sandbox clock may be moved. */
+                /**
+                 * Format: date
+                 * @description The business date, and whether the sandbox clock may be moved.
+                 */
                 today: string;
                 sandbox: boolean;
                 /** Format: int64 */
@@ -1523,9 +1551,15 @@ export interface components {
             name: string;
             message: string;
             payload: {
-                /** @description The business date. */
+                /**
+                 * Format: date
+                 * @description The business date.
+                 */
                 today: string;
-                /** @description Business time (the wall clock moved by the offset). */
+                /**
+                 * Format: date-time
+                 * @description Business time (the wall clock moved by the offset).
+                 */
                 now: string;
                 /** Format: int64 */
                 offsetDays: number;
@@ -1571,7 +1605,10 @@ export interface components {
             name: string;
             message: string;
             payload: {
-                /** @description The business date. */
+                /**
+                 * Format: date
+                 * @description The business date.
+                 */
                 today: string;
                 /** @description `sandbox` or `production`. */
                 environment: string;
@@ -1616,7 +1653,10 @@ export interface components {
                 /** @description Where merchants and customers reach this installation. */
                 publicBaseUrl: string;
                 timeZone: string;
-                /** @description The business date (the sandbox clock may be ahead of the calendar). */
+                /**
+                 * Format: date
+                 * @description The business date (the sandbox clock may be ahead of the calendar).
+                 */
                 today: string;
                 jwePublicKey: components["schemas"]["JwePublicKeyDto"];
                 version: string;
@@ -1681,9 +1721,13 @@ export interface components {
                  */
                 amount: number;
                 currencyId: string;
+                /** Format: date */
                 installmentDueDate: string;
                 state: components["schemas"]["StateDto"];
-                /** @description Time of the latest state. */
+                /**
+                 * Format: date-time
+                 * @description Time of the latest state.
+                 */
                 dateTime: string;
                 /** Format: int64 */
                 attempts: number;
@@ -1732,6 +1776,7 @@ export interface components {
                  * @description Seconds until it expires.
                  */
                 expiresIn: number;
+                /** Format: date-time */
                 expiresAt: string;
             };
         };
@@ -1922,7 +1967,10 @@ export interface components {
             name: string;
             message: string;
             payload: {
-                /** @description The business date charged. */
+                /**
+                 * Format: date
+                 * @description The business date charged.
+                 */
                 date: string;
                 /**
                  * Format: int64
@@ -1960,6 +2008,7 @@ export interface components {
                 role: string;
                 /** @description Send as `x-csrf-token` with every change. */
                 csrfToken: string;
+                /** Format: date-time */
                 expiresAt: string;
             };
         };
@@ -2020,8 +2069,12 @@ export interface components {
                 email: string;
                 /** @description `admin`, `operator` or `viewer`. */
                 role: string;
+                /** Format: date-time */
                 createdAt: string;
-                /** @description Disabled accounts cannot sign in. */
+                /**
+                 * Format: date-time
+                 * @description Disabled accounts cannot sign in.
+                 */
                 disabledAt: string | null;
             };
         };
@@ -2093,7 +2146,10 @@ export interface components {
             /** @description Where merchants and customers reach this installation. */
             publicBaseUrl: string;
             timeZone: string;
-            /** @description The business date (the sandbox clock may be ahead of the calendar). */
+            /**
+             * Format: date
+             * @description The business date (the sandbox clock may be ahead of the calendar).
+             */
             today: string;
             jwePublicKey: components["schemas"]["JwePublicKeyDto"];
             version: string;
@@ -2129,8 +2185,11 @@ export interface components {
              * @description Automatic attempts so far.
              */
             attempts: number;
+            /** Format: date-time */
             nextAttemptAt: string | null;
+            /** Format: date-time */
             createdAt: string;
+            /** Format: date-time */
             deliveredAt: string | null;
         };
         /** @description A state as an event body names it. */
@@ -2151,6 +2210,7 @@ export interface components {
             deliveryState: string;
             /** Format: int64 */
             attempts: number;
+            /** Format: date-time */
             createdAt: string;
             mandateInternalId: string | null;
             commerce: string;
@@ -2211,7 +2271,10 @@ export interface components {
         };
         HistoryEntry: {
             state: components["schemas"]["EventState"];
-            /** @description When the installment reached that state. */
+            /**
+             * Format: date-time
+             * @description When the installment reached that state.
+             */
             at: string;
             /** @description The payment event that told the merchant; null for the creation. */
             eventId: string | null;
@@ -2239,9 +2302,13 @@ export interface components {
              */
             amount: number;
             currencyId: string;
+            /** Format: date */
             installmentDueDate: string;
             state: components["schemas"]["StateDto"];
-            /** @description Time of the latest state. */
+            /**
+             * Format: date-time
+             * @description Time of the latest state.
+             */
             dateTime: string;
             /** Format: int64 */
             attempts: number;
@@ -2301,9 +2368,14 @@ export interface components {
             signatories: number;
             signed: number;
             documents: number;
+            /** Format: date-time */
             createdAt: string;
-            /** @description Business time. */
+            /**
+             * Format: date-time
+             * @description Business time.
+             */
             expiresAt: string;
+            /** Format: date-time */
             finishedAt: string | null;
         };
         LoginPayload: {
@@ -2315,6 +2387,7 @@ export interface components {
              * @description Seconds until it expires.
              */
             expiresIn: number;
+            /** Format: date-time */
             expiresAt: string;
         };
         LoginRequest: {
@@ -2360,9 +2433,12 @@ export interface components {
             urls: components["schemas"]["UrlsDto"];
             /** @description Absolute URL of the customer's activation page. */
             magicLink: string;
+            /** Format: date-time */
             magicLinkExpiresAt: string;
             cancellation: components["schemas"]["CancellationDto"] | null;
+            /** Format: date-time */
             createdAt: string;
+            /** Format: date-time */
             updatedAt: string;
         };
         MandateEventDto: {
@@ -2372,6 +2448,7 @@ export interface components {
             /** Format: int64 */
             sequence: number;
             deliveryState: string;
+            /** Format: date-time */
             createdAt: string;
             installmentInternalId: string | null;
             state: components["schemas"]["EventState"] | null;
@@ -2405,7 +2482,9 @@ export interface components {
             amount: number | null;
             currencyId: string | null;
             periodicity: string | null;
+            /** Format: date-time */
             createdAt: string;
+            /** Format: date-time */
             updatedAt: string;
         };
         /** @description The payload of every mandate lookup, and of creation and cancellation. */
@@ -2488,6 +2567,7 @@ export interface components {
             /** Format: double */
             amount: number;
             currencyId: string;
+            /** Format: date */
             installmentDueDate: string;
             mandateInternalId: string;
             mandateId: string;
@@ -2566,6 +2646,7 @@ export interface components {
             state: components["schemas"]["StateDto"];
         };
         ProgressDto: {
+            /** Format: date */
             date: string;
             /** Format: int64 */
             done: number;
@@ -2640,6 +2721,7 @@ export interface components {
             nextCursor: string | null;
         };
         RequestDto: {
+            /** Format: date-time */
             at: string;
             method: string;
             /** @description Without the query string. */
@@ -2684,12 +2766,15 @@ export interface components {
             previousValidUntil: string;
         };
         RunDto: {
+            /** Format: date */
             businessDate: string;
             /** @description SCHEDULE, CATCH_UP, MANUAL or SANDBOX. */
             trigger: string;
             /** @description RUNNING, FINISHED or INTERRUPTED (the process stopped mid-run; reconciled at start). */
             state: string;
+            /** Format: date-time */
             startedAt: string;
+            /** Format: date-time */
             finishedAt: string | null;
             /** Format: int64 */
             total: number;
@@ -2711,7 +2796,10 @@ export interface components {
             waitingUf: number;
         };
         RunSummaryDto: {
-            /** @description The business date charged. */
+            /**
+             * Format: date
+             * @description The business date charged.
+             */
             date: string;
             /**
              * Format: int64
@@ -2740,6 +2828,7 @@ export interface components {
         SandboxCodeDto: {
             /** @description The current one-time code: sandbox only, never shown in the signing page. */
             code: string;
+            /** Format: date-time */
             expiresAt: string | null;
             /** @description Already entered correctly. */
             used: boolean;
@@ -2755,6 +2844,7 @@ export interface components {
             role: string;
             /** @description Send as `x-csrf-token` with every change. */
             csrfToken: string;
+            /** Format: date-time */
             expiresAt: string;
         };
         SetupRequest: {
@@ -2784,9 +2874,13 @@ export interface components {
             state: components["schemas"]["StateDto"];
             /** @description The signatory's own link; it is the only credential, send it to that person only. */
             signingUrl: string;
+            /** Format: date-time */
             viewedAt: string | null;
+            /** Format: date-time */
             identityConfirmedAt: string | null;
+            /** Format: date-time */
             signedAt: string | null;
+            /** Format: date-time */
             rejectedAt: string | null;
             rejectionReason: string | null;
         };
@@ -2866,10 +2960,16 @@ export interface components {
             state: components["schemas"]["StateDto"];
             /** @description The reason given by the signatory who rejected. */
             rejectionReason: string | null;
-            /** @description Business time (the sandbox clock moves it). */
+            /**
+             * Format: date-time
+             * @description Business time (the sandbox clock moves it).
+             */
             expiresAt: string;
+            /** Format: date-time */
             createdAt: string;
+            /** Format: date-time */
             updatedAt: string;
+            /** Format: date-time */
             finishedAt: string | null;
         };
         SignatureRequest: {
@@ -2904,6 +3004,7 @@ export interface components {
             nextCursor: string | null;
         };
         StaffActionDto: {
+            /** Format: date-time */
             at: string;
             email: string;
             action: string;
@@ -2933,8 +3034,12 @@ export interface components {
             email: string;
             /** @description `admin`, `operator` or `viewer`. */
             role: string;
+            /** Format: date-time */
             createdAt: string;
-            /** @description Disabled accounts cannot sign in. */
+            /**
+             * Format: date-time
+             * @description Disabled accounts cannot sign in.
+             */
             disabledAt: string | null;
         };
         StaffInstallment: components["schemas"]["InstallmentDto"] & {
@@ -2965,6 +3070,7 @@ export interface components {
              * @description Wrong RUTs, codes and identity answers; the link locks at 10.
              */
             failures: number;
+            /** Format: date-time */
             codeVerifiedAt: string | null;
             sandboxCode: components["schemas"]["SandboxCodeDto"] | null;
         };
@@ -3009,6 +3115,7 @@ export interface components {
             /** @description Hex SHA-256 of the certificate (DER). */
             fingerprint: string;
             subject: string;
+            /** Format: date-time */
             addedAt: string;
         };
         TrustedRootRequest: {
