@@ -30,7 +30,12 @@ for real instead of meeting 404s and business refusals:
 - a signature process gets a real PDF, its signatories are customers, each placed in every
   document, and a MANUAL box lies inside its page.
 
-Negative cases are sent as generated.
+Negative cases are not repaired: they keep what makes them invalid, and get valid common
+headers and credentials only where they are not what the case is about.
+
+Where a check cannot apply as schemathesis writes it, `filter_failure` says why: a request
+without `Authorization` is answered 403 (CONTRACT 3), not 401. schemathesis' authentication
+probes bypass `before_call`; `_fresh_probe` gives them the fresh correlationId a client sends.
 """
 
 import base64
