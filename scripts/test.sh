@@ -25,6 +25,8 @@ echo "== ui: browser tests (Chromium against target/debug/mandato)"
 echo "UI screenshots: $(pwd)/target/ui-screenshots/"
 echo "== schemathesis over /openapi.json against target/debug/mandato (scripts/schemathesis.sh)"
 scripts/schemathesis.sh 25
+echo "== a generated Python client drives the README walkthrough (scripts/python-client.sh)"
+scripts/python-client.sh
 echo "== fuzzing: every target of fuzz/ for 60 s (scripts/fuzz.sh)"
 scripts/fuzz.sh 60
 echo "== desktop app: build, clippy, end to end (scripts/desktop-test.sh)"

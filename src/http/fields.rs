@@ -218,3 +218,24 @@ pub fn callback_url(
         None
     }
 }
+
+/// A JSON integer: also written with a zero fraction (`5.0`), as JSON Schema counts it.
+pub fn json_integer<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<i64>, D::Error> {
+    use serde::de::{Error, Unexpected};
+    let Some(number) = json_number(deserializer)? else {
+        return Ok(None);
+    };
+    if let Some(n) = number.as_i64() {
+        return Ok(Some(n));
+    }
+    match number.as_f64() {
+        Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(Some(f as i64)),
+        Some(f) => Err(D::Error::invalid_value(Unexpected::Float(f), &"an integer")),
+        None => Err(D::Error::invalid_value(
+            Unexpected::Other("number"),
+            &"an integer",
+        )),
+    }
+}

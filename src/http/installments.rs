@@ -28,6 +28,7 @@ pub struct AddInstallmentsRequest {
     /// Exactly one of `id` and `internalId`: the DYNAMIC mandate.
     pub product: Option<ProductRefIn>,
     /// Must equal the number of `installments`.
+    #[serde(default, deserialize_with = "fields::json_integer")]
     pub installments_number: Option<i64>,
     pub installments: Option<Vec<InstallmentIn>>,
     /// Accepted for compatibility; the mandate's URLs are used.

@@ -75,6 +75,7 @@ pub struct ChargesIn {
     /// WEEKLY, MONTHLY, BIMONTHLY, QUARTERLY, SEMIANNUAL, ANNUAL.
     pub periodicity: Option<String>,
     pub start_date: Option<String>,
+    #[serde(default, deserialize_with = "fields::json_integer")]
     pub count: Option<i64>,
     /// Inclusive.
     pub end_date: Option<String>,
@@ -137,6 +138,7 @@ pub async fn create_mandate(
     )?;
     let policy = MagicLinkPolicy {
         valid_days: state.config.magic_link_days,
+        business_offset_days: state.calendar.offset_days(),
     };
     let view = state
         .write(authed.commerce, move |tx, ctx| {

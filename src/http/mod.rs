@@ -17,6 +17,7 @@ pub mod json;
 pub mod link;
 pub mod login;
 pub mod mandates;
+pub mod openapi;
 pub mod receivables;
 pub mod sandbox;
 pub mod sandbox_reset;
@@ -24,6 +25,7 @@ pub mod sign;
 pub mod signature;
 pub mod ui;
 pub mod users;
+pub mod webhooks;
 pub mod wire;
 
 use std::sync::Arc;
@@ -322,7 +324,7 @@ pub fn api_routers(
 pub fn router(state: AppState) -> Router {
     // Paths are documented relative to the `/api/v1` server.
     let (api, admin, doc) = api_routers(&state);
-    let doc = Arc::new(doc);
+    let doc = Arc::new(openapi::document(&doc, &state.config));
     Router::new()
         .nest("/api/v1", api)
         .nest("/admin/api", admin)

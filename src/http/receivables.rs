@@ -15,6 +15,7 @@ use super::envelope::Envelope;
 use super::error::{ApiResult, ErrorBody};
 use super::fields;
 use super::wire::InstallmentDto;
+use crate::domain::external_id::ExternalId;
 use crate::domain::state::{InstallmentState, MandateType};
 use crate::error::FieldErrors;
 use crate::store::installments::{self, ReceivablesFilter};
@@ -148,13 +149,57 @@ fn timestamp(value: Option<&String>, field: &str, errors: &mut FieldErrors) -> O
     }
 }
 
+/// The query parameters `GET /receivables` reads.
+const FILTERS: [&str; 11] = [
+    "state",
+    "mandateExternalId",
+    "mandateInternalId",
+    "userId",
+    "internalUserId",
+    "dueFrom",
+    "dueTo",
+    "updatedFrom",
+    "updatedTo",
+    "limit",
+    "cursor",
+];
+
 fn parse_filter(query: &HashMap<String, String>) -> Result<ReceivablesFilter, crate::error::Error> {
     let mut errors = FieldErrors::new();
+    // A filter sent empty is refused like any other malformed value: `/openapi.json` gives each
+    // its form, and the server refuses what the document forbids.
+    for (name, value) in query {
+        if value.is_empty() && FILTERS.contains(&name.as_str()) {
+            errors.push(
+                format!("query.{name}"),
+                "INVALID_VALUE",
+                "must not be empty",
+            );
+        }
+    }
     let get = |name: &str| query.get(name).filter(|v| !v.is_empty());
+    // Ids of either kind have the external ids' form; one of another kind (or of another
+    // commerce) matches nothing.
+    for name in [
+        "mandateExternalId",
+        "userId",
+        "mandateInternalId",
+        "internalUserId",
+    ] {
+        if let Some(value) = get(name)
+            && ExternalId::parse(value).is_err()
+        {
+            errors.push(
+                format!("query.{name}"),
+                "INVALID_ID",
+                "1 to 64 letters, digits, '-', '_' or '.'",
+            );
+        }
+    }
     let mut states = Vec::new();
     if let Some(list) = get("state") {
         for part in list.split(',') {
-            match part.trim().parse().ok().and_then(InstallmentState::from_id) {
+            match part.parse().ok().and_then(InstallmentState::from_id) {
                 Some(s) => states.push(s),
                 None => errors.push(
                     "query.state",

@@ -193,6 +193,73 @@ pub fn mask_file(mut body: Value) -> Value {
     body
 }
 
+/// The largest `duplicateEvery` of the sandbox's fault injection (every event twice is 1).
+pub const MAX_DUPLICATE_EVERY: i64 = 1000;
+/// The longest `delaySeconds`: a day.
+pub const MAX_DELAY_SECONDS: i64 = 86_400;
+
+/// The fault injection as sent: numbers are read as JSON numbers and bounded here, so that a
+/// value `/openapi.json` forbids (a fraction, a negative, past the maximum) is a 400 naming its
+/// field and is never stored.
+#[derive(Debug, serde::Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FaultsIn {
+    /// Deliver every n-th event twice (0 or absent: never).
+    #[schema(value_type = Option<i64>)]
+    #[serde(default, deserialize_with = "super::fields::json_number")]
+    pub duplicate_every: Option<serde_json::Number>,
+    /// Send each batch of due events newest first.
+    #[serde(default)]
+    pub reorder: Option<bool>,
+    /// Hold each event this long after its creation before its first attempt.
+    #[schema(value_type = Option<i64>)]
+    #[serde(default, deserialize_with = "super::fields::json_number")]
+    pub delay_seconds: Option<serde_json::Number>,
+}
+
+impl FaultsIn {
+    pub fn validate(&self) -> Result<Faults, Error> {
+        let mut errors = crate::error::FieldErrors::new();
+        let mut bounded = |value: Option<&serde_json::Number>, field: &str, max: i64| {
+            let Some(number) = value else { return 0 };
+            // A JSON integer may be written with a zero fraction (`5.0`), as JSON Schema says.
+            let whole = number.as_i64().or_else(|| {
+                number
+                    .as_f64()
+                    .filter(|f| f.fract() == 0.0 && f.abs() <= i64::MAX as f64)
+                    .map(|f| f as i64)
+            });
+            match whole {
+                Some(n) if (0..=max).contains(&n) => u32::try_from(n).unwrap_or(0),
+                _ => {
+                    errors.push(
+                        field,
+                        "OUT_OF_RANGE",
+                        format!("a whole number from 0 to {max}"),
+                    );
+                    0
+                }
+            }
+        };
+        let duplicate_every = bounded(
+            self.duplicate_every.as_ref(),
+            "duplicateEvery",
+            MAX_DUPLICATE_EVERY,
+        );
+        let delay_seconds = bounded(
+            self.delay_seconds.as_ref(),
+            "delaySeconds",
+            MAX_DELAY_SECONDS,
+        );
+        errors.into_result()?;
+        Ok(Faults {
+            duplicate_every,
+            reorder: self.reorder.unwrap_or(false),
+            delay_seconds,
+        })
+    }
+}
+
 /// The sandbox's webhook fault injection for this commerce.
 #[utoipa::path(get, path = "/sandbox/notifications/faults", tag = "sandbox",
     params(super::common::CommonHeaders),
@@ -226,7 +293,7 @@ pub async fn get_faults(
 /// by `sequence`/`dateTime`. Send zeros and false to turn it off.
 #[utoipa::path(put, path = "/sandbox/notifications/faults", tag = "sandbox",
     params(super::common::CommonHeaders),
-    request_body = Faults,
+    request_body = FaultsIn,
     responses(
         (status = 200, description = "SANDBOX_FAULTS_OK", body = Envelope<Faults>),
         (status = 400, description = "Invalid field", body = ErrorBody),
@@ -237,12 +304,10 @@ pub async fn get_faults(
 pub async fn put_faults(
     State(state): State<AppState>,
     authed: Authed,
-    Body(faults): Body<Faults>,
+    Body(body): Body<FaultsIn>,
 ) -> ApiResult<Envelope<Faults>> {
     sandbox_only(&state)?;
-    if faults.delay_seconds > 86_400 {
-        return Err(Error::validation("delaySeconds", "OUT_OF_RANGE", "at most 86400").into());
-    }
+    let faults = body.validate()?;
     let off = faults.duplicate_every == 0 && !faults.reorder && faults.delay_seconds == 0;
     let stored = (!off)
         .then(|| serde_json::to_string(&faults))
@@ -304,8 +369,7 @@ pub struct ClockPayload {
     /// Business time (the wall clock moved by the offset).
     pub now: String,
     pub offset_days: i64,
-    /// One summary per date crossed by an advance, in order.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// One summary per date crossed by an advance, in order; null when the clock was only read.
     pub runs: Option<Vec<RunSummaryDto>>,
 }
 
@@ -347,6 +411,7 @@ pub struct AdvanceRequest {
     /// A business date after today (YYYY-MM-DD).
     pub advance_to: Option<String>,
     /// 1 to 400 days.
+    #[serde(default, deserialize_with = "super::fields::json_integer")]
     pub advance_days: Option<i64>,
 }
 
@@ -509,6 +574,7 @@ pub async fn run_charging(
 #[serde(rename_all = "camelCase")]
 pub struct ActivateRequest {
     /// 3, 4, 11 (cards) or 5, 6, 14 (bank debit).
+    #[serde(default, deserialize_with = "super::fields::json_integer")]
     pub payment_method_id: Option<i64>,
     pub card: Option<CardIn>,
     pub bank_account: Option<BankAccountIn>,

@@ -536,7 +536,13 @@ fn integer(
         errors.missing(field);
         return None;
     };
-    match n.as_i64() {
+    // A JSON integer may carry a zero fraction (`2.0`), as JSON Schema counts it.
+    let whole = n.as_i64().or_else(|| {
+        n.as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+            .map(|f| f as i64)
+    });
+    match whole {
         Some(i) => Some(i),
         None => {
             errors.push(field, "INVALID_VALUE", "must be a whole number");

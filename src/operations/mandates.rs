@@ -42,6 +42,9 @@ pub struct CreateMandate {
 
 pub struct MagicLinkPolicy {
     pub valid_days: i64,
+    /// Days the business clock runs ahead of the wall clock (the sandbox clock's offset): a
+    /// link expires by business time, as activation checks it.
+    pub business_offset_days: i64,
 }
 
 pub fn create(
@@ -55,7 +58,9 @@ pub fn create(
     let method_ids: Vec<i64> = methods.iter().map(|m| m.id()).collect();
     let charges_json = cmd.charges.to_json();
     let token = crate::ids::new_token();
-    let expires_at = crate::clock::timestamp(ctx.now + chrono::Duration::days(link.valid_days));
+    let expires_at = crate::clock::timestamp(
+        ctx.now + chrono::Duration::days(link.business_offset_days + link.valid_days),
+    );
     let now = ctx.timestamp();
     let mandate = mandates::insert(
         conn,

@@ -288,3 +288,313 @@ async fn every_operation_id_is_unique() {
         }
     }
 }
+
+/// A schema of the document, by name.
+fn schema<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    let schema = &doc["components"]["schemas"][name];
+    assert!(schema.is_object(), "schema {name} is missing");
+    schema
+}
+
+fn required(schema: &Value) -> Vec<&str> {
+    schema["required"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn request_schemas_state_the_rules_the_server_enforces() {
+    let app = spawn_app().await;
+    let doc = document(&app).await;
+    // Required members, not nullable.
+    let mandate = schema(&doc, "MandateIn");
+    for member in ["id", "type", "name", "charges"] {
+        assert!(required(mandate).contains(&member), "MandateIn.{member}");
+        let property = &mandate["properties"][member];
+        assert!(
+            !property.to_string().contains("\"null\""),
+            "MandateIn.{member} is required yet nullable: {property}"
+        );
+    }
+    assert_eq!(
+        mandate["properties"]["type"]["enum"],
+        serde_json::json!(["DYNAMIC", "PERMANENT", "SUBSCRIPTION", "ONEPAY"])
+    );
+    // Enumerations, bounds, lengths, patterns and formats.
+    let charges = schema(&doc, "ChargesIn");
+    assert_eq!(
+        charges["properties"]["currencyId"]["enum"],
+        serde_json::json!(["CLP", "CLF", "USD"])
+    );
+    assert_eq!(charges["properties"]["count"]["maximum"], 1200);
+    assert_eq!(charges["properties"]["startDate"]["format"], "date");
+    // An optional member sent as null counts as absent.
+    assert_eq!(
+        charges["properties"]["count"]["type"],
+        serde_json::json!(["integer", "null"])
+    );
+    let customer = schema(&doc, "CustomerIn");
+    assert_eq!(customer["properties"]["userId"]["maxLength"], 64);
+    assert!(customer["properties"]["userId"]["pattern"].is_string());
+    let number = &schema(&doc, "IdentificationDocumentIn")["properties"]["number"];
+    assert!(number["pattern"].is_string(), "the RUT has a pattern");
+    let faults = schema(&doc, "FaultsIn");
+    for member in ["duplicateEvery", "delaySeconds"] {
+        let bounds = &faults["properties"][member];
+        assert_eq!(bounds["minimum"], 0, "{member}");
+        assert!(
+            bounds["maximum"].as_i64().unwrap() < 2_147_483_648,
+            "{member}"
+        );
+    }
+    // Exactly one of two alternatives.
+    assert_eq!(
+        schema(&doc, "CustomerRefIn")["oneOf"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    // The mandate type decides the members of `charges`.
+    assert_eq!(mandate["allOf"].as_array().unwrap().len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn common_headers_have_their_formats_and_enums() {
+    let app = spawn_app().await;
+    let doc = document(&app).await;
+    let op = &doc["paths"]["/mandate"]["post"];
+    let header = |name: &str| {
+        op["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("header {name}"))["schema"]
+            .clone()
+    };
+    assert!(header("correlationId")["pattern"].is_string());
+    assert!(header("requestDateTime")["pattern"].is_string());
+    assert_eq!(header("channel")["maxLength"], 64);
+    assert_eq!(header("salesExecutiveId")["maxLength"], 64);
+    assert_eq!(header("country")["$ref"], "#/components/schemas/Country");
+    assert_eq!(schema(&doc, "Country")["enum"], serde_json::json!(["CL"]));
+    assert_eq!(
+        schema(&doc, "ProcessId")["enum"],
+        serde_json::json!(["HYBRID", "API", "BATCH"])
+    );
+    // The JWT is the credential; x-api-key is the header parameter it already is.
+    assert_eq!(op["security"], serde_json::json!([{"bearer": []}]));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn responses_carry_every_member_and_webhooks_are_described() {
+    let app = spawn_app().await;
+    let doc = document(&app).await;
+    let installment = schema(&doc, "InstallmentDto");
+    for member in [
+        "paymentMethodId",
+        "authorizationCode",
+        "rejection",
+        "payment",
+    ] {
+        assert!(
+            required(installment).contains(&member),
+            "InstallmentDto.{member} is always present (null when empty)"
+        );
+    }
+    for (webhook, body) in [
+        ("payment", "PaymentEvent"),
+        ("activation", "ActivationEvent"),
+        ("signature", "SignatureEvent"),
+    ] {
+        let post = &doc["webhooks"][webhook]["post"];
+        assert_eq!(
+            post["requestBody"]["content"]["application/json"]["schema"]["$ref"],
+            format!("#/components/schemas/{body}")
+        );
+        let headers: Vec<&str> = post["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            headers,
+            ["webhook-id", "webhook-timestamp", "webhook-signature"]
+        );
+        let event = schema(&doc, body);
+        for member in ["event", "eventId", "createdAt", "sequence", "signature"] {
+            assert!(required(event).contains(&member), "{body}.{member}");
+        }
+    }
+}
+
+/// A stored activation event body matches the webhook schema's required members.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_event_body_has_every_member_its_schema_requires() {
+    let mut app = spawn_app().await;
+    app.login().await;
+    let doc = document(&app).await;
+    app.create_customer("cust-001", "12.345.678-5").await;
+    let created = app
+        .create_mandate(&subscription_body(&app, "cust-001", "GYM-1", 3))
+        .await;
+    let internal_id = created["mandate"]["internalId"].as_str().unwrap();
+    app.post(
+        &format!("/sandbox/mandates/{internal_id}/activate"),
+        &serde_json::json!({"paymentMethodId": 3,
+            "card": {"number": "4242424242424242", "expiry": "12/39", "cvv": "123"}}),
+    )
+    .await
+    .expect(200, "SANDBOX_ACTIVATE_OK");
+    let events = app.events_of(internal_id);
+    let activation = events
+        .iter()
+        .find(|e| e["event"] == "activation")
+        .expect("an activation event");
+    let event_schema = schema(&doc, "ActivationEvent");
+    for member in required(event_schema) {
+        assert!(
+            activation.get(member).is_some(),
+            "the activation body lacks {member}: {activation}"
+        );
+    }
+    for member in activation.as_object().unwrap().keys() {
+        assert!(
+            event_schema["properties"].get(member).is_some(),
+            "the activation body has {member}, which ActivationEvent does not describe"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fault_numbers_past_their_documented_bounds_are_refused_not_stored() {
+    let mut app = spawn_app().await;
+    app.login().await;
+    // 2^31: past the document's maximum, though it fits the stored u32.
+    let reply = app
+        .put(
+            "/sandbox/notifications/faults",
+            &serde_json::json!({"duplicateEvery": 2_147_483_648u64}),
+        )
+        .await;
+    reply.expect(400, "VALIDATION_ERROR");
+    assert_eq!(reply.error_fields(), ["duplicateEvery"]);
+    let reply = app
+        .put(
+            "/sandbox/notifications/faults",
+            &serde_json::json!({"delaySeconds": -1, "duplicateEvery": 1.5}),
+        )
+        .await;
+    reply.expect(400, "VALIDATION_ERROR");
+    assert_eq!(reply.error_fields(), ["duplicateEvery", "delaySeconds"]);
+    let stored = app.get("/sandbox/notifications/faults").await;
+    stored.expect(200, "SANDBOX_FAULTS_OK");
+    assert_eq!(stored.body["payload"]["duplicateEvery"], 0);
+    // A JSON integer may carry a zero fraction; the maximum itself is accepted.
+    let reply = app
+        .put(
+            "/sandbox/notifications/faults",
+            &serde_json::json!({"duplicateEvery": 1000.0, "delaySeconds": 86400}),
+        )
+        .await;
+    reply.expect(200, "SANDBOX_FAULTS_OK");
+    assert_eq!(reply.body["payload"]["duplicateEvery"], 1000);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn receivable_filters_the_document_forbids_are_refused() {
+    let mut app = spawn_app().await;
+    app.login().await;
+    for (query, field) in [
+        ("userId=%C3%97%C2%9B", "query.userId"),
+        ("mandateInternalId=man%20x", "query.mandateInternalId"),
+        ("dueFrom=", "query.dueFrom"),
+        ("state=%201", "query.state"),
+    ] {
+        let reply = app.get(&format!("/receivables?{query}")).await;
+        reply.expect(400, "VALIDATION_ERROR");
+        assert_eq!(reply.error_fields(), [field], "{query}");
+    }
+    app.get("/receivables?userId=cust-001&mandateInternalId=man_01ab&state=1,-99")
+        .await
+        .expect(200, "RECEIVABLES_OK");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_mandate_made_after_the_sandbox_clock_moved_can_be_activated() {
+    let mut app = spawn_app().await;
+    app.login().await;
+    app.post("/sandbox/clock", &serde_json::json!({"advanceDays": 40}))
+        .await
+        .expect(200, "SANDBOX_CLOCK_OK");
+    app.create_customer("cust-001", "12.345.678-5").await;
+    let today = app.get("/sandbox/clock").await.body["payload"]["today"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut body = subscription_body(&app, "cust-001", "GYM-1", 3);
+    let start =
+        chrono::NaiveDate::parse_from_str(&today, "%Y-%m-%d").unwrap() + chrono::Duration::days(7);
+    body["mandate"]["charges"]["startDate"] = serde_json::json!(start.to_string());
+    let created = app.create_mandate(&body).await;
+    let internal_id = created["mandate"]["internalId"].as_str().unwrap();
+    // The link lasts 30 days of business time, as activation reads it.
+    let expires = created["mandate"]["magicLinkExpiresAt"].as_str().unwrap();
+    assert!(expires[..10] > *today.as_str(), "{expires} vs {today}");
+    app.post(
+        &format!("/sandbox/mandates/{internal_id}/activate"),
+        &serde_json::json!({"paymentMethodId": 3,
+            "card": {"number": "4242424242424242", "expiry": "12/39", "cvv": "123"}}),
+    )
+    .await
+    .expect(200, "SANDBOX_ACTIVATE_OK");
+}
+
+/// A one-page PDF (US Letter) written by hand, with its cross-reference table.
+fn one_page_pdf() -> Vec<u8> {
+    let objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>",
+    ];
+    let mut out = String::from("%PDF-1.4\n");
+    let mut offsets = Vec::new();
+    for (i, body) in objects.iter().enumerate() {
+        offsets.push(out.len());
+        out.push_str(&format!("{} 0 obj\n{body}\nendobj\n", i + 1));
+    }
+    let xref = out.len();
+    out.push_str("xref\n0 4\n0000000000 65535 f \n");
+    for offset in offsets {
+        out.push_str(&format!("{offset:010} 00000 n \n"));
+    }
+    out.push_str(&format!(
+        "trailer\n<< /Size 4 /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n"
+    ));
+    out.into_bytes()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn signature_integers_may_be_written_with_a_zero_fraction() {
+    // JSON Schema's `integer` includes 2.0; a client that writes it so is not refused.
+    use base64::Engine;
+    let mut app = spawn_app().await;
+    app.login().await;
+    app.create_customer("cust-001", "12.345.678-5").await;
+    let pdf = base64::engine::general_purpose::STANDARD.encode(one_page_pdf());
+    let body = serde_json::json!({
+        "process": {"processName": "Contrato", "expirationDays": 2.0},
+        "signatories": [{"userId": "cust-001", "order": 1.0, "type": "FES"}],
+        "documents": [{"documentName": "contrato.pdf", "contentBase64": pdf,
+            "signatureData": [{"signatory": {"userId": "cust-001"}, "mode": "MANUAL",
+                               "page": 1.0, "x": 72, "y": 72, "width": 180, "height": 50}]}],
+        "urls": {"callback": "https://merchant.example/done",
+                 "webhook": "https://merchant.example/hooks/signature"}
+    });
+    app.post("/signature", &body)
+        .await
+        .expect(201, "SIGNATURE_CREATE_OK");
+}

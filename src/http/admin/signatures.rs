@@ -198,7 +198,7 @@ pub struct AuditRecordDto {
     pub ip: Option<String>,
     pub user_agent: Option<String>,
     /// `[{"documentName", "sha256"}]` at the time of the act.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Vec<Object>)]
     pub documents: Value,
     #[schema(value_type = Object)]
     pub detail: Value,

@@ -1091,28 +1091,90 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    payment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An installment changed state
+         * @description POSTed to the mandate's `urls.paymentWebhook` on every installment state change.
+         */
+        post: operations["webhook_payment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    activation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A mandate was activated or cancelled
+         * @description POSTed to the mandate's `urls.activationWebhook` when it becomes ACTIVE and when it is cancelled.
+         */
+        post: operations["webhook_activation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    signature: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A signature process advanced
+         * @description POSTed to the process's `urls.webhook` when a signatory signs and when the process completes, is rejected, cancelled or expires.
+         */
+        post: operations["webhook_signature"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         ActivateRequest: {
             /**
-             * Format: int64
              * @description 3, 4, 11 (cards) or 5, 6, 14 (bank debit).
+             * @enum {integer}
              */
-            paymentMethodId?: number | null;
+            paymentMethodId: 3 | 4 | 5 | 6 | 11 | 14;
             card?: components["schemas"]["CardIn"] | null;
             bankAccount?: components["schemas"]["BankAccountIn"] | null;
+        } & {
+            [key: string]: unknown;
         };
         AddInstallmentsRequest: {
-            customer?: components["schemas"]["CustomerRefIn"] | null;
-            product?: components["schemas"]["ProductRefIn"] | null;
-            /**
-             * Format: int64
-             * @description Must equal the number of `installments`.
-             */
-            installmentsNumber?: number | null;
-            installments?: components["schemas"]["InstallmentIn"][] | null;
+            customer: components["schemas"]["CustomerRefIn"];
+            product: components["schemas"]["ProductRefIn"];
+            /** @description Must equal the number of `installments`. */
+            installmentsNumber: number;
+            installments: components["schemas"]["InstallmentIn"][];
             urls?: components["schemas"]["UrlsIn"] | null;
+        } & {
+            [key: string]: unknown;
         };
         AddressIn: {
             street?: string | null;
@@ -1123,23 +1185,32 @@ export interface components {
             region?: string | null;
             country?: string | null;
         };
-        AdvanceRequest: {
-            /** @description A business date after today (YYYY-MM-DD). */
-            advanceTo?: string | null;
+        AdvanceRequest: ({
             /**
-             * Format: int64
-             * @description 1 to 400 days.
+             * Format: date
+             * @description A business date after today (YYYY-MM-DD).
              */
+            advanceTo?: string | null;
+            /** @description 1 to 400 days. */
             advanceDays?: number | null;
-        };
+        } & {
+            [key: string]: unknown;
+        }) & (({
+            /** Format: date */
+            advanceTo: string;
+        } & unknown) | ({
+            advanceDays: number;
+        } & unknown));
         ApiKeyDto: {
             /** @description The key's first 8 characters, to tell keys apart. */
             prefix: string;
             /** @description Valid for every commerce (else only for `commerces`). */
             allCommerces: boolean;
             commerces: string[];
+            /** Format: date-time */
             createdAt: string;
-            revokedAt?: string | null;
+            /** Format: date-time */
+            revokedAt: string | null;
         };
         ApiKeysPayload: {
             items: components["schemas"]["ApiKeyDto"][];
@@ -1147,30 +1218,32 @@ export interface components {
         AttemptDto: {
             /** @description FIRST, RETRY, MANUAL, or INJECTED (a sandbox duplicate). */
             kind: string;
+            /** Format: date-time */
             startedAt: string;
             /** Format: int64 */
             durationMs: number;
             /** Format: int64 */
-            statusCode?: number | null;
-            responseExcerpt?: string | null;
-            error?: string | null;
+            statusCode: number | null;
+            responseExcerpt: string | null;
+            error: string | null;
             /** @description DELIVERED, RETRY (another attempt is scheduled) or FAILED. */
             outcome: string;
         };
         AuditRecordDto: {
             /** Format: int64 */
             position: number;
+            /** Format: date-time */
             at: string;
             /**
              * @description CREATED, VIEWED, CODE_SENT, CODE_FAILED, CODE_VERIFIED, IDENTITY_FAILED,
              *     IDENTITY_CONFIRMED, SIGNED, REJECTED, CANCELLED, EXPIRED, COMPLETED.
              */
             action: string;
-            signatoryId?: string | null;
-            ip?: string | null;
-            userAgent?: string | null;
+            signatoryId: string | null;
+            ip: string | null;
+            userAgent: string | null;
             /** @description `[{"documentName", "sha256"}]` at the time of the act. */
-            documents: Record<string, never>;
+            documents: Record<string, never>[];
             detail: Record<string, never>;
             prevHash: string;
             hash: string;
@@ -1196,8 +1269,8 @@ export interface components {
              * Format: int64
              * @description The first record that does not.
              */
-            brokenAt?: number | null;
-            head?: string | null;
+            brokenAt: number | null;
+            head: string | null;
             records: components["schemas"]["AuditRecordDto"][];
         };
         BackupDto: {
@@ -1221,85 +1294,107 @@ export interface components {
             items: components["schemas"]["BackupDto"][];
         };
         BankAccountIn: {
-            bankCode?: string | null;
-            /** @description CHECKING, VISTA or SAVINGS. */
-            accountType?: string | null;
+            bankCode: string;
+            /**
+             * @description CHECKING, VISTA or SAVINGS.
+             * @enum {string}
+             */
+            accountType: "CHECKING" | "VISTA" | "SAVINGS";
             /** @description Ending 0000 approves at settlement, 9999 is rejected at validation. */
-            accountNumber?: string | null;
-            holderRut?: string | null;
+            accountNumber: string;
+            holderRut: string;
         };
         CancelProcessIn: {
-            internalId?: string | null;
+            /** @description `sig_...` */
+            internalId: string;
         };
         CancelRequest: {
             /** @description The reason, 3 to 500 characters (also accepted as the query parameter `description`). */
-            description?: string | null;
+            description: string;
         };
         CancelSignatureRequest: {
-            process?: components["schemas"]["CancelProcessIn"] | null;
+            process: components["schemas"]["CancelProcessIn"];
+        } & {
+            [key: string]: unknown;
         };
         CancellationDto: {
             description: string;
         };
         CardIn: {
             /** @description A test card: ending 1111/4242 approve, 0002 INSUFFICIENT_FUNDS, 0069 EXPIRED_CARD. */
-            number?: string | null;
+            number: string;
             /** @description MM/YY. */
-            expiry?: string | null;
-            cvv?: string | null;
+            expiry: string;
+            cvv: string;
         };
         ChargeAttemptDto: {
             /** Format: int64 */
             attempt: number;
+            /** Format: date */
             businessDate: string;
             /** @description IN_PROCESS, IN_VALIDATION, PAID or REJECTED. */
             state: string;
             /** Format: double */
             amount: number;
             currencyId: string;
-            authorizationCode?: string | null;
-            rejectionCode?: string | null;
+            authorizationCode: string | null;
+            rejectionCode: string | null;
+            /** Format: date-time */
             startedAt: string;
-            finishedAt?: string | null;
+            /** Format: date-time */
+            finishedAt: string | null;
         };
         ChargesIn: {
-            currencyId?: string | null;
-            /** Format: double */
+            /** @enum {string} */
+            currencyId: "CLP" | "CLF" | "USD";
+            /** @description In the currency's major unit, with at most its decimals: CLP 0, USD 2, CLF 4. */
             amount?: number | null;
             /** @description WEEKLY, MONTHLY, BIMONTHLY, QUARTERLY, SEMIANNUAL, ANNUAL. */
-            periodicity?: string | null;
+            periodicity?: ("WEEKLY" | "MONTHLY" | "BIMONTHLY" | "QUARTERLY" | "SEMIANNUAL" | "ANNUAL") | null;
+            /** Format: date */
             startDate?: string | null;
-            /** Format: int64 */
             count?: number | null;
-            /** @description Inclusive. */
-            endDate?: string | null;
-            /** @description ONEPAY; defaults to today. */
-            dueDate?: string | null;
             /**
-             * Format: double
-             * @description DYNAMIC: the largest amount of one installment.
+             * Format: date
+             * @description Inclusive.
              */
+            endDate?: string | null;
+            /**
+             * Format: date
+             * @description ONEPAY; defaults to today.
+             */
+            dueDate?: string | null;
+            /** @description In the currency's major unit, with at most its decimals: CLP 0, USD 2, CLF 4. */
             maxAmount?: number | null;
         };
         ChargingOverview: {
             /** @description Newest first, at most 50. */
             runs: components["schemas"]["RunDto"][];
-            running?: components["schemas"]["ProgressDto"] | null;
-            /** @description The business date, and whether the sandbox clock may be moved. */
+            running: components["schemas"]["ProgressDto"] | null;
+            /**
+             * Format: date
+             * @description The business date, and whether the sandbox clock may be moved.
+             */
             today: string;
             sandbox: boolean;
             /** Format: int64 */
             offsetDays: number;
         };
         ClockPayload: {
-            /** @description The business date. */
+            /**
+             * Format: date
+             * @description The business date.
+             */
             today: string;
-            /** @description Business time (the wall clock moved by the offset). */
+            /**
+             * Format: date-time
+             * @description Business time (the wall clock moved by the offset).
+             */
             now: string;
             /** Format: int64 */
             offsetDays: number;
-            /** @description One summary per date crossed by an advance, in order. */
-            runs?: components["schemas"]["RunSummaryDto"][] | null;
+            /** @description One summary per date crossed by an advance, in order; null when the clock was only read. */
+            runs: components["schemas"]["RunSummaryDto"][] | null;
         };
         CommerceBrief: {
             code: string;
@@ -1309,7 +1404,7 @@ export interface components {
             code: string;
             name: string;
             /** @description Allowed `channel` header values; null: any. */
-            channels?: string[] | null;
+            channels: string[] | null;
             paymentMethods: number[];
             authorizationRequired: boolean;
             /** @description The commerce's policy, or the default. */
@@ -1317,7 +1412,8 @@ export interface components {
             /** @description False when the commerce uses the default policy. */
             customRetryPolicy: boolean;
             /** @description During a secret rotation: until when the previous secret also signs. */
-            previousSecretValidUntil?: string | null;
+            previousSecretValidUntil: string | null;
+            /** Format: date-time */
             createdAt: string;
         };
         CommercesPayload: {
@@ -1325,10 +1421,11 @@ export interface components {
         };
         ContactsDto: {
             email: string;
-            phone?: string | null;
+            phone: string | null;
         };
         ContactsIn: {
-            email?: string | null;
+            /** Format: email */
+            email: string;
             phone?: string | null;
         };
         Credentials: {
@@ -1353,18 +1450,20 @@ export interface components {
             userId: string;
             identificationDocument: components["schemas"]["IdentificationDocumentDto"];
             personalInformation: components["schemas"]["PersonalInformationDto"];
-            address?: Record<string, never> | null;
+            address: Record<string, never> | null;
             contacts: components["schemas"]["ContactsDto"];
+            /** Format: date-time */
             createdAt: string;
+            /** Format: date-time */
             updatedAt: string;
         };
         CustomerIn: {
             /** @description The merchant's id of the customer; unique per commerce. */
-            userId?: string | null;
-            identificationDocument?: components["schemas"]["IdentificationDocumentIn"] | null;
-            personalInformation?: components["schemas"]["PersonalInformationIn"] | null;
+            userId: string;
+            identificationDocument: components["schemas"]["IdentificationDocumentIn"];
+            personalInformation: components["schemas"]["PersonalInformationIn"];
             address?: components["schemas"]["AddressIn"] | null;
-            contacts?: components["schemas"]["ContactsIn"] | null;
+            contacts: components["schemas"]["ContactsIn"];
         };
         CustomerLineDto: {
             customer: components["schemas"]["CustomerDto"];
@@ -1377,15 +1476,24 @@ export interface components {
         };
         CustomerRefIn: {
             userId?: string | null;
+            /** @description `usr_...` */
             internalUserId?: string | null;
-        };
+        } & (({
+            userId: string;
+        } & unknown) | ({
+            /** @description `usr_...` */
+            internalUserId: string;
+        } & unknown));
         CustomersPage: {
             items: components["schemas"]["CustomerLineDto"][];
             /** @description Null on the last page. */
-            nextCursor?: string | null;
+            nextCursor: string | null;
         };
         Dashboard: {
-            /** @description The business date. */
+            /**
+             * Format: date
+             * @description The business date.
+             */
             today: string;
             /** @description `sandbox` or `production`. */
             environment: string;
@@ -1398,10 +1506,13 @@ export interface components {
             /** @description The ten next installments to charge. */
             nextCharges: components["schemas"]["NextCharge"][];
             failingWebhooks: components["schemas"]["FailingWebhooks"];
-            lastRun?: components["schemas"]["RunDto"] | null;
+            lastRun: components["schemas"]["RunDto"] | null;
         };
         DayAmounts: {
-            /** @description A business date, `YYYY-MM-DD`. */
+            /**
+             * Format: date
+             * @description A business date, `YYYY-MM-DD`.
+             */
             date: string;
             /** @description Installments that became PAID that day, per currency. */
             collected: components["schemas"]["MoneyDto"][];
@@ -1410,11 +1521,11 @@ export interface components {
         };
         DocumentIn: {
             /** @description 1 to 200 characters. */
-            documentName?: string | null;
+            documentName: string;
             /** @description The PDF in base64 (standard alphabet); at most 10 MiB decoded. */
-            contentBase64?: string | null;
+            contentBase64: string;
             /** @description Where each signatory signs: every signatory at least once per document. */
-            signatureData?: components["schemas"]["SignatureDataIn"][] | null;
+            signatureData: components["schemas"]["SignatureDataIn"][];
         };
         /** @description An empty payload, written `{}`. */
         Empty: Record<string, never>;
@@ -1424,9 +1535,11 @@ export interface components {
         };
         EncryptRequest: {
             /** @description 1 to 200 characters. Never logged. */
-            password?: string | null;
-            /** @description The environment's public key (PEM), 100 to 10000 characters. */
-            publicKey?: string | null;
+            password: string;
+            /** @description The environment's public key (PEM), as `/.well-known/jwe-public-key` gives it. */
+            publicKey: string;
+        } & {
+            [key: string]: unknown;
         };
         Envelope_ApiKeysPayload: {
             /** Format: int32 */
@@ -1473,8 +1586,11 @@ export interface components {
             payload: {
                 /** @description Newest first, at most 50. */
                 runs: components["schemas"]["RunDto"][];
-                running?: components["schemas"]["ProgressDto"] | null;
-                /** @description The business date, and whether the sandbox clock may be moved. */
+                running: components["schemas"]["ProgressDto"] | null;
+                /**
+                 * Format: date
+                 * @description The business date, and whether the sandbox clock may be moved.
+                 */
                 today: string;
                 sandbox: boolean;
                 /** Format: int64 */
@@ -1487,14 +1603,20 @@ export interface components {
             name: string;
             message: string;
             payload: {
-                /** @description The business date. */
+                /**
+                 * Format: date
+                 * @description The business date.
+                 */
                 today: string;
-                /** @description Business time (the wall clock moved by the offset). */
+                /**
+                 * Format: date-time
+                 * @description Business time (the wall clock moved by the offset).
+                 */
                 now: string;
                 /** Format: int64 */
                 offsetDays: number;
-                /** @description One summary per date crossed by an advance, in order. */
-                runs?: components["schemas"]["RunSummaryDto"][] | null;
+                /** @description One summary per date crossed by an advance, in order; null when the clock was only read. */
+                runs: components["schemas"]["RunSummaryDto"][] | null;
             };
         };
         Envelope_CommercesPayload: {
@@ -1526,7 +1648,7 @@ export interface components {
             payload: {
                 items: components["schemas"]["CustomerLineDto"][];
                 /** @description Null on the last page. */
-                nextCursor?: string | null;
+                nextCursor: string | null;
             };
         };
         Envelope_Dashboard: {
@@ -1535,7 +1657,10 @@ export interface components {
             name: string;
             message: string;
             payload: {
-                /** @description The business date. */
+                /**
+                 * Format: date
+                 * @description The business date.
+                 */
                 today: string;
                 /** @description `sandbox` or `production`. */
                 environment: string;
@@ -1548,7 +1673,7 @@ export interface components {
                 /** @description The ten next installments to charge. */
                 nextCharges: components["schemas"]["NextCharge"][];
                 failingWebhooks: components["schemas"]["FailingWebhooks"];
-                lastRun?: components["schemas"]["RunDto"] | null;
+                lastRun: components["schemas"]["RunDto"] | null;
             };
         };
         Envelope_Empty: {
@@ -1580,7 +1705,10 @@ export interface components {
                 /** @description Where merchants and customers reach this installation. */
                 publicBaseUrl: string;
                 timeZone: string;
-                /** @description The business date (the sandbox clock may be ahead of the calendar). */
+                /**
+                 * Format: date
+                 * @description The business date (the sandbox clock may be ahead of the calendar).
+                 */
                 today: string;
                 jwePublicKey: components["schemas"]["JwePublicKeyDto"];
                 version: string;
@@ -1607,7 +1735,7 @@ export interface components {
             message: string;
             payload: {
                 items: components["schemas"]["ListedEventDto"][];
-                nextCursor?: string | null;
+                nextCursor: string | null;
             };
         };
         Envelope_Faults: {
@@ -1621,14 +1749,14 @@ export interface components {
                  * Format: int32
                  * @description Deliver every n-th event twice (0 or absent: never).
                  */
-                duplicateEvery?: number;
+                duplicateEvery: number;
                 /** @description Send each batch of due events newest first. */
-                reorder?: boolean;
+                reorder: boolean;
                 /**
                  * Format: int32
                  * @description Hold each event this long after its creation before its first attempt.
                  */
-                delaySeconds?: number;
+                delaySeconds: number;
             };
         };
         Envelope_InstallmentDto: {
@@ -1645,18 +1773,22 @@ export interface components {
                  */
                 amount: number;
                 currencyId: string;
+                /** Format: date */
                 installmentDueDate: string;
                 state: components["schemas"]["StateDto"];
-                /** @description Time of the latest state. */
+                /**
+                 * Format: date-time
+                 * @description Time of the latest state.
+                 */
                 dateTime: string;
                 /** Format: int64 */
                 attempts: number;
                 /** Format: int64 */
-                paymentMethodId?: number | null;
-                authorizationCode?: string | null;
-                rejection?: components["schemas"]["RejectionDto"] | null;
+                paymentMethodId: number | null;
+                authorizationCode: string | null;
+                rejection: components["schemas"]["RejectionDto"] | null;
                 /** @description Manual payment evidence, when marked paid by the merchant. */
-                payment?: Record<string, never> | null;
+                payment: Record<string, never> | null;
             };
         };
         Envelope_InstallmentsPayload: {
@@ -1696,6 +1828,7 @@ export interface components {
                  * @description Seconds until it expires.
                  */
                 expiresIn: number;
+                /** Format: date-time */
                 expiresAt: string;
             };
         };
@@ -1709,7 +1842,7 @@ export interface components {
                 mandate: components["schemas"]["MandateDto"];
                 customer: components["schemas"]["CustomerDto"];
                 /** @description The enrolled method (`id`, `name`, masked `instrument`); null before activation. */
-                paymentMethod?: Record<string, never> | null;
+                paymentMethod: Record<string, never> | null;
                 /** @description By due date: the schedule. */
                 installments: components["schemas"]["StaffInstallment"][];
                 /** @description Every event of the mandate, in sequence order. */
@@ -1728,7 +1861,7 @@ export interface components {
                 mandate: components["schemas"]["MandateDto"];
                 customer: components["schemas"]["CustomerDto"];
                 /** @description The enrolled method (`id`, `name`, masked `instrument`); null before activation. */
-                paymentMethod?: Record<string, never> | null;
+                paymentMethod: Record<string, never> | null;
                 /** @description Ordered by due date. */
                 installments: components["schemas"]["InstallmentDto"][];
             };
@@ -1741,7 +1874,7 @@ export interface components {
             payload: {
                 items: components["schemas"]["MandateLineDto"][];
                 /** @description Null on the last page. */
-                nextCursor?: string | null;
+                nextCursor: string | null;
             };
         };
         Envelope_NewApiKeyResult: {
@@ -1766,7 +1899,7 @@ export interface components {
                 /** @description Shown once: the key of the webhook signatures. */
                 webhookSecret: string;
                 /** @description Shown once, when it was generated. */
-                password?: string | null;
+                password: string | null;
             };
         };
         Envelope_NotificationPayload: {
@@ -1789,7 +1922,7 @@ export interface components {
             payload: {
                 items: components["schemas"]["ReceivableItem"][];
                 /** @description Pass as `cursor` for the next page; null on the last page. */
-                nextCursor?: string | null;
+                nextCursor: string | null;
             };
         };
         Envelope_RedeliverPayload: {
@@ -1846,7 +1979,7 @@ export interface components {
             message: string;
             payload: {
                 items: components["schemas"]["RequestDto"][];
-                nextCursor?: string | null;
+                nextCursor: string | null;
             };
         };
         Envelope_RetryPolicyDto: {
@@ -1886,7 +2019,10 @@ export interface components {
             name: string;
             message: string;
             payload: {
-                /** @description The business date charged. */
+                /**
+                 * Format: date
+                 * @description The business date charged.
+                 */
                 date: string;
                 /**
                  * Format: int64
@@ -1924,6 +2060,7 @@ export interface components {
                 role: string;
                 /** @description Send as `x-csrf-token` with every change. */
                 csrfToken: string;
+                /** Format: date-time */
                 expiresAt: string;
             };
         };
@@ -1962,7 +2099,7 @@ export interface components {
             message: string;
             payload: {
                 items: components["schemas"]["ListedSignatureDto"][];
-                nextCursor?: string | null;
+                nextCursor: string | null;
             };
         };
         Envelope_StaffAuditPage: {
@@ -1972,7 +2109,7 @@ export interface components {
             message: string;
             payload: {
                 items: components["schemas"]["StaffActionDto"][];
-                nextCursor?: string | null;
+                nextCursor: string | null;
             };
         };
         Envelope_StaffDto: {
@@ -1984,9 +2121,13 @@ export interface components {
                 email: string;
                 /** @description `admin`, `operator` or `viewer`. */
                 role: string;
+                /** Format: date-time */
                 createdAt: string;
-                /** @description Disabled accounts cannot sign in. */
-                disabledAt?: string | null;
+                /**
+                 * Format: date-time
+                 * @description Disabled accounts cannot sign in.
+                 */
+                disabledAt: string | null;
             };
         };
         Envelope_StaffPayload: {
@@ -2057,7 +2198,10 @@ export interface components {
             /** @description Where merchants and customers reach this installation. */
             publicBaseUrl: string;
             timeZone: string;
-            /** @description The business date (the sandbox clock may be ahead of the calendar). */
+            /**
+             * Format: date
+             * @description The business date (the sandbox clock may be ahead of the calendar).
+             */
             today: string;
             jwePublicKey: components["schemas"]["JwePublicKeyDto"];
             version: string;
@@ -2068,7 +2212,7 @@ export interface components {
             statusCode: number;
             name: string;
             message: string;
-            correlationId?: string | null;
+            correlationId: string | null;
             errors: components["schemas"]["FieldError"][];
         };
         EventDetail: {
@@ -2085,7 +2229,7 @@ export interface components {
             kind: string;
             /** Format: int64 */
             sequence: number;
-            url?: string | null;
+            url: string | null;
             /** @description PENDING, DELIVERED, FAILED, or NO_URL (kept as history; nothing to send). */
             deliveryState: string;
             /**
@@ -2093,9 +2237,12 @@ export interface components {
              * @description Automatic attempts so far.
              */
             attempts: number;
-            nextAttemptAt?: string | null;
+            /** Format: date-time */
+            nextAttemptAt: string | null;
+            /** Format: date-time */
             createdAt: string;
-            deliveredAt?: string | null;
+            /** Format: date-time */
+            deliveredAt: string | null;
         };
         /** @description A state as an event body names it. */
         EventState: {
@@ -2105,26 +2252,27 @@ export interface components {
         };
         EventsPage: {
             items: components["schemas"]["ListedEventDto"][];
-            nextCursor?: string | null;
+            nextCursor: string | null;
         };
         FailingEvent: {
             eventId: string;
             kind: string;
-            url?: string | null;
+            url: string | null;
             /** @description FAILED, or PENDING after failed attempts (retrying). */
             deliveryState: string;
             /** Format: int64 */
             attempts: number;
+            /** Format: date-time */
             createdAt: string;
-            mandateInternalId?: string | null;
+            mandateInternalId: string | null;
             commerce: string;
             /**
              * Format: int64
              * @description The latest attempt's HTTP status, when an answer came.
              */
-            lastStatus?: number | null;
+            lastStatus: number | null;
             /** @description The latest attempt's error or response excerpt. */
-            lastError?: string | null;
+            lastError: string | null;
         };
         FailingWebhooks: {
             /** Format: int64 */
@@ -2140,14 +2288,29 @@ export interface components {
              * Format: int32
              * @description Deliver every n-th event twice (0 or absent: never).
              */
-            duplicateEvery?: number;
+            duplicateEvery: number;
             /** @description Send each batch of due events newest first. */
-            reorder?: boolean;
+            reorder: boolean;
             /**
              * Format: int32
              * @description Hold each event this long after its creation before its first attempt.
              */
-            delaySeconds?: number;
+            delaySeconds: number;
+        };
+        /**
+         * @description The fault injection as sent: numbers are read as JSON numbers and bounded here, so that a
+         *     value `/openapi.json` forbids (a fraction, a negative, past the maximum) is a 400 naming its
+         *     field and is never stored.
+         */
+        FaultsIn: {
+            /** @description Deliver every n-th event twice (0: never). */
+            duplicateEvery?: number | null;
+            /** @description Send each batch of due events newest first. */
+            reorder?: boolean | null;
+            /** @description Hold each event this long after its creation before its first attempt. */
+            delaySeconds?: number | null;
+        } & {
+            [key: string]: unknown;
         };
         /**
          * @description One problem with one input, located by a JSON path (`customer.contacts.email`,
@@ -2160,13 +2323,16 @@ export interface components {
         };
         HistoryEntry: {
             state: components["schemas"]["EventState"];
-            /** @description When the installment reached that state. */
+            /**
+             * Format: date-time
+             * @description When the installment reached that state.
+             */
             at: string;
             /** @description The payment event that told the merchant; null for the creation. */
-            eventId?: string | null;
+            eventId: string | null;
             /** @description That event's delivery: PENDING, DELIVERED, FAILED or NO_URL. */
-            deliveryState?: string | null;
-            rejectionCode?: string | null;
+            deliveryState: string | null;
+            rejectionCode: string | null;
         };
         IdentificationDocumentDto: {
             type: string;
@@ -2175,9 +2341,9 @@ export interface components {
         };
         IdentificationDocumentIn: {
             /** @description `RUT`. */
-            type?: string | null;
-            /** @description The RUT, with or without dots and dash (`12.345.678-5`). */
-            number?: string | null;
+            type?: "RUT" | null;
+            /** @description The RUT, with or without dots and dash; its check digit (modulo 11, `K` either case) must be right. */
+            number: string;
         };
         InstallmentDto: {
             internalId: string;
@@ -2188,29 +2354,39 @@ export interface components {
              */
             amount: number;
             currencyId: string;
+            /** Format: date */
             installmentDueDate: string;
             state: components["schemas"]["StateDto"];
-            /** @description Time of the latest state. */
+            /**
+             * Format: date-time
+             * @description Time of the latest state.
+             */
             dateTime: string;
             /** Format: int64 */
             attempts: number;
             /** Format: int64 */
-            paymentMethodId?: number | null;
-            authorizationCode?: string | null;
-            rejection?: components["schemas"]["RejectionDto"] | null;
+            paymentMethodId: number | null;
+            authorizationCode: string | null;
+            rejection: components["schemas"]["RejectionDto"] | null;
             /** @description Manual payment evidence, when marked paid by the merchant. */
-            payment?: Record<string, never> | null;
+            payment: Record<string, never> | null;
         };
         InstallmentIdsIn: {
             ids?: string[] | null;
             internalIds?: string[] | null;
-        };
+        } & (({
+            ids: string[];
+        } & unknown) | ({
+            internalIds: string[];
+        } & unknown));
         InstallmentIn: {
-            id?: string | null;
-            /** Format: double */
-            amount?: number | null;
-            installmentDueDate?: string | null;
-            currencyId?: string | null;
+            id: string;
+            /** @description In the currency's major unit, with at most its decimals: CLP 0, USD 2, CLF 4. */
+            amount: number;
+            /** Format: date */
+            installmentDueDate: string;
+            /** @enum {string} */
+            currencyId: "CLP" | "CLF" | "USD";
         };
         InstallmentsPayload: {
             product: components["schemas"]["ProductSummary"];
@@ -2232,22 +2408,27 @@ export interface components {
         };
         ListedEventDto: components["schemas"]["EventDto"] & {
             commerce: string;
-            mandateInternalId?: string | null;
-            installmentInternalId?: string | null;
+            mandateInternalId: string | null;
+            installmentInternalId: string | null;
         };
         ListedSignatureDto: {
             internalId: string;
             commerce: string;
             processName: string;
-            externalProcessId?: string | null;
+            externalProcessId: string | null;
             state: components["schemas"]["StateDto"];
             signatories: number;
             signed: number;
             documents: number;
+            /** Format: date-time */
             createdAt: string;
-            /** @description Business time. */
+            /**
+             * Format: date-time
+             * @description Business time.
+             */
             expiresAt: string;
-            finishedAt?: string | null;
+            /** Format: date-time */
+            finishedAt: string | null;
         };
         LoginPayload: {
             /** @description ES256 JWT, sent afterwards as `Authorization: Bearer <token>`. */
@@ -2258,16 +2439,16 @@ export interface components {
              * @description Seconds until it expires.
              */
             expiresIn: number;
+            /** Format: date-time */
             expiresAt: string;
         };
         LoginRequest: {
             /** @description The commerce code; must equal the `commerce` header. */
-            username?: string | null;
-            /**
-             * @description The commerce password as a compact JWE (RSA-OAEP-256 + A256GCM) under the environment's
-             *     public key. Plain text is refused.
-             */
-            password?: string | null;
+            username: string;
+            /** @description The commerce password as a compact JWE (five base64url parts) under the environment's public key. */
+            password: string;
+        } & {
+            [key: string]: unknown;
         };
         MandateActions: {
             cancel: boolean;
@@ -2278,7 +2459,7 @@ export interface components {
             mandate: components["schemas"]["MandateDto"];
             customer: components["schemas"]["CustomerDto"];
             /** @description The enrolled method (`id`, `name`, masked `instrument`); null before activation. */
-            paymentMethod?: Record<string, never> | null;
+            paymentMethod: Record<string, never> | null;
             /** @description By due date: the schedule. */
             installments: components["schemas"]["StaffInstallment"][];
             /** @description Every event of the mandate, in sequence order. */
@@ -2291,7 +2472,7 @@ export interface components {
             id: string;
             type: string;
             name: string;
-            detail?: string | null;
+            detail: string | null;
             state: components["schemas"]["StateDto"];
             terminateWhenCharged: boolean;
             /**
@@ -2300,13 +2481,16 @@ export interface components {
              */
             charges: Record<string, never>;
             paymentMethods: number[];
-            metadata?: Record<string, never> | null;
+            metadata: Record<string, never> | null;
             urls: components["schemas"]["UrlsDto"];
             /** @description Absolute URL of the customer's activation page. */
             magicLink: string;
+            /** Format: date-time */
             magicLinkExpiresAt: string;
-            cancellation?: components["schemas"]["CancellationDto"] | null;
+            cancellation: components["schemas"]["CancellationDto"] | null;
+            /** Format: date-time */
             createdAt: string;
+            /** Format: date-time */
             updatedAt: string;
         };
         MandateEventDto: {
@@ -2316,21 +2500,25 @@ export interface components {
             /** Format: int64 */
             sequence: number;
             deliveryState: string;
+            /** Format: date-time */
             createdAt: string;
-            installmentInternalId?: string | null;
-            state?: components["schemas"]["EventState"] | null;
+            installmentInternalId: string | null;
+            state: components["schemas"]["EventState"] | null;
         };
         MandateIn: {
             /** @description The merchant's mandate id, unique per commerce. */
-            id?: string | null;
-            /** @description DYNAMIC, PERMANENT, SUBSCRIPTION or ONEPAY. */
-            type?: string | null;
-            name?: string | null;
+            id: string;
+            /**
+             * @description DYNAMIC, PERMANENT, SUBSCRIPTION or ONEPAY.
+             * @enum {string}
+             */
+            type: "DYNAMIC" | "PERMANENT" | "SUBSCRIPTION" | "ONEPAY";
+            name: string;
             detail?: string | null;
-            charges?: components["schemas"]["ChargesIn"] | null;
+            charges: components["schemas"]["ChargesIn"];
             /** @description ONEPAY: defaults to true (the mandate finishes once paid). */
             terminateWhenCharged?: boolean | null;
-        };
+        } & (unknown & unknown & unknown & unknown);
         MandateLineDto: {
             internalId: string;
             id: string;
@@ -2343,10 +2531,12 @@ export interface components {
              * Format: double
              * @description `charges.amount` (per period, or the total of a ONEPAY), or a DYNAMIC's `maxAmount`.
              */
-            amount?: number | null;
-            currencyId?: string | null;
-            periodicity?: string | null;
+            amount: number | null;
+            currencyId: string | null;
+            periodicity: string | null;
+            /** Format: date-time */
             createdAt: string;
+            /** Format: date-time */
             updatedAt: string;
         };
         /** @description The payload of every mandate lookup, and of creation and cancellation. */
@@ -2354,25 +2544,27 @@ export interface components {
             mandate: components["schemas"]["MandateDto"];
             customer: components["schemas"]["CustomerDto"];
             /** @description The enrolled method (`id`, `name`, masked `instrument`); null before activation. */
-            paymentMethod?: Record<string, never> | null;
+            paymentMethod: Record<string, never> | null;
             /** @description Ordered by due date. */
             installments: components["schemas"]["InstallmentDto"][];
         };
         MandateRequest: {
-            customer?: components["schemas"]["CustomerRefIn"] | null;
-            mandate?: components["schemas"]["MandateIn"] | null;
+            customer: components["schemas"]["CustomerRefIn"];
+            mandate: components["schemas"]["MandateIn"];
             /** @description Subset of 3, 4, 11, 5, 6, 14; omitted: the commerce's enabled methods. */
-            paymentMethods?: number[] | null;
+            paymentMethods?: (3 | 4 | 5 | 6 | 11 | 14)[] | null;
             /** @description DYNAMIC: any number; ONEPAY: at most one, for the total; others: none. */
             installments?: components["schemas"]["InstallmentIn"][] | null;
-            /** @description Merchant-owned JSON object, returned as sent. */
+            /** @description Merchant-owned JSON object (at most 16 KiB), returned as sent. */
             metadata?: Record<string, never> | null;
             urls?: components["schemas"]["UrlsIn"] | null;
+        } & {
+            [key: string]: unknown;
         };
         MandatesPage: {
             items: components["schemas"]["MandateLineDto"][];
             /** @description Null on the last page. */
-            nextCursor?: string | null;
+            nextCursor: string | null;
         };
         /** @description An amount in a currency, the way the API writes amounts (a JSON number, shortest form). */
         MoneyDto: {
@@ -2412,7 +2604,7 @@ export interface components {
             /** @description Shown once: the key of the webhook signatures. */
             webhookSecret: string;
             /** @description Shown once, when it was generated. */
-            password?: string | null;
+            password: string | null;
         };
         NewStaffRequest: {
             email?: string | null;
@@ -2427,6 +2619,7 @@ export interface components {
             /** Format: double */
             amount: number;
             currencyId: string;
+            /** Format: date */
             installmentDueDate: string;
             mandateInternalId: string;
             mandateId: string;
@@ -2440,24 +2633,30 @@ export interface components {
             body: Record<string, never>;
             attempts: components["schemas"]["AttemptDto"][];
         };
-        OutcomeRequest: {
-            /** @description PAID or REJECTED (decide the next charge attempt), or REVERSED (now, on a PAID one). */
-            result?: string | null;
+        OutcomeRequest: ({
+            /**
+             * @description PAID or REJECTED (decide the next charge attempt), or REVERSED (now, on a PAID one).
+             * @enum {string}
+             */
+            result: "PAID" | "REJECTED" | "REVERSED";
             /**
              * @description With REJECTED: INSUFFICIENT_FUNDS (soft), CARD_DECLINED, EXPIRED_CARD, ACCOUNT_CLOSED,
              *     BANK_VALIDATION_FAILED.
              */
-            code?: string | null;
-        };
+            code?: ("INSUFFICIENT_FUNDS" | "CARD_DECLINED" | "EXPIRED_CARD" | "ACCOUNT_CLOSED" | "BANK_VALIDATION_FAILED") | null;
+        } & {
+            [key: string]: unknown;
+        }) & unknown;
         PaymentIn: {
-            /** @description The date the payment was made, not after today. */
-            date?: string | null;
             /**
-             * Format: double
-             * @description The sum of the listed installments.
+             * Format: date
+             * @description The date the payment was made, not after today.
              */
-            amount?: number | null;
-            currencyId?: string | null;
+            date: string;
+            /** @description In the currency's major unit, with at most its decimals: CLP 0, USD 2, CLF 4. */
+            amount: number;
+            /** @enum {string} */
+            currencyId: "CLP" | "CLF" | "USD";
             /** @description Required when the commerce's contract says so. */
             authorizationCode?: string | null;
             /** @description How it was paid (`TRANSFER`, `CASH`, ...); free text. */
@@ -2466,36 +2665,40 @@ export interface components {
         PersonalInformationDto: {
             firstName: string;
             lastName: string;
-            secondLastName?: string | null;
+            secondLastName: string | null;
         };
         PersonalInformationIn: {
-            firstName?: string | null;
-            lastName?: string | null;
+            firstName: string;
+            lastName: string;
             secondLastName?: string | null;
         };
         ProcessIn: {
             /** @description 1 to 200 characters. */
-            processName?: string | null;
+            processName: string;
             /** @description The merchant's id of the process, up to 64 characters. */
             externalProcessId?: string | null;
             /** @description Who asked for it, up to 200 characters. */
             requestUser?: string | null;
-            /**
-             * Format: int64
-             * @description Days (business time) the signing links stay valid: 1 to 365, default 30.
-             */
+            /** @description Days (business time) the signing links stay valid: 1 to 365, default 30. */
             expirationDays?: number | null;
         };
         ProductRefIn: {
             id?: string | null;
+            /** @description `man_...` */
             internalId?: string | null;
-        };
+        } & (({
+            id: string;
+        } & unknown) | ({
+            /** @description `man_...` */
+            internalId: string;
+        } & unknown));
         ProductSummary: {
             internalId: string;
             id: string;
             state: components["schemas"]["StateDto"];
         };
         ProgressDto: {
+            /** Format: date */
             date: string;
             /** Format: int64 */
             done: number;
@@ -2519,7 +2722,7 @@ export interface components {
         ReceivablesPayload: {
             items: components["schemas"]["ReceivableItem"][];
             /** @description Pass as `cursor` for the next page; null on the last page. */
-            nextCursor?: string | null;
+            nextCursor: string | null;
         };
         RedeliverPayload: {
             eventId: string;
@@ -2560,16 +2763,17 @@ export interface components {
         };
         RejectionDto: {
             code: string;
-            message?: string | null;
+            message: string | null;
         };
         RemovedRoot: {
             fingerprint: string;
         };
         RequestAuditPage: {
             items: components["schemas"]["RequestDto"][];
-            nextCursor?: string | null;
+            nextCursor: string | null;
         };
         RequestDto: {
+            /** Format: date-time */
             at: string;
             method: string;
             /** @description Without the query string. */
@@ -2578,13 +2782,13 @@ export interface components {
             status: number;
             /** Format: double */
             durationMs: number;
-            commerce?: string | null;
-            correlationId?: string | null;
+            commerce: string | null;
+            correlationId: string | null;
             /** @description The first 8 characters of the API key used. */
-            apiKeyPrefix?: string | null;
+            apiKeyPrefix: string | null;
             /** @description The common headers as received, without `x-api-key` and `Authorization`. */
             headers: Record<string, never>;
-            peer?: string | null;
+            peer: string | null;
         };
         RetryPolicyDto: {
             /** @description Days after the first rejection on which a soft decline is retried. */
@@ -2614,13 +2818,16 @@ export interface components {
             previousValidUntil: string;
         };
         RunDto: {
+            /** Format: date */
             businessDate: string;
             /** @description SCHEDULE, CATCH_UP, MANUAL or SANDBOX. */
             trigger: string;
             /** @description RUNNING, FINISHED or INTERRUPTED (the process stopped mid-run; reconciled at start). */
             state: string;
+            /** Format: date-time */
             startedAt: string;
-            finishedAt?: string | null;
+            /** Format: date-time */
+            finishedAt: string | null;
             /** Format: int64 */
             total: number;
             /** Format: int64 */
@@ -2641,7 +2848,10 @@ export interface components {
             waitingUf: number;
         };
         RunSummaryDto: {
-            /** @description The business date charged. */
+            /**
+             * Format: date
+             * @description The business date charged.
+             */
             date: string;
             /**
              * Format: int64
@@ -2670,7 +2880,8 @@ export interface components {
         SandboxCodeDto: {
             /** @description The current one-time code: sandbox only, never shown in the signing page. */
             code: string;
-            expiresAt?: string | null;
+            /** Format: date-time */
+            expiresAt: string | null;
             /** @description Already entered correctly. */
             used: boolean;
             /**
@@ -2685,6 +2896,7 @@ export interface components {
             role: string;
             /** @description Send as `x-csrf-token` with every change. */
             csrfToken: string;
+            /** Format: date-time */
             expiresAt: string;
         };
         SetupRequest: {
@@ -2714,52 +2926,62 @@ export interface components {
             state: components["schemas"]["StateDto"];
             /** @description The signatory's own link; it is the only credential, send it to that person only. */
             signingUrl: string;
-            viewedAt?: string | null;
-            identityConfirmedAt?: string | null;
-            signedAt?: string | null;
-            rejectedAt?: string | null;
-            rejectionReason?: string | null;
+            /** Format: date-time */
+            viewedAt: string | null;
+            /** Format: date-time */
+            identityConfirmedAt: string | null;
+            /** Format: date-time */
+            signedAt: string | null;
+            /** Format: date-time */
+            rejectedAt: string | null;
+            rejectionReason: string | null;
         };
         SignatoryIn: {
             /** @description Exactly one of `userId` and `internalUserId`. */
             userId?: string | null;
+            /** @description `usr_...` */
             internalUserId?: string | null;
-            /**
-             * Format: int64
-             * @description 1 to 1000: lower orders sign first, equal orders in parallel.
-             */
-            order?: number | null;
+            /** @description 1 to 1000: lower orders sign first, equal orders in parallel. */
+            order: number;
             /**
              * @description `FES` (RUT and one-time code), `FEA` (and the identity card's serial number) or `FAO`
              *     (and an online identity check). In the sandbox the extra step accepts serial
              *     `123456789` and refuses `999999999`.
+             * @enum {string}
              */
-            type?: string | null;
-        };
+            type: "FES" | "FEA" | "FAO";
+        } & (({
+            userId: string;
+        } & unknown) | ({
+            /** @description `usr_...` */
+            internalUserId: string;
+        } & unknown));
         SignatoryRefIn: {
             userId?: string | null;
+            /** @description `usr_...` */
             internalUserId?: string | null;
-        };
+        } & (({
+            userId: string;
+        } & unknown) | ({
+            /** @description `usr_...` */
+            internalUserId: string;
+        } & unknown));
         SignatureDataIn: {
-            signatory?: components["schemas"]["SignatoryRefIn"] | null;
-            /** @description `MANUAL` (a box on a page) or `LAST_PAGE` (on a signature page appended at sealing). */
-            mode?: string | null;
+            signatory: components["schemas"]["SignatoryRefIn"];
             /**
-             * Format: int64
-             * @description MANUAL: 1-based page of the document.
+             * @description `MANUAL` (a box on a page) or `LAST_PAGE` (on a signature page appended at sealing).
+             * @enum {string}
              */
+            mode: "MANUAL" | "LAST_PAGE";
+            /** @description MANUAL: 1-based page of the document. */
             page?: number | null;
             /**
-             * Format: double
              * @description MANUAL: the box in PDF points, origin at the top-left corner of the page as displayed
              *     (after CropBox and Rotate); it must lie inside the page.
              */
             x?: number | null;
-            /** Format: double */
             y?: number | null;
-            /** Format: double */
             width?: number | null;
-            /** Format: double */
             height?: number | null;
         };
         SignatureDocumentDto: {
@@ -2772,7 +2994,7 @@ export interface components {
             /** @description Lowercase hex SHA-256 of the bytes uploaded. */
             sha256: string;
             /** @description Of the sealed PDF, once the process is COMPLETED. */
-            sealedSha256?: string | null;
+            sealedSha256: string | null;
         };
         /** @description The payload of creation and lookup. */
         SignaturePayload: {
@@ -2784,25 +3006,33 @@ export interface components {
         SignatureProcessDto: {
             internalId: string;
             processName: string;
-            externalProcessId?: string | null;
-            requestUser?: string | null;
+            externalProcessId: string | null;
+            requestUser: string | null;
             /** @description 1 PENDING, 2 IN_PROGRESS, 3 COMPLETED, 4 CANCELLED, 5 REJECTED, 6 EXPIRED. */
             state: components["schemas"]["StateDto"];
             /** @description The reason given by the signatory who rejected. */
-            rejectionReason?: string | null;
-            /** @description Business time (the sandbox clock moves it). */
+            rejectionReason: string | null;
+            /**
+             * Format: date-time
+             * @description Business time (the sandbox clock moves it).
+             */
             expiresAt: string;
+            /** Format: date-time */
             createdAt: string;
+            /** Format: date-time */
             updatedAt: string;
-            finishedAt?: string | null;
+            /** Format: date-time */
+            finishedAt: string | null;
         };
         SignatureRequest: {
-            process?: components["schemas"]["ProcessIn"] | null;
+            process: components["schemas"]["ProcessIn"];
             /** @description One or more (at most 50), each a customer of the commerce. */
-            signatories?: components["schemas"]["SignatoryIn"][] | null;
+            signatories: components["schemas"]["SignatoryIn"][];
             /** @description One or more PDFs (at most 20). */
-            documents?: components["schemas"]["DocumentIn"][] | null;
-            urls?: components["schemas"]["SignatureUrlsIn"] | null;
+            documents: components["schemas"]["DocumentIn"][];
+            urls: components["schemas"]["SignatureUrlsIn"];
+        } & {
+            [key: string]: unknown;
         };
         SignatureUrlsDto: {
             callback: string;
@@ -2810,23 +3040,28 @@ export interface components {
         };
         SignatureUrlsIn: {
             /**
+             * Format: uri
              * @description Where the signatory's browser returns after signing or rejecting (`https://`, or
              *     `http://localhost` for development).
              */
-            callback?: string | null;
-            /** @description Where the process's events go (`https://` only). */
-            webhook?: string | null;
+            callback: string;
+            /**
+             * Format: uri
+             * @description Where the process's events go (`https://` only).
+             */
+            webhook: string;
         };
         SignaturesPage: {
             items: components["schemas"]["ListedSignatureDto"][];
-            nextCursor?: string | null;
+            nextCursor: string | null;
         };
         StaffActionDto: {
+            /** Format: date-time */
             at: string;
             email: string;
             action: string;
-            target?: string | null;
-            detail?: string | null;
+            target: string | null;
+            detail: string | null;
         };
         StaffAddInstallmentsRequest: {
             /**
@@ -2841,7 +3076,7 @@ export interface components {
         };
         StaffAuditPage: {
             items: components["schemas"]["StaffActionDto"][];
-            nextCursor?: string | null;
+            nextCursor: string | null;
         };
         StaffCancelRequest: {
             /** @description Why: 3 to 500 characters. */
@@ -2851,9 +3086,13 @@ export interface components {
             email: string;
             /** @description `admin`, `operator` or `viewer`. */
             role: string;
+            /** Format: date-time */
             createdAt: string;
-            /** @description Disabled accounts cannot sign in. */
-            disabledAt?: string | null;
+            /**
+             * Format: date-time
+             * @description Disabled accounts cannot sign in.
+             */
+            disabledAt: string | null;
         };
         StaffInstallment: components["schemas"]["InstallmentDto"] & {
             /** @description Oldest first: created PENDING, then every state change. */
@@ -2883,8 +3122,9 @@ export interface components {
              * @description Wrong RUTs, codes and identity answers; the link locks at 10.
              */
             failures: number;
-            codeVerifiedAt?: string | null;
-            sandboxCode?: components["schemas"]["SandboxCodeDto"] | null;
+            /** Format: date-time */
+            codeVerifiedAt: string | null;
+            sandboxCode: components["schemas"]["SandboxCodeDto"] | null;
         };
         StaffSignatureDetail: {
             commerce: string;
@@ -2912,16 +3152,22 @@ export interface components {
             name: string;
         };
         StatusChangeRequest: {
-            product?: components["schemas"]["ProductRefIn"] | null;
-            installments?: components["schemas"]["InstallmentIdsIn"] | null;
-            /** @description `PAYMENT` or `ANNULMENT`. */
-            action?: string | null;
+            product: components["schemas"]["ProductRefIn"];
+            installments: components["schemas"]["InstallmentIdsIn"];
+            /**
+             * @description `PAYMENT` or `ANNULMENT`.
+             * @enum {string}
+             */
+            action: "PAYMENT" | "ANNULMENT";
             payment?: components["schemas"]["PaymentIn"] | null;
+        } & {
+            [key: string]: unknown;
         };
         TrustedRootDto: {
             /** @description Hex SHA-256 of the certificate (DER). */
             fingerprint: string;
             subject: string;
+            /** Format: date-time */
             addedAt: string;
         };
         TrustedRootRequest: {
@@ -2948,20 +3194,193 @@ export interface components {
             imported: number;
         };
         UrlsDto: {
-            callback?: string | null;
-            activationWebhook?: string | null;
-            paymentWebhook?: string | null;
+            callback: string | null;
+            activationWebhook: string | null;
+            paymentWebhook: string | null;
         };
         UrlsIn: {
+            /** Format: uri */
             callback?: string | null;
+            /** Format: uri */
             activationWebhook?: string | null;
+            /** Format: uri */
             paymentWebhook?: string | null;
         };
         UserPayload: {
             customer: components["schemas"]["CustomerDto"];
         };
         UserRequest: {
-            customer?: components["schemas"]["CustomerIn"] | null;
+            customer: components["schemas"]["CustomerIn"];
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * @description The `country` header: one of the installation's countries.
+         * @enum {string}
+         */
+        Country: "CL";
+        /**
+         * @description The `processId` header: one of the installation's process ids.
+         * @enum {string}
+         */
+        ProcessId: "HYBRID" | "API" | "BATCH";
+        PaymentEvent: {
+            /** @constant */
+            event: "payment";
+            /** @description Also the `webhook-id` header; the same on every retry. */
+            eventId: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description Increases by one with each event of the same mandate (or signature process). */
+            sequence: number;
+            product: {
+                internalId: string;
+                id: string;
+                /** @enum {string} */
+                type: "DYNAMIC" | "PERMANENT" | "SUBSCRIPTION" | "ONEPAY";
+            };
+            customer: {
+                internalUserId: string;
+                userId: string;
+            };
+            installment: {
+                internalId: string;
+                id: string;
+                /** @description Exact, in the currency's major unit, shortest form. */
+                amount: number;
+                /** @enum {string} */
+                currencyId: "CLP" | "CLF" | "USD";
+                /** Format: date */
+                installmentDueDate: string;
+                state: {
+                    /** @enum {integer} */
+                    id: 1 | 9 | 6 | 2 | -99 | 4 | 5;
+                    /** @enum {string} */
+                    name: "PENDING" | "IN_PROCESS" | "IN_VALIDATION" | "PAID" | "REJECTED" | "ANNULLED" | "REVERSED";
+                };
+                /** Format: date-time */
+                dateTime: string;
+                attempt: number;
+                /** @enum {integer|null} */
+                paymentMethodId: 3 | 4 | 5 | 6 | 11 | 14 | null;
+                authorizationCode: string | null;
+                rejection: {
+                    /** @enum {string} */
+                    code: "INSUFFICIENT_FUNDS" | "CARD_DECLINED" | "EXPIRED_CARD" | "ACCOUNT_CLOSED" | "BANK_VALIDATION_FAILED";
+                    message: string | null;
+                } | null;
+                /** @description Whether the engine will try again after this rejection. */
+                retryScheduled: boolean;
+                /** Format: date */
+                nextRetryDate: string | null;
+            };
+            /** @description Lowercase hex HMAC-SHA256 (key: the commerce secret's decoded bytes) of the RFC 8785 canonical JSON of this body without `signature`. */
+            signature: string;
+        };
+        ActivationEvent: {
+            /** @constant */
+            event: "activation";
+            /** @description Also the `webhook-id` header; the same on every retry. */
+            eventId: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description Increases by one with each event of the same mandate (or signature process). */
+            sequence: number;
+            product: {
+                internalId: string;
+                id: string;
+                /** @enum {string} */
+                type: "DYNAMIC" | "PERMANENT" | "SUBSCRIPTION" | "ONEPAY";
+                state: {
+                    /** @enum {integer} */
+                    id: 1 | 2 | 3 | 4 | 5;
+                    /** @enum {string} */
+                    name: "PENDING" | "ACTIVE" | "CANCELLED" | "FINISHED" | "DELETED";
+                };
+            };
+            customer: {
+                internalUserId: string;
+                userId: string;
+            };
+            /** @description The enrolled method (`id`, `name`, masked instrument); null for a mandate cancelled before activation. */
+            paymentMethod: Record<string, never> | null;
+            /** Format: date-time */
+            dateTime: string;
+            /** @description EPAC and direct EPAC: the signed mandate document (PDF). */
+            fileBase64: string | null;
+            /** @description Lowercase hex HMAC-SHA256 (key: the commerce secret's decoded bytes) of the RFC 8785 canonical JSON of this body without `signature`. */
+            signature: string;
+        };
+        SignatureEvent: {
+            /** @enum {string} */
+            event: "SIGNATORY_SIGNED" | "SIGNATURE_COMPLETED" | "SIGNATURE_REJECTED" | "SIGNATURE_CANCELLED" | "SIGNATURE_EXPIRED";
+            /** @description Also the `webhook-id` header; the same on every retry. */
+            eventId: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description Increases by one with each event of the same mandate (or signature process). */
+            sequence: number;
+            process: {
+                internalId: string;
+                processName: string;
+                externalProcessId: string | null;
+                requestUser: string | null;
+                state: {
+                    /** @enum {integer} */
+                    id: 1 | 2 | 3 | 4 | 5 | 6;
+                    /** @enum {string} */
+                    name: "PENDING" | "IN_PROGRESS" | "COMPLETED" | "CANCELLED" | "REJECTED" | "EXPIRED";
+                };
+            };
+            signatory: {
+                internalId: string;
+                userId: string;
+                internalUserId: string;
+                order: number;
+                /** @enum {string} */
+                type: "FES" | "FEA" | "FAO";
+                state: {
+                    /** @enum {integer} */
+                    id: 1 | 2 | 3;
+                    /** @enum {string} */
+                    name: "PENDING" | "SIGNED" | "REJECTED";
+                };
+                /** Format: date-time */
+                signedAt: string | null;
+                /** Format: date-time */
+                rejectedAt: string | null;
+            } | null;
+            signatories: {
+                internalId: string;
+                userId: string;
+                internalUserId: string;
+                order: number;
+                /** @enum {string} */
+                type: "FES" | "FEA" | "FAO";
+                state: {
+                    /** @enum {integer} */
+                    id: 1 | 2 | 3;
+                    /** @enum {string} */
+                    name: "PENDING" | "SIGNED" | "REJECTED";
+                };
+                /** Format: date-time */
+                signedAt: string | null;
+                /** Format: date-time */
+                rejectedAt: string | null;
+            }[];
+            documents: {
+                internalId: string;
+                documentName: string;
+                sha256: string;
+                sealedSha256: string | null;
+            }[];
+            rejection: {
+                reason: string;
+            } | null;
+            /** Format: date-time */
+            dateTime: string;
+            /** @description Lowercase hex HMAC-SHA256 (key: the commerce secret's decoded bytes) of the RFC 8785 canonical JSON of this body without `signature`. */
+            signature: string;
         };
     };
     responses: never;
@@ -4484,7 +4903,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -4494,7 +4913,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -4579,7 +4998,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -4589,7 +5008,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -4674,7 +5093,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -4684,7 +5103,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -4769,7 +5188,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -4779,7 +5198,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -4869,7 +5288,7 @@ export interface operations {
             };
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -4879,7 +5298,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -4953,7 +5372,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -4963,7 +5382,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -5050,7 +5469,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -5060,7 +5479,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -5139,7 +5558,7 @@ export interface operations {
             };
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -5149,7 +5568,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -5157,18 +5576,18 @@ export interface operations {
             };
             path: {
                 /** @description `id` or `internalId` */
-                mandateTypeId: string;
+                mandateTypeId: "id" | "internalId";
                 mandateId: string;
                 /** @description `userId` or `internalUserId` */
-                userTypeId: string;
+                userTypeId: "userId" | "internalUserId";
                 userId: string;
             };
             cookie?: never;
         };
-        /** @description Optional: the reason in JSON */
-        requestBody?: {
+        /** @description The reason; the query parameter `description`, when sent, takes its place. */
+        requestBody: {
             content: {
-                "application/json": components["schemas"]["CancelRequest"] | null;
+                "application/json": components["schemas"]["CancelRequest"];
             };
         };
         responses: {
@@ -5242,7 +5661,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -5252,7 +5671,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -5327,7 +5746,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -5337,7 +5756,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -5345,7 +5764,7 @@ export interface operations {
             };
             path: {
                 /** @description `id` (the merchant's mandate.id) or `internalId` */
-                mandateTypeId: string;
+                mandateTypeId: "id" | "internalId";
                 /** @description The mandate id of that kind */
                 mandateId: string;
             };
@@ -5927,7 +6346,7 @@ export interface operations {
             };
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -5937,7 +6356,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -6000,7 +6419,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -6010,7 +6429,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -6082,7 +6501,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -6092,7 +6511,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -6164,7 +6583,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -6174,7 +6593,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -6259,7 +6678,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -6269,7 +6688,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -6357,7 +6776,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -6367,7 +6786,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -6455,7 +6874,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -6465,7 +6884,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -6537,7 +6956,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -6547,7 +6966,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -6558,7 +6977,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Faults"];
+                "application/json": components["schemas"]["FaultsIn"];
             };
         };
         responses: {
@@ -6632,7 +7051,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -6642,7 +7061,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -6717,7 +7136,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -6727,7 +7146,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -7228,7 +7647,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -7238,7 +7657,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -7314,7 +7733,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -7324,7 +7743,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -7418,7 +7837,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -7428,7 +7847,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -8217,7 +8636,7 @@ export interface operations {
             query?: never;
             header: {
                 /** @description Country of origin of the request (`CL`). */
-                country: string;
+                country: components["schemas"]["Country"];
                 /** @description The commerce code; after login it must equal the JWT's `sub`. */
                 commerce: string;
                 /** @description Integration channel agreed with the operator; at most 64 characters. */
@@ -8227,7 +8646,7 @@ export interface operations {
                 /** @description A UUID, never reused by the commerce within 7 days. */
                 correlationId: string;
                 /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: string;
+                processId: components["schemas"]["ProcessId"];
                 /** @description Sales executive or commercial integration; at most 64 characters. */
                 salesExecutiveId: string;
                 /** @description The environment's API key. */
@@ -8304,6 +8723,93 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+        };
+    };
+    webhook_payment: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's `eventId`; the same on retries and redeliveries. */
+                "webhook-id": string;
+                /** @description Unix time of this attempt, in seconds. */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{raw body}">`, space-separated for each secret during a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PaymentEvent"];
+            };
+        };
+        responses: {
+            /** @description Delivered. Anything else (or no answer within 15 s) is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_activation: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's `eventId`; the same on retries and redeliveries. */
+                "webhook-id": string;
+                /** @description Unix time of this attempt, in seconds. */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{raw body}">`, space-separated for each secret during a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ActivationEvent"];
+            };
+        };
+        responses: {
+            /** @description Delivered. Anything else (or no answer within 15 s) is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_signature: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's `eventId`; the same on retries and redeliveries. */
+                "webhook-id": string;
+                /** @description Unix time of this attempt, in seconds. */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{raw body}">`, space-separated for each secret during a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SignatureEvent"];
+            };
+        };
+        responses: {
+            /** @description Delivered. Anything else (or no answer within 15 s) is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

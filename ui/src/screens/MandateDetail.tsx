@@ -33,6 +33,8 @@ import { formErrors } from "../lib/errors";
 import { CURRENCY_DECIMALS, parseAmount } from "../lib/money";
 
 type Detail = Schemas["MandateDetail"];
+/** The currencies a request accepts; the server writes only these in an installment's `currencyId`. */
+type Currency = Schemas["ChargesIn"]["currencyId"];
 type Installment = Detail["installments"][number];
 
 const METHODS = ["TRANSFER", "CASH", "CHECK", "CARD", "OTHER"];
@@ -80,7 +82,7 @@ function PayModal({ mandateId, installment, onClose }: { mandateId: string; inst
             payment: {
               date: v.date,
               amount: amount ?? Number.NaN,
-              currencyId: installment.currencyId,
+              currencyId: installment.currencyId as Currency,
               method: v.method,
               authorizationCode: v.authorizationCode || null,
             },
@@ -212,7 +214,9 @@ interface NewRow {
 function AddInstallmentsModal({ detail, onClose }: { detail: Detail; onClose: () => void }) {
   const { t, lang } = useI18n();
   const id = detail.mandate.internalId;
-  const currency = String((detail.mandate.charges as Record<string, unknown>).currencyId ?? "CLP");
+  const currency = String(
+    (detail.mandate.charges as Record<string, unknown>).currencyId ?? "CLP",
+  ) as Currency;
   const refresh = useRefresh(id);
   const [general, setGeneral] = useState<string | null>(null);
   const [errors, setErrors] = useState<Record<string, string>>({});
