@@ -396,6 +396,7 @@ impl Session {
             .map_err(engine)?;
         let policy = MagicLinkPolicy {
             valid_days: self.link_days,
+            business_offset_days: self.calendar.offset_days(),
         };
         self.write(|tx, ctx| crate::operations::mandates::create(tx, ctx, command, &policy))
     }

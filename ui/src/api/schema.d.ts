@@ -336,15 +336,18 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/notifications": {
+    "/events": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** Every event, newest first, with filters. */
-        get: operations["staff_get_events"];
+        /**
+         * The commerce's events, newest first. The cursor is a keyset: new events arriving between
+         *     pages never make a page repeat or skip one.
+         */
+        get: operations["list_events"];
         put?: never;
         post?: never;
         delete?: never;
@@ -353,7 +356,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/notifications/redeliver": {
+    "/events/{eventId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One event of the commerce with its `attemptLog`; `attempts` is the log's length. */
+        get: operations["get_event"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events/{eventId}/redeliver": {
         parameters: {
             query?: never;
             header?: never;
@@ -362,25 +382,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send events again now, whatever their state (operator or admin). */
-        post: operations["staff_post_events_redeliver"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/notifications/{eventId}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One event: its body, every attempt, and how to verify it. */
-        get: operations["staff_get_events_eventId"];
-        put?: never;
-        post?: never;
+        /**
+         * Send the event again now, whatever its state: same body and `webhook-id`, a fresh
+         *     timestamp and header signature. The attempt is logged with kind MANUAL.
+         */
+        post: operations["redeliver_event"];
         delete?: never;
         options?: never;
         head?: never;
@@ -643,6 +649,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/notifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every event, newest first, with filters. */
+        get: operations["staff_get_notifications"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/notifications/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send events again now, whatever their state (operator or admin). */
+        post: operations["staff_post_notifications_redeliver"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/notifications/{eventId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One event: its body, every attempt, and how to verify it. */
+        get: operations["staff_get_notifications_eventId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/receivables": {
         parameters: {
             query?: never;
@@ -788,6 +845,28 @@ export interface paths {
          *     whatever its delivery state.
          */
         post: operations["redeliver"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sandbox/reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Remove this commerce's customers (unless kept), mandates, installments, charge attempts,
+         *     events (and their delivery attempts) and signature processes (with their documents,
+         *     signatories and audit), all in one transaction. Other commerces are untouched; the
+         *     commerce, its secret and API keys stay. Mandate and customer ids can be used again.
+         */
+        post: operations["reset"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1289,7 +1368,7 @@ export interface components {
             enabled: boolean;
             /** @description Where the backups are, beside the database. */
             directory: string;
-            last?: components["schemas"]["BackupDto"] | null;
+            last: components["schemas"]["BackupDto"] | null;
             /** @description Every backup kept, newest first. */
             items: components["schemas"]["BackupDto"][];
         };
@@ -1573,7 +1652,7 @@ export interface components {
                 enabled: boolean;
                 /** @description Where the backups are, beside the database. */
                 directory: string;
-                last?: components["schemas"]["BackupDto"] | null;
+                last: components["schemas"]["BackupDto"] | null;
                 /** @description Every backup kept, newest first. */
                 items: components["schemas"]["BackupDto"][];
             };
@@ -1726,6 +1805,38 @@ export interface components {
                 attempts: components["schemas"]["AttemptDto"][];
                 /** @description How a receiver checks this event's signatures. */
                 verification: string;
+            };
+        };
+        Envelope_EventRedelivery: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                eventId: string;
+                /** @description The event is PENDING again, due now. */
+                status: components["schemas"]["EventStatus"];
+            };
+        };
+        Envelope_EventWithAttempts: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            /** @description An event with every attempt, oldest first. */
+            payload: components["schemas"]["EventItem"] & {
+                attemptLog: components["schemas"]["EventAttempt"][];
+            };
+        };
+        Envelope_EventsList: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                items: components["schemas"]["EventItem"][];
+                /** @description Pass as `cursor` for the next (older) page; null on the last page. */
+                nextCursor: string | null;
             };
         };
         Envelope_EventsPage: {
@@ -1982,6 +2093,29 @@ export interface components {
                 nextCursor: string | null;
             };
         };
+        Envelope_ResetPayload: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            /** @description How many rows of each kind were removed. */
+            payload: {
+                /** Format: int64 */
+                customers: number;
+                /** Format: int64 */
+                mandates: number;
+                /** Format: int64 */
+                installments: number;
+                /** Format: int64 */
+                chargeAttempts: number;
+                /** Format: int64 */
+                events: number;
+                /** Format: int64 */
+                deliveryAttempts: number;
+                /** Format: int64 */
+                signatureProcesses: number;
+            };
+        };
         Envelope_RetryPolicyDto: {
             /** Format: int32 */
             statusCode: number;
@@ -2215,6 +2349,35 @@ export interface components {
             correlationId: string | null;
             errors: components["schemas"]["FieldError"][];
         };
+        /** @description One delivery attempt. */
+        EventAttempt: {
+            /** Format: date-time */
+            at: string;
+            kind: components["schemas"]["EventAttemptKind"];
+            /**
+             * Format: int64
+             * @description The receiver's status; absent when no answer came (see `error`).
+             */
+            httpStatus: number;
+            /** Format: int64 */
+            durationMs: number;
+            /** @description Why no answer came (connect, TLS, timeout) or why the attempt was refused. */
+            error: string;
+            /** @description The first 2 KiB of the answer's body, when it had one. */
+            responseExcerpt: string;
+            outcome: components["schemas"]["EventAttemptOutcome"];
+        };
+        /**
+         * @description Why an attempt was made: the first send, an automatic retry, a redelivery asked for, or a
+         *     copy to a `mandato listen` receiver (which leaves the event's own delivery alone).
+         * @enum {string}
+         */
+        EventAttemptKind: "INITIAL" | "RETRY" | "MANUAL" | "LISTEN";
+        /**
+         * @description What the attempt decided for the event: delivered, another attempt scheduled, or failed.
+         * @enum {string}
+         */
+        EventAttemptOutcome: "DELIVERED" | "RETRY" | "FAILED";
         EventDetail: {
             event: components["schemas"]["EventDto"];
             /** @description The body exactly as sent, with `fileBase64` masked. */
@@ -2244,11 +2407,68 @@ export interface components {
             /** Format: date-time */
             deliveredAt: string | null;
         };
+        /** @description An event of the commerce. */
+        EventItem: {
+            /** @description `evt_...`, also the `webhook-id` header of every send. */
+            eventId: string;
+            type: components["schemas"]["EventType"];
+            /**
+             * Format: int64
+             * @description Increases by one with each event of the same mandate or signature process.
+             */
+            sequence: number;
+            /** @description The mandate the event is about (activation and payment events). */
+            mandateInternalId: string;
+            /** @description The signature process the event is about (signature events). */
+            signatureInternalId: string;
+            /** Format: date-time */
+            createdAt: string;
+            status: components["schemas"]["EventStatus"];
+            /**
+             * Format: int64
+             * @description Every attempt logged, copies to listeners included: the length of `attemptLog`.
+             */
+            attempts: number;
+            /**
+             * Format: date-time
+             * @description When the next automatic attempt is due (PENDING events only).
+             */
+            nextAttemptAt: string;
+            /** @description The webhook URL (absent for NO_URL events). */
+            url: string;
+            /** @description The exact signed body, with `fileBase64` masked as `"***"`. */
+            body: Record<string, never>;
+        };
+        EventRedelivery: {
+            eventId: string;
+            /** @description The event is PENDING again, due now. */
+            status: components["schemas"]["EventStatus"];
+        };
         /** @description A state as an event body names it. */
         EventState: {
             /** Format: int64 */
             id: number;
             name: string;
+        };
+        /**
+         * @description Where the event's own delivery stands. `NO_URL`: the merchant gave no webhook URL, so the
+         *     event is kept as history (and still reaches `mandato listen`).
+         * @enum {string}
+         */
+        EventStatus: "PENDING" | "DELIVERED" | "FAILED" | "NO_URL";
+        /**
+         * @description What an event is about.
+         * @enum {string}
+         */
+        EventType: "activation" | "payment" | "signature";
+        /** @description An event with every attempt, oldest first. */
+        EventWithAttempts: components["schemas"]["EventItem"] & {
+            attemptLog: components["schemas"]["EventAttempt"][];
+        };
+        EventsList: {
+            items: components["schemas"]["EventItem"][];
+            /** @description Pass as `cursor` for the next (older) page; null on the last page. */
+            nextCursor: string | null;
         };
         EventsPage: {
             items: components["schemas"]["ListedEventDto"][];
@@ -2789,6 +3009,30 @@ export interface components {
             /** @description The common headers as received, without `x-api-key` and `Authorization`. */
             headers: Record<string, never>;
             peer: string | null;
+        };
+        /** @description How many rows of each kind were removed. */
+        ResetPayload: {
+            /** Format: int64 */
+            customers: number;
+            /** Format: int64 */
+            mandates: number;
+            /** Format: int64 */
+            installments: number;
+            /** Format: int64 */
+            chargeAttempts: number;
+            /** Format: int64 */
+            events: number;
+            /** Format: int64 */
+            deliveryAttempts: number;
+            /** Format: int64 */
+            signatureProcesses: number;
+        };
+        ResetRequest: {
+            /**
+             * @description Keep the commerce's customers (their ids and RUTs stay taken); everything else goes.
+             * @default false
+             */
+            keepCustomers: boolean;
         };
         RetryPolicyDto: {
             /** @description Days after the first rejection on which a soft decline is retried. */
@@ -4689,27 +4933,38 @@ export interface operations {
             };
         };
     };
-    staff_get_events: {
+    list_events: {
         parameters: {
             query?: {
-                /** @description man_... of the mandate. */
+                /** @description Only events of this kind. */
+                type?: components["schemas"]["EventType"];
+                /** @description Only the events of this mandate (`man_...`) of the commerce. */
                 mandateInternalId?: string;
-                /** @description ins_... of the installment. */
-                installmentInternalId?: string;
-                /** @description PENDING, DELIVERED, FAILED or NO_URL. */
-                state?: string;
-                /** @description activation, payment or signature. */
-                kind?: string;
-                /** @description Created at or after (RFC 3339). */
-                from?: string;
-                /** @description Created before (RFC 3339). */
-                to?: string;
-                /** @description 1 to 500, default 50. */
+                /** @description Only events whose own delivery stands here. */
+                status?: components["schemas"]["EventStatus"];
+                /** @description Items per page. */
                 limit?: number;
-                /** @description The `nextCursor` of the previous page. */
+                /** @description The `nextCursor` of the previous page, unchanged. */
                 cursor?: string;
             };
-            header?: never;
+            header: {
+                /** @description Country of origin of the request (`CL`). */
+                country: components["schemas"]["Country"];
+                /** @description The commerce code; after login it must equal the JWT's `sub`. */
+                commerce: string;
+                /** @description Integration channel agreed with the operator; at most 64 characters. */
+                channel: string;
+                /** @description RFC 3339 date-time with offset, within 5 minutes of the server's clock. */
+                requestDateTime: string;
+                /** @description A UUID, never reused by the commerce within 7 days. */
+                correlationId: string;
+                /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
+                processId: components["schemas"]["ProcessId"];
+                /** @description Sales executive or commercial integration; at most 64 characters. */
+                salesExecutiveId: string;
+                /** @description The environment's API key. */
+                "x-api-key": string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4721,10 +4976,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Envelope_EventsPage"];
+                    "application/json": components["schemas"]["Envelope_EventsList"];
                 };
             };
-            /** @description Invalid filter */
+            /** @description Invalid common headers, or VALIDATION_ERROR naming the bad filter (`query.cursor`, `query.limit`, ...) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4733,76 +4988,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description SESSION_REQUIRED */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
-            408: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description INTERNAL_ERROR: quote the correlationId */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    staff_post_events_redeliver: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["RedeliverRequest"];
-            };
-        };
-        responses: {
-            /** @description REDELIVER_OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Envelope_RedeliverResult"];
-                };
-            };
-            /** @description Invalid field */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description SESSION_REQUIRED */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
+            /** @description Credentials refused */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4820,8 +5006,84 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
-            413: {
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_event: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Country of origin of the request (`CL`). */
+                country: components["schemas"]["Country"];
+                /** @description The commerce code; after login it must equal the JWT's `sub`. */
+                commerce: string;
+                /** @description Integration channel agreed with the operator; at most 64 characters. */
+                channel: string;
+                /** @description RFC 3339 date-time with offset, within 5 minutes of the server's clock. */
+                requestDateTime: string;
+                /** @description A UUID, never reused by the commerce within 7 days. */
+                correlationId: string;
+                /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
+                processId: components["schemas"]["ProcessId"];
+                /** @description Sales executive or commercial integration; at most 64 characters. */
+                salesExecutiveId: string;
+                /** @description The environment's API key. */
+                "x-api-key": string;
+            };
+            path: {
+                /** @description evt_... */
+                eventId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description EVENT_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_EventWithAttempts"];
+                };
+            };
+            /** @description Invalid common headers */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Credentials refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description EVENT_NOT_FOUND: no such event in this commerce */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4840,28 +5102,46 @@ export interface operations {
             };
         };
     };
-    staff_get_events_eventId: {
+    redeliver_event: {
         parameters: {
             query?: never;
-            header?: never;
+            header: {
+                /** @description Country of origin of the request (`CL`). */
+                country: components["schemas"]["Country"];
+                /** @description The commerce code; after login it must equal the JWT's `sub`. */
+                commerce: string;
+                /** @description Integration channel agreed with the operator; at most 64 characters. */
+                channel: string;
+                /** @description RFC 3339 date-time with offset, within 5 minutes of the server's clock. */
+                requestDateTime: string;
+                /** @description A UUID, never reused by the commerce within 7 days. */
+                correlationId: string;
+                /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
+                processId: components["schemas"]["ProcessId"];
+                /** @description Sales executive or commercial integration; at most 64 characters. */
+                salesExecutiveId: string;
+                /** @description The environment's API key. */
+                "x-api-key": string;
+            };
             path: {
+                /** @description evt_... */
                 eventId: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description EVENT_OK */
-            200: {
+            /** @description EVENT_REDELIVERY_SCHEDULED */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Envelope_EventDetail"];
+                    "application/json": components["schemas"]["Envelope_EventRedelivery"];
                 };
             };
-            /** @description SESSION_REQUIRED */
-            401: {
+            /** @description Invalid common headers, or EVENT_HAS_NO_URL (the event has no webhook URL to send to) */
+            400: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4869,7 +5149,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description EVENT_NOT_FOUND */
+            /** @description Credentials refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description EVENT_NOT_FOUND: no such event in this commerce */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6322,6 +6611,215 @@ export interface operations {
             };
         };
     };
+    staff_get_notifications: {
+        parameters: {
+            query?: {
+                /** @description man_... of the mandate. */
+                mandateInternalId?: string;
+                /** @description ins_... of the installment. */
+                installmentInternalId?: string;
+                /** @description PENDING, DELIVERED, FAILED or NO_URL. */
+                state?: string;
+                /** @description activation, payment or signature. */
+                kind?: string;
+                /** @description Created at or after (RFC 3339). */
+                from?: string;
+                /** @description Created before (RFC 3339). */
+                to?: string;
+                /** @description 1 to 500, default 50. */
+                limit?: number;
+                /** @description The `nextCursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description EVENTS_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_EventsPage"];
+                };
+            };
+            /** @description Invalid filter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_post_notifications_redeliver: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RedeliverRequest"];
+            };
+        };
+        responses: {
+            /** @description REDELIVER_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_RedeliverResult"];
+                };
+            };
+            /** @description Invalid field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_get_notifications_eventId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                eventId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description EVENT_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_EventDetail"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description EVENT_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     receivables: {
         parameters: {
             query?: {
@@ -7198,6 +7696,101 @@ export interface operations {
             };
             /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
             408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    reset: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Country of origin of the request (`CL`). */
+                country: components["schemas"]["Country"];
+                /** @description The commerce code; after login it must equal the JWT's `sub`. */
+                commerce: string;
+                /** @description Integration channel agreed with the operator; at most 64 characters. */
+                channel: string;
+                /** @description RFC 3339 date-time with offset, within 5 minutes of the server's clock. */
+                requestDateTime: string;
+                /** @description A UUID, never reused by the commerce within 7 days. */
+                correlationId: string;
+                /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
+                processId: components["schemas"]["ProcessId"];
+                /** @description Sales executive or commercial integration; at most 64 characters. */
+                salesExecutiveId: string;
+                /** @description The environment's API key. */
+                "x-api-key": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResetRequest"];
+            };
+        };
+        responses: {
+            /** @description SANDBOX_RESET_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_ResetPayload"];
+                };
+            };
+            /** @description Invalid common headers or body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Credentials refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Production */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
