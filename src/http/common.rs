@@ -156,12 +156,17 @@ fn admit(
 ) -> Result<MerchantRequest, Error> {
     let valid = validate(state, headers)?;
     let key_hash = crate::auth::api_key::hash_key(&valid.api_key);
-    let (api_key, commerce) = state.store.read(|conn| {
-        Ok((
-            commerces::active_api_key_by_hash(conn, &key_hash)?,
-            commerces::by_code(conn, &valid.commerce)?,
-        ))
-    })?;
+    let (api_key, commerce) = state
+        .store
+        .credentials
+        .get(&key_hash, &valid.commerce, || {
+            state.store.read(|conn| {
+                Ok((
+                    commerces::active_api_key_by_hash(conn, &key_hash)?,
+                    commerces::by_code(conn, &valid.commerce)?,
+                ))
+            })
+        })?;
     let Some(api_key) = api_key else {
         return Err(Error::forbidden(
             "INVALID_API_KEY",
@@ -205,7 +210,7 @@ fn admit(
         }
     }
     Ok(MerchantRequest {
-        commerce: Arc::new(commerce),
+        commerce,
         correlation_id: valid.correlation_id,
     })
 }
