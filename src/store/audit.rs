@@ -125,7 +125,7 @@ impl Pending {
     }
 }
 
-/// Every correlationId used within the replay window, as a Bloom filter: an id it has never
+/// Every correlationId stored or used since start, as a Bloom filter: an id it has never
 /// seen is fresh without a database read; one it may have seen is looked up. It holds the ids
 /// committed before start (loaded in the background; until that finishes every id is looked
 /// up) and every id reserved since. Pruned ids stay set, which only costs lookups; past its
@@ -201,12 +201,12 @@ impl SeenFilter {
             .all(|(word, mask)| block[word].load(Ordering::Acquire) & mask == mask)
     }
 
-    /// Inserts the ids committed within the window, then lets `may_contain` answer.
-    fn load(&self, conn: &Connection, cutoff: &str) -> rusqlite::Result<()> {
-        let mut stmt = conn.prepare(
-            "SELECT commerce_id, correlation_id FROM correlation_ids WHERE seen_at >= ?1",
-        )?;
-        let mut rows = stmt.query([cutoff])?;
+    /// Inserts every stored id, then lets `may_contain` answer. All of them, not only those
+    /// of the current window: a wall clock set back would bring older ones into it again
+    /// (pruning keeps the table to the window anyway).
+    fn load(&self, conn: &Connection) -> rusqlite::Result<()> {
+        let mut stmt = conn.prepare("SELECT commerce_id, correlation_id FROM correlation_ids")?;
+        let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
             self.insert(row.get(0)?, row.get_ref(1)?.as_str()?);
         }
@@ -285,12 +285,10 @@ impl AuditWriter {
             // Ids committed before this start; the request path looks every id up meanwhile.
             let seen = Arc::clone(&seen);
             let reader = super::open_reader(db_path)?;
-            let cutoff =
-                crate::clock::timestamp(clock.now() - chrono::Duration::days(retention_days));
             std::thread::Builder::new()
                 .name("correlation-load".into())
                 .spawn(move || {
-                    if let Err(e) = seen.load(&reader, &cutoff) {
+                    if let Err(e) = seen.load(&reader) {
                         tracing::error!(error = %e, "could not load the recent correlationIds");
                     }
                 })?;
