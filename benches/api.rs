@@ -18,6 +18,7 @@ mod common;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -32,6 +33,15 @@ use mandato::clock::{Clock, SystemClock};
 use mandato::config::Config;
 use rusqlite::{Connection, OpenFlags, params};
 use serde_json::{Value, json};
+
+/// The allocator of the `mandato` binary, so the engine measured here allocates as it does
+/// in production.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Numbers every created mandate of this process: a rerun of a disturbed `create` scenario
+/// (or a second scenario) never sends an id already used, which the engine would refuse.
+static NEXT_MANDATE: AtomicU64 = AtomicU64::new(1);
 
 use common::{
     TICKS_PER_S, env_u64, fsync_probe, id7, machine_busy_ticks, mix, round1, round3, stat_ticks, ts,
@@ -702,7 +712,6 @@ async fn login(addr: SocketAddr, creds: &Credentials) -> Result<String, String> 
 // ---------------------------------------------------------------------------------------------
 
 struct TaskCtx {
-    task: usize,
     n: u64,
     rng: u64,
 }
@@ -761,7 +770,8 @@ impl Stats {
                "p50_ms": round3(self.p50_ms), "p90_ms": round3(self.p90_ms), "p99_ms": round3(self.p99_ms),
                "p999_ms": round3(self.p999_ms), "max_ms": round3(self.max_ms), "mean_ms": round3(self.mean_ms),
                "first_error": self.first_error, "own_cores": round3(self.own_cores),
-               "other_cores": round3(self.other_cores), "engine_cpu_us_per_request": round1(self.engine_cpu_us)})
+               "other_cores": round3(self.other_cores), "engine_cpu_us_per_request": round1(self.engine_cpu_us),
+               "valid": self.errors == 0})
     }
 }
 
@@ -840,7 +850,6 @@ async fn run_scenario(s: &Scenario, p: &Params) -> Stats {
                 ..Default::default()
             };
             let mut ctx = TaskCtx {
-                task,
                 n: 0,
                 rng: mix(task as u64 + 1) ^ begin.elapsed().as_nanos() as u64,
             };
@@ -1033,6 +1042,16 @@ fn evict_from_page_cache(dir: &Path) {
     }
 }
 
+/// Reads the database files once, so the load scenarios find them in the OS page cache as a
+/// server that has been serving for a while does (the cold start above dropped them).
+fn load_into_page_cache(dir: &Path) {
+    for name in [DB_FILE.to_string(), format!("{DB_FILE}-wal")] {
+        if let Ok(mut f) = std::fs::File::open(dir.join(name)) {
+            let _ = std::io::copy(&mut f, &mut std::io::sink());
+        }
+    }
+}
+
 struct StartFigures {
     app_start_ms: f64,
     first_request_ms: f64,
@@ -1179,6 +1198,7 @@ fn main() {
     let rss_after_start = rss_mb();
     std::thread::sleep(Duration::from_secs(2));
     let rss_idle_before_load = rss_mb();
+    load_into_page_cache(&dir);
 
     let addr = running.addr;
     let t = Instant::now();
@@ -1262,7 +1282,7 @@ fn main() {
                 let c = ctx.next() % layout.customers + 1;
                 let body = json!({
                     "customer": {"userId": user_id(c)},
-                    "mandate": {"id": format!("B{run}-{}-{}", ctx.task, ctx.n), "type": "SUBSCRIPTION",
+                    "mandate": {"id": format!("B{run}-{}", NEXT_MANDATE.fetch_add(1, Ordering::Relaxed)), "type": "SUBSCRIPTION",
                                 "name": "Plan mensual", "detail": "Gimnasio",
                                 "charges": {"currencyId": "CLP", "amount": 29990, "periodicity": "MONTHLY",
                                             "startDate": start, "count": 12}},
@@ -1346,8 +1366,9 @@ fn main() {
         None => "n/a",
     };
     let t_lookup = get("lookup")
-        .map(|l| lookup_bare.is_some_and(|r| r >= 0.25) && l.p99_ms < 10.0 && l.errors == 0);
-    let t_create = get("create").map(|c| c.rps >= 2000.0 && c.errors == 0);
+        .map(|l| lookup_bare.is_some_and(|r| r >= 0.30) && l.p99_ms < 5.0 && l.errors == 0);
+    let t_lookup_cpu = get("lookup").map(|l| l.engine_cpu_us <= 35.0);
+    let t_create = get("create").map(|c| c.rps >= 5000.0 && c.p99_ms < 30.0 && c.errors == 0);
     let t_start = Some(cold.first_request_ms < 300.0);
     let t_start_warm = Some(warm.first_request_ms < 300.0);
     let t_rss = Some(rss_idle_before_load < 100.0);
@@ -1410,7 +1431,7 @@ fn main() {
         };
         let _ = writeln!(
             out,
-            "{:<34} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8.1} {:>7} {:>11.0} {:>9.2} {:>8.2}",
+            "{:<34} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8.1} {:>7} {:>11.0} {:>9.2} {:>8.2}{}",
             label,
             s.rps,
             s.p50_ms,
@@ -1420,7 +1441,13 @@ fn main() {
             s.errors,
             s.engine_cpu_us,
             s.own_cores,
-            s.other_cores
+            s.other_cores,
+            // A row with errors measured something else than the scenario: not a figure.
+            if s.errors > 0 {
+                "  INVALID (errors)"
+            } else {
+                ""
+            }
         );
     }
     let _ = writeln!(
@@ -1496,16 +1523,25 @@ fn main() {
     let _ = writeln!(out, "\ntargets (reported, not asserted):");
     let _ = writeln!(
         out,
-        "  [{}] lookups >= 25% of bare ({}) with p99 < 10 ms ({}) and no errors",
+        "  [{}] lookups >= 30% of bare ({}) with p99 < 5 ms ({}) and no errors",
         verdict(t_lookup),
         lookup_bare.map_or("n/a".into(), |r| format!("{:.1}%", r * 100.0)),
         get("lookup").map_or("n/a".into(), |l| format!("{:.2} ms", l.p99_ms))
     );
     let _ = writeln!(
         out,
-        "  [{}] >= 2,000 mandate creations/s ({})",
+        "  [{}] engine CPU <= 35 us per lookup ({})",
+        verdict(t_lookup_cpu),
+        get("lookup").map_or("n/a".into(), |l| format!("{:.0} us", l.engine_cpu_us))
+    );
+    let _ = writeln!(
+        out,
+        "  [{}] >= 5,000 durable mandate creations/s with p99 < 30 ms ({})",
         verdict(t_create),
-        get("create").map_or("n/a".into(), |c| format!("{:.0}/s", c.rps))
+        get("create").map_or("n/a".into(), |c| format!(
+            "{:.0}/s, p99 {:.1} ms",
+            c.rps, c.p99_ms
+        ))
     );
     let _ = writeln!(
         out,
@@ -1558,7 +1594,8 @@ fn main() {
         "rss_mb": {"baseline_before_start": round1(rss_baseline), "after_start": round1(rss_after_start),
                    "idle_2s_before_load": round1(rss_idle_before_load), "idle_2s_after_load": round1(rss_idle_after_load),
                    "peak": round1(rss_peak), "note": "one process: engine + load generator + reference servers"},
-        "targets": {"lookup_25pct_of_bare_p99_under_10ms": t_lookup, "create_2000_per_s": t_create,
+        "targets": {"lookup_30pct_of_bare_p99_under_5ms": t_lookup, "lookup_engine_cpu_at_most_35us": t_lookup_cpu,
+                    "create_5000_per_s_p99_under_30ms": t_create,
                     "cold_start_first_request_under_300ms": t_start, "warm_start_first_request_under_300ms": t_start_warm,
                     "rss_idle_under_100mb_before_load": t_rss, "rss_idle_under_100mb_after_load": t_rss_after},
     });

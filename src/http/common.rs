@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use utoipa::IntoParams;
 
 use super::AppState;
@@ -80,8 +80,8 @@ pub async fn layer(State(state): State<AppState>, request: Request, next: Next) 
         .extensions()
         .get::<ConnectInfo<std::net::SocketAddr>>()
         .map(|c| c.0.ip().to_string());
-    let headers = request.headers().clone();
-    let correlation = header(&headers, "correlationId")
+    let headers = request.headers();
+    let correlation = header(headers, "correlationId")
         .filter(|c| uuid::Uuid::parse_str(c).is_ok())
         .map(str::to_string);
     let mut audit = AuditEntry {
@@ -90,16 +90,18 @@ pub async fn layer(State(state): State<AppState>, request: Request, next: Next) 
         path,
         status: 0,
         duration_ms: 0.0,
-        commerce: header(&headers, "commerce").map(str::to_string),
+        commerce: header(headers, "commerce").map(str::to_string),
         correlation_id: correlation.clone(),
         api_key_prefix: None,
-        headers: audited_headers(&headers),
+        headers: audited_headers(headers),
         peer,
     };
+    // Admission reads the headers in place; the request moves on only afterwards.
+    let admitted = admit(&state, headers, &mut audit);
     let mut refusal = None;
     let response = CORRELATION_ID
         .scope(correlation.clone(), async {
-            match admit(&state, &headers, &mut audit) {
+            match admitted {
                 Ok(merchant) => {
                     let claim = CorrelationClaim {
                         commerce_id: merchant.commerce.id,
@@ -156,12 +158,17 @@ fn admit(
 ) -> Result<MerchantRequest, Error> {
     let valid = validate(state, headers)?;
     let key_hash = crate::auth::api_key::hash_key(&valid.api_key);
-    let (api_key, commerce) = state.store.read(|conn| {
-        Ok((
-            commerces::active_api_key_by_hash(conn, &key_hash)?,
-            commerces::by_code(conn, &valid.commerce)?,
-        ))
-    })?;
+    let (api_key, commerce) = state
+        .store
+        .credentials
+        .get(&key_hash, &valid.commerce, || {
+            state.store.read(|conn| {
+                Ok((
+                    commerces::active_api_key_by_hash(conn, &key_hash)?,
+                    commerces::by_code(conn, &valid.commerce)?,
+                ))
+            })
+        })?;
     let Some(api_key) = api_key else {
         return Err(Error::forbidden(
             "INVALID_API_KEY",
@@ -205,7 +212,7 @@ fn admit(
         }
     }
     Ok(MerchantRequest {
-        commerce: Arc::new(commerce),
+        commerce,
         correlation_id: valid.correlation_id,
     })
 }
@@ -315,16 +322,24 @@ fn check_request_time(
     }
 }
 
-/// The common headers worth keeping in the audit log; the API key and the token never are.
-fn audited_headers(headers: &HeaderMap) -> Value {
-    let mut map = Map::new();
+/// The common headers worth keeping in the audit log, as the JSON object it stores; the API
+/// key and the token never are.
+fn audited_headers(headers: &HeaderMap) -> String {
+    let mut json = String::with_capacity(320);
+    json.push('{');
     for name in AUDITED_HEADERS {
         if let Some(v) = header(headers, name) {
-            map.insert(
-                name.to_string(),
-                Value::String(v.chars().take(128).collect()),
-            );
+            if json.len() > 1 {
+                json.push(',');
+            }
+            // The names are plain ASCII; the values are escaped by serde_json.
+            json.push('"');
+            json.push_str(name);
+            json.push_str("\":");
+            let value: String = v.chars().take(128).collect();
+            json.push_str(&Value::String(value).to_string());
         }
     }
-    Value::Object(map)
+    json.push('}');
+    json
 }

@@ -15,13 +15,13 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, RandomState};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, params};
-use serde_json::Value;
 
 use super::{Durability, Store, open_connection, settings};
 use crate::clock::Clock;
@@ -66,8 +66,8 @@ pub struct AuditEntry {
     pub commerce: Option<String>,
     pub correlation_id: Option<String>,
     pub api_key_prefix: Option<String>,
-    /// The common headers, with `x-api-key` and `Authorization` removed.
-    pub headers: Value,
+    /// The common headers as a JSON object, with `x-api-key` and `Authorization` removed.
+    pub headers: String,
     pub peer: Option<String>,
 }
 
@@ -125,6 +125,96 @@ impl Pending {
     }
 }
 
+/// Every correlationId stored or used since start, as a Bloom filter: an id it has never
+/// seen is fresh without a database read; one it may have seen is looked up. It holds the ids
+/// committed before start (loaded in the background; until that finishes every id is looked
+/// up) and every id reserved since. Pruned ids stay set, which only costs lookups; past its
+/// capacity it answers "maybe" more often, never a wrong "no".
+struct SeenFilter {
+    /// 512-bit blocks: each key sets `PROBES` bits of one block, one cache line per check.
+    /// The blocks come in page-sized chunks allocated on first use, so a quiet installation
+    /// (or a test) holds only the pages its ids touched.
+    chunks: Box<[OnceLock<Box<[Block]>>]>,
+    hasher: RandomState,
+    loaded: AtomicBool,
+}
+
+type Block = [AtomicU64; 8];
+
+/// 2^17 blocks of 64 bytes: 8 MiB at most, about 1% false "maybe" at 5 million ids.
+const FILTER_BLOCKS: usize = 1 << 17;
+/// 64 blocks (4 KiB) per chunk.
+const CHUNK_BLOCKS: usize = 64;
+const PROBES: usize = 7;
+
+impl SeenFilter {
+    fn new() -> SeenFilter {
+        SeenFilter {
+            chunks: (0..FILTER_BLOCKS / CHUNK_BLOCKS)
+                .map(|_| OnceLock::new())
+                .collect(),
+            hasher: RandomState::new(),
+            loaded: AtomicBool::new(false),
+        }
+    }
+
+    /// The block index and the bits (word, mask) of a key.
+    fn probes(&self, commerce_id: i64, correlation_id: &str) -> (usize, [(usize, u64); PROBES]) {
+        let h = self.hasher.hash_one((commerce_id, correlation_id));
+        let g = h.rotate_left(32).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        // The mask keeps the value below FILTER_BLOCKS, so the cast cannot truncate.
+        #[allow(clippy::cast_possible_truncation)]
+        let block = (h as usize) & (FILTER_BLOCKS - 1);
+        let bits = std::array::from_fn(|i| {
+            // 9 bits of `g` per probe: a word of the block (3 bits) and a bit in it (6 bits).
+            #[allow(clippy::cast_possible_truncation)]
+            let v = (g >> (9 * i)) as usize;
+            ((v >> 6) & 7, 1u64 << (v & 63))
+        });
+        (block, bits)
+    }
+
+    fn insert(&self, commerce_id: i64, correlation_id: &str) {
+        let (block, bits) = self.probes(commerce_id, correlation_id);
+        let chunk = self.chunks[block / CHUNK_BLOCKS].get_or_init(|| {
+            (0..CHUNK_BLOCKS)
+                .map(|_| std::array::from_fn(|_| AtomicU64::new(0)))
+                .collect()
+        });
+        let block = &chunk[block % CHUNK_BLOCKS];
+        for (word, mask) in bits {
+            block[word].fetch_or(mask, Ordering::Release);
+        }
+    }
+
+    /// `false` only when the id was certainly never inserted (and the load has finished).
+    fn may_contain(&self, commerce_id: i64, correlation_id: &str) -> bool {
+        if !self.loaded.load(Ordering::Acquire) {
+            return true;
+        }
+        let (block, bits) = self.probes(commerce_id, correlation_id);
+        let Some(chunk) = self.chunks[block / CHUNK_BLOCKS].get() else {
+            return false;
+        };
+        let block = &chunk[block % CHUNK_BLOCKS];
+        bits.into_iter()
+            .all(|(word, mask)| block[word].load(Ordering::Acquire) & mask == mask)
+    }
+
+    /// Inserts every stored id, then lets `may_contain` answer. All of them, not only those
+    /// of the current window: a wall clock set back would bring older ones into it again
+    /// (pruning keeps the table to the window anyway).
+    fn load(&self, conn: &Connection) -> rusqlite::Result<()> {
+        let mut stmt = conn.prepare("SELECT commerce_id, correlation_id FROM correlation_ids")?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            self.insert(row.get(0)?, row.get_ref(1)?.as_str()?);
+        }
+        self.loaded.store(true, Ordering::Release);
+        Ok(())
+    }
+}
+
 /// The correlationId of the merchant request being served, so that the request's own writes
 /// can record it durably (`record_claim`): the batch writer records it too, but a crash in the
 /// milliseconds between an answered write and that batch would otherwise forget it and let
@@ -165,6 +255,7 @@ pub fn record_claim(conn: &Connection, claim: &CorrelationClaim) -> rusqlite::Re
 pub struct AuditWriter {
     sender: Mutex<Option<Sender<Record>>>,
     pending: Arc<Pending>,
+    seen: Arc<SeenFilter>,
     retention_days: i64,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
@@ -185,7 +276,23 @@ impl AuditWriter {
         clock: Arc<dyn Clock>,
     ) -> anyhow::Result<AuditWriter> {
         let conn = open_connection(db_path, Durability::Normal)?;
+        // The batches insert into the correlationId keys and the audit log's index at random
+        // places: 8 MiB of cache (SQLite's default is 2 MiB) keeps those pages between batches.
+        conn.pragma_update(None, "cache_size", -8192)?;
         let pending = Arc::new(Pending::new());
+        let seen = Arc::new(SeenFilter::new());
+        {
+            // Ids committed before this start; the request path looks every id up meanwhile.
+            let seen = Arc::clone(&seen);
+            let reader = super::open_reader(db_path)?;
+            std::thread::Builder::new()
+                .name("correlation-load".into())
+                .spawn(move || {
+                    if let Err(e) = seen.load(&reader) {
+                        tracing::error!(error = %e, "could not load the recent correlationIds");
+                    }
+                })?;
+        }
         let (sender, receiver) = mpsc::channel();
         let thread_pending = Arc::clone(&pending);
         let pruner = Pruner {
@@ -201,6 +308,7 @@ impl AuditWriter {
         Ok(AuditWriter {
             sender: Mutex::new(Some(sender)),
             pending,
+            seen,
             retention_days,
             thread: Mutex::new(Some(thread)),
         })
@@ -223,7 +331,9 @@ impl AuditWriter {
     ///
     /// The id is claimed in memory first, then looked up in the database in a read transaction
     /// that starts after the claim. An id's claim is released only after its batch committed,
-    /// so a concurrent use finds either the claim or the committed row, never neither.
+    /// so a concurrent use finds either the claim or the committed row, never neither. The
+    /// lookup is skipped when the filter of seen ids has certainly never seen the id: every id
+    /// enters it here, before its claim is released.
     pub fn reserve_correlation(
         &self,
         store: &Store,
@@ -236,14 +346,19 @@ impl AuditWriter {
             return Ok(Reservation::Replayed);
         }
         let cutoff = crate::clock::timestamp(now - chrono::Duration::days(self.retention_days));
-        let seen = store.read(|conn| {
-            Ok(conn
-                .prepare_cached(
-                    "SELECT EXISTS (SELECT 1 FROM correlation_ids
+        let maybe_seen = self.seen.may_contain(commerce_id, correlation_id);
+        let seen = if !maybe_seen {
+            Ok(false)
+        } else {
+            store.read(|conn| {
+                Ok(conn
+                    .prepare_cached(
+                        "SELECT EXISTS (SELECT 1 FROM correlation_ids
                      WHERE commerce_id = ?1 AND correlation_id = ?2 AND seen_at >= ?3)",
-                )?
-                .query_row(params![commerce_id, correlation_id, cutoff], |r| r.get(0))?)
-        });
+                    )?
+                    .query_row(params![commerce_id, correlation_id, cutoff], |r| r.get(0))?)
+            })
+        };
         match seen {
             Ok(false) => {}
             Ok(true) => {
@@ -255,11 +370,18 @@ impl AuditWriter {
                 return Err(e);
             }
         }
+        self.seen.insert(commerce_id, correlation_id);
         self.send(Record::Correlation {
             key,
             seen_at: crate::clock::timestamp(now),
         });
         Ok(Reservation::Fresh)
+    }
+
+    /// Whether the correlationIds committed before this start are in the in-memory filter
+    /// (until then every id is looked up in the database).
+    pub fn recent_ids_loaded(&self) -> bool {
+        self.seen.loaded.load(Ordering::Acquire)
     }
 
     pub fn log(&self, entry: AuditEntry) {
@@ -388,6 +510,7 @@ fn write_batch(
              ON CONFLICT DO UPDATE SET seen_at = excluded.seen_at",
         )?;
         let mut refusals: HashMap<(String, Refusal), i64> = HashMap::new();
+        let mut correlations = Vec::new();
         for record in batch {
             match record {
                 Record::Audit(e) => {
@@ -400,20 +523,23 @@ fn write_batch(
                         e.commerce,
                         e.correlation_id,
                         e.api_key_prefix,
-                        e.headers.to_string(),
+                        e.headers,
                         e.peer
                     ])?;
                 }
-                Record::Correlation { key, seen_at } => {
-                    correlation.execute(params![key.0, key.1, seen_at])?;
-                    written.push(key);
-                }
+                Record::Correlation { key, seen_at } => correlations.push((key, seen_at)),
                 Record::Refusal { minute, reason } => {
                     *refusals.entry((minute, reason)).or_default() += 1;
                 }
                 Record::Flush(done) => flushes.push(done),
                 Record::Prune(done) => pruner.start(done),
             }
+        }
+        // In key order, each insert finds its B-tree page next to the previous one's.
+        correlations.sort_unstable();
+        for (key, seen_at) in correlations {
+            correlation.execute(params![key.0, key.1, seen_at])?;
+            written.push(key);
         }
         let mut count = tx.prepare_cached(
             "INSERT INTO audit_refusals (minute, reason, count) VALUES (?1, ?2, ?3)
@@ -561,4 +687,37 @@ pub fn refusal_totals(
     )?;
     stmt.query_map(params![from, to], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SeenFilter;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn the_filter_never_forgets_an_id_and_rarely_imagines_one() {
+        let filter = SeenFilter::new();
+        filter.loaded.store(true, Ordering::Release);
+        let ids: Vec<String> = (0..50_000).map(|i| format!("id-{i}")).collect();
+        for id in &ids {
+            filter.insert(7, id);
+        }
+        assert!(ids.iter().all(|id| filter.may_contain(7, id)));
+        let imagined = (0..50_000)
+            .filter(|i| filter.may_contain(7, &format!("other-{i}")))
+            .count();
+        // 50,000 ids in 131,072 blocks: far below one false "maybe" in a hundred.
+        assert!(imagined < 500, "{imagined} false positives");
+        // The commerce is part of the key.
+        let other = ids.iter().filter(|id| filter.may_contain(8, id)).count();
+        assert!(other < 500, "{other} false positives for another commerce");
+    }
+
+    #[test]
+    fn before_its_load_the_filter_sends_every_id_to_the_database() {
+        let filter = SeenFilter::new();
+        assert!(filter.may_contain(1, "never-seen"));
+        filter.loaded.store(true, Ordering::Release);
+        assert!(!filter.may_contain(1, "never-seen"));
+    }
 }

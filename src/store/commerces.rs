@@ -1,4 +1,9 @@
-//! Commerces, API keys and staff accounts.
+//! Commerces, API keys and staff accounts; the request path's cache of keys and commerces.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, Row, params};
 
@@ -86,6 +91,7 @@ pub fn insert(conn: &Connection, new: &NewCommerce<'_>) -> Result<Commerce> {
             new.created_at
         ],
     )?;
+    credentials_changed();
     if inserted == 0 {
         return Err(Error::refused_at(
             "COMMERCE_EXISTS",
@@ -161,6 +167,7 @@ pub fn insert_api_key(
             }
         }
     }
+    credentials_changed();
     conn.execute(
         "INSERT INTO api_keys (prefix, key_hash, all_commerces, created_at) VALUES (?1, ?2, ?3, ?4)",
         params![prefix, key_hash, commerce_ids.is_empty(), created_at],
@@ -176,6 +183,7 @@ pub fn insert_api_key(
 }
 
 pub fn revoke_api_key(conn: &Connection, prefix: &str, at: &str) -> Result<usize> {
+    credentials_changed();
     Ok(conn.execute(
         "UPDATE api_keys SET revoked_at = ?2 WHERE prefix = ?1 AND revoked_at IS NULL",
         params![prefix, at],
@@ -202,4 +210,88 @@ pub fn insert_staff(
         ));
     }
     Ok(())
+}
+
+/// Bumped by every change this process makes to commerces and API keys, which drops what the
+/// `CredentialCache`s hold. It is bumped inside the changing transaction, before its commit: a
+/// lookup racing that commit may cache the old row, for at most `CREDENTIALS_TTL`.
+static CREDENTIALS_EPOCH: AtomicU64 = AtomicU64::new(0);
+
+/// How long a cached key and commerce are trusted without reading them again: the bound on how
+/// late a change made by another process (the CLI) is seen.
+pub const CREDENTIALS_TTL: Duration = Duration::from_secs(1);
+
+/// Cached pairs, at most; a full cache starts over (a flood of distinct valid pairs is rare,
+/// since only accepted pairs are cached).
+const CREDENTIALS_MAX: usize = 1_024;
+
+/// Called by every function that changes a commerce or an API key.
+pub fn credentials_changed() {
+    CREDENTIALS_EPOCH.fetch_add(1, Ordering::AcqRel);
+}
+
+struct CachedCredentials {
+    code: String,
+    api_key: Arc<ApiKey>,
+    commerce: Arc<Commerce>,
+    epoch: u64,
+    loaded: Instant,
+}
+
+/// The API key and commerce of each accepted (key, commerce code) pair, so a merchant request
+/// does not read them from the database every time. Only pairs where both exist are kept:
+/// unknown keys and codes are read each time and cannot grow the cache.
+#[derive(Default)]
+pub struct CredentialCache {
+    /// By key hash, then by commerce code (a key serves one commerce or a few).
+    entries: RwLock<HashMap<String, Vec<CachedCredentials>>>,
+}
+
+/// The active API key with `key_hash` and the commerce with `code`, each if it exists.
+pub type Credentials = (Option<Arc<ApiKey>>, Option<Arc<Commerce>>);
+
+impl CredentialCache {
+    /// The cached pair when it is still current; otherwise `read` loads it and a found pair
+    /// is kept.
+    pub fn get(
+        &self,
+        key_hash: &str,
+        code: &str,
+        read: impl FnOnce() -> std::result::Result<(Option<ApiKey>, Option<Commerce>), Error>,
+    ) -> std::result::Result<Credentials, Error> {
+        let epoch = CREDENTIALS_EPOCH.load(Ordering::Acquire);
+        {
+            let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
+            if let Some(hit) = entries
+                .get(key_hash)
+                .and_then(|pairs| pairs.iter().find(|v| v.code == code))
+                .filter(|v| v.epoch == epoch && v.loaded.elapsed() < CREDENTIALS_TTL)
+            {
+                return Ok((
+                    Some(Arc::clone(&hit.api_key)),
+                    Some(Arc::clone(&hit.commerce)),
+                ));
+            }
+        }
+        let loaded = Instant::now();
+        let (api_key, commerce) = read()?;
+        let api_key = api_key.map(Arc::new);
+        let commerce = commerce.map(Arc::new);
+        if let (Some(k), Some(c)) = (&api_key, &commerce) {
+            let mut entries = self.entries.write().unwrap_or_else(|p| p.into_inner());
+            if entries.len() >= CREDENTIALS_MAX {
+                entries.clear();
+            }
+            let pairs = entries.entry(key_hash.to_string()).or_default();
+            pairs.retain(|v| v.code != code);
+            pairs.push(CachedCredentials {
+                code: code.to_string(),
+                api_key: Arc::clone(k),
+                commerce: Arc::clone(c),
+                epoch,
+                loaded,
+            });
+        }
+        Ok((api_key, commerce))
+    }
 }

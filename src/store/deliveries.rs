@@ -208,6 +208,7 @@ pub fn rotate_secret(
          WHERE code = ?1",
         params![commerce_code, new_secret.expose(), previous_expires_at],
     )?;
+    super::commerces::credentials_changed();
     Ok(changed > 0)
 }
 

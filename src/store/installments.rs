@@ -7,6 +7,7 @@ use rusqlite::{Connection, Row, params, params_from_iter, types::Value as SqlVal
 use rust_decimal::Decimal;
 use serde_json::Value;
 
+use super::optional;
 use crate::domain::date::Date;
 use crate::domain::money::{Currency, Money};
 use crate::domain::state::InstallmentState;
@@ -105,26 +106,33 @@ pub fn insert_many(
     path_prefix: &str,
     now: &str,
 ) -> Result<Vec<InstallmentRow>> {
-    let mut stmt = conn.prepare_cached(
+    // RETURNING hands back the stored row in the same step, rather than a lookup by seq per
+    // installment; a conflicting external id inserts and returns nothing.
+    let sql = format!(
         "INSERT INTO installments (id, mandate_seq, commerce_id, external_id, amount, currency,
                 due_date, state, state_at, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)
-         ON CONFLICT (mandate_seq, external_id) DO NOTHING",
-    )?;
+         ON CONFLICT (mandate_seq, external_id) DO NOTHING
+         RETURNING {COLUMNS}"
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
     let mut rows = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
-        let inserted = stmt.execute(params![
-            crate::ids::new_id("ins"),
-            mandate_seq,
-            commerce_id,
-            item.external_id,
-            item.amount.amount().normalize().to_string(),
-            item.amount.currency().code(),
-            item.due_date.to_string(),
-            InstallmentState::Pending.id(),
-            now,
-        ])?;
-        if inserted == 0 {
+        let inserted = optional(stmt.query_row(
+            params![
+                crate::ids::new_id("ins"),
+                mandate_seq,
+                commerce_id,
+                item.external_id,
+                item.amount.amount().normalize().to_string(),
+                item.amount.currency().code(),
+                item.due_date.to_string(),
+                InstallmentState::Pending.id(),
+                now,
+            ],
+            from_row,
+        ))?;
+        let Some(row) = inserted else {
             return Err(Error::refused_at(
                 "DUPLICATED_INSTALLMENT_ID",
                 format!("{path_prefix}[{index}].id"),
@@ -133,8 +141,8 @@ pub fn insert_many(
                     item.external_id
                 ),
             ));
-        }
-        rows.push(by_seq(conn, conn.last_insert_rowid())?);
+        };
+        rows.push(row);
     }
     Ok(rows)
 }

@@ -110,14 +110,17 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<MandateRow> {
 }
 
 pub fn insert(conn: &Connection, new: &NewMandate<'_>) -> Result<MandateRow> {
-    let inserted = conn.execute(
+    // Cached: prepared once per connection, not on every creation (the profile of creations
+    // showed the writer parsing SQL).
+    let inserted = conn.prepare_cached(
         "INSERT INTO mandates (id, commerce_id, customer_seq, external_id, type, state, name, detail,
                 terminate_when_charged, charges, payment_methods, metadata, url_callback,
                 url_activation_webhook, url_payment_webhook, magic_link_token,
                 magic_link_expires_at, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?18)
          ON CONFLICT (commerce_id, external_id) DO NOTHING",
-        params![
+    )?
+    .execute(params![
             crate::ids::new_id("man"),
             new.commerce_id,
             new.customer_seq,
@@ -136,8 +139,7 @@ pub fn insert(conn: &Connection, new: &NewMandate<'_>) -> Result<MandateRow> {
             new.magic_link_token,
             new.magic_link_expires_at,
             new.now,
-        ],
-    )?;
+        ])?;
     if inserted == 0 {
         return Err(Error::refused_at(
             "DUPLICATED_MANDATE_ID",

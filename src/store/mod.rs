@@ -71,6 +71,8 @@ pub struct Store {
     writer: Mutex<Connection>,
     readers: Mutex<Vec<Connection>>,
     group: group::Queue,
+    /// The request path's cache of API keys and commerces (`commerces::CredentialCache`).
+    pub credentials: commerces::CredentialCache,
 }
 
 impl Store {
@@ -95,6 +97,7 @@ impl Store {
             writer: Mutex::new(writer),
             readers: Mutex::new(Vec::new()),
             group: group::Queue::default(),
+            credentials: commerces::CredentialCache::default(),
         })
     }
 
@@ -172,7 +175,7 @@ pub fn open_connection(path: &Path, durability: Durability) -> rusqlite::Result<
     Ok(conn)
 }
 
-fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
+pub(crate) fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY

@@ -21,6 +21,7 @@ mod openapi;
 mod process;
 mod receiver;
 mod refusals;
+mod request_path;
 mod secret_grep;
 mod staff;
 mod staff_ui_api;
