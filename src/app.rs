@@ -354,7 +354,8 @@ async fn serve(
 /// its response (the slow-reading half of slowloris) gives its slot back instead of holding it
 /// forever. The request time limit ends when the response starts; this covers the rest.
 struct WriteStallLimit {
-    tcp: tokio::net::TcpStream,
+    /// Taken only when the connection is dropped, to linger (see `Drop`).
+    tcp: Option<tokio::net::TcpStream>,
     limit: std::time::Duration,
     /// Running while writes wait for the client to read.
     stalled: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
@@ -363,10 +364,14 @@ struct WriteStallLimit {
 impl WriteStallLimit {
     fn new(tcp: tokio::net::TcpStream, limit: std::time::Duration) -> Self {
         WriteStallLimit {
-            tcp,
+            tcp: Some(tcp),
             limit,
             stalled: None,
         }
+    }
+
+    fn tcp(&mut self) -> std::pin::Pin<&mut tokio::net::TcpStream> {
+        std::pin::Pin::new(self.tcp.as_mut().expect("the stream is taken only on drop"))
     }
 
     /// Passes a write's outcome through, failing it once writes have waited `limit` in a row.
@@ -400,7 +405,7 @@ impl tokio::io::AsyncRead for WriteStallLimit {
         cx: &mut std::task::Context<'_>,
         buf: &mut tokio::io::ReadBuf<'_>,
     ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.tcp).poll_read(cx, buf)
+        self.tcp().poll_read(cx, buf)
     }
 }
 
@@ -410,7 +415,7 @@ impl tokio::io::AsyncWrite for WriteStallLimit {
         cx: &mut std::task::Context<'_>,
         buf: &[u8],
     ) -> std::task::Poll<std::io::Result<usize>> {
-        let outcome = std::pin::Pin::new(&mut self.tcp).poll_write(cx, buf);
+        let outcome = self.tcp().poll_write(cx, buf);
         self.watch(cx, outcome)
     }
 
@@ -419,19 +424,19 @@ impl tokio::io::AsyncWrite for WriteStallLimit {
         cx: &mut std::task::Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> std::task::Poll<std::io::Result<usize>> {
-        let outcome = std::pin::Pin::new(&mut self.tcp).poll_write_vectored(cx, bufs);
+        let outcome = self.tcp().poll_write_vectored(cx, bufs);
         self.watch(cx, outcome)
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.tcp.is_write_vectored()
+        self.tcp.as_ref().is_some_and(|tcp| tcp.is_write_vectored())
     }
 
     fn poll_flush(
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<std::io::Result<()>> {
-        let outcome = std::pin::Pin::new(&mut self.tcp).poll_flush(cx);
+        let outcome = self.tcp().poll_flush(cx);
         self.watch(cx, outcome)
     }
 
@@ -439,8 +444,39 @@ impl tokio::io::AsyncWrite for WriteStallLimit {
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.tcp).poll_shutdown(cx)
+        self.tcp().poll_shutdown(cx)
     }
+}
+
+/// A lingering close, as web servers do: when a connection ends while the client is still
+/// sending (an answer such as 413 given before the whole body was read), closing at once would
+/// make the kernel answer the unread bytes with a reset, and the client would see "connection
+/// reset" or "broken pipe" instead of the answer already sent. So the write side is shut (the
+/// client gets the answer and its end) and what the client still sends is read and dropped,
+/// for at most `LINGER` in all: the socket is no longer one of the `max_connections`, and a
+/// client that never stops sending cannot keep it longer.
+impl Drop for WriteStallLimit {
+    fn drop(&mut self) {
+        let (Some(tcp), Ok(runtime)) = (self.tcp.take(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        runtime.spawn(linger(tcp));
+    }
+}
+
+const LINGER: std::time::Duration = std::time::Duration::from_secs(3);
+
+async fn linger(mut tcp: tokio::net::TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = tcp.shutdown().await;
+    let mut sink = vec![0u8; 64 * 1024];
+    let drain = async {
+        // Ends at the client's own close (0), or at an error: a client that already closed
+        // costs one read.
+        while matches!(tcp.read(&mut sink).await, Ok(n) if n > 0) {}
+    };
+    let _ = tokio::time::timeout(LINGER, drain).await;
 }
 
 /// A failed `accept` either concerns that one connection (retry at once) or the process (out

@@ -343,5 +343,21 @@ pub fn router(state: AppState) -> Router {
             guard::host_guard,
         ))
         .layer(DefaultBodyLimit::max(1024 * 1024))
+        .layer(axum::middleware::map_response(close_after_refused_body))
         .with_state(state)
+}
+
+/// A 413 is given before the body was read to its end, so the connection cannot carry another
+/// request: saying so in `Connection: close` keeps the client from sending its next request on
+/// a connection the server is closing (it would fail as an incomplete message).
+async fn close_after_refused_body(
+    mut response: axum::response::Response,
+) -> axum::response::Response {
+    if response.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+        response.headers_mut().insert(
+            axum::http::header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+    }
+    response
 }
