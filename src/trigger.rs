@@ -147,17 +147,28 @@ pub fn run(config: &Config, json_mode: bool, args: TriggerArgs) -> anyhow::Resul
     );
     crate::cli::require_sandbox(&store, "trigger")?;
     let commerce = crate::cli::resolve_commerce(&store, args.commerce.as_deref())?;
-    let url = store
-        .read(|c| Ok(dev_tools::webhook_url(c, commerce.id)?))?
-        .ok_or_else(|| {
-            fail(
-                "NO_WEBHOOK_URL",
-                format!(
-                    "commerce {} has no webhook URL; set one with: mandato commerce set-webhook --code {} --url https://...",
-                    commerce.code, commerce.code
-                ),
-            )
-        })?;
+    let url = store.read(|c| Ok(dev_tools::webhook_url(c, commerce.id)?))?;
+    // Without a webhook URL of its own, a commerce whose events a `mandato listen` receives
+    // still gets them there: the listener's copy needs no URL on the mandate.
+    let now = crate::clock::timestamp(chrono::Utc::now());
+    let listener = store.read(|c| {
+        Ok(crate::store::listen_leases::live_url(
+            c,
+            commerce.id,
+            &now,
+        )?)
+    })?;
+    let Some(callback) = url.clone().or(listener) else {
+        return Err(fail(
+            "NO_WEBHOOK_URL",
+            format!(
+                "commerce {} has no webhook URL and no `mandato listen` runs for it; start \
+                 `mandato listen` in another terminal, or set a URL with: mandato commerce \
+                 set-webhook --code {} --url https://...",
+                commerce.code, commerce.code
+            ),
+        ));
+    };
     let offset = store.read(|c| Ok(settings::get(c, settings::SANDBOX_OFFSET_DAYS)?))?;
     let calendar = BusinessCalendar::new(
         config.time_zone,
@@ -168,6 +179,7 @@ pub fn run(config: &Config, json_mode: bool, args: TriggerArgs) -> anyhow::Resul
         store,
         commerce,
         url,
+        callback,
         calendar,
         clock: Arc::new(SystemClock),
         processor,
@@ -199,7 +211,7 @@ pub fn run(config: &Config, json_mode: bool, args: TriggerArgs) -> anyhow::Resul
                 .as_ref()
                 .map(|p| format!(", signature process {}", p.as_str().unwrap_or("")))
                 .unwrap_or_default(),
-            session.url
+            session.url.as_deref().unwrap_or("the running `mandato listen`")
         ));
         for e in &described {
             out(format_args!(
@@ -261,7 +273,10 @@ struct Made {
 struct Session {
     store: Arc<Store>,
     commerce: Commerce,
-    url: String,
+    /// The commerce's own webhook URL; `None` when only a listener gets the events.
+    url: Option<String>,
+    /// Where the customer's browser would go after activating or signing (never opened here).
+    callback: String,
     calendar: BusinessCalendar,
     clock: Arc<dyn Clock>,
     processor: Arc<SimulatedProcessor>,
@@ -390,7 +405,7 @@ impl Session {
             "installments": [{"id": "trigger-1", "amount": 1000, "currencyId": "CLP",
                               "installmentDueDate": today.to_string()}],
             "paymentMethods": [3],
-            "urls": {"callback": self.url, "activationWebhook": self.url, "paymentWebhook": self.url}
+            "urls": {"callback": self.callback, "activationWebhook": self.url, "paymentWebhook": self.url}
         });
         let command = crate::http::mandates::validate_request(body.to_string().as_bytes(), today)
             .map_err(engine)?;
@@ -513,7 +528,7 @@ impl Session {
             "documents": [{"documentName": "prueba.pdf",
                            "contentBase64": base64::engine::general_purpose::STANDARD.encode(test_pdf()?),
                            "signatureData": [{"signatory": {"userId": customer.user_id}, "mode": "LAST_PAGE"}]}],
-            "urls": {"callback": self.url, "webhook": self.url}
+            "urls": {"callback": self.callback, "webhook": self.url}
         });
         let command = crate::http::signature::validate_request(body.to_string().as_bytes(), |_| {
             Some(customer.clone())

@@ -4,7 +4,7 @@
 //! each lease of that commerce live at the event's creation whose types include the event's.
 //! A lease past its `expires_at` is never used again: its queued copies are dropped, not sent.
 
-use rusqlite::{Connection, params};
+use rusqlite::{OptionalExtension, Connection, params};
 
 use crate::secret::Secret;
 
@@ -63,6 +63,16 @@ pub fn queue_for_event(
            AND (event_types IS NULL OR instr(',' || event_types || ',', ',' || ?3 || ',') > 0)",
     )?
     .execute(params![event_seq, commerce_id, kind, at])
+}
+
+/// The URL of a lease of the commerce still live at `now`, if a listener runs.
+pub fn live_url(conn: &Connection, commerce_id: i64, now: &str) -> rusqlite::Result<Option<String>> {
+    conn.prepare_cached(
+        "SELECT url FROM listen_leases WHERE commerce_id = ?1 AND expires_at > ?2
+         ORDER BY created_at DESC LIMIT 1",
+    )?
+    .query_row(params![commerce_id, now], |r| r.get(0))
+    .optional()
 }
 
 /// A copy to send: the event's exact body to a live lease's URL, with the commerce's secrets.

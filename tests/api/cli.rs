@@ -307,7 +307,7 @@ fn mandato_refused(dir: &std::path::Path, args: &[&str]) -> (Value, i32) {
 }
 
 #[track_caller]
-fn assert_refused(dir: &std::path::Path, args: &[&str], name: &str) -> String {
+pub fn assert_refused(dir: &std::path::Path, args: &[&str], name: &str) -> String {
     let (value, code) = mandato_refused(dir, args);
     assert_eq!(code, 1, "mandato {args:?} exits 1: {value}");
     assert_eq!(value["error"]["name"], name, "mandato {args:?}: {value}");

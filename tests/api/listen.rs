@@ -12,7 +12,7 @@ use axum::http::HeaderMap;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::cli::mandato;
+use crate::cli::{assert_refused, mandato};
 use crate::process::{Api, Server, install, kill, serve_logged, stop};
 use crate::receiver::{Answer, Received, Receiver, standard_signature_valid};
 
@@ -421,4 +421,35 @@ async fn events_lists_follows_and_resends() {
         .output()
         .unwrap();
     assert!(!unknown.status.success());
+}
+
+/// The shortest way to a verified webhook: a commerce with no webhook URL of its own, a
+/// listener, and `mandato trigger payment.paid`. The trigger's events reach the listener, signed
+/// and verified; without a listener the trigger says how to get one.
+#[tokio::test(flavor = "multi_thread")]
+async fn trigger_without_a_webhook_url_reaches_a_running_listener() {
+    let w = world().await;
+    let refused = assert_refused(&w.data, &["trigger", "payment.paid"], "NO_WEBHOOK_URL");
+    assert!(refused.contains("mandato listen"), "{refused}");
+
+    let listen = Listen::start(&w.data, &[]);
+    let played = mandato(&w.data, &["trigger", "payment.paid"], None);
+    assert!(played["webhookUrl"].is_null(), "{played}");
+    let made: Vec<String> = played["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["eventId"].as_str().unwrap().to_string())
+        .collect();
+    assert!(!made.is_empty(), "{played}");
+    let mut seen = Vec::new();
+    while seen.len() < made.len() {
+        let line = listen.next_line().await;
+        assert_eq!(line["verified"], true, "{line}");
+        seen.push(line["eventId"].as_str().unwrap().to_string());
+    }
+    seen.sort();
+    let mut made = made;
+    made.sort();
+    assert_eq!(seen, made, "every event the trigger made, and only those");
 }
