@@ -118,7 +118,7 @@ impl From<EventSummary> for EventDto {
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AttemptDto {
-    /// FIRST, RETRY, MANUAL, or INJECTED (a sandbox duplicate).
+    /// FIRST, RETRY, MANUAL, INJECTED (a sandbox duplicate) or LISTEN (a copy sent to `mandato listen`).
     pub kind: String,
     pub started_at: String,
     pub duration_ms: i64,

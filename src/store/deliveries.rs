@@ -117,9 +117,14 @@ pub fn record_attempts(conn: &Connection, attempts: &[Attempt]) -> rusqlite::Res
                 response_excerpt, error, outcome)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
+    // A redelivery asked for while an automatic attempt was in flight (?6 = 1) is kept: the
+    // event stays PENDING, due at the time the request set, so the manual send still happens.
     let mut update = conn.prepare_cached(
-        "UPDATE events SET delivery_state = ?2, next_attempt_at = ?3, attempts = attempts + ?4,
-                manual_pending = 0, delivered_at = COALESCE(?5, delivered_at)
+        "UPDATE events SET
+                delivery_state = CASE WHEN ?6 AND manual_pending = 1 THEN 'PENDING' ELSE ?2 END,
+                next_attempt_at = CASE WHEN ?6 AND manual_pending = 1 THEN next_attempt_at ELSE ?3 END,
+                manual_pending = CASE WHEN ?6 THEN manual_pending ELSE 0 END,
+                attempts = attempts + ?4, delivered_at = COALESCE(?5, delivered_at)
          WHERE seq = ?1",
     )?;
     for a in attempts {
@@ -140,12 +145,14 @@ pub fn record_attempts(conn: &Connection, attempts: &[Attempt]) -> rusqlite::Res
         ])?;
         if !matches!(a.kind, AttemptKind::Injected | AttemptKind::Listen) {
             let delivered_at = (a.outcome == Outcome::Delivered).then_some(a.started_at.as_str());
+            let automatic = matches!(a.kind, AttemptKind::First | AttemptKind::Retry);
             update.execute(params![
                 a.event_seq,
                 state,
                 next,
                 a.counts as i64,
-                delivered_at
+                delivered_at,
+                automatic
             ])?;
         }
     }

@@ -295,3 +295,27 @@ async fn an_event_without_a_webhook_url_is_history_and_cannot_be_redelivered() {
         .expect(400, "EVENT_HAS_NO_URL");
     assert_eq!(event(&s.app, event_id).await["attemptLog"], json!([]));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_redelivery_asked_for_during_an_attempt_still_happens() {
+    let s = setup(fast_delivery()).await;
+    // The first send hangs a second: the redelivery request lands while it is in flight.
+    s.receiver
+        .script([Answer::Hang(Duration::from_millis(1_000))]);
+    mandate_to(&s, "M-1").await;
+    pay_one(&s, "M-1", "a", 1000).await;
+    let first = s.receiver.wait_for(1, Duration::from_secs(10)).await[0].clone();
+    let event_id = first.header("webhook-id").to_string();
+    s.app
+        .post(&format!("/events/{event_id}/redeliver"), &json!({}))
+        .await
+        .expect(202, "EVENT_REDELIVERY_SCHEDULED");
+    // The in-flight attempt ends delivered; the redelivery asked for meanwhile follows it.
+    let e = wait_event(&s.app, &event_id, |v| {
+        v["attemptLog"].as_array().unwrap().len() == 2 && v["status"] == "DELIVERED"
+    })
+    .await;
+    assert_eq!(e["attemptLog"][0]["kind"], "INITIAL");
+    assert_eq!(e["attemptLog"][1]["kind"], "MANUAL");
+    assert_eq!(s.receiver.received().len(), 2);
+}
