@@ -151,13 +151,8 @@ pub fn run(config: &Config, json_mode: bool, args: TriggerArgs) -> anyhow::Resul
     // Without a webhook URL of its own, a commerce whose events a `mandato listen` receives
     // still gets them there: the listener's copy needs no URL on the mandate.
     let now = crate::clock::timestamp(chrono::Utc::now());
-    let listener = store.read(|c| {
-        Ok(crate::store::listen_leases::live_url(
-            c,
-            commerce.id,
-            &now,
-        )?)
-    })?;
+    let listener =
+        store.read(|c| Ok(crate::store::listen_leases::live_url(c, commerce.id, &now)?))?;
     let Some(callback) = url.clone().or(listener) else {
         return Err(fail(
             "NO_WEBHOOK_URL",
@@ -211,7 +206,10 @@ pub fn run(config: &Config, json_mode: bool, args: TriggerArgs) -> anyhow::Resul
                 .as_ref()
                 .map(|p| format!(", signature process {}", p.as_str().unwrap_or("")))
                 .unwrap_or_default(),
-            session.url.as_deref().unwrap_or("the running `mandato listen`")
+            session
+                .url
+                .as_deref()
+                .unwrap_or("the running `mandato listen`")
         ));
         for e in &described {
             out(format_args!(

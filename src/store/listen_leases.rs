@@ -4,7 +4,7 @@
 //! each lease of that commerce live at the event's creation whose types include the event's.
 //! A lease past its `expires_at` is never used again: its queued copies are dropped, not sent.
 
-use rusqlite::{OptionalExtension, Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::secret::Secret;
 
@@ -66,7 +66,11 @@ pub fn queue_for_event(
 }
 
 /// The URL of a lease of the commerce still live at `now`, if a listener runs.
-pub fn live_url(conn: &Connection, commerce_id: i64, now: &str) -> rusqlite::Result<Option<String>> {
+pub fn live_url(
+    conn: &Connection,
+    commerce_id: i64,
+    now: &str,
+) -> rusqlite::Result<Option<String>> {
     conn.prepare_cached(
         "SELECT url FROM listen_leases WHERE commerce_id = ?1 AND expires_at > ?2
          ORDER BY created_at DESC LIMIT 1",

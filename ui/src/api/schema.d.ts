@@ -1295,7 +1295,7 @@ export interface components {
             items: components["schemas"]["ApiKeyDto"][];
         };
         AttemptDto: {
-            /** @description FIRST, RETRY, MANUAL, or INJECTED (a sandbox duplicate). */
+            /** @description FIRST, RETRY, MANUAL, INJECTED (a sandbox duplicate) or LISTEN (a copy sent to `mandato listen`). */
             kind: string;
             /** Format: date-time */
             startedAt: string;
