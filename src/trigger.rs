@@ -28,7 +28,7 @@ use crate::domain::contact::Email;
 use crate::domain::external_id::ExternalId;
 use crate::domain::instrument::InstrumentInput;
 use crate::domain::rut::Rut;
-use crate::domain::state::{InstallmentState, PaymentMethod};
+use crate::domain::state::PaymentMethod;
 use crate::error::Error;
 use crate::esign::ceremony::{self, Act, StepError};
 use crate::operations::activation::{self, Acceptance, Enrolment};
@@ -483,33 +483,8 @@ impl Session {
         let mandate_seq = view.mandate.seq;
         self.write(|tx, ctx| {
             let row = crate::store::installments::by_seq(tx, installment_seq)?;
-            if !row.state.can_move_to(InstallmentState::Reversed) {
-                return Err(Error::refused(
-                    "INSTALLMENT_STATE_CONFLICT",
-                    format!(
-                        "the charge left the installment {}, so there is nothing to reverse",
-                        row.state.name()
-                    ),
-                ));
-            }
-            let reversed = crate::store::installments::set_state(
-                tx,
-                row.seq,
-                InstallmentState::Reversed,
-                &ctx.timestamp(),
-                &Default::default(),
-            )?;
             let mandate = crate::store::mandates::by_seq(tx, mandate_seq)?;
-            let customer = crate::store::customers::by_seq(tx, mandate.customer_seq)?;
-            crate::notify::events::record_payment(
-                tx,
-                ctx.commerce,
-                &mandate,
-                &customer,
-                &reversed,
-                ctx.now,
-            )?;
-            Ok(())
+            crate::operations::installments::reverse(tx, ctx, &row, &mandate).map(drop)
         })
     }
 

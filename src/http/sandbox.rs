@@ -760,7 +760,7 @@ pub async fn outcome(
     Path(internal_id): Path<String>,
     Body(body): Body<OutcomeRequest>,
 ) -> ApiResult<Envelope<super::wire::InstallmentDto>> {
-    use crate::domain::state::{InstallmentState, MandateState, RejectionCode};
+    use crate::domain::state::{MandateState, RejectionCode};
     sandbox_only(&state)?;
     let result = body.result.clone().unwrap_or_default();
     let code = match (result.as_str(), body.code.as_deref()) {
@@ -787,32 +787,7 @@ pub async fn outcome(
                 ));
             }
             if result == "REVERSED" {
-                if !row.state.can_move_to(InstallmentState::Reversed) {
-                    return Err(Error::refused(
-                        "INSTALLMENT_STATE_CONFLICT",
-                        format!(
-                            "only a PAID installment can be reversed; this one is {}",
-                            row.state.name()
-                        ),
-                    ));
-                }
-                let reversed = crate::store::installments::set_state(
-                    tx,
-                    row.seq,
-                    InstallmentState::Reversed,
-                    &ctx.timestamp(),
-                    &Default::default(),
-                )?;
-                let customer = crate::store::customers::by_seq(tx, mandate.customer_seq)?;
-                crate::notify::events::record_payment(
-                    tx,
-                    ctx.commerce,
-                    &mandate,
-                    &customer,
-                    &reversed,
-                    ctx.now,
-                )?;
-                return Ok(reversed);
+                return crate::operations::installments::reverse(tx, ctx, &row, &mandate);
             }
             if row.state.is_settled() {
                 return Err(Error::refused(

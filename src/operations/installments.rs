@@ -314,3 +314,32 @@ pub fn finish_if_complete(conn: &Connection, mandate: MandateRow, now: &str) -> 
     mandates::set_state(conn, mandate.seq, MandateState::Finished, None, now)?;
     Ok(mandates::by_seq(conn, mandate.seq)?)
 }
+
+/// Reverses a PAID installment now (the acquirer took the money back): REVERSED, and its
+/// payment event. The sandbox's `REVERSED` outcome and `mandato trigger payment.reversed`.
+pub fn reverse(
+    conn: &Connection,
+    ctx: &Ctx<'_>,
+    row: &InstallmentRow,
+    mandate: &MandateRow,
+) -> Result<InstallmentRow> {
+    if !row.state.can_move_to(InstallmentState::Reversed) {
+        return Err(Error::refused(
+            "INSTALLMENT_STATE_CONFLICT",
+            format!(
+                "only a PAID installment can be reversed; this one is {}",
+                row.state.name()
+            ),
+        ));
+    }
+    let reversed = installments::set_state(
+        conn,
+        row.seq,
+        InstallmentState::Reversed,
+        &ctx.timestamp(),
+        &Default::default(),
+    )?;
+    let customer = customers::by_seq(conn, mandate.customer_seq)?;
+    events::record_payment(conn, ctx.commerce, mandate, &customer, &reversed, ctx.now)?;
+    Ok(reversed)
+}
