@@ -163,6 +163,7 @@ const STAFF_OPERATIONS: &[(&str, &str)] = &[
     ("get", "/notifications/{eventId}"),
     ("post", "/notifications/redeliver"),
     ("post", "/commerces/{code}/rotate-secret"),
+    ("post", "/commerces/{code}/reveal-secret"),
     ("get", "/charging"),
     ("post", "/charging/run"),
     ("post", "/uf"),

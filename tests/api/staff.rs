@@ -242,6 +242,15 @@ async fn changes_need_the_csrf_token_a_same_origin_and_the_role() {
         )
         .await
         .expect(403, "ROLE_NOT_ALLOWED");
+    viewer
+        .call(
+            Method::POST,
+            &format!("/commerces/{COMMERCE}/reveal-secret"),
+            None,
+            &[],
+        )
+        .await
+        .expect(403, "ROLE_NOT_ALLOWED");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -373,6 +382,38 @@ async fn events_are_listed_filtered_inspected_and_redelivered() {
             Some(json!({})),
             &[],
         )
+        .await
+        .expect(404, "COMMERCE_NOT_FOUND");
+
+    // An admin sees the current secret again, and the act is in the staff audit.
+    let revealed = admin
+        .call(
+            Method::POST,
+            &format!("/commerces/{COMMERCE}/reveal-secret"),
+            None,
+            &[],
+        )
+        .await;
+    revealed.expect(200, "SECRET_REVEALED");
+    assert_eq!(
+        revealed.body["payload"]["webhookSecret"],
+        rotated.body["payload"]["webhookSecret"]
+    );
+    let audited: i64 = app
+        .running
+        .state
+        .store
+        .read(|c| {
+            Ok(c.query_row(
+                "SELECT count(*) FROM staff_audit WHERE action = 'commerce.reveal-secret'",
+                [],
+                |r| r.get(0),
+            )?)
+        })
+        .unwrap();
+    assert_eq!(audited, 1);
+    admin
+        .call(Method::POST, "/commerces/NOPE/reveal-secret", None, &[])
         .await
         .expect(404, "COMMERCE_NOT_FOUND");
 }

@@ -175,6 +175,10 @@ describe("Mandato Desk in a browser", { concurrency: false }, () => {
     assert.match(shown.webhookSecret, /^whsec_/);
     await page.getByTestId("shown-once-done").click();
     await page.locator(`[data-commerce="${COMMERCE.normalized}"]`).waitFor();
+    // An admin can see the secret again later.
+    await page.locator(`[data-commerce="${COMMERCE.normalized}"]`).getByRole("button", { name: "Ver secreto" }).click();
+    assert.equal((await page.getByTestId("secret-Secreto de webhooks").innerText()).trim(), shown.webhookSecret);
+    await page.getByTestId("shown-once-done").click();
     await shot("02-settings-commerces");
 
     await page.getByRole("tab", { name: "Claves API" }).click();

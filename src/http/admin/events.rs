@@ -314,3 +314,44 @@ pub async fn rotate_secret(
         },
     ))
 }
+
+/// A commerce's current webhook secret.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RevealedSecret {
+    pub code: String,
+    pub webhook_secret: String,
+}
+
+/// Show a commerce's current webhook secret again (admin; the act is recorded in the staff
+/// audit). A POST, so that it needs the CSRF token and no link or prefetch can trigger it.
+#[utoipa::path(post, path = "/commerces/{code}/reveal-secret", tag = "staff",
+    params(("code" = String, Path)),
+    responses(
+        (status = 200, description = "SECRET_REVEALED", body = Envelope<RevealedSecret>),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+        (status = 403, description = "ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID", body = ErrorBody),
+        (status = 404, description = "COMMERCE_NOT_FOUND", body = ErrorBody),
+    ))]
+pub async fn reveal_secret(
+    State(state): State<AppState>,
+    staff: Staff,
+    Path(code): Path<String>,
+) -> ApiResult<Envelope<RevealedSecret>> {
+    staff.require(Role::Admin)?;
+    let now = state.clock.now();
+    let commerce = state.store.write(|tx| {
+        let commerce =
+            crate::store::commerces::by_code(tx, &code)?.ok_or(Error::not_found("commerce"))?;
+        staff.record(tx, now, "commerce.reveal-secret", Some(&code))?;
+        Ok(commerce)
+    })?;
+    Ok(Envelope::ok(
+        "SECRET_REVEALED",
+        "the commerce's current webhook secret",
+        RevealedSecret {
+            code,
+            webhook_secret: commerce.webhook_secret.expose().to_string(),
+        },
+    ))
+}

@@ -33,6 +33,7 @@ pub fn router(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(events::detail))
         .routes(routes!(events::redeliver))
         .routes(routes!(events::rotate_secret))
+        .routes(routes!(events::reveal_secret))
         // The paths of these three before they moved to /notifications, for older clients.
         .route("/events", axum::routing::get(events::list))
         .route("/events/{eventId}", axum::routing::get(events::detail))

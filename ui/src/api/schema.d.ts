@@ -227,6 +227,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/commerces/{code}/reveal-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Show a commerce's current webhook secret again (admin; the act is recorded in the staff
+         *     audit). A POST, so that it needs the CSRF token and no link or prefetch can trigger it.
+         */
+        post: operations["staff_post_commerces_code_reveal_secret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/commerces/{code}/rotate-secret": {
         parameters: {
             query?: never;
@@ -2126,6 +2146,17 @@ export interface components {
                 afterDays: number[];
             };
         };
+        Envelope_RevealedSecret: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            /** @description A commerce's current webhook secret. */
+            payload: {
+                code: string;
+                webhookSecret: string;
+            };
+        };
         Envelope_RevokedApiKey: {
             /** Format: int32 */
             statusCode: number;
@@ -3044,6 +3075,11 @@ export interface components {
              *     the default (1, 3, 7).
              */
             afterDays?: number[] | null;
+        };
+        /** @description A commerce's current webhook secret. */
+        RevealedSecret: {
+            code: string;
+            webhookSecret: string;
         };
         RevokedApiKey: {
             prefix: string;
@@ -4543,6 +4579,73 @@ export interface operations {
             };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_post_commerces_code_reveal_secret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description SECRET_REVEALED */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_RevealedSecret"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description COMMERCE_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -132,6 +132,12 @@ function Commerces() {
     },
     onError: (e) => notifications.show({ color: "red", message: formErrors(e).general ?? String(e) }),
   });
+  const reveal = useMutation({
+    mutationFn: (code: string) => payload(api.POST("/commerces/{code}/reveal-secret", { params: { path: { code } } })),
+    onSuccess: (r) =>
+      setShown({ title: t("settings.currentSecret", { code: r.code }), values: [[t("settings.webhookSecret"), r.webhookSecret]] }),
+    onError: (e) => notifications.show({ color: "red", message: formErrors(e).general ?? String(e) }),
+  });
   const askRotate = async (code: string) => {
     const ok = await confirmAction({
       title: t("settings.rotateSecret"),
@@ -189,6 +195,9 @@ function Commerces() {
                       <Group gap={4} wrap="nowrap">
                         <Button size="compact-xs" variant="light" onClick={() => setEditing(c)}>
                           {t("settings.editRetry")}
+                        </Button>
+                        <Button size="compact-xs" variant="light" onClick={() => reveal.mutate(c.code)}>
+                          {t("settings.showSecret")}
                         </Button>
                         <Button size="compact-xs" variant="light" color="orange" onClick={() => void askRotate(c.code)}>
                           {t("settings.rotateSecret")}
