@@ -112,10 +112,13 @@ pub struct Attempt {
 
 /// Records attempts and moves their events on, all in the caller's transaction.
 pub fn record_attempts(conn: &Connection, attempts: &[Attempt]) -> rusqlite::Result<()> {
+    // An event removed while it was being sent (a sandbox reset) takes no attempt: its row
+    // would break the foreign key and roll back the whole batch, so the other events of the
+    // batch would be sent again.
     let mut insert = conn.prepare_cached(
         "INSERT INTO delivery_attempts (event_seq, kind, started_at, duration_ms, status_code,
                 response_excerpt, error, outcome)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 WHERE EXISTS (SELECT 1 FROM events WHERE seq = ?1)",
     )?;
     // A redelivery asked for while an automatic attempt was in flight (?6 = 1) is kept: the
     // event stays PENDING, due at the time the request set, so the manual send still happens.
@@ -526,4 +529,80 @@ pub fn for_commerce(
         conn.prepare_cached(&sql)?
             .query_row(params![event_id, commerce_id], commerce_event),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{commerces, events};
+
+    #[test]
+    fn an_event_removed_in_flight_does_not_undo_the_batch() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        crate::store::migrations::run(&mut conn).unwrap();
+        conn.execute_batch("PRAGMA foreign_keys = ON").unwrap();
+        let secret = Secret::new("whsec_dGVzdA==".to_string());
+        let commerce = commerces::insert(
+            &conn,
+            &commerces::NewCommerce {
+                code: "76123456-0",
+                name: "Tienda",
+                password_hash: "x",
+                channels: None,
+                payment_methods: &[],
+                webhook_secret: &secret,
+                authorization_required: false,
+                created_at: "2026-11-25T00:00:00Z",
+            },
+        )
+        .unwrap();
+        for (n, id) in ["evt_kept", "evt_gone"].into_iter().enumerate() {
+            events::insert(
+                &conn,
+                &events::NewEvent {
+                    id,
+                    commerce_id: commerce.id,
+                    mandate_seq: None,
+                    installment_seq: None,
+                    kind: "payment",
+                    sequence: n as i64 + 1,
+                    url: Some("https://localhost/hooks"),
+                    body: "{}",
+                    created_at: "2026-11-25T00:00:00Z",
+                },
+            )
+            .unwrap();
+        }
+        let seq = |id: &str| -> i64 {
+            conn.query_row("SELECT seq FROM events WHERE id = ?1", [id], |r| r.get(0))
+                .unwrap()
+        };
+        let attempt = |event_seq| Attempt {
+            event_seq,
+            kind: AttemptKind::First,
+            started_at: "2026-11-25T00:00:01Z".into(),
+            duration_ms: 3,
+            status_code: Some(200),
+            response_excerpt: None,
+            error: None,
+            outcome: Outcome::Delivered,
+            counts: true,
+        };
+        let (kept, gone) = (seq("evt_kept"), seq("evt_gone"));
+        conn.execute("DELETE FROM events WHERE seq = ?1", [gone])
+            .unwrap();
+        record_attempts(&conn, &[attempt(gone), attempt(kept)]).unwrap();
+        let state: String = conn
+            .query_row(
+                "SELECT delivery_state FROM events WHERE seq = ?1",
+                [kept],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(state, "DELIVERED");
+        let logged: i64 = conn
+            .query_row("SELECT count(*) FROM delivery_attempts", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(logged, 1);
+    }
 }
