@@ -4,7 +4,8 @@
 # login with the JWE-encrypted password, a customer, a mandate, its lookup, activation through
 # the sandbox, a charging run and its installments. The server is the debug binary on a
 # temporary data directory and a free loopback port, with a commerce and an API key made by the
-# CLI. openapi-python-client lives in a venv under target/, pinned by
+# CLI. Then the README's webhook receiver verifies the events of `mandato trigger payment.paid`.
+# openapi-python-client, standardwebhooks and rfc8785 live in a venv under target/, pinned by
 # tests/python_client/requirements.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,6 +76,52 @@ PYTHONPATH="$work" "$venv/bin/python" tests/python_client/walkthrough.py || stat
 if [ "$status" -ne 0 ]; then
   echo "python client: the walkthrough failed (exit $status); the server's log:" >&2
   tail -n 40 "$work/serve.log" >&2
+fi
+if [ "$status" -eq 0 ]; then
+  # The README's "Receive your first webhook" receiver, taken from the README as it is, gets
+  # the events of `mandato trigger payment.paid` and verifies both signatures of each.
+  echo "== the README's webhook receiver"
+  python3 - README.md "$work/receiver.py" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+block = re.search(r"```python\n(# receiver\.py.*?)```", text, re.S)
+if not block:
+    sys.exit("README: no receiver.py block")
+open(sys.argv[2], "w").write(block.group(1))
+PY
+  "$mandato" dev-cert >>"$work/setup.log" 2>&1
+  "$mandato" commerce set-webhook --code "$MANDATO_COMMERCE" --url https://localhost:8443/hooks \
+    >>"$work/setup.log" 2>&1
+  WEBHOOK_SECRET="$("$mandato" --json commerce show "$MANDATO_COMMERCE" --secret 2>>"$work/setup.log" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["webhookSecret"])')"
+  CERTS="$data/dev-cert" WEBHOOK_SECRET="$WEBHOOK_SECRET" "$venv/bin/python" "$work/receiver.py" \
+    >"$work/receiver.log" 2>&1 &
+  receiver_pid=$!
+  sleep 1
+  "$mandato" --json trigger payment.paid 2>>"$work/setup.log" >"$work/trigger.json"
+  status=1
+  for _ in $(seq 150); do
+    if python3 - "$work/trigger.json" "$work/receiver.log" <<'PY'
+import json, sys
+made = {e["eventId"] for e in json.load(open(sys.argv[1]))["events"]}
+verified = {l.split()[0] for l in open(sys.argv[2]) if l.rstrip().endswith(" verified")}
+sys.exit(0 if made and made <= verified else 1)
+PY
+    then
+      status=0
+      break
+    fi
+    sleep 0.2
+  done
+  kill "$receiver_pid" 2>/dev/null || true
+  wait "$receiver_pid" 2>/dev/null || true
+  if [ "$status" -ne 0 ]; then
+    echo "the README's receiver did not verify every event of the trigger; its log:" >&2
+    cat "$work/receiver.log" >&2
+    tail -n 40 "$work/serve.log" >&2
+  else
+    echo "README receiver: $(grep -c ' verified$' "$work/receiver.log") events verified"
+  fi
 fi
 echo "python client: done in $(($(date +%s) - started)) s"
 exit "$status"
