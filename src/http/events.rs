@@ -146,12 +146,8 @@ pub struct EventItem {
     #[schema(minimum = 1)]
     pub sequence: i64,
     /// The mandate the event is about (activation and payment events).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
     pub mandate_internal_id: Option<String>,
     /// The signature process the event is about (signature events).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
     pub signature_internal_id: Option<String>,
     #[schema(format = DateTime)]
     pub created_at: String,
@@ -160,12 +156,9 @@ pub struct EventItem {
     #[schema(minimum = 0)]
     pub attempts: i64,
     /// When the next automatic attempt is due (PENDING events only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false, format = DateTime)]
+    #[schema(format = DateTime)]
     pub next_attempt_at: Option<String>,
-    /// The webhook URL (absent for NO_URL events).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
+    /// The webhook URL (null for NO_URL events).
     pub url: Option<String>,
     /// The exact signed body, with `fileBase64` masked as `"***"`.
     #[schema(value_type = Object)]
@@ -206,19 +199,15 @@ pub struct EventAttempt {
     #[schema(format = DateTime)]
     pub at: String,
     pub kind: EventAttemptKind,
-    /// The receiver's status; absent when no answer came (see `error`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false, minimum = 100, maximum = 599)]
+    /// The receiver's status; null when no answer came (see `error`).
+    #[schema(minimum = 100, maximum = 599)]
     pub http_status: Option<i64>,
     #[schema(minimum = 0)]
     pub duration_ms: i64,
     /// Why no answer came (connect, TLS, timeout) or why the attempt was refused.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
     pub error: Option<String>,
     /// The first 2 KiB of the answer's body, when it had one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false, max_length = 2048)]
+    #[schema(max_length = 2048)]
     pub response_excerpt: Option<String>,
     pub outcome: EventAttemptOutcome,
 }

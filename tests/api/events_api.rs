@@ -285,7 +285,7 @@ async fn an_event_without_a_webhook_url_is_history_and_cannot_be_redelivered() {
     let page = list(&s.app, "").await;
     let item = &page["items"][0];
     assert_eq!(item["status"], "NO_URL", "{page}");
-    assert!(item.get("url").is_none() && item.get("nextAttemptAt").is_none());
+    assert!(item["url"].is_null() && item["nextAttemptAt"].is_null());
     assert_eq!(item["attempts"], 0);
     let event_id = item["eventId"].as_str().unwrap();
     assert_eq!(ids(&list(&s.app, "?status=NO_URL").await), [event_id]);

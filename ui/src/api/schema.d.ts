@@ -2387,15 +2387,15 @@ export interface components {
             kind: components["schemas"]["EventAttemptKind"];
             /**
              * Format: int64
-             * @description The receiver's status; absent when no answer came (see `error`).
+             * @description The receiver's status; null when no answer came (see `error`).
              */
-            httpStatus: number;
+            httpStatus: number | null;
             /** Format: int64 */
             durationMs: number;
             /** @description Why no answer came (connect, TLS, timeout) or why the attempt was refused. */
-            error: string;
+            error: string | null;
             /** @description The first 2 KiB of the answer's body, when it had one. */
-            responseExcerpt: string;
+            responseExcerpt: string | null;
             outcome: components["schemas"]["EventAttemptOutcome"];
         };
         /**
@@ -2449,9 +2449,9 @@ export interface components {
              */
             sequence: number;
             /** @description The mandate the event is about (activation and payment events). */
-            mandateInternalId: string;
+            mandateInternalId: string | null;
             /** @description The signature process the event is about (signature events). */
-            signatureInternalId: string;
+            signatureInternalId: string | null;
             /** Format: date-time */
             createdAt: string;
             status: components["schemas"]["EventStatus"];
@@ -2464,9 +2464,9 @@ export interface components {
              * Format: date-time
              * @description When the next automatic attempt is due (PENDING events only).
              */
-            nextAttemptAt: string;
-            /** @description The webhook URL (absent for NO_URL events). */
-            url: string;
+            nextAttemptAt: string | null;
+            /** @description The webhook URL (null for NO_URL events). */
+            url: string | null;
             /** @description The exact signed body, with `fileBase64` masked as `"***"`. */
             body: Record<string, never>;
         };
