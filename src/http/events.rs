@@ -253,7 +253,9 @@ pub fn parse_filter(
     commerce_id: i64,
 ) -> Result<(CommerceEventFilter, i64), Error> {
     let mut errors = FieldErrors::new();
-    let get = |name: &str| query.get(name).filter(|v| !v.is_empty());
+    // An empty value (`?type=`) is a value, and not one of the allowed ones: refused at its
+    // field like any other, as the document's patterns and enums say.
+    let get = |name: &str| query.get(name);
     let kind = get("type").and_then(|t| match EventType::parse(t) {
         Some(t) => Some(t.as_str().to_string()),
         None => {
@@ -277,7 +279,7 @@ pub fn parse_filter(
         }
     });
     let mandate_id = get("mandateInternalId").and_then(|m| {
-        if m.chars().count() > 64 {
+        if m.is_empty() || m.chars().count() > 64 {
             errors.push(
                 "query.mandateInternalId",
                 "INVALID_LENGTH",

@@ -145,6 +145,12 @@ async fn filters_select_and_bad_filters_name_their_field() {
         ("?cursor=abc", "query.cursor"),
         ("?cursor=-5", "query.cursor"),
         ("?cursor=0", "query.cursor"),
+        // Empty values are values, and not allowed ones.
+        ("?cursor=", "query.cursor"),
+        ("?type=", "query.type"),
+        ("?status=", "query.status"),
+        ("?mandateInternalId=", "query.mandateInternalId"),
+        ("?limit=", "query.limit"),
     ] {
         let reply = s.app.get(&format!("/events{query}")).await;
         reply.expect(400, "VALIDATION_ERROR");
