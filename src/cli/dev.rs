@@ -378,7 +378,7 @@ pub fn apikey_list(config: &Config, json_mode: bool) -> anyhow::Result<()> {
 
 pub fn trust_list(config: &Config, json_mode: bool) -> anyhow::Result<()> {
     let store = Store::open(&config.database_path())?;
-    let roots = store.read(|c| Ok(dev_tools::trusted_roots(c)?))?;
+    let roots = store.read(|c| Ok(crate::store::staff_views::trusted_roots(c)?))?;
     if json_mode {
         let items: Vec<Value> = roots
             .iter()
@@ -426,7 +426,7 @@ pub fn trust_remove(config: &Config, json_mode: bool, target: &str) -> anyhow::R
         .write(|tx| {
             let mut removed = Vec::new();
             for f in &fingerprints {
-                if dev_tools::remove_trusted_root(tx, f)? {
+                if crate::store::staff_views::remove_trusted_root(tx, f)? {
                     removed.push(f.clone());
                 }
             }

@@ -120,33 +120,6 @@ pub fn api_keys(conn: &Connection) -> rusqlite::Result<Vec<ApiKeyListing>> {
         .collect()
 }
 
-#[derive(Clone, Debug)]
-pub struct RootListing {
-    pub fingerprint: String,
-    pub subject: String,
-    pub added_at: String,
-}
-
-/// The extra roots trusted for webhook delivery, in the order they were added.
-pub fn trusted_roots(conn: &Connection) -> rusqlite::Result<Vec<RootListing>> {
-    conn.prepare("SELECT fingerprint, subject, added_at FROM trusted_roots ORDER BY seq")?
-        .query_map([], |r| {
-            Ok(RootListing {
-                fingerprint: r.get(0)?,
-                subject: r.get(1)?,
-                added_at: r.get(2)?,
-            })
-        })?
-        .collect()
-}
-
-/// Stops trusting the root with this fingerprint (lowercase hex SHA-256 of its DER).
-pub fn remove_trusted_root(conn: &Connection, fingerprint: &str) -> rusqlite::Result<bool> {
-    Ok(conn.execute(
-        "DELETE FROM trusted_roots WHERE fingerprint = ?1",
-        [fingerprint],
-    )? > 0)
-}
 
 #[derive(Clone, Debug)]
 pub struct EventListing {
