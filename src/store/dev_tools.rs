@@ -120,7 +120,6 @@ pub fn api_keys(conn: &Connection) -> rusqlite::Result<Vec<ApiKeyListing>> {
         .collect()
 }
 
-
 #[derive(Clone, Debug)]
 pub struct EventListing {
     pub id: String,
