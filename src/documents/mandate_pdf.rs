@@ -6,7 +6,7 @@
 use chrono::NaiveDate;
 use sha2::{Digest, Sha256};
 
-use super::pdf::{self, Block, Meta};
+use super::layout::{self, Block, Meta};
 use super::spanish;
 use crate::domain::money::Money;
 use crate::domain::state::{MandateType, PaymentMethod};
@@ -165,7 +165,7 @@ pub fn mandate_document(input: &MandateDocument) -> Vec<u8> {
         d.mandate_id, d.commerce_name, d.accepted_at
     );
     let subject = format!("Mandato {} de {}", d.mandate_id, d.customer_name);
-    pdf::render(
+    layout::render(
         &blocks,
         &Meta {
             title: "Mandato de cargo en cuenta",
@@ -227,37 +227,96 @@ mod tests {
         }
     }
 
-    fn text_of(bytes: &[u8]) -> (usize, String) {
-        let doc = lopdf::Document::load_mem(bytes).expect("a PDF that parses");
-        let pages: Vec<u32> = doc.get_pages().keys().copied().collect();
-        let text = doc.extract_text(&pages).expect("text extracts");
-        (pages.len(), text)
+    /// Runs a poppler-utils tool (installed by `scripts/setup.sh`) on the document, with `PDF`
+    /// in `args` standing for its file and `ROOT` for `page` in a scratch directory; returns
+    /// what it printed and the directory.
+    fn poppler(tool: &str, args: &[&str], pdf: &[u8]) -> (Vec<u8>, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mandato.pdf");
+        std::fs::write(&path, pdf).unwrap();
+        let args: Vec<std::ffi::OsString> = args
+            .iter()
+            .map(|a| match *a {
+                "PDF" => path.clone().into_os_string(),
+                "ROOT" => dir.path().join("page").into_os_string(),
+                other => other.into(),
+            })
+            .collect();
+        let output = std::process::Command::new(tool)
+            .args(&args)
+            .output()
+            .unwrap_or_else(|e| panic!("{tool} (poppler-utils, scripts/setup.sh): {e}"));
+        assert!(
+            output.status.success(),
+            "{tool}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output.stdout, dir)
+    }
+
+    fn poppler_text(tool: &str, args: &[&str], pdf: &[u8]) -> String {
+        String::from_utf8(poppler(tool, args, pdf).0).expect("UTF-8 output")
+    }
+
+    /// The document's text as `pdftotext` reads it, with runs of whitespace made one space.
+    fn text_of(pdf: &[u8]) -> String {
+        // -layout keeps each label beside its value, as the page shows them.
+        let text = poppler_text("pdftotext", &["-layout", "-enc", "UTF-8", "PDF", "-"], pdf);
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    fn page_count(pdf: &[u8]) -> usize {
+        let info = poppler_text("pdfinfo", &["PDF"], pdf);
+        info.lines()
+            .find_map(|l| l.strip_prefix("Pages:"))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no page count in {info}"))
     }
 
     #[test]
-    fn the_document_is_a_pdf_stating_the_mandate_with_the_account_masked() {
-        let input = sample(12);
+    fn the_document_states_the_mandate_in_spanish_with_the_account_masked() {
+        let mut input = sample(12);
+        input.customer_name = "José Muñoz Ñúñez".into();
+        input.installments[11].amount =
+            Money::from_decimal(Decimal::from_str("1234567").unwrap(), Currency::Clp).unwrap();
         let bytes = mandate_document(&input);
         assert!(bytes.starts_with(b"%PDF-"));
-        assert!(bytes.ends_with(b"%%EOF\n"));
-        let (pages, text) = text_of(&bytes);
-        assert!(pages >= 1);
-        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(page_count(&bytes), 2, "the terms continue on a second page");
+        let text = text_of(&bytes);
         for expected in [
+            "Mandato de cargo en cuenta",
+            "José Muñoz Ñúñez",
+            "Gimnasio Ñuñoa (Centro)",
             "BancoEstado **** 0000",
-            "12345678-5",
+            "RUT 12345678-5",
+            "RUT del titular 12345678-5",
             "GYM-2026-001",
             "Plan mensual",
-            "Ana Pérez Soto",
-            "Gimnasio Ñuñoa (Centro)",
+            "Suscripción (SUBSCRIPTION)",
             "76123456-0",
-            "$29.990",
+            "Cuota c1 $29.990 · vence el 05-12-2026",
+            "Cuota c12 $1.234.567 · vence el 05-12-2026",
+            "$29.990 mensual, 12 cuotas desde el 05-12-2026",
             "2026-11-22T08:12:10.123Z",
+            "Dirección IP 127.0.0.1",
+            "Aceptación electrónica en el enlace de activación (Magic Link)",
             "MANDATO ELECTRÓNICO DE CARGO EN CUENTA (EPAC)",
+            "Página 1 de 2",
             &input.terms_sha256(),
         ] {
-            assert!(flat.contains(expected), "missing {expected:?} in {flat}");
+            assert!(text.contains(expected), "missing {expected:?} in {text}");
         }
+    }
+
+    #[test]
+    fn every_spanish_sign_prints_as_itself() {
+        let mut input = sample(0);
+        input.mandate_detail = Some("¿Año? ¡Sí! 1º 2ª pingüino ÁÉÍÓÚÜ $".into());
+        let text = text_of(&mandate_document(&input));
+        assert!(
+            text.contains("Detalle ¿Año? ¡Sí! 1º 2ª pingüino ÁÉÍÓÚÜ $"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -265,18 +324,87 @@ mod tests {
         // The account number the customer typed; only its last four reach the document.
         let full = "123450000";
         let bytes = mandate_document(&sample(3));
-        let (_, text) = text_of(&bytes);
-        assert!(!text.contains(full));
+        assert!(!text_of(&bytes).contains(full));
         assert!(!bytes.windows(full.len()).any(|w| w == full.as_bytes()));
     }
 
     #[test]
-    fn long_schedules_flow_onto_more_pages_and_output_is_deterministic() {
-        let input = sample(120);
-        let bytes = mandate_document(&input);
-        let (pages, text) = text_of(&bytes);
+    fn long_schedules_flow_onto_more_pages_each_numbered() {
+        let bytes = mandate_document(&sample(120));
+        let pages = page_count(&bytes);
         assert!(pages > 1, "{pages} page(s)");
-        assert!(text.contains("c120"));
-        assert_eq!(bytes, mandate_document(&input));
+        let parsed = lopdf::Document::load_mem(&bytes).expect("lopdf reads it back");
+        assert_eq!(parsed.get_pages().len(), pages);
+        let text = text_of(&bytes);
+        assert!(text.contains("Cuota c120"));
+        for page in 1..=pages {
+            assert!(
+                text.contains(&format!("Página {page} de {pages}")),
+                "{page}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_same_mandate_gives_the_same_bytes() {
+        let input = sample(12);
+        let first = mandate_document(&input);
+        assert_eq!(first, mandate_document(&input));
+        let mut other = input.clone();
+        other.customer_name = "Ana Pérez Sota".into();
+        let second = mandate_document(&other);
+        assert_ne!(
+            Sha256::digest(&first),
+            Sha256::digest(&second),
+            "the hash tells documents apart"
+        );
+        // No clock: the creation date is the acceptance.
+        let info = poppler_text("pdfinfo", &["-isodates", "PDF"], &first);
+        assert!(info.contains("2026-11-22T08:12:10"), "{info}");
+    }
+
+    #[test]
+    fn the_first_page_renders_to_an_image() {
+        let mut input = sample(12);
+        input.customer_name = "José Muñoz Ñúñez".into();
+        let pdf = mandate_document(&input);
+        // MANDATO_PDF_SAMPLE=path keeps the document, to look at.
+        if let Ok(path) = std::env::var("MANDATO_PDF_SAMPLE") {
+            std::fs::write(path, &pdf).unwrap();
+        }
+        let args = [
+            "-png",
+            "-r",
+            "60",
+            "-f",
+            "1",
+            "-l",
+            "1",
+            "-singlefile",
+            "PDF",
+            "ROOT",
+        ];
+        let (_, dir) = poppler("pdftoppm", &args, &pdf);
+        let png = std::fs::read(dir.path().join("page.png")).expect("page 1 as PNG");
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG image");
+        assert!(png.len() > 10_000, "with text drawn: {} bytes", png.len());
+    }
+
+    #[test]
+    fn only_the_glyphs_used_are_embedded() {
+        // Two full faces are 825 KB; a one-page mandate carries a few kilobytes of them.
+        let bytes = mandate_document(&sample(12));
+        assert!(bytes.len() < 60_000, "{} bytes", bytes.len());
+        let fonts = poppler_text("pdffonts", &["PDF"], &bytes);
+        for name in ["+LiberationSans ", "+LiberationSans-Bold "] {
+            let line = fonts
+                .lines()
+                .find(|l| l.contains(name))
+                .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+                .unwrap_or_else(|| panic!("{name} in {fonts}"));
+            // Type, encoding, embedded, subset, ToUnicode.
+            assert!(line.contains("CID TrueType"), "{line}");
+            assert!(line.contains("Identity-H yes yes yes"), "{line}");
+        }
     }
 }
