@@ -184,6 +184,7 @@ mod tests {
     use rust_decimal::Decimal;
 
     use super::*;
+    use crate::documents::poppler::{page_count, poppler, poppler_text, text_of};
     use crate::domain::money::Currency;
 
     fn sample(installments: usize) -> MandateDocument {
@@ -225,52 +226,6 @@ mod tests {
             ip: Some("127.0.0.1".into()),
             terms,
         }
-    }
-
-    /// Runs a poppler-utils tool (installed by `scripts/setup.sh`) on the document, with `PDF`
-    /// in `args` standing for its file and `ROOT` for `page` in a scratch directory; returns
-    /// what it printed and the directory.
-    fn poppler(tool: &str, args: &[&str], pdf: &[u8]) -> (Vec<u8>, tempfile::TempDir) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("mandato.pdf");
-        std::fs::write(&path, pdf).unwrap();
-        let args: Vec<std::ffi::OsString> = args
-            .iter()
-            .map(|a| match *a {
-                "PDF" => path.clone().into_os_string(),
-                "ROOT" => dir.path().join("page").into_os_string(),
-                other => other.into(),
-            })
-            .collect();
-        let output = std::process::Command::new(tool)
-            .args(&args)
-            .output()
-            .unwrap_or_else(|e| panic!("{tool} (poppler-utils, scripts/setup.sh): {e}"));
-        assert!(
-            output.status.success(),
-            "{tool}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        (output.stdout, dir)
-    }
-
-    fn poppler_text(tool: &str, args: &[&str], pdf: &[u8]) -> String {
-        String::from_utf8(poppler(tool, args, pdf).0).expect("UTF-8 output")
-    }
-
-    /// The document's text as `pdftotext` reads it, with runs of whitespace made one space.
-    fn text_of(pdf: &[u8]) -> String {
-        // -layout keeps each label beside its value, as the page shows them.
-        let text = poppler_text("pdftotext", &["-layout", "-enc", "UTF-8", "PDF", "-"], pdf);
-        text.split_whitespace().collect::<Vec<_>>().join(" ")
-    }
-
-    fn page_count(pdf: &[u8]) -> usize {
-        let info = poppler_text("pdfinfo", &["PDF"], pdf);
-        info.lines()
-            .find_map(|l| l.strip_prefix("Pages:"))
-            .and_then(|n| n.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no page count in {info}"))
     }
 
     #[test]

@@ -4,6 +4,8 @@
 
 mod layout;
 pub mod mandate_pdf;
+#[cfg(test)]
+pub(crate) mod poppler;
 pub mod spanish;
 pub mod typeface;
 

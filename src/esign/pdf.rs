@@ -653,6 +653,7 @@ fn append_page(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::documents::poppler::page_text;
 
     fn page_pdf(media: [i64; 4], crop: Option<[i64; 4]>, rotate: Option<i64>) -> Vec<u8> {
         let mut doc = Document::with_version("1.5");
@@ -798,7 +799,7 @@ mod tests {
     fn sealing_stamps_the_page_and_appends_pages() {
         let original = page_pdf([0, 0, 300, 200], None, Some(90));
         let stamp = Stamp {
-            name: "Ana Pérez".into(),
+            name: "Ana Pérez Ñúñez".into(),
             rut: "12345678-5".into(),
             signed_at: "22-11-2026 10:00:00 UTC".into(),
             kind: SignatureType::Fes,
@@ -826,10 +827,15 @@ mod tests {
         let pages = doc.get_pages();
         assert_eq!(pages.len(), 3);
         let first = String::from_utf8_lossy(&doc.get_page_content(pages[&1])).to_string();
-        assert!(first.contains("(RUT 12345678-5)"), "{first}");
         assert!(first.contains("0 1 -1 0 300 0 cm"), "{first}");
-        let second = String::from_utf8_lossy(&doc.get_page_content(pages[&2])).to_string();
-        assert!(second.contains("Ana P\\351rez"));
+        let first = page_text(&sealed, Some(1));
+        assert!(first.contains("RUT 12345678-5"), "{first}");
+        assert!(first.contains("Ana Pérez Ñúñez"), "{first}");
+        assert!(first.contains("Firmado electrónicamente (FES)"), "{first}");
+        let second = page_text(&sealed, Some(2));
+        assert!(second.contains("Página de firmas"), "{second}");
+        assert!(second.contains("Ana Pérez Ñúñez"), "{second}");
+        assert!(page_text(&sealed, Some(3)).contains("Certificado"));
         // The original still reads with its own size.
         assert_eq!(inspect(&sealed).unwrap().pages[0].width, 200.0);
     }
