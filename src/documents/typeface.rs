@@ -3,8 +3,14 @@
 //! every name a customer types prints the same in any reader, with no font installed.
 //!
 //! Metrics and the character-to-glyph map come from the font itself (`ttf-parser`); only the
-//! glyphs a document uses are embedded (`subsetter`), which keeps a mandate at a few tens of
-//! kilobytes instead of the 400 KB of each full face.
+//! glyphs a document uses are embedded (`subsetter`): a two-page mandate carries 21 KB and
+//! 14 KB of the 411 KB and 414 KB faces (13 KB and 10 KB deflated), about 31 KB in all.
+//!
+//! Why these and not a PDF-generation crate (measured): the PDF objects are `lopdf`'s, which the
+//! service already uses to read and seal uploads; `printpdf` 0.12 resolves 132 crates and 0.7
+//! 32, and both bring a second `lopdf` (0.44, 0.31) beside ours. `ttf-parser` and `subsetter`
+//! (without its variable-font feature, which pulls in `skrifa`) build clean in about 4 s.
+//! `lopdf`'s own `font_embedding` embeds the whole face per document, as a simple font.
 //!
 //! Text is written as a CID-keyed font (Type0, Identity-H) whose codes are the glyph ids of the
 //! full font: a page's text can be encoded the moment it is laid out, and the subset, made
