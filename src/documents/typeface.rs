@@ -64,12 +64,17 @@ impl Font {
         }
     }
 
-    /// The glyph that prints `c`: its own, or the replacement's.
-    fn glyph(self, c: char) -> GlyphId {
+    /// The glyph that prints `c`, and the character it shows: `c` itself, or the replacement
+    /// when the font has no glyph for it.
+    fn printed(self, c: char) -> (GlyphId, char) {
         let face = self.face();
-        face.glyph_index(c)
-            .or_else(|| face.glyph_index(REPLACEMENT))
-            .unwrap_or(GlyphId(0))
+        match face.glyph_index(c) {
+            Some(glyph) => (glyph, c),
+            None => (
+                face.glyph_index(REPLACEMENT).unwrap_or(GlyphId(0)),
+                REPLACEMENT,
+            ),
+        }
     }
 
     /// A glyph's advance in thousandths of the font size (PDF glyph space).
@@ -87,7 +92,7 @@ impl Font {
 
 /// The width of `text` in points at `size`.
 pub fn text_width(text: &str, font: Font, size: f64) -> f64 {
-    let units: f64 = text.chars().map(|c| font.advance(font.glyph(c))).sum();
+    let units: f64 = text.chars().map(|c| font.advance(font.printed(c).0)).sum();
     units * size / 1000.0
 }
 
@@ -145,12 +150,7 @@ impl Glyphs {
         let used = self.used.entry(font).or_default();
         let mut out = Vec::with_capacity(text.len() * 2);
         for c in text.chars() {
-            let glyph = font.glyph(c);
-            let shown = if font.face().glyph_index(c).is_some() {
-                c
-            } else {
-                REPLACEMENT
-            };
+            let (glyph, shown) = font.printed(c);
             used.entry(glyph.0).or_insert(shown);
             out.extend_from_slice(&glyph.0.to_be_bytes());
         }
@@ -373,7 +373,7 @@ mod tests {
         glyphs.encode(Font::Regular, "José Ñúñez ¿$?");
         let used = &glyphs.used[&Font::Regular];
         let cmap = to_unicode_cmap(used);
-        let n = Font::Regular.glyph('Ñ').0;
+        let n = Font::Regular.printed('Ñ').0.0;
         assert!(cmap.contains(&format!("<{n:04X}> <00D1>")), "{cmap}");
         assert!(cmap.contains("<00BF>"), "¿");
         let mut remapper = subsetter::GlyphRemapper::new();
