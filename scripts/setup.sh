@@ -21,8 +21,9 @@ for arg in "$@"; do
   esac
 done
 
-# System packages: OpenSSL headers and pkg-config for the JWE crate (josekit links OpenSSL).
-apt_packages=(libssl-dev pkg-config)
+# System packages: OpenSSL headers and pkg-config for the JWE crate (josekit links OpenSSL);
+# poppler-utils (pdftotext, pdfinfo, pdffonts, pdftoppm) for the tests that read the PDFs back.
+apt_packages=(libssl-dev pkg-config poppler-utils)
 # Mandato Desk: GTK, WebKitGTK and the tray's AppIndicator to build and run it; Xvfb,
 # ImageMagick (screenshots and their colour count), WebKitWebDriver and a D-Bus session to
 # test it in a window.

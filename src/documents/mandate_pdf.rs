@@ -6,7 +6,7 @@
 use chrono::NaiveDate;
 use sha2::{Digest, Sha256};
 
-use super::pdf::{self, Block, Meta};
+use super::layout::{self, Block, Meta};
 use super::spanish;
 use crate::domain::money::Money;
 use crate::domain::state::{MandateType, PaymentMethod};
@@ -165,7 +165,7 @@ pub fn mandate_document(input: &MandateDocument) -> Vec<u8> {
         d.mandate_id, d.commerce_name, d.accepted_at
     );
     let subject = format!("Mandato {} de {}", d.mandate_id, d.customer_name);
-    pdf::render(
+    layout::render(
         &blocks,
         &Meta {
             title: "Mandato de cargo en cuenta",
@@ -184,6 +184,7 @@ mod tests {
     use rust_decimal::Decimal;
 
     use super::*;
+    use crate::documents::poppler::{page_count, poppler, poppler_text, text_of};
     use crate::domain::money::Currency;
 
     fn sample(installments: usize) -> MandateDocument {
@@ -227,37 +228,50 @@ mod tests {
         }
     }
 
-    fn text_of(bytes: &[u8]) -> (usize, String) {
-        let doc = lopdf::Document::load_mem(bytes).expect("a PDF that parses");
-        let pages: Vec<u32> = doc.get_pages().keys().copied().collect();
-        let text = doc.extract_text(&pages).expect("text extracts");
-        (pages.len(), text)
+    #[test]
+    fn the_document_states_the_mandate_in_spanish_with_the_account_masked() {
+        let mut input = sample(12);
+        input.customer_name = "José Muñoz Ñúñez".into();
+        input.installments[11].amount =
+            Money::from_decimal(Decimal::from_str("1234567").unwrap(), Currency::Clp).unwrap();
+        let bytes = mandate_document(&input);
+        assert!(bytes.starts_with(b"%PDF-"));
+        assert_eq!(page_count(&bytes), 2, "the terms continue on a second page");
+        let text = text_of(&bytes);
+        for expected in [
+            "Mandato de cargo en cuenta",
+            "José Muñoz Ñúñez",
+            "Gimnasio Ñuñoa (Centro)",
+            "BancoEstado **** 0000",
+            "RUT 12345678-5",
+            "RUT del titular 12345678-5",
+            "GYM-2026-001",
+            "Plan mensual",
+            "Suscripción (SUBSCRIPTION)",
+            "76123456-0",
+            "Cuota c1 $29.990 · vence el 05-12-2026",
+            "Cuota c12 $1.234.567 · vence el 05-12-2026",
+            "$29.990 mensual, 12 cuotas desde el 05-12-2026",
+            "2026-11-22T08:12:10.123Z",
+            "Dirección IP 127.0.0.1",
+            "Aceptación electrónica en el enlace de activación (Magic Link)",
+            "MANDATO ELECTRÓNICO DE CARGO EN CUENTA (EPAC)",
+            "Página 1 de 2",
+            &input.terms_sha256(),
+        ] {
+            assert!(text.contains(expected), "missing {expected:?} in {text}");
+        }
     }
 
     #[test]
-    fn the_document_is_a_pdf_stating_the_mandate_with_the_account_masked() {
-        let input = sample(12);
-        let bytes = mandate_document(&input);
-        assert!(bytes.starts_with(b"%PDF-"));
-        assert!(bytes.ends_with(b"%%EOF\n"));
-        let (pages, text) = text_of(&bytes);
-        assert!(pages >= 1);
-        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-        for expected in [
-            "BancoEstado **** 0000",
-            "12345678-5",
-            "GYM-2026-001",
-            "Plan mensual",
-            "Ana Pérez Soto",
-            "Gimnasio Ñuñoa (Centro)",
-            "76123456-0",
-            "$29.990",
-            "2026-11-22T08:12:10.123Z",
-            "MANDATO ELECTRÓNICO DE CARGO EN CUENTA (EPAC)",
-            &input.terms_sha256(),
-        ] {
-            assert!(flat.contains(expected), "missing {expected:?} in {flat}");
-        }
+    fn every_spanish_sign_prints_as_itself() {
+        let mut input = sample(0);
+        input.mandate_detail = Some("¿Año? ¡Sí! 1º 2ª pingüino ÁÉÍÓÚÜ $".into());
+        let text = text_of(&mandate_document(&input));
+        assert!(
+            text.contains("Detalle ¿Año? ¡Sí! 1º 2ª pingüino ÁÉÍÓÚÜ $"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -265,18 +279,87 @@ mod tests {
         // The account number the customer typed; only its last four reach the document.
         let full = "123450000";
         let bytes = mandate_document(&sample(3));
-        let (_, text) = text_of(&bytes);
-        assert!(!text.contains(full));
+        assert!(!text_of(&bytes).contains(full));
         assert!(!bytes.windows(full.len()).any(|w| w == full.as_bytes()));
     }
 
     #[test]
-    fn long_schedules_flow_onto_more_pages_and_output_is_deterministic() {
-        let input = sample(120);
-        let bytes = mandate_document(&input);
-        let (pages, text) = text_of(&bytes);
+    fn long_schedules_flow_onto_more_pages_each_numbered() {
+        let bytes = mandate_document(&sample(120));
+        let pages = page_count(&bytes);
         assert!(pages > 1, "{pages} page(s)");
-        assert!(text.contains("c120"));
-        assert_eq!(bytes, mandate_document(&input));
+        let parsed = lopdf::Document::load_mem(&bytes).expect("lopdf reads it back");
+        assert_eq!(parsed.get_pages().len(), pages);
+        let text = text_of(&bytes);
+        assert!(text.contains("Cuota c120"));
+        for page in 1..=pages {
+            assert!(
+                text.contains(&format!("Página {page} de {pages}")),
+                "{page}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_same_mandate_gives_the_same_bytes() {
+        let input = sample(12);
+        let first = mandate_document(&input);
+        assert_eq!(first, mandate_document(&input));
+        let mut other = input.clone();
+        other.customer_name = "Ana Pérez Sota".into();
+        let second = mandate_document(&other);
+        assert_ne!(
+            Sha256::digest(&first),
+            Sha256::digest(&second),
+            "the hash tells documents apart"
+        );
+        // No clock: the creation date is the acceptance.
+        let info = poppler_text("pdfinfo", &["-isodates", "PDF"], &first);
+        assert!(info.contains("2026-11-22T08:12:10"), "{info}");
+    }
+
+    #[test]
+    fn the_first_page_renders_to_an_image() {
+        let mut input = sample(12);
+        input.customer_name = "José Muñoz Ñúñez".into();
+        let pdf = mandate_document(&input);
+        // MANDATO_PDF_SAMPLE=path keeps the document, to look at.
+        if let Ok(path) = std::env::var("MANDATO_PDF_SAMPLE") {
+            std::fs::write(path, &pdf).unwrap();
+        }
+        let args = [
+            "-png",
+            "-r",
+            "60",
+            "-f",
+            "1",
+            "-l",
+            "1",
+            "-singlefile",
+            "PDF",
+            "ROOT",
+        ];
+        let (_, dir) = poppler("pdftoppm", &args, &pdf);
+        let png = std::fs::read(dir.path().join("page.png")).expect("page 1 as PNG");
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG image");
+        assert!(png.len() > 10_000, "with text drawn: {} bytes", png.len());
+    }
+
+    #[test]
+    fn only_the_glyphs_used_are_embedded() {
+        // Two full faces are 825 KB; a one-page mandate carries a few kilobytes of them.
+        let bytes = mandate_document(&sample(12));
+        assert!(bytes.len() < 60_000, "{} bytes", bytes.len());
+        let fonts = poppler_text("pdffonts", &["PDF"], &bytes);
+        for name in ["+LiberationSans ", "+LiberationSans-Bold "] {
+            let line = fonts
+                .lines()
+                .find(|l| l.contains(name))
+                .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+                .unwrap_or_else(|| panic!("{name} in {fonts}"));
+            // Type, encoding, embedded, subset, ToUnicode.
+            assert!(line.contains("CID TrueType"), "{line}");
+            assert!(line.contains("Identity-H yes yes yes"), "{line}");
+        }
     }
 }

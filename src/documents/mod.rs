@@ -1,10 +1,12 @@
 //! Documents for the customer: the Spanish (Chile) wording of amounts, states and terms shared
-//! by the Magic Link pages, the EPAC mandate PDF, and the Helvetica text both PDF writers use.
-//! No I/O: inputs in, bytes or text out.
+//! by the Magic Link pages, the EPAC mandate PDF, and the embedded typeface both PDF writers
+//! (the mandate and the signature seal) use. No I/O: inputs in, bytes or text out.
 
-pub mod helvetica;
+mod layout;
 pub mod mandate_pdf;
-mod pdf;
+#[cfg(test)]
+pub(crate) mod poppler;
 pub mod spanish;
+pub mod typeface;
 
 pub use mandate_pdf::{DocumentInstallment, MandateDocument, mandate_document};

@@ -15,7 +15,7 @@ use lopdf::{Dictionary, Document, LoadOptions, Object, ObjectId, Stream, diction
 
 use super::SignatureType;
 use super::budget::{self, Refusal};
-use crate::documents::helvetica::{Font, literal, text_width, wrap};
+use crate::documents::typeface::{Font, Glyphs, text_width, wrap};
 
 /// A single stream may not inflate beyond the whole document's budget; [`budget::measure`]
 /// bounds the total before `lopdf` loads anything.
@@ -294,7 +294,10 @@ pub fn seal(original: &[u8], input: &SealInput<'_>) -> Result<Vec<u8>, DocumentE
     budget::measure(original)?;
     let mut doc = load(original)?;
     let pages = doc.get_pages();
-    let fonts = add_fonts(&mut doc);
+    // The seal's text is in the service's embedded typeface, so that every name prints; the
+    // font objects are written once every page is drawn and the glyphs used are known.
+    let fonts = (doc.new_object_id(), doc.new_object_id());
+    let mut glyphs = Glyphs::new();
     let mut by_page: BTreeMap<u32, Vec<&BoxStamp>> = BTreeMap::new();
     for b in input.boxes {
         by_page.entry(b.page).or_default().push(b);
@@ -302,43 +305,35 @@ pub fn seal(original: &[u8], input: &SealInput<'_>) -> Result<Vec<u8>, DocumentE
     for (number, stamps) in by_page {
         let page_id = *pages.get(&number).ok_or(DocumentError::BadPage(number))?;
         let geometry = geometry(&doc, page_id).ok_or(DocumentError::BadPage(number))?;
-        stamp_page(&mut doc, page_id, geometry, &stamps, fonts)?;
+        stamp_page(&mut doc, &mut glyphs, page_id, geometry, &stamps, fonts)?;
     }
     let mut appended: Vec<String> = Vec::new();
     if !input.last_page.is_empty() {
         appended.extend(signature_pages(
+            &mut glyphs,
             input.last_page,
             input.signature_page_caption,
         ));
     }
-    appended.extend(flow(input.certificate));
+    appended.extend(flow(&mut glyphs, input.certificate));
     let total = appended.len();
     for (i, mut content) in appended.into_iter().enumerate() {
         footer(
+            &mut glyphs,
             &mut content,
             &format!("{} · Hoja anexa {} de {total}", input.footer, i + 1),
         );
         append_page(&mut doc, content, fonts)?;
     }
+    for (font, id) in [(Font::Regular, fonts.0), (Font::Bold, fonts.1)] {
+        glyphs
+            .embed(&mut doc, font, id)
+            .map_err(|e| DocumentError::Unreadable(e.to_string()))?;
+    }
     let mut out = Vec::with_capacity(original.len() + 64 * 1024);
     doc.save_to(&mut out)
         .map_err(|e| DocumentError::Unreadable(e.to_string()))?;
     Ok(out)
-}
-
-fn add_fonts(doc: &mut Document) -> (ObjectId, ObjectId) {
-    let font = |base: &str| {
-        dictionary! {
-            "Type" => "Font",
-            "Subtype" => "Type1",
-            "BaseFont" => base,
-            "Encoding" => "WinAnsiEncoding",
-        }
-    };
-    (
-        doc.add_object(font("Helvetica")),
-        doc.add_object(font("Helvetica-Bold")),
-    )
 }
 
 fn font_resources(fonts: (ObjectId, ObjectId)) -> Dictionary {
@@ -387,6 +382,7 @@ fn add_page_fonts(
 /// stamps) and draws the stamps after it.
 fn stamp_page(
     doc: &mut Document,
+    glyphs: &mut Glyphs,
     page: ObjectId,
     geometry: Geometry,
     stamps: &[&BoxStamp],
@@ -406,6 +402,7 @@ fn stamp_page(
     );
     for b in stamps {
         draw_stamp(
+            glyphs,
             &mut content,
             b.x,
             height - b.y - b.height,
@@ -435,7 +432,15 @@ fn num(v: f64) -> String {
 }
 
 /// Draws one stamp in the box whose lower-left corner is (x, y), in the current space.
-fn draw_stamp(out: &mut String, x: f64, y: f64, w: f64, h: f64, stamp: &Stamp) {
+fn draw_stamp(
+    glyphs: &mut Glyphs,
+    out: &mut String,
+    x: f64,
+    y: f64,
+    w: f64,
+    h: f64,
+    stamp: &Stamp,
+) {
     let lines: [(Font, String); 4] = [
         (
             Font::Bold,
@@ -477,7 +482,7 @@ fn draw_stamp(out: &mut String, x: f64, y: f64, w: f64, h: f64, stamp: &Stamp) {
             num(size),
             num(x + pad),
             num(baseline),
-            literal(text)
+            glyphs.hex_literal(*font, text)
         );
         baseline -= leading;
     }
@@ -485,7 +490,7 @@ fn draw_stamp(out: &mut String, x: f64, y: f64, w: f64, h: f64, stamp: &Stamp) {
 }
 
 /// The signature page(s): a header, then one stamp per LAST_PAGE signature, two per row.
-fn signature_pages(stamps: &[Stamp], caption: &str) -> Vec<String> {
+fn signature_pages(glyphs: &mut Glyphs, stamps: &[Stamp], caption: &str) -> Vec<String> {
     const BOX_W: f64 = 235.0;
     const BOX_H: f64 = 80.0;
     const GAP: f64 = 25.0;
@@ -493,16 +498,23 @@ fn signature_pages(stamps: &[Stamp], caption: &str) -> Vec<String> {
     for chunk in stamps.chunks(14) {
         let mut s = String::new();
         let mut y = A4.1 - 70.0;
-        text_line(&mut s, Font::Bold, 16.0, MARGIN, y, "Página de firmas");
+        text_line(
+            glyphs,
+            &mut s,
+            Font::Bold,
+            16.0,
+            (MARGIN, y),
+            "Página de firmas",
+        );
         for line in wrap(caption, Font::Regular, 10.0, A4.0 - 2.0 * MARGIN) {
             y -= 16.0;
-            text_line(&mut s, Font::Regular, 10.0, MARGIN, y, &line);
+            text_line(glyphs, &mut s, Font::Regular, 10.0, (MARGIN, y), &line);
         }
         y -= 30.0;
         for row in chunk.chunks(2) {
             for (i, stamp) in row.iter().enumerate() {
                 let x = MARGIN + i as f64 * (BOX_W + GAP);
-                draw_stamp(&mut s, x, y - BOX_H, BOX_W, BOX_H, stamp);
+                draw_stamp(glyphs, &mut s, x, y - BOX_H, BOX_W, BOX_H, stamp);
             }
             y -= BOX_H + GAP;
         }
@@ -512,13 +524,13 @@ fn signature_pages(stamps: &[Stamp], caption: &str) -> Vec<String> {
 }
 
 /// Flows certificate lines onto as many A4 pages as they need.
-fn flow(lines: &[Line]) -> Vec<String> {
+fn flow(glyphs: &mut Glyphs, lines: &[Line]) -> Vec<String> {
     let width = A4.0 - 2.0 * MARGIN;
     let top = A4.1 - 60.0;
     let bottom = 70.0;
     let mut pages = vec![String::new()];
     let mut y = top;
-    let put = |pages: &mut Vec<String>, y: &mut f64, font, size: f64, text: &str| {
+    let mut put = |pages: &mut Vec<String>, y: &mut f64, font, size: f64, text: &str| {
         let step = size * 1.35;
         if *y - step < bottom {
             pages.push(String::new());
@@ -526,7 +538,7 @@ fn flow(lines: &[Line]) -> Vec<String> {
         }
         *y -= step;
         let page = pages.last_mut().expect("a page");
-        text_line(page, font, size, MARGIN, *y, text);
+        text_line(glyphs, page, font, size, (MARGIN, *y), text);
     };
     for line in lines {
         let (font, size, text) = match line {
@@ -549,7 +561,14 @@ fn flow(lines: &[Line]) -> Vec<String> {
     pages
 }
 
-fn text_line(out: &mut String, font: Font, size: f64, x: f64, y: f64, text: &str) {
+fn text_line(
+    glyphs: &mut Glyphs,
+    out: &mut String,
+    font: Font,
+    size: f64,
+    (x, y): (f64, f64),
+    text: &str,
+) {
     let resource = match font {
         Font::Regular => FONT_REGULAR,
         Font::Bold => FONT_BOLD,
@@ -560,11 +579,11 @@ fn text_line(out: &mut String, font: Font, size: f64, x: f64, y: f64, text: &str
         num(size),
         num(x),
         num(y),
-        literal(text)
+        glyphs.hex_literal(font, text)
     );
 }
 
-fn footer(out: &mut String, text: &str) {
+fn footer(glyphs: &mut Glyphs, out: &mut String, text: &str) {
     let _ = writeln!(
         out,
         "q 0.7 G 0.5 w {m} 52 m {r} 52 l S Q",
@@ -575,7 +594,14 @@ fn footer(out: &mut String, text: &str) {
         .iter()
         .enumerate()
     {
-        text_line(out, Font::Regular, 7.0, MARGIN, 42.0 - 9.0 * i as f64, line);
+        text_line(
+            glyphs,
+            out,
+            Font::Regular,
+            7.0,
+            (MARGIN, 42.0 - 9.0 * i as f64),
+            line,
+        );
     }
 }
 
@@ -627,6 +653,7 @@ fn append_page(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::documents::poppler::page_text;
 
     fn page_pdf(media: [i64; 4], crop: Option<[i64; 4]>, rotate: Option<i64>) -> Vec<u8> {
         let mut doc = Document::with_version("1.5");
@@ -772,7 +799,7 @@ mod tests {
     fn sealing_stamps_the_page_and_appends_pages() {
         let original = page_pdf([0, 0, 300, 200], None, Some(90));
         let stamp = Stamp {
-            name: "Ana Pérez".into(),
+            name: "Ana Pérez Ñúñez".into(),
             rut: "12345678-5".into(),
             signed_at: "22-11-2026 10:00:00 UTC".into(),
             kind: SignatureType::Fes,
@@ -800,10 +827,15 @@ mod tests {
         let pages = doc.get_pages();
         assert_eq!(pages.len(), 3);
         let first = String::from_utf8_lossy(&doc.get_page_content(pages[&1])).to_string();
-        assert!(first.contains("(RUT 12345678-5)"), "{first}");
         assert!(first.contains("0 1 -1 0 300 0 cm"), "{first}");
-        let second = String::from_utf8_lossy(&doc.get_page_content(pages[&2])).to_string();
-        assert!(second.contains("Ana P\\351rez"));
+        let first = page_text(&sealed, Some(1));
+        assert!(first.contains("RUT 12345678-5"), "{first}");
+        assert!(first.contains("Ana Pérez Ñúñez"), "{first}");
+        assert!(first.contains("Firmado electrónicamente (FES)"), "{first}");
+        let second = page_text(&sealed, Some(2));
+        assert!(second.contains("Página de firmas"), "{second}");
+        assert!(second.contains("Ana Pérez Ñúñez"), "{second}");
+        assert!(page_text(&sealed, Some(3)).contains("Certificado"));
         // The original still reads with its own size.
         assert_eq!(inspect(&sealed).unwrap().pages[0].width, 200.0);
     }

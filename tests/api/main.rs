@@ -38,6 +38,7 @@ mod installments;
 mod isolation;
 mod link;
 mod listen;
+mod mandate_document;
 mod mandates;
 mod receivables;
 mod sandbox_banner;
