@@ -13,6 +13,7 @@
 
 pub mod one_at_a_time;
 mod render;
+mod signing;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -33,6 +34,7 @@ use crate::charging::processor::{
 };
 use crate::clock::timestamp;
 use crate::documents::{self, DocumentInstallment, MandateDocument, spanish};
+use crate::domain::activation::ActivationMode;
 use crate::domain::instrument::{InstrumentInput, InstrumentProblem, bank_name, luhn_valid};
 use crate::domain::money::Currency;
 use crate::domain::state::{InstallmentState, MandateState, PaymentMethod};
@@ -296,12 +298,17 @@ pub(crate) fn load_mandate(
     })?;
     let customer = customers::by_seq(conn, mandate.customer_seq)?;
     let installments = installment_store::for_mandate(conn, mandate.seq)?;
-    Ok(Loaded {
+    let mut loaded = Loaded {
         mandate,
         commerce,
         customer,
         installments,
-    })
+        signing: None,
+    };
+    if loaded.mandate.activation_mode == ActivationMode::Signature {
+        loaded.signing = signing::signing_of(conn, &loaded)?;
+    }
+    Ok(loaded)
 }
 
 /// Business time: the link expires by the sandbox clock too.
@@ -642,6 +649,17 @@ async fn activate(
             .map(|v| v.chars().take(512).collect()),
         terms,
     };
+    if loaded.mandate.activation_mode == ActivationMode::Signature {
+        let enrolling = signing::Enrolling {
+            method,
+            instrument,
+            enrolled,
+            acceptance,
+            claim,
+            submitted: back(Vec::new()),
+        };
+        return signing::start(&state, &token, &loaded, enrolling, now).await;
+    }
     let document = epac_document(&loaded, &instrument, &enrolled, &acceptance, now);
 
     let commerce = loaded.commerce.clone();
@@ -780,7 +798,12 @@ fn mandate_document(
             account_type.clone(),
             holder_rut.to_string(),
         ),
-        InstrumentInput::Card { .. } => Default::default(),
+        // A card's document (signature-gated activation) names the card by its brand.
+        InstrumentInput::Card { .. } => (
+            enrolled.brand.clone().unwrap_or_else(|| "Tarjeta".into()),
+            spanish::method(instrument.method()).to_string(),
+            String::new(),
+        ),
     };
     let c = &loaded.customer;
     let customer_name = [
