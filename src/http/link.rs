@@ -492,11 +492,20 @@ async fn show(
                 authorization_code: i.authorization_code.clone().unwrap_or_default(),
             })
     } else if matches!(gate, Gate::Active) {
-        Some(if query.contains_key("activado") {
-            Notice::Activated
-        } else {
-            Notice::AlreadyActive
-        })
+        // Back from signing a signature-gated mandate: it is active now, so the customer
+        // goes on to the merchant's callback as a direct activation does.
+        if query.get("result").is_some_and(|r| r == "SIGNED")
+            && let Some(done) = loaded.mandate.url_callback.as_deref().and_then(see_other)
+        {
+            return done;
+        }
+        Some(
+            if query.contains_key("activado") || query.contains_key("result") {
+                Notice::Activated
+            } else {
+                Notice::AlreadyActive
+            },
+        )
     } else {
         None
     };
