@@ -148,7 +148,10 @@ pub(super) async fn start(
                 "a signing link that is no header"
             )))
         }),
-        Err(Error::Refused { name, .. }) if name == "SIGNATURE_IN_PROGRESS" => {
+        Err(Error::Refused {
+            name: "SIGNATURE_IN_PROGRESS",
+            ..
+        }) => {
             release_attempt(state, claim).await;
             page(
                 state,
