@@ -6,6 +6,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::domain::activation::{ActivationFailure, ActivationMode};
+use crate::domain::state::MandateState;
 use crate::operations::mandates::MandateView;
 use crate::store::customers::CustomerRow;
 use crate::store::installments::InstallmentRow;
@@ -283,8 +284,10 @@ impl MandateDto {
             },
             sealed_sha256: row.sealed_sha256.clone(),
         });
+        // Why the mandate is still PENDING: a mandate that moved on has no activation failure.
+        let pending = self.state.id == MandateState::Pending.id();
         self.activation_failure = match (row.failure, &row.failed_at) {
-            (Some(failure), Some(at)) => Some(ActivationFailureDto {
+            (Some(failure), Some(at)) if pending => Some(ActivationFailureDto {
                 reason: match failure {
                     ActivationFailure::SignatureRejected => {
                         ActivationFailureReason::SignatureRejected

@@ -127,7 +127,16 @@ pub fn activate(
         enrolment,
         document_sha.as_deref(),
         &stamp,
-        instruments::insert,
+        // A signature-gated mandate the sandbox activates directly already holds the
+        // instrument its enrolment stored.
+        instruments::replace,
+    )?;
+    super::signed_activation::cancel_open_process(
+        conn,
+        commerce,
+        mandate.seq,
+        now,
+        super::signed_activation::CancelledBy::DirectActivation,
     )?;
     let active = mandate_store::by_seq(conn, mandate.seq)?;
     let customer = customers::by_seq(conn, active.customer_seq)?;

@@ -224,7 +224,13 @@ pub fn cancel(
         &now,
     )?;
     let cancelled = mandates::by_seq(conn, row.seq)?;
-    super::signed_activation::cancel_open_process(conn, ctx.commerce, row.seq, ctx.now)?;
+    super::signed_activation::cancel_open_process(
+        conn,
+        ctx.commerce,
+        row.seq,
+        ctx.now,
+        super::signed_activation::CancelledBy::MandateCancellation,
+    )?;
     for installment in installments::for_mandate(conn, row.seq)? {
         if installment.state.annulled_on_cancel() {
             let annulled = installments::set_state(

@@ -27,8 +27,25 @@ use crate::store::{customers, instruments, mandate_signatures, mandates, signatu
 
 /// Who the audit trail names when a new enrolment replaces an open process.
 const BY_NEW_ENROLMENT: &str = "MAGIC_LINK_NEW_ENROLMENT";
-/// Who the audit trail names when the mandate's cancellation cancels its open process.
-const BY_MANDATE_CANCELLATION: &str = "MANDATE_CANCELLED";
+
+/// Why a mandate's open signature process is cancelled with no signature of its own.
+#[derive(Clone, Copy, Debug)]
+pub enum CancelledBy {
+    /// The mandate was cancelled.
+    MandateCancellation,
+    /// The mandate was activated without its signature (the sandbox's activation).
+    DirectActivation,
+}
+
+impl CancelledBy {
+    /// The name in the process's audit trail.
+    fn name(self) -> &'static str {
+        match self {
+            CancelledBy::MandateCancellation => "MANDATE_CANCELLED",
+            CancelledBy::DirectActivation => "MANDATE_ACTIVATED_DIRECTLY",
+        }
+    }
+}
 
 /// Stores the enrolment of a signature-gated PENDING mandate and starts its signature process
 /// (`process`: the mandate document, validated as `POST /signature` validates). An open process
@@ -140,12 +157,14 @@ pub fn process_ended(conn: &Connection, view: &ProcessView, at: &str) -> Result<
     Ok(())
 }
 
-/// The mandate is being cancelled: its open signature process is cancelled with it.
+/// The mandate is being cancelled (or activated without its signature): its open signature
+/// process, if any, is cancelled with it.
 pub fn cancel_open_process(
     conn: &Connection,
     commerce: &Commerce,
     mandate_seq: i64,
     now: DateTime<Utc>,
+    by: CancelledBy,
 ) -> Result<()> {
     let Some(row) = mandate_signatures::latest_of_mandate(conn, mandate_seq)? else {
         return Ok(());
@@ -161,7 +180,7 @@ pub fn cancel_open_process(
         sandbox: false,
     };
     let view = ceremony::load_view(conn, signatures::process_by_seq(conn, row.process_seq)?)?;
-    ceremony::cancel_process(conn, commerce, &act, view, BY_MANDATE_CANCELLATION)?;
+    ceremony::cancel_process(conn, commerce, &act, view, by.name())?;
     Ok(())
 }
 

@@ -622,3 +622,30 @@ fn the_cli_sets_and_shows_the_commerce_activation_mode() {
         "INVALID_ACTIVATION_MODE",
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sandbox_activation_activates_directly_and_closes_the_open_signature() {
+    let g = gated(Some("SIGNATURE")).await;
+    let token = signing_token(&enrol_card(&g).await);
+    let reply = g
+        .app
+        .post(
+            &format!("/sandbox/mandates/{}/activate", g.internal_id),
+            &json!({"paymentMethodId": 3, "card": {"number": "4242424242424242", "expiry": "12/35", "cvv": "123"}}),
+        )
+        .await;
+    reply.expect(200, "SANDBOX_ACTIVATE_OK");
+    let active = g.lookup().await;
+    assert_eq!(active["mandate"]["state"]["name"], "ACTIVE");
+    assert!(
+        active["paymentMethod"]["instrument"]
+            .as_str()
+            .unwrap()
+            .ends_with("**** 4242")
+    );
+    assert_eq!(active["mandate"]["signature"]["state"]["name"], "CANCELLED");
+    assert_eq!(active["mandate"]["activationFailure"], Value::Null);
+    assert_eq!(g.activations().len(), 1);
+    let page = get_page(&format!("{}/sign/{token}", g.app.base)).await;
+    assert_eq!(page.status, StatusCode::GONE);
+}
