@@ -649,3 +649,33 @@ async fn the_sandbox_activation_activates_directly_and_closes_the_open_signature
     let page = get_page(&format!("{}/sign/{token}", g.app.base)).await;
     assert_eq!(page.status, StatusCode::GONE);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_expired_signature_leaves_it_pending_with_the_reason() {
+    let g = gated(Some("SIGNATURE")).await;
+    signing_token(&enrol_card(&g).await);
+    let process_id = g.lookup().await["mandate"]["signature"]["internalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    g.app
+        .post("/sandbox/clock", &json!({"advanceDays": 31}))
+        .await
+        .expect(200, "SANDBOX_CLOCK_OK");
+    // The process's lookup meets its expiry (as the periodic sweep would).
+    let process = g
+        .app
+        .get(&format!("/signature/internalId/{process_id}"))
+        .await;
+    assert_eq!(
+        process.body["payload"]["process"]["state"]["name"],
+        "EXPIRED"
+    );
+    let pending = g.lookup().await;
+    assert_eq!(pending["mandate"]["state"]["name"], "PENDING");
+    assert_eq!(
+        pending["mandate"]["activationFailure"]["reason"],
+        "SIGNATURE_EXPIRED"
+    );
+    assert!(g.activations().is_empty());
+}
