@@ -811,7 +811,8 @@ fn mandate_document(
         InstrumentInput::Card { .. } => (
             enrolled.brand.clone().unwrap_or_else(|| "Tarjeta".into()),
             spanish::method(instrument.method()).to_string(),
-            String::new(),
+            // A card names no holder RUT: the customer declares being its holder or authorized.
+            "—".to_string(),
         ),
     };
     let c = &loaded.customer;
