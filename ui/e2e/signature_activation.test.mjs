@@ -151,6 +151,10 @@ describe("Signature-gated activation in Mandato Desk", { concurrency: false }, (
     ids.mandate = created.mandate.internalId;
     ids.link = created.mandate.magicLink;
 
+    // The customer's page says a signature step follows.
+    await page.goto(ids.link);
+    await page.getByText("Este mandato requiere su firma electrónica").waitFor();
+    await shot("sa-link-01-signature-step");
     const html = await (await fetch(ids.link)).text();
     assert.match(html, /requiere su firma electrónica/);
     const terms = html.match(/name="termsSha256" value="([0-9a-f]{64})"/)[1];
@@ -164,6 +168,9 @@ describe("Signature-gated activation in Mandato Desk", { concurrency: false }, (
     });
     assert.match(signing, /^\/sign\//);
     const sign = `${server.base}${signing}`;
+    await page.goto(ids.link);
+    await page.getByRole("link", { name: "Continuar con la firma del mandato" }).waitFor();
+    await shot("sa-link-02-signature-pending");
     const pending = await call("GET", `/mandate/internalId/${ids.mandate}`);
     assert.equal(pending.mandate.state.name, "PENDING");
     ids.process = pending.mandate.signature.internalId;
