@@ -199,7 +199,7 @@ fn pdf_text(bytes: &[u8]) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_signature_gated_mandate_becomes_active_only_when_its_document_is_signed() {
-    let g = gated(Some("SIGNATURE")).await;
+    let mut g = gated(Some("SIGNATURE")).await;
     let created = g.lookup().await;
     assert_eq!(created["mandate"]["activation"], "SIGNATURE");
     assert_eq!(created["mandate"]["signature"], Value::Null);
@@ -293,6 +293,10 @@ async fn a_signature_gated_mandate_becomes_active_only_when_its_document_is_sign
         landed.location.as_deref(),
         Some("https://merchant.example/return")
     );
+
+    // Another commerce cannot tell the mandate or its document exist.
+    g.app.act_as(OTHER_COMMERCE).await;
+    g.document().await.expect(404, "MANDATE_NOT_FOUND");
 }
 
 #[tokio::test(flavor = "multi_thread")]
