@@ -260,6 +260,15 @@ pub enum CommerceCommand {
         #[arg(long)]
         url: Option<String>,
     },
+    /// Set how the commerce's mandates are activated when `POST /mandate` does not say:
+    /// `direct` (enrolling the instrument activates) or `signature` (the customer then signs
+    /// the mandate document; its completion activates).
+    SetActivation {
+        #[arg(long)]
+        code: String,
+        #[arg(long)]
+        mode: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -717,6 +726,9 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Commerce(CommerceCommand::SetWebhook { code, url }) => {
             dev::commerce_set_webhook(&config, json_mode, &code, url.as_deref())?
+        }
+        Command::Commerce(CommerceCommand::SetActivation { code, mode }) => {
+            dev::commerce_set_activation(&config, json_mode, &code, &mode)?
         }
         Command::Apikey(ApiKeyCommand::List) => dev::apikey_list(&config, json_mode)?,
         Command::Trust(TrustCommand::List) => dev::trust_list(&config, json_mode)?,

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::{Cli, out, print};
 use crate::config::{Config, Environment};
+use crate::domain::activation::ActivationMode;
 use crate::domain::external_id::ExternalId;
 use crate::domain::rut::{Rut, RutError};
 use crate::store::commerces::{self, Commerce};
@@ -265,8 +266,9 @@ pub fn commerce_show(
         .read(|c| Ok(dev_tools::commerce(c, &commerce.code)?))?
         .ok_or_else(|| fail("COMMERCE_NOT_FOUND", format!("no commerce has code {code}")))?;
     let mut value = commerce_json(&listing);
+    value["activationMode"] = json!(commerce.activation_mode.name());
     let mut text = format!(
-        "code: {}\nname: {}\ncreated: {}\nwebhook URL: {}\nchannels: {}\npayment methods: {}\nauthorization required: {}\ncustomers: {}\nmandates: {}",
+        "code: {}\nname: {}\ncreated: {}\nwebhook URL: {}\nchannels: {}\npayment methods: {}\nauthorization required: {}\nactivation: {}\ncustomers: {}\nmandates: {}",
         listing.code,
         listing.name,
         listing.created_at,
@@ -283,6 +285,7 @@ pub fn commerce_show(
             .collect::<Vec<_>>()
             .join(", "),
         listing.authorization_required,
+        commerce.activation_mode.name(),
         listing.customers,
         listing.mandates,
     );
@@ -339,6 +342,39 @@ pub fn commerce_set_webhook(
             Some(url) => format!("commerce {}: events of trigger go to {url}", commerce.code),
             None => format!("commerce {}: webhook URL cleared", commerce.code),
         },
+    );
+    Ok(())
+}
+
+/// `commerce set-activation`: the commerce's default activation mode.
+pub fn commerce_set_activation(
+    config: &Config,
+    json_mode: bool,
+    code: &str,
+    mode: &str,
+) -> anyhow::Result<()> {
+    let mode = ActivationMode::from_cli(mode).ok_or_else(|| {
+        fail(
+            "INVALID_ACTIVATION_MODE",
+            format!("unknown activation mode {mode:?}: use direct or signature"),
+        )
+    })?;
+    let store = Store::open(&config.database_path())?;
+    let commerce = resolve_commerce(&store, Some(code))?;
+    store
+        .write(|tx| Ok(commerces::set_activation_mode(tx, &commerce.code, mode)?))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    print(
+        json_mode,
+        json!({"code": commerce.code, "activationMode": mode.name()}),
+        format!(
+            "commerce {}: mandates are activated {} unless POST /mandate says otherwise",
+            commerce.code,
+            match mode {
+                ActivationMode::Direct => "when the customer enrols (DIRECT)",
+                ActivationMode::Signature => "once the customer signs the mandate (SIGNATURE)",
+            }
+        ),
     );
     Ok(())
 }

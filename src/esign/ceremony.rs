@@ -21,6 +21,7 @@ use super::{
 use crate::clock::timestamp;
 use crate::domain::rut::Rut;
 use crate::error::{Error, Result};
+use crate::operations::signed_activation;
 use crate::store::commerces::{self, Commerce};
 use crate::store::customers;
 use crate::store::signatures::{
@@ -233,6 +234,7 @@ pub fn expire_if_due(
         json!({"expiresAt": view.process.expires_at, "businessTime": timestamp(act.business_now)}),
     )?;
     events::record(conn, commerce, &view, EventKind::Expired, None, act.now)?;
+    signed_activation::process_ended(conn, &view, &act.at())?;
     Ok(true)
 }
 
@@ -268,6 +270,18 @@ pub fn cancel(
     internal_id: &str,
 ) -> Result<CancelOutcome> {
     let view = find(conn, commerce, act, internal_id)?;
+    cancel_process(conn, commerce, act, view, "MERCHANT_API")
+}
+
+/// Cancels the process of `view` (read in this transaction) when it is open; `by` names who
+/// cancelled it in the audit trail.
+pub fn cancel_process(
+    conn: &Connection,
+    commerce: &Commerce,
+    act: &Act<'_>,
+    view: ProcessView,
+    by: &str,
+) -> Result<CancelOutcome> {
     match view.process.state {
         ProcessState::Cancelled => return Ok(CancelOutcome::AlreadyCancelled),
         s if !s.is_open() => return Ok(CancelOutcome::Final(s)),
@@ -281,15 +295,9 @@ pub fn cancel(
         &act.at(),
     )?;
     let view = reload(conn, view.process.seq)?;
-    record(
-        conn,
-        &view,
-        act,
-        Action::Cancelled,
-        None,
-        json!({"by": "MERCHANT_API"}),
-    )?;
+    record(conn, &view, act, Action::Cancelled, None, json!({"by": by}))?;
     events::record(conn, commerce, &view, EventKind::Cancelled, None, act.now)?;
+    signed_activation::process_ended(conn, &view, &act.at())?;
     Ok(CancelOutcome::Cancelled)
 }
 
@@ -731,6 +739,7 @@ pub fn reject(conn: &Connection, token: &str, act: &Act<'_>, reason: &str) -> Re
         Some(&rejected_me),
         act.now,
     )?;
+    signed_activation::process_ended(conn, &view, &act.at())?;
     Ok(Ok(Signed {
         completed: false,
         process_seq: view.process.seq,
@@ -962,6 +971,9 @@ pub fn complete_seal(conn: &Connection, sealed: Sealed, act: &Act<'_>) -> Result
         json!({"sealed": sealed_hashes, "certifiedTrailHead": sealed.head}),
     )?;
     events::record(conn, &commerce, &view, EventKind::Completed, None, act.now)?;
+    // A mandate waiting for this signature becomes ACTIVE in this same write: a completed
+    // process never stands beside a PENDING mandate, whoever sealed it (page, sweep, trigger).
+    signed_activation::process_completed(conn, &commerce, &view, act.now)?;
     Ok(true)
 }
 

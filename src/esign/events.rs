@@ -115,7 +115,9 @@ pub fn record(
             installment_seq: None,
             kind: OUTBOX_KIND,
             sequence,
-            url: Some(&p.url_webhook),
+            // A process a mandate's enrolment started for a mandate without an activation
+            // webhook has none: its events are kept (and listed) but sent nowhere.
+            url: Some(p.url_webhook.as_str()).filter(|url| !url.is_empty()),
             body: &serde_json::to_string(&signed)?,
             created_at: &created_at,
         },

@@ -13,6 +13,7 @@
 
 pub mod one_at_a_time;
 mod render;
+mod signing;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -33,6 +34,7 @@ use crate::charging::processor::{
 };
 use crate::clock::timestamp;
 use crate::documents::{self, DocumentInstallment, MandateDocument, spanish};
+use crate::domain::activation::ActivationMode;
 use crate::domain::instrument::{InstrumentInput, InstrumentProblem, bank_name, luhn_valid};
 use crate::domain::money::Currency;
 use crate::domain::state::{InstallmentState, MandateState, PaymentMethod};
@@ -296,12 +298,17 @@ pub(crate) fn load_mandate(
     })?;
     let customer = customers::by_seq(conn, mandate.customer_seq)?;
     let installments = installment_store::for_mandate(conn, mandate.seq)?;
-    Ok(Loaded {
+    let mut loaded = Loaded {
         mandate,
         commerce,
         customer,
         installments,
-    })
+        signing: None,
+    };
+    if loaded.mandate.activation_mode == ActivationMode::Signature {
+        loaded.signing = signing::signing_of(conn, &loaded)?;
+    }
+    Ok(loaded)
 }
 
 /// Business time: the link expires by the sandbox clock too.
@@ -485,11 +492,20 @@ async fn show(
                 authorization_code: i.authorization_code.clone().unwrap_or_default(),
             })
     } else if matches!(gate, Gate::Active) {
-        Some(if query.contains_key("activado") {
-            Notice::Activated
-        } else {
-            Notice::AlreadyActive
-        })
+        // Back from signing a signature-gated mandate: it is active now, so the customer
+        // goes on to the merchant's callback as a direct activation does.
+        if query.get("result").is_some_and(|r| r == "SIGNED")
+            && let Some(done) = loaded.mandate.url_callback.as_deref().and_then(see_other)
+        {
+            return done;
+        }
+        Some(
+            if query.contains_key("activado") || query.contains_key("result") {
+                Notice::Activated
+            } else {
+                Notice::AlreadyActive
+            },
+        )
     } else {
         None
     };
@@ -642,6 +658,17 @@ async fn activate(
             .map(|v| v.chars().take(512).collect()),
         terms,
     };
+    if loaded.mandate.activation_mode == ActivationMode::Signature {
+        let enrolling = signing::Enrolling {
+            method,
+            instrument,
+            enrolled,
+            acceptance,
+            claim,
+            submitted: back(Vec::new()),
+        };
+        return signing::start(&state, &token, &loaded, enrolling, now).await;
+    }
     let document = epac_document(&loaded, &instrument, &enrolled, &acceptance, now);
 
     let commerce = loaded.commerce.clone();
@@ -780,7 +807,13 @@ fn mandate_document(
             account_type.clone(),
             holder_rut.to_string(),
         ),
-        InstrumentInput::Card { .. } => Default::default(),
+        // A card's document (signature-gated activation) names the card by its brand.
+        InstrumentInput::Card { .. } => (
+            enrolled.brand.clone().unwrap_or_else(|| "Tarjeta".into()),
+            spanish::method(instrument.method()).to_string(),
+            // A card names no holder RUT: the customer declares being its holder or authorized.
+            "—".to_string(),
+        ),
     };
     let c = &loaded.customer;
     let customer_name = [

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use chrono::NaiveDate;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
@@ -17,6 +17,7 @@ use super::fields;
 use super::json::{Body, parse};
 use super::users::{external_id, optional_text, required_text, shown_text};
 use super::wire::MandatePayload;
+use crate::domain::activation::ActivationMode;
 use crate::domain::date::{DATE_OUT_OF_RANGE, Date};
 use crate::domain::mandate::{Charges, SubscriptionEnd};
 use crate::domain::schedule::{Periodicity, ScheduleError};
@@ -24,6 +25,7 @@ use crate::domain::state::{MandateType, PaymentMethod};
 use crate::error::{Error, FieldErrors};
 use crate::operations::installments::check_against_charges;
 use crate::operations::mandates::{self, CreateMandate, MagicLinkPolicy, Urls};
+use crate::operations::signed_activation;
 use crate::operations::{CustomerRef, MandateRef};
 use crate::store::installments::NewInstallment;
 
@@ -63,6 +65,9 @@ pub struct MandateIn {
     pub charges: Option<ChargesIn>,
     /// ONEPAY: defaults to true (the mandate finishes once paid).
     pub terminate_when_charged: Option<bool>,
+    /// `DIRECT` (enrolling the instrument activates) or `SIGNATURE` (the customer then signs
+    /// the mandate document; its completion activates); absent: the commerce's default.
+    pub activation: Option<String>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -224,6 +229,68 @@ pub async fn find_onepay(
     ))
 }
 
+/// The sealed mandate document of a signature-activated mandate.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MandateDocumentDto {
+    /// The signature process that sealed it (`sig_...`).
+    pub signature_internal_id: String,
+    pub document_name: String,
+    /// Always `application/pdf`.
+    pub content_type: &'static str,
+    /// Lowercase hex SHA-256 of the PDF: the `signedDocument.sha256` of the activation event.
+    pub sha256: String,
+    /// The sealed PDF (stamped, with its completion certificate), base64.
+    pub content_base64: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MandateDocumentPayload {
+    pub document: MandateDocumentDto,
+}
+
+/// The sealed mandate document of a mandate activated by its signature (`SIGNATURE`
+/// activation): the mandate document the customer signed, stamped and sealed with its
+/// completion certificate.
+#[utoipa::path(get, path = "/mandate/{mandateTypeId}/{mandateId}/document", tag = "mandates",
+    params(super::common::CommonHeaders,
+        ("mandateTypeId" = String, Path, description = "`id` (the merchant's mandate.id) or `internalId`"),
+        ("mandateId" = String, Path, description = "The mandate id of that kind")),
+    responses(
+        (status = 200, description = "MANDATE_DOCUMENT_OK", body = Envelope<MandateDocumentPayload>),
+        (status = 400, description = "Bad mandateTypeId", body = ErrorBody),
+        (status = 403, description = "Credentials refused", body = ErrorBody),
+        (status = 404, description = "MANDATE_NOT_FOUND: no such mandate in this commerce; SIGNED_MANDATE_DOCUMENT_NOT_FOUND: its signature has not completed (or it is a DIRECT mandate)", body = ErrorBody),
+    ),
+    security(("apiKey" = [], "bearer" = [])))]
+pub async fn mandate_document(
+    State(state): State<AppState>,
+    authed: Authed,
+    Path((type_id, id)): Path<(String, String)>,
+) -> ApiResult<Envelope<MandateDocumentPayload>> {
+    let mut errors = FieldErrors::new();
+    let reference = mandate_ref(&type_id, id, &mut errors);
+    errors.into_result()?;
+    let reference = reference.expect("validated");
+    let document = state.read(&authed.commerce, |conn, ctx| {
+        signed_activation::signed_document(conn, ctx, &reference)
+    })?;
+    use base64::Engine;
+    Ok(Envelope::ok(
+        "MANDATE_DOCUMENT_OK",
+        "signed mandate document",
+        MandateDocumentPayload {
+            document: MandateDocumentDto {
+                signature_internal_id: document.signature_internal_id,
+                document_name: document.name,
+                content_type: "application/pdf",
+                sha256: document.sha256,
+                content_base64: base64::engine::general_purpose::STANDARD.encode(&document.bytes),
+            },
+        },
+    ))
+}
+
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct CancelRequest {
     /// The reason, 3 to 500 characters (also accepted as the query parameter `description`).
@@ -362,6 +429,17 @@ fn parse_mandate(body: MandateRequest, today: NaiveDate) -> Result<CreateMandate
     if let (Some(t), Some(items)) = (mandate_type, &installments) {
         check_installments_for_type(t, items, charges.as_ref(), &mut errors);
     }
+    let activation = m.activation.as_deref().and_then(|text| {
+        let mode = ActivationMode::from_name(text);
+        if mode.is_none() {
+            errors.push(
+                "mandate.activation",
+                "INVALID_VALUE",
+                "must be DIRECT or SIGNATURE",
+            );
+        }
+        mode
+    });
     let payment_methods = parse_methods(body.payment_methods.as_deref(), &mut errors);
     let metadata = match &body.metadata {
         None | Some(Value::Null) => None,
@@ -408,6 +486,7 @@ fn parse_mandate(body: MandateRequest, today: NaiveDate) -> Result<CreateMandate
         installments: installments.unwrap_or_default(),
         metadata,
         urls,
+        activation,
     })
 }
 

@@ -272,6 +272,7 @@ pub fn api_routers(
         .routes(routes!(mandates::create_mandate))
         .routes(routes!(mandates::find_mandate))
         .routes(routes!(mandates::find_onepay))
+        .routes(routes!(mandates::mandate_document))
         .routes(routes!(mandates::cancel_mandate))
         .routes(routes!(installments::add_installments))
         .routes(routes!(installments::change_status))

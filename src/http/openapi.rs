@@ -249,6 +249,12 @@ fn request_rules() -> Vec<Rule> {
             false,
             json!({"type": "boolean"}),
         ),
+        rule(
+            "MandateIn",
+            "activation",
+            false,
+            string_enum(&["DIRECT", "SIGNATURE"]),
+        ),
         rule("ChargesIn", "currencyId", true, string_enum(&CURRENCIES)),
         rule("ChargesIn", "amount", false, amount()),
         rule(

@@ -108,7 +108,7 @@ fn payment_body() -> Value {
 }
 
 fn activation_body() -> Value {
-    envelope(
+    let mut body = envelope(
         json!({"type": "string", "const": "activation"}),
         json!({
             "product": mandate_product(true),
@@ -119,7 +119,19 @@ fn activation_body() -> Value {
             "fileBase64": nullable(json!({"type": "string", "contentEncoding": "base64", "contentMediaType": "application/pdf",
                 "description": "EPAC and direct EPAC: the signed mandate document (PDF)."})),
         }),
-    )
+    );
+    // Only on the activation of a `SIGNATURE` mandate, so not among the required members.
+    body["properties"]["signedDocument"] = json!({
+        "type": "object",
+        "required": ["signatureInternalId", "sha256"],
+        "properties": {
+            "signatureInternalId": {"type": "string", "pattern": "^sig_"},
+            "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$",
+                "description": "SHA-256 of the sealed mandate document, as `GET /mandate/internalId/{internalId}/document` returns it."},
+        },
+        "description": "A mandate activated by its completed signature process (`SIGNATURE` activation): the process and the sealed document's hash."
+    });
+    body
 }
 
 fn signature_body() -> Value {

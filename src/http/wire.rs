@@ -5,9 +5,12 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use crate::domain::activation::{ActivationFailure, ActivationMode};
+use crate::domain::state::MandateState;
 use crate::operations::mandates::MandateView;
 use crate::store::customers::CustomerRow;
 use crate::store::installments::InstallmentRow;
+use crate::store::mandate_signatures::MandateSignatureRow;
 use crate::store::mandates::MandateRow;
 
 /// Every state, everywhere: `{"id": 2, "name": "PAID"}`.
@@ -171,6 +174,67 @@ pub struct MandateDto {
     pub cancellation: Option<CancellationDto>,
     pub created_at: String,
     pub updated_at: String,
+    /// How the mandate is activated (fixed at creation).
+    pub activation: ActivationModeDto,
+    /// `SIGNATURE` mandates: the latest signature process the Magic Link started; null
+    /// before the customer enrols, and for `DIRECT` mandates.
+    pub signature: Option<MandateSignatureDto>,
+    /// Why the latest signature process ended without activating the mandate; null while
+    /// none did. The customer can start again from the Magic Link.
+    pub activation_failure: Option<ActivationFailureDto>,
+}
+
+/// `DIRECT` or `SIGNATURE`.
+#[derive(Debug, Clone, Copy, Serialize, serde::Deserialize, ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ActivationModeDto {
+    Direct,
+    Signature,
+}
+
+impl From<ActivationModeDto> for ActivationMode {
+    fn from(mode: ActivationModeDto) -> Self {
+        match mode {
+            ActivationModeDto::Direct => ActivationMode::Direct,
+            ActivationModeDto::Signature => ActivationMode::Signature,
+        }
+    }
+}
+
+impl From<ActivationMode> for ActivationModeDto {
+    fn from(mode: ActivationMode) -> Self {
+        match mode {
+            ActivationMode::Direct => ActivationModeDto::Direct,
+            ActivationMode::Signature => ActivationModeDto::Signature,
+        }
+    }
+}
+
+/// The signature process of a signature-gated activation.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MandateSignatureDto {
+    /// The process (`sig_...`), also readable at `GET /signature/internalId/{internalId}`.
+    pub internal_id: String,
+    pub state: StateDto,
+    /// SHA-256 of the sealed mandate document once the process is COMPLETED (the document is
+    /// at `GET /mandate/internalId/{internalId}/document`).
+    pub sealed_sha256: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ActivationFailureReason {
+    SignatureRejected,
+    SignatureExpired,
+    SignatureCancelled,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ActivationFailureDto {
+    pub reason: ActivationFailureReason,
+    /// When the process ended.
+    pub at: String,
 }
 
 impl MandateDto {
@@ -201,7 +265,45 @@ impl MandateDto {
             }),
             created_at: m.created_at.clone(),
             updated_at: m.updated_at.clone(),
+            activation: m.activation_mode.into(),
+            signature: None,
+            activation_failure: None,
         }
+    }
+
+    /// Adds what the mandate's latest signature process says.
+    pub fn with_signature(mut self, signature: Option<&MandateSignatureRow>) -> Self {
+        let Some(row) = signature else {
+            return self;
+        };
+        self.signature = Some(MandateSignatureDto {
+            internal_id: row.process_id.clone(),
+            state: StateDto {
+                id: row.process_state.id(),
+                name: row.process_state.name(),
+            },
+            sealed_sha256: row.sealed_sha256.clone(),
+        });
+        // Why the mandate is still PENDING: a mandate that moved on has no activation failure.
+        let pending = self.state.id == MandateState::Pending.id();
+        self.activation_failure = match (row.failure, &row.failed_at) {
+            (Some(failure), Some(at)) if pending => Some(ActivationFailureDto {
+                reason: match failure {
+                    ActivationFailure::SignatureRejected => {
+                        ActivationFailureReason::SignatureRejected
+                    }
+                    ActivationFailure::SignatureExpired => {
+                        ActivationFailureReason::SignatureExpired
+                    }
+                    ActivationFailure::SignatureCancelled => {
+                        ActivationFailureReason::SignatureCancelled
+                    }
+                },
+                at: at.clone(),
+            }),
+            _ => None,
+        };
+        self
     }
 }
 
@@ -221,7 +323,8 @@ pub struct MandatePayload {
 impl MandatePayload {
     pub fn new(view: &MandateView, public_base_url: &str) -> Self {
         MandatePayload {
-            mandate: MandateDto::new(&view.mandate, public_base_url),
+            mandate: MandateDto::new(&view.mandate, public_base_url)
+                .with_signature(view.signature.as_ref()),
             customer: CustomerDto::from(&view.customer),
             payment_method: view.mandate.enrolled_method.clone(),
             installments: view.installments.iter().map(InstallmentDto::from).collect(),

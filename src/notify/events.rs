@@ -82,7 +82,45 @@ pub fn record_activation(
     file_base64: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<String> {
-    let body = json!({
+    let body = activation_body(mandate, customer, file_base64);
+    let url = mandate.url_activation_webhook.as_deref();
+    record(conn, commerce, mandate, None, "activation", url, body, now)
+}
+
+/// The signed mandate document behind a signature-gated activation.
+pub struct SignedDocument<'a> {
+    /// The signature process, `sig_...`.
+    pub signature_internal_id: &'a str,
+    /// Lowercase hex SHA-256 of the sealed PDF.
+    pub sha256: &'a str,
+}
+
+/// The activation event of a mandate activated by its completed signature process: the same
+/// body plus `signedDocument`, so the merchant can check the sealed PDF it fetches.
+pub fn record_signed_activation(
+    conn: &Connection,
+    commerce: &Commerce,
+    mandate: &MandateRow,
+    customer: &CustomerRow,
+    file_base64: Option<&str>,
+    signed: &SignedDocument<'_>,
+    now: DateTime<Utc>,
+) -> Result<String> {
+    let mut body = activation_body(mandate, customer, file_base64);
+    body["signedDocument"] = json!({
+        "signatureInternalId": signed.signature_internal_id,
+        "sha256": signed.sha256,
+    });
+    let url = mandate.url_activation_webhook.as_deref();
+    record(conn, commerce, mandate, None, "activation", url, body, now)
+}
+
+fn activation_body(
+    mandate: &MandateRow,
+    customer: &CustomerRow,
+    file_base64: Option<&str>,
+) -> Value {
+    json!({
         "event": "activation",
         "product": {
             "internalId": mandate.id,
@@ -94,9 +132,7 @@ pub fn record_activation(
         "paymentMethod": mandate.enrolled_method.clone().unwrap_or(Value::Null),
         "dateTime": mandate.updated_at,
         "fileBase64": file_base64,
-    });
-    let url = mandate.url_activation_webhook.as_deref();
-    record(conn, commerce, mandate, None, "activation", url, body, now)
+    })
 }
 
 /// Numbers the event within its mandate, signs it and writes it to the outbox.

@@ -105,22 +105,76 @@ pub fn activate(
     let Enrolment {
         instrument,
         enrolled,
-        acceptance,
         document,
+        ..
     } = *enrolment;
-    let method = instrument.method();
     let stamp = timestamp(now);
-    let enrolled_method = json!({
-        "id": method.id(),
-        "name": method.name(),
-        "instrument": masked(instrument, enrolled),
-    });
-    if !mandate_store::activate(conn, mandate.seq, &enrolled_method, &stamp)? {
+    if !mandate_store::activate(
+        conn,
+        mandate.seq,
+        &enrolled_method(instrument, enrolled),
+        &stamp,
+    )? {
         return Err(Error::refused(
             "MANDATE_STATE_CONFLICT",
             "the mandate was activated or cancelled meanwhile",
         ));
     }
+    let document_sha = document.map(|d| hex::encode(Sha256::digest(d.expose())));
+    store_enrolment(
+        conn,
+        mandate.seq,
+        enrolment,
+        document_sha.as_deref(),
+        &stamp,
+        // A signature-gated mandate the sandbox activates directly already holds the
+        // instrument its enrolment stored.
+        instruments::replace,
+    )?;
+    super::signed_activation::cancel_open_process(
+        conn,
+        commerce,
+        mandate.seq,
+        now,
+        super::signed_activation::CancelledBy::DirectActivation,
+    )?;
+    let active = mandate_store::by_seq(conn, mandate.seq)?;
+    let customer = customers::by_seq(conn, active.customer_seq)?;
+    let file = document.map(|d| {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(d.expose())
+    });
+    events::record_activation(conn, commerce, &active, &customer, file.as_deref(), now)?;
+    mandates::view(conn, active)
+}
+
+/// The mandate's `paymentMethod` once active: the method and the masked instrument.
+pub fn enrolled_method(instrument: &InstrumentInput, enrolled: &Enrolled) -> serde_json::Value {
+    let method = instrument.method();
+    json!({
+        "id": method.id(),
+        "name": method.name(),
+        "instrument": masked(instrument, enrolled),
+    })
+}
+
+/// Stores the enrolled instrument (through `store_instrument`: a first insert, or the
+/// replacement of an earlier enrolment's) and the customer's acceptance.
+pub(crate) fn store_enrolment(
+    conn: &Connection,
+    mandate_seq: i64,
+    enrolment: &Enrolment<'_>,
+    document_sha256: Option<&str>,
+    stamp: &str,
+    store_instrument: fn(&Connection, &NewInstrument<'_>) -> rusqlite::Result<()>,
+) -> Result<()> {
+    let Enrolment {
+        instrument,
+        enrolled,
+        acceptance,
+        ..
+    } = *enrolment;
+    let method = instrument.method();
     let (bank_code, account_type, holder_rut) = match instrument {
         InstrumentInput::Bank {
             bank_code,
@@ -134,10 +188,10 @@ pub fn activate(
         ),
         InstrumentInput::Card { .. } => (None, None, None),
     };
-    instruments::insert(
+    store_instrument(
         conn,
         &NewInstrument {
-            mandate_seq: mandate.seq,
+            mandate_seq,
             method_id: method.id(),
             processor_token: &enrolled.token,
             brand: enrolled.brand.as_deref(),
@@ -145,30 +199,22 @@ pub fn activate(
             bank_code,
             account_type,
             holder_rut: holder_rut.as_deref(),
-            created_at: &stamp,
+            created_at: stamp,
         },
     )?;
-    let document_sha = document.map(|d| hex::encode(Sha256::digest(d.expose())));
     instruments::insert_acceptance(
         conn,
         &NewAcceptance {
-            mandate_seq: mandate.seq,
-            accepted_at: &stamp,
+            mandate_seq,
+            accepted_at: stamp,
             ip: acceptance.ip.as_deref(),
             user_agent: acceptance.user_agent.as_deref(),
             terms: &acceptance.terms,
             terms_sha256: &hex::encode(Sha256::digest(acceptance.terms.as_bytes())),
-            document_sha256: document_sha.as_deref(),
+            document_sha256,
         },
     )?;
-    let active = mandate_store::by_seq(conn, mandate.seq)?;
-    let customer = customers::by_seq(conn, active.customer_seq)?;
-    let file = document.map(|d| {
-        use base64::Engine;
-        base64::engine::general_purpose::STANDARD.encode(d.expose())
-    });
-    events::record_activation(conn, commerce, &active, &customer, file.as_deref(), now)?;
-    mandates::view(conn, active)
+    Ok(())
 }
 
 /// How many declined payment attempts one Magic Link may make in [`PORTAL_WINDOW`] (CONTRACT

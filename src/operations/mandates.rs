@@ -4,12 +4,14 @@ use rusqlite::Connection;
 use serde_json::Value;
 
 use super::{Ctx, CustomerRef, MandateRef};
+use crate::domain::activation::ActivationMode;
 use crate::domain::mandate::Charges;
 use crate::domain::state::{InstallmentState, MandateState, MandateType, PaymentMethod};
 use crate::error::{Error, Result};
 use crate::notify::events;
 use crate::store::customers::{self, CustomerRow};
 use crate::store::installments::{self, InstallmentRow, NewInstallment, StateChange};
+use crate::store::mandate_signatures::{self, MandateSignatureRow};
 use crate::store::mandates::{self, MandateRow, NewMandate};
 
 /// A mandate, its customer and its installments: the payload of every lookup.
@@ -17,6 +19,8 @@ pub struct MandateView {
     pub mandate: MandateRow,
     pub customer: CustomerRow,
     pub installments: Vec<InstallmentRow>,
+    /// The latest signature process of a signature-gated mandate's enrolment.
+    pub signature: Option<MandateSignatureRow>,
 }
 
 pub struct Urls {
@@ -38,6 +42,8 @@ pub struct CreateMandate {
     pub installments: Vec<NewInstallment>,
     pub metadata: Option<Value>,
     pub urls: Urls,
+    /// `mandate.activation`; absent: the commerce's default.
+    pub activation: Option<ActivationMode>,
 }
 
 pub struct MagicLinkPolicy {
@@ -80,6 +86,7 @@ pub fn create(
             url_payment_webhook: cmd.urls.payment_webhook.as_deref(),
             magic_link_token: &token,
             magic_link_expires_at: &expires_at,
+            activation_mode: cmd.activation.unwrap_or(ctx.commerce.activation_mode),
             now: &now,
         },
     )?;
@@ -109,6 +116,7 @@ pub fn create(
         mandate,
         customer,
         installments: sorted(rows),
+        signature: None,
     })
 }
 
@@ -159,10 +167,12 @@ pub fn find_row(conn: &Connection, ctx: &Ctx<'_>, mandate: &MandateRef) -> Resul
 pub fn view(conn: &Connection, mandate: MandateRow) -> Result<MandateView> {
     let customer = customers::by_seq(conn, mandate.customer_seq)?;
     let installments = installments::for_mandate(conn, mandate.seq)?;
+    let signature = mandate_signatures::latest_of_mandate(conn, mandate.seq)?;
     Ok(MandateView {
         mandate,
         customer,
         installments,
+        signature,
     })
 }
 
@@ -214,6 +224,13 @@ pub fn cancel(
         &now,
     )?;
     let cancelled = mandates::by_seq(conn, row.seq)?;
+    super::signed_activation::cancel_open_process(
+        conn,
+        ctx.commerce,
+        row.seq,
+        ctx.now,
+        super::signed_activation::CancelledBy::MandateCancellation,
+    )?;
     for installment in installments::for_mandate(conn, row.seq)? {
         if installment.state.annulled_on_cancel() {
             let annulled = installments::set_state(

@@ -6,6 +6,7 @@ pub mod activation;
 pub mod customers;
 pub mod installments;
 pub mod mandates;
+pub mod signed_activation;
 
 use chrono::{DateTime, NaiveDate, Utc};
 

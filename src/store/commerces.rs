@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, Row, params};
 
 use super::optional;
+use crate::domain::activation::ActivationMode;
 use crate::domain::state::PaymentMethod;
 use crate::error::{Error, Result};
 use crate::secret::Secret;
@@ -22,6 +23,8 @@ pub struct Commerce {
     pub webhook_secret: Secret<String>,
     pub authorization_required: bool,
     pub password_hash: String,
+    /// How its mandates are activated when the creating request does not say.
+    pub activation_mode: ActivationMode,
 }
 
 pub struct NewCommerce<'a> {
@@ -36,7 +39,7 @@ pub struct NewCommerce<'a> {
 }
 
 const COMMERCE_COLUMNS: &str = "id, code, name, channels, payment_methods, webhook_secret, \
-                                authorization_required, password_hash";
+                                authorization_required, password_hash, activation_mode";
 
 fn commerce_from_row(row: &Row<'_>) -> rusqlite::Result<Commerce> {
     let channels: Option<String> = row.get(3)?;
@@ -54,6 +57,10 @@ fn commerce_from_row(row: &Row<'_>) -> rusqlite::Result<Commerce> {
         webhook_secret: Secret::new(row.get(5)?),
         authorization_required: row.get(6)?,
         password_hash: row.get(7)?,
+        activation_mode: {
+            let name: String = row.get(8)?;
+            ActivationMode::from_name(&name).unwrap_or_default()
+        },
     })
 }
 
@@ -100,6 +107,21 @@ pub fn insert(conn: &Connection, new: &NewCommerce<'_>) -> Result<Commerce> {
         ));
     }
     Ok(by_code(conn, new.code)?.expect("the commerce was just inserted"))
+}
+
+/// Sets the commerce's default activation mode; `false` for an unknown code. Drops the
+/// cached commerces, so the next request of this process sees the new mode.
+pub fn set_activation_mode(
+    conn: &Connection,
+    code: &str,
+    mode: ActivationMode,
+) -> rusqlite::Result<bool> {
+    let changed = conn.execute(
+        "UPDATE commerces SET activation_mode = ?2 WHERE code = ?1",
+        params![code, mode.name()],
+    )?;
+    credentials_changed();
+    Ok(changed > 0)
 }
 
 /// An active API key and the commerces it may act for.

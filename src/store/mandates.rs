@@ -4,6 +4,7 @@ use rusqlite::{Connection, Row, params};
 use serde_json::Value;
 
 use super::optional;
+use crate::domain::activation::ActivationMode;
 use crate::domain::state::{MandateState, MandateType};
 use crate::error::{Error, Result};
 
@@ -31,6 +32,8 @@ pub struct MandateRow {
     pub cancel_description: Option<String>,
     pub created_at: String,
     pub updated_at: String,
+    /// Fixed at creation: the request's `mandate.activation`, else the commerce's default.
+    pub activation_mode: ActivationMode,
 }
 
 pub struct NewMandate<'a> {
@@ -49,13 +52,14 @@ pub struct NewMandate<'a> {
     pub url_payment_webhook: Option<&'a str>,
     pub magic_link_token: &'a str,
     pub magic_link_expires_at: &'a str,
+    pub activation_mode: ActivationMode,
     pub now: &'a str,
 }
 
 const COLUMNS: &str = "seq, id, commerce_id, customer_seq, external_id, type, state, name, detail, \
     terminate_when_charged, charges, payment_methods, metadata, url_callback, \
     url_activation_webhook, url_payment_webhook, magic_link_token, magic_link_expires_at, \
-    enrolled_method, cancel_description, created_at, updated_at";
+    enrolled_method, cancel_description, created_at, updated_at, activation_mode";
 
 fn json_column(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<Value>> {
     let text: Option<String> = row.get(index)?;
@@ -106,6 +110,16 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<MandateRow> {
         cancel_description: row.get(19)?,
         created_at: row.get(20)?,
         updated_at: row.get(21)?,
+        activation_mode: {
+            let name: String = row.get(22)?;
+            ActivationMode::from_name(&name).ok_or_else(|| {
+                rusqlite::Error::FromSqlConversionFailure(
+                    22,
+                    rusqlite::types::Type::Text,
+                    "unknown activation mode".into(),
+                )
+            })?
+        },
     })
 }
 
@@ -116,8 +130,8 @@ pub fn insert(conn: &Connection, new: &NewMandate<'_>) -> Result<MandateRow> {
         "INSERT INTO mandates (id, commerce_id, customer_seq, external_id, type, state, name, detail,
                 terminate_when_charged, charges, payment_methods, metadata, url_callback,
                 url_activation_webhook, url_payment_webhook, magic_link_token,
-                magic_link_expires_at, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?18)
+                magic_link_expires_at, created_at, updated_at, activation_mode)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?18, ?19)
          ON CONFLICT (commerce_id, external_id) DO NOTHING",
     )?
     .execute(params![
@@ -139,6 +153,7 @@ pub fn insert(conn: &Connection, new: &NewMandate<'_>) -> Result<MandateRow> {
             new.magic_link_token,
             new.magic_link_expires_at,
             new.now,
+            new.activation_mode.name(),
         ])?;
     if inserted == 0 {
         return Err(Error::refused_at(

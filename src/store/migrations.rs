@@ -48,6 +48,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0012_commerce_webhook_url",
         include_str!("../../migrations/0012_commerce_webhook_url.sql"),
     ),
+    (
+        "0015_signature_activation",
+        include_str!("../../migrations/0015_signature_activation.sql"),
+    ),
 ];
 
 /// The schema version (`user_version`) this binary brings a database to.

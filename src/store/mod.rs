@@ -41,6 +41,7 @@ pub mod installments;
 pub mod instruments;
 pub mod listen_leases;
 pub mod login_throttle;
+pub mod mandate_signatures;
 pub mod mandates;
 pub mod migrations;
 pub mod sandbox_reset;

@@ -41,6 +41,9 @@ pub fn reset(
 
     const PROCESSES: &str = "SELECT seq FROM signature_processes WHERE commerce_id = ?1";
     run(&format!(
+        "DELETE FROM mandate_signatures WHERE process_seq IN ({PROCESSES})"
+    ))?;
+    run(&format!(
         "DELETE FROM signature_placements WHERE document_seq IN
             (SELECT seq FROM signature_documents WHERE process_seq IN ({PROCESSES}))"
     ))?;

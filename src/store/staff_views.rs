@@ -624,12 +624,14 @@ pub struct CommerceLine {
     pub retry_policy: Option<String>,
     pub previous_secret_expires_at: Option<String>,
     pub created_at: String,
+    /// `DIRECT` or `SIGNATURE`.
+    pub activation_mode: String,
 }
 
 pub fn commerces(conn: &Connection) -> rusqlite::Result<Vec<CommerceLine>> {
     let mut stmt = conn.prepare_cached(
         "SELECT code, name, channels, payment_methods, authorization_required, retry_policy,
-                previous_secret_expires_at, created_at
+                previous_secret_expires_at, created_at, activation_mode
          FROM commerces ORDER BY id",
     )?;
     stmt.query_map([], |r| {
@@ -642,6 +644,7 @@ pub fn commerces(conn: &Connection) -> rusqlite::Result<Vec<CommerceLine>> {
             retry_policy: r.get(5)?,
             previous_secret_expires_at: r.get(6)?,
             created_at: r.get(7)?,
+            activation_mode: r.get(8)?,
         })
     })?
     .collect()

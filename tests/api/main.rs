@@ -43,4 +43,5 @@ mod mandates;
 mod receivables;
 mod sandbox_banner;
 mod sandbox_reset;
+mod signature_activation;
 mod signatures;

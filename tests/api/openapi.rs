@@ -18,6 +18,12 @@ const OPERATIONS: &[(&str, &str, bool, bool)] = &[
     ("get", "/mandate/{mandateTypeId}/{mandateId}", true, false),
     (
         "get",
+        "/mandate/{mandateTypeId}/{mandateId}/document",
+        true,
+        false,
+    ),
+    (
+        "get",
         "/mandate/onepay/confirm/id/{mandateExternalId}",
         true,
         false,
@@ -187,6 +193,7 @@ const STAFF_OPERATIONS: &[(&str, &str)] = &[
     ("get", "/commerces"),
     ("post", "/commerces"),
     ("put", "/commerces/{code}/retry-policy"),
+    ("put", "/commerces/{code}/activation-mode"),
     ("get", "/api-keys"),
     ("post", "/api-keys"),
     ("delete", "/api-keys/{prefix}"),

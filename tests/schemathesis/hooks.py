@@ -708,6 +708,8 @@ REPAIRS = {
     ("POST", "/user"): _repair_user,
     ("POST", "/mandate"): _repair_mandate,
     ("GET", "/mandate/{mandateTypeId}/{mandateId}"): _repair_lookup,
+    # An existing (DIRECT) mandate: its answer is the 404 of a document no signature sealed.
+    ("GET", "/mandate/{mandateTypeId}/{mandateId}/document"): _repair_lookup,
     ("GET", "/mandate/onepay/confirm/id/{mandateExternalId}"): _repair_onepay,
     ("DELETE", "/mandate/cancel/{mandateTypeId}/{mandateId}/{userTypeId}/{userId}"): _repair_cancel,
     ("POST", "/installments"): _repair_add_installments,

@@ -426,7 +426,9 @@ fn load_detail(conn: &Connection, seq: i64, base_url: &str) -> Result<MandateDet
                 && mandate.state.accepts_installment_changes(),
         },
         payment_method: mandate.enrolled_method.clone(),
-        mandate: MandateDto::new(&mandate, base_url),
+        mandate: MandateDto::new(&mandate, base_url).with_signature(
+            crate::store::mandate_signatures::latest_of_mandate(conn, seq)?.as_ref(),
+        ),
         customer: CustomerDto::from(&customer),
         installments,
         events: event_dtos,

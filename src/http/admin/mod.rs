@@ -56,6 +56,7 @@ pub fn router(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(mandates::cancel))
         .routes(routes!(settings::list_commerces, settings::create_commerce))
         .routes(routes!(settings::set_retry_policy))
+        .routes(routes!(settings::set_activation_mode))
         .routes(routes!(settings::list_api_keys, settings::create_api_key))
         .routes(routes!(settings::revoke_api_key))
         .routes(routes!(settings::environment))

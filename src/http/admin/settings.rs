@@ -10,6 +10,7 @@ use utoipa::ToSchema;
 use super::session::Staff;
 use crate::auth::{api_key, password};
 use crate::clock::timestamp;
+use crate::domain::activation::ActivationMode;
 use crate::domain::contact::Email;
 use crate::domain::external_id::ExternalId;
 use crate::domain::rut::Rut;
@@ -19,6 +20,7 @@ use crate::http::AppState;
 use crate::http::envelope::Envelope;
 use crate::http::error::{ApiResult, ErrorBody};
 use crate::http::json::Body;
+use crate::http::wire::ActivationModeDto;
 use crate::secret::Secret;
 use crate::store::staff::{self, Role};
 use crate::store::staff_views as views;
@@ -70,6 +72,8 @@ pub struct CommerceDto {
     /// During a secret rotation: until when the previous secret also signs.
     pub previous_secret_valid_until: Option<String>,
     pub created_at: String,
+    /// How its mandates are activated when `POST /mandate` does not say.
+    pub activation_mode: ActivationModeDto,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -110,6 +114,9 @@ pub async fn list_commerces(
                 },
                 previous_secret_valid_until: r.previous_secret_expires_at.filter(|at| *at > now),
                 created_at: r.created_at,
+                activation_mode: ActivationMode::from_name(&r.activation_mode)
+                    .unwrap_or_default()
+                    .into(),
             }
         })
         .collect();
@@ -340,6 +347,55 @@ pub async fn set_retry_policy(
                 .after_days
                 .unwrap_or_else(|| DEFAULT_RETRY_DAYS.to_vec()),
         },
+    ))
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActivationModeRequest {
+    /// `DIRECT`: enrolling the instrument activates the mandate; `SIGNATURE`: the customer
+    /// then signs the mandate document, and its completion activates the mandate.
+    pub mode: ActivationModeDto,
+}
+
+/// Sets how a commerce's mandates are activated when the creating request does not say
+/// (admin). Mandates already created keep their mode.
+#[utoipa::path(put, path = "/commerces/{code}/activation-mode", tag = "staff",
+    params(("code" = String, Path)),
+    request_body = ActivationModeRequest,
+    responses(
+        (status = 200, description = "ACTIVATION_MODE_OK", body = Envelope<ActivationModeRequest>),
+        (status = 400, description = "Invalid mode", body = ErrorBody),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+        (status = 403, description = "ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID", body = ErrorBody),
+        (status = 404, description = "COMMERCE_NOT_FOUND", body = ErrorBody),
+    ))]
+pub async fn set_activation_mode(
+    State(state): State<AppState>,
+    staff: Staff,
+    Path(code): Path<String>,
+    Body(body): Body<ActivationModeRequest>,
+) -> ApiResult<Envelope<ActivationModeRequest>> {
+    staff.require(Role::Admin)?;
+    let mode = ActivationMode::from(body.mode);
+    let now = state.clock.now();
+    state.store.write(|tx| {
+        if !commerces::set_activation_mode(tx, &code, mode)? {
+            return Err(Error::not_found("commerce"));
+        }
+        record(
+            tx,
+            &staff,
+            now,
+            "commerce.activation-mode",
+            &code,
+            Some(mode.name()),
+        )
+    })?;
+    Ok(Envelope::ok(
+        "ACTIVATION_MODE_OK",
+        "activation mode saved",
+        ActivationModeRequest { mode: mode.into() },
     ))
 }
 

@@ -8,6 +8,7 @@ use chrono::NaiveDate;
 use sha2::{Digest, Sha256};
 
 use crate::documents::spanish::{self, TermsSubject};
+use crate::domain::activation::{ActivationFailure, ActivationMode};
 use crate::domain::instrument::{ACCOUNT_TYPES, BANKS};
 use crate::domain::money::Currency;
 use crate::domain::state::{InstallmentState, MandateState, PaymentMethod};
@@ -38,6 +39,18 @@ pub struct Loaded {
     pub commerce: Commerce,
     pub customer: CustomerRow,
     pub installments: Vec<InstallmentRow>,
+    /// A signature-gated mandate's latest signature, while it has not activated the mandate.
+    pub signing: Option<Signing>,
+}
+
+/// Where the signature of a signature-gated mandate stands.
+pub enum Signing {
+    /// Open: the customer signs at `/sign/{token}`.
+    Open { token: String },
+    /// Signed; the document is being sealed, then the mandate activates.
+    Sealing,
+    /// Ended without activating the mandate; a new enrolment starts a new process.
+    Ended(ActivationFailure),
 }
 
 impl Loaded {
@@ -589,6 +602,10 @@ fn activation_section(s: &mut String, view: &View<'_>) {
         "<p class=\"muted\">Registre el medio con el que se pagarán las cuotas y acepte los \
          términos del mandato.</p>",
     );
+    let signature_gated = view.data.mandate.activation_mode == ActivationMode::Signature;
+    if signature_gated {
+        signature_step(s, view.data.signing.as_ref());
+    }
     let submitted_method = view.activation.as_ref().map(|(m, _)| *m);
     for (index, method) in methods.iter().enumerate() {
         let form = format!("m{}", method.id());
@@ -641,9 +658,54 @@ fn activation_section(s: &mut String, view: &View<'_>) {
             invalid_attrs(&accept_id, accept_error)
         );
         field_error(s, &accept_id, accept_error);
-        s.push_str("<button type=\"submit\">Autorizar y activar</button></form></details>");
+        s.push_str(if signature_gated {
+            "<button type=\"submit\">Autorizar y continuar a la firma</button></form></details>"
+        } else {
+            "<button type=\"submit\">Autorizar y activar</button></form></details>"
+        });
     }
     s.push_str("</section>");
+}
+
+/// A signature-gated mandate: the signature step that follows the enrolment, and where the
+/// customer's latest signature stands.
+fn signature_step(s: &mut String, signing: Option<&Signing>) {
+    s.push_str(
+        "<p class=\"muted\" id=\"firma\">Este mandato requiere su firma electrónica: después de \
+         registrar su medio de pago, le llevaremos a firmar el documento del mandato. Confirmará \
+         su identidad con su RUT y un código de un solo uso, y el mandato quedará activo cuando \
+         lo firme.</p>",
+    );
+    match signing {
+        None => {}
+        Some(Signing::Open { token }) => {
+            let _ = write!(
+                s,
+                "<p class=\"notice\" role=\"status\">Tiene una firma pendiente. \
+                 <a href=\"/sign/{}\">Continuar con la firma del mandato</a>. Si registra otro \
+                 medio de pago, esa firma se reemplaza por una nueva.</p>",
+                esc(token)
+            );
+        }
+        Some(Signing::Sealing) => s.push_str(
+            "<p class=\"notice\" role=\"status\">Recibimos su firma y estamos sellando el \
+             documento del mandato; quedará activo en unos momentos.</p>",
+        ),
+        Some(Signing::Ended(failure)) => {
+            let why = match failure {
+                ActivationFailure::SignatureRejected => "Usted rechazó la firma del mandato.",
+                ActivationFailure::SignatureExpired => "El plazo para firmar el mandato venció.",
+                ActivationFailure::SignatureCancelled => {
+                    "El proceso de firma del mandato fue cancelado."
+                }
+            };
+            let _ = write!(
+                s,
+                "<p class=\"notice bad\" role=\"status\">{why} El mandato sigue pendiente: \
+                 puede comenzar de nuevo registrando su medio de pago.</p>"
+            );
+        }
+    }
 }
 
 /// The page of a mandate: activation forms while it awaits activation, and the payment

@@ -25,6 +25,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Fragment, useState } from "react";
 import { Link, useParams } from "react-router";
 import { api, payload, type Schemas } from "../api/client";
+import { MandateActivationCard } from "../components/Activation";
 import { confirmAction } from "../components/confirm";
 import { QueryState } from "../components/QueryState";
 import { StateBadge } from "../components/StateBadge";
@@ -551,6 +552,7 @@ export function MandateDetail() {
                 </Text>
               </Card>
             </SimpleGrid>
+            <MandateActivationCard mandate={d.mandate} />
             {d.mandate.cancellation && (
               <Alert color="red" title={t("mandates.cancellation")}>
                 {d.mandate.cancellation.description}

@@ -26,6 +26,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { useSearchParams } from "react-router";
 import { api, payload, type Schemas } from "../api/client";
+import { CommerceActivationMode } from "../components/Activation";
 import { useCommerces } from "../components/CommerceSelect";
 import { confirmAction } from "../components/confirm";
 import { QueryState } from "../components/QueryState";
@@ -158,6 +159,7 @@ function Commerces() {
                 <Table.Th>{t("common.name")}</Table.Th>
                 <Table.Th>{t("settings.paymentMethods")}</Table.Th>
                 <Table.Th>{t("settings.retryPolicy")}</Table.Th>
+                <Table.Th>{t("activation.mode")}</Table.Th>
                 <Table.Th>{t("common.createdAt")}</Table.Th>
                 {admin && <Table.Th>{t("common.actions")}</Table.Th>}
               </Table.Tr>
@@ -188,6 +190,9 @@ function Commerces() {
                         ({t("settings.retryDefault")})
                       </Text>
                     )}
+                  </Table.Td>
+                  <Table.Td>
+                    <CommerceActivationMode commerce={c} admin={admin} />
                   </Table.Td>
                   <Table.Td>{dateTime(c.createdAt)}</Table.Td>
                   {admin && (

@@ -1,0 +1,134 @@
+//! The signature processes a mandate's enrolment started (signature-gated activation).
+
+use rusqlite::{Connection, Row, params};
+use serde_json::Value;
+
+use super::optional;
+use crate::domain::activation::ActivationFailure;
+use crate::error::Result;
+use crate::esign::ProcessState;
+
+/// One process of a mandate, with the state of the process it names.
+#[derive(Debug, Clone)]
+pub struct MandateSignatureRow {
+    pub seq: i64,
+    pub mandate_seq: i64,
+    pub process_seq: i64,
+    /// `sig_...`.
+    pub process_id: String,
+    pub process_state: ProcessState,
+    /// What the mandate shows as its `paymentMethod` once active.
+    pub enrolled_method: Value,
+    pub created_at: String,
+    pub failure: Option<ActivationFailure>,
+    pub failed_at: Option<String>,
+    /// SHA-256 of the sealed mandate document, once the process completed.
+    pub sealed_sha256: Option<String>,
+}
+
+const SELECT: &str = "SELECT m.seq, m.mandate_seq, m.process_seq, p.id, p.state, m.enrolled_method,
+        m.created_at, m.failure_reason, m.failed_at,
+        (SELECT d.sealed_sha256 FROM signature_documents d WHERE d.process_seq = m.process_seq
+          ORDER BY d.position LIMIT 1)
+    FROM mandate_signatures m JOIN signature_processes p ON p.seq = m.process_seq";
+
+fn from_row(row: &Row<'_>) -> rusqlite::Result<MandateSignatureRow> {
+    let bad = |i: usize, what: &str| {
+        rusqlite::Error::FromSqlConversionFailure(
+            i,
+            rusqlite::types::Type::Text,
+            format!("unknown {what}").into(),
+        )
+    };
+    let state: i64 = row.get(4)?;
+    let method: String = row.get(5)?;
+    let failure: Option<String> = row.get(7)?;
+    Ok(MandateSignatureRow {
+        seq: row.get(0)?,
+        mandate_seq: row.get(1)?,
+        process_seq: row.get(2)?,
+        process_id: row.get(3)?,
+        process_state: ProcessState::from_id(state).ok_or_else(|| bad(4, "process state"))?,
+        enrolled_method: serde_json::from_str(&method).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(5, rusqlite::types::Type::Text, Box::new(e))
+        })?,
+        created_at: row.get(6)?,
+        failure: failure
+            .map(|f| ActivationFailure::from_name(&f).ok_or_else(|| bad(7, "failure reason")))
+            .transpose()?,
+        failed_at: row.get(8)?,
+        sealed_sha256: row.get(9)?,
+    })
+}
+
+pub fn insert(
+    conn: &Connection,
+    mandate_seq: i64,
+    process_seq: i64,
+    enrolled_method: &Value,
+    created_at: &str,
+) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO mandate_signatures (mandate_seq, process_seq, enrolled_method, created_at)
+         VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![
+        mandate_seq,
+        process_seq,
+        serde_json::to_string(enrolled_method)?,
+        created_at
+    ])?;
+    Ok(())
+}
+
+/// The mandate's most recent process, if its enrolment ever started one.
+pub fn latest_of_mandate(
+    conn: &Connection,
+    mandate_seq: i64,
+) -> rusqlite::Result<Option<MandateSignatureRow>> {
+    let sql = format!("{SELECT} WHERE m.mandate_seq = ?1 ORDER BY m.seq DESC LIMIT 1");
+    optional(
+        conn.prepare_cached(&sql)?
+            .query_row([mandate_seq], from_row),
+    )
+}
+
+/// The row of a process a mandate's enrolment started (`None` for any other process).
+pub fn by_process(
+    conn: &Connection,
+    process_seq: i64,
+) -> rusqlite::Result<Option<MandateSignatureRow>> {
+    let sql = format!("{SELECT} WHERE m.process_seq = ?1");
+    optional(
+        conn.prepare_cached(&sql)?
+            .query_row([process_seq], from_row),
+    )
+}
+
+/// Records why the process ended without activating its mandate.
+pub fn set_failure(
+    conn: &Connection,
+    seq: i64,
+    failure: ActivationFailure,
+    at: &str,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "UPDATE mandate_signatures SET failure_reason = ?2, failed_at = ?3 WHERE seq = ?1",
+    )?
+    .execute(params![seq, failure.name(), at])?;
+    Ok(())
+}
+
+/// The sealed mandate document of a completed process: its name, bytes and SHA-256.
+pub fn sealed_document(
+    conn: &Connection,
+    process_seq: i64,
+) -> rusqlite::Result<Option<(String, Vec<u8>, String)>> {
+    optional(
+        conn.prepare_cached(
+            "SELECT name, sealed, sealed_sha256 FROM signature_documents
+             WHERE process_seq = ?1 AND sealed IS NOT NULL ORDER BY position LIMIT 1",
+        )?
+        .query_row([process_seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))),
+    )
+}
