@@ -6,18 +6,17 @@
 //! userAgent, documents, detail, prevHash}))` where `prevHash` is the hash of record `n - 1` (64
 //! zeros for the first). Changing any field of a record changes its hash; removing, inserting
 //! or reordering records breaks the links. [`verify`] recomputes the chain and names the first
-//! record that does not hold.
+//! record that does not hold. The hashing rule is `crate::chain`'s, shared with the staff audit.
 
 use rusqlite::Connection;
 use serde_json::{Value, json};
 
-use super::sha256_hex;
+use crate::chain;
 use crate::error::Result;
-use crate::notify::jcs;
 use crate::store::signatures::{self, AuditRow, NewAudit};
 
 /// The `prevHash` of a process's first record.
-pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+pub use crate::chain::GENESIS;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
@@ -109,9 +108,11 @@ fn hash_of(
         "userAgent": user_agent,
         "documents": documents,
         "detail": detail,
-        "prevHash": prev_hash,
     });
-    sha256_hex(jcs::canonicalize(&record).as_bytes())
+    let Value::Object(fields) = record else {
+        unreachable!("json! of an object literal is an object")
+    };
+    chain::link_hash(fields, prev_hash)
 }
 
 /// Appends an act to the process's chain, in the caller's transaction.
@@ -240,6 +241,35 @@ mod tests {
             });
         }
         rows
+    }
+
+    #[test]
+    fn the_hash_is_the_canonical_json_of_the_act_with_its_previous_hash() {
+        // Trails already stored were hashed this way: the shared rule must keep it.
+        let documents = json!([{"documentName": "a.pdf", "sha256": "00"}]);
+        let record = json!({
+            "processId": "sig_1", "position": 1, "at": "2026-11-22T10:00:00.000Z",
+            "action": "CREATED", "signatoryId": null, "ip": null, "userAgent": null,
+            "documents": documents, "detail": {}, "prevHash": GENESIS,
+        });
+        let expected = crate::esign::sha256_hex(jcs_bytes(&record).as_bytes());
+        let actual = hash_of(
+            "sig_1",
+            1,
+            "2026-11-22T10:00:00.000Z",
+            "CREATED",
+            None,
+            None,
+            None,
+            &documents,
+            &json!({}),
+            GENESIS,
+        );
+        assert_eq!(actual, expected);
+    }
+
+    fn jcs_bytes(value: &Value) -> String {
+        crate::notify::jcs::canonicalize(value)
     }
 
     #[test]
