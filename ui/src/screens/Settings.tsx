@@ -26,6 +26,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { useSearchParams } from "react-router";
 import { api, payload, type Schemas } from "../api/client";
+import { AuditChainCheck } from "../components/AuditChainCheck";
 import { useCommerces } from "../components/CommerceSelect";
 import { confirmAction } from "../components/confirm";
 import { QueryState } from "../components/QueryState";
@@ -452,6 +453,7 @@ function Environment() {
             </Code>
           </Card>
           <LastBackup />
+          <AuditChainCheck />
         </Stack>
       )}
     </QueryState>
