@@ -202,6 +202,43 @@ pub fn verify(process_id: &str, records: &[AuditRow]) -> Verification {
     }
 }
 
+/// A signature process whose trail does not hold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrokenTrail {
+    pub process_id: String,
+    /// The position of its first record that does not hold (1 when it has none at all).
+    pub position: i64,
+}
+
+/// The outcome of verifying every process's trail.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Trails {
+    pub processes: u64,
+    pub broken: Vec<BrokenTrail>,
+}
+
+/// Verifies the trail of every signature process, one process in memory at a time. Every
+/// process has at least its `CREATED` act, so an empty trail is a broken one.
+pub fn verify_all(conn: &Connection) -> Result<Trails> {
+    let mut trails = Trails::default();
+    signatures::for_each_process(conn, |process_seq, process_id| {
+        let records = signatures::audit_of(conn, process_seq)?;
+        trails.processes += 1;
+        let broken_at = match records.is_empty() {
+            true => Some(1),
+            false => verify(process_id, &records).broken_at,
+        };
+        if let Some(position) = broken_at {
+            trails.broken.push(BrokenTrail {
+                process_id: process_id.to_string(),
+                position,
+            });
+        }
+        Ok(())
+    })?;
+    Ok(trails)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

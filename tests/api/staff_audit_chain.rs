@@ -2,6 +2,7 @@
 //! `mandato audit verify` (the real binary) and `GET /admin/api/audit/verify` find it intact;
 //! a record changed or removed in the file while the engine is stopped is named by both; the
 //! chain survives a backup and a restore and goes on after it; concurrent actions never fork it.
+//! The command checks the signature processes' trails as well.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -13,6 +14,12 @@ use crate::cli::{mandato, serve};
 use crate::helpers::*;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mandato");
+
+/// The command's report when every chain holds: `records` staff actions, no signature process.
+fn intact(records: i64) -> Value {
+    json!({"ok": true, "records": records,
+           "signatureProcesses": {"checked": 0, "broken": []}})
+}
 
 /// A signed-in staff member of the engine at `base`: the session cookie and the CSRF token.
 struct Desk {
@@ -177,10 +184,7 @@ async fn a_changed_or_removed_record_is_named_by_the_cli_and_the_staff_api() {
         json!({"ok": true, "records": records, "broken": null})
     );
     // Beside the running engine, as every command can.
-    assert_eq!(
-        cli_verify(data),
-        (json!({"ok": true, "records": records}), 0)
-    );
+    assert_eq!(cli_verify(data), (intact(records), 0));
     stop(server);
 
     let (seq, at) = record_of(data, "audit-retention.set");
@@ -258,10 +262,7 @@ async fn a_restored_backup_verifies_and_new_records_chain_on_after_it() {
 
     mandato(data, &["restore", backup.to_str().unwrap()], None);
     assert_eq!(count(data), at_backup);
-    assert_eq!(
-        cli_verify(data),
-        (json!({"ok": true, "records": at_backup}), 0)
-    );
+    assert_eq!(cli_verify(data), (intact(at_backup), 0));
 
     let (server, url) = serve(data);
     let desk = Desk::sign_in(&url).await;
@@ -273,7 +274,7 @@ async fn a_restored_backup_verifies_and_new_records_chain_on_after_it() {
         json!({"ok": true, "records": after, "broken": null})
     );
     stop(server);
-    assert_eq!(cli_verify(data), (json!({"ok": true, "records": after}), 0));
+    assert_eq!(cli_verify(data), (intact(after), 0));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -332,4 +333,41 @@ async fn verification_needs_a_session() {
         .await
         .unwrap();
     assert_eq!(reply.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_changed_signature_act_is_named_by_its_process() {
+    use crate::signatures::{app_with_customers, create, simple_body};
+    let app = app_with_customers().await;
+    let first = create(&app, &simple_body(&[("cust-a", 1, "FES")])).await;
+    let second = create(&app, &simple_body(&[("cust-b", 1, "FES")])).await;
+    let data = app.dir.path();
+    let (report, code) = cli_verify(data);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(
+        report["signatureProcesses"],
+        json!({"checked": 2, "broken": []})
+    );
+
+    let id = second["process"]["internalId"].as_str().unwrap();
+    open(data)
+        .execute(
+            "UPDATE signature_audit SET ip = '203.0.113.9' WHERE position = 1 AND process_seq =
+             (SELECT seq FROM signature_processes WHERE id = ?1)",
+            [id],
+        )
+        .unwrap();
+    let (report, code) = cli_verify(data);
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(report["ok"], false);
+    assert_eq!(
+        report["signatureProcesses"],
+        json!({"checked": 2, "broken": [{"processId": id, "position": 1}]})
+    );
+    assert!(
+        report.get("broken").is_none(),
+        "the staff chain holds: {report}"
+    );
+    assert_eq!(report["error"]["name"], "AUDIT_CHAIN_BROKEN");
+    assert_ne!(first["process"]["internalId"], id);
 }
