@@ -11,7 +11,15 @@ use crate::store::Store;
 use crate::store::staff_audit::{self, Verification};
 
 pub fn verify(config: &Config, json_mode: bool) -> anyhow::Result<()> {
-    let store = Store::open(&config.database_path())?;
+    let database = config.database_path();
+    // Opening a missing database would make an empty one, whose chain is trivially intact.
+    if !database.exists() {
+        return Err(super::dev::fail(
+            "DATABASE_NOT_FOUND",
+            format!("no database at {}", database.display()),
+        ));
+    }
+    let store = Store::open(&database)?;
     // One read transaction: both checks see the same state of the file.
     let (staff, trails) = store.read(|c| {
         let staff = staff_audit::verify(c)?;

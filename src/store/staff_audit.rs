@@ -148,7 +148,10 @@ pub(super) fn chain_existing(conn: &Connection) -> rusqlite::Result<()> {
         }
     }
     match last_seq {
-        Some(seq) => set_head(conn, seq, &prev_hash),
+        Some(seq) => {
+            tracing::info!(records = seq, "chained the staff audit's earlier records");
+            set_head(conn, seq, &prev_hash)
+        }
         None => Ok(()),
     }
 }

@@ -371,3 +371,15 @@ async fn a_changed_signature_act_is_named_by_its_process() {
     assert_eq!(report["error"]["name"], "AUDIT_CHAIN_BROKEN");
     assert_ne!(first["process"]["internalId"], id);
 }
+
+#[test]
+fn a_data_directory_without_a_database_is_refused_not_found_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let message =
+        crate::cli::assert_refused(dir.path(), &["audit", "verify"], "DATABASE_NOT_FOUND");
+    assert!(message.contains("mandato.db"), "{message}");
+    assert!(
+        !dir.path().join("mandato.db").exists(),
+        "no database was made"
+    );
+}
