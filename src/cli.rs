@@ -92,15 +92,15 @@ pub enum Command {
     /// Put a backup in place of the database (mandato must be stopped); the replaced database
     /// is kept beside it as mandato.db.replaced-<time>.
     Restore { file: PathBuf },
-    /// Check the staff audit's hash chain.
+    /// Check the audit hash chains: staff actions and signature processes.
     #[command(subcommand)]
     Audit(AuditCommand),
 }
 
 #[derive(Subcommand, Debug)]
 pub enum AuditCommand {
-    /// Recompute the staff audit's hash chain: exit 0 when it holds, 1 naming the first record
-    /// that does not.
+    /// Recompute the staff audit's hash chain and every signature process's trail: exit 0 when
+    /// they hold, 1 naming the first broken record.
     Verify,
 }
 

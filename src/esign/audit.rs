@@ -224,9 +224,10 @@ pub fn verify_all(conn: &Connection) -> Result<Trails> {
     signatures::for_each_process(conn, |process_seq, process_id| {
         let records = signatures::audit_of(conn, process_seq)?;
         trails.processes += 1;
-        let broken_at = match records.is_empty() {
-            true => Some(1),
-            false => verify(process_id, &records).broken_at,
+        let broken_at = if records.is_empty() {
+            Some(1)
+        } else {
+            verify(process_id, &records).broken_at
         };
         if let Some(position) = broken_at {
             trails.broken.push(BrokenTrail {
@@ -289,7 +290,8 @@ mod tests {
             "action": "CREATED", "signatoryId": null, "ip": null, "userAgent": null,
             "documents": documents, "detail": {}, "prevHash": GENESIS,
         });
-        let expected = crate::esign::sha256_hex(jcs_bytes(&record).as_bytes());
+        let expected =
+            crate::esign::sha256_hex(crate::notify::jcs::canonicalize(&record).as_bytes());
         let actual = hash_of(
             "sig_1",
             1,
@@ -303,10 +305,6 @@ mod tests {
             GENESIS,
         );
         assert_eq!(actual, expected);
-    }
-
-    fn jcs_bytes(value: &Value) -> String {
-        crate::notify::jcs::canonicalize(value)
     }
 
     #[test]
