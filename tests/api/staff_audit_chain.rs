@@ -1,12 +1,14 @@
 //! The staff audit's hash chain: staff actions over the staff API chain on one another, and
 //! `mandato audit verify` (the real binary) and `GET /admin/api/audit/verify` find it intact;
 //! a record changed or removed in the file while the engine is stopped is named by both; the
-//! chain survives a backup and a restore and goes on after it; concurrent actions never fork it.
+//! chain survives a backup (taken by the command or by the engine) and a restore and goes on
+//! after it; concurrent actions never fork it.
 //! The command checks the signature processes' trails as well.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use mandato::backups;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -258,7 +260,15 @@ async fn a_restored_backup_verifies_and_new_records_chain_on_after_it() {
     mandato(data, &["backup", backup.to_str().unwrap()], None);
     desk.act(60).await;
     stop(server);
-    assert!(count(data) > at_backup);
+    let full = count(data);
+    assert!(full > at_backup);
+
+    // The engine's own backup, taken at its next start (the first start's came before any
+    // staff action).
+    std::fs::remove_dir_all(backups::directory(data)).unwrap();
+    let (server, _) = serve(data);
+    let automatic = automatic_backup(data);
+    stop(server);
 
     mandato(data, &["restore", backup.to_str().unwrap()], None);
     assert_eq!(count(data), at_backup);
@@ -275,6 +285,21 @@ async fn a_restored_backup_verifies_and_new_records_chain_on_after_it() {
     );
     stop(server);
     assert_eq!(cli_verify(data), (intact(after), 0));
+
+    mandato(data, &["restore", automatic.to_str().unwrap()], None);
+    assert_eq!(cli_verify(data), (intact(full), 0));
+}
+
+/// The path of the first automatic backup in `data`, once the engine has renamed it into place.
+fn automatic_backup(data: &Path) -> std::path::PathBuf {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        if let Some(backup) = backups::list(&backups::directory(data)).unwrap().pop() {
+            return backup.path;
+        }
+        assert!(std::time::Instant::now() < deadline, "no automatic backup");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
