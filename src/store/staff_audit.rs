@@ -235,7 +235,12 @@ pub fn verify(conn: &Connection) -> rusqlite::Result<Verification> {
         let prev_hash: Option<String> = row.get(6)?;
         let hash: Option<String> = row.get(7)?;
         if let Err(fault) = walk.step(record.fields(), prev_hash.as_deref(), hash.as_deref()) {
-            return Ok(broken(&walk, record.seq, Some(record.at), fault.into()));
+            return Ok(broken(
+                walk.records(),
+                record.seq,
+                Some(record.at),
+                fault.into(),
+            ));
         }
         last = Some((record.seq, record.at));
     }
@@ -253,13 +258,20 @@ pub fn verify(conn: &Connection) -> rusqlite::Result<Verification> {
             records: walk.records(),
             broken: None,
         },
-        Some((seq, at, problem)) => broken(&walk, seq, at, problem),
+        // The last record held its hash and link but is itself the one in question.
+        Some((seq, at, Problem::HeadMismatch)) => broken(
+            walk.records().saturating_sub(1),
+            seq,
+            at,
+            Problem::HeadMismatch,
+        ),
+        Some((seq, at, problem)) => broken(walk.records(), seq, at, problem),
     })
 }
 
-fn broken(walk: &Walk, seq: i64, at: Option<String>, problem: Problem) -> Verification {
+fn broken(records: u64, seq: i64, at: Option<String>, problem: Problem) -> Verification {
     Verification {
-        records: walk.records(),
+        records,
         broken: Some(Broken { seq, at, problem }),
     }
 }
@@ -348,6 +360,20 @@ mod tests {
         )
         .unwrap();
         assert_eq!(broken_at(&conn), Some((3, Problem::BrokenLink)));
+    }
+
+    #[test]
+    fn a_last_record_that_is_not_the_recorded_head_is_named() {
+        let conn = database();
+        append_n(&conn, 3);
+        conn.execute("UPDATE staff_audit_head SET hash = ?1", [GENESIS])
+            .unwrap();
+        let v = verify(&conn).unwrap();
+        assert_eq!(v.records, 2);
+        assert_eq!(
+            v.broken.map(|b| (b.seq, b.problem)),
+            Some((3, Problem::HeadMismatch))
+        );
     }
 
     #[test]
