@@ -17,6 +17,7 @@ use crate::notify::tls;
 use crate::secret::Secret;
 use crate::store::{Store, commerces, deliveries, settings};
 
+mod audit;
 mod dev;
 pub use dev::{CliError, error_name, parse, report, require_sandbox, resolve_commerce};
 
@@ -91,6 +92,16 @@ pub enum Command {
     /// Put a backup in place of the database (mandato must be stopped); the replaced database
     /// is kept beside it as mandato.db.replaced-<time>.
     Restore { file: PathBuf },
+    /// Check the audit hash chains: staff actions and signature processes.
+    #[command(subcommand)]
+    Audit(AuditCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AuditCommand {
+    /// Recompute the staff audit's hash chain and every signature process's trail: exit 0 when
+    /// they hold, 1 naming the first broken record.
+    Verify,
 }
 
 #[derive(Args, Debug)]
@@ -740,6 +751,7 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             keep_customers,
         }) => dev::sandbox_reset(&config, json_mode, commerce.as_deref(), keep_customers)?,
         Command::Trigger(args) => crate::trigger::run(&config, json_mode, args)?,
+        Command::Audit(AuditCommand::Verify) => audit::verify(&config, json_mode)?,
     }
     Ok(())
 }

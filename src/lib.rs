@@ -8,6 +8,7 @@
 pub mod app;
 pub mod auth;
 pub mod backups;
+pub mod chain;
 pub mod charging;
 pub mod cli;
 pub mod clock;

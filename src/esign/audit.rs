@@ -6,18 +6,17 @@
 //! userAgent, documents, detail, prevHash}))` where `prevHash` is the hash of record `n - 1` (64
 //! zeros for the first). Changing any field of a record changes its hash; removing, inserting
 //! or reordering records breaks the links. [`verify`] recomputes the chain and names the first
-//! record that does not hold.
+//! record that does not hold. The hashing rule is `crate::chain`'s, shared with the staff audit.
 
 use rusqlite::Connection;
 use serde_json::{Value, json};
 
-use super::sha256_hex;
+use crate::chain;
 use crate::error::Result;
-use crate::notify::jcs;
 use crate::store::signatures::{self, AuditRow, NewAudit};
 
 /// The `prevHash` of a process's first record.
-pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+pub use crate::chain::GENESIS;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
@@ -109,9 +108,11 @@ fn hash_of(
         "userAgent": user_agent,
         "documents": documents,
         "detail": detail,
-        "prevHash": prev_hash,
     });
-    sha256_hex(jcs::canonicalize(&record).as_bytes())
+    let Value::Object(fields) = record else {
+        unreachable!("json! of an object literal is an object")
+    };
+    chain::link_hash(fields, prev_hash)
 }
 
 /// Appends an act to the process's chain, in the caller's transaction.
@@ -201,6 +202,44 @@ pub fn verify(process_id: &str, records: &[AuditRow]) -> Verification {
     }
 }
 
+/// A signature process whose trail does not hold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrokenTrail {
+    pub process_id: String,
+    /// The position of its first record that does not hold (1 when it has none at all).
+    pub position: i64,
+}
+
+/// The outcome of verifying every process's trail.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Trails {
+    pub processes: u64,
+    pub broken: Vec<BrokenTrail>,
+}
+
+/// Verifies the trail of every signature process, one process in memory at a time. Every
+/// process has at least its `CREATED` act, so an empty trail is a broken one.
+pub fn verify_all(conn: &Connection) -> Result<Trails> {
+    let mut trails = Trails::default();
+    signatures::for_each_process(conn, |process_seq, process_id| {
+        let records = signatures::audit_of(conn, process_seq)?;
+        trails.processes += 1;
+        let broken_at = if records.is_empty() {
+            Some(1)
+        } else {
+            verify(process_id, &records).broken_at
+        };
+        if let Some(position) = broken_at {
+            trails.broken.push(BrokenTrail {
+                process_id: process_id.to_string(),
+                position,
+            });
+        }
+        Ok(())
+    })?;
+    Ok(trails)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,6 +279,32 @@ mod tests {
             });
         }
         rows
+    }
+
+    #[test]
+    fn the_hash_is_the_canonical_json_of_the_act_with_its_previous_hash() {
+        // Trails already stored were hashed this way: the shared rule must keep it.
+        let documents = json!([{"documentName": "a.pdf", "sha256": "00"}]);
+        let record = json!({
+            "processId": "sig_1", "position": 1, "at": "2026-11-22T10:00:00.000Z",
+            "action": "CREATED", "signatoryId": null, "ip": null, "userAgent": null,
+            "documents": documents, "detail": {}, "prevHash": GENESIS,
+        });
+        let expected =
+            crate::esign::sha256_hex(crate::notify::jcs::canonicalize(&record).as_bytes());
+        let actual = hash_of(
+            "sig_1",
+            1,
+            "2026-11-22T10:00:00.000Z",
+            "CREATED",
+            None,
+            None,
+            None,
+            &documents,
+            &json!({}),
+            GENESIS,
+        );
+        assert_eq!(actual, expected);
     }
 
     #[test]

@@ -52,7 +52,19 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0015_signature_activation",
         include_str!("../../migrations/0015_signature_activation.sql"),
     ),
+    (
+        "0016_staff_audit_chain",
+        include_str!("../../migrations/0016_staff_audit_chain.sql"),
+    ),
 ];
+
+/// What a migration needs that SQL cannot compute, run in its transaction right after its SQL.
+fn after(name: &str, tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    match name {
+        "0016_staff_audit_chain" => super::staff_audit::chain_existing(tx),
+        _ => Ok(()),
+    }
+}
 
 /// The schema version (`user_version`) this binary brings a database to.
 pub fn latest_version() -> i64 {
@@ -60,6 +72,20 @@ pub fn latest_version() -> i64 {
 }
 
 pub fn run(conn: &mut Connection) -> anyhow::Result<()> {
+    apply(conn, MIGRATIONS.len())
+}
+
+/// Brings a database to the schema of an older build: the migrations before `name`.
+#[cfg(test)]
+pub(super) fn run_before(conn: &mut Connection, name: &str) -> anyhow::Result<()> {
+    apply(
+        conn,
+        MIGRATIONS.iter().take_while(|(m, _)| *m < name).count(),
+    )
+}
+
+/// Applies the first `count` migrations that have not run yet.
+fn apply(conn: &mut Connection, count: usize) -> anyhow::Result<()> {
     let applied: usize =
         conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))? as usize;
     if applied > MIGRATIONS.len() {
@@ -68,7 +94,7 @@ pub fn run(conn: &mut Connection) -> anyhow::Result<()> {
             MIGRATIONS.len()
         );
     }
-    for (index, (name, sql)) in MIGRATIONS.iter().enumerate().skip(applied) {
+    for (index, (name, sql)) in MIGRATIONS.iter().enumerate().take(count).skip(applied) {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         // Another process may have migrated while we waited for the lock.
         let now_applied: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
@@ -77,6 +103,7 @@ pub fn run(conn: &mut Connection) -> anyhow::Result<()> {
         }
         tx.execute_batch(sql)
             .map_err(|e| anyhow::anyhow!("migration {name} failed: {e}"))?;
+        after(name, &tx).map_err(|e| anyhow::anyhow!("migration {name} failed: {e}"))?;
         tx.pragma_update(None, "user_version", (index + 1) as i64)?;
         tx.commit()?;
         tracing::info!(migration = name, "applied migration");

@@ -49,6 +49,7 @@ pub mod settings;
 pub mod signatures;
 pub mod sim_acquirer;
 pub mod staff;
+pub mod staff_audit;
 pub mod staff_views;
 
 use std::path::{Path, PathBuf};

@@ -614,6 +614,22 @@ pub fn insert_audit(conn: &Connection, new: &NewAudit<'_>) -> Result<()> {
     Ok(())
 }
 
+/// Calls `f` with the `(seq, id)` of every signature process, oldest first, reading one row at
+/// a time.
+pub fn for_each_process(
+    conn: &Connection,
+    mut f: impl FnMut(i64, &str) -> Result<()>,
+) -> Result<()> {
+    let mut statement = conn.prepare("SELECT seq, id FROM signature_processes ORDER BY seq")?;
+    let mut rows = statement.query([])?;
+    while let Some(row) = rows.next()? {
+        let seq: i64 = row.get(0)?;
+        let id: String = row.get(1)?;
+        f(seq, &id)?;
+    }
+    Ok(())
+}
+
 pub fn audit_of(conn: &Connection, process_seq: i64) -> Result<Vec<AuditRow>> {
     let rows = conn
         .prepare_cached(

@@ -156,6 +156,7 @@ pub fn delete_session(conn: &Connection, token_hash: &str) -> rusqlite::Result<(
     Ok(())
 }
 
+/// Records a staff action in the staff audit's hash chain, in the change's transaction.
 pub fn record_action(
     conn: &Connection,
     at: &str,
@@ -164,9 +165,5 @@ pub fn record_action(
     target: Option<&str>,
     detail: Option<&str>,
 ) -> rusqlite::Result<()> {
-    conn.execute(
-        "INSERT INTO staff_audit (at, staff_email, action, target, detail) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![at, email, action, target, detail],
-    )?;
-    Ok(())
+    super::staff_audit::append(conn, at, email, action, target, detail)
 }

@@ -24,6 +24,7 @@ mod refusals;
 mod request_path;
 mod secret_grep;
 mod staff;
+mod staff_audit_chain;
 mod staff_ui_api;
 mod torture;
 mod trigger;

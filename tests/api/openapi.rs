@@ -207,6 +207,7 @@ const STAFF_OPERATIONS: &[(&str, &str)] = &[
     ("get", "/audit/staff"),
     ("get", "/audit/requests"),
     ("get", "/audit/refusals"),
+    ("get", "/audit/verify"),
     ("get", "/settings/audit-retention"),
     ("put", "/settings/audit-retention"),
     ("get", "/backups"),

@@ -145,7 +145,7 @@ const RUT_B: u32 = 22_222_222;
 const RUT_C: u32 = 15_555_555;
 
 /// An app logged in as the commerce, with customers cust-a, cust-b and cust-c.
-async fn app_with_customers() -> TestApp {
+pub(crate) async fn app_with_customers() -> TestApp {
     let mut app = spawn_app().await;
     app.login().await;
     for (user, body) in [("cust-a", RUT_A), ("cust-b", RUT_B), ("cust-c", RUT_C)] {
@@ -160,7 +160,7 @@ fn urls() -> Value {
 }
 
 /// A one-document process for `signers` (userId, order, type), each on the last page.
-fn simple_body(signers: &[(&str, i64, &str)]) -> Value {
+pub(crate) fn simple_body(signers: &[(&str, i64, &str)]) -> Value {
     let signatories: Vec<Value> = signers
         .iter()
         .map(|(u, o, t)| json!({"userId": u, "order": o, "type": t}))
@@ -179,7 +179,7 @@ fn simple_body(signers: &[(&str, i64, &str)]) -> Value {
     })
 }
 
-async fn create(app: &TestApp, body: &Value) -> Value {
+pub(crate) async fn create(app: &TestApp, body: &Value) -> Value {
     let reply = app.post("/signature", body).await;
     reply.expect(201, "SIGNATURE_CREATE_OK");
     assert_eq!(reply.body["statusCode"], 201);

@@ -866,6 +866,7 @@ async fn a_viewer_changes_nothing_and_an_operator_only_mandates() {
         "/trusted-roots",
         "/audit/staff",
         "/audit/requests",
+        "/audit/verify",
     ] {
         assert_eq!(viewer.get(path).await.status, 200, "{path}");
     }

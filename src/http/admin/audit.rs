@@ -1,6 +1,7 @@
 //! The audit screens: every staff action, and every API request (headers without secrets,
 //! method, path, status, duration), newest first, filterable; requests refused before their
-//! API key was accepted, as counts per minute and reason.
+//! API key was accepted, as counts per minute and reason; and the check of the staff audit's
+//! hash chain.
 
 use std::collections::HashMap;
 
@@ -11,11 +12,12 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::paging::Params;
 use super::session::Staff;
-use crate::error::FieldErrors;
+use crate::error::{Error, FieldErrors};
 use crate::http::AppState;
 use crate::http::envelope::Envelope;
 use crate::http::error::{ApiResult, ErrorBody};
 use crate::store::audit as audit_store;
+use crate::store::staff_audit;
 use crate::store::staff_views::{self as views, RequestAuditFilter, StaffAuditFilter};
 
 #[derive(IntoParams)]
@@ -333,4 +335,94 @@ mod tests {
         assert_eq!(status_range("9xx"), None);
         assert_eq!(status_range("abc"), None);
     }
+}
+
+/// What is wrong at the first record that breaks the staff audit's chain.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ChainProblem {
+    /// The record does not follow the one before it (a record was removed, inserted or moved).
+    BrokenLink,
+    /// The record was changed: its fields do not match its hash.
+    HashMismatch,
+    /// The last record is not the chain's recorded last one (records added outside the chain).
+    HeadMismatch,
+    /// Records were removed from the end of the chain, from `seq` on.
+    RecordsMissing,
+}
+
+impl From<staff_audit::Problem> for ChainProblem {
+    fn from(problem: staff_audit::Problem) -> ChainProblem {
+        match problem {
+            staff_audit::Problem::BrokenLink => ChainProblem::BrokenLink,
+            staff_audit::Problem::HashMismatch => ChainProblem::HashMismatch,
+            staff_audit::Problem::HeadMismatch => ChainProblem::HeadMismatch,
+            staff_audit::Problem::RecordsMissing => ChainProblem::RecordsMissing,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BrokenRecordDto {
+    /// The record's sequence number in the staff audit.
+    #[schema(minimum = 1)]
+    pub seq: i64,
+    /// The record's time; null when the record is missing.
+    pub at: Option<String>,
+    pub problem: ChainProblem,
+    /// The problem in words (English).
+    pub message: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditChainDto {
+    /// Whether every staff-audit record holds its hash and its link to the one before it.
+    pub ok: bool,
+    /// The records that hold, from the first: all of them when `ok`.
+    #[schema(minimum = 0)]
+    pub records: u64,
+    /// The first record that does not hold; null when `ok`.
+    pub broken: Option<BrokenRecordDto>,
+}
+
+/// One verification at a time: it reads the whole staff audit, and repeated clicks or several
+/// staff members must not multiply that work.
+static VERIFYING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+
+/// Recomputes the staff audit's hash chain (as `mandato audit verify` does) and names the first
+/// record that does not hold. Any staff role.
+#[utoipa::path(get, path = "/audit/verify", tag = "staff",
+    responses(
+        (status = 200, description = "AUDIT_CHAIN_CHECKED", body = Envelope<AuditChainDto>),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+    ))]
+pub async fn verify_audit_chain(
+    State(state): State<AppState>,
+    _staff: Staff,
+) -> ApiResult<Envelope<AuditChainDto>> {
+    let _turn = VERIFYING
+        .acquire()
+        .await
+        .map_err(|e| Error::Internal(e.into()))?;
+    let store = state.store.clone();
+    let verification =
+        tokio::task::spawn_blocking(move || store.read(|c| Ok(staff_audit::verify(c)?)))
+            .await
+            .map_err(|e| Error::Internal(e.into()))??;
+    Ok(Envelope::ok(
+        "AUDIT_CHAIN_CHECKED",
+        "staff audit chain checked",
+        AuditChainDto {
+            ok: verification.broken.is_none(),
+            records: verification.records,
+            broken: verification.broken.map(|b| BrokenRecordDto {
+                seq: b.seq,
+                at: b.at,
+                problem: b.problem.into(),
+                message: b.problem.describe().to_string(),
+            }),
+        },
+    ))
 }

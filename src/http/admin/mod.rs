@@ -70,6 +70,7 @@ pub fn router(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(audit::staff_actions))
         .routes(routes!(audit::requests))
         .routes(routes!(audit::refusals))
+        .routes(routes!(audit::verify_audit_chain))
         .routes(routes!(backups::list))
         .routes(routes!(
             settings::audit_retention,

@@ -124,6 +124,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/audit/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Recomputes the staff audit's hash chain (as `mandato audit verify` does) and names the first
+         *     record that does not hold. Any staff role.
+         */
+        get: operations["staff_get_audit_verify"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/backups": {
         parameters: {
             query?: never;
@@ -1391,6 +1411,16 @@ export interface components {
             /** @description DELIVERED, RETRY (another attempt is scheduled) or FAILED. */
             outcome: string;
         };
+        AuditChainDto: {
+            /** @description Whether every staff-audit record holds its hash and its link to the one before it. */
+            ok: boolean;
+            /**
+             * Format: int64
+             * @description The records that hold, from the first: all of them when `ok`.
+             */
+            records: number;
+            broken: components["schemas"]["BrokenRecordDto"] | null;
+        };
         AuditRecordDto: {
             /** Format: int64 */
             position: number;
@@ -1466,6 +1496,21 @@ export interface components {
             accountNumber: string;
             holderRut: string;
         };
+        BrokenRecordDto: {
+            /**
+             * Format: int64
+             * @description The record's sequence number in the staff audit.
+             */
+            seq: number;
+            /**
+             * Format: date-time
+             * @description The record's time; null when the record is missing.
+             */
+            at: string | null;
+            problem: components["schemas"]["ChainProblem"];
+            /** @description The problem in words (English). */
+            message: string;
+        };
         CancelProcessIn: {
             /** @description `sig_...` */
             internalId: string;
@@ -1489,6 +1534,11 @@ export interface components {
             expiry: string;
             cvv: string;
         };
+        /**
+         * @description What is wrong at the first record that breaks the staff audit's chain.
+         * @enum {string}
+         */
+        ChainProblem: "BROKEN_LINK" | "HASH_MISMATCH" | "HEAD_MISMATCH" | "RECORDS_MISSING";
         ChargeAttemptDto: {
             /** Format: int64 */
             attempt: number;
@@ -1725,6 +1775,22 @@ export interface components {
             message: string;
             payload: {
                 items: components["schemas"]["ApiKeyDto"][];
+            };
+        };
+        Envelope_AuditChainDto: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                /** @description Whether every staff-audit record holds its hash and its link to the one before it. */
+                ok: boolean;
+                /**
+                 * Format: int64
+                 * @description The records that hold, from the first: all of them when `ok`.
+                 */
+                records: number;
+                broken: components["schemas"]["BrokenRecordDto"] | null;
             };
         };
         Envelope_AuditRetentionDto: {
@@ -4243,6 +4309,53 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_get_audit_verify: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description AUDIT_CHAIN_CHECKED */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_AuditChainDto"];
                 };
             };
             /** @description SESSION_REQUIRED */

@@ -5,6 +5,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tansta
 import { useEffect, useState } from "react";
 import { useSearchParams } from "react-router";
 import { api, payload, type Schemas } from "../api/client";
+import { AuditChainCheck } from "../components/AuditChainCheck";
 import { ExportCsv } from "../components/ExportCsv";
 import { Pager, useKeyset } from "../components/Pager";
 import { QueryState } from "../components/QueryState";
@@ -292,7 +293,10 @@ export function Audit() {
           <Tabs.Tab value="refusals">{t("audit.refusals")}</Tabs.Tab>
         </Tabs.List>
         <Tabs.Panel value="staff" pt="md">
-          <StaffActions />
+          <Stack>
+            <AuditChainCheck />
+            <StaffActions />
+          </Stack>
         </Tabs.Panel>
         <Tabs.Panel value="requests" pt="md">
           <Requests />

@@ -27,6 +27,7 @@ import { useState } from "react";
 import { useSearchParams } from "react-router";
 import { api, payload, type Schemas } from "../api/client";
 import { CommerceActivationMode } from "../components/Activation";
+import { AuditChainCheck } from "../components/AuditChainCheck";
 import { useCommerces } from "../components/CommerceSelect";
 import { confirmAction } from "../components/confirm";
 import { QueryState } from "../components/QueryState";
@@ -457,6 +458,7 @@ function Environment() {
             </Code>
           </Card>
           <LastBackup />
+          <AuditChainCheck />
         </Stack>
       )}
     </QueryState>
