@@ -4,6 +4,7 @@
 pub mod contact;
 pub mod date;
 pub mod external_id;
+pub mod holidays;
 pub mod instrument;
 pub mod mandate;
 pub mod money;

@@ -48,6 +48,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0012_commerce_webhook_url",
         include_str!("../../migrations/0012_commerce_webhook_url.sql"),
     ),
+    (
+        "0013_holidays",
+        include_str!("../../migrations/0013_holidays.sql"),
+    ),
 ];
 
 /// The schema version (`user_version`) this binary brings a database to.
