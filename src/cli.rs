@@ -18,6 +18,7 @@ use crate::secret::Secret;
 use crate::store::{Store, commerces, deliveries, settings};
 
 mod dev;
+mod holidays;
 pub use dev::{CliError, error_name, parse, report, require_sandbox, resolve_commerce};
 
 #[derive(Parser, Debug)]
@@ -74,6 +75,9 @@ pub enum Command {
     /// Manage UF values.
     #[command(subcommand)]
     Uf(UfCommand),
+    /// The business-day calendar: list a year's holidays, add or remove one-off ones.
+    #[command(subcommand)]
+    Holidays(holidays::HolidaysCommand),
     /// Sandbox tools for a commerce's test data.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
@@ -251,6 +255,15 @@ pub enum CommerceCommand {
         /// Also print the webhook secret.
         #[arg(long)]
         secret: bool,
+    },
+    /// Where charges due on a weekend or holiday go: the next business day (the default) or
+    /// the previous one.
+    SetChargingRule {
+        #[arg(long)]
+        code: String,
+        /// next or previous.
+        #[arg(long)]
+        rule: String,
     },
     /// Set the commerce's webhook URL (https://), where `mandato trigger` sends its events;
     /// without --url, clear it.
@@ -715,6 +728,10 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
         Command::Commerce(CommerceCommand::Show { code, secret }) => {
             dev::commerce_show(&config, json_mode, &code, secret)?
         }
+        Command::Commerce(CommerceCommand::SetChargingRule { code, rule }) => {
+            holidays::set_charging_rule(&config, json_mode, &code, &rule)?
+        }
+        Command::Holidays(command) => holidays::run(&config, json_mode, command)?,
         Command::Commerce(CommerceCommand::SetWebhook { code, url }) => {
             dev::commerce_set_webhook(&config, json_mode, &code, url.as_deref())?
         }

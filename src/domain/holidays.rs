@@ -63,6 +63,63 @@ pub struct Holiday {
     pub name: String,
 }
 
+/// The longest name a holiday added by staff may have.
+pub const NAME_MAX_CHARS: usize = 100;
+
+/// Why a holiday to add was refused, by field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AddedHolidayError {
+    #[error("date: must be a date YYYY-MM-DD in the years {FIRST_YEAR} to {LAST_YEAR}")]
+    Date,
+    #[error("name: 1 to 100 characters, without control characters")]
+    Name,
+}
+
+impl AddedHolidayError {
+    pub fn field(self) -> &'static str {
+        match self {
+            AddedHolidayError::Date => "date",
+            AddedHolidayError::Name => "name",
+        }
+    }
+
+    pub fn code(self) -> &'static str {
+        match self {
+            AddedHolidayError::Date => "INVALID_DATE",
+            AddedHolidayError::Name => "INVALID_NAME",
+        }
+    }
+}
+
+impl Holiday {
+    /// A one-off holiday staff add: a day of a computed year and a name people read (trimmed).
+    /// Every bad field is reported.
+    pub fn added(date: &str, name: &str) -> Result<Holiday, Vec<AddedHolidayError>> {
+        let mut errors = Vec::new();
+        let day = crate::domain::date::Date::parse(date)
+            .ok()
+            .map(|d| d.naive())
+            .filter(|d| HolidayYear::new(d.year()).is_ok());
+        if day.is_none() {
+            errors.push(AddedHolidayError::Date);
+        }
+        let name = name.trim();
+        let name_ok = !name.is_empty()
+            && name.chars().count() <= NAME_MAX_CHARS
+            && crate::domain::text::check_shown_text(name).is_ok();
+        if !name_ok {
+            errors.push(AddedHolidayError::Name);
+        }
+        match day {
+            Some(date) if errors.is_empty() => Ok(Holiday {
+                date,
+                name: name.to_string(),
+            }),
+            _ => Err(errors),
+        }
+    }
+}
+
 /// Where a charge whose due date is not a business day goes: a commerce's choice.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ChargingRule {

@@ -995,8 +995,9 @@ fn response_members_required(doc: &mut Value) {
 }
 
 /// Response members written as business dates (`YYYY-MM-DD`).
-const DATE_MEMBERS: [&str; 8] = [
+const DATE_MEMBERS: [&str; 9] = [
     "businessDate",
+    "chargeDate",
     "date",
     "dueDate",
     "endDate",

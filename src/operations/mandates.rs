@@ -1,5 +1,7 @@
 //! Creating, finding and cancelling mandates.
 
+use crate::domain::holidays::ChargeDates;
+use crate::store::calendar;
 use rusqlite::Connection;
 use serde_json::Value;
 
@@ -17,6 +19,8 @@ pub struct MandateView {
     pub mandate: MandateRow,
     pub customer: CustomerRow,
     pub installments: Vec<InstallmentRow>,
+    /// The commerce's calendar and rule, for the installments' charge dates.
+    pub charge_dates: ChargeDates,
 }
 
 pub struct Urls {
@@ -106,6 +110,7 @@ pub fn create(
         &now,
     )?;
     Ok(MandateView {
+        charge_dates: calendar::charge_dates(conn, mandate.commerce_id)?,
         mandate,
         customer,
         installments: sorted(rows),
@@ -160,6 +165,7 @@ pub fn view(conn: &Connection, mandate: MandateRow) -> Result<MandateView> {
     let customer = customers::by_seq(conn, mandate.customer_seq)?;
     let installments = installments::for_mandate(conn, mandate.seq)?;
     Ok(MandateView {
+        charge_dates: calendar::charge_dates(conn, mandate.commerce_id)?,
         mandate,
         customer,
         installments,
