@@ -299,12 +299,15 @@ pub fn national_holidays(year: HolidayYear) -> Vec<Holiday> {
     if twentieth.weekday() == Weekday::Fri {
         days.push((twentieth, "Feriado adicional de Fiestas Patrias"));
     }
-    // Ley 21.357, from 2021: the day of the southern winter solstice.
+    // Ley 21.357, from 2021: the day of the southern winter solstice. For 2021 alone the law
+    // kept the movable Monday, 21 June (the solstice fell late on Sunday the 20th in Chile).
     if y >= 2021 {
-        days.push((
-            solstice_day_in_chile(y),
-            "Día Nacional de los Pueblos Indígenas",
-        ));
+        let day = if y == 2021 {
+            ymd(2021, 6, 21)
+        } else {
+            solstice_day_in_chile(y)
+        };
+        days.push((day, "Día Nacional de los Pueblos Indígenas"));
     }
     days.extend(
         DECREED
