@@ -571,6 +571,14 @@ fn request_rules() -> Vec<Rule> {
             json!({"type": "integer", "minimum": 0, "maximum": crate::http::sandbox::MAX_DELAY_SECONDS,
                    "description": "Hold each event this long after its creation before its first attempt."}),
         ),
+        rule("NewHolidayRequest", "date", true, date()),
+        rule("NewHolidayRequest", "name", true, text(100)),
+        rule(
+            "ChargingRuleRequest",
+            "chargingRule",
+            true,
+            string_enum(&["NEXT", "PREVIOUS"]),
+        ),
     ]
 }
 

@@ -88,3 +88,15 @@ pub fn charge_dates(conn: &Connection, commerce_id: i64) -> rusqlite::Result<Cha
         rule: charging_rule(conn, commerce_id)?,
     })
 }
+
+/// Every commerce's charging rule, by commerce code.
+pub fn charging_rules(
+    conn: &Connection,
+) -> rusqlite::Result<std::collections::HashMap<String, ChargingRule>> {
+    let mut stmt = conn.prepare_cached("SELECT code, charging_rule FROM commerces")?;
+    stmt.query_map([], |r| {
+        let rule: String = r.get(1)?;
+        Ok((r.get(0)?, ChargingRule::parse(&rule).unwrap_or_default()))
+    })?
+    .collect()
+}

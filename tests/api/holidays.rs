@@ -339,3 +339,191 @@ async fn a_saturday_due_date_waits_for_monday_and_bank_debits_settle_on_business
     );
     assert_eq!(event["installment"]["chargeDate"], monday.to_string());
 }
+
+/// A staff session (cookie and CSRF token) calling the staff API.
+async fn staff_call(
+    app: &TestApp,
+    session: Option<&(String, String)>,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> Reply {
+    let mut request = app
+        .client
+        .request(method, format!("{}/admin/api{path}", app.base));
+    if let Some((cookie, csrf)) = session {
+        request = request
+            .header("cookie", cookie)
+            .header("x-csrf-token", csrf);
+    }
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
+    Reply {
+        status: response.status(),
+        headers: response.headers().clone(),
+        body: response.json().await.unwrap_or(Value::Null),
+    }
+}
+
+fn session_of(reply: &Reply) -> (String, String) {
+    let cookie = reply.headers["set-cookie"].to_str().unwrap();
+    (
+        cookie.split(';').next().unwrap().to_string(),
+        reply.body["payload"]["csrfToken"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn staff_add_and_remove_holidays_and_set_a_commerces_rule() {
+    use reqwest::Method;
+    let app = spawn_app().await;
+    let setup = staff_call(
+        &app,
+        None,
+        Method::POST,
+        "/setup",
+        Some(json!({"email": "owner@merchant.example", "password": "a long password"})),
+    )
+    .await;
+    setup.expect(201, "SETUP_OK");
+    let admin = session_of(&setup);
+
+    let bad = staff_call(
+        &app,
+        Some(&admin),
+        Method::POST,
+        "/calendar/holidays",
+        Some(json!({"date": "2026-02-30", "name": "\u{202e}x"})),
+    )
+    .await;
+    bad.expect(400, "VALIDATION_ERROR");
+    assert_eq!(sorted_fields(&bad), vec!["date", "name"]);
+
+    staff_call(
+        &app,
+        Some(&admin),
+        Method::POST,
+        "/calendar/holidays",
+        Some(json!({"date": "2026-12-28", "name": "Feriado decretado"})),
+    )
+    .await
+    .expect(201, "HOLIDAY_ADDED");
+    staff_call(
+        &app,
+        Some(&admin),
+        Method::POST,
+        "/calendar/holidays",
+        Some(json!({"date": "2026-12-28", "name": "Otra vez"})),
+    )
+    .await
+    .expect(400, "HOLIDAY_EXISTS");
+
+    let list = staff_call(
+        &app,
+        Some(&admin),
+        Method::GET,
+        "/calendar/holidays?year=2026",
+        None,
+    )
+    .await;
+    list.expect(200, "HOLIDAYS_OK");
+    let holidays = list.body["payload"]["holidays"].as_array().unwrap();
+    assert_eq!(holidays.len(), 18);
+    assert!(
+        holidays
+            .contains(&json!({"date": "2026-12-28", "name": "Feriado decretado", "added": true}))
+    );
+    assert!(holidays.contains(&json!({"date": "2026-12-25", "name": "Navidad", "added": false})));
+
+    staff_call(
+        &app,
+        Some(&admin),
+        Method::DELETE,
+        "/calendar/holidays/2026-12-25",
+        None,
+    )
+    .await
+    .expect(404, "HOLIDAY_NOT_FOUND");
+    staff_call(
+        &app,
+        Some(&admin),
+        Method::DELETE,
+        "/calendar/holidays/2026-12-28",
+        None,
+    )
+    .await
+    .expect(200, "HOLIDAY_REMOVED");
+
+    let path = format!("/commerces/{COMMERCE}/charging-rule");
+    staff_call(
+        &app,
+        Some(&admin),
+        Method::PUT,
+        &path,
+        Some(json!({"chargingRule": "sooner"})),
+    )
+    .await
+    .expect(400, "VALIDATION_ERROR");
+    staff_call(
+        &app,
+        Some(&admin),
+        Method::PUT,
+        &path,
+        Some(json!({"chargingRule": "PREVIOUS"})),
+    )
+    .await
+    .expect(200, "CHARGING_RULE_OK");
+    let commerces = staff_call(&app, Some(&admin), Method::GET, "/commerces", None).await;
+    let ours = commerces.body["payload"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["code"] == COMMERCE)
+        .unwrap()
+        .clone();
+    assert_eq!(ours["chargingRule"], "PREVIOUS");
+
+    // A viewer reads the calendar and changes nothing.
+    staff_call(
+        &app,
+        Some(&admin),
+        Method::POST,
+        "/staff",
+        Some(json!({"email": "viewer@merchant.example", "password": "ten or more chars", "role": "viewer"})),
+    )
+    .await
+    .expect(201, "STAFF_CREATED");
+    let signed_in = staff_call(
+        &app,
+        None,
+        Method::POST,
+        "/session",
+        Some(json!({"email": "viewer@merchant.example", "password": "ten or more chars"})),
+    )
+    .await;
+    signed_in.expect(200, "SESSION_OK");
+    let viewer = session_of(&signed_in);
+    staff_call(
+        &app,
+        Some(&viewer),
+        Method::GET,
+        "/calendar/holidays?year=2026",
+        None,
+    )
+    .await
+    .expect(200, "HOLIDAYS_OK");
+    staff_call(
+        &app,
+        Some(&viewer),
+        Method::POST,
+        "/calendar/holidays",
+        Some(json!({"date": "2026-12-29", "name": "Feriado"})),
+    )
+    .await
+    .expect(403, "ROLE_NOT_ALLOWED");
+}
