@@ -141,6 +141,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/calendar/holidays": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A year's holidays: the computed ones, 31 December (banks) and the added ones, by date. */
+        get: operations["staff_get_calendar_holidays"];
+        put?: never;
+        /** Adds a one-off holiday (admin): no charge is made and no bank debit settles on it. */
+        post: operations["staff_post_calendar_holidays"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/calendar/holidays/{date}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Removes a holiday staff added (admin); the computed ones cannot be removed. */
+        delete: operations["staff_delete_calendar_holidays_date"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/charging": {
         parameters: {
             query?: never;
@@ -204,6 +239,23 @@ export interface paths {
         put?: never;
         /** Registers a commerce (admin); its webhook secret (and generated password) are shown once. */
         post: operations["staff_post_commerces"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/commerces/{code}/charging-rule": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Sets a commerce's charging rule (admin). */
+        put: operations["staff_put_commerces_code_charging_rule"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1479,6 +1531,18 @@ export interface components {
             /** Format: int64 */
             offsetDays: number;
         };
+        ChargingRuleDto: {
+            /** @description `NEXT` or `PREVIOUS`. */
+            chargingRule: string;
+        };
+        ChargingRuleRequest: {
+            /**
+             * @description Where a charge due on a weekend or holiday goes: `NEXT` business day (the default) or
+             *     `PREVIOUS`.
+             * @enum {string}
+             */
+            chargingRule: "NEXT" | "PREVIOUS";
+        };
         ClockPayload: {
             /**
              * Format: date
@@ -1514,6 +1578,8 @@ export interface components {
             previousSecretValidUntil: string | null;
             /** Format: date-time */
             createdAt: string;
+            /** @description Where charges due on a weekend or holiday go: `NEXT` or `PREVIOUS` business day. */
+            chargingRule: string;
         };
         CommercesPayload: {
             items: components["schemas"]["CommerceDto"][];
@@ -1694,6 +1760,16 @@ export interface components {
                 sandbox: boolean;
                 /** Format: int64 */
                 offsetDays: number;
+            };
+        };
+        Envelope_ChargingRuleDto: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                /** @description `NEXT` or `PREVIOUS`. */
+                chargingRule: string;
             };
         };
         Envelope_ClockPayload: {
@@ -1890,6 +1966,18 @@ export interface components {
                 delaySeconds: number;
             };
         };
+        Envelope_HolidaysPayload: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                /** Format: int32 */
+                year: number;
+                /** @description By date: the national holidays, 31 December (banks) and the days staff added. */
+                holidays: components["schemas"]["HolidayDto"][];
+            };
+        };
         Envelope_InstallmentDto: {
             /** Format: int32 */
             statusCode: number;
@@ -1904,8 +1992,17 @@ export interface components {
                  */
                 amount: number;
                 currencyId: string;
-                /** Format: date */
+                /**
+                 * Format: date
+                 * @description The contractual due date.
+                 */
                 installmentDueDate: string;
+                /**
+                 * Format: date
+                 * @description The business day the installment is charged: the due date moved off weekends and
+                 *     holidays by the commerce's charging rule.
+                 */
+                chargeDate: string;
                 state: components["schemas"]["StateDto"];
                 /**
                  * Format: date-time
@@ -2295,6 +2392,30 @@ export interface components {
                 disabledAt: string | null;
             };
         };
+        Envelope_StaffHolidayDto: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                /** Format: date */
+                date: string;
+                name: string;
+                /** @description Added by staff (and so removable); false for the computed ones. */
+                added: boolean;
+            };
+        };
+        Envelope_StaffHolidaysPayload: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                /** Format: int32 */
+                year: number;
+                holidays: components["schemas"]["StaffHolidayDto"][];
+            };
+        };
         Envelope_StaffPayload: {
             /** Format: int32 */
             statusCode: number;
@@ -2585,6 +2706,17 @@ export interface components {
             deliveryState: string | null;
             rejectionCode: string | null;
         };
+        HolidayDto: {
+            /** Format: date */
+            date: string;
+            name: string;
+        };
+        HolidaysPayload: {
+            /** Format: int32 */
+            year: number;
+            /** @description By date: the national holidays, 31 December (banks) and the days staff added. */
+            holidays: components["schemas"]["HolidayDto"][];
+        };
         IdentificationDocumentDto: {
             type: string;
             /** @description Normalized RUT, `12345678-5`. */
@@ -2605,8 +2737,17 @@ export interface components {
              */
             amount: number;
             currencyId: string;
-            /** Format: date */
+            /**
+             * Format: date
+             * @description The contractual due date.
+             */
             installmentDueDate: string;
+            /**
+             * Format: date
+             * @description The business day the installment is charged: the due date moved off weekends and
+             *     holidays by the commerce's charging rule.
+             */
+            chargeDate: string;
             state: components["schemas"]["StateDto"];
             /**
              * Format: date-time
@@ -2856,6 +2997,15 @@ export interface components {
             webhookSecret: string;
             /** @description Shown once, when it was generated. */
             password: string | null;
+        };
+        NewHolidayRequest: {
+            /**
+             * Format: date
+             * @description A day of the years 2008 to 2999, YYYY-MM-DD.
+             */
+            date: string;
+            /** @description 1 to 100 characters, as lists show it. */
+            name: string;
         };
         NewStaffRequest: {
             email?: string | null;
@@ -3374,6 +3524,18 @@ export interface components {
              */
             disabledAt: string | null;
         };
+        StaffHolidayDto: {
+            /** Format: date */
+            date: string;
+            name: string;
+            /** @description Added by staff (and so removable); false for the computed ones. */
+            added: boolean;
+        };
+        StaffHolidaysPayload: {
+            /** Format: int32 */
+            year: number;
+            holidays: components["schemas"]["StaffHolidayDto"][];
+        };
         StaffInstallment: components["schemas"]["InstallmentDto"] & {
             /** @description Oldest first: created PENDING, then every state change. */
             history: components["schemas"]["HistoryEntry"][];
@@ -3530,8 +3692,16 @@ export interface components {
                 amount: number;
                 /** @enum {string} */
                 currencyId: "CLP" | "CLF" | "USD";
-                /** Format: date */
+                /**
+                 * Format: date
+                 * @description The contractual due date.
+                 */
                 installmentDueDate: string;
+                /**
+                 * Format: date
+                 * @description The business day the installment is charged: the due date moved off weekends and holidays by the commerce's charging rule (next or previous business day).
+                 */
+                chargeDate: string;
                 state: {
                     /** @enum {integer} */
                     id: 1 | 9 | 6 | 2 | -99 | 4 | 5;
@@ -4193,6 +4363,210 @@ export interface operations {
             };
         };
     };
+    staff_get_calendar_holidays: {
+        parameters: {
+            query: {
+                /** @description The calendar year. */
+                year: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description HOLIDAYS_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_StaffHolidaysPayload"];
+                };
+            };
+            /** @description VALIDATION_ERROR at `query.year` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_post_calendar_holidays: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewHolidayRequest"];
+            };
+        };
+        responses: {
+            /** @description HOLIDAY_ADDED */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_StaffHolidayDto"];
+                };
+            };
+            /** @description VALIDATION_ERROR naming `date` and `name`, or HOLIDAY_EXISTS */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_delete_calendar_holidays_date: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                date: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description HOLIDAY_REMOVED */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_StaffHolidayDto"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description HOLIDAY_NOT_FOUND: no holiday was added that day */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     staff_get_charging: {
         parameters: {
             query?: never;
@@ -4472,6 +4846,95 @@ export interface operations {
             };
             /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_put_commerces_code_charging_rule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChargingRuleRequest"];
+            };
+        };
+        responses: {
+            /** @description CHARGING_RULE_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_ChargingRuleDto"];
+                };
+            };
+            /** @description VALIDATION_ERROR at `chargingRule` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description COMMERCE_NOT_FOUND */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
