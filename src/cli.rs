@@ -203,6 +203,10 @@ pub struct ServeArgs {
     /// Take no automatic daily backups.
     #[arg(long)]
     pub no_backups: bool,
+    /// The days charges are made on: `chile` (Chile's bank days) or `every-day` (a test
+    /// installation that charges on any date).
+    #[arg(long, env = "MANDATO_BUSINESS_DAYS", default_value = "chile", value_parser = ["chile", "every-day"])]
+    pub business_days: String,
 }
 
 fn parse_public_url(text: &str) -> Result<url::Url, String> {
@@ -833,6 +837,9 @@ pub async fn serve(data_dir: Option<PathBuf>, args: ServeArgs) -> anyhow::Result
     config.allow_private_webhooks = args.allow_private_webhooks;
     config.public_url = args.public_url;
     config.backups.enabled = !args.no_backups;
+    if args.business_days == "every-day" {
+        config.business_days = crate::config::BusinessDays::EveryDay;
+    }
     config.backups.keep_daily = args.backup_keep_daily;
     config.backups.keep_weekly = args.backup_keep_weekly;
     config.environment = Environment::parse(&args.environment).expect("clap checked the value");
