@@ -199,11 +199,15 @@ impl Charger {
         tracing::info!(date = %day, due = counts.total, trigger = trigger.as_str(), "charging run started");
         // Page by page in (due date, seq) order, so memory does not grow with the run.
         let mut after: Option<(String, i64)> = None;
-        while business_day {
-            let page = self.store.read(|c| {
-                let after = after.as_ref().map(|(d, s)| (d.as_str(), *s));
-                Ok(store::due_page(c, &day, &horizon, after, BATCH)?)
-            })?;
+        loop {
+            let page = if business_day {
+                self.store.read(|c| {
+                    let after = after.as_ref().map(|(d, s)| (d.as_str(), *s));
+                    Ok(store::due_page(c, &day, &horizon, after, BATCH)?)
+                })?
+            } else {
+                Vec::new()
+            };
             let Some((last_seq, last_due)) = page.last() else {
                 break;
             };

@@ -11,8 +11,9 @@
 //! Nacional de los Pueblos Indígenas is Meeus' for the years 1000 to 3000. Outside that range
 //! only weekends and staff-added days are known.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::sync::{Arc, OnceLock, RwLock};
 
 use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc, Weekday};
 use chrono_tz::America::Santiago;
@@ -204,7 +205,7 @@ impl HolidayCalendar {
             return false;
         }
         match HolidayYear::new(day.year()) {
-            Ok(year) => !national_holidays(year).iter().any(|h| h.date == day),
+            Ok(year) => !national_days(year).contains(&day),
             Err(YearOutOfRange) => true,
         }
     }
@@ -255,6 +256,29 @@ impl ChargeDates {
     pub fn of(&self, due: NaiveDate) -> NaiveDate {
         self.calendar.charge_date(due, self.rule)
     }
+}
+
+/// The days of [`national_holidays`], computed once per year in the process: a charging run
+/// asks about every installment it charges.
+fn national_days(year: HolidayYear) -> Arc<[NaiveDate]> {
+    static KNOWN: OnceLock<RwLock<HashMap<i32, Arc<[NaiveDate]>>>> = OnceLock::new();
+    let known = KNOWN.get_or_init(RwLock::default);
+    if let Some(days) = known
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&year.get())
+    {
+        return Arc::clone(days);
+    }
+    let days: Arc<[NaiveDate]> = national_holidays(year)
+        .into_iter()
+        .map(|h| h.date)
+        .collect();
+    known
+        .write()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(year.get(), Arc::clone(&days));
+    days
 }
 
 fn ymd(year: i32, month: u32, day: u32) -> NaiveDate {

@@ -4,7 +4,7 @@
 use chrono::NaiveDate;
 use rusqlite::{Connection, params};
 
-use super::{optional, settings};
+use super::optional;
 use crate::domain::holidays::{ChargeDates, ChargingRule, Holiday, HolidayCalendar};
 
 /// The setting that holds `BusinessDays` (`CHILE` or `EVERY_DAY`), written by `serve`.
@@ -32,7 +32,11 @@ pub fn added(conn: &Connection) -> rusqlite::Result<Vec<Holiday>> {
 
 /// The calendar charges follow: the Chilean one with the added days, or every day.
 pub fn load(conn: &Connection) -> rusqlite::Result<HolidayCalendar> {
-    if settings::get(conn, BUSINESS_DAYS)?.as_deref() == Some(EVERY_DAY) {
+    let every_day: Option<String> = optional(
+        conn.prepare_cached("SELECT value FROM settings WHERE name = ?1")?
+            .query_row([BUSINESS_DAYS], |r| r.get(0)),
+    )?;
+    if every_day.as_deref() == Some(EVERY_DAY) {
         return Ok(HolidayCalendar::every_day());
     }
     Ok(HolidayCalendar::new(added(conn)?))
