@@ -527,3 +527,47 @@ async fn staff_add_and_remove_holidays_and_set_a_commerces_rule() {
     .await
     .expect(403, "ROLE_NOT_ALLOWED");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_holiday_added_later_moves_the_charge_of_an_installment_not_yet_charged() {
+    let app = chilean_app().await;
+    let calendar = HolidayCalendar::new([]);
+    // A Wednesday with business days on both sides, a few days ahead.
+    let wednesday = (3..60)
+        .map(|n| app.today() + Duration::days(n))
+        .find(|d| {
+            d.weekday() == Weekday::Wed
+                && [-1, 0, 1]
+                    .iter()
+                    .all(|n| calendar.is_business_day(*d + Duration::days(*n)))
+        })
+        .unwrap();
+    let thursday = wednesday + Duration::days(1);
+    let mandate = mandate_due_on(&app, "m-decreed", wednesday, false).await;
+    assert_eq!(
+        installment(&app, &mandate).await["chargeDate"],
+        wednesday.to_string()
+    );
+
+    run_cli(
+        app.dir.path(),
+        &[
+            "holidays",
+            "add",
+            &wednesday.to_string(),
+            "Feriado decretado",
+        ],
+        None,
+    );
+    let moved = installment(&app, &mandate).await;
+    assert_eq!(moved["installmentDueDate"], wednesday.to_string());
+    assert_eq!(moved["chargeDate"], thursday.to_string());
+
+    advance_to(&app, wednesday).await;
+    assert_eq!(
+        installment(&app, &mandate).await["state"]["name"],
+        "PENDING"
+    );
+    advance_to(&app, thursday).await;
+    assert_eq!(installment(&app, &mandate).await["state"]["name"], "PAID");
+}
