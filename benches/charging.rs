@@ -807,10 +807,14 @@ fn main() {
     let p = Params::from_env();
     let mode = if p.quick { "quick" } else { "full" };
     eprintln!("mandato charging benchmark ({mode}): {p:?}");
-    // The run's business date: today in the environment's time zone.
-    let date = Utc::now()
+    // The run's business date: the latest business day by today in the environment's time
+    // zone (a weekend's or holiday's run charges nothing).
+    let today = Utc::now()
         .with_timezone(&chrono_tz::America::Santiago)
         .date_naive();
+    let date = mandato::domain::holidays::HolidayCalendar::new([])
+        .on_or_before(today)
+        .unwrap_or(today);
 
     // 1. Fill, in a child process.
     let temp;

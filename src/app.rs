@@ -163,10 +163,12 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
     let environment = config.environment.as_str();
     tokio::task::block_in_place(|| {
         store.write(|tx| {
+            settings::set(tx, settings::INSTALLATION_ENVIRONMENT, environment)?;
+            // Every reader of the calendar (runs, events, the CLI) takes it from the store.
             Ok(settings::set(
                 tx,
-                settings::INSTALLATION_ENVIRONMENT,
-                environment,
+                crate::store::calendar::BUSINESS_DAYS,
+                config.business_days.as_str(),
             )?)
         })
     })?;

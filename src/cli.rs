@@ -19,6 +19,7 @@ use crate::store::{Store, commerces, deliveries, settings};
 
 mod audit;
 mod dev;
+mod holidays;
 pub use dev::{CliError, error_name, parse, report, require_sandbox, resolve_commerce};
 
 #[derive(Parser, Debug)]
@@ -75,6 +76,9 @@ pub enum Command {
     /// Manage UF values.
     #[command(subcommand)]
     Uf(UfCommand),
+    /// The business-day calendar: list a year's holidays, add or remove one-off ones.
+    #[command(subcommand)]
+    Holidays(holidays::HolidaysCommand),
     /// Sandbox tools for a commerce's test data.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
@@ -210,6 +214,10 @@ pub struct ServeArgs {
     /// Take no automatic daily backups.
     #[arg(long)]
     pub no_backups: bool,
+    /// The days charges are made on: `chile` (Chile's bank days) or `every-day` (a test
+    /// installation that charges on any date).
+    #[arg(long, env = "MANDATO_BUSINESS_DAYS", default_value = "chile", value_parser = ["chile", "every-day"])]
+    pub business_days: String,
 }
 
 fn parse_public_url(text: &str) -> Result<url::Url, String> {
@@ -262,6 +270,15 @@ pub enum CommerceCommand {
         /// Also print the webhook secret.
         #[arg(long)]
         secret: bool,
+    },
+    /// Where charges due on a weekend or holiday go: the next business day (the default) or
+    /// the previous one.
+    SetChargingRule {
+        #[arg(long)]
+        code: String,
+        /// next or previous.
+        #[arg(long)]
+        rule: String,
     },
     /// Set the commerce's webhook URL (https://), where `mandato trigger` sends its events;
     /// without --url, clear it.
@@ -735,6 +752,10 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
         Command::Commerce(CommerceCommand::Show { code, secret }) => {
             dev::commerce_show(&config, json_mode, &code, secret)?
         }
+        Command::Commerce(CommerceCommand::SetChargingRule { code, rule }) => {
+            holidays::set_charging_rule(&config, json_mode, &code, &rule)?
+        }
+        Command::Holidays(command) => holidays::run(&config, json_mode, command)?,
         Command::Commerce(CommerceCommand::SetWebhook { code, url }) => {
             dev::commerce_set_webhook(&config, json_mode, &code, url.as_deref())?
         }
@@ -840,6 +861,9 @@ pub async fn serve(data_dir: Option<PathBuf>, args: ServeArgs) -> anyhow::Result
     config.allow_private_webhooks = args.allow_private_webhooks;
     config.public_url = args.public_url;
     config.backups.enabled = !args.no_backups;
+    if args.business_days == "every-day" {
+        config.business_days = crate::config::BusinessDays::EveryDay;
+    }
     config.backups.keep_daily = args.backup_keep_daily;
     config.backups.keep_weekly = args.backup_keep_weekly;
     config.environment = Environment::parse(&args.environment).expect("clap checked the value");

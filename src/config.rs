@@ -66,6 +66,27 @@ pub struct Config {
     pub http: HttpLimits,
     /// Daily backups beside the database, and how many are kept.
     pub backups: crate::backups::BackupConfig,
+    /// The days charges are made on.
+    pub business_days: BusinessDays,
+}
+
+/// The days charges are made on and bank debits settle.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BusinessDays {
+    /// Chile's bank days: not weekends, national holidays, 31 December or added holidays.
+    #[default]
+    Chile,
+    /// Every day, on the due date itself (test installations that charge on any date).
+    EveryDay,
+}
+
+impl BusinessDays {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BusinessDays::Chile => "CHILE",
+            BusinessDays::EveryDay => crate::store::calendar::EVERY_DAY,
+        }
+    }
 }
 
 /// How long a client may take and how many may be connected (CONTRACT 12, "HTTP").
@@ -114,6 +135,7 @@ impl Config {
             allow_private_webhooks: false,
             http: HttpLimits::default(),
             backups: crate::backups::BackupConfig::default(),
+            business_days: BusinessDays::Chile,
         }
     }
 

@@ -312,6 +312,9 @@ impl Session {
     }
 
     fn play(&self, scenario: &str) -> anyhow::Result<Made> {
+        if scenario.starts_with("payment.") {
+            self.require_business_day()?;
+        }
         let customer = self.customer()?;
         let mut made = Made {
             customer: customer.user_id.clone(),
@@ -456,6 +459,26 @@ impl Session {
             )
         })?;
         Ok(())
+    }
+
+    /// A payment scenario charges today, which only a business day's run does: on a weekend
+    /// or holiday it is refused before anything is made.
+    fn require_business_day(&self) -> anyhow::Result<()> {
+        let today = self.today();
+        let calendar = self
+            .store
+            .read(|c| Ok(crate::store::calendar::load(c)?))
+            .map_err(engine)?;
+        if calendar.is_business_day(today) {
+            return Ok(());
+        }
+        let next = calendar.on_or_after(today).unwrap_or(today);
+        Err(fail(
+            "NOT_A_BUSINESS_DAY",
+            format!(
+                "{today} is not a business day: charges wait for {next}; advance the sandbox clock (POST /api/v1/sandbox/clock) and trigger again"
+            ),
+        ))
     }
 
     /// Today's charging run, as `POST /sandbox/charging/run` runs it.

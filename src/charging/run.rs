@@ -1,7 +1,11 @@
 //! A charging run for one business date.
 //!
+//! On a day that is not a business day (`domain::holidays`) nothing is settled or charged.
+//!
 //! 1. Settle: direct debits left IN_VALIDATION by earlier dates get the bank's answer.
-//! 2. Charge: every installment due that date, in batches. Each attempt is first written
+//! 2. Charge: every installment due that date, in batches (a due date on a weekend or holiday
+//!    is charged by the next business day's run, or by the one before it for commerces whose
+//!    rule is `PREVIOUS`). Each attempt is first written
 //!    IN_PROCESS with its idempotency key (`{installment}-{date}`) and committed; only then is
 //!    the processor called; then the outcome is written. A crash between the two leaves the
 //!    attempt IN_PROCESS, and `reconcile` asks the processor with the same key, which never
@@ -30,7 +34,6 @@ use crate::domain::state::{InstallmentState, PaymentMethod, RejectionCode};
 use crate::error::{Error, Result};
 use crate::notify::events;
 use crate::operations::installments::finish_if_complete;
-use crate::store::Store;
 use crate::store::charging::{
     self as store, InstallmentOutcome, NewAttempt, OpenAttempt, RunCounts,
 };
@@ -38,7 +41,7 @@ use crate::store::commerces::{self, Commerce};
 use crate::store::customers::CustomerRow;
 use crate::store::installments::{self, NewInstallment};
 use crate::store::mandates::MandateRow;
-use crate::store::{customers, instruments, mandates};
+use crate::store::{Store, calendar, customers, instruments, mandates};
 
 /// Installments per page: one transaction writes their attempts, one acquirer call charges
 /// them, one transaction writes their outcomes.
@@ -160,11 +163,24 @@ impl Charger {
             .write(|tx| Ok(store::insert_run(tx, &day, trigger.as_str(), &self.now())?))?;
         let mut counts = RunCounts::default();
         let mut cache = Cache::default();
+        // On a weekend or holiday nothing is charged and no bank answers: the run only
+        // records itself and tops up permanent mandates.
+        let calendar = self.store.read(|c| Ok(calendar::load(c)?))?;
+        let business_day = calendar.is_business_day(date);
+        let horizon = Date::new(calendar.previous_rule_horizon(date))
+            .unwrap_or(Date::MAX)
+            .to_string();
+        if !business_day {
+            tracing::info!(date = %day, "not a business day: nothing charged or settled");
+        }
 
-        for attempt in self
-            .store
-            .read(|c| Ok(store::open_attempts(c, "IN_VALIDATION", Some(&day))?))?
-        {
+        let settling = if business_day {
+            self.store
+                .read(|c| Ok(store::open_attempts(c, "IN_VALIDATION", Some(&day))?))?
+        } else {
+            Vec::new()
+        };
+        for attempt in settling {
             let result = self.processor.settle(&attempt.idempotency_key);
             self.store.write(|tx| {
                 let mut ignored = RunCounts::default();
@@ -173,16 +189,25 @@ impl Charger {
             counts.settled += 1;
         }
 
-        counts.total = self.store.read(|c| Ok(store::count_due(c, &day)?))?;
+        counts.total = if business_day {
+            self.store
+                .read(|c| Ok(store::count_due(c, &day, &horizon)?))?
+        } else {
+            0
+        };
         self.set_progress(Some(date), 0, counts.total);
         tracing::info!(date = %day, due = counts.total, trigger = trigger.as_str(), "charging run started");
         // Page by page in (due date, seq) order, so memory does not grow with the run.
         let mut after: Option<(String, i64)> = None;
         loop {
-            let page = self.store.read(|c| {
-                let after = after.as_ref().map(|(d, s)| (d.as_str(), *s));
-                Ok(store::due_page(c, &day, after, BATCH)?)
-            })?;
+            let page = if business_day {
+                self.store.read(|c| {
+                    let after = after.as_ref().map(|(d, s)| (d.as_str(), *s));
+                    Ok(store::due_page(c, &day, &horizon, after, BATCH)?)
+                })?
+            } else {
+                Vec::new()
+            };
             let Some((last_seq, last_due)) = page.last() else {
                 break;
             };
@@ -421,7 +446,12 @@ impl Charger {
                     .and_then(|d| NaiveDate::from_str(d).ok())
                     .unwrap_or(date);
                 let policy = retry_days(tx, mandate.commerce_id)?;
-                let next = next_retry(*code, first, date, &policy).map(|d| d.to_string());
+                // A retry lands on a business day, like every charge.
+                let calendar = calendar::load(tx)?;
+                let next = next_retry(*code, first, date, &policy)
+                    .and_then(|d| calendar.on_or_after(d))
+                    .and_then(|d| Date::new(d).ok())
+                    .map(|d| d.to_string());
                 store::record_outcome(
                     tx,
                     installment.seq,

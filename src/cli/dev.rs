@@ -289,6 +289,9 @@ pub fn commerce_show(
         listing.customers,
         listing.mandates,
     );
+    let rule = store.read(|c| Ok(crate::store::calendar::charging_rule(c, commerce.id)?))?;
+    value["chargingRule"] = json!(rule.as_str());
+    text.push_str(&format!("\ncharging rule: {rule}"));
     if secret {
         // Asked for by name, by whoever can read the database on this machine.
         value["webhookSecret"] = json!(commerce.webhook_secret.expose());

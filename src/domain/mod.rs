@@ -5,6 +5,7 @@ pub mod activation;
 pub mod contact;
 pub mod date;
 pub mod external_id;
+pub mod holidays;
 pub mod instrument;
 pub mod mandate;
 pub mod money;

@@ -100,6 +100,7 @@ pub async fn add_installments(
     Body(body): Body<AddInstallmentsRequest>,
 ) -> ApiResult<Envelope<InstallmentsPayload>> {
     let command = parse_add(body, state.today())?;
+    let dates = charge_dates(&state, &authed)?;
     let added = state
         .write(authed.commerce, move |tx, ctx| ops::add(tx, ctx, command))
         .await?;
@@ -111,10 +112,20 @@ pub async fn add_installments(
             installments: added
                 .installments
                 .iter()
-                .map(InstallmentDto::from)
+                .map(|i| InstallmentDto::new(i, &dates))
                 .collect(),
         },
     ))
+}
+
+/// The calendar and the commerce's rule, for the installments' `chargeDate`.
+fn charge_dates(
+    state: &AppState,
+    authed: &Authed,
+) -> Result<crate::domain::holidays::ChargeDates, super::error::ApiError> {
+    state.read(&authed.commerce, |conn, ctx| {
+        Ok(crate::store::calendar::charge_dates(conn, ctx.commerce.id)?)
+    })
 }
 
 fn parse_add(
@@ -255,6 +266,7 @@ pub async fn change_status(
     Body(body): Body<StatusChangeRequest>,
 ) -> ApiResult<Envelope<InstallmentsPayload>> {
     let command = parse_change(body)?;
+    let dates = charge_dates(&state, &authed)?;
     let changed = state
         .write(authed.commerce, move |tx, ctx| {
             ops::change_status(tx, ctx, command)
@@ -268,7 +280,7 @@ pub async fn change_status(
             installments: changed
                 .installments
                 .iter()
-                .map(InstallmentDto::from)
+                .map(|i| InstallmentDto::new(i, &dates))
                 .collect(),
         },
     ))

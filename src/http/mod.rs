@@ -6,6 +6,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod calendar;
 pub mod common;
 pub mod envelope;
 pub mod error;
@@ -277,6 +278,7 @@ pub fn api_routers(
         .routes(routes!(installments::add_installments))
         .routes(routes!(installments::change_status))
         .routes(routes!(receivables::receivables))
+        .routes(routes!(calendar::list_holidays))
         .routes(signature::with_body_limit(routes!(
             signature::create_signature
         )))

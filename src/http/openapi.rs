@@ -577,6 +577,14 @@ fn request_rules() -> Vec<Rule> {
             json!({"type": "integer", "minimum": 0, "maximum": crate::http::sandbox::MAX_DELAY_SECONDS,
                    "description": "Hold each event this long after its creation before its first attempt."}),
         ),
+        rule("NewHolidayRequest", "date", true, date()),
+        rule("NewHolidayRequest", "name", true, text(100)),
+        rule(
+            "ChargingRuleRequest",
+            "chargingRule",
+            true,
+            string_enum(&["NEXT", "PREVIOUS"]),
+        ),
     ]
 }
 
@@ -1001,8 +1009,9 @@ fn response_members_required(doc: &mut Value) {
 }
 
 /// Response members written as business dates (`YYYY-MM-DD`).
-const DATE_MEMBERS: [&str; 8] = [
+const DATE_MEMBERS: [&str; 9] = [
     "businessDate",
+    "chargeDate",
     "date",
     "dueDate",
     "endDate",

@@ -93,8 +93,11 @@ pub async fn receivables(
     let mut filter = parse_filter(&query)?;
     let limit = filter.limit;
     filter.limit += 1;
-    let mut rows = state.read(&authed.commerce, |conn, ctx| {
-        Ok(installments::receivables(conn, ctx.commerce.id, &filter)?)
+    let (mut rows, dates) = state.read(&authed.commerce, |conn, ctx| {
+        Ok((
+            installments::receivables(conn, ctx.commerce.id, &filter)?,
+            crate::store::calendar::charge_dates(conn, ctx.commerce.id)?,
+        ))
     })?;
     let next_cursor = if rows.len() as i64 > limit {
         rows.truncate(limit as usize);
@@ -105,7 +108,7 @@ pub async fn receivables(
     let items = rows
         .iter()
         .map(|r| ReceivableItem {
-            installment: InstallmentDto::from(&r.installment),
+            installment: InstallmentDto::new(&r.installment, &dates),
             product: ReceivableProduct {
                 internal_id: r.mandate_id.clone(),
                 id: r.mandate_external_id.clone(),

@@ -771,7 +771,7 @@ pub async fn outcome(
         ("PAID" | "REVERSED", _) => None,
         _ => return Err(Error::validation("result", "INVALID_VALUE", "PAID, REJECTED or REVERSED").into()),
     };
-    let installment = state
+    let (installment, dates) = state
         .write(authed.commerce, move |tx, ctx| {
             let row =
                 crate::store::installments::by_internal_id(tx, ctx.commerce.id, &internal_id)?
@@ -787,7 +787,9 @@ pub async fn outcome(
                 ));
             }
             if result == "REVERSED" {
-                return crate::operations::installments::reverse(tx, ctx, &row, &mandate);
+                let reversed = crate::operations::installments::reverse(tx, ctx, &row, &mandate)?;
+                let dates = crate::store::calendar::charge_dates(tx, ctx.commerce.id)?;
+                return Ok((reversed, dates));
             }
             if row.state.is_settled() {
                 return Err(Error::refused(
@@ -802,12 +804,15 @@ pub async fn outcome(
                 serde_json::json!({"result": result, "code": code.map(RejectionCode::as_str)})
                     .to_string();
             crate::store::charging::set_forced_outcome(tx, row.seq, Some(&forced))?;
-            Ok(crate::store::installments::by_seq(tx, row.seq)?)
+            Ok((
+                crate::store::installments::by_seq(tx, row.seq)?,
+                crate::store::calendar::charge_dates(tx, ctx.commerce.id)?,
+            ))
         })
         .await?;
     Ok(Envelope::ok(
         "SANDBOX_OUTCOME_OK",
         "outcome set",
-        super::wire::InstallmentDto::from(&installment),
+        super::wire::InstallmentDto::new(&installment, &dates),
     ))
 }

@@ -1,6 +1,7 @@
 //! The response DTOs: the only place that knows the wire JSON of customers, mandates and
 //! installments. Fields without a value are written as `null`, never omitted.
 
+use crate::domain::holidays::ChargeDates;
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -98,7 +99,11 @@ pub struct InstallmentDto {
     #[schema(value_type = f64)]
     pub amount: serde_json::Number,
     pub currency_id: &'static str,
+    /// The contractual due date.
     pub installment_due_date: String,
+    /// The business day the installment is charged: the due date moved off weekends and
+    /// holidays by the commerce's charging rule.
+    pub charge_date: String,
     pub state: StateDto,
     /// Time of the latest state.
     pub date_time: String,
@@ -111,14 +116,16 @@ pub struct InstallmentDto {
     pub payment: Option<Value>,
 }
 
-impl From<&InstallmentRow> for InstallmentDto {
-    fn from(i: &InstallmentRow) -> Self {
+impl InstallmentDto {
+    /// The installment as the API shows it; `dates` are its commerce's.
+    pub fn new(i: &InstallmentRow, dates: &ChargeDates) -> Self {
         InstallmentDto {
             internal_id: i.id.clone(),
             id: i.external_id.clone(),
             amount: i.amount.to_json_number(),
             currency_id: i.amount.currency().code(),
             installment_due_date: i.due_date.to_string(),
+            charge_date: dates.of(i.due_date).to_string(),
             state: StateDto {
                 id: i.state.id(),
                 name: i.state.name(),
@@ -327,7 +334,11 @@ impl MandatePayload {
                 .with_signature(view.signature.as_ref()),
             customer: CustomerDto::from(&view.customer),
             payment_method: view.mandate.enrolled_method.clone(),
-            installments: view.installments.iter().map(InstallmentDto::from).collect(),
+            installments: view
+                .installments
+                .iter()
+                .map(|i| InstallmentDto::new(i, &view.charge_dates))
+                .collect(),
         }
     }
 }

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use super::signing;
 use crate::clock::timestamp;
 use crate::error::Result;
+use crate::store::calendar;
 use crate::store::commerces::Commerce;
 use crate::store::customers::CustomerRow;
 use crate::store::events::{self, NewEvent};
@@ -30,6 +31,9 @@ pub fn record_payment(
     installment: &InstallmentRow,
     now: DateTime<Utc>,
 ) -> Result<String> {
+    // The day the installment is charged: its due date moved off weekends and holidays by
+    // the commerce's rule. `installmentDueDate` stays the contractual date.
+    let charge_date = calendar::charge_dates(conn, commerce.id)?.of(installment.due_date);
     let rejection = match &installment.rejection_code {
         Some(code) => json!({"code": code, "message": installment.rejection_message}),
         None => Value::Null,
@@ -48,6 +52,7 @@ pub fn record_payment(
             "amount": installment.amount.to_json_number(),
             "currencyId": installment.amount.currency().code(),
             "installmentDueDate": installment.due_date.to_string(),
+            "chargeDate": charge_date.to_string(),
             "state": state_json(installment.state.id(), installment.state.name()),
             "dateTime": installment.state_at,
             "attempt": installment.attempts,

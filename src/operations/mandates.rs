@@ -1,5 +1,7 @@
 //! Creating, finding and cancelling mandates.
 
+use crate::domain::holidays::ChargeDates;
+use crate::store::calendar;
 use rusqlite::Connection;
 use serde_json::Value;
 
@@ -21,6 +23,8 @@ pub struct MandateView {
     pub installments: Vec<InstallmentRow>,
     /// The latest signature process of a signature-gated mandate's enrolment.
     pub signature: Option<MandateSignatureRow>,
+    /// The commerce's calendar and rule, for the installments' charge dates.
+    pub charge_dates: ChargeDates,
 }
 
 pub struct Urls {
@@ -113,6 +117,7 @@ pub fn create(
         &now,
     )?;
     Ok(MandateView {
+        charge_dates: calendar::charge_dates(conn, mandate.commerce_id)?,
         mandate,
         customer,
         installments: sorted(rows),
@@ -169,6 +174,7 @@ pub fn view(conn: &Connection, mandate: MandateRow) -> Result<MandateView> {
     let installments = installments::for_mandate(conn, mandate.seq)?;
     let signature = mandate_signatures::latest_of_mandate(conn, mandate.seq)?;
     Ok(MandateView {
+        charge_dates: calendar::charge_dates(conn, mandate.commerce_id)?,
         mandate,
         customer,
         installments,

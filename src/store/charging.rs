@@ -11,11 +11,15 @@ use crate::domain::state::{InstallmentState, MandateState};
 /// REJECTED ones whose retry falls due; never one already attempted on `?1`. Two branches, each
 /// on its own index (`installments_due`, and `installments_retry` for the few retries).
 ///
+/// `horizon` names the parameter holding the last due date the run charges for commerces
+/// whose rule is `PREVIOUS` (the weekend and holidays after the run's date, or `?1` itself):
+/// the index range ends there, and the few days past `?1` are kept for those commerces only.
+///
 /// Dates compare as text, which is date order for the `YYYY-MM-DD` form every `Date` writes.
 /// A row written before dates were bounded may hold a signed year (`+10000-12-01`), which sorts
 /// below every such date; the lower bound `Date::MIN` keeps those out of every run (and it is a
 /// bound on the same index, so it costs nothing).
-fn due_branches(pending_keyset: &str, retry_keyset: &str) -> [String; 2] {
+fn due_branches(horizon: &str, pending_keyset: &str, retry_keyset: &str) -> [String; 2] {
     let min = Date::MIN;
     let pending = InstallmentState::Pending.id();
     let rejected = InstallmentState::Rejected.id();
@@ -25,7 +29,9 @@ fn due_branches(pending_keyset: &str, retry_keyset: &str) -> [String; 2] {
         format!(
             "SELECT i.seq, i.due_date FROM installments i INDEXED BY installments_due
                JOIN mandates m ON m.seq = i.mandate_seq
-             WHERE i.state = {pending} AND i.due_date >= '{min}' AND i.due_date <= ?1
+             WHERE i.state = {pending} AND i.due_date >= '{min}' AND i.due_date <= {horizon}
+               AND (i.due_date <= ?1 OR i.commerce_id IN
+                     (SELECT id FROM commerces WHERE charging_rule = 'PREVIOUS'))
                AND m.state = {active} AND {not_today}
                {pending_keyset}"
         ),
@@ -40,27 +46,29 @@ fn due_branches(pending_keyset: &str, retry_keyset: &str) -> [String; 2] {
 }
 
 /// How many installments are due on `date` (see `due_page`).
-pub fn count_due(conn: &Connection, date: &str) -> rusqlite::Result<i64> {
-    let [pending, retry] = due_branches("", "");
+pub fn count_due(conn: &Connection, date: &str, horizon: &str) -> rusqlite::Result<i64> {
+    let [pending, retry] = due_branches("?2", "", "");
     conn.prepare_cached(&format!(
         "SELECT (SELECT count(*) FROM ({pending})) + (SELECT count(*) FROM ({retry}))"
     ))?
-    .query_row([date], |r| r.get(0))
+    .query_row([date, horizon], |r| r.get(0))
 }
 
 /// The next `limit` installments due on `date` after `after` (a due date and seq), in (due
 /// date, seq) order, with their due dates: the run walks them page by page and never holds
-/// them all. Every page is a few index seeks, wherever it starts.
+/// them all. Every page is a few index seeks, wherever it starts. `horizon`: see `due_branches`.
 pub fn due_page(
     conn: &Connection,
     date: &str,
+    horizon: &str,
     after: Option<(&str, i64)>,
     limit: usize,
 ) -> rusqlite::Result<Vec<(i64, String)>> {
     // The keyset (due_date, seq) > (?2, ?3), split so that the index serves both halves: the
     // rest of the cursor's due date by seq, then the later dates.
-    let [same_day, _] = due_branches("AND i.due_date = ?2 AND i.seq > ?3", "");
+    let [same_day, _] = due_branches("?5", "AND i.due_date = ?2 AND i.seq > ?3", "");
     let [later_days, retries] = due_branches(
+        "?5",
         "AND i.due_date > ?2",
         "AND (i.due_date > ?2 OR (i.due_date = ?2 AND i.seq > ?3))",
     );
@@ -71,9 +79,10 @@ pub fn due_page(
          ORDER BY 2, 1 LIMIT ?4"
     ))?;
     let (after_date, after_seq) = after.unwrap_or(("", 0));
-    stmt.query_map(params![date, after_date, after_seq, limit as i64], |r| {
-        Ok((r.get(0)?, r.get(1)?))
-    })?
+    stmt.query_map(
+        params![date, after_date, after_seq, limit as i64, horizon],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?
     .collect()
 }
 

@@ -49,6 +49,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         include_str!("../../migrations/0012_commerce_webhook_url.sql"),
     ),
     (
+        "0013_holidays",
+        include_str!("../../migrations/0013_holidays.sql"),
+    ),
+    (
         "0015_signature_activation",
         include_str!("../../migrations/0015_signature_activation.sql"),
     ),

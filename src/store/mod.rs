@@ -7,6 +7,7 @@
 //! beside the writer.
 
 pub mod audit;
+pub mod calendar;
 pub mod charging;
 pub mod commerces;
 pub mod customers;

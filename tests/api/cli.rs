@@ -43,6 +43,8 @@ pub fn serve(dir: &std::path::Path) -> (Child, String) {
         .arg("--data-dir")
         .arg(dir)
         .args(["serve", "--listen", "127.0.0.1:0"])
+        // Charges on any date, so that tests do not depend on the weekday they run.
+        .env("MANDATO_BUSINESS_DAYS", "every-day")
         .stderr(Stdio::piped())
         .spawn()
         .expect("serve starts");

@@ -43,6 +43,9 @@ pub struct Options {
     pub http: mandato::config::HttpLimits,
     /// Daily backups (off unless a test is about them).
     pub backups: bool,
+    /// The days charges are made on: every day unless a test is about the calendar, so that
+    /// tests charging on "today + n" do not depend on the weekday they run.
+    pub business_days: mandato::config::BusinessDays,
 }
 
 impl Default for Options {
@@ -55,6 +58,7 @@ impl Default for Options {
             allow_private_webhooks: false,
             http: mandato::config::HttpLimits::default(),
             backups: false,
+            business_days: mandato::config::BusinessDays::EveryDay,
         }
     }
 }
@@ -68,6 +72,7 @@ fn test_config(dir: &std::path::Path, options: &Options) -> Config {
     config.allow_private_webhooks = options.allow_private_webhooks;
     config.http = options.http.clone();
     config.backups.enabled = options.backups;
+    config.business_days = options.business_days;
     config
 }
 

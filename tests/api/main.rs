@@ -32,6 +32,7 @@ mod webhooks;
 
 mod customers;
 mod events_api;
+mod holidays;
 mod hostile_dates;
 mod hostile_pdf;
 mod hostile_portal;

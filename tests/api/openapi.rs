@@ -211,6 +211,10 @@ const STAFF_OPERATIONS: &[(&str, &str)] = &[
     ("get", "/settings/audit-retention"),
     ("put", "/settings/audit-retention"),
     ("get", "/backups"),
+    ("put", "/commerces/{code}/charging-rule"),
+    ("get", "/calendar/holidays"),
+    ("post", "/calendar/holidays"),
+    ("delete", "/calendar/holidays/{date}"),
 ];
 
 #[tokio::test(flavor = "multi_thread")]

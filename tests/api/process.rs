@@ -76,6 +76,8 @@ pub fn serve_logged(data: &Path, env: &[(&str, &str)], log: &Path) -> (Server, S
         .arg("--data-dir")
         .arg(data)
         .args(["serve", "--listen", "127.0.0.1:0"])
+        // Charges on any date, so that tests do not depend on the weekday they run.
+        .env("MANDATO_BUSINESS_DAYS", "every-day")
         .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -333,6 +333,7 @@ fn load_detail(conn: &Connection, seq: i64, base_url: &str) -> Result<MandateDet
         commerces::by_id(conn, mandate.commerce_id)?.ok_or(Error::not_found("commerce"))?;
     let customer = customers::by_seq(conn, mandate.customer_seq)?;
     let rows = installments::for_mandate(conn, seq)?;
+    let dates = crate::store::calendar::charge_dates(conn, commerce.id)?;
     let created: HashMap<i64, String> = views::installment_creation(conn, seq)?
         .into_iter()
         .collect();
@@ -407,7 +408,7 @@ fn load_detail(conn: &Connection, seq: i64, base_url: &str) -> Result<MandateDet
             }];
             entries.extend(history.remove(&row.id).unwrap_or_default());
             StaffInstallment {
-                installment: InstallmentDto::from(row),
+                installment: InstallmentDto::new(row, &dates),
                 history: entries,
                 charge_attempts: attempts.remove(&row.seq).unwrap_or_default(),
                 can_pay: alive && row.state.can_move_to(InstallmentState::Paid),

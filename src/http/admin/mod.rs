@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod backups;
+pub mod calendar;
 pub mod charging;
 pub mod customers;
 pub mod dashboard;
@@ -57,6 +58,9 @@ pub fn router(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(settings::list_commerces, settings::create_commerce))
         .routes(routes!(settings::set_retry_policy))
         .routes(routes!(settings::set_activation_mode))
+        .routes(routes!(calendar::set_charging_rule))
+        .routes(routes!(calendar::list_holidays, calendar::add_holiday))
+        .routes(routes!(calendar::remove_holiday))
         .routes(routes!(settings::list_api_keys, settings::create_api_key))
         .routes(routes!(settings::revoke_api_key))
         .routes(routes!(settings::environment))

@@ -29,7 +29,7 @@ use crate::store::{commerces, deliveries};
 /// The retry days when a commerce has no policy of its own (CONTRACT 6).
 const DEFAULT_RETRY_DAYS: [i64; 3] = [1, 3, 7];
 
-fn record(
+pub(super) fn record(
     tx: &rusqlite::Connection,
     staff: &Staff,
     now: chrono::DateTime<chrono::Utc>,
@@ -74,6 +74,8 @@ pub struct CommerceDto {
     pub created_at: String,
     /// How its mandates are activated when `POST /mandate` does not say.
     pub activation_mode: ActivationModeDto,
+    /// Where charges due on a weekend or holiday go: `NEXT` or `PREVIOUS` business day.
+    pub charging_rule: &'static str,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -96,13 +98,20 @@ pub async fn list_commerces(
     State(state): State<AppState>,
     _staff: Staff,
 ) -> ApiResult<Envelope<CommercesPayload>> {
-    let rows = state.store.read(|c| Ok(views::commerces(c)?))?;
+    let (rows, rules) = state.store.read(|c| {
+        Ok((
+            views::commerces(c)?,
+            crate::store::calendar::charging_rules(c)?,
+        ))
+    })?;
     let now = timestamp(state.clock.now());
     let items = rows
         .into_iter()
         .map(|r| {
             let custom = retry_days(r.retry_policy.as_deref());
+            let rule = rules.get(&r.code).copied().unwrap_or_default();
             CommerceDto {
+                charging_rule: rule.as_str(),
                 code: r.code,
                 name: r.name,
                 channels: r.channels.and_then(|c| serde_json::from_str(&c).ok()),

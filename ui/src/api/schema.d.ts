@@ -124,26 +124,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/audit/verify": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Recomputes the staff audit's hash chain (as `mandato audit verify` does) and names the first
-         *     record that does not hold. Any staff role.
-         */
-        get: operations["staff_get_audit_verify"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/backups": {
         parameters: {
             query?: never;
@@ -156,6 +136,41 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/calendar/holidays": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A year's holidays: the computed ones, 31 December (banks) and the added ones, by date. */
+        get: operations["staff_get_calendar_holidays"];
+        put?: never;
+        /** Adds a one-off holiday (admin): no charge is made and no bank debit settles on it. */
+        post: operations["staff_post_calendar_holidays"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/calendar/holidays/{date}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Removes a holiday staff added (admin); the computed ones cannot be removed. */
+        delete: operations["staff_delete_calendar_holidays_date"];
         options?: never;
         head?: never;
         patch?: never;
@@ -230,7 +245,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/commerces/{code}/activation-mode": {
+    "/commerces/{code}/charging-rule": {
         parameters: {
             query?: never;
             header?: never;
@@ -238,11 +253,8 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /**
-         * Sets how a commerce's mandates are activated when the creating request does not say
-         *     (admin). Mandates already created keep their mode.
-         */
-        put: operations["staff_put_commerces_code_activation_mode"];
+        /** Sets a commerce's charging rule (admin). */
+        put: operations["staff_put_commerces_code_charging_rule"];
         post?: never;
         delete?: never;
         options?: never;
@@ -590,27 +602,6 @@ export interface paths {
         };
         /** Look up a mandate by the merchant's id (`/mandate/id/{id}`) or ours (`/mandate/internalId/{id}`). */
         get: operations["find_mandate"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/mandate/{mandateTypeId}/{mandateId}/document": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * The sealed mandate document of a mandate activated by its signature (`SIGNATURE`
-         *     activation): the mandate document the customer signed, stamped and sealed with its
-         *     completion certificate.
-         */
-        get: operations["mandate_document"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1326,28 +1317,6 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        ActivationFailureDto: {
-            reason: components["schemas"]["ActivationFailureReason"];
-            /**
-             * Format: date-time
-             * @description When the process ended.
-             */
-            at: string;
-        };
-        /** @enum {string} */
-        ActivationFailureReason: "SIGNATURE_REJECTED" | "SIGNATURE_EXPIRED" | "SIGNATURE_CANCELLED";
-        /**
-         * @description `DIRECT` or `SIGNATURE`.
-         * @enum {string}
-         */
-        ActivationModeDto: "DIRECT" | "SIGNATURE";
-        ActivationModeRequest: {
-            /**
-             * @description `DIRECT`: enrolling the instrument activates the mandate; `SIGNATURE`: the customer
-             *     then signs the mandate document, and its completion activates the mandate.
-             */
-            mode: components["schemas"]["ActivationModeDto"];
-        };
         AddInstallmentsRequest: {
             customer: components["schemas"]["CustomerRefIn"];
             product: components["schemas"]["ProductRefIn"];
@@ -1410,16 +1379,6 @@ export interface components {
             error: string | null;
             /** @description DELIVERED, RETRY (another attempt is scheduled) or FAILED. */
             outcome: string;
-        };
-        AuditChainDto: {
-            /** @description Whether every staff-audit record holds its hash and its link to the one before it. */
-            ok: boolean;
-            /**
-             * Format: int64
-             * @description The records that hold, from the first: all of them when `ok`.
-             */
-            records: number;
-            broken: components["schemas"]["BrokenRecordDto"] | null;
         };
         AuditRecordDto: {
             /** Format: int64 */
@@ -1496,21 +1455,6 @@ export interface components {
             accountNumber: string;
             holderRut: string;
         };
-        BrokenRecordDto: {
-            /**
-             * Format: int64
-             * @description The record's sequence number in the staff audit.
-             */
-            seq: number;
-            /**
-             * Format: date-time
-             * @description The record's time; null when the record is missing.
-             */
-            at: string | null;
-            problem: components["schemas"]["ChainProblem"];
-            /** @description The problem in words (English). */
-            message: string;
-        };
         CancelProcessIn: {
             /** @description `sig_...` */
             internalId: string;
@@ -1534,11 +1478,6 @@ export interface components {
             expiry: string;
             cvv: string;
         };
-        /**
-         * @description What is wrong at the first record that breaks the staff audit's chain.
-         * @enum {string}
-         */
-        ChainProblem: "BROKEN_LINK" | "HASH_MISMATCH" | "HEAD_MISMATCH" | "RECORDS_MISSING";
         ChargeAttemptDto: {
             /** Format: int64 */
             attempt: number;
@@ -1592,6 +1531,18 @@ export interface components {
             /** Format: int64 */
             offsetDays: number;
         };
+        ChargingRuleDto: {
+            /** @description `NEXT` or `PREVIOUS`. */
+            chargingRule: string;
+        };
+        ChargingRuleRequest: {
+            /**
+             * @description Where a charge due on a weekend or holiday goes: `NEXT` business day (the default) or
+             *     `PREVIOUS`.
+             * @enum {string}
+             */
+            chargingRule: "NEXT" | "PREVIOUS";
+        };
         ClockPayload: {
             /**
              * Format: date
@@ -1627,8 +1578,8 @@ export interface components {
             previousSecretValidUntil: string | null;
             /** Format: date-time */
             createdAt: string;
-            /** @description How its mandates are activated when `POST /mandate` does not say. */
-            activationMode: components["schemas"]["ActivationModeDto"];
+            /** @description Where charges due on a weekend or holiday go: `NEXT` or `PREVIOUS` business day. */
+            chargingRule: string;
         };
         CommercesPayload: {
             items: components["schemas"]["CommerceDto"][];
@@ -1755,19 +1706,6 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        Envelope_ActivationModeRequest: {
-            /** Format: int32 */
-            statusCode: number;
-            name: string;
-            message: string;
-            payload: {
-                /**
-                 * @description `DIRECT`: enrolling the instrument activates the mandate; `SIGNATURE`: the customer
-                 *     then signs the mandate document, and its completion activates the mandate.
-                 */
-                mode: components["schemas"]["ActivationModeDto"];
-            };
-        };
         Envelope_ApiKeysPayload: {
             /** Format: int32 */
             statusCode: number;
@@ -1775,22 +1713,6 @@ export interface components {
             message: string;
             payload: {
                 items: components["schemas"]["ApiKeyDto"][];
-            };
-        };
-        Envelope_AuditChainDto: {
-            /** Format: int32 */
-            statusCode: number;
-            name: string;
-            message: string;
-            payload: {
-                /** @description Whether every staff-audit record holds its hash and its link to the one before it. */
-                ok: boolean;
-                /**
-                 * Format: int64
-                 * @description The records that hold, from the first: all of them when `ok`.
-                 */
-                records: number;
-                broken: components["schemas"]["BrokenRecordDto"] | null;
             };
         };
         Envelope_AuditRetentionDto: {
@@ -1838,6 +1760,16 @@ export interface components {
                 sandbox: boolean;
                 /** Format: int64 */
                 offsetDays: number;
+            };
+        };
+        Envelope_ChargingRuleDto: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                /** @description `NEXT` or `PREVIOUS`. */
+                chargingRule: string;
             };
         };
         Envelope_ClockPayload: {
@@ -2034,6 +1966,18 @@ export interface components {
                 delaySeconds: number;
             };
         };
+        Envelope_HolidaysPayload: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                /** Format: int32 */
+                year: number;
+                /** @description By date: the national holidays, 31 December (banks) and the days staff added. */
+                holidays: components["schemas"]["HolidayDto"][];
+            };
+        };
         Envelope_InstallmentDto: {
             /** Format: int32 */
             statusCode: number;
@@ -2048,8 +1992,17 @@ export interface components {
                  */
                 amount: number;
                 currencyId: string;
-                /** Format: date */
+                /**
+                 * Format: date
+                 * @description The contractual due date.
+                 */
                 installmentDueDate: string;
+                /**
+                 * Format: date
+                 * @description The business day the installment is charged: the due date moved off weekends and
+                 *     holidays by the commerce's charging rule.
+                 */
+                chargeDate: string;
                 state: components["schemas"]["StateDto"];
                 /**
                  * Format: date-time
@@ -2124,15 +2077,6 @@ export interface components {
                 events: components["schemas"]["MandateEventDto"][];
                 /** @description Which mandate-wide actions its state allows. */
                 actions: components["schemas"]["MandateActions"];
-            };
-        };
-        Envelope_MandateDocumentPayload: {
-            /** Format: int32 */
-            statusCode: number;
-            name: string;
-            message: string;
-            payload: {
-                document: components["schemas"]["MandateDocumentDto"];
             };
         };
         Envelope_MandatePayload: {
@@ -2448,6 +2392,30 @@ export interface components {
                 disabledAt: string | null;
             };
         };
+        Envelope_StaffHolidayDto: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                /** Format: date */
+                date: string;
+                name: string;
+                /** @description Added by staff (and so removable); false for the computed ones. */
+                added: boolean;
+            };
+        };
+        Envelope_StaffHolidaysPayload: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                /** Format: int32 */
+                year: number;
+                holidays: components["schemas"]["StaffHolidayDto"][];
+            };
+        };
         Envelope_StaffPayload: {
             /** Format: int32 */
             statusCode: number;
@@ -2738,6 +2706,17 @@ export interface components {
             deliveryState: string | null;
             rejectionCode: string | null;
         };
+        HolidayDto: {
+            /** Format: date */
+            date: string;
+            name: string;
+        };
+        HolidaysPayload: {
+            /** Format: int32 */
+            year: number;
+            /** @description By date: the national holidays, 31 December (banks) and the days staff added. */
+            holidays: components["schemas"]["HolidayDto"][];
+        };
         IdentificationDocumentDto: {
             type: string;
             /** @description Normalized RUT, `12345678-5`. */
@@ -2758,8 +2737,17 @@ export interface components {
              */
             amount: number;
             currencyId: string;
-            /** Format: date */
+            /**
+             * Format: date
+             * @description The contractual due date.
+             */
             installmentDueDate: string;
+            /**
+             * Format: date
+             * @description The business day the installment is charged: the due date moved off weekends and
+             *     holidays by the commerce's charging rule.
+             */
+            chargeDate: string;
             state: components["schemas"]["StateDto"];
             /**
              * Format: date-time
@@ -2871,21 +2859,6 @@ export interface components {
             /** @description Which mandate-wide actions its state allows. */
             actions: components["schemas"]["MandateActions"];
         };
-        /** @description The sealed mandate document of a signature-activated mandate. */
-        MandateDocumentDto: {
-            /** @description The signature process that sealed it (`sig_...`). */
-            signatureInternalId: string;
-            documentName: string;
-            /** @description Always `application/pdf`. */
-            contentType: string;
-            /** @description Lowercase hex SHA-256 of the PDF: the `signedDocument.sha256` of the activation event. */
-            sha256: string;
-            /** @description The sealed PDF (stamped, with its completion certificate), base64. */
-            contentBase64: string;
-        };
-        MandateDocumentPayload: {
-            document: components["schemas"]["MandateDocumentDto"];
-        };
         MandateDto: {
             internalId: string;
             id: string;
@@ -2911,10 +2884,6 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
-            /** @description How the mandate is activated (fixed at creation). */
-            activation: components["schemas"]["ActivationModeDto"];
-            signature: components["schemas"]["MandateSignatureDto"] | null;
-            activationFailure: components["schemas"]["ActivationFailureDto"] | null;
         };
         MandateEventDto: {
             eventId: string;
@@ -2941,11 +2910,6 @@ export interface components {
             charges: components["schemas"]["ChargesIn"];
             /** @description ONEPAY: defaults to true (the mandate finishes once paid). */
             terminateWhenCharged?: boolean | null;
-            /**
-             * @description `DIRECT` (enrolling the instrument activates) or `SIGNATURE` (the customer then signs
-             *     the mandate document; its completion activates); absent: the commerce's default.
-             */
-            activation?: ("DIRECT" | "SIGNATURE") | null;
         } & (unknown & unknown & unknown & unknown);
         MandateLineDto: {
             internalId: string;
@@ -2988,17 +2952,6 @@ export interface components {
             urls?: components["schemas"]["UrlsIn"] | null;
         } & {
             [key: string]: unknown;
-        };
-        /** @description The signature process of a signature-gated activation. */
-        MandateSignatureDto: {
-            /** @description The process (`sig_...`), also readable at `GET /signature/internalId/{internalId}`. */
-            internalId: string;
-            state: components["schemas"]["StateDto"];
-            /**
-             * @description SHA-256 of the sealed mandate document once the process is COMPLETED (the document is
-             *     at `GET /mandate/internalId/{internalId}/document`).
-             */
-            sealedSha256: string | null;
         };
         MandatesPage: {
             items: components["schemas"]["MandateLineDto"][];
@@ -3044,6 +2997,15 @@ export interface components {
             webhookSecret: string;
             /** @description Shown once, when it was generated. */
             password: string | null;
+        };
+        NewHolidayRequest: {
+            /**
+             * Format: date
+             * @description A day of the years 2008 to 2999, YYYY-MM-DD.
+             */
+            date: string;
+            /** @description 1 to 100 characters, as lists show it. */
+            name: string;
         };
         NewStaffRequest: {
             email?: string | null;
@@ -3562,6 +3524,18 @@ export interface components {
              */
             disabledAt: string | null;
         };
+        StaffHolidayDto: {
+            /** Format: date */
+            date: string;
+            name: string;
+            /** @description Added by staff (and so removable); false for the computed ones. */
+            added: boolean;
+        };
+        StaffHolidaysPayload: {
+            /** Format: int32 */
+            year: number;
+            holidays: components["schemas"]["StaffHolidayDto"][];
+        };
         StaffInstallment: components["schemas"]["InstallmentDto"] & {
             /** @description Oldest first: created PENDING, then every state change. */
             history: components["schemas"]["HistoryEntry"][];
@@ -3718,8 +3692,16 @@ export interface components {
                 amount: number;
                 /** @enum {string} */
                 currencyId: "CLP" | "CLF" | "USD";
-                /** Format: date */
+                /**
+                 * Format: date
+                 * @description The contractual due date.
+                 */
                 installmentDueDate: string;
+                /**
+                 * Format: date
+                 * @description The business day the installment is charged: the due date moved off weekends and holidays by the commerce's charging rule (next or previous business day).
+                 */
+                chargeDate: string;
                 state: {
                     /** @enum {integer} */
                     id: 1 | 9 | 6 | 2 | -99 | 4 | 5;
@@ -3778,12 +3760,6 @@ export interface components {
             fileBase64: string | null;
             /** @description Lowercase hex HMAC-SHA256 (key: the commerce secret's decoded bytes) of the RFC 8785 canonical JSON of this body without `signature`. */
             signature: string;
-            /** @description A mandate activated by its completed signature process (`SIGNATURE` activation): the process and the sealed document's hash. */
-            signedDocument?: {
-                signatureInternalId: string;
-                /** @description SHA-256 of the sealed mandate document, as `GET /mandate/internalId/{internalId}/document` returns it. */
-                sha256: string;
-            };
         };
         SignatureEvent: {
             /** @enum {string} */
@@ -4340,7 +4316,7 @@ export interface operations {
             };
         };
     };
-    staff_get_audit_verify: {
+    staff_get_backups: {
         parameters: {
             query?: never;
             header?: never;
@@ -4349,13 +4325,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description AUDIT_CHAIN_CHECKED */
+            /** @description BACKUPS_OK */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Envelope_AuditChainDto"];
+                    "application/json": components["schemas"]["Envelope_BackupsDto"];
                 };
             };
             /** @description SESSION_REQUIRED */
@@ -4387,26 +4363,183 @@ export interface operations {
             };
         };
     };
-    staff_get_backups: {
+    staff_get_calendar_holidays: {
         parameters: {
-            query?: never;
+            query: {
+                /** @description The calendar year. */
+                year: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description BACKUPS_OK */
+            /** @description HOLIDAYS_OK */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Envelope_BackupsDto"];
+                    "application/json": components["schemas"]["Envelope_StaffHolidaysPayload"];
+                };
+            };
+            /** @description VALIDATION_ERROR at `query.year` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description SESSION_REQUIRED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_post_calendar_holidays: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewHolidayRequest"];
+            };
+        };
+        responses: {
+            /** @description HOLIDAY_ADDED */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_StaffHolidayDto"];
+                };
+            };
+            /** @description VALIDATION_ERROR naming `date` and `name`, or HOLIDAY_EXISTS */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_delete_calendar_holidays_date: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                date: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description HOLIDAY_REMOVED */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_StaffHolidayDto"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description HOLIDAY_NOT_FOUND: no holiday was added that day */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4749,7 +4882,7 @@ export interface operations {
             };
         };
     };
-    staff_put_commerces_code_activation_mode: {
+    staff_put_commerces_code_charging_rule: {
         parameters: {
             query?: never;
             header?: never;
@@ -4760,20 +4893,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ActivationModeRequest"];
+                "application/json": components["schemas"]["ChargingRuleRequest"];
             };
         };
         responses: {
-            /** @description ACTIVATION_MODE_OK */
+            /** @description CHARGING_RULE_OK */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Envelope_ActivationModeRequest"];
+                    "application/json": components["schemas"]["Envelope_ChargingRuleDto"];
                 };
             };
-            /** @description Invalid mode */
+            /** @description VALIDATION_ERROR at `chargingRule` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6522,93 +6655,6 @@ export interface operations {
                 };
             };
             /** @description No such mandate in this commerce */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
-            408: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description INTERNAL_ERROR: quote the correlationId */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    mandate_document: {
-        parameters: {
-            query?: never;
-            header: {
-                /** @description Country of origin of the request (`CL`). */
-                country: components["schemas"]["Country"];
-                /** @description The commerce code; after login it must equal the JWT's `sub`. */
-                commerce: string;
-                /** @description Integration channel agreed with the operator; at most 64 characters. */
-                channel: string;
-                /** @description RFC 3339 date-time with offset, within 5 minutes of the server's clock. */
-                requestDateTime: string;
-                /** @description A UUID, never reused by the commerce within 7 days. */
-                correlationId: string;
-                /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
-                processId: components["schemas"]["ProcessId"];
-                /** @description Sales executive or commercial integration; at most 64 characters. */
-                salesExecutiveId: string;
-                /** @description The environment's API key. */
-                "x-api-key": string;
-            };
-            path: {
-                /** @description `id` (the merchant's mandate.id) or `internalId` */
-                mandateTypeId: "id" | "internalId";
-                /** @description The mandate id of that kind */
-                mandateId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description MANDATE_DOCUMENT_OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Envelope_MandateDocumentPayload"];
-                };
-            };
-            /** @description Bad mandateTypeId */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Credentials refused */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description MANDATE_NOT_FOUND: no such mandate in this commerce; SIGNED_MANDATE_DOCUMENT_NOT_FOUND: its signature has not completed (or it is a DIRECT mandate) */
             404: {
                 headers: {
                     [name: string]: unknown;

@@ -340,7 +340,14 @@ function InstallmentRows({ detail, installment, onPay }: { detail: Detail; insta
             {installment.id}
           </Anchor>
         </Table.Td>
-        <Table.Td>{date(installment.installmentDueDate)}</Table.Td>
+        <Table.Td>
+          {date(installment.installmentDueDate)}
+          {installment.chargeDate !== installment.installmentDueDate && (
+            <Text size="xs" c="dimmed" data-testid="charge-date">
+              {t("mandates.chargeDate")} {date(installment.chargeDate)}
+            </Text>
+          )}
+        </Table.Td>
         <Table.Td ta="right">{money(installment.amount, installment.currencyId)}</Table.Td>
         <Table.Td>
           <StateBadge state={installment.state} />

@@ -161,6 +161,7 @@ function Commerces() {
                 <Table.Th>{t("settings.paymentMethods")}</Table.Th>
                 <Table.Th>{t("settings.retryPolicy")}</Table.Th>
                 <Table.Th>{t("activation.mode")}</Table.Th>
+                <Table.Th>{t("settings.chargingRule")}</Table.Th>
                 <Table.Th>{t("common.createdAt")}</Table.Th>
                 {admin && <Table.Th>{t("common.actions")}</Table.Th>}
               </Table.Tr>
@@ -194,6 +195,7 @@ function Commerces() {
                   </Table.Td>
                   <Table.Td>
                     <CommerceActivationMode commerce={c} admin={admin} />
+                    <ChargingRuleCell commerce={c} editable={admin} />
                   </Table.Td>
                   <Table.Td>{dateTime(c.createdAt)}</Table.Td>
                   {admin && (
@@ -246,6 +248,155 @@ function Commerces() {
       )}
       {editing && <RetryPolicyModal commerce={editing} onClose={() => setEditing(null)} />}
       {shown && <ShownOnce title={shown.title} values={shown.values} onClose={() => setShown(null)} />}
+    </Stack>
+  );
+}
+
+/** Where the commerce's charges due on a weekend or holiday go; admins change it in place. */
+function ChargingRuleCell({ commerce, editable }: { commerce: Schemas["CommerceDto"]; editable: boolean }) {
+  const { t } = useI18n();
+  const invalidate = useInvalidate("commerces");
+  const save = useMutation({
+    mutationFn: (chargingRule: "NEXT" | "PREVIOUS") =>
+      payload(api.PUT("/commerces/{code}/charging-rule", { params: { path: { code: commerce.code } }, body: { chargingRule } })),
+    onSuccess: () => {
+      invalidate();
+      notifications.show({ color: "green", message: t("common.saved") });
+    },
+    onError: (e) => notifications.show({ color: "red", message: formErrors(e).general ?? String(e) }),
+  });
+  const rules = ["NEXT", "PREVIOUS"].map((r) => ({ value: r, label: t(`settings.rule${r}` as Key) }));
+  if (!editable) return <Text size="sm">{t(`settings.rule${commerce.chargingRule}` as Key)}</Text>;
+  return (
+    <Select
+      size="xs"
+      aria-label={t("settings.chargingRule")}
+      data-testid={`charging-rule-${commerce.code}`}
+      data={rules}
+      value={commerce.chargingRule}
+      allowDeselect={false}
+      disabled={save.isPending}
+      onChange={(v) => (v === "NEXT" || v === "PREVIOUS") && v !== commerce.chargingRule && save.mutate(v)}
+    />
+  );
+}
+
+/** The business-day calendar: a year's holidays, and the one-off ones admins add or remove. */
+function Calendar() {
+  const { t, date } = useI18n();
+  const session = useSession();
+  const admin = session.can("admin");
+  const [year, setYear] = useState(new Date().getFullYear());
+  const holidays = useQuery({
+    queryKey: ["holidays", year],
+    queryFn: () => payload(api.GET("/calendar/holidays", { params: { query: { year } } })),
+  });
+  const queryClient = useQueryClient();
+  const invalidate = () => void queryClient.invalidateQueries({ queryKey: ["holidays"] });
+  const form = useForm({ initialValues: { date: "", name: "" } });
+  const [general, setGeneral] = useState<string | null>(null);
+  const add = useMutation({
+    mutationFn: (v: typeof form.values) => payload(api.POST("/calendar/holidays", { body: { date: v.date, name: v.name } })),
+    onSuccess: () => {
+      invalidate();
+      form.reset();
+      setGeneral(null);
+      notifications.show({ color: "green", message: t("common.saved") });
+    },
+    onError: (e) => {
+      const mapped = formErrors(e, {}, ["date", "name"]);
+      form.setErrors(mapped.fields);
+      setGeneral(mapped.general);
+    },
+  });
+  const remove = useMutation({
+    mutationFn: (day: string) => payload(api.DELETE("/calendar/holidays/{date}", { params: { path: { date: day } } })),
+    onSuccess: () => invalidate(),
+    onError: (e) => notifications.show({ color: "red", message: formErrors(e).general ?? String(e) }),
+  });
+  const askRemove = async (day: string) => {
+    const ok = await confirmAction({
+      title: t("settings.removeHoliday"),
+      message: t("settings.removeHolidayConfirm", { date: date(day) }),
+      confirm: t("settings.removeHoliday"),
+      cancel: t("common.cancel"),
+    });
+    if (ok) remove.mutate(day);
+  };
+  const years = Array.from({ length: 7 }, (_, i) => String(new Date().getFullYear() - 2 + i));
+  return (
+    <Stack>
+      <Text size="sm" c="dimmed">
+        {t("settings.holidaysHelp")}
+      </Text>
+      <Group align="end">
+        <Select
+          label={t("settings.year")}
+          data-testid="holidays-year"
+          data={years}
+          value={String(year)}
+          allowDeselect={false}
+          onChange={(v) => v && setYear(Number(v))}
+          w={120}
+        />
+      </Group>
+      <Title order={4}>{t("settings.holidaysOf", { year })}</Title>
+      <QueryState loading={holidays.isLoading} error={holidays.error}>
+        <Table striped data-testid="holidays-table">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>{t("settings.holidayDate")}</Table.Th>
+              <Table.Th>{t("settings.holidayName")}</Table.Th>
+              {admin && <Table.Th>{t("common.actions")}</Table.Th>}
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {(holidays.data?.holidays ?? []).map((h) => (
+              <Table.Tr key={`${h.date}-${h.name}`} data-holiday={h.date}>
+                <Table.Td>{date(h.date)}</Table.Td>
+                <Table.Td>
+                  {h.name}{" "}
+                  {h.added && (
+                    <Badge size="xs" variant="light">
+                      {t("settings.holidayAdded")}
+                    </Badge>
+                  )}
+                </Table.Td>
+                {admin && (
+                  <Table.Td>
+                    {h.added && (
+                      <Button size="compact-xs" variant="light" color="red" onClick={() => void askRemove(h.date)}>
+                        {t("settings.removeHoliday")}
+                      </Button>
+                    )}
+                  </Table.Td>
+                )}
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      </QueryState>
+      {admin && (
+        <Card withBorder>
+          <Title order={4} mb="sm">
+            {t("settings.addHoliday")}
+          </Title>
+          <form onSubmit={form.onSubmit((v) => add.mutate(v))}>
+            <Stack>
+              {general && <Alert color="red">{general}</Alert>}
+              <Group grow align="start">
+                <TextInput type="date" label={t("settings.holidayDate")} name="date" {...form.getInputProps("date")} />
+                <TextInput label={t("settings.holidayName")} name="name" maxLength={100} {...form.getInputProps("name")} />
+              </Group>
+              <Group justify="flex-end">
+                <Button type="submit" loading={add.isPending} data-testid="add-holiday">
+                  {t("settings.addHoliday")}
+                </Button>
+              </Group>
+            </Stack>
+          </form>
+        </Card>
+      )}
     </Stack>
   );
 }
@@ -743,6 +894,7 @@ export function Settings() {
           <Tabs.Tab value="environment">{t("settings.environment")}</Tabs.Tab>
           <Tabs.Tab value="roots">{t("settings.roots")}</Tabs.Tab>
           <Tabs.Tab value="staff">{t("settings.staff")}</Tabs.Tab>
+          <Tabs.Tab value="calendar">{t("settings.calendar")}</Tabs.Tab>
         </Tabs.List>
         <Tabs.Panel value="commerces" pt="md">
           <Commerces />
@@ -758,6 +910,9 @@ export function Settings() {
         </Tabs.Panel>
         <Tabs.Panel value="staff" pt="md">
           {session.can("admin") ? <Staff /> : <Alert color="gray">{t("settings.adminOnly")}</Alert>}
+        </Tabs.Panel>
+        <Tabs.Panel value="calendar" pt="md">
+          <Calendar />
         </Tabs.Panel>
       </Tabs>
     </Stack>

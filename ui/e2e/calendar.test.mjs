@@ -1,0 +1,78 @@
+// Browser test of Settings › Calendar and the commerces' charging rule, against a real
+// `mandato serve` (target/debug/mandato, or MANDATO_BIN) in Debian's Chromium: the year's
+// holidays as the engine computes them, a decreed day added and removed by the admin, and a
+// commerce switched to charging the previous business day (checked through the CLI).
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { chromium } from "playwright-core";
+import { mandato, repoRoot, startServer } from "../scripts/server.mjs";
+
+const SHOTS = join(repoRoot, "target", "ui-screenshots");
+const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+const FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"];
+const OWNER = { email: "duena@gimnasio.cl", password: "una clave larga 123" };
+const COMMERCE = "76123456-0";
+const YEAR = new Date().getFullYear();
+
+let server;
+let browser;
+let page;
+
+describe("Settings › Calendar in a browser", { concurrency: false }, () => {
+  before(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    server = await startServer();
+    await mandato(server.dataDir, ["--json", "commerce", "add", "--code", COMMERCE, "--name", "Gimnasio Los Andes"]);
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+    const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, locale: "es-CL" });
+    page = await context.newPage();
+    page.setDefaultTimeout(10_000);
+    page.on("pageerror", (e) => console.error("page error:", e.message));
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  test("holidays of the year, a decreed day added and removed, a commerce's rule", async () => {
+    await page.goto(server.base);
+    await page.getByRole("heading", { name: "Primer inicio" }).waitFor();
+    await page.getByLabel(/^Correo electrónico/).fill(OWNER.email);
+    await page.getByLabel(/^Contraseña/).fill(OWNER.password);
+    await page.getByLabel(/^Repita la contraseña/).fill(OWNER.password);
+    await page.getByRole("button", { name: "Crear cuenta y entrar" }).click();
+    await page.getByRole("heading", { name: "Panel" }).waitFor();
+
+    await page.goto(`${server.base}/settings?tab=calendar`);
+    await page.getByRole("heading", { name: `Feriados de ${YEAR}` }).waitFor();
+    await page.locator(`[data-holiday="${YEAR}-12-25"]`).getByText("Navidad").waitFor();
+    await page.locator(`[data-holiday="${YEAR}-12-31"]`).getByText("Feriado bancario").waitFor();
+
+    // A decreed day: added, shown as added, then removed after confirming.
+    const day = `${YEAR}-12-28`;
+    await page.getByLabel("Fecha").fill(day);
+    await page.getByLabel("Nombre").fill("Feriado decretado de prueba");
+    await page.getByTestId("add-holiday").click();
+    const row = page.locator(`[data-holiday="${day}"]`);
+    await row.getByText("Feriado decretado de prueba").waitFor();
+    await row.getByText("agregado").waitFor();
+    await page.waitForTimeout(150);
+    await page.screenshot({ path: join(SHOTS, "calendar.png"), fullPage: true });
+    const listed = JSON.parse(await mandato(server.dataDir, ["--json", "holidays", "list", "--year", String(YEAR)]));
+    assert.ok(listed.holidays.some((h) => h.date === day && h.name === "Feriado decretado de prueba"));
+    await row.getByRole("button", { name: "Quitar" }).click();
+    await page.getByTestId("confirm").click();
+    await row.waitFor({ state: "detached" });
+
+    // The commerce's rule, changed in place.
+    await page.getByRole("tab", { name: "Comercios" }).click();
+    await page.getByTestId(`charging-rule-${COMMERCE}`).click();
+    await page.getByRole("option", { name: "Día hábil anterior" }).click();
+    await page.getByText("Guardado").first().waitFor();
+    const shown = JSON.parse(await mandato(server.dataDir, ["--json", "commerce", "show", COMMERCE]));
+    assert.equal(shown.chargingRule, "PREVIOUS");
+  });
+});
