@@ -5,6 +5,7 @@ pub mod contact;
 pub mod date;
 pub mod external_id;
 pub mod instrument;
+pub mod ledger;
 pub mod mandate;
 pub mod money;
 pub mod rut;

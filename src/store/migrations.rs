@@ -48,6 +48,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0012_commerce_webhook_url",
         include_str!("../../migrations/0012_commerce_webhook_url.sql"),
     ),
+    (
+        "0014_ledger",
+        include_str!("../../migrations/0014_ledger.sql"),
+    ),
 ];
 
 /// The schema version (`user_version`) this binary brings a database to.

@@ -38,6 +38,7 @@ mod private_files {
     }
 }
 pub mod installments;
+pub mod ledger;
 pub mod instruments;
 pub mod listen_leases;
 pub mod login_throttle;
