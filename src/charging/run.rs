@@ -624,7 +624,10 @@ fn record_charge_entry(
             .ok()
             .and_then(|d| Money::from_decimal(d, Currency::Clp).ok())
             .ok_or_else(|| {
-                Error::Internal(anyhow::anyhow!("installment {} charged_clp", installment.id))
+                Error::Internal(anyhow::anyhow!(
+                    "installment {} charged_clp",
+                    installment.id
+                ))
             })?,
         None => installment.amount.clone(),
     };

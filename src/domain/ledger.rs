@@ -14,8 +14,8 @@ use std::collections::HashSet;
 use std::str::FromStr;
 
 use chrono::NaiveDate;
-use rust_decimal::prelude::RoundingStrategy;
 use rust_decimal::Decimal;
+use rust_decimal::prelude::RoundingStrategy;
 
 use super::date::Date;
 use super::money::Money;
@@ -92,8 +92,12 @@ impl EntryMethod {
 pub fn commission_rate(method: PaymentMethod) -> Decimal {
     match method {
         PaymentMethod::CreditCard => Decimal::from_parts(295, 0, 0, false, 4),
-        PaymentMethod::DebitCard | PaymentMethod::PrepaidCard => Decimal::from_parts(179, 0, 0, false, 4),
-        PaymentMethod::Pac | PaymentMethod::Epac | PaymentMethod::DirectEpac => Decimal::from_parts(60, 0, 0, false, 4),
+        PaymentMethod::DebitCard | PaymentMethod::PrepaidCard => {
+            Decimal::from_parts(179, 0, 0, false, 4)
+        }
+        PaymentMethod::Pac | PaymentMethod::Epac | PaymentMethod::DirectEpac => {
+            Decimal::from_parts(60, 0, 0, false, 4)
+        }
     }
 }
 
@@ -141,7 +145,11 @@ pub fn parse_payout_report(text: &str) -> Result<Vec<PayoutLine>, FieldErrors> {
     let mut errors = FieldErrors::new();
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let header_line = text.lines().next().unwrap_or_default();
-    let separator = if header_line.contains(';') { b';' } else { b',' };
+    let separator = if header_line.contains(';') {
+        b';'
+    } else {
+        b','
+    };
     let mut reader = csv::ReaderBuilder::new()
         .delimiter(separator)
         .has_headers(false)
@@ -409,10 +417,9 @@ mod tests {
     #[test]
     fn reports_read_with_either_separator_and_decimal_comma_after_semicolons() {
         let comma = parse_payout_report("date,reference,amount\n2026-12-01,AUT-1,9649\n").unwrap();
-        let semi = parse_payout_report(
-            "\u{feff}Amount;Date;Reference\r\n9649,5;2026-12-01;AUT-1\r\n\r\n",
-        )
-        .unwrap();
+        let semi =
+            parse_payout_report("\u{feff}Amount;Date;Reference\r\n9649,5;2026-12-01;AUT-1\r\n\r\n")
+                .unwrap();
         assert_eq!(comma[0].amount, Decimal::from(9649));
         assert_eq!(semi[0].amount, "9649.5".parse::<Decimal>().unwrap());
         assert_eq!((semi[0].line, semi[0].reference.as_str()), (2, "AUT-1"));

@@ -227,9 +227,8 @@ pub fn reconcile(conn: &Connection, ctx: &Ctx<'_>, report: &str) -> Result<Recon
                 reference: e.acquirer_reference.clone().unwrap_or_default(),
                 amount: e.payout_amount(),
                 business_date,
-                expected: period.is_some_and(|(first, last)| {
-                    business_date >= first && business_date <= last
-                }),
+                expected: period
+                    .is_some_and(|(first, last)| business_date >= first && business_date <= last),
             })
         })
         .collect::<Result<_>>()?;
@@ -264,7 +263,11 @@ pub fn reconcile(conn: &Connection, ctx: &Ctx<'_>, report: &str) -> Result<Recon
 
 /// The simulated acquirer's payout report of `date` for the commerce: one line per charge of
 /// that business date, net of its fee, and one per reversal, deducted.
-pub fn sandbox_payout_report(conn: &Connection, commerce_id: i64, date: NaiveDate) -> Result<String> {
+pub fn sandbox_payout_report(
+    conn: &Connection,
+    commerce_id: i64,
+    date: NaiveDate,
+) -> Result<String> {
     let day = date.to_string();
     let entries = store::acquirer_entries(conn, commerce_id, &day, &day, &[])?;
     let lines: Vec<(NaiveDate, String, Decimal)> = entries

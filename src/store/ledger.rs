@@ -142,6 +142,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<EntryRow> {
 }
 
 /// Which entries of a commerce to list, oldest first.
+#[derive(Clone, Copy)]
 pub struct EntryFilter<'a> {
     pub commerce_id: i64,
     /// Business dates, inclusive.

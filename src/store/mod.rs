@@ -38,8 +38,8 @@ mod private_files {
     }
 }
 pub mod installments;
-pub mod ledger;
 pub mod instruments;
+pub mod ledger;
 pub mod listen_leases;
 pub mod login_throttle;
 pub mod mandates;
