@@ -38,6 +38,10 @@ const OPERATIONS: &[(&str, &str, bool, bool)] = &[
     ("get", "/events", true, false),
     ("get", "/events/{eventId}", true, false),
     ("post", "/events/{eventId}/redeliver", true, false),
+    ("get", "/ledger", true, false),
+    ("get", "/ledger/settlements", true, false),
+    ("post", "/ledger/reconciliations", true, true),
+    ("get", "/sandbox/payout-report", true, false),
     (
         "post",
         "/sandbox/notifications/{eventId}/redeliver",
