@@ -510,3 +510,85 @@ async fn the_sandbox_reset_removes_the_ledger_and_production_has_no_payout_repor
         .expect(404, "OPERATION_NOT_FOUND");
     production.get("/ledger").await.expect(200, "LEDGER_OK");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn staff_see_the_ledger_export_it_and_reconcile_with_an_audit_record() {
+    use crate::staff_ui_api::{member, owner};
+
+    let (app, _) = fixture(&[("c1", 10000, 0)]).await;
+    app.run_charging(app.today()).await;
+    let today = app.today().to_string();
+    let report = app
+        .get(&format!("/sandbox/payout-report?date={today}"))
+        .await
+        .body
+        .as_str()
+        .unwrap()
+        .to_string();
+    let admin = owner(&app).await;
+    let viewer = member(&app, &admin, "viewer").await;
+
+    let page = viewer
+        .get(&format!("/ledger-entries?commerce={COMMERCE}"))
+        .await;
+    page.expect(200, "STAFF_LEDGER_OK");
+    assert_eq!(page.body["payload"]["items"][0]["fee"], 351);
+    viewer
+        .get(&format!(
+            "/ledger-settlements?commerce={COMMERCE}&from={today}"
+        ))
+        .await
+        .expect(200, "STAFF_LEDGER_SETTLEMENTS_OK");
+    let other = viewer
+        .get(&format!("/ledger-entries?commerce={OTHER_COMMERCE}"))
+        .await;
+    assert_eq!(other.body["payload"]["items"], json!([]));
+    viewer
+        .get("/ledger-entries")
+        .await
+        .expect(400, "VALIDATION_ERROR");
+    let export = app
+        .client
+        .get(format!(
+            "{}/admin/api/ledger-export?commerce={COMMERCE}",
+            app.base
+        ))
+        .header("cookie", viewer.cookie.clone().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(export.status(), 200);
+    assert_eq!(export.text().await.unwrap().lines().count(), 2);
+
+    // A viewer changes nothing; an operator's import is kept and audited.
+    viewer
+        .post(
+            "/ledger-reconciliations",
+            json!({"commerce": COMMERCE, "csv": report}),
+        )
+        .await
+        .expect(403, "ROLE_NOT_ALLOWED");
+    let imported = admin
+        .post(
+            "/ledger-reconciliations",
+            json!({"commerce": COMMERCE, "csv": report}),
+        )
+        .await;
+    imported.expect(201, "RECONCILIATION_OK");
+    assert_eq!(imported.body["payload"]["counts"]["matched"], 1);
+    let kept = viewer
+        .get(&format!("/ledger-reconciliations?commerce={COMMERCE}"))
+        .await;
+    kept.expect(200, "STAFF_RECONCILIATIONS_OK");
+    assert_eq!(
+        kept.body["payload"]["items"][0], imported.body["payload"],
+        "the stored result is the one answered"
+    );
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM staff_audit WHERE action = 'ledger.reconcile'"
+        ),
+        1
+    );
+}

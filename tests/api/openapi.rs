@@ -207,6 +207,11 @@ const STAFF_OPERATIONS: &[(&str, &str)] = &[
     ("get", "/settings/audit-retention"),
     ("put", "/settings/audit-retention"),
     ("get", "/backups"),
+    ("get", "/ledger-entries"),
+    ("get", "/ledger-settlements"),
+    ("get", "/ledger-export"),
+    ("get", "/ledger-reconciliations"),
+    ("post", "/ledger-reconciliations"),
 ];
 
 #[tokio::test(flavor = "multi_thread")]
