@@ -70,16 +70,6 @@ pub enum EntryMethod {
 }
 
 impl EntryMethod {
-    pub const NAMES: [&'static str; 7] = [
-        "CREDIT_CARD",
-        "DEBIT_CARD",
-        "PREPAID_CARD",
-        "PAC",
-        "EPAC",
-        "DIRECT_EPAC",
-        "MANUAL",
-    ];
-
     pub fn as_str(self) -> &'static str {
         match self {
             EntryMethod::Instrument(m) => m.name(),

@@ -29,8 +29,8 @@ use crate::store::ledger::{self as store, EntryFilter, EntryRow, SettlementRow};
 pub const DEFAULT_LIMIT: i64 = 50;
 /// The most entries one page holds.
 pub const MAX_LIMIT: i64 = 500;
-/// The largest payout report accepted, in bytes of CSV.
-pub const MAX_REPORT_BYTES: usize = 900_000;
+/// The largest payout report accepted, in characters of CSV.
+pub const MAX_REPORT_CHARS: usize = 900_000;
 
 /// What an entry records (see the README's ledger section).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -566,11 +566,11 @@ pub fn import_report(
     report: &str,
     created_by: &str,
 ) -> Result<Reconciliation, Error> {
-    if report.len() > MAX_REPORT_BYTES {
+    if report.chars().count() > MAX_REPORT_CHARS {
         return Err(Error::validation(
             "csv",
             "TOO_LONG",
-            format!("a payout report is at most {MAX_REPORT_BYTES} bytes"),
+            format!("a payout report is at most {MAX_REPORT_CHARS} characters"),
         ));
     }
     let reconciled = operation::reconcile(tx, ctx, report)?;

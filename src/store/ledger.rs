@@ -245,7 +245,8 @@ pub fn acquirer_entries(
         .collect()
 }
 
-/// The latest CHARGE entry of an installment (what a reversal takes back).
+/// The latest payment entry (charge or manual payment) of an installment: what a reversal
+/// takes back.
 pub fn last_charge_of(
     conn: &Connection,
     commerce_id: i64,

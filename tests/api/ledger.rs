@@ -168,6 +168,36 @@ async fn every_money_movement_has_its_entry_and_settlements_sum_them() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_bank_debit_enters_the_ledger_when_the_bank_approves_it() {
+    let mut app = spawn_app().await;
+    app.login().await;
+    app.create_customer("cust-1", "12.345.678-5").await;
+    let payload = app
+        .create_mandate(&dynamic_body(&app, "cust-1", "M-1", &[("b1", 10000, 0)]))
+        .await;
+    let mandate = payload["mandate"]["internalId"].as_str().unwrap();
+    app.post(
+        &format!("/sandbox/mandates/{mandate}/activate"),
+        &json!({"paymentMethodId": 5, "bankAccount": {"bankCode": "012", "accountType": "CHECKING",
+                "accountNumber": "123450000", "holderRut": "12.345.678-5"}}),
+    )
+    .await
+    .expect(200, "SANDBOX_ACTIVATE_OK");
+    let today = app.today();
+    app.run_charging(today).await;
+    assert!(
+        entries(&app, "").await.is_empty(),
+        "IN_VALIDATION moves no money yet"
+    );
+    let tomorrow = today + chrono::Duration::days(1);
+    app.run_charging(tomorrow).await;
+    let all = entries(&app, "").await;
+    // Bank debit: 0.60% commission (60) plus IVA (11.4, rounded to 11).
+    assert_eq!(summary(&all), ["CHARGE b1 10000 71 9929 \"PAC\" ref"]);
+    assert_eq!(all[0]["businessDate"], tomorrow.to_string());
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_failed_operation_leaves_no_entry() {
     use mandato::operations::installments::{Action, ChangeStatus, OwnedRefs, change_status};
     use mandato::operations::{Ctx, MandateRef};
