@@ -768,14 +768,22 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             keep_customers,
         }) => dev::sandbox_reset(&config, json_mode, commerce.as_deref(), keep_customers)?,
         Command::Sandbox(SandboxCommand::PayoutReport { commerce, date }) => {
-            ledger::payout_report(&config, commerce.as_deref(), date)?
+            ledger::payout_report(&config, json_mode, commerce.as_deref(), date)?
         }
         Command::Ledger(LedgerCommand::Export {
             commerce,
             from,
             to,
             format,
-        }) => ledger::export(&config, commerce.as_deref(), from, to, format)?,
+        }) => {
+            // `--json` means one JSON object on stdout, whatever the format asked.
+            let format = if json_mode {
+                ledger::ExportFormat::Json
+            } else {
+                format
+            };
+            ledger::export(&config, commerce.as_deref(), from, to, format)?
+        }
         Command::Ledger(LedgerCommand::Reconcile { commerce, file }) => {
             ledger::reconcile(&config, json_mode, commerce.as_deref(), &file)?
         }

@@ -135,6 +135,7 @@ pub fn reconcile(
 
 pub fn payout_report(
     config: &Config,
+    json_mode: bool,
     commerce: Option<&str>,
     date: NaiveDate,
 ) -> anyhow::Result<()> {
@@ -145,6 +146,13 @@ pub fn payout_report(
     let report = store
         .read(|c| crate::operations::ledger::sandbox_payout_report(c, commerce.id, date.naive()))
         .map_err(refused)?;
-    out(format_args!("{}", report.trim_end()));
+    if json_mode {
+        out(format_args!(
+            "{}",
+            json!({"commerce": commerce.code, "date": date.to_string(), "csv": report})
+        ));
+    } else {
+        out(format_args!("{}", report.trim_end()));
+    }
     Ok(())
 }

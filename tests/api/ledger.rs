@@ -476,6 +476,19 @@ async fn the_sandbox_payout_report_reconciles_and_mismatches_land_on_their_side(
         None,
     );
     assert_eq!(json_export["items"].as_array().unwrap().len(), 4);
+    let as_json = crate::cli::mandato(
+        app.dir.path(),
+        &[
+            "sandbox",
+            "payout-report",
+            "--commerce",
+            COMMERCE,
+            "--date",
+            &today,
+        ],
+        None,
+    );
+    assert_eq!(as_json["csv"].as_str().unwrap().lines().count(), 5);
     let file = app.dir.path().join("payout.csv");
     let cli_report = Command::new(BIN)
         .args([
