@@ -327,8 +327,9 @@ pub fn finish_if_complete(conn: &Connection, mandate: MandateRow, now: &str) -> 
     Ok(mandates::by_seq(conn, mandate.seq)?)
 }
 
-/// Reverses a PAID installment now (the acquirer took the money back): REVERSED, and its
-/// payment event and its ledger entry. The sandbox's `REVERSED` outcome and `mandato trigger payment.reversed`.
+/// Reverses a PAID installment now (the acquirer took the money back): REVERSED, its payment
+/// event and its ledger entry. The sandbox's `REVERSED` outcome and `mandato trigger
+/// payment.reversed`.
 pub fn reverse(
     conn: &Connection,
     ctx: &Ctx<'_>,
