@@ -25,7 +25,10 @@ CREATE TABLE ledger_entries (
     business_date           TEXT NOT NULL,             -- YYYY-MM-DD, America/Santiago
     created_at              TEXT NOT NULL
 ) STRICT;
+-- The listing's keyset (append order), alone and filtered by kind; settlements and payout
+-- reports by business date; reconciliation by reference.
 CREATE INDEX ledger_entries_by_commerce ON ledger_entries(commerce_id, seq);
+CREATE INDEX ledger_entries_by_kind ON ledger_entries(commerce_id, kind, seq);
 CREATE INDEX ledger_entries_by_date ON ledger_entries(commerce_id, business_date, seq);
 CREATE INDEX ledger_entries_by_reference ON ledger_entries(commerce_id, acquirer_reference);
 
