@@ -20,6 +20,7 @@ use crate::store::{Store, commerces, deliveries, settings};
 mod audit;
 mod dev;
 mod holidays;
+mod ledger;
 pub use dev::{CliError, error_name, parse, report, require_sandbox, resolve_commerce};
 
 #[derive(Parser, Debug)]
@@ -91,6 +92,9 @@ pub enum Command {
     Listen(ListenArgs),
     /// A commerce's recent events, newest first; `events resend EVENT_ID` sends one again.
     Events(EventsArgs),
+    /// A commerce's ledger: export its entries, reconcile an acquirer payout report.
+    #[command(subcommand)]
+    Ledger(LedgerCommand),
     /// List the automatic backups in DATA_DIR/backups, newest first.
     Backups,
     /// Put a backup in place of the database (mandato must be stopped); the replaced database
@@ -159,6 +163,42 @@ pub enum SandboxCommand {
         /// Keep the customers.
         #[arg(long)]
         keep_customers: bool,
+    },
+    /// Print the simulated acquirer's payout report of a business date (CSV), as
+    /// `GET /api/v1/sandbox/payout-report` does.
+    PayoutReport {
+        /// The commerce (may be omitted when the installation has only one).
+        #[arg(long)]
+        commerce: Option<String>,
+        /// The payout date, YYYY-MM-DD.
+        #[arg(long)]
+        date: chrono::NaiveDate,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum LedgerCommand {
+    /// Print the commerce's ledger entries, oldest first (CSV with a header row, or JSON).
+    Export {
+        /// The commerce (may be omitted when the installation has only one).
+        #[arg(long)]
+        commerce: Option<String>,
+        /// First business date, inclusive (YYYY-MM-DD).
+        #[arg(long)]
+        from: Option<chrono::NaiveDate>,
+        /// Last business date, inclusive (YYYY-MM-DD).
+        #[arg(long)]
+        to: Option<chrono::NaiveDate>,
+        #[arg(long, value_enum, default_value = "csv")]
+        format: ledger::ExportFormat,
+    },
+    /// Match an acquirer payout report (CSV `date,reference,amount`) against the ledger, store
+    /// the import, and print the result.
+    Reconcile {
+        /// The commerce (may be omitted when the installation has only one).
+        #[arg(long)]
+        commerce: Option<String>,
+        file: PathBuf,
     },
 }
 
@@ -771,6 +811,26 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             commerce,
             keep_customers,
         }) => dev::sandbox_reset(&config, json_mode, commerce.as_deref(), keep_customers)?,
+        Command::Sandbox(SandboxCommand::PayoutReport { commerce, date }) => {
+            ledger::payout_report(&config, json_mode, commerce.as_deref(), date)?
+        }
+        Command::Ledger(LedgerCommand::Export {
+            commerce,
+            from,
+            to,
+            format,
+        }) => {
+            // `--json` means one JSON object on stdout, whatever the format asked.
+            let format = if json_mode {
+                ledger::ExportFormat::Json
+            } else {
+                format
+            };
+            ledger::export(&config, commerce.as_deref(), from, to, format)?
+        }
+        Command::Ledger(LedgerCommand::Reconcile { commerce, file }) => {
+            ledger::reconcile(&config, json_mode, commerce.as_deref(), &file)?
+        }
         Command::Trigger(args) => crate::trigger::run(&config, json_mode, args)?,
         Command::Audit(AuditCommand::Verify) => audit::verify(&config, json_mode)?,
     }

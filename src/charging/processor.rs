@@ -34,6 +34,8 @@ pub struct ChargeRequest<'a> {
 pub enum ChargeResult {
     Approved {
         authorization_code: String,
+        /// The acquirer's fee on the charge, in its currency, when it reports one.
+        fee: Option<rust_decimal::Decimal>,
     },
     Rejected {
         code: RejectionCode,

@@ -34,6 +34,7 @@ use crate::domain::state::{InstallmentState, PaymentMethod, RejectionCode};
 use crate::error::{Error, Result};
 use crate::notify::events;
 use crate::operations::installments::finish_if_complete;
+use crate::operations::ledger;
 use crate::store::charging::{
     self as store, InstallmentOutcome, NewAttempt, OpenAttempt, RunCounts,
 };
@@ -411,11 +412,23 @@ impl Charger {
             }
         };
         match &result {
-            ChargeResult::Approved { authorization_code } => {
+            ChargeResult::Approved {
+                authorization_code,
+                fee,
+            } => {
                 store::record_outcome(
                     tx,
                     installment.seq,
                     &InstallmentOutcome::Paid { authorization_code },
+                    &now,
+                )?;
+                record_charge_entry(
+                    tx,
+                    &mandate,
+                    &installment,
+                    authorization_code,
+                    *fee,
+                    date,
                     &now,
                 )?;
                 store::finish_attempt(
@@ -623,6 +636,55 @@ impl Charger {
         }
         Ok(open.len())
     }
+}
+
+/// The ledger entry of an approved charge, in the outcome's transaction: the amount charged
+/// (CLP for UF installments, as `begin_charge` recorded it) by the installment's method.
+fn record_charge_entry(
+    tx: &Connection,
+    mandate: &MandateRow,
+    installment: &installments::InstallmentRow,
+    authorization_code: &str,
+    fee: Option<Decimal>,
+    date: NaiveDate,
+    now: &str,
+) -> Result<()> {
+    let charged = match installment.charged_clp.as_deref() {
+        Some(clp) => Decimal::from_str(clp)
+            .ok()
+            .and_then(|d| Money::from_decimal(d, Currency::Clp).ok())
+            .ok_or_else(|| {
+                Error::Internal(anyhow::anyhow!(
+                    "installment {} charged_clp",
+                    installment.id
+                ))
+            })?,
+        None => installment.amount.clone(),
+    };
+    let method = installment
+        .payment_method_id
+        .and_then(PaymentMethod::from_id)
+        .ok_or_else(|| {
+            Error::Internal(anyhow::anyhow!(
+                "installment {} was charged without a method",
+                installment.id
+            ))
+        })?;
+    ledger::record_charge(
+        tx,
+        &ledger::Movement {
+            mandate,
+            installment,
+            business_date: date,
+            now,
+        },
+        &ledger::Approval {
+            charged: &charged,
+            method,
+            authorization_code,
+            fee,
+        },
+    )
 }
 
 /// The commerce's retry policy (days after the first rejection), or the default.

@@ -10,6 +10,12 @@
 //! | card or bank account ending 0119 | refused at enrolment (the issuer will not tokenise it) |
 //!
 //! A sandbox-forced outcome wins over the instrument's.
+//!
+//! Every approved charge reports the acquirer's fee (`domain::ledger::acquirer_fee`): a
+//! commission of 2.95% on credit cards, 1.79% on debit and prepaid cards and 0.60% on bank
+//! debits (PAC, EPAC, direct EPAC), plus 19% IVA on the commission, each rounded half away from
+//! zero to the currency's decimals. A bank debit's fee is fixed when it is submitted and
+//! reported when it settles approved.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -19,7 +25,9 @@ use rusqlite::{Connection, TransactionBehavior};
 use super::processor::{ChargeRequest, ChargeResult, Enrolled, Forced, Processor, ProcessorError};
 use crate::clock::timestamp;
 use crate::domain::instrument::{InstrumentInput, card_brand};
+use crate::domain::ledger::acquirer_fee;
 use crate::domain::state::RejectionCode;
+use crate::store::sim_acquirer::SimCharge;
 use crate::store::{Durability, open_connection, sim_acquirer};
 
 pub struct SimulatedProcessor {
@@ -132,7 +140,7 @@ impl Processor for SimulatedProcessor {
 
     fn status(&self, idempotency_key: &str) -> Result<Option<ChargeResult>, ProcessorError> {
         let held = self.with(|c| sim_acquirer::charge(c, idempotency_key))?;
-        Ok(held.map(|h| to_result(&h.result, h.code.as_deref())))
+        Ok(held.map(|h| to_result(&h)))
     }
 
     fn settle(&self, idempotency_key: &str) -> Result<ChargeResult, ProcessorError> {
@@ -140,13 +148,14 @@ impl Processor for SimulatedProcessor {
             .with(|c| sim_acquirer::charge(c, idempotency_key))?
             .ok_or_else(|| ProcessorError::Refused("unknown charge".into()))?;
         Ok(match held.settles_as.as_deref() {
-            Some("REJECTED") => to_result("REJECTED", held.code.as_deref()),
+            Some("REJECTED") => rejected(held.code.as_deref()),
             Some(_) => ChargeResult::Approved {
+                fee: parse_fee(held.fee.as_deref()),
                 authorization_code: held
                     .code
                     .unwrap_or_else(|| authorization_code(idempotency_key)),
             },
-            None => to_result(&held.result, held.code.as_deref()),
+            None => to_result(&held),
         })
     }
 }
@@ -189,6 +198,8 @@ fn decide(
         ("REJECTED", Some(code_text(&decided)), None)
     };
     let amount = request.amount.amount().normalize().to_string();
+    let fee = (result == "APPROVED" || settles_as == Some("APPROVED"))
+        .then(|| acquirer_fee(request.amount, request.method).to_string());
     let held = sim_acquirer::charge_once(
         c,
         request.idempotency_key,
@@ -198,21 +209,32 @@ fn decide(
         result,
         code.as_deref(),
         settles_as,
+        fee.as_deref(),
         &now(),
     )?;
-    Ok(Ok(to_result(&held.result, held.code.as_deref())))
+    Ok(Ok(to_result(&held)))
 }
 
-fn to_result(result: &str, code: Option<&str>) -> ChargeResult {
-    match result {
+fn to_result(held: &SimCharge) -> ChargeResult {
+    match held.result.as_str() {
         "APPROVED" => ChargeResult::Approved {
-            authorization_code: code.unwrap_or_default().to_string(),
+            authorization_code: held.code.clone().unwrap_or_default(),
+            fee: parse_fee(held.fee.as_deref()),
         },
-        "REJECTED" => ChargeResult::Rejected {
-            code: code
-                .and_then(RejectionCode::parse)
-                .unwrap_or(RejectionCode::CardDeclined),
-        },
+        "REJECTED" => rejected(held.code.as_deref()),
         _ => ChargeResult::Pending,
     }
+}
+
+fn rejected(code: Option<&str>) -> ChargeResult {
+    ChargeResult::Rejected {
+        code: code
+            .and_then(RejectionCode::parse)
+            .unwrap_or(RejectionCode::CardDeclined),
+    }
+}
+
+/// Charges recorded before fees were reported have none.
+fn parse_fee(stored: Option<&str>) -> Option<rust_decimal::Decimal> {
+    stored.and_then(|f| f.parse().ok())
 }

@@ -507,9 +507,9 @@ pub fn sandbox_reset(
         json!({"commerce": commerce.code, "customers": c.customers, "mandates": c.mandates,
                "installments": c.installments, "chargeAttempts": c.charge_attempts,
                "events": c.events, "deliveryAttempts": c.delivery_attempts,
-               "signatureProcesses": c.signature_processes}),
+               "signatureProcesses": c.signature_processes, "ledgerEntries": c.ledger_entries}),
         format!(
-            "commerce {}: removed {} customers, {} mandates, {} installments, {} charge attempts, {} events ({} delivery attempts), {} signature processes",
+            "commerce {}: removed {} customers, {} mandates, {} installments, {} charge attempts, {} events ({} delivery attempts), {} signature processes, {} ledger entries",
             commerce.code,
             c.customers,
             c.mandates,
@@ -517,7 +517,8 @@ pub fn sandbox_reset(
             c.charge_attempts,
             c.events,
             c.delivery_attempts,
-            c.signature_processes
+            c.signature_processes,
+            c.ledger_entries
         ),
     );
     Ok(())

@@ -7,6 +7,7 @@ pub mod date;
 pub mod external_id;
 pub mod holidays;
 pub mod instrument;
+pub mod ledger;
 pub mod mandate;
 pub mod money;
 pub mod rut;

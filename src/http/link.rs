@@ -1019,8 +1019,14 @@ async fn pay(
         Ok((key, result))
     })
     .await;
-    let (key, authorization_code) = match outcome {
-        Ok((key, ChargeResult::Approved { authorization_code })) => (key, authorization_code),
+    let (key, authorization_code, fee) = match outcome {
+        Ok((
+            key,
+            ChargeResult::Approved {
+                authorization_code,
+                fee,
+            },
+        )) => (key, authorization_code, fee),
         Ok((_, ChargeResult::Rejected { code })) => {
             // A portal decline is the customer's try, not a charge attempt of the engine: the
             // installment keeps its state and no event is written. The page says why.
@@ -1116,6 +1122,21 @@ async fn pay(
                 authorization_code: Some(&code),
                 payment_method_id: Some(method.id()),
                 ..Default::default()
+            },
+        )?;
+        crate::operations::ledger::record_charge(
+            tx,
+            &crate::operations::ledger::Movement {
+                mandate: &mandate,
+                installment: &paid,
+                business_date: today,
+                now: &stamp,
+            },
+            &crate::operations::ledger::Approval {
+                charged: &paid.amount,
+                method,
+                authorization_code: &code,
+                fee,
             },
         )?;
         let customer = customers::by_seq(tx, mandate.customer_seq)?;

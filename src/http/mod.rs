@@ -15,6 +15,7 @@ pub mod fields;
 pub mod guard;
 pub mod installments;
 pub mod json;
+pub mod ledger;
 pub mod link;
 pub mod login;
 pub mod mandates;
@@ -287,6 +288,10 @@ pub fn api_routers(
         .routes(routes!(events::list_events))
         .routes(routes!(events::get_event))
         .routes(routes!(events::redeliver_event))
+        .routes(routes!(ledger::list_ledger))
+        .routes(routes!(ledger::settlements))
+        .routes(routes!(ledger::reconcile))
+        .routes(routes!(ledger::payout_report))
         .routes(routes!(sandbox::get_faults, sandbox::put_faults))
         .routes(routes!(sandbox::notification))
         .routes(routes!(sandbox::redeliver))

@@ -925,9 +925,14 @@ fn apply_parameter_rules(doc: &mut Value, config: &Config) {
                 }))
             } else if location == "path" && name == "eventId" {
                 Some(internal_id("evt"))
-            } else if path.starts_with("/events") {
-                // The Events API states its own query (its `limit` is 1 to 100, its cursor a
-                // row number): the receivables' rules of the same names are not its.
+            } else if (path.starts_with("/ledger") && (name == "from" || name == "to"))
+                || (path == "/sandbox/payout-report" && name == "date")
+            {
+                Some(date())
+            } else if path.starts_with("/events") || path.starts_with("/ledger") {
+                // The Events API and the ledger state their own query (their `limit` bounds,
+                // their cursor a row number): the receivables' rules of the same names are not
+                // theirs.
                 None
             } else {
                 parameters

@@ -40,6 +40,8 @@ pub struct ResetPayload {
     pub delivery_attempts: u64,
     #[schema(minimum = 0)]
     pub signature_processes: u64,
+    #[schema(minimum = 0)]
+    pub ledger_entries: u64,
 }
 
 impl From<ResetCounts> for ResetPayload {
@@ -52,12 +54,13 @@ impl From<ResetCounts> for ResetPayload {
             events: c.events,
             delivery_attempts: c.delivery_attempts,
             signature_processes: c.signature_processes,
+            ledger_entries: c.ledger_entries,
         }
     }
 }
 
 /// Remove this commerce's customers (unless kept), mandates, installments, charge attempts,
-/// events (and their delivery attempts) and signature processes (with their documents,
+/// events (and their delivery attempts), ledger entries and reconciliations, and signature processes (with their documents,
 /// signatories and audit), all in one transaction. Other commerces are untouched; the
 /// commerce, its secret and API keys stay. Mandate and customer ids can be used again.
 #[utoipa::path(post, path = "/sandbox/reset", tag = "sandbox",

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use rusqlite::Connection;
 use serde_json::{Value, json};
 
-use super::{Ctx, CustomerRef, MandateRef};
+use super::{Ctx, CustomerRef, MandateRef, ledger};
 use crate::domain::date::Date;
 use crate::domain::money::{Currency, Money};
 use crate::domain::state::{InstallmentState, MandateState, MandateType};
@@ -242,6 +242,18 @@ pub fn change_status(conn: &Connection, ctx: &Ctx<'_>, cmd: ChangeStatus) -> Res
     let mut changed = Vec::with_capacity(rows.len());
     for row in &rows {
         let updated = installments::set_state(conn, row.seq, target, &now, &change)?;
+        let movement = ledger::Movement {
+            mandate: &mandate,
+            installment: &updated,
+            business_date: ctx.today,
+            now: &now,
+        };
+        match &cmd.action {
+            Action::Payment(_) => {
+                ledger::record_manual_payment(conn, &movement, authorization.as_deref())?
+            }
+            Action::Annulment => ledger::record_annulment(conn, &movement)?,
+        }
         events::record_payment(conn, ctx.commerce, &mandate, &owner, &updated, ctx.now)?;
         changed.push(updated);
     }
@@ -315,8 +327,9 @@ pub fn finish_if_complete(conn: &Connection, mandate: MandateRow, now: &str) -> 
     Ok(mandates::by_seq(conn, mandate.seq)?)
 }
 
-/// Reverses a PAID installment now (the acquirer took the money back): REVERSED, and its
-/// payment event. The sandbox's `REVERSED` outcome and `mandato trigger payment.reversed`.
+/// Reverses a PAID installment now (the acquirer took the money back): REVERSED, its payment
+/// event and its ledger entry. The sandbox's `REVERSED` outcome and `mandato trigger
+/// payment.reversed`.
 pub fn reverse(
     conn: &Connection,
     ctx: &Ctx<'_>,
@@ -332,12 +345,22 @@ pub fn reverse(
             ),
         ));
     }
+    let now = ctx.timestamp();
     let reversed = installments::set_state(
         conn,
         row.seq,
         InstallmentState::Reversed,
-        &ctx.timestamp(),
+        &now,
         &Default::default(),
+    )?;
+    ledger::record_reversal(
+        conn,
+        &ledger::Movement {
+            mandate,
+            installment: &reversed,
+            business_date: ctx.today,
+            now: &now,
+        },
     )?;
     let customer = customers::by_seq(conn, mandate.customer_seq)?;
     events::record_payment(conn, ctx.commerce, mandate, &customer, &reversed, ctx.now)?;

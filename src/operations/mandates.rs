@@ -246,6 +246,15 @@ pub fn cancel(
                 &now,
                 &StateChange::default(),
             )?;
+            super::ledger::record_annulment(
+                conn,
+                &super::ledger::Movement {
+                    mandate: &cancelled,
+                    installment: &annulled,
+                    business_date: ctx.today,
+                    now: &now,
+                },
+            )?;
             events::record_payment(conn, ctx.commerce, &cancelled, &owner, &annulled, ctx.now)?;
         }
     }

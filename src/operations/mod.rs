@@ -5,6 +5,7 @@
 pub mod activation;
 pub mod customers;
 pub mod installments;
+pub mod ledger;
 pub mod mandates;
 pub mod signed_activation;
 

@@ -53,6 +53,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         include_str!("../../migrations/0013_holidays.sql"),
     ),
     (
+        "0014_ledger",
+        include_str!("../../migrations/0014_ledger.sql"),
+    ),
+    (
         "0015_signature_activation",
         include_str!("../../migrations/0015_signature_activation.sql"),
     ),

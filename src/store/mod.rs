@@ -40,6 +40,7 @@ mod private_files {
 }
 pub mod installments;
 pub mod instruments;
+pub mod ledger;
 pub mod listen_leases;
 pub mod login_throttle;
 pub mod mandate_signatures;

@@ -18,10 +18,11 @@ pub struct ResetCounts {
     pub events: u64,
     pub delivery_attempts: u64,
     pub signature_processes: u64,
+    pub ledger_entries: u64,
 }
 
 /// Removes the commerce's mandates (with their instruments, acceptances, portal attempts and
-/// installments), charge attempts, events (with their delivery attempts), signature processes
+/// installments), ledger entries and reconciliations, charge attempts, events (with their delivery attempts), signature processes
 /// (with documents, placements, signatories and audit) and, unless `keep_customers`, its
 /// customers.
 pub fn reset(
@@ -58,6 +59,7 @@ pub fn reset(
     ))?;
     counts.signature_processes = run("DELETE FROM signature_processes WHERE commerce_id = ?1")?;
 
+    counts.ledger_entries = super::ledger::erase_for_sandbox_reset(tx, commerce_id)?;
     counts.charge_attempts = run("DELETE FROM charge_attempts WHERE installment_seq IN
             (SELECT seq FROM installments WHERE commerce_id = ?1)")?;
     counts.installments = run("DELETE FROM installments WHERE commerce_id = ?1")?;

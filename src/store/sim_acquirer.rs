@@ -9,6 +9,8 @@ pub struct SimCharge {
     pub result: String,
     pub code: Option<String>,
     pub settles_as: Option<String>,
+    /// The fee of an approved charge (or of a pending one once it settles approved).
+    pub fee: Option<String>,
 }
 
 pub fn insert_instrument(
@@ -43,26 +45,28 @@ pub fn charge_once(
     result: &str,
     code: Option<&str>,
     settles_as: Option<&str>,
+    fee: Option<&str>,
     at: &str,
 ) -> rusqlite::Result<SimCharge> {
     conn.prepare_cached(
-        "INSERT INTO sim_charges (idempotency_key, token, amount, currency, result, code, settles_as, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (idempotency_key) DO NOTHING",
+        "INSERT INTO sim_charges (idempotency_key, token, amount, currency, result, code, settles_as, fee, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (idempotency_key) DO NOTHING",
     )?
-    .execute(params![key, token, amount, currency, result, code, settles_as, at])?;
+    .execute(params![key, token, amount, currency, result, code, settles_as, fee, at])?;
     Ok(charge(conn, key)?.expect("just written"))
 }
 
 pub fn charge(conn: &Connection, key: &str) -> rusqlite::Result<Option<SimCharge>> {
     optional(
         conn.prepare_cached(
-            "SELECT result, code, settles_as FROM sim_charges WHERE idempotency_key = ?1",
+            "SELECT result, code, settles_as, fee FROM sim_charges WHERE idempotency_key = ?1",
         )?
         .query_row([key], |r| {
             Ok(SimCharge {
                 result: r.get(0)?,
                 code: r.get(1)?,
                 settles_as: r.get(2)?,
+                fee: r.get(3)?,
             })
         }),
     )

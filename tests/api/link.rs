@@ -699,6 +699,19 @@ async fn the_portal_pays_a_due_installment_before_activation() {
     assert_eq!(payments[0]["installment"]["state"]["name"], "PAID");
     assert_eq!(payments[0]["installment"]["authorizationCode"], code);
     assert_eq!(l.portal_charges(&due), 1);
+    // Its ledger entry: the card's fee is 2.95% (443) plus IVA (84).
+    let ledger = l.app.get("/ledger").await;
+    let entry = &ledger.body["payload"]["items"][0];
+    assert_eq!(
+        (
+            &entry["kind"],
+            &entry["installmentInternalId"],
+            &entry["amount"]
+        ),
+        (&json!("CHARGE"), &json!(due), &json!(15000))
+    );
+    assert_eq!((&entry["fee"], &entry["net"]), (&json!(527), &json!(14473)));
+    assert_eq!(entry["acquirerReference"], code);
 
     let shown = get_page(&format!("{}{location}", l.app.base)).await;
     assert!(shown.html.contains("Pago aprobado"));
@@ -761,6 +774,8 @@ async fn a_double_submit_charges_once() {
     assert!(statuses.contains(&StatusCode::SEE_OTHER), "{statuses:?}");
     assert_eq!(l.portal_charges(&due), 1);
     assert_eq!(l.events("payment").len(), 1);
+    let ledger = l.app.get("/ledger").await;
+    assert_eq!(ledger.body["payload"]["items"].as_array().unwrap().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -38,6 +38,7 @@ mod hostile_pdf;
 mod hostile_portal;
 mod installments;
 mod isolation;
+mod ledger;
 mod link;
 mod listen;
 mod mandate_document;

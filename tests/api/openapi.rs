@@ -44,6 +44,10 @@ const OPERATIONS: &[(&str, &str, bool, bool)] = &[
     ("get", "/events", true, false),
     ("get", "/events/{eventId}", true, false),
     ("post", "/events/{eventId}/redeliver", true, false),
+    ("get", "/ledger", true, false),
+    ("get", "/ledger/settlements", true, false),
+    ("post", "/ledger/reconciliations", true, true),
+    ("get", "/sandbox/payout-report", true, false),
     (
         "post",
         "/sandbox/notifications/{eventId}/redeliver",
@@ -215,6 +219,11 @@ const STAFF_OPERATIONS: &[(&str, &str)] = &[
     ("get", "/calendar/holidays"),
     ("post", "/calendar/holidays"),
     ("delete", "/calendar/holidays/{date}"),
+    ("get", "/ledger-entries"),
+    ("get", "/ledger-settlements"),
+    ("get", "/ledger-export"),
+    ("get", "/ledger-reconciliations"),
+    ("post", "/ledger-reconciliations"),
 ];
 
 #[tokio::test(flavor = "multi_thread")]

@@ -7,14 +7,14 @@ use serde_json::{Value, json};
 use crate::helpers::*;
 
 /// A signed-in staff member's browser: the session cookie and the CSRF token.
-struct Desk<'a> {
+pub struct Desk<'a> {
     app: &'a TestApp,
-    cookie: Option<String>,
+    pub cookie: Option<String>,
     csrf: Option<String>,
 }
 
 impl<'a> Desk<'a> {
-    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> Reply {
+    pub async fn call(&self, method: Method, path: &str, body: Option<Value>) -> Reply {
         let mut request = self
             .app
             .client
@@ -39,11 +39,11 @@ impl<'a> Desk<'a> {
         }
     }
 
-    async fn get(&self, path: &str) -> Reply {
+    pub async fn get(&self, path: &str) -> Reply {
         self.call(Method::GET, path, None).await
     }
 
-    async fn post(&self, path: &str, body: Value) -> Reply {
+    pub async fn post(&self, path: &str, body: Value) -> Reply {
         self.call(Method::POST, path, Some(body)).await
     }
 
@@ -59,7 +59,7 @@ impl<'a> Desk<'a> {
     }
 }
 
-async fn owner(app: &TestApp) -> Desk<'_> {
+pub async fn owner(app: &TestApp) -> Desk<'_> {
     let anonymous = Desk {
         app,
         cookie: None,
@@ -76,7 +76,7 @@ async fn owner(app: &TestApp) -> Desk<'_> {
 }
 
 /// An account of `role` made by the admin, signed in.
-async fn member<'a>(app: &'a TestApp, admin: &Desk<'_>, role: &str) -> Desk<'a> {
+pub async fn member<'a>(app: &'a TestApp, admin: &Desk<'_>, role: &str) -> Desk<'a> {
     let email = format!("{role}@merchant.example");
     admin
         .post(

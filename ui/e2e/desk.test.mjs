@@ -3,9 +3,9 @@
 // Chromium through playwright-core (never a downloaded browser). One staff member's day:
 // first-start setup, a commerce and an API key, merchant API traffic, finding the customer
 // and the mandate, marking an installment paid, its webhook in Notifications (delivered to a
-// local HTTPS receiver and verified with the secret the UI showed), cancelling a mandate, and
-// a viewer who cannot change anything. Screenshots of each screen go to
-// target/ui-screenshots/.
+// local HTTPS receiver and verified with the secret the UI showed), cancelling a mandate, the
+// ledger with a payout report reconciled, and a viewer who cannot change anything. Screenshots
+// of each screen go to target/ui-screenshots/.
 import assert from "node:assert/strict";
 import { createHmac, randomUUID } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -346,6 +346,22 @@ describe("Mandato Desk in a browser", { concurrency: false }, () => {
     await page.getByRole("tab", { name: "Solicitudes API" }).click();
     await page.getByTestId("request-audit").getByText("/api/v1/mandate").first().waitFor();
     await shot("15-audit-requests");
+  });
+
+  step("the ledger: entries, settlements and a payout report reconciled", async () => {
+    await page.getByRole("link", { name: "Libro" }).click();
+    await page.getByRole("heading", { name: "Libro de movimientos" }).waitFor();
+    const entries = page.getByTestId("ledger-table");
+    await entries.getByText("Pago manual").first().waitFor();
+    await entries.getByText("Anulación").first().waitFor();
+    await page.getByTestId("settlements-table").getByText("Manual").waitFor();
+    await page.getByTestId("payout-csv").fill(`date;reference;amount\n${businessDate(0)};AUT-NADIE;1000`);
+    await page.getByTestId("reconcile").click();
+    const result = page.getByTestId("reconciliation-result");
+    await result.getByText("Referencia desconocida").waitFor();
+    await result.getByText("1 líneas sin movimiento", { exact: false }).waitFor();
+    await page.getByTestId("reconciliations-table").locator("tbody tr").first().waitFor();
+    await shot("14b-ledger");
   });
 
   step("a viewer sees everything and can change nothing", async () => {

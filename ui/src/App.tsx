@@ -9,6 +9,7 @@ import { Audit } from "./screens/Audit";
 import { Charging } from "./screens/Charging";
 import { CustomerDetail, Customers } from "./screens/Customers";
 import { Dashboard } from "./screens/Dashboard";
+import { Ledger } from "./screens/Ledger";
 import { Login, Setup } from "./screens/SignIn";
 import { MandateDetail } from "./screens/MandateDetail";
 import { Mandates } from "./screens/Mandates";
@@ -81,6 +82,7 @@ export function App() {
           <Route path="/mandates/:id" element={<MandateDetail />} />
           <Route path="/notifications" element={<Notifications />} />
           <Route path="/charging" element={<Charging />} />
+          <Route path="/ledger" element={<Ledger />} />
           <Route path="/settings" element={<Settings />} />
           <Route path="/audit" element={<Audit />} />
           <Route path="*" element={<Dashboard />} />

@@ -9,6 +9,7 @@ pub mod customers;
 pub mod dashboard;
 pub mod desk;
 pub mod events;
+pub mod ledger;
 pub mod mandates;
 pub mod paging;
 pub mod session;
@@ -71,6 +72,10 @@ pub fn router(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(settings::remove_trusted_root))
         .routes(routes!(settings::list_staff, settings::create_staff))
         .routes(routes!(settings::update_staff))
+        .routes(routes!(ledger::entries))
+        .routes(routes!(ledger::settlements))
+        .routes(routes!(ledger::export))
+        .routes(routes!(ledger::reconcile, ledger::reconciliations))
         .routes(routes!(audit::staff_actions))
         .routes(routes!(audit::requests))
         .routes(routes!(audit::refusals))

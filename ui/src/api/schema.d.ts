@@ -517,6 +517,143 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ledger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The commerce's ledger entries, oldest first (append order). The cursor is a keyset on the
+         *     entry's row: entries appended between pages are never skipped or repeated, and a client
+         *     that keeps the last cursor sees only what came after it.
+         */
+        get: operations["list_ledger"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ledger-entries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A commerce's ledger entries, oldest first (viewer). */
+        get: operations["staff_get_ledger_entries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ledger-export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A commerce's entries of a period as CSV, oldest first (viewer); `mandato ledger export`
+         *     writes the same.
+         */
+        get: operations["staff_get_ledger_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ledger-reconciliations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A commerce's latest payout report imports with their results (viewer). */
+        get: operations["staff_get_ledger_reconciliations"];
+        put?: never;
+        /**
+         * Import a payout report of a commerce and match it against its ledger (operator); kept with
+         *     its result and recorded in the staff audit.
+         */
+        post: operations["staff_post_ledger_reconciliations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ledger-settlements": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A commerce's daily settlements per payment method (viewer). */
+        get: operations["staff_get_ledger_settlements"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ledger/reconciliations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Match the acquirer's payout report against the ledger. The import and its result are
+         *     stored (staff see them again). Bad cells are 400 at `csv.line[N].<column>`, N being the
+         *     line's number in the file (the header is line 1).
+         */
+        post: operations["reconcile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ledger/settlements": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The commerce's daily settlements: charges, reversals and manual payments summed per
+         *     business date, payment method and currency (annulments move no money and are left out).
+         */
+        get: operations["settlements"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/login": {
         parameters: {
             query?: never;
@@ -923,6 +1060,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sandbox/payout-report": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sandbox: what the simulated acquirer pays out on a business date, as its CSV payout
+         *     report: each charge of that date net of its fee, each reversal deducted.
+         */
+        get: operations["payout_report"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sandbox/reset": {
         parameters: {
             query?: never;
@@ -934,7 +1091,7 @@ export interface paths {
         put?: never;
         /**
          * Remove this commerce's customers (unless kept), mandates, installments, charge attempts,
-         *     events (and their delivery attempts) and signature processes (with their documents,
+         *     events (and their delivery attempts), ledger entries and reconciliations, and signature processes (with their documents,
          *     signatories and audit), all in one transaction. Other commerces are untouched; the
          *     commerce, its secret and API keys stay. Mandate and customer ids can be used again.
          */
@@ -2042,6 +2199,17 @@ export interface components {
                 enc: string;
             };
         };
+        Envelope_LedgerPage: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                items: components["schemas"]["LedgerEntry"][];
+                /** @description Pass as `cursor` for the next (newer) page; null on the last page. */
+                nextCursor: string | null;
+            };
+        };
         Envelope_LoginPayload: {
             /** Format: int32 */
             statusCode: number;
@@ -2153,6 +2321,44 @@ export interface components {
                 nextCursor: string | null;
             };
         };
+        Envelope_Reconciliation: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            /** @description A payout report matched against the ledger, as stored. */
+            payload: {
+                /** @description `rec_...` */
+                reconciliationId: string;
+                /** Format: date-time */
+                createdAt: string;
+                /** @description API, CLI, or the staff member's e-mail. */
+                createdBy: string;
+                /** @description The report's first line date (null for a report without lines). */
+                periodFrom: string | null;
+                periodTo: string | null;
+                counts: components["schemas"]["ReconciliationCounts"];
+                /**
+                 * @description Lines paired with their entry (same reference and payout amount, dated within 3 days
+                 *     of the entry's business date).
+                 */
+                matched: components["schemas"]["MatchedLine"][];
+                /** @description Charges and reversals of the report's period that no line pays. */
+                entriesWithoutPayout: components["schemas"]["LedgerEntry"][];
+                /** @description Lines no entry accounts for, with the reason. */
+                linesWithoutEntry: components["schemas"]["UnmatchedLine"][];
+            };
+        };
+        Envelope_Reconciliations: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                /** @description The latest imports, newest first. */
+                items: components["schemas"]["Reconciliation"][];
+            };
+        };
         Envelope_RedeliverPayload: {
             /** Format: int32 */
             statusCode: number;
@@ -2231,6 +2437,8 @@ export interface components {
                 deliveryAttempts: number;
                 /** Format: int64 */
                 signatureProcesses: number;
+                /** Format: int64 */
+                ledgerEntries: number;
             };
         };
         Envelope_RetryPolicyDto: {
@@ -2324,6 +2532,16 @@ export interface components {
                 csrfToken: string;
                 /** Format: date-time */
                 expiresAt: string;
+            };
+        };
+        Envelope_Settlements: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                /** @description By business date, then payment method and currency. */
+                items: components["schemas"]["Settlement"][];
             };
         };
         Envelope_SetupStatus: {
@@ -2798,6 +3016,64 @@ export interface components {
             alg: string;
             enc: string;
         };
+        /** @enum {string} */
+        LedgerCurrency: "CLP" | "CLF" | "USD";
+        /** @description One ledger entry. */
+        LedgerEntry: {
+            /** @description `led_...` */
+            entryId: string;
+            kind: components["schemas"]["LedgerKind"];
+            /**
+             * Format: double
+             * @description Exact decimal in the currency's major unit; negative for reversals. For annulments, the
+             *     receivable written off (no money moved).
+             */
+            amount: number;
+            currencyId: components["schemas"]["LedgerCurrency"];
+            /**
+             * Format: double
+             * @description The acquirer's fee, when it reported one.
+             */
+            fee: number | null;
+            /**
+             * Format: double
+             * @description `amount - fee`, when there is a fee.
+             */
+            net: number | null;
+            paymentMethod: components["schemas"]["LedgerMethod"] | null;
+            mandateInternalId: string;
+            mandateId: string;
+            installmentInternalId: string;
+            installmentId: string;
+            /**
+             * @description The acquirer's authorization code (charges; reversals carry their charge's), or the
+             *     merchant's code of a manual payment.
+             */
+            acquirerReference: string | null;
+            /**
+             * Format: date
+             * @description The business date (America/Santiago) the money moved on.
+             */
+            businessDate: string;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        /**
+         * @description What an entry records (see the README's ledger section).
+         * @enum {string}
+         */
+        LedgerKind: "CHARGE" | "REVERSAL" | "MANUAL_PAYMENT" | "ANNULMENT";
+        /**
+         * @description How the money moved: the enrolled instrument's method, or MANUAL for a payment recorded
+         *     by hand.
+         * @enum {string}
+         */
+        LedgerMethod: "CREDIT_CARD" | "DEBIT_CARD" | "PREPAID_CARD" | "PAC" | "EPAC" | "DIRECT_EPAC" | "MANUAL";
+        LedgerPage: {
+            items: components["schemas"]["LedgerEntry"][];
+            /** @description Pass as `cursor` for the next (newer) page; null on the last page. */
+            nextCursor: string | null;
+        };
         ListedEventDto: components["schemas"]["EventDto"] & {
             commerce: string;
             mandateInternalId: string | null;
@@ -2958,6 +3234,15 @@ export interface components {
             /** @description Null on the last page. */
             nextCursor: string | null;
         };
+        MatchedLine: {
+            line: components["schemas"]["PayoutLineDto"];
+            entry: components["schemas"]["LedgerEntry"];
+        };
+        /**
+         * @description Why a payout line has no entry.
+         * @enum {string}
+         */
+        MismatchReason: "UNKNOWN_REFERENCE" | "AMOUNT_DIFFERS" | "OUTSIDE_SETTLEMENT_WINDOW" | "DUPLICATE_LINE";
         /** @description An amount in a currency, the way the API writes amounts (a JSON number, shortest form). */
         MoneyDto: {
             /** Format: double */
@@ -3063,6 +3348,19 @@ export interface components {
             /** @description How it was paid (`TRANSFER`, `CASH`, ...); free text. */
             method?: string | null;
         };
+        /** @description A line of the payout report. */
+        PayoutLineDto: {
+            /**
+             * Format: int64
+             * @description The line's number in the file (the header is line 1).
+             */
+            line: number;
+            /** Format: date */
+            date: string;
+            reference: string;
+            /** Format: double */
+            amount: number;
+        };
         PersonalInformationDto: {
             firstName: string;
             lastName: string;
@@ -3124,6 +3422,49 @@ export interface components {
             items: components["schemas"]["ReceivableItem"][];
             /** @description Pass as `cursor` for the next page; null on the last page. */
             nextCursor: string | null;
+        };
+        /** @description A payout report matched against the ledger, as stored. */
+        Reconciliation: {
+            /** @description `rec_...` */
+            reconciliationId: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description API, CLI, or the staff member's e-mail. */
+            createdBy: string;
+            /** @description The report's first line date (null for a report without lines). */
+            periodFrom: string | null;
+            periodTo: string | null;
+            counts: components["schemas"]["ReconciliationCounts"];
+            /**
+             * @description Lines paired with their entry (same reference and payout amount, dated within 3 days
+             *     of the entry's business date).
+             */
+            matched: components["schemas"]["MatchedLine"][];
+            /** @description Charges and reversals of the report's period that no line pays. */
+            entriesWithoutPayout: components["schemas"]["LedgerEntry"][];
+            /** @description Lines no entry accounts for, with the reason. */
+            linesWithoutEntry: components["schemas"]["UnmatchedLine"][];
+        };
+        ReconciliationCounts: {
+            /** Format: int64 */
+            lines: number;
+            /** Format: int64 */
+            matched: number;
+            /** Format: int64 */
+            entriesWithoutPayout: number;
+            /** Format: int64 */
+            linesWithoutEntry: number;
+        };
+        ReconciliationRequest: {
+            /**
+             * @description The acquirer's payout report: a header row `date,reference,amount` (`,` or `;`
+             *     separated), then a line per payout; amounts are exact decimals.
+             */
+            csv: string;
+        };
+        Reconciliations: {
+            /** @description The latest imports, newest first. */
+            items: components["schemas"]["Reconciliation"][];
         };
         RedeliverPayload: {
             eventId: string;
@@ -3207,6 +3548,8 @@ export interface components {
             deliveryAttempts: number;
             /** Format: int64 */
             signatureProcesses: number;
+            /** Format: int64 */
+            ledgerEntries: number;
         };
         ResetRequest: {
             /**
@@ -3328,6 +3671,37 @@ export interface components {
             csrfToken: string;
             /** Format: date-time */
             expiresAt: string;
+        };
+        /** @description One business date's money of one payment method and currency. */
+        Settlement: {
+            /** Format: date */
+            businessDate: string;
+            paymentMethod: components["schemas"]["LedgerMethod"];
+            currencyId: components["schemas"]["LedgerCurrency"];
+            /**
+             * Format: double
+             * @description Sum of the amounts (reversals subtract).
+             */
+            gross: number;
+            /**
+             * Format: double
+             * @description Sum of the acquirer's fees.
+             */
+            fees: number;
+            /**
+             * Format: double
+             * @description gross - fees.
+             */
+            net: number;
+            /**
+             * Format: int64
+             * @description How many entries.
+             */
+            count: number;
+        };
+        Settlements: {
+            /** @description By business date, then payment method and currency. */
+            items: components["schemas"]["Settlement"][];
         };
         SetupRequest: {
             email?: string | null;
@@ -3552,6 +3926,12 @@ export interface components {
             installmentIds?: string[] | null;
             payment?: components["schemas"]["PaymentIn"] | null;
         };
+        StaffReconciliationRequest: {
+            /** @description The commerce (its code). */
+            commerce: string;
+            /** @description The acquirer's payout report (`date,reference,amount`). */
+            csv: string;
+        };
         StaffSignatoryDto: {
             internalId: string;
             name: string;
@@ -3634,6 +4014,10 @@ export interface components {
         };
         UfImported: {
             imported: number;
+        };
+        UnmatchedLine: {
+            line: components["schemas"]["PayoutLineDto"];
+            reason: components["schemas"]["MismatchReason"];
         };
         UrlsDto: {
             callback: string | null;
@@ -6133,6 +6517,585 @@ export interface operations {
             };
         };
     };
+    list_ledger: {
+        parameters: {
+            query?: {
+                /** @description First business date, inclusive. */
+                from?: string;
+                /** @description Last business date, inclusive. */
+                to?: string;
+                /** @description Only entries of this kind. */
+                kind?: components["schemas"]["LedgerKind"];
+                /** @description Entries per page. */
+                limit?: number;
+                /** @description The `nextCursor` of the previous page, unchanged. */
+                cursor?: string;
+            };
+            header: {
+                /** @description Country of origin of the request (`CL`). */
+                country: components["schemas"]["Country"];
+                /** @description The commerce code; after login it must equal the JWT's `sub`. */
+                commerce: string;
+                /** @description Integration channel agreed with the operator; at most 64 characters. */
+                channel: string;
+                /** @description RFC 3339 date-time with offset, within 5 minutes of the server's clock. */
+                requestDateTime: string;
+                /** @description A UUID, never reused by the commerce within 7 days. */
+                correlationId: string;
+                /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
+                processId: components["schemas"]["ProcessId"];
+                /** @description Sales executive or commercial integration; at most 64 characters. */
+                salesExecutiveId: string;
+                /** @description The environment's API key. */
+                "x-api-key": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description LEDGER_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_LedgerPage"];
+                };
+            };
+            /** @description Invalid common headers, or VALIDATION_ERROR naming the bad filter (`query.from`, `query.kind`, `query.cursor`, ...) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Credentials refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_get_ledger_entries: {
+        parameters: {
+            query: {
+                /** @description The commerce (its code). */
+                commerce: string;
+                /** @description First business date, inclusive. */
+                from?: string;
+                /** @description Last business date, inclusive. */
+                to?: string;
+                /** @description CHARGE, REVERSAL, MANUAL_PAYMENT or ANNULMENT. */
+                kind?: string;
+                /** @description 1 to 500, default 50. */
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description STAFF_LEDGER_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_LedgerPage"];
+                };
+            };
+            /** @description A bad filter, at its query.<name> */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_get_ledger_export: {
+        parameters: {
+            query: {
+                /** @description The commerce (its code). */
+                commerce: string;
+                /** @description First business date, inclusive. */
+                from?: string;
+                /** @description Last business date, inclusive. */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The entries as CSV, with a header row */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            /** @description A bad filter, at its query.<name> */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_get_ledger_reconciliations: {
+        parameters: {
+            query: {
+                /** @description The commerce (its code). */
+                commerce: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description STAFF_RECONCILIATIONS_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_Reconciliations"];
+                };
+            };
+            /** @description An unknown commerce */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_post_ledger_reconciliations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StaffReconciliationRequest"];
+            };
+        };
+        responses: {
+            /** @description RECONCILIATION_OK */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_Reconciliation"];
+                };
+            };
+            /** @description Each bad cell at csv.line[N].<column>; an unknown commerce */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_get_ledger_settlements: {
+        parameters: {
+            query: {
+                /** @description The commerce (its code). */
+                commerce: string;
+                /** @description First business date, inclusive. */
+                from?: string;
+                /** @description Last business date, inclusive. */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description STAFF_LEDGER_SETTLEMENTS_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_Settlements"];
+                };
+            };
+            /** @description A bad filter, at its query.<name> */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    reconcile: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Country of origin of the request (`CL`). */
+                country: components["schemas"]["Country"];
+                /** @description The commerce code; after login it must equal the JWT's `sub`. */
+                commerce: string;
+                /** @description Integration channel agreed with the operator; at most 64 characters. */
+                channel: string;
+                /** @description RFC 3339 date-time with offset, within 5 minutes of the server's clock. */
+                requestDateTime: string;
+                /** @description A UUID, never reused by the commerce within 7 days. */
+                correlationId: string;
+                /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
+                processId: components["schemas"]["ProcessId"];
+                /** @description Sales executive or commercial integration; at most 64 characters. */
+                salesExecutiveId: string;
+                /** @description The environment's API key. */
+                "x-api-key": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReconciliationRequest"];
+            };
+        };
+        responses: {
+            /** @description RECONCILIATION_OK */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_Reconciliation"];
+                };
+            };
+            /** @description Invalid common headers, or VALIDATION_ERROR naming each bad cell (`csv.line[3].amount`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Credentials refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    settlements: {
+        parameters: {
+            query?: {
+                /** @description First business date, inclusive. */
+                from?: string;
+                /** @description Last business date, inclusive. */
+                to?: string;
+            };
+            header: {
+                /** @description Country of origin of the request (`CL`). */
+                country: components["schemas"]["Country"];
+                /** @description The commerce code; after login it must equal the JWT's `sub`. */
+                commerce: string;
+                /** @description Integration channel agreed with the operator; at most 64 characters. */
+                channel: string;
+                /** @description RFC 3339 date-time with offset, within 5 minutes of the server's clock. */
+                requestDateTime: string;
+                /** @description A UUID, never reused by the commerce within 7 days. */
+                correlationId: string;
+                /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
+                processId: components["schemas"]["ProcessId"];
+                /** @description Sales executive or commercial integration; at most 64 characters. */
+                salesExecutiveId: string;
+                /** @description The environment's API key. */
+                "x-api-key": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description LEDGER_SETTLEMENTS_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_Settlements"];
+                };
+            };
+            /** @description Invalid common headers, or VALIDATION_ERROR at `query.from` / `query.to` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Credentials refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     login_deprecated: {
         parameters: {
             query: {
@@ -8252,6 +9215,91 @@ export interface operations {
                 };
             };
             /** @description No such event with a webhook URL in this commerce, or production */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    payout_report: {
+        parameters: {
+            query: {
+                /** @description The payout date. */
+                date: string;
+            };
+            header: {
+                /** @description Country of origin of the request (`CL`). */
+                country: components["schemas"]["Country"];
+                /** @description The commerce code; after login it must equal the JWT's `sub`. */
+                commerce: string;
+                /** @description Integration channel agreed with the operator; at most 64 characters. */
+                channel: string;
+                /** @description RFC 3339 date-time with offset, within 5 minutes of the server's clock. */
+                requestDateTime: string;
+                /** @description A UUID, never reused by the commerce within 7 days. */
+                correlationId: string;
+                /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
+                processId: components["schemas"]["ProcessId"];
+                /** @description Sales executive or commercial integration; at most 64 characters. */
+                salesExecutiveId: string;
+                /** @description The environment's API key. */
+                "x-api-key": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The payout report (`date,reference,amount`) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            /** @description Invalid common headers, or VALIDATION_ERROR at `query.date` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Credentials refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Production */
             404: {
                 headers: {
                     [name: string]: unknown;

@@ -12,6 +12,7 @@ const NAV: { to: string; key: Key }[] = [
   { to: "/mandates", key: "nav.mandates" },
   { to: "/notifications", key: "nav.notifications" },
   { to: "/charging", key: "nav.charging" },
+  { to: "/ledger", key: "nav.ledger" },
   { to: "/settings", key: "nav.settings" },
   { to: "/audit", key: "nav.audit" },
 ];

@@ -1,0 +1,412 @@
+//! The reconciliation ledger (`ledger_entries`, append-only: triggers refuse UPDATE and every
+//! DELETE but the sandbox reset's) and the payout reports imported against it.
+//!
+//! Amounts are TEXT (exact decimals, as everywhere) and also integers in ten-thousandths of the
+//! currency unit (`*_e4`): every currency has at most four decimals, so SQL sums them exactly,
+//! never through floating point.
+
+use std::str::FromStr;
+
+use rusqlite::{Connection, Row, params};
+use rust_decimal::Decimal;
+use rust_decimal::prelude::ToPrimitive;
+
+use super::optional;
+use crate::domain::ledger::EntryKind;
+use crate::domain::money::Currency;
+
+/// An entry to append.
+pub struct NewEntry<'a> {
+    pub commerce_id: i64,
+    pub kind: EntryKind,
+    /// Signed: negative for reversals.
+    pub amount: Decimal,
+    pub currency: Currency,
+    pub fee: Option<Decimal>,
+    /// `CREDIT_CARD` ... `DIRECT_EPAC`, `MANUAL`; none for annulments.
+    pub payment_method: Option<&'a str>,
+    pub mandate_id: &'a str,
+    pub mandate_external_id: &'a str,
+    pub installment_id: &'a str,
+    pub installment_external_id: &'a str,
+    pub acquirer_reference: Option<&'a str>,
+    pub business_date: &'a str,
+    pub created_at: &'a str,
+}
+
+#[derive(Clone, Debug)]
+pub struct EntryRow {
+    pub seq: i64,
+    pub id: String,
+    pub kind: EntryKind,
+    pub amount: Decimal,
+    pub currency: Currency,
+    pub fee: Option<Decimal>,
+    pub net: Option<Decimal>,
+    pub payment_method: Option<String>,
+    pub mandate_id: String,
+    pub mandate_external_id: String,
+    pub installment_id: String,
+    pub installment_external_id: String,
+    pub acquirer_reference: Option<String>,
+    pub business_date: String,
+    pub created_at: String,
+}
+
+impl EntryRow {
+    /// What the acquirer pays out for the entry: net of its fee when it charged one.
+    pub fn payout_amount(&self) -> Decimal {
+        self.net.unwrap_or(self.amount)
+    }
+}
+
+fn e4(amount: Decimal) -> rusqlite::Result<i64> {
+    (amount * Decimal::from(10_000))
+        .to_i64()
+        .ok_or_else(|| rusqlite::Error::ToSqlConversionFailure("amount out of range".into()))
+}
+
+fn from_e4(units: i64) -> Decimal {
+    Decimal::new(units, 4).normalize()
+}
+
+/// Appends an entry; returns its id (`led_...`).
+pub fn insert(conn: &Connection, e: &NewEntry<'_>) -> rusqlite::Result<String> {
+    let id = crate::ids::new_id("led");
+    let net = e.fee.map(|fee| e.amount - fee);
+    let text = |d: Option<Decimal>| d.map(|d| d.normalize().to_string());
+    conn.prepare_cached(
+        "INSERT INTO ledger_entries (id, commerce_id, kind, amount, currency, fee, net,
+                amount_e4, fee_e4, net_e4, payment_method, mandate_id, mandate_external_id,
+                installment_id, installment_external_id, acquirer_reference, business_date,
+                created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+    )?
+    .execute(params![
+        id,
+        e.commerce_id,
+        e.kind.as_str(),
+        e.amount.normalize().to_string(),
+        e.currency.code(),
+        text(e.fee),
+        text(net),
+        e4(e.amount)?,
+        e.fee.map(e4).transpose()?.unwrap_or(0),
+        e4(net.unwrap_or(e.amount))?,
+        e.payment_method,
+        e.mandate_id,
+        e.mandate_external_id,
+        e.installment_id,
+        e.installment_external_id,
+        e.acquirer_reference,
+        e.business_date,
+        e.created_at,
+    ])?;
+    Ok(id)
+}
+
+const COLUMNS: &str = "seq, id, kind, amount, currency, fee, net, payment_method, mandate_id, \
+    mandate_external_id, installment_id, installment_external_id, acquirer_reference, \
+    business_date, created_at";
+
+fn conversion(index: usize, message: String) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, message.into())
+}
+
+fn decimal(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<Decimal>> {
+    row.get::<_, Option<String>>(index)?
+        .map(|text| Decimal::from_str(&text).map_err(|e| conversion(index, e.to_string())))
+        .transpose()
+}
+
+fn from_row(row: &Row<'_>) -> rusqlite::Result<EntryRow> {
+    let kind: String = row.get(2)?;
+    let currency: String = row.get(4)?;
+    Ok(EntryRow {
+        seq: row.get(0)?,
+        id: row.get(1)?,
+        kind: EntryKind::parse(&kind).ok_or_else(|| conversion(2, kind))?,
+        amount: decimal(row, 3)?.ok_or_else(|| conversion(3, "no amount".into()))?,
+        currency: Currency::parse(&currency).ok_or_else(|| conversion(4, currency))?,
+        fee: decimal(row, 5)?,
+        net: decimal(row, 6)?,
+        payment_method: row.get(7)?,
+        mandate_id: row.get(8)?,
+        mandate_external_id: row.get(9)?,
+        installment_id: row.get(10)?,
+        installment_external_id: row.get(11)?,
+        acquirer_reference: row.get(12)?,
+        business_date: row.get(13)?,
+        created_at: row.get(14)?,
+    })
+}
+
+/// Which entries of a commerce to list, oldest first.
+#[derive(Clone, Copy)]
+pub struct EntryFilter<'a> {
+    pub commerce_id: i64,
+    /// Business dates, inclusive.
+    pub from: Option<&'a str>,
+    pub to: Option<&'a str>,
+    pub kind: Option<EntryKind>,
+    /// Entries after this one (the previous page's last `seq`).
+    pub after_seq: Option<i64>,
+    pub limit: i64,
+}
+
+pub fn list(conn: &Connection, f: &EntryFilter<'_>) -> rusqlite::Result<Vec<EntryRow>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM ledger_entries
+         WHERE commerce_id = ?1 AND (?2 IS NULL OR business_date >= ?2)
+           AND (?3 IS NULL OR business_date <= ?3) AND (?4 IS NULL OR kind = ?4)
+           AND seq > ?5
+         ORDER BY seq LIMIT ?6"
+    ))?;
+    stmt.query_map(
+        params![
+            f.commerce_id,
+            f.from,
+            f.to,
+            f.kind.map(EntryKind::as_str),
+            f.after_seq.unwrap_or(0),
+            f.limit
+        ],
+        from_row,
+    )?
+    .collect()
+}
+
+/// One day's money of one payment method and currency.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SettlementRow {
+    pub business_date: String,
+    pub payment_method: String,
+    pub currency: Currency,
+    pub gross: Decimal,
+    pub fees: Decimal,
+    pub net: Decimal,
+    pub count: i64,
+}
+
+/// The commerce's daily settlements between two business dates (inclusive): every cash
+/// movement (annulments move none), summed per date, payment method and currency.
+pub fn settlements(
+    conn: &Connection,
+    commerce_id: i64,
+    from: Option<&str>,
+    to: Option<&str>,
+) -> rusqlite::Result<Vec<SettlementRow>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT business_date, payment_method, currency, sum(amount_e4), sum(fee_e4),
+                sum(net_e4), count(*)
+         FROM ledger_entries
+         WHERE commerce_id = ?1 AND kind <> 'ANNULMENT'
+           AND (?2 IS NULL OR business_date >= ?2) AND (?3 IS NULL OR business_date <= ?3)
+         GROUP BY business_date, payment_method, currency
+         ORDER BY business_date, payment_method, currency",
+    )?;
+    stmt.query_map(params![commerce_id, from, to], |r| {
+        let currency: String = r.get(2)?;
+        Ok(SettlementRow {
+            business_date: r.get(0)?,
+            payment_method: r.get(1)?,
+            currency: Currency::parse(&currency).ok_or_else(|| conversion(2, currency))?,
+            gross: from_e4(r.get(3)?),
+            fees: from_e4(r.get(4)?),
+            net: from_e4(r.get(5)?),
+            count: r.get(6)?,
+        })
+    })?
+    .collect()
+}
+
+/// Entries the acquirer settles (charges and reversals) that a payout report may name: those
+/// of the business dates `from..=to`, and any carrying one of `references`.
+pub fn acquirer_entries(
+    conn: &Connection,
+    commerce_id: i64,
+    from: &str,
+    to: &str,
+    references: &[&str],
+) -> rusqlite::Result<Vec<EntryRow>> {
+    let references = serde_json::to_string(references)
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.into()))?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM ledger_entries
+         WHERE commerce_id = ?1 AND kind IN ('CHARGE', 'REVERSAL')
+           AND acquirer_reference IS NOT NULL AND business_date BETWEEN ?2 AND ?3
+         UNION
+         SELECT {COLUMNS} FROM ledger_entries
+         WHERE commerce_id = ?1 AND kind IN ('CHARGE', 'REVERSAL')
+           AND acquirer_reference IN (SELECT value FROM json_each(?4))
+         ORDER BY seq"
+    ))?;
+    stmt.query_map(params![commerce_id, from, to, references], from_row)?
+        .collect()
+}
+
+/// The latest payment entry (charge or manual payment) of an installment: what a reversal
+/// takes back.
+pub fn last_charge_of(
+    conn: &Connection,
+    commerce_id: i64,
+    installment_id: &str,
+) -> rusqlite::Result<Option<EntryRow>> {
+    optional(
+        conn.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM ledger_entries
+             WHERE commerce_id = ?1 AND installment_id = ?2 AND kind IN ('CHARGE', 'MANUAL_PAYMENT')
+             ORDER BY seq DESC LIMIT 1"
+        ))?
+        .query_row(params![commerce_id, installment_id], from_row),
+    )
+}
+
+/// A stored reconciliation (the result as answered, JSON).
+#[derive(Clone, Debug)]
+pub struct ReconciliationRow {
+    pub id: String,
+    pub result: String,
+    pub created_by: String,
+    pub created_at: String,
+}
+
+pub struct NewReconciliation<'a> {
+    pub id: &'a str,
+    pub commerce_id: i64,
+    pub lines: i64,
+    pub matched: i64,
+    pub unpaid: i64,
+    pub unknown: i64,
+    pub result: &'a str,
+    pub created_by: &'a str,
+    pub created_at: &'a str,
+}
+
+pub fn insert_reconciliation(conn: &Connection, r: &NewReconciliation<'_>) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO reconciliations (id, commerce_id, lines, matched, unpaid, unknown, result,
+                created_by, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        r.id,
+        r.commerce_id,
+        r.lines,
+        r.matched,
+        r.unpaid,
+        r.unknown,
+        r.result,
+        r.created_by,
+        r.created_at
+    ])?;
+    Ok(())
+}
+
+/// The commerce's imports, newest first.
+pub fn reconciliations(
+    conn: &Connection,
+    commerce_id: i64,
+    limit: i64,
+) -> rusqlite::Result<Vec<ReconciliationRow>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, result, created_by, created_at FROM reconciliations
+         WHERE commerce_id = ?1 ORDER BY seq DESC LIMIT ?2",
+    )?;
+    stmt.query_map(params![commerce_id, limit], |r| {
+        Ok(ReconciliationRow {
+            id: r.get(0)?,
+            result: r.get(1)?,
+            created_by: r.get(2)?,
+            created_at: r.get(3)?,
+        })
+    })?
+    .collect()
+}
+
+/// Removes the commerce's entries and imports, for the sandbox reset only: the permit row lets
+/// the delete trigger through and is gone again before the caller's transaction commits.
+pub fn erase_for_sandbox_reset(tx: &Connection, commerce_id: i64) -> rusqlite::Result<u64> {
+    tx.prepare_cached("INSERT INTO ledger_erasure_permits (commerce_id) VALUES (?1)")?
+        .execute([commerce_id])?;
+    let removed = tx
+        .prepare_cached("DELETE FROM ledger_entries WHERE commerce_id = ?1")?
+        .execute([commerce_id])?;
+    tx.prepare_cached("DELETE FROM reconciliations WHERE commerce_id = ?1")?
+        .execute([commerce_id])?;
+    tx.prepare_cached("DELETE FROM ledger_erasure_permits WHERE commerce_id = ?1")?
+        .execute([commerce_id])?;
+    Ok(removed as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(commerce_id: i64, amount: i64, fee: Option<i64>) -> NewEntry<'static> {
+        NewEntry {
+            commerce_id,
+            kind: EntryKind::Charge,
+            amount: Decimal::from(amount),
+            currency: Currency::Clp,
+            fee: fee.map(Decimal::from),
+            payment_method: Some("CREDIT_CARD"),
+            mandate_id: "man_1",
+            mandate_external_id: "m1",
+            installment_id: "ins_1",
+            installment_external_id: "1",
+            acquirer_reference: Some("AUT-1"),
+            business_date: "2026-12-01",
+            created_at: "2026-12-01T12:00:00Z",
+        }
+    }
+
+    fn database() -> Connection {
+        let mut conn = Connection::open_in_memory().unwrap();
+        super::super::migrations::run(&mut conn).unwrap();
+        conn.execute_batch(
+            "INSERT INTO commerces (id, code, name, password_hash, payment_methods, webhook_secret, created_at)
+             VALUES (1, 'a', 'A', 'x', '[]', 'whsec_a', '2026-01-01T00:00:00Z'),
+                    (2, 'b', 'B', 'x', '[]', 'whsec_b', '2026-01-01T00:00:00Z')",
+        )
+        .unwrap();
+        conn
+    }
+
+    #[test]
+    fn entries_refuse_update_and_delete_except_the_sandbox_reset() {
+        let conn = database();
+        insert(&conn, &entry(1, 10_000, Some(351))).unwrap();
+        insert(&conn, &entry(2, 5_000, None)).unwrap();
+        let update = conn.execute("UPDATE ledger_entries SET amount = '1'", []);
+        assert!(update.unwrap_err().to_string().contains("append-only"));
+        let delete = conn.execute("DELETE FROM ledger_entries WHERE commerce_id = 1", []);
+        assert!(delete.unwrap_err().to_string().contains("append-only"));
+        assert_eq!(erase_for_sandbox_reset(&conn, 1).unwrap(), 1);
+        let left: i64 = conn
+            .query_row("SELECT count(*) FROM ledger_entries", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(left, 1);
+        let delete = conn.execute("DELETE FROM ledger_entries", []);
+        assert!(delete.is_err(), "the permit does not outlive the reset");
+    }
+
+    #[test]
+    fn settlements_sum_exactly_per_day_and_method() {
+        let conn = database();
+        insert(&conn, &entry(1, 10_000, Some(351))).unwrap();
+        insert(&conn, &entry(1, 2_990, Some(105))).unwrap();
+        let rows = settlements(&conn, 1, None, None).unwrap();
+        assert_eq!(rows.len(), 1);
+        let row = &rows[0];
+        assert_eq!(
+            (row.gross, row.fees, row.net, row.count),
+            (
+                Decimal::from(12_990),
+                Decimal::from(456),
+                Decimal::from(12_534),
+                2
+            )
+        );
+    }
+}

@@ -1,0 +1,366 @@
+import { Alert, Badge, Button, Card, Group, Select, SimpleGrid, Stack, Table, Text, TextInput, Textarea, Title } from "@mantine/core";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useEffect, useState } from "react";
+import { api, payload, type Schemas } from "../api/client";
+import { useCommerces } from "../components/CommerceSelect";
+import { ExportCsv } from "../components/ExportCsv";
+import { Pager, useKeyset } from "../components/Pager";
+import { QueryState } from "../components/QueryState";
+import { useI18n, useSession } from "../lib/context";
+import { formErrors } from "../lib/errors";
+
+type Entry = Schemas["LedgerEntry"];
+type Reconciliation = Schemas["Reconciliation"];
+
+const KINDS = ["CHARGE", "REVERSAL", "MANUAL_PAYMENT", "ANNULMENT"] as const;
+type Kind = (typeof KINDS)[number];
+
+/** A commerce's ledger: entries, daily settlements, CSV export, payout report reconciliation. */
+export function Ledger() {
+  const { t } = useI18n();
+  const commerces = useCommerces();
+  const [commerce, setCommerce] = useState<string | null>(null);
+  const [from, setFrom] = useState("");
+  const [to, setTo] = useState("");
+  const [kind, setKind] = useState<Kind | null>(null);
+  const keyset = useKeyset();
+  const { reset } = keyset;
+  const first = commerces.data?.items[0]?.code ?? null;
+  useEffect(() => {
+    if (!commerce && first) setCommerce(first);
+  }, [commerce, first]);
+  useEffect(() => reset(), [commerce, from, to, kind, reset]);
+
+  return (
+    <Stack>
+      <Title order={2}>{t("ledger.title")}</Title>
+      <Group align="end" wrap="wrap">
+        <Select
+          label={t("ledger.commerce")}
+          data={(commerces.data?.items ?? []).map((c) => ({ value: c.code, label: `${c.name} (${c.code})` }))}
+          value={commerce}
+          onChange={setCommerce}
+          w={240}
+          data-testid="ledger-commerce"
+        />
+        <TextInput type="date" label={t("common.from")} value={from} onChange={(e) => setFrom(e.currentTarget.value)} />
+        <TextInput type="date" label={t("common.to")} value={to} onChange={(e) => setTo(e.currentTarget.value)} />
+        <KindSelect value={kind} onChange={setKind} />
+      </Group>
+      {commerce ? (
+        <>
+          <Settlements commerce={commerce} from={from} to={to} />
+          <Entries commerce={commerce} from={from} to={to} kind={kind} keyset={keyset} />
+          <Reconcile commerce={commerce} />
+        </>
+      ) : (
+        <Alert color="gray">{t("ledger.pickCommerce")}</Alert>
+      )}
+    </Stack>
+  );
+}
+
+function KindSelect({ value, onChange }: { value: Kind | null; onChange: (k: Kind | null) => void }) {
+  const { t, label } = useI18n();
+  return (
+    <Select
+      label={t("ledger.kind")}
+      placeholder={t("common.all")}
+      clearable
+      data={KINDS.map((k) => ({ value: k, label: label(k) }))}
+      value={value}
+      onChange={(v) => onChange((KINDS as readonly string[]).includes(v ?? "") ? (v as Kind) : null)}
+      w={200}
+    />
+  );
+}
+
+function period(from: string, to: string) {
+  return { from: from || undefined, to: to || undefined };
+}
+
+function Settlements({ commerce, from, to }: { commerce: string; from: string; to: string }) {
+  const { t, date, money, label } = useI18n();
+  const query = useQuery({
+    queryKey: ["ledger-settlements", commerce, from, to],
+    queryFn: () => payload(api.GET("/ledger-settlements", { params: { query: { commerce, ...period(from, to) } } })),
+  });
+  return (
+    <Card withBorder>
+      <Text fw={600} mb="xs">
+        {t("ledger.settlements")}
+      </Text>
+      <QueryState loading={query.isLoading} error={query.error} retry={() => void query.refetch()}>
+        {query.data && query.data.items.length === 0 && <Text c="dimmed">{t("ledger.noSettlements")}</Text>}
+        {query.data && query.data.items.length > 0 && (
+          <Table striped data-testid="settlements-table">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>{t("ledger.businessDate")}</Table.Th>
+                <Table.Th>{t("ledger.method")}</Table.Th>
+                <Table.Th>{t("ledger.gross")}</Table.Th>
+                <Table.Th>{t("ledger.fees")}</Table.Th>
+                <Table.Th>{t("ledger.net")}</Table.Th>
+                <Table.Th>{t("ledger.count")}</Table.Th>
+              </Table.Tr>
+            </Table.Thead>
+            <Table.Tbody>
+              {query.data.items.map((s) => (
+                <Table.Tr key={`${s.businessDate}-${s.paymentMethod}-${s.currencyId}`}>
+                  <Table.Td>{date(s.businessDate)}</Table.Td>
+                  <Table.Td>{label(s.paymentMethod)}</Table.Td>
+                  <Table.Td>{money(s.gross, s.currencyId)}</Table.Td>
+                  <Table.Td>{money(s.fees, s.currencyId)}</Table.Td>
+                  <Table.Td>{money(s.net, s.currencyId)}</Table.Td>
+                  <Table.Td>{s.count}</Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        )}
+      </QueryState>
+    </Card>
+  );
+}
+
+function Entries({
+  commerce,
+  from,
+  to,
+  kind,
+  keyset,
+}: {
+  commerce: string;
+  from: string;
+  to: string;
+  kind: Kind | null;
+  keyset: ReturnType<typeof useKeyset>;
+}) {
+  const { t, date, dateTime, money, label } = useI18n();
+  const fetchPage = (cursor: string | undefined, limit: number) =>
+    payload(
+      api.GET("/ledger-entries", {
+        params: { query: { commerce, ...period(from, to), kind: kind ?? undefined, cursor, limit } },
+      }),
+    );
+  const query = useQuery({
+    queryKey: ["ledger-entries", commerce, from, to, kind, keyset.cursor],
+    queryFn: () => fetchPage(keyset.cursor, 50),
+  });
+  return (
+    <Stack gap="xs">
+      <Group justify="space-between">
+        <Title order={4}>{t("ledger.entries")}</Title>
+        <ExportCsv<Entry>
+          filename={`libro-${commerce}.csv`}
+          fetchPage={(cursor) => fetchPage(cursor, 500)}
+          columns={[
+            { header: "entryId", value: (e) => e.entryId },
+            { header: "kind", value: (e) => e.kind },
+            { header: "businessDate", value: (e) => e.businessDate },
+            { header: "amount", value: (e) => e.amount },
+            { header: "currencyId", value: (e) => e.currencyId },
+            { header: "fee", value: (e) => e.fee },
+            { header: "net", value: (e) => e.net },
+            { header: "paymentMethod", value: (e) => e.paymentMethod },
+            { header: "mandateInternalId", value: (e) => e.mandateInternalId },
+            { header: "mandateId", value: (e) => e.mandateId },
+            { header: "installmentInternalId", value: (e) => e.installmentInternalId },
+            { header: "installmentId", value: (e) => e.installmentId },
+            { header: "acquirerReference", value: (e) => e.acquirerReference },
+            { header: "createdAt", value: (e) => e.createdAt },
+          ]}
+        />
+      </Group>
+      <QueryState loading={query.isLoading} error={query.error} retry={() => void query.refetch()}>
+        {query.data && query.data.items.length === 0 && <Alert color="gray">{t("ledger.noEntries")}</Alert>}
+        {query.data && query.data.items.length > 0 && (
+          <Table.ScrollContainer minWidth={1000}>
+            <Table striped data-testid="ledger-table">
+              <Table.Thead>
+                <Table.Tr>
+                  <Table.Th>{t("ledger.businessDate")}</Table.Th>
+                  <Table.Th>{t("ledger.kind")}</Table.Th>
+                  <Table.Th>{t("common.amount")}</Table.Th>
+                  <Table.Th>{t("ledger.fee")}</Table.Th>
+                  <Table.Th>{t("ledger.net")}</Table.Th>
+                  <Table.Th>{t("ledger.method")}</Table.Th>
+                  <Table.Th>{t("ledger.mandate")}</Table.Th>
+                  <Table.Th>{t("ledger.installment")}</Table.Th>
+                  <Table.Th>{t("ledger.reference")}</Table.Th>
+                  <Table.Th>{t("common.createdAt")}</Table.Th>
+                </Table.Tr>
+              </Table.Thead>
+              <Table.Tbody>
+                {query.data.items.map((e) => (
+                  <Table.Tr key={e.entryId}>
+                    <Table.Td>{date(e.businessDate)}</Table.Td>
+                    <Table.Td>
+                      <Badge variant="light" color={e.kind === "REVERSAL" ? "red" : e.kind === "ANNULMENT" ? "gray" : "green"}>
+                        {label(e.kind)}
+                      </Badge>
+                    </Table.Td>
+                    <Table.Td>{money(e.amount, e.currencyId)}</Table.Td>
+                    <Table.Td>{e.fee === null ? "—" : money(e.fee, e.currencyId)}</Table.Td>
+                    <Table.Td>{e.net === null ? "—" : money(e.net, e.currencyId)}</Table.Td>
+                    <Table.Td>{label(e.paymentMethod)}</Table.Td>
+                    <Table.Td>{e.mandateId}</Table.Td>
+                    <Table.Td>{e.installmentId}</Table.Td>
+                    <Table.Td>{e.acquirerReference ?? "—"}</Table.Td>
+                    <Table.Td>{dateTime(e.createdAt)}</Table.Td>
+                  </Table.Tr>
+                ))}
+              </Table.Tbody>
+            </Table>
+          </Table.ScrollContainer>
+        )}
+        <Pager keyset={keyset} nextCursor={query.data?.nextCursor} />
+      </QueryState>
+    </Stack>
+  );
+}
+
+function Reconcile({ commerce }: { commerce: string }) {
+  const { t } = useI18n();
+  const session = useSession();
+  const queryClient = useQueryClient();
+  const [csv, setCsv] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const [result, setResult] = useState<Reconciliation | null>(null);
+  const history = useQuery({
+    queryKey: ["ledger-reconciliations", commerce],
+    queryFn: () => payload(api.GET("/ledger-reconciliations", { params: { query: { commerce } } })),
+  });
+  const submit = useMutation({
+    mutationFn: (text: string) => payload(api.POST("/ledger-reconciliations", { body: { commerce, csv: text } })),
+    onSuccess: (r) => {
+      setError(null);
+      setResult(r);
+      void queryClient.invalidateQueries({ queryKey: ["ledger-reconciliations", commerce] });
+    },
+    onError: (e) => {
+      const mapped = formErrors(e);
+      const fields = Object.entries(mapped.fields).map(([field, message]) => `${field}: ${message}`);
+      setError(fields.length ? fields.join("; ") : (mapped.general ?? String(e)));
+    },
+  });
+  useEffect(() => setResult(null), [commerce]);
+  return (
+    <SimpleGrid cols={{ base: 1, lg: 2 }}>
+      {session.can("operator") && (
+        <Card withBorder>
+          <Text fw={600} mb="xs">
+            {t("ledger.import")}
+          </Text>
+          <Textarea
+            description={t("ledger.importHelp")}
+            autosize
+            minRows={4}
+            maxRows={12}
+            value={csv}
+            onChange={(e) => setCsv(e.currentTarget.value)}
+            error={error}
+            data-testid="payout-csv"
+          />
+          <Group justify="flex-end" mt="xs">
+            <Button variant="light" disabled={!csv.trim()} loading={submit.isPending} onClick={() => submit.mutate(csv)} data-testid="reconcile">
+              {t("ledger.importSubmit")}
+            </Button>
+          </Group>
+          {result && <ReconciliationResult result={result} />}
+        </Card>
+      )}
+      <Card withBorder>
+        <Text fw={600} mb="xs">
+          {t("ledger.history")}
+        </Text>
+        <QueryState loading={history.isLoading} error={history.error} retry={() => void history.refetch()}>
+          {history.data && history.data.items.length === 0 && <Text c="dimmed">{t("ledger.noHistory")}</Text>}
+          {history.data && history.data.items.length > 0 && <History items={history.data.items} onPick={setResult} />}
+        </QueryState>
+      </Card>
+    </SimpleGrid>
+  );
+}
+
+function History({ items, onPick }: { items: Reconciliation[]; onPick: (r: Reconciliation) => void }) {
+  const { t, dateTime } = useI18n();
+  return (
+    <Table striped data-testid="reconciliations-table">
+      <Table.Thead>
+        <Table.Tr>
+          <Table.Th>{t("common.createdAt")}</Table.Th>
+          <Table.Th>{t("ledger.by")}</Table.Th>
+          <Table.Th>{t("ledger.matched")}</Table.Th>
+          <Table.Th>{t("ledger.unpaid")}</Table.Th>
+          <Table.Th>{t("ledger.unknown")}</Table.Th>
+        </Table.Tr>
+      </Table.Thead>
+      <Table.Tbody>
+        {items.map((r) => (
+          <Table.Tr key={r.reconciliationId} onClick={() => onPick(r)} style={{ cursor: "pointer" }}>
+            <Table.Td>{dateTime(r.createdAt)}</Table.Td>
+            <Table.Td>{r.createdBy}</Table.Td>
+            <Table.Td>{r.counts.matched}</Table.Td>
+            <Table.Td>{r.counts.entriesWithoutPayout}</Table.Td>
+            <Table.Td>{r.counts.linesWithoutEntry}</Table.Td>
+          </Table.Tr>
+        ))}
+      </Table.Tbody>
+    </Table>
+  );
+}
+
+function ReconciliationResult({ result }: { result: Reconciliation }) {
+  const { t, date, money, label } = useI18n();
+  const c = result.counts;
+  const clean = c.entriesWithoutPayout === 0 && c.linesWithoutEntry === 0;
+  return (
+    <Stack gap="xs" mt="md" data-testid="reconciliation-result">
+      <Alert color={clean ? "green" : "yellow"}>
+        {t("ledger.result", { matched: c.matched, unpaid: c.entriesWithoutPayout, unknown: c.linesWithoutEntry })}
+      </Alert>
+      {result.entriesWithoutPayout.length > 0 && (
+        <>
+          <Text fw={600} size="sm">
+            {t("ledger.unpaid")}
+          </Text>
+          <Table>
+            <Table.Tbody>
+              {result.entriesWithoutPayout.map((e) => (
+                <Table.Tr key={e.entryId}>
+                  <Table.Td>{date(e.businessDate)}</Table.Td>
+                  <Table.Td>{label(e.kind)}</Table.Td>
+                  <Table.Td>{e.acquirerReference ?? "—"}</Table.Td>
+                  <Table.Td>{money(e.net ?? e.amount, e.currencyId)}</Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </>
+      )}
+      {result.linesWithoutEntry.length > 0 && (
+        <>
+          <Text fw={600} size="sm">
+            {t("ledger.unknown")}
+          </Text>
+          <Table>
+            <Table.Tbody>
+              {result.linesWithoutEntry.map((u) => (
+                <Table.Tr key={u.line.line}>
+                  <Table.Td>
+                    {t("ledger.line")} {u.line.line}
+                  </Table.Td>
+                  <Table.Td>{date(u.line.date)}</Table.Td>
+                  <Table.Td>{u.line.reference}</Table.Td>
+                  <Table.Td>{u.line.amount}</Table.Td>
+                  <Table.Td>{label(u.reason)}</Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </>
+      )}
+    </Stack>
+  );
+}
