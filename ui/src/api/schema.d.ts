@@ -124,6 +124,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/audit/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Recomputes the staff audit's hash chain (as `mandato audit verify` does) and names the first
+         *     record that does not hold. Any staff role.
+         */
+        get: operations["staff_get_audit_verify"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/backups": {
         parameters: {
             query?: never;
@@ -239,6 +259,26 @@ export interface paths {
         put?: never;
         /** Registers a commerce (admin); its webhook secret (and generated password) are shown once. */
         post: operations["staff_post_commerces"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/commerces/{code}/activation-mode": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Sets how a commerce's mandates are activated when the creating request does not say
+         *     (admin). Mandates already created keep their mode.
+         */
+        put: operations["staff_put_commerces_code_activation_mode"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -739,6 +779,27 @@ export interface paths {
         };
         /** Look up a mandate by the merchant's id (`/mandate/id/{id}`) or ours (`/mandate/internalId/{id}`). */
         get: operations["find_mandate"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mandate/{mandateTypeId}/{mandateId}/document": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The sealed mandate document of a mandate activated by its signature (`SIGNATURE`
+         *     activation): the mandate document the customer signed, stamped and sealed with its
+         *     completion certificate.
+         */
+        get: operations["mandate_document"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1474,6 +1535,28 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        ActivationFailureDto: {
+            reason: components["schemas"]["ActivationFailureReason"];
+            /**
+             * Format: date-time
+             * @description When the process ended.
+             */
+            at: string;
+        };
+        /** @enum {string} */
+        ActivationFailureReason: "SIGNATURE_REJECTED" | "SIGNATURE_EXPIRED" | "SIGNATURE_CANCELLED";
+        /**
+         * @description `DIRECT` or `SIGNATURE`.
+         * @enum {string}
+         */
+        ActivationModeDto: "DIRECT" | "SIGNATURE";
+        ActivationModeRequest: {
+            /**
+             * @description `DIRECT`: enrolling the instrument activates the mandate; `SIGNATURE`: the customer
+             *     then signs the mandate document, and its completion activates the mandate.
+             */
+            mode: components["schemas"]["ActivationModeDto"];
+        };
         AddInstallmentsRequest: {
             customer: components["schemas"]["CustomerRefIn"];
             product: components["schemas"]["ProductRefIn"];
@@ -1536,6 +1619,16 @@ export interface components {
             error: string | null;
             /** @description DELIVERED, RETRY (another attempt is scheduled) or FAILED. */
             outcome: string;
+        };
+        AuditChainDto: {
+            /** @description Whether every staff-audit record holds its hash and its link to the one before it. */
+            ok: boolean;
+            /**
+             * Format: int64
+             * @description The records that hold, from the first: all of them when `ok`.
+             */
+            records: number;
+            broken: components["schemas"]["BrokenRecordDto"] | null;
         };
         AuditRecordDto: {
             /** Format: int64 */
@@ -1612,6 +1705,21 @@ export interface components {
             accountNumber: string;
             holderRut: string;
         };
+        BrokenRecordDto: {
+            /**
+             * Format: int64
+             * @description The record's sequence number in the staff audit.
+             */
+            seq: number;
+            /**
+             * Format: date-time
+             * @description The record's time; null when the record is missing.
+             */
+            at: string | null;
+            problem: components["schemas"]["ChainProblem"];
+            /** @description The problem in words (English). */
+            message: string;
+        };
         CancelProcessIn: {
             /** @description `sig_...` */
             internalId: string;
@@ -1635,6 +1743,11 @@ export interface components {
             expiry: string;
             cvv: string;
         };
+        /**
+         * @description What is wrong at the first record that breaks the staff audit's chain.
+         * @enum {string}
+         */
+        ChainProblem: "BROKEN_LINK" | "HASH_MISMATCH" | "HEAD_MISMATCH" | "RECORDS_MISSING";
         ChargeAttemptDto: {
             /** Format: int64 */
             attempt: number;
@@ -1735,6 +1848,8 @@ export interface components {
             previousSecretValidUntil: string | null;
             /** Format: date-time */
             createdAt: string;
+            /** @description How its mandates are activated when `POST /mandate` does not say. */
+            activationMode: components["schemas"]["ActivationModeDto"];
             /** @description Where charges due on a weekend or holiday go: `NEXT` or `PREVIOUS` business day. */
             chargingRule: string;
         };
@@ -1863,6 +1978,19 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        Envelope_ActivationModeRequest: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                /**
+                 * @description `DIRECT`: enrolling the instrument activates the mandate; `SIGNATURE`: the customer
+                 *     then signs the mandate document, and its completion activates the mandate.
+                 */
+                mode: components["schemas"]["ActivationModeDto"];
+            };
+        };
         Envelope_ApiKeysPayload: {
             /** Format: int32 */
             statusCode: number;
@@ -1870,6 +1998,22 @@ export interface components {
             message: string;
             payload: {
                 items: components["schemas"]["ApiKeyDto"][];
+            };
+        };
+        Envelope_AuditChainDto: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                /** @description Whether every staff-audit record holds its hash and its link to the one before it. */
+                ok: boolean;
+                /**
+                 * Format: int64
+                 * @description The records that hold, from the first: all of them when `ok`.
+                 */
+                records: number;
+                broken: components["schemas"]["BrokenRecordDto"] | null;
             };
         };
         Envelope_AuditRetentionDto: {
@@ -2245,6 +2389,15 @@ export interface components {
                 events: components["schemas"]["MandateEventDto"][];
                 /** @description Which mandate-wide actions its state allows. */
                 actions: components["schemas"]["MandateActions"];
+            };
+        };
+        Envelope_MandateDocumentPayload: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                document: components["schemas"]["MandateDocumentDto"];
             };
         };
         Envelope_MandatePayload: {
@@ -3135,6 +3288,21 @@ export interface components {
             /** @description Which mandate-wide actions its state allows. */
             actions: components["schemas"]["MandateActions"];
         };
+        /** @description The sealed mandate document of a signature-activated mandate. */
+        MandateDocumentDto: {
+            /** @description The signature process that sealed it (`sig_...`). */
+            signatureInternalId: string;
+            documentName: string;
+            /** @description Always `application/pdf`. */
+            contentType: string;
+            /** @description Lowercase hex SHA-256 of the PDF: the `signedDocument.sha256` of the activation event. */
+            sha256: string;
+            /** @description The sealed PDF (stamped, with its completion certificate), base64. */
+            contentBase64: string;
+        };
+        MandateDocumentPayload: {
+            document: components["schemas"]["MandateDocumentDto"];
+        };
         MandateDto: {
             internalId: string;
             id: string;
@@ -3160,6 +3328,10 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
+            /** @description How the mandate is activated (fixed at creation). */
+            activation: components["schemas"]["ActivationModeDto"];
+            signature: components["schemas"]["MandateSignatureDto"] | null;
+            activationFailure: components["schemas"]["ActivationFailureDto"] | null;
         };
         MandateEventDto: {
             eventId: string;
@@ -3186,6 +3358,11 @@ export interface components {
             charges: components["schemas"]["ChargesIn"];
             /** @description ONEPAY: defaults to true (the mandate finishes once paid). */
             terminateWhenCharged?: boolean | null;
+            /**
+             * @description `DIRECT` (enrolling the instrument activates) or `SIGNATURE` (the customer then signs
+             *     the mandate document; its completion activates); absent: the commerce's default.
+             */
+            activation?: ("DIRECT" | "SIGNATURE") | null;
         } & (unknown & unknown & unknown & unknown);
         MandateLineDto: {
             internalId: string;
@@ -3228,6 +3405,17 @@ export interface components {
             urls?: components["schemas"]["UrlsIn"] | null;
         } & {
             [key: string]: unknown;
+        };
+        /** @description The signature process of a signature-gated activation. */
+        MandateSignatureDto: {
+            /** @description The process (`sig_...`), also readable at `GET /signature/internalId/{internalId}`. */
+            internalId: string;
+            state: components["schemas"]["StateDto"];
+            /**
+             * @description SHA-256 of the sealed mandate document once the process is COMPLETED (the document is
+             *     at `GET /mandate/internalId/{internalId}/document`).
+             */
+            sealedSha256: string | null;
         };
         MandatesPage: {
             items: components["schemas"]["MandateLineDto"][];
@@ -4144,6 +4332,12 @@ export interface components {
             fileBase64: string | null;
             /** @description Lowercase hex HMAC-SHA256 (key: the commerce secret's decoded bytes) of the RFC 8785 canonical JSON of this body without `signature`. */
             signature: string;
+            /** @description A mandate activated by its completed signature process (`SIGNATURE` activation): the process and the sealed document's hash. */
+            signedDocument?: {
+                signatureInternalId: string;
+                /** @description SHA-256 of the sealed mandate document, as `GET /mandate/internalId/{internalId}/document` returns it. */
+                sha256: string;
+            };
         };
         SignatureEvent: {
             /** @enum {string} */
@@ -4669,6 +4863,53 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_get_audit_verify: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description AUDIT_CHAIN_CHECKED */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_AuditChainDto"];
                 };
             };
             /** @description SESSION_REQUIRED */
@@ -5230,6 +5471,95 @@ export interface operations {
             };
             /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_put_commerces_code_activation_mode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ActivationModeRequest"];
+            };
+        };
+        responses: {
+            /** @description ACTIVATION_MODE_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_ActivationModeRequest"];
+                };
+            };
+            /** @description Invalid mode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description COMMERCE_NOT_FOUND */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7618,6 +7948,93 @@ export interface operations {
                 };
             };
             /** @description No such mandate in this commerce */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    mandate_document: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Country of origin of the request (`CL`). */
+                country: components["schemas"]["Country"];
+                /** @description The commerce code; after login it must equal the JWT's `sub`. */
+                commerce: string;
+                /** @description Integration channel agreed with the operator; at most 64 characters. */
+                channel: string;
+                /** @description RFC 3339 date-time with offset, within 5 minutes of the server's clock. */
+                requestDateTime: string;
+                /** @description A UUID, never reused by the commerce within 7 days. */
+                correlationId: string;
+                /** @description Functional process: `HYBRID`, `API` or `BATCH`. */
+                processId: components["schemas"]["ProcessId"];
+                /** @description Sales executive or commercial integration; at most 64 characters. */
+                salesExecutiveId: string;
+                /** @description The environment's API key. */
+                "x-api-key": string;
+            };
+            path: {
+                /** @description `id` (the merchant's mandate.id) or `internalId` */
+                mandateTypeId: "id" | "internalId";
+                /** @description The mandate id of that kind */
+                mandateId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description MANDATE_DOCUMENT_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_MandateDocumentPayload"];
+                };
+            };
+            /** @description Bad mandateTypeId */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Credentials refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description MANDATE_NOT_FOUND: no such mandate in this commerce; SIGNED_MANDATE_DOCUMENT_NOT_FOUND: its signature has not completed (or it is a DIRECT mandate) */
             404: {
                 headers: {
                     [name: string]: unknown;
