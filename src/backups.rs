@@ -432,15 +432,7 @@ pub fn restore(data_dir: &Path, backup: &Path, now: DateTime<Utc>) -> anyhow::Re
     };
     let replaced = if database.exists() {
         checkpoint(&database);
-        let replaced = data_dir.join(format!(
-            "mandato.db.replaced-{}",
-            now.format("%Y%m%dT%H%M%SZ")
-        ));
-        anyhow::ensure!(
-            !replaced.exists(),
-            "{} already exists; try again in a second",
-            replaced.display()
-        );
+        let replaced = unused_replaced_name(data_dir, now);
         fs::rename(&database, &replaced)?;
         // What the checkpoint could not fold in goes along, where SQLite looks for it.
         for suffix in ["-wal", "-shm", "-journal"] {
@@ -464,6 +456,26 @@ pub fn restore(data_dir: &Path, backup: &Path, now: DateTime<Utc>) -> anyhow::Re
         replaced,
         schema_version,
     })
+}
+
+/// `mandato.db.replaced-<stamp>`, or `-<stamp>-2`, `-3`, ... when restores follow each other
+/// within a second: a replaced database is never overwritten.
+fn unused_replaced_name(data_dir: &Path, now: DateTime<Utc>) -> PathBuf {
+    let stamp = now.format("%Y%m%dT%H%M%SZ").to_string();
+    let taken = |p: &Path| {
+        p.exists()
+            || ["-wal", "-shm", "-journal"]
+                .iter()
+                .any(|s| with_suffix(p, s).exists())
+    };
+    let first = data_dir.join(format!("mandato.db.replaced-{stamp}"));
+    if !taken(&first) {
+        return first;
+    }
+    (2..)
+        .map(|n| data_dir.join(format!("mandato.db.replaced-{stamp}-{n}")))
+        .find(|p| !taken(p))
+        .expect("an unused name")
 }
 
 /// Folds the WAL into the database file, so the replaced file is whole on its own. A database
@@ -546,6 +558,20 @@ mod tests {
 
     fn nz(n: u32) -> NonZeroU32 {
         NonZeroU32::new(n).unwrap()
+    }
+
+    #[test]
+    fn restores_within_one_second_keep_every_replaced_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = at(2026, 11, 25, 17);
+        let first = unused_replaced_name(dir.path(), now);
+        assert!(first.ends_with("mandato.db.replaced-20261125T170000Z"));
+        fs::write(&first, b"one").unwrap();
+        let second = unused_replaced_name(dir.path(), now);
+        assert!(second.ends_with("mandato.db.replaced-20261125T170000Z-2"));
+        fs::write(with_suffix(&second, "-wal"), b"wal").unwrap();
+        let third = unused_replaced_name(dir.path(), now);
+        assert!(third.ends_with("mandato.db.replaced-20261125T170000Z-3"));
     }
 
     #[test]
