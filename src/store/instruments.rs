@@ -24,49 +24,40 @@ pub struct InstrumentRow {
 }
 
 pub fn insert(conn: &Connection, i: &NewInstrument<'_>) -> rusqlite::Result<()> {
-    conn.execute(
-        "INSERT INTO instruments (mandate_seq, method_id, processor_token, brand, last4, bank_code,
-                account_type, holder_rut, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        params![
-            i.mandate_seq,
-            i.method_id,
-            i.processor_token,
-            i.brand,
-            i.last4,
-            i.bank_code,
-            i.account_type,
-            i.holder_rut,
-            i.created_at
-        ],
-    )?;
-    Ok(())
+    write(conn, i, "")
 }
 
 /// Stores the instrument of a mandate awaiting its signature, replacing the one an earlier
 /// enrolment stored (a customer who starts again after a rejected signature may enrol another).
 pub fn replace(conn: &Connection, i: &NewInstrument<'_>) -> rusqlite::Result<()> {
-    conn.execute(
-        "INSERT INTO instruments (mandate_seq, method_id, processor_token, brand, last4, bank_code,
-                account_type, holder_rut, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-         ON CONFLICT (mandate_seq) DO UPDATE SET method_id = excluded.method_id,
+    write(
+        conn,
+        i,
+        "ON CONFLICT (mandate_seq) DO UPDATE SET method_id = excluded.method_id,
                 processor_token = excluded.processor_token, brand = excluded.brand,
                 last4 = excluded.last4, bank_code = excluded.bank_code,
                 account_type = excluded.account_type, holder_rut = excluded.holder_rut,
                 created_at = excluded.created_at",
-        params![
-            i.mandate_seq,
-            i.method_id,
-            i.processor_token,
-            i.brand,
-            i.last4,
-            i.bank_code,
-            i.account_type,
-            i.holder_rut,
-            i.created_at
-        ],
-    )?;
+    )
+}
+
+fn write(conn: &Connection, i: &NewInstrument<'_>, on_conflict: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(&format!(
+        "INSERT INTO instruments (mandate_seq, method_id, processor_token, brand, last4, bank_code,
+                account_type, holder_rut, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) {on_conflict}"
+    ))?
+    .execute(params![
+        i.mandate_seq,
+        i.method_id,
+        i.processor_token,
+        i.brand,
+        i.last4,
+        i.bank_code,
+        i.account_type,
+        i.holder_rut,
+        i.created_at
+    ])?;
     Ok(())
 }
 
