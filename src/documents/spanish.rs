@@ -135,7 +135,10 @@ pub fn method(m: PaymentMethod) -> &'static str {
 /// A card by its brand and last four digits: "VISA terminada en 4242" ("Tarjeta terminada en
 /// 4242" when the brand is unknown).
 pub fn card(brand: Option<&str>, last4: &str) -> String {
-    let brand = brand.map(str::trim).filter(|b| !b.is_empty());
+    // A processor that cannot tell the brand names it `CARD`.
+    let brand = brand
+        .map(str::trim)
+        .filter(|b| !b.is_empty() && !b.eq_ignore_ascii_case("CARD"));
     format!("{} terminada en {last4}", brand.unwrap_or("Tarjeta"))
 }
 
@@ -358,6 +361,7 @@ mod tests {
         assert_eq!(card(Some("VISA"), "4242"), "VISA terminada en 4242");
         assert_eq!(card(None, "4242"), "Tarjeta terminada en 4242");
         assert_eq!(card(Some(" "), "4242"), "Tarjeta terminada en 4242");
+        assert_eq!(card(Some("CARD"), "4242"), "Tarjeta terminada en 4242");
     }
 
     #[test]
