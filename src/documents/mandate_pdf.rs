@@ -1,7 +1,9 @@
-//! The EPAC mandate document: what the customer accepted, with whom, for which account (masked)
-//! and when, with the SHA-256 of the terms' exact text, sent to the merchant as `fileBase64`.
+//! The mandate document: what the customer accepted, with whom, on which bank account or card
+//! (masked) and when, with the SHA-256 of the terms' exact text, sent to the merchant as
+//! `fileBase64` (EPAC) or signed by the customer (signature-gated activation).
 //!
-//! The document never holds a full account number: [`MandateDocument`] has no field for one.
+//! The document never holds a full account or card number: [`ChargedInstrument`] keeps only
+//! their [`LastFour`].
 
 use chrono::NaiveDate;
 use sha2::{Digest, Sha256};
@@ -17,6 +19,107 @@ pub struct DocumentInstallment {
     pub id: String,
     pub due_date: NaiveDate,
     pub amount: Money,
+}
+
+/// The last four digits of a card or account number: all the document ever shows of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastFour(String);
+
+impl LastFour {
+    /// The last four digits of `number` (fewer when it has fewer); anything but digits is
+    /// dropped, so a full number given by mistake still shows only its end.
+    pub fn of(number: &str) -> LastFour {
+        let digits: Vec<char> = number.chars().filter(char::is_ascii_digit).collect();
+        LastFour(digits[digits.len().saturating_sub(4)..].iter().collect())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// What the mandate charges: a card or a bank account, each with the rows that describe it.
+#[derive(Debug, Clone)]
+pub enum ChargedInstrument {
+    /// A credit, debit or prepaid card. A card names no holder RUT: the customer declares in
+    /// the terms being its holder or authorized by them.
+    Card {
+        method: PaymentMethod,
+        /// As the processor names it (`VISA`), when it does.
+        brand: Option<String>,
+        last4: LastFour,
+    },
+    /// A bank account debited by PAC or EPAC.
+    BankAccount {
+        method: PaymentMethod,
+        bank_name: String,
+        /// The account type's code (`CHECKING`, `VISTA`, `SAVINGS`).
+        account_type: String,
+        last4: LastFour,
+        /// Normalized, `12345678-5`.
+        holder_rut: String,
+    },
+}
+
+impl ChargedInstrument {
+    pub fn method(&self) -> PaymentMethod {
+        match self {
+            ChargedInstrument::Card { method, .. }
+            | ChargedInstrument::BankAccount { method, .. } => *method,
+        }
+    }
+
+    /// The instrument as the merchant and the staff see it: "BancoEstado **** 0000",
+    /// "VISA terminada en 4242".
+    pub fn masked(&self) -> String {
+        match self {
+            ChargedInstrument::Card { brand, last4, .. } => {
+                spanish::card(brand.as_deref(), last4.as_str())
+            }
+            ChargedInstrument::BankAccount {
+                bank_name, last4, ..
+            } => format!("{bank_name} **** {}", last4.as_str()),
+        }
+    }
+
+    /// The document's title, as the terms' heading names the mandate.
+    fn title(&self) -> &'static str {
+        match self {
+            ChargedInstrument::Card { .. } => "Mandato de cargo en tarjeta",
+            ChargedInstrument::BankAccount { .. } => "Mandato de cargo en cuenta",
+        }
+    }
+
+    /// The section that describes the instrument.
+    fn blocks(&self) -> Vec<Block> {
+        let method = Block::Row(
+            "Medio de pago".into(),
+            spanish::method(self.method()).to_string(),
+        );
+        match self {
+            ChargedInstrument::Card { .. } => vec![
+                Block::Heading("Tarjeta de cargo".into()),
+                method,
+                Block::Row("Tarjeta".into(), self.masked()),
+            ],
+            ChargedInstrument::BankAccount {
+                bank_name,
+                account_type,
+                holder_rut,
+                ..
+            } => vec![
+                Block::Heading("Cuenta de cargo".into()),
+                method,
+                Block::Row("Banco".into(), bank_name.clone()),
+                Block::Row(
+                    "Tipo de cuenta".into(),
+                    spanish::account_type(account_type).to_string(),
+                ),
+                Block::Row("Cuenta".into(), self.masked()),
+                Block::Row("RUT del titular".into(), holder_rut.clone()),
+            ],
+        }
+    }
 }
 
 /// Everything the document states.
@@ -38,12 +141,7 @@ pub struct MandateDocument {
     pub charges_summary: String,
     /// The installments known at acceptance (none yet for most DYNAMIC mandates).
     pub installments: Vec<DocumentInstallment>,
-    pub method: PaymentMethod,
-    pub bank_name: String,
-    /// The account type's code (`CHECKING`, `VISTA`, `SAVINGS`).
-    pub account_type: String,
-    pub account_last4: String,
-    pub holder_rut: String,
+    pub instrument: ChargedInstrument,
     /// RFC 3339 UTC, as recorded with the acceptance.
     pub accepted_at: String,
     pub ip: Option<String>,
@@ -52,11 +150,6 @@ pub struct MandateDocument {
 }
 
 impl MandateDocument {
-    /// The account as the merchant and the staff see it: bank and last four digits.
-    pub fn masked_account(&self) -> String {
-        format!("{} **** {}", self.bank_name, self.account_last4)
-    }
-
     pub fn terms_sha256(&self) -> String {
         hex::encode(Sha256::digest(self.terms.as_bytes()))
     }
@@ -76,11 +169,12 @@ fn pdf_date(rfc3339: &str) -> String {
 /// The document as a PDF file.
 pub fn mandate_document(input: &MandateDocument) -> Vec<u8> {
     let d = input;
+    let title = d.instrument.title();
     let mut blocks = vec![
-        Block::Title("Mandato de cargo en cuenta".into()),
+        Block::Title(title.into()),
         Block::Paragraph(format!(
             "{} · {}",
-            spanish::method(d.method),
+            spanish::method(d.instrument.method()),
             d.commerce_name
         )),
         Block::Rule,
@@ -125,19 +219,8 @@ pub fn mandate_document(input: &MandateDocument) -> Vec<u8> {
             ));
         }
     }
+    blocks.extend(d.instrument.blocks());
     blocks.extend([
-        Block::Heading("Cuenta de cargo".into()),
-        Block::Row(
-            "Medio de pago".into(),
-            spanish::method(d.method).to_string(),
-        ),
-        Block::Row("Banco".into(), d.bank_name.clone()),
-        Block::Row(
-            "Tipo de cuenta".into(),
-            spanish::account_type(&d.account_type).to_string(),
-        ),
-        Block::Row("Cuenta".into(), d.masked_account()),
-        Block::Row("RUT del titular".into(), d.holder_rut.clone()),
         Block::Heading("Aceptación".into()),
         Block::Row("Fecha y hora (UTC)".into(), d.accepted_at.clone()),
     ]);
@@ -168,7 +251,7 @@ pub fn mandate_document(input: &MandateDocument) -> Vec<u8> {
     layout::render(
         &blocks,
         &Meta {
-            title: "Mandato de cargo en cuenta",
+            title,
             subject: &subject,
             author: &d.commerce_name,
             creation_date: &pdf_date(&d.accepted_at),
@@ -217,11 +300,13 @@ mod tests {
                         .unwrap(),
                 })
                 .collect(),
-            method: PaymentMethod::Epac,
-            bank_name: "BancoEstado".into(),
-            account_type: "CHECKING".into(),
-            account_last4: "0000".into(),
-            holder_rut: "12345678-5".into(),
+            instrument: ChargedInstrument::BankAccount {
+                method: PaymentMethod::Epac,
+                bank_name: "BancoEstado".into(),
+                account_type: "CHECKING".into(),
+                last4: LastFour::of("123450000"),
+                holder_rut: "12345678-5".into(),
+            },
             accepted_at: "2026-11-22T08:12:10.123Z".into(),
             ip: Some("127.0.0.1".into()),
             terms,
@@ -261,6 +346,79 @@ mod tests {
         ] {
             assert!(text.contains(expected), "missing {expected:?} in {text}");
         }
+    }
+
+    fn card_sample() -> MandateDocument {
+        let mut input = sample(3);
+        input.terms = spanish::terms(
+            &spanish::TermsSubject {
+                commerce_name: "Gimnasio Ñuñoa (Centro)",
+                commerce_code: "76123456-0",
+                mandate_id: "GYM-2026-001",
+                mandate_name: "Plan mensual",
+                summary: "$29.990 mensual, 12 cuotas desde el 05-12-2026",
+            },
+            PaymentMethod::CreditCard,
+        );
+        input.instrument = ChargedInstrument::Card {
+            method: PaymentMethod::CreditCard,
+            brand: Some("VISA".into()),
+            last4: LastFour::of("4111 1111 1111 4242"),
+        };
+        input
+    }
+
+    #[test]
+    fn a_card_mandate_names_the_card_and_no_bank_account() {
+        let input = card_sample();
+        let bytes = mandate_document(&input);
+        let text = text_of(&bytes);
+        for expected in [
+            "Mandato de cargo en tarjeta",
+            "Tarjeta de cargo",
+            "Medio de pago Tarjeta de crédito",
+            "Tarjeta VISA terminada en 4242",
+            "MANDATO DE CARGO AUTOMÁTICO EN TARJETA",
+            "RUT 12345678-5",
+            &input.terms_sha256(),
+        ] {
+            assert!(text.contains(expected), "missing {expected:?} in {text}");
+        }
+        for absent in [
+            "Banco",
+            "Tipo de cuenta",
+            "Cuenta de cargo",
+            "RUT del titular",
+            "****",
+            "—",
+            "4111",
+        ] {
+            assert!(!text.contains(absent), "{absent:?} in {text}");
+        }
+        let info = poppler_text("pdfinfo", &["PDF"], &bytes);
+        assert!(info.contains("Mandato de cargo en tarjeta"), "{info}");
+        assert_eq!(bytes, mandate_document(&input), "deterministic");
+    }
+
+    #[test]
+    fn a_card_without_a_known_brand_is_named_a_card() {
+        let mut input = card_sample();
+        input.instrument = ChargedInstrument::Card {
+            method: PaymentMethod::PrepaidCard,
+            brand: None,
+            last4: LastFour::of("4242"),
+        };
+        let text = text_of(&mandate_document(&input));
+        assert!(text.contains("Medio de pago Tarjeta de prepago"), "{text}");
+        assert!(text.contains("Tarjeta Tarjeta terminada en 4242"), "{text}");
+    }
+
+    #[test]
+    fn only_the_last_four_digits_are_kept() {
+        assert_eq!(LastFour::of("4111111111114242").as_str(), "4242");
+        assert_eq!(LastFour::of("4111-1111-1111-4242").as_str(), "4242");
+        assert_eq!(LastFour::of("0000").as_str(), "0000");
+        assert_eq!(LastFour::of("12").as_str(), "12");
     }
 
     #[test]

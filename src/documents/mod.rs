@@ -9,4 +9,6 @@ pub(crate) mod poppler;
 pub mod spanish;
 pub mod typeface;
 
-pub use mandate_pdf::{DocumentInstallment, MandateDocument, mandate_document};
+pub use mandate_pdf::{
+    ChargedInstrument, DocumentInstallment, LastFour, MandateDocument, mandate_document,
+};

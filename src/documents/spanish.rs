@@ -2,7 +2,7 @@
 //! methods, and the terms of the mandate. Shared by the Magic Link pages and the EPAC document,
 //! so both say the same thing the same way.
 
-use chrono::NaiveDate;
+use chrono::{Datelike, NaiveDate, Weekday};
 use serde_json::Value;
 
 use crate::domain::money::{Currency, Money};
@@ -51,6 +51,34 @@ pub fn currency_name(currency: Currency) -> &'static str {
 /// `05-12-2026`, as dates are written in Chile.
 pub fn date(d: NaiveDate) -> String {
     d.format("%d-%m-%Y").to_string()
+}
+
+/// The weekday's name: `lunes`.
+pub fn weekday(d: NaiveDate) -> &'static str {
+    match d.weekday() {
+        Weekday::Mon => "lunes",
+        Weekday::Tue => "martes",
+        Weekday::Wed => "miércoles",
+        Weekday::Thu => "jueves",
+        Weekday::Fri => "viernes",
+        Weekday::Sat => "sábado",
+        Weekday::Sun => "domingo",
+    }
+}
+
+/// A due date, and the day it is charged when that differs (a weekend or holiday moves it):
+/// "05-12-2026 (se cobra el lunes 07-12-2026)".
+pub fn due_and_charge_date(due: NaiveDate, charged: NaiveDate) -> String {
+    if due == charged {
+        date(due)
+    } else {
+        format!(
+            "{} (se cobra el {} {})",
+            date(due),
+            weekday(charged),
+            date(charged)
+        )
+    }
 }
 
 /// A `YYYY-MM-DD` text as `05-12-2026`; anything else unchanged.
@@ -102,6 +130,16 @@ pub fn method(m: PaymentMethod) -> &'static str {
         PaymentMethod::Epac => "EPAC: mandato electrónico de cargo en cuenta",
         PaymentMethod::DirectEpac => "EPAC directo: cargo en cuenta sin intermediarios",
     }
+}
+
+/// A card by its brand and last four digits: "VISA terminada en 4242" ("Tarjeta terminada en
+/// 4242" when the brand is unknown).
+pub fn card(brand: Option<&str>, last4: &str) -> String {
+    // A processor that cannot tell the brand names it `CARD`.
+    let brand = brand
+        .map(str::trim)
+        .filter(|b| !b.is_empty() && !b.eq_ignore_ascii_case("CARD"));
+    format!("{} terminada en {last4}", brand.unwrap_or("Tarjeta"))
 }
 
 /// Why a charge was declined, for the customer.
@@ -304,6 +342,26 @@ mod tests {
         ] {
             assert_eq!(money(&m(amount, currency)), shown);
         }
+    }
+
+    #[test]
+    fn a_charge_date_is_named_only_when_it_differs_from_the_due_date() {
+        let saturday = NaiveDate::from_ymd_opt(2026, 12, 5).unwrap();
+        let monday = NaiveDate::from_ymd_opt(2026, 12, 7).unwrap();
+        assert_eq!(
+            due_and_charge_date(saturday, monday),
+            "05-12-2026 (se cobra el lunes 07-12-2026)"
+        );
+        assert_eq!(due_and_charge_date(monday, monday), "07-12-2026");
+        assert_eq!(weekday(saturday), "sábado");
+    }
+
+    #[test]
+    fn a_card_is_named_by_its_brand_and_last_four_digits() {
+        assert_eq!(card(Some("VISA"), "4242"), "VISA terminada en 4242");
+        assert_eq!(card(None, "4242"), "Tarjeta terminada en 4242");
+        assert_eq!(card(Some(" "), "4242"), "Tarjeta terminada en 4242");
+        assert_eq!(card(Some("CARD"), "4242"), "Tarjeta terminada en 4242");
     }
 
     #[test]

@@ -33,7 +33,9 @@ use crate::charging::processor::{
     ChargeRequest, ChargeResult, Enrolled, Processor, ProcessorError,
 };
 use crate::clock::timestamp;
-use crate::documents::{self, DocumentInstallment, MandateDocument, spanish};
+use crate::documents::{
+    self, ChargedInstrument, DocumentInstallment, LastFour, MandateDocument, spanish,
+};
 use crate::domain::activation::ActivationMode;
 use crate::domain::instrument::{InstrumentInput, InstrumentProblem, bank_name, luhn_valid};
 use crate::domain::money::Currency;
@@ -298,11 +300,13 @@ pub(crate) fn load_mandate(
     })?;
     let customer = customers::by_seq(conn, mandate.customer_seq)?;
     let installments = installment_store::for_mandate(conn, mandate.seq)?;
+    let charge_dates = crate::store::calendar::charge_dates(conn, commerce.id)?;
     let mut loaded = Loaded {
         mandate,
         commerce,
         customer,
         installments,
+        charge_dates,
         signing: None,
     };
     if loaded.mandate.activation_mode == ActivationMode::Signature {
@@ -788,7 +792,7 @@ pub(crate) fn epac_document(
     })
 }
 
-/// What the EPAC document states.
+/// What the mandate document states, for a bank account or (signature-gated activation) a card.
 fn mandate_document(
     loaded: &Loaded,
     instrument: &InstrumentInput,
@@ -796,24 +800,26 @@ fn mandate_document(
     acceptance: &Acceptance,
     now: DateTime<Utc>,
 ) -> MandateDocument {
-    let (bank, account_type, holder_rut) = match instrument {
+    let last4 = LastFour::of(&enrolled.last4);
+    let charged = match instrument {
         InstrumentInput::Bank {
+            method,
             bank_code,
             account_type,
             holder_rut,
             ..
-        } => (
-            bank_name(bank_code).unwrap_or(bank_code).to_string(),
-            account_type.clone(),
-            holder_rut.to_string(),
-        ),
-        // A card's document (signature-gated activation) names the card by its brand.
-        InstrumentInput::Card { .. } => (
-            enrolled.brand.clone().unwrap_or_else(|| "Tarjeta".into()),
-            spanish::method(instrument.method()).to_string(),
-            // A card names no holder RUT: the customer declares being its holder or authorized.
-            "—".to_string(),
-        ),
+        } => ChargedInstrument::BankAccount {
+            method: *method,
+            bank_name: bank_name(bank_code).unwrap_or(bank_code).to_string(),
+            account_type: account_type.clone(),
+            last4,
+            holder_rut: holder_rut.to_string(),
+        },
+        InstrumentInput::Card { method, .. } => ChargedInstrument::Card {
+            method: *method,
+            brand: enrolled.brand.clone(),
+            last4,
+        },
     };
     let c = &loaded.customer;
     let customer_name = [
@@ -846,11 +852,7 @@ fn mandate_document(
                 amount: i.amount.clone(),
             })
             .collect(),
-        method: instrument.method(),
-        bank_name: bank,
-        account_type,
-        account_last4: enrolled.last4.clone(),
-        holder_rut,
+        instrument: charged,
         accepted_at: timestamp(now),
         ip: acceptance.ip.clone(),
         terms: acceptance.terms.clone(),

@@ -340,6 +340,75 @@ async fn a_saturday_due_date_waits_for_monday_and_bank_debits_settle_on_business
     assert_eq!(event["installment"]["chargeDate"], monday.to_string());
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn the_dashboard_names_the_day_each_next_charge_is_made() {
+    use reqwest::Method;
+    let app = chilean_app().await;
+    let calendar = HolidayCalendar::new([]);
+    let friday = (3..60)
+        .map(|n| app.today() + Duration::days(n))
+        .find(|d| {
+            d.weekday() == Weekday::Fri
+                && calendar.is_business_day(*d)
+                && calendar.is_business_day(*d + Duration::days(3))
+        })
+        .unwrap();
+    let (saturday, monday) = (friday + Duration::days(1), friday + Duration::days(3));
+    mandate_due_on(&app, "m-friday", friday, false).await;
+    mandate_due_on(&app, "m-saturday", saturday, false).await;
+
+    let setup = staff_call(
+        &app,
+        None,
+        Method::POST,
+        "/setup",
+        Some(json!({"email": "owner@merchant.example", "password": "a long password"})),
+    )
+    .await;
+    setup.expect(201, "SETUP_OK");
+    let admin = session_of(&setup);
+    let dashboard = staff_call(&app, Some(&admin), Method::GET, "/dashboard", None).await;
+    dashboard.expect(200, "DASHBOARD_OK");
+    let next: Vec<(String, String, String)> = dashboard.body["payload"]["nextCharges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["mandateId"].as_str().unwrap().to_string(),
+                n["installmentDueDate"].as_str().unwrap().to_string(),
+                n["chargeDate"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        next,
+        vec![
+            ("m-friday".into(), friday.to_string(), friday.to_string()),
+            (
+                "m-saturday".into(),
+                saturday.to_string(),
+                monday.to_string()
+            ),
+        ]
+    );
+
+    // With the previous-business-day rule, the Saturday's is charged on the Friday.
+    staff_call(
+        &app,
+        Some(&admin),
+        Method::PUT,
+        &format!("/commerces/{COMMERCE}/charging-rule"),
+        Some(json!({"chargingRule": "PREVIOUS"})),
+    )
+    .await
+    .expect(200, "CHARGING_RULE_OK");
+    let dashboard = staff_call(&app, Some(&admin), Method::GET, "/dashboard", None).await;
+    let moved = &dashboard.body["payload"]["nextCharges"][1];
+    assert_eq!(moved["installmentDueDate"], saturday.to_string());
+    assert_eq!(moved["chargeDate"], friday.to_string());
+}
+
 /// A staff session (cookie and CSRF token) calling the staff API.
 async fn staff_call(
     app: &TestApp,

@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 
 use base64::Engine;
-use chrono::Duration;
+use chrono::{Datelike, Duration, NaiveDate, Weekday};
+use mandato::domain::holidays::HolidayCalendar;
 use reqwest::StatusCode;
 use reqwest::redirect::Policy;
 use serde_json::{Value, json};
@@ -125,7 +126,11 @@ impl Linked {
 }
 
 async fn linked(body: impl FnOnce(&TestApp) -> Value) -> Linked {
-    let mut app = spawn_app().await;
+    linked_with(Options::default(), body).await
+}
+
+async fn linked_with(options: Options, body: impl FnOnce(&TestApp) -> Value) -> Linked {
+    let mut app = spawn_app_with(options).await;
     app.login().await;
     app.create_customer("cust-001", "12.345.678-5").await;
     let body = body(&app);
@@ -236,6 +241,60 @@ async fn the_page_shows_the_commerce_the_mandate_and_a_form_per_method() {
     assert!(html.contains("BancoEstado") && html.contains("Cuenta corriente"));
     // Nothing is due yet: no payment forms.
     assert!(!html.contains("Pagar ahora"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_schedule_names_the_charge_day_of_an_installment_due_on_a_weekend() {
+    let calendar = HolidayCalendar::new([]);
+    let options = Options {
+        business_days: mandato::config::BusinessDays::Chile,
+        ..Options::default()
+    };
+    // A Saturday whose Friday and Monday are business days, a few days ahead.
+    let mut saturday = None;
+    let l = linked_with(options, |app| {
+        let day = (3..60)
+            .map(|n| app.today() + Duration::days(n))
+            .find(|d| {
+                d.weekday() == Weekday::Sat
+                    && calendar.is_business_day(*d - Duration::days(1))
+                    && calendar.is_business_day(*d + Duration::days(2))
+            })
+            .unwrap();
+        saturday = Some(day);
+        let days = (day - app.today()).num_days();
+        dynamic_body(
+            app,
+            "cust-001",
+            "GYM-1",
+            &[("c1", 5000, days - 1), ("c2", 5000, days)],
+        )
+    })
+    .await;
+    let saturday = saturday.unwrap();
+    let (friday, monday) = (saturday - Duration::days(1), saturday + Duration::days(2));
+    let date = |d: NaiveDate| d.format("%d-%m-%Y").to_string();
+
+    let html = get_page(&l.link).await.html;
+    // The Saturday's installment shows its due date and the Monday it is charged on.
+    let moved = format!(
+        "<td>{} (se cobra el lunes {})</td>",
+        date(saturday),
+        date(monday)
+    );
+    assert!(html.contains(&moved), "{moved} in {html}");
+    // The Friday's is charged on its due date: the date alone.
+    assert!(
+        html.contains(&format!("<td>{}</td>", date(friday))),
+        "{html}"
+    );
+    assert_eq!(html.matches("se cobra el").count(), 1, "{html}");
+
+    // The merchant's API says the same.
+    let lookup = l.lookup().await;
+    let second = &lookup["installments"][1];
+    assert_eq!(second["installmentDueDate"], saturday.to_string());
+    assert_eq!(second["chargeDate"], monday.to_string());
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -275,11 +275,17 @@ async fn a_signature_gated_mandate_becomes_active_only_when_its_document_is_sign
     let text = pdf_text(&sealed);
     for expected in [
         "GYM-1",
-        "**** 1111",
+        "Mandato de cargo en tarjeta",
+        "Tarjeta de crédito",
+        "VISA terminada en 1111",
         "12345678-5",
         "Certificado de firma electrónica",
     ] {
         assert!(text.contains(expected), "missing {expected:?} in {text}");
+    }
+    // A card is described as a card: no bank-account rows.
+    for absent in ["Banco", "Tipo de cuenta", "RUT del titular", "**** 1111"] {
+        assert!(!text.contains(absent), "{absent:?} in {text}");
     }
     assert!(
         !text.contains(CARD_OK),

@@ -13,6 +13,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::charging::RunDto;
 use super::paging::{MoneyDto, Params, stored_amount};
 use super::session::Staff;
+use crate::domain::holidays::{ChargingRule, HolidayCalendar};
 use crate::domain::state::{InstallmentState, MandateState};
 use crate::error::FieldErrors;
 use crate::http::AppState;
@@ -58,7 +59,12 @@ pub struct NextCharge {
     #[schema(value_type = f64)]
     pub amount: serde_json::Number,
     pub currency_id: String,
+    /// The contractual due date, `YYYY-MM-DD`.
     pub installment_due_date: String,
+    /// The business day it is charged, `YYYY-MM-DD`: the due date moved off weekends and
+    /// holidays by its commerce's charging rule (the due date itself when that is a business
+    /// day).
+    pub charge_date: String,
     pub mandate_internal_id: String,
     pub mandate_id: String,
     pub mandate_name: String,
@@ -153,12 +159,15 @@ pub async fn dashboard(
                 views::next_charges(c, 10, commerce)?,
                 views::failing_webhooks(c, 10)?,
                 crate::store::charging::runs(c, 1)?,
+                crate::store::calendar::load(c)?,
+                crate::store::calendar::charging_rules(c)?,
             ))
         })
     })
     .await
     .map_err(|e| crate::error::Error::Internal(e.into()))??;
-    let (mandate_counts, installment_counts, paid, rejected, next, failing, runs) = data;
+    let (mandate_counts, installment_counts, paid, rejected, next, failing, runs, calendar, rules) =
+        data;
 
     let mandates = MandateState::ALL
         .iter()
@@ -197,6 +206,7 @@ pub async fn dashboard(
             next_charges: next
                 .into_iter()
                 .map(|n| NextCharge {
+                    charge_date: charge_date(&calendar, &rules, &n.commerce_code, &n.due_date),
                     installment_internal_id: n.installment_id,
                     installment_id: n.external_id,
                     amount: stored_amount(&n.amount),
@@ -232,6 +242,23 @@ pub async fn dashboard(
             last_run: runs.into_iter().next().map(run_dto),
         },
     ))
+}
+
+/// The day an installment of `commerce` due on `due` is charged, by that commerce's rule.
+fn charge_date(
+    calendar: &HolidayCalendar,
+    rules: &HashMap<String, ChargingRule>,
+    commerce: &str,
+    due: &str,
+) -> String {
+    match due.parse::<NaiveDate>() {
+        Ok(due) => {
+            let rule = rules.get(commerce).copied().unwrap_or_default();
+            calendar.charge_date(due, rule).to_string()
+        }
+        // Stored due dates are always dates; anything else is shown as it is.
+        Err(_) => due.to_string(),
+    }
 }
 
 /// The run as the charging screen shows it.

@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 
 use crate::documents::spanish::{self, TermsSubject};
 use crate::domain::activation::{ActivationFailure, ActivationMode};
+use crate::domain::holidays::ChargeDates;
 use crate::domain::instrument::{ACCOUNT_TYPES, BANKS};
 use crate::domain::money::Currency;
 use crate::domain::state::{InstallmentState, MandateState, PaymentMethod};
@@ -39,6 +40,9 @@ pub struct Loaded {
     pub commerce: Commerce,
     pub customer: CustomerRow,
     pub installments: Vec<InstallmentRow>,
+    /// The day each installment is charged: its due date moved off weekends and holidays by
+    /// the commerce's rule.
+    pub charge_dates: ChargeDates,
     /// A signature-gated mandate's latest signature, while it has not activated the mandate.
     pub signing: Option<Signing>,
 }
@@ -497,7 +501,10 @@ fn schedule_section(s: &mut String, view: &View<'_>) {
             "<tr><td>{}</td><td>{}</td><td class=\"amount\">{}</td>\
              <td><span class=\"state s{}\">{}</span></td></tr>",
             esc(&i.external_id),
-            esc(&spanish::date(i.due_date)),
+            esc(&spanish::due_and_charge_date(
+                i.due_date,
+                view.data.charge_dates.of(i.due_date)
+            )),
             esc(&spanish::money(&i.amount)),
             i.state.id(),
             esc(spanish::installment_state(i.state))

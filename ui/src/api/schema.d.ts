@@ -3493,8 +3493,18 @@ export interface components {
             /** Format: double */
             amount: number;
             currencyId: string;
-            /** Format: date */
+            /**
+             * Format: date
+             * @description The contractual due date, `YYYY-MM-DD`.
+             */
             installmentDueDate: string;
+            /**
+             * Format: date
+             * @description The business day it is charged, `YYYY-MM-DD`: the due date moved off weekends and
+             *     holidays by its commerce's charging rule (the due date itself when that is a business
+             *     day).
+             */
+            chargeDate: string;
             mandateInternalId: string;
             mandateId: string;
             mandateName: string;

@@ -79,7 +79,14 @@ export function Dashboard() {
                     <Table.Tbody>
                       {d.nextCharges.map((n) => (
                         <Table.Tr key={n.installmentInternalId}>
-                          <Table.Td>{date(n.installmentDueDate)}</Table.Td>
+                          <Table.Td>
+                            {date(n.installmentDueDate)}
+                            {n.chargeDate !== n.installmentDueDate && (
+                              <Text size="xs" c="dimmed" data-testid="charge-date">
+                                {t("mandates.chargeDate")} {date(n.chargeDate)}
+                              </Text>
+                            )}
+                          </Table.Td>
                           <Table.Td>
                             <Anchor component={Link} to={`/mandates/${n.mandateInternalId}`} size="sm">
                               {n.mandateId}
