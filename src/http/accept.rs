@@ -124,7 +124,8 @@ mod tests {
             &["text/*;q=0.2, text/csv;q=0.9, application/*;q=0.5"],
             Some(1),
         );
-        check(&["text/*;q=1, text/csv;q=0"], Some(0));
+        check(&["*/*, text/csv;q=0"], Some(0));
+        check(&["text/*;q=1, text/csv;q=0"], None);
     }
 
     #[test]
