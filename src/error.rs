@@ -87,6 +87,8 @@ pub enum Error {
     NotFound { what: &'static str },
     /// 410: the resource existed and is gone for good (a cancelled signature process).
     Gone { name: &'static str, message: String },
+    /// 406 `NOT_ACCEPTABLE`: the request's `Accept` admits none of the operation's media types.
+    NotAcceptable { message: String },
     /// 500: a fault of ours. The details go to the log, never to the client.
     Internal(anyhow::Error),
 }
@@ -139,6 +141,7 @@ impl fmt::Display for Error {
             Error::NotFound { what } => write!(f, "{what} not found"),
             Error::Unauthenticated { .. } => write!(f, "not signed in"),
             Error::Gone { name, .. } => write!(f, "{name}"),
+            Error::NotAcceptable { message } => write!(f, "NOT_ACCEPTABLE: {message}"),
             Error::Internal(e) => write!(f, "internal error: {e:#}"),
         }
     }

@@ -58,9 +58,41 @@ pub fn check_shown_text(text: &str) -> Result<(), RefusedCharacter> {
     }
 }
 
+/// A text cell of a CSV export as a spreadsheet will not run it. Excel, LibreOffice and Google
+/// Sheets read a cell that starts with `=`, `+`, `-` or `@` (or a tab or carriage return before
+/// one) as a formula, so a merchant's id or reference like `=HYPERLINK(...)` would run when an
+/// accountant opens the file. Such a cell gets a leading `'`, which spreadsheets show as text
+/// and hide; every other cell is written unchanged. Numeric cells (amounts, which may be
+/// negative) are not passed through here: they are numbers, not text.
+pub fn spreadsheet_safe(cell: &str) -> std::borrow::Cow<'_, str> {
+    if cell.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        std::borrow::Cow::Owned(format!("'{cell}"))
+    } else {
+        std::borrow::Cow::Borrowed(cell)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cells_a_spreadsheet_would_run_become_text() {
+        for (cell, written) in [
+            ("=HYPERLINK(\"http://x\")", "'=HYPERLINK(\"http://x\")"),
+            ("+56912345678", "'+56912345678"),
+            ("-2+3", "'-2+3"),
+            ("@SUM(A1)", "'@SUM(A1)"),
+            ("\t=1", "'\t=1"),
+            ("\r=1", "'\r=1"),
+            ("M-1", "M-1"),
+            ("TRX-889", "TRX-889"),
+            ("'quoted", "'quoted"),
+            ("", ""),
+        ] {
+            assert_eq!(spreadsheet_safe(cell), written, "{cell:?}");
+        }
+    }
 
     #[test]
     fn names_people_write_are_accepted() {

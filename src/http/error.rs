@@ -52,6 +52,7 @@ impl ApiError {
             Error::Unauthenticated { .. } => StatusCode::UNAUTHORIZED,
             Error::NotFound { .. } => StatusCode::NOT_FOUND,
             Error::Gone { .. } => StatusCode::GONE,
+            Error::NotAcceptable { .. } => StatusCode::NOT_ACCEPTABLE,
             Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -79,6 +80,9 @@ impl ApiError {
             }
             Error::Unauthenticated { message } => {
                 ("SESSION_REQUIRED".to_string(), message.clone(), Vec::new())
+            }
+            Error::NotAcceptable { message } => {
+                ("NOT_ACCEPTABLE".to_string(), message.clone(), Vec::new())
             }
             Error::NotFound { what } => (
                 format!("{}_NOT_FOUND", what.to_uppercase().replace(' ', "_")),

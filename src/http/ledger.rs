@@ -4,15 +4,16 @@
 
 use std::collections::HashMap;
 
-use axum::extract::{Query, State};
-use axum::http::header;
-use axum::response::{IntoResponse, Response};
+use axum::extract::{OriginalUri, Query, State};
+use axum::http::{HeaderMap, HeaderName, Uri, header};
+use axum::response::{AppendHeaders, IntoResponse, Response};
 use rusqlite::Connection;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
+use super::accept;
 use super::auth::Authed;
 use super::envelope::Envelope;
 use super::error::{ApiResult, ErrorBody};
@@ -20,6 +21,7 @@ use super::json::Body;
 use super::sandbox::sandbox_only;
 use crate::domain::date::Date;
 use crate::domain::ledger::EntryKind;
+use crate::domain::text::spreadsheet_safe;
 use crate::error::{Error, FieldErrors};
 use crate::operations::Ctx;
 use crate::operations::ledger::{self as operation, Reconciled};
@@ -317,31 +319,90 @@ pub fn page(conn: &Connection, filter: &EntryFilter<'_>) -> Result<LedgerPage, E
     })
 }
 
+/// The response header that carries the next page's cursor (absent on the last page).
+pub const NEXT_CURSOR_HEADER: &str = "mandato-next-cursor";
+
+/// The media types the listing answers in, the default first.
+fn listing_types() -> [mime::Mime; 2] {
+    [mime::APPLICATION_JSON, mime::TEXT_CSV]
+}
+
+/// The listing's URL with `cursor` set to `next`, the other parameters kept as sent: the
+/// target of the `Link: <...>; rel="next"` header.
+fn next_page_link(uri: &Uri, next: &str) -> String {
+    let kept = url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
+        .filter(|(name, _)| name != "cursor");
+    let query = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(kept)
+        .append_pair("cursor", next)
+        .finish();
+    format!("<{}?{query}>; rel=\"next\"", uri.path())
+}
+
 /// The commerce's ledger entries, oldest first (append order). The cursor is a keyset on the
 /// entry's row: entries appended between pages are never skipped or repeated, and a client
 /// that keeps the last cursor sees only what came after it.
+///
+/// `Accept: text/csv` answers the same page as CSV, with the columns of the staff export and
+/// `mandato ledger export`; JSON is the default. Both forms carry the next page's cursor in
+/// `Mandato-Next-Cursor` and `Link: <...>; rel="next"` (absent on the last page). Errors are
+/// JSON envelopes whatever the `Accept`.
 #[utoipa::path(get, path = "/ledger", tag = "ledger",
     params(super::common::CommonHeaders, LedgerQuery),
     responses(
-        (status = 200, description = "LEDGER_OK", body = Envelope<LedgerPage>),
-        (status = 400, description = "Invalid common headers, or VALIDATION_ERROR naming the bad filter (`query.from`, `query.kind`, `query.cursor`, ...)", body = ErrorBody),
+        (status = 200, description = "LEDGER_OK (JSON), or the page as CSV with a header row when `Accept` prefers `text/csv`",
+            content(
+                (Envelope<LedgerPage> = "application/json"),
+                (String = "text/csv"),
+            ),
+            headers(
+                ("Mandato-Next-Cursor" = String, description = "The next page's `cursor`; absent on the last page"),
+                ("Link" = String, description = "`<...>; rel=\"next\"`: this listing's URL with the next page's `cursor`; absent on the last page"),
+                ("Vary" = String, description = "`Accept`: the form depends on it"),
+            )),
+        (status = 400, description = "Invalid common headers, or VALIDATION_ERROR naming the bad filter (`query.from`, `query.kind`, `query.cursor`, ...); JSON whatever the `Accept`", body = ErrorBody),
         (status = 403, description = "Credentials refused", body = ErrorBody),
+        (status = 406, description = "NOT_ACCEPTABLE: `Accept` admits neither `application/json` nor `text/csv`", body = ErrorBody),
     ),
     security(("apiKey" = [], "bearer" = [])))]
 pub async fn list_ledger(
     State(state): State<AppState>,
     authed: Authed,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
     Query(query): Query<HashMap<String, String>>,
-) -> ApiResult<Envelope<LedgerPage>> {
+) -> ApiResult<Response> {
+    let as_csv = match accept::preferred(&headers, &listing_types()) {
+        Some(0) => false,
+        Some(_) => true,
+        None => {
+            return Err(Error::NotAcceptable {
+                message: "the ledger is served as application/json or text/csv".into(),
+            }
+            .into());
+        }
+    };
     let filter = parse_filter(&query)?;
     let page = state.read(&authed.commerce, |conn, ctx| {
         page(conn, &filter.for_commerce(ctx.commerce.id))
     })?;
-    Ok(Envelope::ok(
-        "LEDGER_OK",
-        "ledger entries, oldest first",
-        page,
-    ))
+    let mut paging = vec![(header::VARY, "Accept".to_string())];
+    if let Some(next) = &page.next_cursor {
+        paging.push((HeaderName::from_static(NEXT_CURSOR_HEADER), next.clone()));
+        paging.push((header::LINK, next_page_link(&uri, next)));
+    }
+    let paging = AppendHeaders(paging);
+    if as_csv {
+        let csv = entries_csv(&page.items);
+        return Ok((
+            paging,
+            [(header::CONTENT_TYPE, "text/csv; charset=utf-8")],
+            csv,
+        )
+            .into_response());
+    }
+    let envelope = Envelope::ok("LEDGER_OK", "ledger entries, oldest first", page);
+    Ok((paging, envelope).into_response())
 }
 
 /// One business date's money of one payment method and currency.
@@ -661,43 +722,49 @@ pub async fn payout_report(
     Ok(([(header::CONTENT_TYPE, "text/csv; charset=utf-8")], report).into_response())
 }
 
-/// The CSV export of entries: a header row, then one line per entry, amounts exact.
+/// The columns of the CSV form of entries, in order.
+pub const CSV_COLUMNS: [&str; 14] = [
+    "entryId",
+    "kind",
+    "businessDate",
+    "amount",
+    "currencyId",
+    "fee",
+    "net",
+    "paymentMethod",
+    "mandateInternalId",
+    "mandateId",
+    "installmentInternalId",
+    "installmentId",
+    "acquirerReference",
+    "createdAt",
+];
+
+/// Entries as CSV: a header row, then one line per entry, amounts exact. The one writer of
+/// the merchant API's CSV listing, the staff export and `mandato ledger export`. Text cells
+/// pass through `spreadsheet_safe` (merchant ids and references could otherwise run as
+/// formulas); the numeric cells are written as they are.
 pub fn entries_csv(entries: &[LedgerEntry]) -> String {
     let mut writer = csv::Writer::from_writer(Vec::new());
-    let header = [
-        "entryId",
-        "kind",
-        "businessDate",
-        "amount",
-        "currencyId",
-        "fee",
-        "net",
-        "paymentMethod",
-        "mandateInternalId",
-        "mandateId",
-        "installmentInternalId",
-        "installmentId",
-        "acquirerReference",
-        "createdAt",
-    ];
     // Writing into memory cannot fail.
-    let _ = writer.write_record(header);
+    let _ = writer.write_record(CSV_COLUMNS);
+    let safe = |cell: &str| spreadsheet_safe(cell).into_owned();
     for e in entries {
         let _ = writer.write_record([
-            e.entry_id.clone(),
-            text(&e.kind),
-            e.business_date.clone(),
+            safe(&e.entry_id),
+            safe(&text(&e.kind)),
+            safe(&e.business_date),
             e.amount.to_string(),
-            text(&e.currency_id),
+            safe(&text(&e.currency_id)),
             e.fee.as_ref().map(ToString::to_string).unwrap_or_default(),
             e.net.as_ref().map(ToString::to_string).unwrap_or_default(),
-            text(&e.payment_method),
-            e.mandate_internal_id.clone(),
-            e.mandate_id.clone(),
-            e.installment_internal_id.clone(),
-            e.installment_id.clone(),
-            e.acquirer_reference.clone().unwrap_or_default(),
-            e.created_at.clone(),
+            safe(&text(&e.payment_method)),
+            safe(&e.mandate_internal_id),
+            safe(&e.mandate_id),
+            safe(&e.installment_internal_id),
+            safe(&e.installment_id),
+            safe(e.acquirer_reference.as_deref().unwrap_or_default()),
+            safe(&e.created_at),
         ]);
     }
     String::from_utf8(writer.into_inner().unwrap_or_default()).unwrap_or_default()

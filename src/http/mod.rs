@@ -4,6 +4,7 @@
 //! DTOs live here and only here; handlers turn them into validated commands, run the
 //! operation in one transaction and turn the result back into DTOs.
 
+pub mod accept;
 pub mod admin;
 pub mod auth;
 pub mod calendar;

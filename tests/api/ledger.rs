@@ -15,7 +15,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_mandato");
 
 /// A logged-in app with cust-1 and a DYNAMIC mandate M-1 with these installments
 /// (`[id, amount, days from today]`), activated with an approving credit card.
-async fn fixture(installments: &[(&str, i64, i64)]) -> (TestApp, String) {
+pub(crate) async fn fixture(installments: &[(&str, i64, i64)]) -> (TestApp, String) {
     let mut app = spawn_app().await;
     app.login().await;
     app.create_customer("cust-1", "12.345.678-5").await;

@@ -39,6 +39,7 @@ mod hostile_portal;
 mod installments;
 mod isolation;
 mod ledger;
+mod ledger_csv;
 mod link;
 mod listen;
 mod mandate_document;

@@ -568,6 +568,10 @@ export interface paths {
          * The commerce's ledger entries, oldest first (append order). The cursor is a keyset on the
          *     entry's row: entries appended between pages are never skipped or repeated, and a client
          *     that keeps the last cursor sees only what came after it.
+         * @description `Accept: text/csv` answers the same page as CSV, with the columns of the staff export and
+         *     `mandato ledger export`; JSON is the default. Both forms carry the next page's cursor in
+         *     `Mandato-Next-Cursor` and `Link: <...>; rel="next"` (absent on the last page). Errors are
+         *     JSON envelopes whatever the `Accept`.
          */
         get: operations["list_ledger"];
         put?: never;
@@ -6894,16 +6898,23 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description LEDGER_OK */
+            /** @description LEDGER_OK (JSON), or the page as CSV with a header row when `Accept` prefers `text/csv` */
             200: {
                 headers: {
+                    /** @description `<...>; rel="next"`: this listing's URL with the next page's `cursor`; absent on the last page */
+                    Link?: string;
+                    /** @description The next page's `cursor`; absent on the last page */
+                    "Mandato-Next-Cursor"?: string;
+                    /** @description `Accept`: the form depends on it */
+                    Vary?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Envelope_LedgerPage"];
+                    "text/csv": string;
                 };
             };
-            /** @description Invalid common headers, or VALIDATION_ERROR naming the bad filter (`query.from`, `query.kind`, `query.cursor`, ...) */
+            /** @description Invalid common headers, or VALIDATION_ERROR naming the bad filter (`query.from`, `query.kind`, `query.cursor`, ...); JSON whatever the `Accept` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6914,6 +6925,15 @@ export interface operations {
             };
             /** @description Credentials refused */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description NOT_ACCEPTABLE: `Accept` admits neither `application/json` nor `text/csv` */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
