@@ -31,8 +31,16 @@ use crate::store::ledger::{self as store, EntryFilter, EntryRow, SettlementRow};
 pub const DEFAULT_LIMIT: i64 = 50;
 /// The most entries one page holds.
 pub const MAX_LIMIT: i64 = 500;
-/// The largest payout report accepted, in characters of CSV.
-pub const MAX_REPORT_CHARS: usize = 900_000;
+/// The largest payout report accepted, in characters of CSV. The body limit is 1 MiB (CONTRACT
+/// 11), and JSON may spell each character as a six-byte `\uXXXX` escape: 160,000 characters
+/// always fit, so a report over the limit is a 400 at `csv`, never a 413 for the whole body.
+pub const MAX_REPORT_CHARS: usize = 160_000;
+
+/// Tab, line breaks, and printable characters of the Basic Multilingual Plane (accents, ñ, a
+/// byte-order mark): what a payout report holds. Written as the schema's `pattern` too.
+pub fn report_char_allowed(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r' | ' '..='~' | '\u{A0}'..='\u{FFFD}')
+}
 
 /// What an entry records (see the README's ledger section).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -485,7 +493,11 @@ pub async fn settlements(
 pub struct ReconciliationRequest {
     /// The acquirer's payout report: a header row `date,reference,amount` (`,` or `;`
     /// separated), then a line per payout; amounts are exact decimals.
-    #[schema(min_length = 1, max_length = 900000)]
+    #[schema(
+        min_length = 1,
+        max_length = 160000,
+        pattern = r"^[\t\n\r\x20-\x7E\u00A0-\uD7FF\uE000-\uFFFD]*$"
+    )]
     pub csv: String,
 }
 
@@ -632,6 +644,13 @@ pub fn import_report(
             "csv",
             "TOO_LONG",
             format!("a payout report is at most {MAX_REPORT_CHARS} characters"),
+        ));
+    }
+    if !report.chars().all(report_char_allowed) {
+        return Err(Error::validation(
+            "csv",
+            crate::domain::text::INVALID_CHARACTERS,
+            "a payout report holds text only: no control characters but tab and line breaks",
         ));
     }
     let reconciled = operation::reconcile(tx, ctx, report)?;

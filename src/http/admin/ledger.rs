@@ -183,7 +183,11 @@ pub struct StaffReconciliationRequest {
     #[schema(min_length = 1, max_length = 64)]
     pub commerce: String,
     /// The acquirer's payout report (`date,reference,amount`).
-    #[schema(min_length = 1, max_length = 900000)]
+    #[schema(
+        min_length = 1,
+        max_length = 160000,
+        pattern = r"^[\t\n\r\x20-\x7E\u00A0-\uD7FF\uE000-\uFFFD]*$"
+    )]
     pub csv: String,
 }
 
