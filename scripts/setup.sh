@@ -46,6 +46,10 @@ command -v npm >/dev/null 2>&1 || missing+=(npm)
 if $with_browser && ! command -v chromium >/dev/null 2>&1; then
   missing+=(chromium)
 fi
+# The audit-chain browser test tampers with the database through the sqlite3 shell.
+if $with_browser && ! command -v sqlite3 >/dev/null 2>&1; then
+  missing+=(sqlite3)
+fi
 # Debian's python3 makes venvs only with python3-venv (ensurepip) installed.
 if $with_schemathesis && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
   missing+=(python3-venv)
