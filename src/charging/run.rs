@@ -27,6 +27,7 @@ use rust_decimal::prelude::RoundingStrategy;
 use super::processor::{ChargeRequest, ChargeResult, Forced, Processor, ProcessorError};
 use crate::clock::{Clock, timestamp};
 use crate::domain::date::Date;
+use crate::domain::holidays::ChargeDates;
 use crate::domain::mandate::PERMANENT_HORIZON;
 use crate::domain::money::{Currency, Money};
 use crate::domain::schedule::{Periodicity, nth_due_date};
@@ -460,7 +461,10 @@ impl Charger {
                     .unwrap_or(date);
                 let policy = retry_days(tx, mandate.commerce_id)?;
                 // A retry lands on a business day, like every charge.
-                let calendar = calendar::load(tx)?;
+                let calendar = &cache
+                    .commerce(tx, mandate.commerce_id)?
+                    .charge_dates
+                    .calendar;
                 let next = next_retry(*code, first, date, &policy)
                     .and_then(|d| calendar.on_or_after(d))
                     .and_then(|d| Date::new(d).ok())
@@ -504,10 +508,11 @@ impl Charger {
         installment_seq: i64,
     ) -> Result<()> {
         let installment = installments::by_seq(tx, installment_seq)?;
-        let commerce = cache.commerce(tx, mandate.commerce_id)?;
+        let terms = cache.commerce(tx, mandate.commerce_id)?;
         events::record_payment(
             tx,
-            commerce,
+            &terms.commerce,
+            &terms.charge_dates,
             mandate,
             customer,
             &installment,
@@ -696,20 +701,27 @@ fn retry_days(tx: &Connection, commerce_id: i64) -> Result<Vec<i64>> {
         .unwrap_or_else(|| DEFAULT_RETRY_DAYS.to_vec()))
 }
 
-/// Commerces by id, loaded once per run.
+/// A commerce and the calendar and rule its charge dates follow.
+struct CommerceTerms {
+    commerce: Commerce,
+    charge_dates: ChargeDates,
+}
+
+/// Commerces by id, loaded once per run (not once per event or rejection).
 #[derive(Default)]
 struct Cache {
-    commerces: HashMap<i64, Commerce>,
+    commerces: HashMap<i64, CommerceTerms>,
 }
 
 impl Cache {
-    fn commerce(&mut self, conn: &Connection, id: i64) -> Result<&Commerce> {
+    fn commerce(&mut self, conn: &Connection, id: i64) -> Result<&CommerceTerms> {
         Ok(match self.commerces.entry(id) {
             std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
-            std::collections::hash_map::Entry::Vacant(slot) => slot.insert(
-                commerces::by_id(conn, id)?
+            std::collections::hash_map::Entry::Vacant(slot) => slot.insert(CommerceTerms {
+                commerce: commerces::by_id(conn, id)?
                     .ok_or_else(|| Error::Internal(anyhow::anyhow!("commerce {id} vanished")))?,
-            ),
+                charge_dates: calendar::charge_dates(conn, id)?,
+            }),
         })
     }
 }

@@ -46,7 +46,7 @@ use crate::operations::activation::{self, Acceptance};
 use crate::operations::installments::finish_if_complete;
 use crate::secret::Secret;
 use crate::store::installments::{self as installment_store, InstallmentRow, StateChange};
-use crate::store::{commerces, customers, mandates};
+use crate::store::{calendar, commerces, customers, mandates};
 use render::{Loaded, Notice, Submitted, View, payable};
 
 /// Forms are a few fields; anything larger is not a browser filling them in.
@@ -1142,7 +1142,16 @@ async fn pay(
             },
         )?;
         let customer = customers::by_seq(tx, mandate.customer_seq)?;
-        events::record_payment(tx, &commerce, &mandate, &customer, &paid, now)?;
+        let charge_dates = calendar::charge_dates(tx, commerce.id)?;
+        events::record_payment(
+            tx,
+            &commerce,
+            &charge_dates,
+            &mandate,
+            &customer,
+            &paid,
+            now,
+        )?;
         finish_if_complete(tx, mandate, &stamp)?;
         Ok(())
     })

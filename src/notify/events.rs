@@ -6,8 +6,8 @@ use serde_json::{Value, json};
 
 use super::signing;
 use crate::clock::timestamp;
+use crate::domain::holidays::ChargeDates;
 use crate::error::Result;
-use crate::store::calendar;
 use crate::store::commerces::Commerce;
 use crate::store::customers::CustomerRow;
 use crate::store::events::{self, NewEvent};
@@ -22,10 +22,12 @@ fn customer_ref(customer: &CustomerRow) -> Value {
     json!({"internalUserId": customer.id, "userId": customer.user_id})
 }
 
-/// A payment event: one per installment state change.
+/// A payment event: one per installment state change. `charge_dates`: the commerce's calendar
+/// and rule (`store::calendar::charge_dates`), read once by callers that record many events.
 pub fn record_payment(
     conn: &Connection,
     commerce: &Commerce,
+    charge_dates: &ChargeDates,
     mandate: &MandateRow,
     customer: &CustomerRow,
     installment: &InstallmentRow,
@@ -33,7 +35,7 @@ pub fn record_payment(
 ) -> Result<String> {
     // The day the installment is charged: its due date moved off weekends and holidays by
     // the commerce's rule. `installmentDueDate` stays the contractual date.
-    let charge_date = calendar::charge_dates(conn, commerce.id)?.of(installment.due_date);
+    let charge_date = charge_dates.of(installment.due_date);
     let rejection = match &installment.rejection_code {
         Some(code) => json!({"code": code, "message": installment.rejection_message}),
         None => Value::Null,

@@ -11,11 +11,11 @@ use crate::domain::money::{Currency, Money};
 use crate::domain::state::{InstallmentState, MandateState, MandateType};
 use crate::error::{Error, FieldErrors, Result};
 use crate::notify::events;
-use crate::store::customers;
 use crate::store::installments::{
     self, InstallmentRefs, InstallmentRow, NewInstallment, StateChange,
 };
 use crate::store::mandates::{self, MandateRow};
+use crate::store::{calendar, customers};
 
 /// A validated `POST /installments`.
 pub struct AddInstallments {
@@ -240,6 +240,7 @@ pub fn change_status(conn: &Connection, ctx: &Ctx<'_>, cmd: ChangeStatus) -> Res
         payment_method_id: None,
     };
     let mut changed = Vec::with_capacity(rows.len());
+    let charge_dates = calendar::charge_dates(conn, ctx.commerce.id)?;
     for row in &rows {
         let updated = installments::set_state(conn, row.seq, target, &now, &change)?;
         let movement = ledger::Movement {
@@ -254,7 +255,15 @@ pub fn change_status(conn: &Connection, ctx: &Ctx<'_>, cmd: ChangeStatus) -> Res
             }
             Action::Annulment => ledger::record_annulment(conn, &movement)?,
         }
-        events::record_payment(conn, ctx.commerce, &mandate, &owner, &updated, ctx.now)?;
+        events::record_payment(
+            conn,
+            ctx.commerce,
+            &charge_dates,
+            &mandate,
+            &owner,
+            &updated,
+            ctx.now,
+        )?;
         changed.push(updated);
     }
     let mandate = finish_if_complete(conn, mandate, &now)?;
@@ -363,6 +372,15 @@ pub fn reverse(
         },
     )?;
     let customer = customers::by_seq(conn, mandate.customer_seq)?;
-    events::record_payment(conn, ctx.commerce, mandate, &customer, &reversed, ctx.now)?;
+    let charge_dates = calendar::charge_dates(conn, ctx.commerce.id)?;
+    events::record_payment(
+        conn,
+        ctx.commerce,
+        &charge_dates,
+        mandate,
+        &customer,
+        &reversed,
+        ctx.now,
+    )?;
     Ok(reversed)
 }

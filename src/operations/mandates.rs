@@ -237,6 +237,7 @@ pub fn cancel(
         ctx.now,
         super::signed_activation::CancelledBy::MandateCancellation,
     )?;
+    let charge_dates = calendar::charge_dates(conn, ctx.commerce.id)?;
     for installment in installments::for_mandate(conn, row.seq)? {
         if installment.state.annulled_on_cancel() {
             let annulled = installments::set_state(
@@ -255,7 +256,15 @@ pub fn cancel(
                     now: &now,
                 },
             )?;
-            events::record_payment(conn, ctx.commerce, &cancelled, &owner, &annulled, ctx.now)?;
+            events::record_payment(
+                conn,
+                ctx.commerce,
+                &charge_dates,
+                &cancelled,
+                &owner,
+                &annulled,
+                ctx.now,
+            )?;
         }
     }
     events::record_activation(conn, ctx.commerce, &cancelled, &owner, None, ctx.now)?;
