@@ -90,6 +90,9 @@ pub struct Running {
     schedule: Option<(Arc<Notify>, tokio::task::JoinHandle<()>)>,
     /// The daily backup task, when backups are on.
     backups: Option<(Arc<Notify>, tokio::task::JoinHandle<()>)>,
+    /// Copies the WAL back into the database file off the commit path; its last checkpoint
+    /// runs when the engine is dropped, before the data directory's lock is released.
+    _checkpointer: crate::store::Checkpointer,
     /// The shared lock on the data directory that keeps `restore` out while the engine runs;
     /// released when the engine has stopped.
     _lock: crate::backups::EngineLock,
@@ -172,6 +175,7 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
             )?)
         })
     })?;
+    let checkpointer = tokio::task::block_in_place(|| store.start_checkpointer())?;
     let audit = AuditWriter::start(
         store.path(),
         config.correlation_retention_days,
@@ -232,7 +236,7 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
         ));
         (stop, task)
     });
-    let state = AppState {
+    let state = AppState::new(crate::http::Shared {
         processor,
         charger,
         schedule_wake,
@@ -247,7 +251,7 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
         desk_tokens: Default::default(),
         setup_code: Default::default(),
         portal_payments: Default::default(),
-    };
+    });
     // The stand-in hash that unknown sign-in e-mails are checked against, made before the
     // first sign-in so that one does not take longer.
     tokio::task::spawn_blocking(crate::auth::password::prepare).await?;
@@ -283,6 +287,7 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
         open_connections,
         schedule: schedule_task.map(|task| (schedule_stop, task)),
         backups: backup_task,
+        _checkpointer: checkpointer,
         _lock: lock,
         setup_code,
     })

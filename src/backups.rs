@@ -285,7 +285,7 @@ pub async fn run(
             config.clone(),
         );
         let outcome =
-            tokio::task::spawn_blocking(move || check(&store, clock.as_ref(), &dir, &config)).await;
+            in_background_thread(move || check(&store, clock.as_ref(), &dir, &config)).await;
         match outcome {
             Ok(Ok(Some(backup))) => tracing::info!(
                 file = %backup.path.display(),
@@ -303,6 +303,36 @@ pub async fn run(
             _ = tokio::time::sleep(CHECK_EVERY) => {}
             _ = stop.notified() => break,
         }
+    }
+}
+
+/// Runs `work` on a thread of its own at the lowest CPU priority: a backup copies and checks the
+/// whole file (seconds of CPU for a large database), and requests arriving meanwhile must keep
+/// the cores. Not the blocking pool, whose threads the group commit reuses: a lowered priority
+/// would stay with the thread.
+async fn in_background_thread<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, tokio::sync::oneshot::error::RecvError> {
+    let (done, outcome) = tokio::sync::oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("backup".into())
+        .spawn(move || {
+            lower_own_priority();
+            let _ = done.send(work());
+        });
+    if let Err(e) = spawned {
+        tracing::error!(error = %e, "could not start the backup thread");
+    }
+    outcome.await
+}
+
+/// Nice 19 for the calling thread (Linux keeps a nice value per thread); elsewhere, and if
+/// refused, the thread keeps the normal priority.
+fn lower_own_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority only reads its integer arguments; `who` 0 names the calling thread.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 19);
     }
 }
 

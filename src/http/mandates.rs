@@ -153,7 +153,7 @@ pub async fn create_mandate(
     Ok(Envelope::created(
         "MANDATE_CREATE_OK",
         "mandate created",
-        MandatePayload::new(&view, &state.public_base_url),
+        MandatePayload::new(view, &state.public_base_url),
     ))
 }
 
@@ -199,7 +199,7 @@ pub async fn find_mandate(
     Ok(Envelope::ok(
         "MANDATE_DETAIL_OK",
         "mandate found",
-        MandatePayload::new(&view, &state.public_base_url),
+        MandatePayload::new(view, &state.public_base_url),
     ))
 }
 
@@ -225,7 +225,7 @@ pub async fn find_onepay(
     Ok(Envelope::ok(
         "MANDATE_DETAIL_OK",
         "ONEPAY mandate found",
-        MandatePayload::new(&view, &state.public_base_url),
+        MandatePayload::new(view, &state.public_base_url),
     ))
 }
 
@@ -367,7 +367,7 @@ pub async fn cancel_mandate(
     Ok(Envelope::ok(
         "MANDATE_CANCEL_OK",
         "mandate cancelled",
-        MandatePayload::new(&view, &state.public_base_url),
+        MandatePayload::new(view, &state.public_base_url),
     ))
 }
 

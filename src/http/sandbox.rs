@@ -730,7 +730,7 @@ pub async fn activate(
     Ok(Envelope::ok(
         "SANDBOX_ACTIVATE_OK",
         "mandate activated",
-        super::wire::MandatePayload::new(&view, &state.public_base_url),
+        super::wire::MandatePayload::new(view, &state.public_base_url),
     ))
 }
 

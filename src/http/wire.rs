@@ -59,28 +59,34 @@ pub struct CustomerDto {
     pub updated_at: String,
 }
 
-impl From<&CustomerRow> for CustomerDto {
-    fn from(c: &CustomerRow) -> Self {
+impl From<CustomerRow> for CustomerDto {
+    fn from(c: CustomerRow) -> Self {
         CustomerDto {
-            internal_user_id: c.id.clone(),
-            user_id: c.user_id.clone(),
+            internal_user_id: c.id,
+            user_id: c.user_id,
             identification_document: IdentificationDocumentDto {
                 kind: "RUT",
-                number: c.rut.clone(),
+                number: c.rut,
             },
             personal_information: PersonalInformationDto {
-                first_name: c.first_name.clone(),
-                last_name: c.last_name.clone(),
-                second_last_name: c.second_last_name.clone(),
+                first_name: c.first_name,
+                last_name: c.last_name,
+                second_last_name: c.second_last_name,
             },
-            address: c.address.clone(),
+            address: c.address,
             contacts: ContactsDto {
-                email: c.email.clone(),
-                phone: c.phone.clone(),
+                email: c.email,
+                phone: c.phone,
             },
-            created_at: c.created_at.clone(),
-            updated_at: c.updated_at.clone(),
+            created_at: c.created_at,
+            updated_at: c.updated_at,
         }
+    }
+}
+
+impl From<&CustomerRow> for CustomerDto {
+    fn from(c: &CustomerRow) -> Self {
+        CustomerDto::from(c.clone())
     }
 }
 
@@ -117,11 +123,13 @@ pub struct InstallmentDto {
 }
 
 impl InstallmentDto {
-    /// The installment as the API shows it; `dates` are its commerce's.
     pub fn new(i: &InstallmentRow, dates: &ChargeDates) -> Self {
+        InstallmentDto::from_row(i.clone(), dates)
+    }
+
+    /// The row's own strings move into the answer; a lookup answers ten or more of these.
+    pub fn from_row(i: InstallmentRow, dates: &ChargeDates) -> Self {
         InstallmentDto {
-            internal_id: i.id.clone(),
-            id: i.external_id.clone(),
             amount: i.amount.to_json_number(),
             currency_id: i.amount.currency().code(),
             installment_due_date: i.due_date.to_string(),
@@ -130,15 +138,17 @@ impl InstallmentDto {
                 id: i.state.id(),
                 name: i.state.name(),
             },
-            date_time: i.state_at.clone(),
+            internal_id: i.id,
+            id: i.external_id,
+            date_time: i.state_at,
             attempts: i.attempts,
             payment_method_id: i.payment_method_id,
-            authorization_code: i.authorization_code.clone(),
-            rejection: i.rejection_code.as_ref().map(|code| RejectionDto {
-                code: code.clone(),
-                message: i.rejection_message.clone(),
+            authorization_code: i.authorization_code,
+            rejection: i.rejection_code.map(|code| RejectionDto {
+                code,
+                message: i.rejection_message,
             }),
-            payment: i.payment.clone(),
+            payment: i.payment,
         }
     }
 }
@@ -328,16 +338,22 @@ pub struct MandatePayload {
 }
 
 impl MandatePayload {
-    pub fn new(view: &MandateView, public_base_url: &str) -> Self {
+    pub fn new(view: MandateView, public_base_url: &str) -> Self {
+        let MandateView {
+            mut mandate,
+            customer,
+            installments,
+            signature,
+            charge_dates,
+        } = view;
+        let payment_method = mandate.enrolled_method.take();
         MandatePayload {
-            mandate: MandateDto::new(&view.mandate, public_base_url)
-                .with_signature(view.signature.as_ref()),
-            customer: CustomerDto::from(&view.customer),
-            payment_method: view.mandate.enrolled_method.clone(),
-            installments: view
-                .installments
-                .iter()
-                .map(|i| InstallmentDto::new(i, &view.charge_dates))
+            mandate: MandateDto::new(&mandate, public_base_url).with_signature(signature.as_ref()),
+            customer: CustomerDto::from(customer),
+            payment_method,
+            installments: installments
+                .into_iter()
+                .map(|i| InstallmentDto::from_row(i, &charge_dates))
                 .collect(),
         }
     }

@@ -9,6 +9,7 @@
 pub mod audit;
 pub mod calendar;
 pub mod charging;
+mod checkpoint;
 pub mod commerces;
 pub mod customers;
 pub mod deliveries;
@@ -58,6 +59,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
+pub use checkpoint::Checkpointer;
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 use crate::error::Error;
@@ -107,6 +109,18 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// For a long-running engine: commits stop checkpointing the WAL themselves and a
+    /// background thread does it (see `checkpoint.rs`) until the returned value is dropped.
+    /// Connections that write besides the writer (the audit writer) turn theirs off too.
+    pub fn start_checkpointer(&self) -> anyhow::Result<checkpoint::Checkpointer> {
+        let checkpointer = checkpoint::Checkpointer::start(&self.path)?;
+        self.writer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pragma_update(None, "wal_autocheckpoint", 0)?;
+        Ok(checkpointer)
     }
 
     /// Runs `f` in one write transaction: committed if it returns `Ok`, rolled back otherwise.
