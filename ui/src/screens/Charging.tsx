@@ -7,8 +7,9 @@ import { confirmAction } from "../components/confirm";
 import { ExportCsv } from "../components/ExportCsv";
 import { QueryState } from "../components/QueryState";
 import { StateBadge } from "../components/StateBadge";
+import { PageTitle } from "../components/Layout";
 import { useI18n, useSession } from "../lib/context";
-import { formErrors } from "../lib/errors";
+import { errorText, formErrors } from "../lib/errors";
 
 type Run = Schemas["RunDto"];
 
@@ -34,7 +35,7 @@ export function Charging() {
       notifications.show({ color: "green", message: t("charging.runDone", { attempted: s.attempted, paid: s.paid, rejected: s.rejected }) });
       refresh();
     },
-    onError: (e) => notifications.show({ color: "red", message: formErrors(e).general ?? String(e) }),
+    onError: (e) => notifications.show({ color: "red", message: errorText(e) }),
   });
   const [days, setDays] = useState<number | string>(1);
   const [clockError, setClockError] = useState<string | null>(null);
@@ -86,7 +87,7 @@ export function Charging() {
   return (
     <Stack>
       <Group justify="space-between">
-        <Title order={2}>{t("charging.title")}</Title>
+        <PageTitle title={t("charging.title")} />
         {d && session.can("operator") && (
           <Button onClick={() => void askRun()} loading={runNow.isPending} data-testid="run-now">
             {t("charging.runNow")}

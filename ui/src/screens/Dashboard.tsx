@@ -1,10 +1,11 @@
-import { Anchor, Card, Group, Paper, Progress, SimpleGrid, Stack, Table, Text, Title } from "@mantine/core";
+import { Anchor, Card, Group, Paper, Progress, SimpleGrid, Stack, Table, Text } from "@mantine/core";
 import { useQuery } from "@tanstack/react-query";
 import { Link } from "react-router";
 import { api, payload } from "../api/client";
 import { BarChart } from "../components/BarChart";
 import { QueryState } from "../components/QueryState";
 import { StateBadge } from "../components/StateBadge";
+import { PageTitle } from "../components/Layout";
 import { useI18n } from "../lib/context";
 
 function Counts({ title, counts, testId }: { title: string; counts: { state: { name: string }; count: number }[]; testId: string }) {
@@ -41,7 +42,7 @@ export function Dashboard() {
   return (
     <Stack>
       <Group justify="space-between">
-        <Title order={2}>{t("dashboard.title")}</Title>
+        <PageTitle title={t("dashboard.title")} />
         {d && <Text c="dimmed">{t("dashboard.today", { date: date(d.today) })}</Text>}
       </Group>
       <QueryState loading={query.isLoading} error={query.error} retry={() => void query.refetch()}>

@@ -31,8 +31,9 @@ import { AuditChainCheck } from "../components/AuditChainCheck";
 import { useCommerces } from "../components/CommerceSelect";
 import { confirmAction } from "../components/confirm";
 import { QueryState } from "../components/QueryState";
+import { PageTitle } from "../components/Layout";
 import { useI18n, useSession } from "../lib/context";
-import { formErrors } from "../lib/errors";
+import { errorText, formErrors } from "../lib/errors";
 import type { Key } from "../lib/i18n";
 
 const METHODS = [
@@ -132,13 +133,13 @@ function Commerces() {
       invalidate();
       setShown({ title: t("settings.rotated", { date: dateTime(r.previousValidUntil) }), values: [[t("settings.webhookSecret"), r.webhookSecret]] });
     },
-    onError: (e) => notifications.show({ color: "red", message: formErrors(e).general ?? String(e) }),
+    onError: (e) => notifications.show({ color: "red", message: errorText(e) }),
   });
   const reveal = useMutation({
     mutationFn: (code: string) => payload(api.POST("/commerces/{code}/reveal-secret", { params: { path: { code } } })),
     onSuccess: (r) =>
       setShown({ title: t("settings.currentSecret", { code: r.code }), values: [[t("settings.webhookSecret"), r.webhookSecret]] }),
-    onError: (e) => notifications.show({ color: "red", message: formErrors(e).general ?? String(e) }),
+    onError: (e) => notifications.show({ color: "red", message: errorText(e) }),
   });
   const askRotate = async (code: string) => {
     const ok = await confirmAction({
@@ -263,7 +264,7 @@ function ChargingRuleCell({ commerce, editable }: { commerce: Schemas["CommerceD
       invalidate();
       notifications.show({ color: "green", message: t("common.saved") });
     },
-    onError: (e) => notifications.show({ color: "red", message: formErrors(e).general ?? String(e) }),
+    onError: (e) => notifications.show({ color: "red", message: errorText(e) }),
   });
   const rules = ["NEXT", "PREVIOUS"].map((r) => ({ value: r, label: t(`settings.rule${r}` as Key) }));
   if (!editable) return <Text size="sm">{t(`settings.rule${commerce.chargingRule}` as Key)}</Text>;
@@ -312,7 +313,7 @@ function Calendar() {
   const remove = useMutation({
     mutationFn: (day: string) => payload(api.DELETE("/calendar/holidays/{date}", { params: { path: { date: day } } })),
     onSuccess: () => invalidate(),
-    onError: (e) => notifications.show({ color: "red", message: formErrors(e).general ?? String(e) }),
+    onError: (e) => notifications.show({ color: "red", message: errorText(e) }),
   });
   const askRemove = async (day: string) => {
     const ok = await confirmAction({
@@ -458,7 +459,7 @@ function ApiKeys() {
       setError(null);
       setShown({ title: t("settings.keyCreated"), values: [["x-api-key", r.apiKey]] });
     },
-    onError: (e) => setError(formErrors(e).general ?? formErrors(e).fields.commerce ?? String(e)),
+    onError: (e) => setError(errorText(e)),
   });
   const revoke = useMutation({
     mutationFn: (prefix: string) => payload(api.DELETE("/api-keys/{prefix}", { params: { path: { prefix } } })),
@@ -466,7 +467,7 @@ function ApiKeys() {
       invalidate();
       notifications.show({ color: "green", message: t("settings.keyRevoked", { prefix: r.prefix }) });
     },
-    onError: (e) => notifications.show({ color: "red", message: formErrors(e).general ?? String(e) }),
+    onError: (e) => notifications.show({ color: "red", message: errorText(e) }),
   });
   const askRevoke = async (prefix: string) => {
     const ok = await confirmAction({
@@ -781,7 +782,7 @@ function Staff() {
       invalidate();
       notifications.show({ color: "green", message: t("settings.staffUpdated") });
     },
-    onError: (e) => notifications.show({ color: "red", message: formErrors(e).general ?? String(e) }),
+    onError: (e) => notifications.show({ color: "red", message: errorText(e) }),
   });
   const askDisable = async (email: string) => {
     const ok = await confirmAction({
@@ -886,7 +887,7 @@ export function Settings() {
   const tab = params.get("tab") ?? "commerces";
   return (
     <Stack>
-      <Title order={2}>{t("settings.title")}</Title>
+      <PageTitle title={t("settings.title")} />
       <Tabs value={tab} onChange={(v) => setParams(v ? { tab: v } : {})} keepMounted={false}>
         <Tabs.List>
           <Tabs.Tab value="commerces">{t("settings.commerces")}</Tabs.Tab>
