@@ -87,7 +87,14 @@ async function violations() {
     const result = await axe.run(document, { resultTypes: ["violations"] });
     return result.violations
       .filter((v) => v.impact === "serious" || v.impact === "critical")
-      .map((v) => `${v.impact} ${v.id} (${v.nodes.length}): ${v.help}\n    ${v.nodes.slice(0, 4).map((n) => n.target.join(" ")).join("\n    ")}`);
+      .map((v) => {
+        const nodes = v.nodes.slice(0, 6).map((n) => {
+          const data = n.any[0]?.data;
+          const colors = data?.fgColor ? ` ${data.fgColor} on ${data.bgColor} (${data.contrastRatio}:1)` : "";
+          return `${n.target.join(" ")}${colors} «${(n.html ?? "").slice(0, 90)}»`;
+        });
+        return `${v.impact} ${v.id} (${v.nodes.length}): ${v.help}\n    ${nodes.join("\n    ")}`;
+      });
   });
   return found;
 }
@@ -259,14 +266,15 @@ describe("Accessibility of every screen", { concurrency: false }, () => {
     await page.setViewportSize({ width: 1440, height: 900 });
     await route("/")();
     assert.equal(await page.evaluate(() => document.documentElement.lang), "es-CL");
-    await page.getByText("EN", { exact: true }).click();
+    const language = page.getByRole("radiogroup", { name: "Idioma" });
+    await language.getByText("EN", { exact: true }).click();
     await page.getByRole("heading", { name: "Dashboard", level: 1 }).waitFor();
     assert.equal(await page.evaluate(() => document.documentElement.lang), "en");
     assert.match(await page.title(), /^Dashboard · Mandato Desk$/);
     await page.reload();
     await page.getByRole("heading", { name: "Dashboard", level: 1 }).waitFor();
     assert.equal(await page.evaluate(() => document.documentElement.lang), "en");
-    await page.getByText("ES", { exact: true }).click();
+    await page.getByRole("radiogroup", { name: "Language" }).getByText("ES", { exact: true }).click();
     await page.getByRole("heading", { name: "Panel", level: 1 }).waitFor();
     assert.equal(await page.evaluate(() => document.documentElement.lang), "es-CL");
   });

@@ -22,6 +22,10 @@ const theme = createTheme({
   autoContrast: true,
   luminanceThreshold: 0.179,
   defaultRadius: "sm",
+  components: {
+    // A table wider than the screen scrolls in its container, which keyboards must reach too.
+    TableScrollContainer: { defaultProps: { scrollAreaProps: { viewportProps: { tabIndex: 0 } } } },
+  },
 });
 
 const darkened = (color: string) => `color-mix(in srgb, var(--mantine-color-${color}-9) 70%, black)`;
@@ -38,7 +42,9 @@ const readableColors: CSSVariablesResolver = () => ({
       ]),
     ),
   },
-  dark: {},
+  dark: {
+    "--mantine-color-dimmed": "var(--mantine-color-dark-1)",
+  },
 });
 
 // A 401 anywhere means the session ended (expiry, sign-out elsewhere): ask again who we are.

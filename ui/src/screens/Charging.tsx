@@ -100,7 +100,7 @@ export function Charging() {
             {d.running && (
               <Card withBorder data-testid="run-progress">
                 <Text mb="xs">{t("charging.running", { date: date(d.running.date), done: d.running.done, total: d.running.total })}</Text>
-                <Progress value={d.running.total ? (100 * d.running.done) / d.running.total : 0} animated striped size="lg" />
+                <Progress aria-label={t("charging.progress")} value={d.running.total ? (100 * d.running.done) / d.running.total : 0} animated striped size="lg" />
               </Card>
             )}
             <SimpleGrid cols={{ base: 1, md: 2 }}>
@@ -201,7 +201,7 @@ export function Charging() {
                           <StateBadge state={r.state} />
                         </Table.Td>
                         <Table.Td miw={120}>
-                          <Progress value={r.total ? (100 * r.done) / r.total : 100} />
+                          <Progress aria-label={t("charging.progress")} value={r.total ? (100 * r.done) / r.total : 100} />
                           <Text size="xs" c="dimmed">
                             {r.done}/{r.total}
                           </Text>

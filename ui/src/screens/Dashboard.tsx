@@ -17,7 +17,7 @@ function Counts({ title, counts, testId }: { title: string; counts: { state: { n
       </Text>
       <SimpleGrid cols={{ base: 2, md: 4 }} spacing="xs">
         {counts.map((c) => (
-          <Paper key={c.state.name} p="xs" bg="gray.0" data-state={c.state.name}>
+          <Paper key={c.state.name} p="xs" bg="var(--mantine-color-default-hover)" data-state={c.state.name}>
             <Text size="xs" c="dimmed">
               {label(c.state.name)}
             </Text>
@@ -158,7 +158,7 @@ export function Dashboard() {
                       {label(d.lastRun.trigger)} · {dateTime(d.lastRun.startedAt)}
                     </Text>
                   </Group>
-                  <Progress value={d.lastRun.total ? (100 * d.lastRun.done) / d.lastRun.total : 100} />
+                  <Progress aria-label={t("charging.progress")} value={d.lastRun.total ? (100 * d.lastRun.done) / d.lastRun.total : 100} />
                   <Text size="sm">
                     {t("charging.attempted")}: {d.lastRun.attempted} · {t("charging.paid")}: {d.lastRun.paid} ·{" "}
                     {t("charging.rejected")}: {d.lastRun.rejected} · {t("charging.inValidation")}: {d.lastRun.inValidation}

@@ -252,6 +252,7 @@ function Reconcile({ commerce }: { commerce: string }) {
             {t("ledger.import")}
           </Text>
           <Textarea
+            aria-label={t("ledger.import")}
             description={t("ledger.importHelp")}
             autosize
             minRows={4}

@@ -388,7 +388,7 @@ function InstallmentRows({ detail, installment, onPay }: { detail: Detail; insta
       </Table.Tr>
       {open && (
         <Table.Tr>
-          <Table.Td colSpan={7} bg="gray.0">
+          <Table.Td colSpan={7} bg="var(--mantine-color-default-hover)">
             <SimpleGrid cols={{ base: 1, md: 2 }}>
               <div>
                 <Text size="sm" fw={600}>

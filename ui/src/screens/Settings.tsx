@@ -605,7 +605,7 @@ function Environment() {
             <Text size="sm" mb="xs">
               {t("settings.jweIntro")}
             </Text>
-            <Code block data-testid="jwe-key">
+            <Code block tabIndex={0} data-testid="jwe-key">
               {d.jwePublicKey.publicKey}
             </Code>
           </Card>
@@ -818,6 +818,7 @@ function Staff() {
                   <Table.Td>
                     <Select
                       size="xs"
+                      aria-label={`${t("settings.role")}: ${s.email}`}
                       data={roles}
                       value={s.role}
                       disabled={self}

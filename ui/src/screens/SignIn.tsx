@@ -15,7 +15,7 @@ function refusal(e: unknown, t: (key: "login.tooManyAttempts") => string): strin
 function Frame({ title, intro, children }: { title: string; intro?: string; children: React.ReactNode }) {
   const { t } = useI18n();
   return (
-    <Center mih="100vh" bg="light-dark(var(--mantine-color-gray-0), var(--mantine-color-dark-8))">
+    <Center mih="100vh" bg="var(--mantine-color-default-hover)">
       <Paper withBorder shadow="sm" p="xl" w={400}>
         <Stack>
           <Text c="dimmed" size="sm">
