@@ -1,5 +1,5 @@
-import { AppShell, Badge, Burger, Button, Group, NavLink, SegmentedControl, Stack, Text, Title } from "@mantine/core";
-import { useDisclosure } from "@mantine/hooks";
+import { AppShell, Badge, Burger, Button, Group, NavLink, SegmentedControl, Stack, Text, Title, useMantineTheme } from "@mantine/core";
+import { useDisclosure, useMediaQuery } from "@mantine/hooks";
 import { useEffect, type ReactNode } from "react";
 import { NavLink as RouterLink, useLocation } from "react-router";
 import { useI18n, useSession } from "../lib/context";
@@ -84,12 +84,12 @@ function LanguageSwitch() {
   );
 }
 
-function Account({ testId }: { testId?: string }) {
+function Account() {
   const { t } = useI18n();
   const session = useSession();
   return (
     <>
-      <Text size="sm" data-testid={testId}>
+      <Text size="sm" data-testid="signed-in-as">
         {session.info.email} · {t(`role.${session.info.role}` as Key)}
       </Text>
       <Button size="xs" variant="default" onClick={() => void session.signOut()}>
@@ -107,6 +107,9 @@ function Account({ testId }: { testId?: string }) {
 export function Layout({ environment, children }: { environment: string | undefined; children: ReactNode }) {
   const [opened, { toggle, close }] = useDisclosure();
   const { t } = useI18n();
+  // One language switch and one account block on the page, wherever the width puts them.
+  const theme = useMantineTheme();
+  const wide = useMediaQuery(`(min-width: ${theme.breakpoints.sm})`, true, { getInitialValueInEffect: false });
   const location = useLocation();
   useFocusReturnAfterDialogs();
   const active = (to: string) => (to === "/" ? location.pathname === "/" : location.pathname.startsWith(to));
@@ -133,10 +136,12 @@ export function Layout({ environment, children }: { environment: string | undefi
               </Badge>
             )}
           </Group>
-          <Group gap="sm" wrap="nowrap" visibleFrom="sm">
-            <LanguageSwitch />
-            <Account testId="signed-in-as" />
-          </Group>
+          {wide && (
+            <Group gap="sm" wrap="nowrap">
+              <LanguageSwitch />
+              <Account />
+            </Group>
+          )}
         </Group>
       </AppShell.Header>
       <AppShell.Navbar p="xs" id="main-navigation" component="nav" aria-label={t("app.navigation")}>
@@ -153,12 +158,14 @@ export function Layout({ environment, children }: { environment: string | undefi
             />
           ))}
         </AppShell.Section>
-        <AppShell.Section hiddenFrom="sm" pt="sm">
-          <Stack gap="xs" align="flex-start">
-            <LanguageSwitch />
-            <Account />
-          </Stack>
-        </AppShell.Section>
+        {!wide && (
+          <AppShell.Section pt="sm">
+            <Stack gap="xs" align="flex-start">
+              <LanguageSwitch />
+              <Account />
+            </Stack>
+          </AppShell.Section>
+        )}
       </AppShell.Navbar>
       <AppShell.Main>{children}</AppShell.Main>
     </AppShell>
