@@ -1,9 +1,10 @@
 // Accessibility and layout of every Mandato Desk screen and of the customer's pages (Magic
 // Link, signing), against a real `mandato serve` in Debian's Chromium: each page at 1440 and
-// 390 px wide, checked by axe-core (any `serious` or `critical` violation fails), with one `h1`
-// the header never covers and a tab title of its own; the dashboard and a list also in the
-// dark color scheme. Also: `<html lang>` follows the language switch, and focus goes back to
-// the button that opened a dialog. Screenshots go to target/ui-screenshots/<screen>-<width>.png.
+// 390 px wide, checked by axe-core (any `serious` or `critical` violation fails), never wider
+// than the window, with one `h1` the header never covers and a tab title of its own; the
+// dashboard and a list also in the dark color scheme. Also: `<html lang>` follows the language
+// switch, and focus goes back to the button that opened a dialog. Screenshots go to
+// target/ui-screenshots/<screen>-<width>.png.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
@@ -113,6 +114,8 @@ async function check(screen, open, { staff = true, schemes = ["light"] } = {}) {
       const name = scheme === "light" ? `${screen}-${width}` : `${screen}-${scheme}-${width}`;
       const found = await violations();
       if (found.length) problems.push(`${name}:\n  ${found.join("\n  ")}`);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      if (overflow > 0) problems.push(`${name}: the page is ${overflow}px wider than the window`);
       const h1 = page.locator("h1");
       assert.equal(await h1.count(), 1, `${name}: one h1`);
       if (staff) {

@@ -501,48 +501,50 @@ function ApiKeys() {
         </Card>
       )}
       <QueryState loading={keys.isLoading} error={keys.error}>
-        <Table striped data-testid="keys-table">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>{t("settings.prefix")}</Table.Th>
-              <Table.Th>{t("settings.scope")}</Table.Th>
-              <Table.Th>{t("common.state")}</Table.Th>
-              <Table.Th>{t("common.createdAt")}</Table.Th>
-              {admin && <Table.Th />}
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {(keys.data?.items ?? []).map((k) => (
-              <Table.Tr key={k.prefix + k.createdAt} data-key={k.prefix}>
-                <Table.Td>
-                  <Code>{k.prefix}…</Code>
-                </Table.Td>
-                <Table.Td>{k.allCommerces ? t("settings.allCommerces") : k.commerces.join(", ")}</Table.Td>
-                <Table.Td>
-                  {k.revokedAt ? (
-                    <Badge color="red" variant="light">
-                      {t("settings.revoked")} {dateTime(k.revokedAt)}
-                    </Badge>
-                  ) : (
-                    <Badge color="green" variant="light">
-                      {t("settings.active")}
-                    </Badge>
-                  )}
-                </Table.Td>
-                <Table.Td>{dateTime(k.createdAt)}</Table.Td>
-                {admin && (
+        <Table.ScrollContainer minWidth={600}>
+          <Table striped data-testid="keys-table">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>{t("settings.prefix")}</Table.Th>
+                <Table.Th>{t("settings.scope")}</Table.Th>
+                <Table.Th>{t("common.state")}</Table.Th>
+                <Table.Th>{t("common.createdAt")}</Table.Th>
+                {admin && <Table.Th />}
+              </Table.Tr>
+            </Table.Thead>
+            <Table.Tbody>
+              {(keys.data?.items ?? []).map((k) => (
+                <Table.Tr key={k.prefix + k.createdAt} data-key={k.prefix}>
                   <Table.Td>
-                    {!k.revokedAt && (
-                      <Button size="compact-xs" color="red" variant="light" onClick={() => void askRevoke(k.prefix)}>
-                        {t("settings.revoke")}
-                      </Button>
+                    <Code>{k.prefix}…</Code>
+                  </Table.Td>
+                  <Table.Td>{k.allCommerces ? t("settings.allCommerces") : k.commerces.join(", ")}</Table.Td>
+                  <Table.Td>
+                    {k.revokedAt ? (
+                      <Badge color="red" variant="light">
+                        {t("settings.revoked")} {dateTime(k.revokedAt)}
+                      </Badge>
+                    ) : (
+                      <Badge color="green" variant="light">
+                        {t("settings.active")}
+                      </Badge>
                     )}
                   </Table.Td>
-                )}
-              </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
+                  <Table.Td>{dateTime(k.createdAt)}</Table.Td>
+                  {admin && (
+                    <Table.Td>
+                      {!k.revokedAt && (
+                        <Button size="compact-xs" color="red" variant="light" onClick={() => void askRevoke(k.prefix)}>
+                          {t("settings.revoke")}
+                        </Button>
+                      )}
+                    </Table.Td>
+                  )}
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </Table.ScrollContainer>
       </QueryState>
       {shown && <ShownOnce title={shown.title} values={shown.values} onClose={() => setShown(null)} />}
     </Stack>
@@ -699,34 +701,36 @@ function TrustedRoots() {
         {(roots.data?.items ?? []).length === 0 ? (
           <Text c="dimmed">{t("app.none")}</Text>
         ) : (
-          <Table striped>
-            <Table.Thead>
-              <Table.Tr>
-                <Table.Th>{t("settings.subject")}</Table.Th>
-                <Table.Th>{t("settings.fingerprint")}</Table.Th>
-                <Table.Th>{t("common.createdAt")}</Table.Th>
-                {admin && <Table.Th />}
-              </Table.Tr>
-            </Table.Thead>
-            <Table.Tbody>
-              {(roots.data?.items ?? []).map((r) => (
-                <Table.Tr key={r.fingerprint}>
-                  <Table.Td>{r.subject}</Table.Td>
-                  <Table.Td>
-                    <Code>{r.fingerprint.slice(0, 16)}…</Code>
-                  </Table.Td>
-                  <Table.Td>{dateTime(r.addedAt)}</Table.Td>
-                  {admin && (
-                    <Table.Td>
-                      <Button size="compact-xs" color="red" variant="light" onClick={() => void askRemove(r)}>
-                        {t("settings.removeRoot")}
-                      </Button>
-                    </Table.Td>
-                  )}
+          <Table.ScrollContainer minWidth={700}>
+            <Table striped>
+              <Table.Thead>
+                <Table.Tr>
+                  <Table.Th>{t("settings.subject")}</Table.Th>
+                  <Table.Th>{t("settings.fingerprint")}</Table.Th>
+                  <Table.Th>{t("common.createdAt")}</Table.Th>
+                  {admin && <Table.Th />}
                 </Table.Tr>
-              ))}
-            </Table.Tbody>
-          </Table>
+              </Table.Thead>
+              <Table.Tbody>
+                {(roots.data?.items ?? []).map((r) => (
+                  <Table.Tr key={r.fingerprint}>
+                    <Table.Td>{r.subject}</Table.Td>
+                    <Table.Td>
+                      <Code>{r.fingerprint.slice(0, 16)}…</Code>
+                    </Table.Td>
+                    <Table.Td>{dateTime(r.addedAt)}</Table.Td>
+                    {admin && (
+                      <Table.Td>
+                        <Button size="compact-xs" color="red" variant="light" onClick={() => void askRemove(r)}>
+                          {t("settings.removeRoot")}
+                        </Button>
+                      </Table.Td>
+                    )}
+                  </Table.Tr>
+                ))}
+              </Table.Tbody>
+            </Table>
+          </Table.ScrollContainer>
         )}
       </QueryState>
       {admin && (
@@ -797,65 +801,67 @@ function Staff() {
   return (
     <Stack>
       <QueryState loading={staff.isLoading} error={staff.error}>
-        <Table striped data-testid="staff-table">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>{t("common.email")}</Table.Th>
-              <Table.Th>{t("settings.role")}</Table.Th>
-              <Table.Th>{t("common.state")}</Table.Th>
-              <Table.Th>{t("common.createdAt")}</Table.Th>
-              <Table.Th />
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {(staff.data?.items ?? []).map((s) => {
-              const self = s.email.toLowerCase() === session.info.email.toLowerCase();
-              return (
-                <Table.Tr key={s.email} data-staff={s.email}>
-                  <Table.Td>
-                    {s.email} {self && <Text span c="dimmed">{t("settings.you")}</Text>}
-                  </Table.Td>
-                  <Table.Td>
-                    <Select
-                      size="xs"
-                      aria-label={`${t("settings.role")}: ${s.email}`}
-                      data={roles}
-                      value={s.role}
-                      disabled={self}
-                      allowDeselect={false}
-                      onChange={(role) => role && role !== s.role && update.mutate({ email: s.email, role })}
-                      w={160}
-                    />
-                  </Table.Td>
-                  <Table.Td>
-                    {s.disabledAt ? (
-                      <Badge color="red" variant="light">
-                        {t("settings.disabled")}
-                      </Badge>
-                    ) : (
-                      <Badge color="green" variant="light">
-                        {t("settings.active")}
-                      </Badge>
-                    )}
-                  </Table.Td>
-                  <Table.Td>{dateTime(s.createdAt)}</Table.Td>
-                  <Table.Td>
-                    {!self &&
-                      (s.disabledAt ? (
-                        <Button size="compact-xs" variant="light" onClick={() => update.mutate({ email: s.email, disabled: false })}>
-                          {t("settings.enable")}
-                        </Button>
+        <Table.ScrollContainer minWidth={700}>
+          <Table striped data-testid="staff-table">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>{t("common.email")}</Table.Th>
+                <Table.Th>{t("settings.role")}</Table.Th>
+                <Table.Th>{t("common.state")}</Table.Th>
+                <Table.Th>{t("common.createdAt")}</Table.Th>
+                <Table.Th />
+              </Table.Tr>
+            </Table.Thead>
+            <Table.Tbody>
+              {(staff.data?.items ?? []).map((s) => {
+                const self = s.email.toLowerCase() === session.info.email.toLowerCase();
+                return (
+                  <Table.Tr key={s.email} data-staff={s.email}>
+                    <Table.Td>
+                      {s.email} {self && <Text span c="dimmed">{t("settings.you")}</Text>}
+                    </Table.Td>
+                    <Table.Td>
+                      <Select
+                        size="xs"
+                        aria-label={`${t("settings.role")}: ${s.email}`}
+                        data={roles}
+                        value={s.role}
+                        disabled={self}
+                        allowDeselect={false}
+                        onChange={(role) => role && role !== s.role && update.mutate({ email: s.email, role })}
+                        w={160}
+                      />
+                    </Table.Td>
+                    <Table.Td>
+                      {s.disabledAt ? (
+                        <Badge color="red" variant="light">
+                          {t("settings.disabled")}
+                        </Badge>
                       ) : (
-                        <Button size="compact-xs" color="red" variant="light" onClick={() => void askDisable(s.email)}>
-                          {t("settings.disable")}
-                        </Button>
-                      ))}
-                  </Table.Td>
-                </Table.Tr>
-              );
-            })}
-          </Table.Tbody>
-        </Table>
+                        <Badge color="green" variant="light">
+                          {t("settings.active")}
+                        </Badge>
+                      )}
+                    </Table.Td>
+                    <Table.Td>{dateTime(s.createdAt)}</Table.Td>
+                    <Table.Td>
+                      {!self &&
+                        (s.disabledAt ? (
+                          <Button size="compact-xs" variant="light" onClick={() => update.mutate({ email: s.email, disabled: false })}>
+                            {t("settings.enable")}
+                          </Button>
+                        ) : (
+                          <Button size="compact-xs" color="red" variant="light" onClick={() => void askDisable(s.email)}>
+                            {t("settings.disable")}
+                          </Button>
+                        ))}
+                    </Table.Td>
+                  </Table.Tr>
+                );
+              })}
+            </Table.Tbody>
+          </Table>
+        </Table.ScrollContainer>
       </QueryState>
       <Card withBorder>
         <Title order={4} mb="sm">

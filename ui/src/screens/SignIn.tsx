@@ -15,8 +15,8 @@ function refusal(e: unknown, t: (key: "login.tooManyAttempts") => string): strin
 function Frame({ title, intro, children }: { title: string; intro?: string; children: React.ReactNode }) {
   const { t } = useI18n();
   return (
-    <Center mih="100vh" bg="var(--mantine-color-default-hover)">
-      <Paper withBorder shadow="sm" p="xl" w={400}>
+    <Center mih="100vh" p="md" bg="var(--mantine-color-default-hover)">
+      <Paper withBorder shadow="sm" p="xl" w="100%" maw={400}>
         <Stack>
           <Text c="dimmed" size="sm">
             {t("app.name")}
