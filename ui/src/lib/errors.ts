@@ -16,6 +16,7 @@ const CODES: Record<string, Words> = {
   INVALID_VALUE: { es: "El valor no es válido", en: "The value is not valid" },
   INVALID_TYPE: { es: "El tipo de dato no es válido", en: "The value has the wrong type" },
   INVALID_JSON: { es: "La solicitud no es válida", en: "The request is not valid" },
+  UNREADABLE_BODY: { es: "No se pudo leer la solicitud", en: "The request could not be read" },
   INVALID_FORMAT: { es: "El formato no es válido", en: "The format is not valid" },
   INVALID_LENGTH: { es: "El largo no es válido", en: "The length is not valid" },
   INVALID_CHARACTERS: { es: "Contiene caracteres no permitidos", en: "Contains characters that are not allowed" },
