@@ -43,7 +43,7 @@ impl Range {
 }
 
 /// A `q` value (`0` to `1`, at most three decimals) in thousandths.
-fn quality(text: &str) -> Option<u16> {
+pub(super) fn quality(text: &str) -> Option<u16> {
     let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
     if fraction.len() > 3 || !fraction.bytes().all(|b| b.is_ascii_digit()) {
         return None;

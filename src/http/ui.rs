@@ -2,10 +2,16 @@
 //! (debug builds read `ui/dist` from disk instead). Every path that is not an API, the OpenAPI
 //! document or a customer page is the single-page app: a file of the build when there is one,
 //! `index.html` otherwise, so that the app's own routes (`/mandates/man_...`) load on refresh.
+//!
+//! The build writes a brotli (`.br`) and a gzip (`.gz`) copy beside each text file
+//! (`ui/scripts/precompress.mjs`); a request whose `Accept-Encoding` admits one gets it with its
+//! `Content-Encoding`, the others the file itself. Every answer says `Vary: Accept-Encoding`, so
+//! a cache never hands one client's encoding to another.
 
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 
+use super::accept::quality;
 use super::error::ApiError;
 use crate::error::Error;
 
@@ -25,6 +31,70 @@ const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsa
     img-src 'self' data:; font-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; \
     base-uri 'self'; form-action 'self'";
 
+/// A precompressed copy the build writes beside a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Encoding {
+    Brotli,
+    Gzip,
+}
+
+impl Encoding {
+    /// Best first: on equal quality the smaller brotli copy wins.
+    const PREFERRED: [Encoding; 2] = [Encoding::Brotli, Encoding::Gzip];
+
+    fn suffix(self) -> &'static str {
+        match self {
+            Encoding::Brotli => ".br",
+            Encoding::Gzip => ".gz",
+        }
+    }
+
+    fn token(self) -> &'static str {
+        match self {
+            Encoding::Brotli => "br",
+            Encoding::Gzip => "gzip",
+        }
+    }
+
+    /// Its quality in `Accept-Encoding` (RFC 9110 section 12.5.3), in thousandths: the item
+    /// naming it (`x-gzip` counts as `gzip`) or else `*`; absent, it is not acceptable.
+    fn quality_in(self, request: &HeaderMap) -> u16 {
+        let mut named = None;
+        let mut any = None;
+        let items = request
+            .get_all(header::ACCEPT_ENCODING)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|value| value.split(','));
+        for item in items {
+            let mut parts = item.split(';');
+            let coding = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let weight = parts
+                .filter_map(|p| p.trim().split_once('='))
+                .find(|(key, _)| key.trim().eq_ignore_ascii_case("q"))
+                .map_or(Some(1000), |(_, value)| quality(value.trim()));
+            let Some(weight) = weight else { continue };
+            if coding == self.token() || (self == Encoding::Gzip && coding == "x-gzip") {
+                named = Some(weight);
+            } else if coding == "*" {
+                any = Some(weight);
+            }
+        }
+        named.or(any).unwrap_or(0)
+    }
+}
+
+/// The encodings the request admits, best first: highest quality, then `PREFERRED`'s order.
+fn acceptable(request: &HeaderMap) -> Vec<Encoding> {
+    let mut admitted: Vec<(Encoding, u16)> = Encoding::PREFERRED
+        .iter()
+        .map(|&encoding| (encoding, encoding.quality_in(request)))
+        .filter(|(_, quality)| *quality > 0)
+        .collect();
+    admitted.sort_by_key(|(_, quality)| std::cmp::Reverse(*quality));
+    admitted.into_iter().map(|(encoding, _)| encoding).collect()
+}
+
 fn is_ui_path(path: &str) -> bool {
     !NOT_UI.iter().any(|prefix| {
         path == *prefix
@@ -41,6 +111,10 @@ pub async fn fallback(method: Method, uri: Uri, headers: HeaderMap) -> Response 
         return ApiError(Error::not_found("route")).into_response();
     }
     let file = path.trim_start_matches('/');
+    // The compressed copies are only ever served as an encoding of their file.
+    if is_compressed_copy(file) {
+        return (StatusCode::NOT_FOUND, "not found").into_response();
+    }
     if !file.is_empty() {
         if let Some(asset) = Assets::get(file) {
             return respond(file, asset, &headers);
@@ -63,7 +137,30 @@ pub async fn fallback(method: Method, uri: Uri, headers: HeaderMap) -> Response 
     }
 }
 
+fn is_compressed_copy(file: &str) -> bool {
+    Encoding::PREFERRED
+        .iter()
+        .any(|encoding| file.ends_with(encoding.suffix()))
+}
+
+/// The file's bytes in the best encoding the request admits that the build wrote.
+fn representation(
+    name: &str,
+    asset: rust_embed::EmbeddedFile,
+    request: &HeaderMap,
+) -> (rust_embed::EmbeddedFile, Option<Encoding>) {
+    acceptable(request)
+        .into_iter()
+        .find_map(|encoding| {
+            Assets::get(&format!("{name}{}", encoding.suffix())).map(|copy| (copy, Some(encoding)))
+        })
+        .unwrap_or((asset, None))
+}
+
 fn respond(name: &str, asset: rust_embed::EmbeddedFile, request: &HeaderMap) -> Response {
+    let mime = asset.metadata.mimetype().to_string();
+    let (asset, encoding) = representation(name, asset, request);
+    // Each encoding is its own representation, with its own validator.
     let etag = format!("\"{}\"", hex::encode(asset.metadata.sha256_hash()));
     let cache = if name.starts_with("assets/") {
         IMMUTABLE
@@ -77,7 +174,7 @@ fn respond(name: &str, asset: rust_embed::EmbeddedFile, request: &HeaderMap) -> 
     {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        let mut mime = asset.metadata.mimetype().to_string();
+        let mut mime = mime;
         if (mime.starts_with("text/") || mime.ends_with("javascript") || mime.ends_with("json"))
             && !mime.contains("charset")
         {
@@ -90,6 +187,13 @@ fn respond(name: &str, asset: rust_embed::EmbeddedFile, request: &HeaderMap) -> 
         response
     };
     let headers = response.headers_mut();
+    if let Some(encoding) = encoding {
+        headers.insert(
+            header::CONTENT_ENCODING,
+            HeaderValue::from_static(encoding.token()),
+        );
+    }
+    headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
     if let Ok(value) = HeaderValue::from_str(&etag) {
         headers.insert(header::ETAG, value);
@@ -114,7 +218,36 @@ fn respond(name: &str, asset: rust_embed::EmbeddedFile, request: &HeaderMap) -> 
 
 #[cfg(test)]
 mod tests {
-    use super::is_ui_path;
+    use super::{Encoding, acceptable, is_ui_path};
+    use axum::http::{HeaderMap, HeaderValue, header};
+
+    fn check(accept_encoding: Option<&str>, expected: &[Encoding]) {
+        let mut request = HeaderMap::new();
+        if let Some(value) = accept_encoding {
+            request.insert(
+                header::ACCEPT_ENCODING,
+                HeaderValue::from_str(value).unwrap(),
+            );
+        }
+        assert_eq!(acceptable(&request), expected, "{accept_encoding:?}");
+    }
+
+    #[test]
+    fn encodings_follow_accept_encoding() {
+        use Encoding::{Brotli, Gzip};
+        check(None, &[]);
+        check(Some(""), &[]);
+        check(Some("identity"), &[]);
+        check(Some("gzip, deflate, br, zstd"), &[Brotli, Gzip]);
+        check(Some("gzip"), &[Gzip]);
+        check(Some("x-gzip"), &[Gzip]);
+        check(Some("BR"), &[Brotli]);
+        check(Some("br;q=0.5, gzip"), &[Gzip, Brotli]);
+        check(Some("br;q=0, gzip;q=0.1"), &[Gzip]);
+        check(Some("*"), &[Brotli, Gzip]);
+        check(Some("*;q=0.2, gzip;q=0"), &[Brotli]);
+        check(Some("br;q=2, gzip;q=x"), &[]);
+    }
 
     #[test]
     fn api_and_page_paths_are_not_the_app() {

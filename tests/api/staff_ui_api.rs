@@ -957,3 +957,120 @@ async fn the_ui_is_served_at_the_root_and_the_apis_keep_their_404() {
         .unwrap();
     assert_eq!(foreign.status(), 403);
 }
+
+/// The build as the server reads it (debug builds serve `ui/dist` from disk).
+fn built_ui(file: &str) -> Option<Vec<u8>> {
+    std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("ui/dist")
+            .join(file),
+    )
+    .ok()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_ui_is_served_in_the_encoding_accept_encoding_allows() {
+    let app = spawn_app().await;
+    let get = |path: &str, accept_encoding: Option<&str>| {
+        let mut request = app.client.get(format!("{}{path}", app.base));
+        if let Some(value) = accept_encoding {
+            request = request.header("accept-encoding", value);
+        }
+        request.send()
+    };
+    let index =
+        String::from_utf8(built_ui("index.html").expect("build.rs writes index.html")).unwrap();
+    if index.contains("mandato:ui-placeholder") {
+        // Before the UI is built there are no compressed copies: the page itself, said to vary.
+        let response = get("/", Some("br, gzip")).await.unwrap();
+        assert_eq!(response.status(), 200);
+        assert!(response.headers().get("content-encoding").is_none());
+        assert_eq!(response.headers()["vary"], "accept-encoding");
+        return;
+    }
+    let script = index
+        .split("src=\"/")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("index.html loads a script")
+        .to_string();
+    assert!(
+        script.starts_with("assets/") && script.ends_with(".js"),
+        "{script}"
+    );
+    let path = format!("/{script}");
+    let plain = built_ui(&script).unwrap();
+    let brotli = built_ui(&format!("{script}.br")).expect("the build writes a .br copy");
+
+    let check = |response: &reqwest::Response, encoding: Option<&str>| {
+        let headers = response.headers();
+        assert_eq!(response.status(), 200, "{encoding:?}");
+        assert_eq!(
+            headers.get("content-encoding").map(|v| v.to_str().unwrap()),
+            encoding
+        );
+        assert_eq!(headers["vary"], "accept-encoding");
+        assert_eq!(
+            headers["cache-control"],
+            "public, max-age=31536000, immutable"
+        );
+        assert!(
+            headers["content-type"]
+                .to_str()
+                .unwrap()
+                .contains("javascript")
+        );
+    };
+
+    let response = get(&path, Some("gzip, deflate, br, zstd")).await.unwrap();
+    check(&response, Some("br"));
+    let brotli_etag = response.headers()["etag"].to_str().unwrap().to_string();
+    assert_eq!(response.bytes().await.unwrap().as_ref(), brotli.as_slice());
+
+    let response = get(&path, Some("gzip")).await.unwrap();
+    check(&response, Some("gzip"));
+    let gzipped = response.bytes().await.unwrap();
+    let mut inflated = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(gzipped.as_ref()),
+        &mut inflated,
+    )
+    .unwrap();
+    assert_eq!(inflated, plain);
+
+    for identity in [None, Some("identity"), Some("br;q=0, gzip;q=0")] {
+        let response = get(&path, identity).await.unwrap();
+        check(&response, None);
+        assert_ne!(response.headers()["etag"], brotli_etag.as_str());
+        assert_eq!(response.bytes().await.unwrap().as_ref(), plain.as_slice());
+    }
+    // Quality decides over the server's preference.
+    let response = get(&path, Some("br;q=0.5, gzip;q=0.9")).await.unwrap();
+    check(&response, Some("gzip"));
+
+    // Each encoding revalidates against its own ETag.
+    let again = app
+        .client
+        .get(format!("{}{path}", app.base))
+        .header("accept-encoding", "br")
+        .header("if-none-match", &brotli_etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 304);
+    assert_eq!(again.headers()["vary"], "accept-encoding");
+
+    // The page itself is compressed too, and the copies are not files of their own.
+    let page = get("/mandates/man_1", Some("br")).await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert_eq!(page.headers()["content-encoding"], "br");
+    assert_eq!(page.headers()["cache-control"], "no-cache");
+    assert_eq!(
+        get(&format!("{path}.br"), None).await.unwrap().status(),
+        404
+    );
+    assert_eq!(
+        get(&format!("{path}.gz"), None).await.unwrap().status(),
+        404
+    );
+}

@@ -166,7 +166,7 @@ describe("Mandato Desk in a browser", { concurrency: false }, () => {
     await page.getByLabel("Código (RUT o código emitido)").fill("no vale");
     await page.getByLabel("Nombre", { exact: true }).fill(COMMERCE.name);
     await page.getByTestId("create-commerce").click();
-    await page.getByText("a RUT, or 1 to 64 letters").waitFor();
+    await page.getByText("Debe ser un RUT, o de 1 a 64 letras").waitFor();
     await page.getByLabel("Código (RUT o código emitido)").fill(COMMERCE.code);
     await page.getByLabel("Contraseña (opcional: se genera)").fill(COMMERCE.password);
     await page.getByTestId("create-commerce").click();
@@ -270,7 +270,7 @@ describe("Mandato Desk in a browser", { concurrency: false }, () => {
     // A wrong amount is refused next to the amount.
     await dialog.getByLabel(/^Monto \(CLP\)/).fill("100");
     await dialog.getByTestId("pay-submit").click();
-    await dialog.getByText("the listed installments add up to 29990").waitFor();
+    await dialog.getByText("El monto no coincide con la suma de las cuotas indicadas").waitFor();
     await dialog.getByLabel(/^Monto \(CLP\)/).fill("29.990");
     await dialog.getByLabel("Código de autorización").fill("TRX-889");
     await shot("08-mark-paid");
@@ -313,7 +313,7 @@ describe("Mandato Desk in a browser", { concurrency: false }, () => {
     const dialog = page.getByRole("dialog");
     await dialog.getByText("Las cuotas no enviadas a cobro se anularán").waitFor();
     await dialog.getByTestId("cancel-submit").click();
-    await dialog.getByText("is required").waitFor();
+    await dialog.getByText("Es obligatorio").waitFor();
     await dialog.getByLabel("Motivo (3 a 500 caracteres)").fill("El cliente se cambia de ciudad");
     await shot("11-cancel");
     await dialog.getByTestId("cancel-submit").click();

@@ -1,23 +1,37 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query";
-import { useMemo } from "react";
+import { Suspense, lazy, useEffect, useMemo } from "react";
 import { Route, Routes } from "react-router";
 import { ApiError, api, payload, setCsrfToken } from "./api/client";
 import { Layout } from "./components/Layout";
 import { QueryState } from "./components/QueryState";
-import { SessionContext, roleAllows, type Session } from "./lib/context";
-import { Audit } from "./screens/Audit";
-import { Charging } from "./screens/Charging";
-import { CustomerDetail, Customers } from "./screens/Customers";
-import { Dashboard } from "./screens/Dashboard";
-import { Ledger } from "./screens/Ledger";
+import { SessionContext, roleAllows, useI18n, type Session } from "./lib/context";
+import { setErrorLanguage } from "./lib/errors";
 import { Login, Setup } from "./screens/SignIn";
-import { MandateDetail } from "./screens/MandateDetail";
-import { Mandates } from "./screens/Mandates";
-import { Notifications } from "./screens/Notifications";
-import { Settings } from "./screens/Settings";
+
+// Each screen is its own chunk, loaded when first visited: the first page loads only its own.
+const Audit = lazy(() => import("./screens/Audit").then((m) => ({ default: m.Audit })));
+const Charging = lazy(() => import("./screens/Charging").then((m) => ({ default: m.Charging })));
+const Customers = lazy(() => import("./screens/Customers").then((m) => ({ default: m.Customers })));
+const CustomerDetail = lazy(() => import("./screens/Customers").then((m) => ({ default: m.CustomerDetail })));
+const Dashboard = lazy(() => import("./screens/Dashboard").then((m) => ({ default: m.Dashboard })));
+const Ledger = lazy(() => import("./screens/Ledger").then((m) => ({ default: m.Ledger })));
+const MandateDetail = lazy(() => import("./screens/MandateDetail").then((m) => ({ default: m.MandateDetail })));
+const Mandates = lazy(() => import("./screens/Mandates").then((m) => ({ default: m.Mandates })));
+const Notifications = lazy(() => import("./screens/Notifications").then((m) => ({ default: m.Notifications })));
+const Settings = lazy(() => import("./screens/Settings").then((m) => ({ default: m.Settings })));
+
+/** The page's language follows the switch: `<html lang>` for screen readers, and errors. */
+function useDocumentLanguage() {
+  const { lang } = useI18n();
+  useEffect(() => {
+    document.documentElement.lang = lang === "es" ? "es-CL" : "en";
+    setErrorLanguage(lang);
+  }, [lang]);
+}
 
 /** First start, sign-in, or the screens of a signed-in staff member. */
 export function App() {
+  useDocumentLanguage();
   const queryClient = useQueryClient();
   const setup = useQuery({ queryKey: ["setup"], queryFn: () => payload(api.GET("/setup")) });
   const session = useQuery({
@@ -74,19 +88,21 @@ export function App() {
   return (
     <SessionContext.Provider value={value}>
       <Layout environment={environment.data?.environment}>
-        <Routes>
-          <Route path="/" element={<Dashboard />} />
-          <Route path="/customers" element={<Customers />} />
-          <Route path="/customers/:id" element={<CustomerDetail />} />
-          <Route path="/mandates" element={<Mandates />} />
-          <Route path="/mandates/:id" element={<MandateDetail />} />
-          <Route path="/notifications" element={<Notifications />} />
-          <Route path="/charging" element={<Charging />} />
-          <Route path="/ledger" element={<Ledger />} />
-          <Route path="/settings" element={<Settings />} />
-          <Route path="/audit" element={<Audit />} />
-          <Route path="*" element={<Dashboard />} />
-        </Routes>
+        <Suspense fallback={<QueryState loading error={null} />}>
+          <Routes>
+            <Route path="/" element={<Dashboard />} />
+            <Route path="/customers" element={<Customers />} />
+            <Route path="/customers/:id" element={<CustomerDetail />} />
+            <Route path="/mandates" element={<Mandates />} />
+            <Route path="/mandates/:id" element={<MandateDetail />} />
+            <Route path="/notifications" element={<Notifications />} />
+            <Route path="/charging" element={<Charging />} />
+            <Route path="/ledger" element={<Ledger />} />
+            <Route path="/settings" element={<Settings />} />
+            <Route path="/audit" element={<Audit />} />
+            <Route path="*" element={<Dashboard />} />
+          </Routes>
+        </Suspense>
       </Layout>
     </SessionContext.Provider>
   );

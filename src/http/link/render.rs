@@ -230,7 +230,7 @@ button{margin-top:14px;width:100%;padding:12px;font-size:1rem;font-weight:600;bo
 .sandbox ul{margin:.4rem 0 0;padding-left:1.2rem}
 .muted{color:#5a6478;font-size:.9rem}
 .due{display:flex;justify-content:space-between;gap:8px;flex-wrap:wrap}
-footer{max-width:680px;margin:0 auto;padding:8px 16px 32px;color:#7a8396;font-size:.8rem}
+footer{max-width:680px;margin:0 auto;padding:8px 16px 32px;color:#566074;font-size:.8rem}
 "#;
 
 /// A whole HTML document.

@@ -62,7 +62,7 @@ details{margin-top:16px}summary{cursor:pointer;color:#b42318;font-weight:600}
 .muted{color:#5a6478;font-size:.9rem}
 .sandbox{border:1px dashed #b7791f;background:#fffaf0;border-radius:8px;padding:10px;
   font-size:.86rem;margin-top:12px}
-footer{max-width:680px;margin:0 auto;padding:8px 16px 32px;color:#7a8396;font-size:.8rem}
+footer{max-width:680px;margin:0 auto;padding:8px 16px 32px;color:#566074;font-size:.8rem}
 "#;
 
 /// A whole HTML document.

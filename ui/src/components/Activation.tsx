@@ -5,7 +5,7 @@ import { notifications } from "@mantine/notifications";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { api, payload, type Schemas } from "../api/client";
-import { formErrors } from "../lib/errors";
+import { errorText } from "../lib/errors";
 import { useI18n } from "../lib/context";
 import { StateBadge } from "./StateBadge";
 
@@ -23,7 +23,7 @@ export function CommerceActivationMode({ commerce, admin }: { commerce: Schemas[
       void queryClient.invalidateQueries({ queryKey: ["commerces"] });
       notifications.show({ color: "green", message: t("activation.saved") });
     },
-    onError: (e) => notifications.show({ color: "red", message: formErrors(e).general ?? String(e) }),
+    onError: (e) => notifications.show({ color: "red", message: errorText(e) }),
   });
   if (!admin) return <>{label(commerce.activationMode)}</>;
   return (

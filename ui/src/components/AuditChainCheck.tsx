@@ -4,6 +4,7 @@ import { Alert, Button, Group, Stack, Text } from "@mantine/core";
 import { useQuery } from "@tanstack/react-query";
 import { api, payload, type Schemas } from "../api/client";
 import { useI18n } from "../lib/context";
+import { errorText } from "../lib/errors";
 import type { Key } from "../lib/i18n";
 
 const PROBLEMS: Record<Schemas["ChainProblem"], Key> = {
@@ -14,7 +15,7 @@ const PROBLEMS: Record<Schemas["ChainProblem"], Key> = {
 };
 
 export function AuditChainCheck() {
-  const { t, dateTime } = useI18n();
+  const { t, dateTime, lang } = useI18n();
   const check = useQuery({
     queryKey: ["audit-verify"],
     queryFn: () => payload(api.GET("/audit/verify")),
@@ -37,7 +38,7 @@ export function AuditChainCheck() {
         </Button>
       </Group>
       {check.error && !check.isFetching && (
-        <Alert color="red">{t("app.error", { message: check.error.message })}</Alert>
+        <Alert color="red">{t("app.error", { message: errorText(check.error, lang) })}</Alert>
       )}
       {d && !check.isFetching && (
         <Alert color={d.ok ? "green" : "red"} data-testid="audit-chain-result">

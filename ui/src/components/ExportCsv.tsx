@@ -3,6 +3,7 @@ import { notifications } from "@mantine/notifications";
 import { useState } from "react";
 import { collectPages, downloadCsv, toCsv, type Column } from "../lib/csv";
 import { useI18n } from "../lib/context";
+import { errorText } from "../lib/errors";
 
 const MAX_ROWS = 10_000;
 
@@ -27,7 +28,7 @@ export function ExportCsv<T>({
         notifications.show({ color: "yellow", message: t("common.exportTruncated", { count: MAX_ROWS }) });
       }
     } catch (e) {
-      notifications.show({ color: "red", message: e instanceof Error ? e.message : String(e) });
+      notifications.show({ color: "red", message: errorText(e) });
     } finally {
       setProgress(null);
     }

@@ -1,6 +1,7 @@
 import { Alert, Button, Center, Loader } from "@mantine/core";
 import type { ReactNode } from "react";
 import { useI18n } from "../lib/context";
+import { errorText } from "../lib/errors";
 
 /** Loading and failure of a query, so every screen shows them the same way. */
 export function QueryState({
@@ -14,9 +15,9 @@ export function QueryState({
   retry?: () => void;
   children?: ReactNode;
 }) {
-  const { t } = useI18n();
+  const { t, lang } = useI18n();
   if (error) {
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorText(error, lang);
     return (
       <Alert color="red" title={t("app.error", { message })}>
         {retry && (

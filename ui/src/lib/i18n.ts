@@ -14,6 +14,8 @@ const es = {
   "app.retry": "Reintentar",
   "app.none": "Sin resultados",
   "app.notAllowed": "Su rol ({role}) no permite esta acción",
+  "app.menu": "Menú",
+  "app.navigation": "Navegación principal",
 
   "nav.dashboard": "Panel",
   "nav.customers": "Clientes",
@@ -381,6 +383,8 @@ const en: Record<Key, string> = {
   "app.retry": "Retry",
   "app.none": "Nothing found",
   "app.notAllowed": "Your role ({role}) does not allow this",
+  "app.menu": "Menu",
+  "app.navigation": "Main navigation",
 
   "nav.dashboard": "Dashboard",
   "nav.customers": "Customers",

@@ -1,4 +1,4 @@
-import { Badge, Button, Code, Group, NumberInput, Select, Stack, Table, Tabs, Text, TextInput, Title } from "@mantine/core";
+import { Badge, Button, Code, Group, NumberInput, Select, Stack, Table, Tabs, Text, TextInput } from "@mantine/core";
 import { useDebouncedValue } from "@mantine/hooks";
 import { notifications } from "@mantine/notifications";
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
@@ -9,6 +9,7 @@ import { AuditChainCheck } from "../components/AuditChainCheck";
 import { ExportCsv } from "../components/ExportCsv";
 import { Pager, useKeyset } from "../components/Pager";
 import { QueryState } from "../components/QueryState";
+import { PageTitle } from "../components/Layout";
 import { useI18n, useSession } from "../lib/context";
 import { formErrors } from "../lib/errors";
 
@@ -57,34 +58,36 @@ function StaffActions() {
         />
       </Group>
       <QueryState loading={query.isLoading} error={query.error}>
-        <Table striped data-testid="staff-audit">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>{t("audit.when")}</Table.Th>
-              <Table.Th>{t("audit.who")}</Table.Th>
-              <Table.Th>{t("audit.action")}</Table.Th>
-              <Table.Th>{t("audit.target")}</Table.Th>
-              <Table.Th>{t("audit.detail")}</Table.Th>
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {(query.data?.items ?? []).map((a, i) => (
-              <Table.Tr key={`${a.at}-${i}`}>
-                <Table.Td>{dateTime(a.at)}</Table.Td>
-                <Table.Td>{a.email}</Table.Td>
-                <Table.Td>
-                  <Code>{a.action}</Code>
-                </Table.Td>
-                <Table.Td>{a.target ?? "—"}</Table.Td>
-                <Table.Td>
-                  <Text size="xs" lineClamp={2} maw={420}>
-                    {a.detail ?? ""}
-                  </Text>
-                </Table.Td>
+        <Table.ScrollContainer minWidth={900}>
+          <Table striped data-testid="staff-audit">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>{t("audit.when")}</Table.Th>
+                <Table.Th>{t("audit.who")}</Table.Th>
+                <Table.Th>{t("audit.action")}</Table.Th>
+                <Table.Th>{t("audit.target")}</Table.Th>
+                <Table.Th>{t("audit.detail")}</Table.Th>
               </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
+            </Table.Thead>
+            <Table.Tbody>
+              {(query.data?.items ?? []).map((a, i) => (
+                <Table.Tr key={`${a.at}-${i}`}>
+                  <Table.Td style={{ whiteSpace: "nowrap" }}>{dateTime(a.at)}</Table.Td>
+                  <Table.Td>{a.email}</Table.Td>
+                  <Table.Td>
+                    <Code>{a.action}</Code>
+                  </Table.Td>
+                  <Table.Td>{a.target ?? "—"}</Table.Td>
+                  <Table.Td>
+                    <Text size="xs" lineClamp={2} maw={420}>
+                      {a.detail ?? ""}
+                    </Text>
+                  </Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </Table.ScrollContainer>
         <Pager keyset={keyset} nextCursor={query.data?.nextCursor} />
       </QueryState>
     </Stack>
@@ -157,7 +160,7 @@ function Requests() {
             <Table.Tbody>
               {(query.data?.items ?? []).map((r, i) => (
                 <Table.Tr key={`${r.at}-${i}`}>
-                  <Table.Td>{dateTime(r.at)}</Table.Td>
+                  <Table.Td style={{ whiteSpace: "nowrap" }}>{dateTime(r.at)}</Table.Td>
                   <Table.Td>{r.method}</Table.Td>
                   <Table.Td>
                     <Code>{r.path}</Code>
@@ -285,7 +288,7 @@ export function Audit() {
   const tab = params.get("tab") ?? "staff";
   return (
     <Stack>
-      <Title order={2}>{t("audit.title")}</Title>
+      <PageTitle title={t("audit.title")} />
       <Tabs value={tab} onChange={(v) => setParams(v ? { tab: v } : {})} keepMounted={false}>
         <Tabs.List>
           <Tabs.Tab value="staff">{t("audit.staff")}</Tabs.Tab>

@@ -7,8 +7,9 @@ import { confirmAction } from "../components/confirm";
 import { ExportCsv } from "../components/ExportCsv";
 import { QueryState } from "../components/QueryState";
 import { StateBadge } from "../components/StateBadge";
+import { PageTitle } from "../components/Layout";
 import { useI18n, useSession } from "../lib/context";
-import { formErrors } from "../lib/errors";
+import { errorText, formErrors } from "../lib/errors";
 
 type Run = Schemas["RunDto"];
 
@@ -34,7 +35,7 @@ export function Charging() {
       notifications.show({ color: "green", message: t("charging.runDone", { attempted: s.attempted, paid: s.paid, rejected: s.rejected }) });
       refresh();
     },
-    onError: (e) => notifications.show({ color: "red", message: formErrors(e).general ?? String(e) }),
+    onError: (e) => notifications.show({ color: "red", message: errorText(e) }),
   });
   const [days, setDays] = useState<number | string>(1);
   const [clockError, setClockError] = useState<string | null>(null);
@@ -86,7 +87,7 @@ export function Charging() {
   return (
     <Stack>
       <Group justify="space-between">
-        <Title order={2}>{t("charging.title")}</Title>
+        <PageTitle title={t("charging.title")} />
         {d && session.can("operator") && (
           <Button onClick={() => void askRun()} loading={runNow.isPending} data-testid="run-now">
             {t("charging.runNow")}
@@ -99,7 +100,7 @@ export function Charging() {
             {d.running && (
               <Card withBorder data-testid="run-progress">
                 <Text mb="xs">{t("charging.running", { date: date(d.running.date), done: d.running.done, total: d.running.total })}</Text>
-                <Progress value={d.running.total ? (100 * d.running.done) / d.running.total : 0} animated striped size="lg" />
+                <Progress aria-label={t("charging.progress")} value={d.running.total ? (100 * d.running.done) / d.running.total : 0} animated striped size="lg" />
               </Card>
             )}
             <SimpleGrid cols={{ base: 1, md: 2 }}>
@@ -200,7 +201,7 @@ export function Charging() {
                           <StateBadge state={r.state} />
                         </Table.Td>
                         <Table.Td miw={120}>
-                          <Progress value={r.total ? (100 * r.done) / r.total : 100} />
+                          <Progress aria-label={t("charging.progress")} value={r.total ? (100 * r.done) / r.total : 100} />
                           <Text size="xs" c="dimmed">
                             {r.done}/{r.total}
                           </Text>

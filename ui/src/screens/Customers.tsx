@@ -9,6 +9,7 @@ import { ExportCsv } from "../components/ExportCsv";
 import { MandateTable } from "../components/MandateTable";
 import { Pager, useKeyset } from "../components/Pager";
 import { QueryState } from "../components/QueryState";
+import { PageTitle } from "../components/Layout";
 import { useI18n } from "../lib/context";
 
 type CustomerLine = Schemas["CustomerLineDto"];
@@ -37,7 +38,7 @@ export function Customers() {
   const items = query.data?.items ?? [];
   return (
     <Stack>
-      <Title order={2}>{t("customers.title")}</Title>
+      <PageTitle title={t("customers.title")} />
       <Group align="end">
         <TextInput
           label={t("common.search")}
@@ -132,7 +133,7 @@ export function CustomerDetail() {
       <QueryState loading={query.isLoading} error={query.error} retry={() => void query.refetch()}>
         {d && (
           <>
-            <Title order={2}>{fullName(d.customer)}</Title>
+            <PageTitle title={fullName(d.customer)} />
             <Card withBorder>
               <SimpleGrid cols={{ base: 2, md: 4 }}>
                 <Field name={t("customers.rut")} value={d.customer.identificationDocument.number} />

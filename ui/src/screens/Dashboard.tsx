@@ -1,10 +1,11 @@
-import { Anchor, Card, Group, Paper, Progress, SimpleGrid, Stack, Table, Text, Title } from "@mantine/core";
+import { Anchor, Card, Group, Paper, Progress, SimpleGrid, Stack, Table, Text } from "@mantine/core";
 import { useQuery } from "@tanstack/react-query";
 import { Link } from "react-router";
 import { api, payload } from "../api/client";
 import { BarChart } from "../components/BarChart";
 import { QueryState } from "../components/QueryState";
 import { StateBadge } from "../components/StateBadge";
+import { PageTitle } from "../components/Layout";
 import { useI18n } from "../lib/context";
 
 function Counts({ title, counts, testId }: { title: string; counts: { state: { name: string }; count: number }[]; testId: string }) {
@@ -16,7 +17,7 @@ function Counts({ title, counts, testId }: { title: string; counts: { state: { n
       </Text>
       <SimpleGrid cols={{ base: 2, md: 4 }} spacing="xs">
         {counts.map((c) => (
-          <Paper key={c.state.name} p="xs" bg="gray.0" data-state={c.state.name}>
+          <Paper key={c.state.name} p="xs" bg="var(--mantine-color-default-hover)" data-state={c.state.name}>
             <Text size="xs" c="dimmed">
               {label(c.state.name)}
             </Text>
@@ -41,7 +42,7 @@ export function Dashboard() {
   return (
     <Stack>
       <Group justify="space-between">
-        <Title order={2}>{t("dashboard.title")}</Title>
+        <PageTitle title={t("dashboard.title")} />
         {d && <Text c="dimmed">{t("dashboard.today", { date: date(d.today) })}</Text>}
       </Group>
       <QueryState loading={query.isLoading} error={query.error} retry={() => void query.refetch()}>
@@ -157,7 +158,7 @@ export function Dashboard() {
                       {label(d.lastRun.trigger)} · {dateTime(d.lastRun.startedAt)}
                     </Text>
                   </Group>
-                  <Progress value={d.lastRun.total ? (100 * d.lastRun.done) / d.lastRun.total : 100} />
+                  <Progress aria-label={t("charging.progress")} value={d.lastRun.total ? (100 * d.lastRun.done) / d.lastRun.total : 100} />
                   <Text size="sm">
                     {t("charging.attempted")}: {d.lastRun.attempted} · {t("charging.paid")}: {d.lastRun.paid} ·{" "}
                     {t("charging.rejected")}: {d.lastRun.rejected} · {t("charging.inValidation")}: {d.lastRun.inValidation}

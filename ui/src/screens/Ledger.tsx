@@ -6,8 +6,9 @@ import { useCommerces } from "../components/CommerceSelect";
 import { ExportCsv } from "../components/ExportCsv";
 import { Pager, useKeyset } from "../components/Pager";
 import { QueryState } from "../components/QueryState";
+import { PageTitle } from "../components/Layout";
 import { useI18n, useSession } from "../lib/context";
-import { formErrors } from "../lib/errors";
+import { errorText } from "../lib/errors";
 
 type Entry = Schemas["LedgerEntry"];
 type Reconciliation = Schemas["Reconciliation"];
@@ -33,7 +34,7 @@ export function Ledger() {
 
   return (
     <Stack>
-      <Title order={2}>{t("ledger.title")}</Title>
+      <PageTitle title={t("ledger.title")} />
       <Group align="end" wrap="wrap">
         <Select
           label={t("ledger.commerce")}
@@ -239,9 +240,7 @@ function Reconcile({ commerce }: { commerce: string }) {
       void queryClient.invalidateQueries({ queryKey: ["ledger-reconciliations", commerce] });
     },
     onError: (e) => {
-      const mapped = formErrors(e);
-      const fields = Object.entries(mapped.fields).map(([field, message]) => `${field}: ${message}`);
-      setError(fields.length ? fields.join("; ") : (mapped.general ?? String(e)));
+      setError(errorText(e));
     },
   });
   useEffect(() => setResult(null), [commerce]);
@@ -253,6 +252,7 @@ function Reconcile({ commerce }: { commerce: string }) {
             {t("ledger.import")}
           </Text>
           <Textarea
+            aria-label={t("ledger.import")}
             description={t("ledger.importHelp")}
             autosize
             minRows={4}

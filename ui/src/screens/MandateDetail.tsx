@@ -16,7 +16,6 @@ import {
   TextInput,
   Textarea,
   Timeline,
-  Title,
   Tooltip,
 } from "@mantine/core";
 import { useForm } from "@mantine/form";
@@ -29,8 +28,9 @@ import { MandateActivationCard } from "../components/Activation";
 import { confirmAction } from "../components/confirm";
 import { QueryState } from "../components/QueryState";
 import { StateBadge } from "../components/StateBadge";
+import { PageTitle } from "../components/Layout";
 import { useI18n, useSession } from "../lib/context";
-import { formErrors } from "../lib/errors";
+import { errorText, formErrors } from "../lib/errors";
 import { CURRENCY_DECIMALS, parseAmount } from "../lib/money";
 
 type Detail = Schemas["MandateDetail"];
@@ -320,7 +320,7 @@ function InstallmentRows({ detail, installment, onPay }: { detail: Detail; insta
       refresh(next);
       notifications.show({ color: "green", message: t("mandates.annulled") });
     },
-    onError: (e) => notifications.show({ color: "red", message: formErrors(e).general ?? String(e) }),
+    onError: (e) => notifications.show({ color: "red", message: errorText(e) }),
   });
   const askAnnul = async () => {
     const ok = await confirmAction({
@@ -388,7 +388,7 @@ function InstallmentRows({ detail, installment, onPay }: { detail: Detail; insta
       </Table.Tr>
       {open && (
         <Table.Tr>
-          <Table.Td colSpan={7} bg="gray.0">
+          <Table.Td colSpan={7} bg="var(--mantine-color-default-hover)">
             <SimpleGrid cols={{ base: 1, md: 2 }}>
               <div>
                 <Text size="sm" fw={600}>
@@ -472,7 +472,7 @@ export function MandateDetail() {
             <Group justify="space-between" align="start">
               <Stack gap={2}>
                 <Group gap="sm">
-                  <Title order={2}>{d.mandate.name}</Title>
+                  <PageTitle title={d.mandate.name} />
                   <StateBadge state={d.mandate.state} />
                   <Badge variant="outline">{label(d.mandate.type)}</Badge>
                 </Group>

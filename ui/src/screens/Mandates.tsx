@@ -1,4 +1,4 @@
-import { Button, Group, MultiSelect, Stack, TextInput, Title } from "@mantine/core";
+import { Button, Group, MultiSelect, Stack, TextInput } from "@mantine/core";
 import { useDebouncedValue } from "@mantine/hooks";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
@@ -9,6 +9,7 @@ import { ExportCsv } from "../components/ExportCsv";
 import { MandateTable, mandateColumns, type MandateLine } from "../components/MandateTable";
 import { Pager, useKeyset } from "../components/Pager";
 import { QueryState } from "../components/QueryState";
+import { PageTitle } from "../components/Layout";
 import { useI18n } from "../lib/context";
 
 const STATES = ["PENDING", "ACTIVE", "CANCELLED", "FINISHED", "DELETED"];
@@ -59,7 +60,7 @@ export function Mandates() {
   };
   return (
     <Stack>
-      <Title order={2}>{t("mandates.title")}</Title>
+      <PageTitle title={t("mandates.title")} />
       <Group align="end" gap="sm">
         <MultiSelect
           label={t("common.state")}

@@ -11,8 +11,7 @@ import {
   Table,
   Text,
   TextInput,
-  Title,
-} from "@mantine/core";
+  } from "@mantine/core";
 import { useDebouncedValue } from "@mantine/hooks";
 import { notifications } from "@mantine/notifications";
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
@@ -23,8 +22,9 @@ import { ExportCsv } from "../components/ExportCsv";
 import { Pager, useKeyset } from "../components/Pager";
 import { QueryState } from "../components/QueryState";
 import { StateBadge } from "../components/StateBadge";
+import { PageTitle } from "../components/Layout";
 import { useI18n, useSession } from "../lib/context";
-import { formErrors } from "../lib/errors";
+import { errorText } from "../lib/errors";
 
 type ListedEvent = Schemas["ListedEventDto"];
 
@@ -41,7 +41,7 @@ function useRedeliver() {
       void queryClient.invalidateQueries({ queryKey: ["events"] });
       void queryClient.invalidateQueries({ queryKey: ["event"] });
     },
-    onError: (e) => notifications.show({ color: "red", message: formErrors(e).general ?? String(e) }),
+    onError: (e) => notifications.show({ color: "red", message: errorText(e) }),
   });
 }
 
@@ -178,7 +178,7 @@ export function Notifications() {
   const operator = session.can("operator");
   return (
     <Stack>
-      <Title order={2}>{t("notifications.title")}</Title>
+      <PageTitle title={t("notifications.title")} />
       <Group align="end">
         <TextInput
           label={t("notifications.mandate")}

@@ -31,8 +31,9 @@ import { AuditChainCheck } from "../components/AuditChainCheck";
 import { useCommerces } from "../components/CommerceSelect";
 import { confirmAction } from "../components/confirm";
 import { QueryState } from "../components/QueryState";
+import { PageTitle } from "../components/Layout";
 import { useI18n, useSession } from "../lib/context";
-import { formErrors } from "../lib/errors";
+import { errorText, formErrors } from "../lib/errors";
 import type { Key } from "../lib/i18n";
 
 const METHODS = [
@@ -132,13 +133,13 @@ function Commerces() {
       invalidate();
       setShown({ title: t("settings.rotated", { date: dateTime(r.previousValidUntil) }), values: [[t("settings.webhookSecret"), r.webhookSecret]] });
     },
-    onError: (e) => notifications.show({ color: "red", message: formErrors(e).general ?? String(e) }),
+    onError: (e) => notifications.show({ color: "red", message: errorText(e) }),
   });
   const reveal = useMutation({
     mutationFn: (code: string) => payload(api.POST("/commerces/{code}/reveal-secret", { params: { path: { code } } })),
     onSuccess: (r) =>
       setShown({ title: t("settings.currentSecret", { code: r.code }), values: [[t("settings.webhookSecret"), r.webhookSecret]] }),
-    onError: (e) => notifications.show({ color: "red", message: formErrors(e).general ?? String(e) }),
+    onError: (e) => notifications.show({ color: "red", message: errorText(e) }),
   });
   const askRotate = async (code: string) => {
     const ok = await confirmAction({
@@ -263,7 +264,7 @@ function ChargingRuleCell({ commerce, editable }: { commerce: Schemas["CommerceD
       invalidate();
       notifications.show({ color: "green", message: t("common.saved") });
     },
-    onError: (e) => notifications.show({ color: "red", message: formErrors(e).general ?? String(e) }),
+    onError: (e) => notifications.show({ color: "red", message: errorText(e) }),
   });
   const rules = ["NEXT", "PREVIOUS"].map((r) => ({ value: r, label: t(`settings.rule${r}` as Key) }));
   if (!editable) return <Text size="sm">{t(`settings.rule${commerce.chargingRule}` as Key)}</Text>;
@@ -312,7 +313,7 @@ function Calendar() {
   const remove = useMutation({
     mutationFn: (day: string) => payload(api.DELETE("/calendar/holidays/{date}", { params: { path: { date: day } } })),
     onSuccess: () => invalidate(),
-    onError: (e) => notifications.show({ color: "red", message: formErrors(e).general ?? String(e) }),
+    onError: (e) => notifications.show({ color: "red", message: errorText(e) }),
   });
   const askRemove = async (day: string) => {
     const ok = await confirmAction({
@@ -458,7 +459,7 @@ function ApiKeys() {
       setError(null);
       setShown({ title: t("settings.keyCreated"), values: [["x-api-key", r.apiKey]] });
     },
-    onError: (e) => setError(formErrors(e).general ?? formErrors(e).fields.commerce ?? String(e)),
+    onError: (e) => setError(errorText(e)),
   });
   const revoke = useMutation({
     mutationFn: (prefix: string) => payload(api.DELETE("/api-keys/{prefix}", { params: { path: { prefix } } })),
@@ -466,7 +467,7 @@ function ApiKeys() {
       invalidate();
       notifications.show({ color: "green", message: t("settings.keyRevoked", { prefix: r.prefix }) });
     },
-    onError: (e) => notifications.show({ color: "red", message: formErrors(e).general ?? String(e) }),
+    onError: (e) => notifications.show({ color: "red", message: errorText(e) }),
   });
   const askRevoke = async (prefix: string) => {
     const ok = await confirmAction({
@@ -500,48 +501,50 @@ function ApiKeys() {
         </Card>
       )}
       <QueryState loading={keys.isLoading} error={keys.error}>
-        <Table striped data-testid="keys-table">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>{t("settings.prefix")}</Table.Th>
-              <Table.Th>{t("settings.scope")}</Table.Th>
-              <Table.Th>{t("common.state")}</Table.Th>
-              <Table.Th>{t("common.createdAt")}</Table.Th>
-              {admin && <Table.Th />}
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {(keys.data?.items ?? []).map((k) => (
-              <Table.Tr key={k.prefix + k.createdAt} data-key={k.prefix}>
-                <Table.Td>
-                  <Code>{k.prefix}…</Code>
-                </Table.Td>
-                <Table.Td>{k.allCommerces ? t("settings.allCommerces") : k.commerces.join(", ")}</Table.Td>
-                <Table.Td>
-                  {k.revokedAt ? (
-                    <Badge color="red" variant="light">
-                      {t("settings.revoked")} {dateTime(k.revokedAt)}
-                    </Badge>
-                  ) : (
-                    <Badge color="green" variant="light">
-                      {t("settings.active")}
-                    </Badge>
-                  )}
-                </Table.Td>
-                <Table.Td>{dateTime(k.createdAt)}</Table.Td>
-                {admin && (
+        <Table.ScrollContainer minWidth={600}>
+          <Table striped data-testid="keys-table">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>{t("settings.prefix")}</Table.Th>
+                <Table.Th>{t("settings.scope")}</Table.Th>
+                <Table.Th>{t("common.state")}</Table.Th>
+                <Table.Th>{t("common.createdAt")}</Table.Th>
+                {admin && <Table.Th />}
+              </Table.Tr>
+            </Table.Thead>
+            <Table.Tbody>
+              {(keys.data?.items ?? []).map((k) => (
+                <Table.Tr key={k.prefix + k.createdAt} data-key={k.prefix}>
                   <Table.Td>
-                    {!k.revokedAt && (
-                      <Button size="compact-xs" color="red" variant="light" onClick={() => void askRevoke(k.prefix)}>
-                        {t("settings.revoke")}
-                      </Button>
+                    <Code>{k.prefix}…</Code>
+                  </Table.Td>
+                  <Table.Td>{k.allCommerces ? t("settings.allCommerces") : k.commerces.join(", ")}</Table.Td>
+                  <Table.Td>
+                    {k.revokedAt ? (
+                      <Badge color="red" variant="light">
+                        {t("settings.revoked")} {dateTime(k.revokedAt)}
+                      </Badge>
+                    ) : (
+                      <Badge color="green" variant="light">
+                        {t("settings.active")}
+                      </Badge>
                     )}
                   </Table.Td>
-                )}
-              </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
+                  <Table.Td>{dateTime(k.createdAt)}</Table.Td>
+                  {admin && (
+                    <Table.Td>
+                      {!k.revokedAt && (
+                        <Button size="compact-xs" color="red" variant="light" onClick={() => void askRevoke(k.prefix)}>
+                          {t("settings.revoke")}
+                        </Button>
+                      )}
+                    </Table.Td>
+                  )}
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </Table.ScrollContainer>
       </QueryState>
       {shown && <ShownOnce title={shown.title} values={shown.values} onClose={() => setShown(null)} />}
     </Stack>
@@ -604,7 +607,7 @@ function Environment() {
             <Text size="sm" mb="xs">
               {t("settings.jweIntro")}
             </Text>
-            <Code block data-testid="jwe-key">
+            <Code block tabIndex={0} data-testid="jwe-key">
               {d.jwePublicKey.publicKey}
             </Code>
           </Card>
@@ -698,34 +701,36 @@ function TrustedRoots() {
         {(roots.data?.items ?? []).length === 0 ? (
           <Text c="dimmed">{t("app.none")}</Text>
         ) : (
-          <Table striped>
-            <Table.Thead>
-              <Table.Tr>
-                <Table.Th>{t("settings.subject")}</Table.Th>
-                <Table.Th>{t("settings.fingerprint")}</Table.Th>
-                <Table.Th>{t("common.createdAt")}</Table.Th>
-                {admin && <Table.Th />}
-              </Table.Tr>
-            </Table.Thead>
-            <Table.Tbody>
-              {(roots.data?.items ?? []).map((r) => (
-                <Table.Tr key={r.fingerprint}>
-                  <Table.Td>{r.subject}</Table.Td>
-                  <Table.Td>
-                    <Code>{r.fingerprint.slice(0, 16)}…</Code>
-                  </Table.Td>
-                  <Table.Td>{dateTime(r.addedAt)}</Table.Td>
-                  {admin && (
-                    <Table.Td>
-                      <Button size="compact-xs" color="red" variant="light" onClick={() => void askRemove(r)}>
-                        {t("settings.removeRoot")}
-                      </Button>
-                    </Table.Td>
-                  )}
+          <Table.ScrollContainer minWidth={700}>
+            <Table striped>
+              <Table.Thead>
+                <Table.Tr>
+                  <Table.Th>{t("settings.subject")}</Table.Th>
+                  <Table.Th>{t("settings.fingerprint")}</Table.Th>
+                  <Table.Th>{t("common.createdAt")}</Table.Th>
+                  {admin && <Table.Th />}
                 </Table.Tr>
-              ))}
-            </Table.Tbody>
-          </Table>
+              </Table.Thead>
+              <Table.Tbody>
+                {(roots.data?.items ?? []).map((r) => (
+                  <Table.Tr key={r.fingerprint}>
+                    <Table.Td>{r.subject}</Table.Td>
+                    <Table.Td>
+                      <Code>{r.fingerprint.slice(0, 16)}…</Code>
+                    </Table.Td>
+                    <Table.Td>{dateTime(r.addedAt)}</Table.Td>
+                    {admin && (
+                      <Table.Td>
+                        <Button size="compact-xs" color="red" variant="light" onClick={() => void askRemove(r)}>
+                          {t("settings.removeRoot")}
+                        </Button>
+                      </Table.Td>
+                    )}
+                  </Table.Tr>
+                ))}
+              </Table.Tbody>
+            </Table>
+          </Table.ScrollContainer>
         )}
       </QueryState>
       {admin && (
@@ -781,7 +786,7 @@ function Staff() {
       invalidate();
       notifications.show({ color: "green", message: t("settings.staffUpdated") });
     },
-    onError: (e) => notifications.show({ color: "red", message: formErrors(e).general ?? String(e) }),
+    onError: (e) => notifications.show({ color: "red", message: errorText(e) }),
   });
   const askDisable = async (email: string) => {
     const ok = await confirmAction({
@@ -796,64 +801,67 @@ function Staff() {
   return (
     <Stack>
       <QueryState loading={staff.isLoading} error={staff.error}>
-        <Table striped data-testid="staff-table">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>{t("common.email")}</Table.Th>
-              <Table.Th>{t("settings.role")}</Table.Th>
-              <Table.Th>{t("common.state")}</Table.Th>
-              <Table.Th>{t("common.createdAt")}</Table.Th>
-              <Table.Th />
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {(staff.data?.items ?? []).map((s) => {
-              const self = s.email.toLowerCase() === session.info.email.toLowerCase();
-              return (
-                <Table.Tr key={s.email} data-staff={s.email}>
-                  <Table.Td>
-                    {s.email} {self && <Text span c="dimmed">{t("settings.you")}</Text>}
-                  </Table.Td>
-                  <Table.Td>
-                    <Select
-                      size="xs"
-                      data={roles}
-                      value={s.role}
-                      disabled={self}
-                      allowDeselect={false}
-                      onChange={(role) => role && role !== s.role && update.mutate({ email: s.email, role })}
-                      w={160}
-                    />
-                  </Table.Td>
-                  <Table.Td>
-                    {s.disabledAt ? (
-                      <Badge color="red" variant="light">
-                        {t("settings.disabled")}
-                      </Badge>
-                    ) : (
-                      <Badge color="green" variant="light">
-                        {t("settings.active")}
-                      </Badge>
-                    )}
-                  </Table.Td>
-                  <Table.Td>{dateTime(s.createdAt)}</Table.Td>
-                  <Table.Td>
-                    {!self &&
-                      (s.disabledAt ? (
-                        <Button size="compact-xs" variant="light" onClick={() => update.mutate({ email: s.email, disabled: false })}>
-                          {t("settings.enable")}
-                        </Button>
+        <Table.ScrollContainer minWidth={700}>
+          <Table striped data-testid="staff-table">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>{t("common.email")}</Table.Th>
+                <Table.Th>{t("settings.role")}</Table.Th>
+                <Table.Th>{t("common.state")}</Table.Th>
+                <Table.Th>{t("common.createdAt")}</Table.Th>
+                <Table.Th />
+              </Table.Tr>
+            </Table.Thead>
+            <Table.Tbody>
+              {(staff.data?.items ?? []).map((s) => {
+                const self = s.email.toLowerCase() === session.info.email.toLowerCase();
+                return (
+                  <Table.Tr key={s.email} data-staff={s.email}>
+                    <Table.Td>
+                      {s.email} {self && <Text span c="dimmed">{t("settings.you")}</Text>}
+                    </Table.Td>
+                    <Table.Td>
+                      <Select
+                        size="xs"
+                        aria-label={`${t("settings.role")}: ${s.email}`}
+                        data={roles}
+                        value={s.role}
+                        disabled={self}
+                        allowDeselect={false}
+                        onChange={(role) => role && role !== s.role && update.mutate({ email: s.email, role })}
+                        w={160}
+                      />
+                    </Table.Td>
+                    <Table.Td>
+                      {s.disabledAt ? (
+                        <Badge color="red" variant="light">
+                          {t("settings.disabled")}
+                        </Badge>
                       ) : (
-                        <Button size="compact-xs" color="red" variant="light" onClick={() => void askDisable(s.email)}>
-                          {t("settings.disable")}
-                        </Button>
-                      ))}
-                  </Table.Td>
-                </Table.Tr>
-              );
-            })}
-          </Table.Tbody>
-        </Table>
+                        <Badge color="green" variant="light">
+                          {t("settings.active")}
+                        </Badge>
+                      )}
+                    </Table.Td>
+                    <Table.Td>{dateTime(s.createdAt)}</Table.Td>
+                    <Table.Td>
+                      {!self &&
+                        (s.disabledAt ? (
+                          <Button size="compact-xs" variant="light" onClick={() => update.mutate({ email: s.email, disabled: false })}>
+                            {t("settings.enable")}
+                          </Button>
+                        ) : (
+                          <Button size="compact-xs" color="red" variant="light" onClick={() => void askDisable(s.email)}>
+                            {t("settings.disable")}
+                          </Button>
+                        ))}
+                    </Table.Td>
+                  </Table.Tr>
+                );
+              })}
+            </Table.Tbody>
+          </Table>
+        </Table.ScrollContainer>
       </QueryState>
       <Card withBorder>
         <Title order={4} mb="sm">
@@ -886,7 +894,7 @@ export function Settings() {
   const tab = params.get("tab") ?? "commerces";
   return (
     <Stack>
-      <Title order={2}>{t("settings.title")}</Title>
+      <PageTitle title={t("settings.title")} />
       <Tabs value={tab} onChange={(v) => setParams(v ? { tab: v } : {})} keepMounted={false}>
         <Tabs.List>
           <Tabs.Tab value="commerces">{t("settings.commerces")}</Tabs.Tab>

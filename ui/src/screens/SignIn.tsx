@@ -1,8 +1,9 @@
-import { Alert, Button, Center, Paper, PasswordInput, Stack, Text, TextInput, Title } from "@mantine/core";
+import { Alert, Button, Center, Paper, PasswordInput, Stack, Text, TextInput } from "@mantine/core";
 import { useForm } from "@mantine/form";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { ApiError, api, payload, setCsrfToken } from "../api/client";
+import { PageTitle } from "../components/Layout";
 import { useI18n } from "../lib/context";
 import { formErrors } from "../lib/errors";
 
@@ -14,13 +15,13 @@ function refusal(e: unknown, t: (key: "login.tooManyAttempts") => string): strin
 function Frame({ title, intro, children }: { title: string; intro?: string; children: React.ReactNode }) {
   const { t } = useI18n();
   return (
-    <Center mih="100vh" bg="gray.0">
-      <Paper withBorder shadow="sm" p="xl" w={400}>
+    <Center mih="100vh" p="md" bg="var(--mantine-color-default-hover)">
+      <Paper withBorder shadow="sm" p="xl" w="100%" maw={400}>
         <Stack>
           <Text c="dimmed" size="sm">
             {t("app.name")}
           </Text>
-          <Title order={2}>{title}</Title>
+          <PageTitle title={title} />
           {intro && <Text size="sm">{intro}</Text>}
           {children}
         </Stack>

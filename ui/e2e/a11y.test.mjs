@@ -1,0 +1,309 @@
+// Accessibility and layout of every Mandato Desk screen and of the customer's pages (Magic
+// Link, signing), against a real `mandato serve` in Debian's Chromium: each page at 1440 and
+// 390 px wide, checked by axe-core (any `serious` or `critical` violation fails), never wider
+// than the window, with one `h1` the header never covers and a tab title of its own; the
+// dashboard and a list also in the dark color scheme. Also: `<html lang>` follows the language
+// switch, and focus goes back to the button that opened a dialog. Screenshots go to
+// target/ui-screenshots/<screen>-<width>.png.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { mkdirSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { chromium } from "playwright-core";
+import { mandato, repoRoot, startServer } from "../scripts/server.mjs";
+
+const AXE = createRequire(import.meta.url).resolve("axe-core/axe.min.js");
+const SHOTS = join(repoRoot, "target", "ui-screenshots");
+const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+const FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"];
+const OWNER = { email: "duena@gimnasio.cl", password: "una clave larga 123" };
+const COMMERCE = { code: "76123456-0", name: "Gimnasio Accesible", password: "clave-secreta-1" };
+const RUT = "12.345.678-5";
+const WIDTHS = [1440, 390];
+/** The header's height (Layout.tsx): nothing of a page may start under it. */
+const HEADER = 56;
+
+let server;
+let browser;
+let context;
+let page;
+const ids = { mandate: "", link: "", sign: "" };
+
+/** The merchant API with the common headers, logged in as the commerce. */
+async function merchant(base, apiKey) {
+  let token = null;
+  const call = async (method, path, body) => {
+    const headers = {
+      "content-type": "application/json",
+      country: "CL",
+      commerce: COMMERCE.code,
+      channel: "WEB",
+      requestDateTime: new Date().toISOString(),
+      correlationId: randomUUID(),
+      processId: "HYBRID",
+      salesExecutiveId: "SE-01",
+      "x-api-key": apiKey,
+    };
+    if (token) headers.authorization = `Bearer ${token}`;
+    const r = await fetch(`${base}/api/v1${path}`, { method, headers, body: body ? JSON.stringify(body) : undefined });
+    const json = await r.json();
+    assert.ok(r.ok, `${method} ${path}: ${r.status} ${JSON.stringify(json)}`);
+    return json.payload;
+  };
+  const key = await (await fetch(`${base}/api/v1/.well-known/jwe-public-key`)).json();
+  const { token: jwe } = await call("POST", "/jwe/encrypt", { password: COMMERCE.password, publicKey: key.payload.publicKey });
+  token = (await call("POST", "/login", { username: COMMERCE.code, password: jwe })).token;
+  return call;
+}
+
+function businessDate(daysFromToday) {
+  const today = new Intl.DateTimeFormat("en-CA", { timeZone: "America/Santiago" }).format(new Date());
+  const d = new Date(`${today}T12:00:00Z`);
+  d.setUTCDate(d.getUTCDate() + daysFromToday);
+  return d.toISOString().slice(0, 10);
+}
+
+function mandateBody(id, name) {
+  return {
+    customer: { userId: "cust-001" },
+    mandate: {
+      id,
+      type: "SUBSCRIPTION",
+      name,
+      charges: { currencyId: "CLP", amount: 29990, periodicity: "MONTHLY", startDate: businessDate(7), count: 3 },
+    },
+    paymentMethods: [3],
+  };
+}
+
+/** Lets queries settle, then asks axe; answers the serious and critical violations as text. */
+async function violations() {
+  await page.waitForLoadState("networkidle").catch(() => {});
+  await page.waitForTimeout(250);
+  await page.addScriptTag({ path: AXE });
+  const found = await page.evaluate(async () => {
+    // eslint-disable-next-line no-undef
+    const result = await axe.run(document, { resultTypes: ["violations"] });
+    return result.violations
+      .filter((v) => v.impact === "serious" || v.impact === "critical")
+      .map((v) => {
+        const nodes = v.nodes.slice(0, 6).map((n) => {
+          const data = n.any[0]?.data;
+          const colors = data?.fgColor ? ` ${data.fgColor} on ${data.bgColor} (${data.contrastRatio}:1)` : "";
+          return `${n.target.join(" ")}${colors} «${(n.html ?? "").slice(0, 90)}»`;
+        });
+        return `${v.impact} ${v.id} (${v.nodes.length}): ${v.help}\n    ${nodes.join("\n    ")}`;
+      });
+  });
+  return found;
+}
+
+/**
+ * Checks the page as it stands at each width (and scheme): axe, one h1 below the header, a
+ * title; writes the screenshots. `open` brings the page to the state to check.
+ */
+async function check(screen, open, { staff = true, schemes = ["light"] } = {}) {
+  const problems = [];
+  for (const scheme of schemes) {
+    await page.emulateMedia({ colorScheme: scheme });
+    for (const width of WIDTHS) {
+      await page.setViewportSize({ width, height: 900 });
+      await open();
+      const name = scheme === "light" ? `${screen}-${width}` : `${screen}-${scheme}-${width}`;
+      const found = await violations();
+      if (found.length) problems.push(`${name}:\n  ${found.join("\n  ")}`);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      if (overflow > 0) problems.push(`${name}: the page is ${overflow}px wider than the window`);
+      const h1 = page.locator("h1");
+      assert.equal(await h1.count(), 1, `${name}: one h1`);
+      if (staff) {
+        const box = await h1.boundingBox();
+        assert.ok(box && box.y >= HEADER, `${name}: the header covers the h1 (top ${box?.y})`);
+        const title = await page.title();
+        assert.ok(title.endsWith("· Mandato Desk") && title.includes((await h1.innerText()).trim()), `${name}: title "${title}"`);
+      }
+      await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+    }
+  }
+  await page.emulateMedia({ colorScheme: "light" });
+  assert.deepEqual(problems, [], problems.join("\n"));
+}
+
+/** Opens a staff route the way a person does, and waits for its heading. */
+function route(path) {
+  return async () => {
+    await page.goto(`${server.base}${path}`);
+    await page.locator("h1").first().waitFor();
+  };
+}
+
+/** A route, then its `index`-th tab. */
+function tab(path, index) {
+  return async () => {
+    await route(path)();
+    await page.getByRole("tab").nth(index).click();
+    await page.waitForTimeout(200);
+  };
+}
+
+describe("Accessibility of every screen", { concurrency: false }, () => {
+  before(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    server = await startServer();
+    await mandato(server.dataDir, ["--json", "commerce", "add", "--code", COMMERCE.code, "--name", COMMERCE.name, "--password-stdin"], COMMERCE.password);
+    const key = JSON.parse(await mandato(server.dataDir, ["--json", "apikey", "create"]));
+    const call = await merchant(server.base, key.apiKey);
+    await call("POST", "/user", {
+      customer: {
+        userId: "cust-001",
+        identificationDocument: { type: "RUT", number: RUT },
+        personalInformation: { firstName: "Ana", lastName: "Pérez" },
+        contacts: { email: "ana@example.cl" },
+      },
+    });
+    const direct = await call("POST", "/mandate", mandateBody("GYM-A11Y-1", "Plan mensual"));
+    ids.mandate = direct.mandate.internalId;
+    ids.link = direct.mandate.magicLink;
+    // A mandate activated by signature, whose enrolment leads to the signing pages.
+    await mandato(server.dataDir, ["--json", "commerce", "set-activation", "--code", COMMERCE.code, "--mode", "SIGNATURE"]);
+    const signed = await call("POST", "/mandate", mandateBody("GYM-A11Y-2", "Plan con firma"));
+    const html = await (await fetch(signed.mandate.magicLink)).text();
+    const terms = html.match(/name="termsSha256" value="([0-9a-f]{64})"/)[1];
+    const r = await fetch(signed.mandate.magicLink, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ method: "3", number: "4111111111111111", expiry: "12/35", cvv: "123", accept: "1", termsSha256: terms }),
+      redirect: "manual",
+    });
+    assert.equal(r.status, 303);
+    ids.sign = `${server.base}${r.headers.get("location")}`;
+
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+    // axe is injected as a script, which the pages' Content-Security-Policy would refuse.
+    context = await browser.newContext({ viewport: { width: 1440, height: 900 }, locale: "es-CL", bypassCSP: true });
+    page = await context.newPage();
+    page.setDefaultTimeout(10_000);
+    page.on("pageerror", (e) => console.error("page error:", e.message));
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  test("first start and sign-in", async () => {
+    await check("setup", route("/"), { staff: false });
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await page.getByLabel(/^Correo electrónico/).fill(OWNER.email);
+    await page.getByLabel(/^Contraseña/).fill(OWNER.password);
+    await page.getByLabel(/^Repita la contraseña/).fill(OWNER.password);
+    await page.getByRole("button", { name: "Crear cuenta y entrar" }).click();
+    await page.getByRole("heading", { name: "Panel", level: 1 }).waitFor();
+  });
+
+  test("dashboard, in both color schemes", async () => {
+    await check("dashboard", route("/"), { schemes: ["light", "dark"] });
+  });
+
+  test("customers and a customer", async () => {
+    await check("customers", route("/customers"));
+    await check("customer", async () => {
+      await route("/customers")();
+      await page.getByRole("link", { name: /Ana/ }).first().click();
+      await page.getByRole("heading", { name: /Ana/, level: 1 }).waitFor();
+    });
+  });
+
+  test("mandates, in both color schemes, and a mandate", async () => {
+    await check("mandates", route("/mandates"), { schemes: ["light", "dark"] });
+    await check("mandate", async () => {
+      await page.goto(`${server.base}/mandates/${ids.mandate}`);
+      await page.getByRole("heading", { name: "Plan mensual", level: 1 }).waitFor();
+    });
+  });
+
+  test("notifications, charging, ledger", async () => {
+    await check("notifications", route("/notifications"));
+    await check("charging", route("/charging"));
+    await check("ledger", route("/ledger"));
+  });
+
+  test("every settings tab", async () => {
+    await route("/settings")();
+    const tabs = await page.getByRole("tab").count();
+    assert.ok(tabs >= 5, `settings has ${tabs} tabs`);
+    for (let i = 0; i < tabs; i++) await check(`settings-${i + 1}`, tab("/settings", i));
+  });
+
+  test("every audit tab", async () => {
+    await route("/audit")();
+    const tabs = await page.getByRole("tab").count();
+    for (let i = 0; i < tabs; i++) await check(`audit-${i + 1}`, tab("/audit", i));
+    // The timestamps stay on one line and the table scrolls inside its container.
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await tab("/audit", 0)();
+    const cell = page.getByTestId("staff-audit").locator("tbody tr td").first();
+    const { height, lineHeight } = await cell.evaluate((td) => ({
+      height: td.getBoundingClientRect().height,
+      lineHeight: parseFloat(getComputedStyle(td).lineHeight) || 20,
+    }));
+    assert.ok(height < lineHeight * 2 + 24, `a timestamp wraps (${height}px)`);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    assert.ok(overflow <= 0, `the audit page overflows by ${overflow}px`);
+  });
+
+  test("the customer's Magic Link and signing pages", async () => {
+    await check("magic-link", async () => {
+      await page.goto(ids.link);
+      await page.locator("h1").first().waitFor();
+    }, { staff: false });
+    await check("signing", async () => {
+      await page.goto(ids.sign);
+      await page.locator("h1").first().waitFor();
+    }, { staff: false });
+  });
+
+  test("the page's language follows the switch", async () => {
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await route("/")();
+    assert.equal(await page.evaluate(() => document.documentElement.lang), "es-CL");
+    const language = page.getByRole("radiogroup", { name: "Idioma" });
+    await language.getByText("EN", { exact: true }).click();
+    await page.getByRole("heading", { name: "Dashboard", level: 1 }).waitFor();
+    assert.equal(await page.evaluate(() => document.documentElement.lang), "en");
+    assert.match(await page.title(), /^Dashboard · Mandato Desk$/);
+    await page.reload();
+    await page.getByRole("heading", { name: "Dashboard", level: 1 }).waitFor();
+    assert.equal(await page.evaluate(() => document.documentElement.lang), "en");
+    await page.getByRole("radiogroup", { name: "Language" }).getByText("ES", { exact: true }).click();
+    await page.getByRole("heading", { name: "Panel", level: 1 }).waitFor();
+    assert.equal(await page.evaluate(() => document.documentElement.lang), "es-CL");
+  });
+
+  test("closing a dialog puts focus back on the button that opened it", async () => {
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await page.goto(`${server.base}/mandates/${ids.mandate}`);
+    const opener = page.getByTestId("cancel-mandate");
+    await opener.click();
+    await page.getByRole("dialog").waitFor();
+    await page.keyboard.press("Escape");
+    await page.getByRole("dialog").waitFor({ state: "detached" });
+    await page.waitForTimeout(100);
+    assert.equal(await page.evaluate(() => document.activeElement?.getAttribute("data-testid")), "cancel-mandate");
+  });
+
+  test("on a small screen the navigation opens from the menu button", async () => {
+    await page.setViewportSize({ width: 390, height: 800 });
+    await route("/")();
+    const menu = page.getByRole("button", { name: "Menú" });
+    await menu.click();
+    const nav = page.getByRole("navigation", { name: "Navegación principal" });
+    await nav.getByRole("link", { name: "Mandatos" }).click();
+    await page.getByRole("heading", { name: "Mandatos", level: 1 }).waitFor();
+    assert.equal(await menu.getAttribute("aria-expanded"), "false");
+    await menu.click();
+    await nav.getByRole("button", { name: "Cerrar sesión" }).waitFor();
+  });
+});
