@@ -19,7 +19,7 @@ use super::paging::{Params, stored_amount};
 use super::session::Staff;
 use crate::clock::timestamp;
 use crate::domain::state::{InstallmentState, MandateState, MandateType};
-use crate::error::{Error, FieldErrors, Result};
+use crate::error::{Error, FieldError, FieldErrors, Result};
 use crate::http::AppState;
 use crate::http::envelope::Envelope;
 use crate::http::error::{ApiError, ApiResult, ErrorBody};
@@ -635,8 +635,10 @@ fn installment_ids(ids: Option<&Vec<String>>, errors: &mut FieldErrors) -> Optio
 }
 
 /// Names every selected installment that cannot make the move, so that staff acting on several
-/// at once see each one's reason together; nothing changes unless all of them can. A cancelled
-/// or deleted mandate is left to the operation, which refuses it as a whole.
+/// at once see each one's reason together; nothing changes unless all of them can. One refused
+/// installment is answered as the operation answers it (`INSTALLMENT_STATE_CONFLICT` at its
+/// field), several as a `VALIDATION_ERROR` listing each. An id that is not the mandate's is a
+/// 404, and a cancelled or deleted mandate is left to the operation, which refuses it whole.
 fn check_selection(
     conn: &Connection,
     ctx: &Ctx<'_>,
@@ -656,35 +658,43 @@ fn check_selection(
     let by_id: HashMap<&str, &installments::InstallmentRow> =
         rows.iter().map(|r| (r.id.as_str(), r)).collect();
     let mut seen = HashSet::new();
-    let mut errors = FieldErrors::new();
+    let mut problems = Vec::new();
     for (i, id) in ids.iter().enumerate() {
         let field = format!("installmentIds[{i}]");
-        match by_id.get(id.as_str()) {
-            None => errors.push(
-                field,
-                "INSTALLMENT_NOT_FOUND",
-                format!("{id} is not an installment of this mandate"),
-            ),
-            Some(_) if !seen.insert(id.as_str()) => errors.push(
+        let row = by_id
+            .get(id.as_str())
+            .ok_or(Error::not_found("installment"))?;
+        if !seen.insert(id.as_str()) {
+            problems.push(FieldError::new(
                 field,
                 "DUPLICATED_INSTALLMENT",
                 "the installment is listed twice",
-            ),
-            Some(row) if !row.state.can_move_to(target) => errors.push(
+            ));
+        } else if !row.state.can_move_to(target) {
+            problems.push(FieldError::new(
                 field,
-                "INSTALLMENT_STATE_CONFLICT",
+                STATE_CONFLICT,
                 format!(
                     "installment {} is {} and cannot become {}",
                     row.external_id,
                     row.state.name(),
                     target.name()
                 ),
-            ),
-            Some(_) => {}
+            ));
         }
     }
-    errors.into_result()
+    match problems.as_slice() {
+        [] => Ok(()),
+        [only] if only.code == STATE_CONFLICT => Err(Error::refused_at(
+            STATE_CONFLICT,
+            only.field.clone(),
+            only.message.clone(),
+        )),
+        _ => Err(Error::Validation(problems)),
+    }
 }
+
+const STATE_CONFLICT: &str = "INSTALLMENT_STATE_CONFLICT";
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -727,7 +737,7 @@ fn parse_evidence(p: Option<&PaymentIn>, errors: &mut FieldErrors) -> Option<Pay
     request_body = StaffPaymentRequest,
     responses(
         (status = 200, description = "MANDATE_OK: the mandate afterwards", body = Envelope<MandateDetail>),
-        (status = 400, description = "Invalid field, evidence mismatch, DATE_IN_FUTURE at payment.date, INSTALLMENT_NOT_FOUND, DUPLICATED_INSTALLMENT or INSTALLMENT_STATE_CONFLICT at installmentIds[i], MANDATE_STATE_CONFLICT", body = ErrorBody),
+        (status = 400, description = "Invalid field, evidence mismatch, DATE_IN_FUTURE at payment.date, INSTALLMENT_STATE_CONFLICT at installmentIds[i] (several refused installments: VALIDATION_ERROR naming each), MANDATE_STATE_CONFLICT", body = ErrorBody),
         (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
         (status = 403, description = "ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID", body = ErrorBody),
         (status = 404, description = "MANDATE_NOT_FOUND or INSTALLMENT_NOT_FOUND", body = ErrorBody),
@@ -792,7 +802,7 @@ pub struct StaffAnnulRequest {
     request_body = StaffAnnulRequest,
     responses(
         (status = 200, description = "MANDATE_OK: the mandate afterwards", body = Envelope<MandateDetail>),
-        (status = 400, description = "Invalid field, INSTALLMENT_NOT_FOUND, DUPLICATED_INSTALLMENT or INSTALLMENT_STATE_CONFLICT at installmentIds[i], MANDATE_STATE_CONFLICT", body = ErrorBody),
+        (status = 400, description = "Invalid field, INSTALLMENT_STATE_CONFLICT at installmentIds[i] (several refused installments: VALIDATION_ERROR naming each), MANDATE_STATE_CONFLICT", body = ErrorBody),
         (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
         (status = 403, description = "ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID", body = ErrorBody),
         (status = 404, description = "MANDATE_NOT_FOUND or INSTALLMENT_NOT_FOUND", body = ErrorBody),
