@@ -167,5 +167,11 @@ describe("the mandate detail", { concurrency: false }, () => {
     await refusals.getByText("Cuota d: está Pagada y no puede quedar Anulada").waitFor();
     await row("c").getByText("Pendiente").waitFor();
     await page.screenshot({ path: join(SHOTS, "mandate-detail-refused-1440.png"), fullPage: true });
+    // d has left the selection: c alone can be annulled now.
+    await page.getByTestId("annul-selected").getByText("Anular (1)").waitFor();
+    await page.getByTestId("annul-selected").click();
+    await page.getByRole("dialog").getByRole("button", { name: "Anular" }).click();
+    await row("c").getByText("Anulada").waitFor();
+    await page.getByTestId("refusals").waitFor({ state: "detached" });
   });
 });

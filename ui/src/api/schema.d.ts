@@ -4216,7 +4216,7 @@ export interface components {
         };
         StaffAnnulRequest: {
             /** @description The installments to annul (`ins_...`): PENDING or REJECTED ones. */
-            installmentIds?: string[] | null;
+            installmentIds: string[];
         };
         StaffAttemptDto: components["schemas"]["AttemptDto"] & {
             /**
@@ -4271,7 +4271,7 @@ export interface components {
         };
         StaffPaymentRequest: {
             /** @description The installments paid (`ins_...`). */
-            installmentIds?: string[] | null;
+            installmentIds: string[];
             payment?: components["schemas"]["PaymentIn"] | null;
         };
         StaffReconciliationRequest: {
@@ -4389,11 +4389,8 @@ export interface components {
             [key: string]: unknown;
         };
         VerifyRequest: {
-            /**
-             * @description The secret to check with: `whsec_` then base64, as the commerce holds it.
-             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
-             */
-            secret?: string | null;
+            /** @description The secret to check with: `whsec_` then base64, as the commerce holds it. */
+            secret: string;
         };
         /**
          * @description The `country` header: one of the installation's countries.

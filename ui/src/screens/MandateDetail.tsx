@@ -410,7 +410,7 @@ function InstallmentRows({
           <Checkbox
             aria-label={t("mandates.selectInstallment", { id: installment.id })}
             disabled={!selectable}
-            checked={selected}
+            checked={selected && selectable}
             onChange={(e) => onSelect(e.currentTarget.checked)}
             data-testid="select-installment"
           />
@@ -666,8 +666,9 @@ export function MandateDetail() {
   const charges = (d?.mandate.charges ?? {}) as Record<string, string | number | null>;
   const method = d?.paymentMethod as EnrolledMethod | null | undefined;
   const notAllowed = t("app.notAllowed", { role: session.info.role });
-  const chosen = (d?.installments ?? []).filter((i) => selected.includes(i.internalId));
   const selectable = operator ? (d?.installments ?? []).filter((i) => i.canPay || i.canAnnul) : [];
+  // An installment that has moved on since it was ticked (paid elsewhere, charged) drops out.
+  const chosen = selectable.filter((i) => selected.includes(i.internalId));
   const select = (installment: Installment, checked: boolean) =>
     setSelected((s) => (checked ? [...s, installment.internalId] : s.filter((x) => x !== installment.internalId)));
   return (
