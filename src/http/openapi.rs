@@ -585,7 +585,32 @@ fn request_rules() -> Vec<Rule> {
             true,
             string_enum(&["NEXT", "PREVIOUS"]),
         ),
+        // Staff: the signature check and the changes of several installments.
+        rule(
+            "VerifyRequest",
+            "secret",
+            true,
+            json!({"type": "string", "maxLength": 200, "pattern": "^whsec_[A-Za-z0-9+/]+={0,2}$"}),
+        ),
+        rule(
+            "StaffPaymentRequest",
+            "installmentIds",
+            true,
+            staff_installment_ids(),
+        ),
+        rule(
+            "StaffAnnulRequest",
+            "installmentIds",
+            true,
+            staff_installment_ids(),
+        ),
     ]
+}
+
+/// The `installmentIds` of a staff change: 1 to 1000 internal installment ids.
+fn staff_installment_ids() -> Value {
+    json!({"type": "array", "minItems": 1, "maxItems": 1000,
+           "items": {"type": "string", "minLength": 1, "maxLength": 64}})
 }
 
 /// The members of `charges` each mandate type takes and needs (CONTRACT 5), as `if`/`then`.

@@ -27,7 +27,7 @@ use super::destination::{self, Destinations};
 use super::signing::standard_webhooks_signature;
 use crate::clock::{Clock, timestamp};
 use crate::store::Store;
-use crate::store::deliveries::{self, Attempt, AttemptKind, DueEvent, Outcome};
+use crate::store::deliveries::{self, Attempt, AttemptKind, DueEvent, Outcome, SentHeaders};
 use crate::store::settings;
 
 /// The contract's schedule: after the first attempt, retries after these delays; then FAILED.
@@ -667,6 +667,7 @@ pub(super) async fn attempt_once(
         error: None,
         outcome: Outcome::Failed,
         counts: matches!(kind, AttemptKind::First | AttemptKind::Retry),
+        sent: None,
     };
     // Events only ever get https:// URLs; this guard keeps it true whatever the data says.
     if !event.url.starts_with("https://") {
@@ -682,15 +683,19 @@ pub(super) async fn attempt_once(
         return attempt;
     }
     let deadline = tokio::time::Instant::now() + config.timeout;
-    let signatures = signature_header(event, started);
+    let sent = SentHeaders {
+        timestamp: started.timestamp(),
+        signature: signature_header(event, started),
+    };
     let request = client
         .post(&event.url)
         .header("content-type", "application/json")
         .header("webhook-id", &event.id)
-        .header("webhook-timestamp", started.timestamp().to_string())
-        .header("webhook-signature", signatures)
+        .header("webhook-timestamp", sent.timestamp.to_string())
+        .header("webhook-signature", &sent.signature)
         .body(event.body.clone())
         .send();
+    attempt.sent = Some(sent);
     let response = match tokio::time::timeout_at(deadline, request).await {
         Ok(response) => response.map_err(|e| describe(&e)),
         Err(_) => Err("timeout: no answer within the delivery timeout".to_string()),

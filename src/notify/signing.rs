@@ -12,6 +12,13 @@ use crate::secret::Secret;
 
 type HmacSha256 = Hmac<Sha256>;
 
+/// Whether `text` has the form of a commerce's secret: `whsec_` then standard base64 of at
+/// least one byte. A secret pasted by hand is checked with this before anything is signed.
+pub fn is_well_formed_secret(text: &str) -> bool {
+    text.strip_prefix("whsec_")
+        .is_some_and(|encoded| STANDARD.decode(encoded).is_ok_and(|key| !key.is_empty()))
+}
+
 /// The key bytes of a `whsec_<base64>` secret.
 pub fn secret_key(secret: &Secret<String>) -> Vec<u8> {
     let encoded = secret
@@ -29,15 +36,22 @@ fn hmac(key: &[u8], message: &[u8]) -> Vec<u8> {
     mac.finalize().into_bytes().to_vec()
 }
 
-/// Signs an event body: returns it with its `signature` member set.
-pub fn sign_body(mut body: Value, secret: &Secret<String>) -> Value {
-    if let Value::Object(map) = &mut body {
+/// The body `signature` of an event: lowercase hex HMAC-SHA256 over the JCS form of the body
+/// without its `signature` member.
+pub fn body_signature(body: &Value, secret: &Secret<String>) -> String {
+    let mut unsigned = body.clone();
+    if let Value::Object(map) = &mut unsigned {
         map.remove("signature");
     }
-    let signature = hex::encode(hmac(
+    hex::encode(hmac(
         &secret_key(secret),
-        jcs::canonicalize(&body).as_bytes(),
-    ));
+        jcs::canonicalize(&unsigned).as_bytes(),
+    ))
+}
+
+/// Signs an event body: returns it with its `signature` member set.
+pub fn sign_body(mut body: Value, secret: &Secret<String>) -> Value {
+    let signature = body_signature(&body, secret);
     if let Value::Object(map) = &mut body {
         map.insert("signature".into(), Value::String(signature));
     }
@@ -70,6 +84,21 @@ mod tests {
         let b = sign_body(json!({"a": "x", "b": 1}), &secret);
         assert_eq!(a["signature"], b["signature"]);
         assert_eq!(a["signature"].as_str().unwrap().len(), 64);
+    }
+
+    #[test]
+    fn only_whsec_and_base64_is_a_secret() {
+        assert!(is_well_formed_secret(
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+        ));
+        for text in [
+            "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+            "whsec_",
+            "whsec_not base64!",
+            "",
+        ] {
+            assert!(!is_well_formed_secret(text), "{text}");
+        }
     }
 
     #[test]

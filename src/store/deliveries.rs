@@ -108,6 +108,17 @@ pub struct Attempt {
     pub outcome: Outcome,
     /// Whether it counts against the automatic retry budget.
     pub counts: bool,
+    /// The signed headers of the request, when one was made.
+    pub sent: Option<SentHeaders>,
+}
+
+/// The Standard Webhooks headers one attempt sent besides `webhook-id` (the event's id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentHeaders {
+    /// `webhook-timestamp`: Unix seconds.
+    pub timestamp: i64,
+    /// `webhook-signature`: one or two space-separated `v1,<base64>` (two during a rotation).
+    pub signature: String,
 }
 
 /// Records attempts and moves their events on, all in the caller's transaction.
@@ -117,8 +128,9 @@ pub fn record_attempts(conn: &Connection, attempts: &[Attempt]) -> rusqlite::Res
     // batch would be sent again.
     let mut insert = conn.prepare_cached(
         "INSERT INTO delivery_attempts (event_seq, kind, started_at, duration_ms, status_code,
-                response_excerpt, error, outcome)
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 WHERE EXISTS (SELECT 1 FROM events WHERE seq = ?1)",
+                response_excerpt, error, outcome, webhook_timestamp, webhook_signature)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10
+         WHERE EXISTS (SELECT 1 FROM events WHERE seq = ?1)",
     )?;
     // A redelivery asked for while an automatic attempt was in flight (?6 = 1) is kept: the
     // event stays PENDING, due at the time the request set, so the manual send still happens.
@@ -144,7 +156,9 @@ pub fn record_attempts(conn: &Connection, attempts: &[Attempt]) -> rusqlite::Res
             a.status_code,
             a.response_excerpt,
             a.error,
-            outcome
+            outcome,
+            a.sent.as_ref().map(|h| h.timestamp),
+            a.sent.as_ref().map(|h| h.signature.as_str()),
         ])?;
         if !matches!(a.kind, AttemptKind::Injected | AttemptKind::Listen) {
             let delivered_at = (a.outcome == Outcome::Delivered).then_some(a.started_at.as_str());
@@ -266,6 +280,7 @@ pub struct AttemptRow {
     pub response_excerpt: Option<String>,
     pub error: Option<String>,
     pub outcome: String,
+    pub sent: Option<SentHeaders>,
 }
 
 pub fn event_by_id(
@@ -297,7 +312,8 @@ pub fn event_by_id(
 
 pub fn attempts_of(conn: &Connection, event_seq: i64) -> rusqlite::Result<Vec<AttemptRow>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT kind, started_at, duration_ms, status_code, response_excerpt, error, outcome
+        "SELECT kind, started_at, duration_ms, status_code, response_excerpt, error, outcome,
+                webhook_timestamp, webhook_signature
          FROM delivery_attempts WHERE event_seq = ?1 ORDER BY seq",
     )?;
     stmt.query_map([event_seq], |r| {
@@ -309,6 +325,13 @@ pub fn attempts_of(conn: &Connection, event_seq: i64) -> rusqlite::Result<Vec<At
             response_excerpt: r.get(4)?,
             error: r.get(5)?,
             outcome: r.get(6)?,
+            sent: match (r.get(7)?, r.get(8)?) {
+                (Some(timestamp), Some(signature)) => Some(SentHeaders {
+                    timestamp,
+                    signature,
+                }),
+                _ => None,
+            },
         })
     })?
     .collect()
@@ -350,17 +373,39 @@ pub struct ListedEvent {
     pub commerce_code: String,
     pub mandate_id: Option<String>,
     pub installment_id: Option<String>,
+    /// The merchant's id of the mandate.
+    pub mandate_external_id: Option<String>,
+    /// First name, last name and second last name of the mandate's customer.
+    pub customer_name: Option<String>,
+    /// The state the event announces: the installment's, the mandate's, or for a signature
+    /// process event its type (`SIGNATURE_COMPLETED`).
+    pub announced_state: Option<String>,
+    pub rejection_code: Option<String>,
+    /// The HTTP status of the latest real attempt (neither a sandbox duplicate nor a listener
+    /// copy), and its error when no answer came.
+    pub last_status_code: Option<i64>,
+    pub last_error: Option<String>,
 }
 
 pub fn list_events(conn: &Connection, filter: &EventFilter) -> rusqlite::Result<Vec<ListedEvent>> {
     use rusqlite::types::Value as SqlValue;
     let mut sql = String::from(
         "SELECT e.seq, e.id, e.kind, e.sequence, e.url, e.delivery_state, e.attempts, e.next_attempt_at,
-                e.created_at, e.delivered_at, c.code, m.id, i.id
+                e.created_at, e.delivered_at, c.code, m.id, i.id, m.external_id,
+                trim(u.first_name || ' ' || u.last_name || ' ' || coalesce(u.second_last_name, '')),
+                CASE WHEN e.kind = 'signature' THEN json_extract(e.body, '$.event')
+                     ELSE coalesce(json_extract(e.body, '$.installment.state.name'),
+                                   json_extract(e.body, '$.product.state.name')) END,
+                json_extract(e.body, '$.installment.rejection.code'),
+                la.status_code, la.error
          FROM events e
          JOIN commerces c ON c.id = e.commerce_id
          LEFT JOIN mandates m ON m.seq = e.mandate_seq
+         LEFT JOIN customers u ON u.seq = m.customer_seq
          LEFT JOIN installments i ON i.seq = e.installment_seq
+         LEFT JOIN delivery_attempts la ON la.seq = (
+             SELECT max(a.seq) FROM delivery_attempts a
+             WHERE a.event_seq = e.seq AND a.kind IN ('FIRST', 'RETRY', 'MANUAL'))
          WHERE 1 = 1",
     );
     let mut args: Vec<SqlValue> = Vec::new();
@@ -409,6 +454,12 @@ pub fn list_events(conn: &Connection, filter: &EventFilter) -> rusqlite::Result<
             commerce_code: r.get(10)?,
             mandate_id: r.get(11)?,
             installment_id: r.get(12)?,
+            mandate_external_id: r.get(13)?,
+            customer_name: r.get(14)?,
+            announced_state: r.get(15)?,
+            rejection_code: r.get(16)?,
+            last_status_code: r.get(17)?,
+            last_error: r.get(18)?,
         })
     })?
     .collect()
@@ -587,6 +638,7 @@ mod tests {
             error: None,
             outcome: Outcome::Delivered,
             counts: true,
+            sent: None,
         };
         let (kept, gone) = (seq("evt_kept"), seq("evt_gone"));
         conn.execute("DELETE FROM events WHERE seq = ?1", [gone])

@@ -1,6 +1,6 @@
 //! Enrolled payment instruments (tokens and masked data only) and the customer's acceptance.
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::optional;
 
@@ -93,4 +93,34 @@ pub fn insert_acceptance(conn: &Connection, a: &NewAcceptance<'_>) -> rusqlite::
         params![a.mandate_seq, a.accepted_at, a.ip, a.user_agent, a.terms, a.terms_sha256, a.document_sha256],
     )?;
     Ok(())
+}
+
+/// The customer's latest acceptance of a mandate, as recorded at activation.
+#[derive(Debug, Clone)]
+pub struct AcceptanceRow {
+    pub accepted_at: String,
+    pub ip: Option<String>,
+    pub user_agent: Option<String>,
+    pub terms_sha256: String,
+    pub document_sha256: Option<String>,
+}
+
+pub fn latest_acceptance(
+    conn: &Connection,
+    mandate_seq: i64,
+) -> rusqlite::Result<Option<AcceptanceRow>> {
+    conn.prepare_cached(
+        "SELECT accepted_at, ip, user_agent, terms_sha256, document_sha256 FROM acceptances
+         WHERE mandate_seq = ?1 ORDER BY seq DESC LIMIT 1",
+    )?
+    .query_row([mandate_seq], |r| {
+        Ok(AcceptanceRow {
+            accepted_at: r.get(0)?,
+            ip: r.get(1)?,
+            user_agent: r.get(2)?,
+            terms_sha256: r.get(3)?,
+            document_sha256: r.get(4)?,
+        })
+    })
+    .optional()
 }

@@ -308,7 +308,7 @@ async fn staff_mark_paid_annul_add_and_cancel_through_the_merchant_operations() 
     );
     assert_eq!(
         payload["actions"],
-        json!({"cancel": true, "addInstallments": false})
+        json!({"cancel": true, "addInstallments": false, "shareMagicLink": true})
     );
     let installments = payload["installments"].as_array().unwrap();
     assert_eq!(installments.len(), 3);

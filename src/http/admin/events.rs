@@ -1,5 +1,6 @@
 //! Notifications for staff: every event with its delivery state and attempts, the payload
-//! (with `fileBase64` masked), redelivery of one or many, and webhook secret rotation.
+//! (with `fileBase64` masked), the headers each attempt sent, a check of both signatures
+//! against a secret pasted by staff, redelivery of one or many, and webhook secret rotation.
 //!
 //! They live under `/admin/api/notifications`: the merchant API owns `/events` in the shared
 //! OpenAPI `paths` map. The older `/admin/api/events` paths are still served, undocumented.
@@ -20,7 +21,9 @@ use crate::http::envelope::Envelope;
 use crate::http::error::{ApiResult, ErrorBody};
 use crate::http::json::Body;
 use crate::http::sandbox::{AttemptDto, EventDto, mask_file};
-use crate::store::deliveries::{self, EventFilter};
+use crate::notify::signing::{body_signature, is_well_formed_secret, standard_webhooks_signature};
+use crate::secret::Secret;
+use crate::store::deliveries::{self, AttemptRow, EventFilter, ListedEvent, SentHeaders};
 use crate::store::staff::Role;
 
 #[derive(IntoParams)]
@@ -52,7 +55,39 @@ pub struct ListedEventDto {
     pub event: EventDto,
     pub commerce: String,
     pub mandate_internal_id: Option<String>,
+    /// The merchant's id of the mandate.
+    pub mandate_id: Option<String>,
+    /// The mandate's customer: first name and last names.
+    pub customer_name: Option<String>,
     pub installment_internal_id: Option<String>,
+    /// The state the event announces: the installment's (`PAID`, `REJECTED`...) for a payment,
+    /// the mandate's (`ACTIVE`, `CANCELLED`) for an activation, the event type
+    /// (`SIGNATURE_COMPLETED`...) for a signature process.
+    pub announced_state: Option<String>,
+    /// The processor's rejection code a REJECTED payment event carries.
+    pub rejection_code: Option<String>,
+    /// The HTTP status of the latest delivery attempt; null before any, or when no answer came.
+    #[schema(minimum = 100, maximum = 599)]
+    pub last_status_code: Option<i64>,
+    /// Why the latest delivery attempt got no answer (connection, TLS, timeout, refusal).
+    pub last_error: Option<String>,
+}
+
+impl From<ListedEvent> for ListedEventDto {
+    fn from(r: ListedEvent) -> Self {
+        ListedEventDto {
+            event: r.summary.into(),
+            commerce: r.commerce_code,
+            mandate_internal_id: r.mandate_id,
+            mandate_id: r.mandate_external_id,
+            customer_name: r.customer_name,
+            installment_internal_id: r.installment_id,
+            announced_state: r.announced_state,
+            rejection_code: r.rejection_code,
+            last_status_code: r.last_status_code,
+            last_error: r.last_error,
+        }
+    }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -137,15 +172,7 @@ pub async fn list(
     } else {
         None
     };
-    let items = rows
-        .into_iter()
-        .map(|r| ListedEventDto {
-            event: r.summary.into(),
-            commerce: r.commerce_code,
-            mandate_internal_id: r.mandate_id,
-            installment_internal_id: r.installment_id,
-        })
-        .collect();
+    let items = rows.into_iter().map(ListedEventDto::from).collect();
     Ok(Envelope::ok(
         "EVENTS_OK",
         "events",
@@ -160,9 +187,60 @@ pub struct EventDetail {
     /// The body exactly as sent, with `fileBase64` masked.
     #[schema(value_type = Object)]
     pub body: Value,
-    pub attempts: Vec<AttemptDto>,
+    pub attempts: Vec<StaffAttemptDto>,
     /// How a receiver checks this event's signatures.
     pub verification: &'static str,
+}
+
+/// One header of a webhook request.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SentHeaderDto {
+    pub name: &'static str,
+    pub value: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StaffAttemptDto {
+    #[serde(flatten)]
+    pub attempt: AttemptDto,
+    /// The request's headers: `content-type`, `webhook-id`, `webhook-timestamp` and
+    /// `webhook-signature` (signatures only, never a secret). Empty when no request was made
+    /// (refused destination), or for attempts recorded before headers were kept.
+    pub headers: Vec<SentHeaderDto>,
+}
+
+fn sent_headers(event_id: &str, sent: &SentHeaders) -> Vec<SentHeaderDto> {
+    vec![
+        SentHeaderDto {
+            name: "content-type",
+            value: "application/json".into(),
+        },
+        SentHeaderDto {
+            name: "webhook-id",
+            value: event_id.to_string(),
+        },
+        SentHeaderDto {
+            name: "webhook-timestamp",
+            value: sent.timestamp.to_string(),
+        },
+        SentHeaderDto {
+            name: "webhook-signature",
+            value: sent.signature.clone(),
+        },
+    ]
+}
+
+fn staff_attempt(event_id: &str, row: AttemptRow) -> StaffAttemptDto {
+    let headers = row
+        .sent
+        .as_ref()
+        .map(|sent| sent_headers(event_id, sent))
+        .unwrap_or_default();
+    StaffAttemptDto {
+        attempt: row.into(),
+        headers,
+    }
 }
 
 const VERIFICATION: &str = "Standard Webhooks: base64 HMAC-SHA256, keyed with the base64-decoded part of the \
@@ -191,12 +269,129 @@ pub async fn detail(
             body: mask_file(serde_json::from_str(&body)?),
             attempts: deliveries::attempts_of(c, seq)?
                 .into_iter()
-                .map(AttemptDto::from)
+                .map(|a| staff_attempt(&event_id, a))
                 .collect(),
             verification: VERIFICATION,
         })
     })?;
     Ok(Envelope::ok("EVENT_OK", "event", detail))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VerifyRequest {
+    /// The secret to check with: `whsec_` then base64, as the commerce holds it.
+    #[schema(max_length = 200, example = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")]
+    pub secret: Option<String>,
+}
+
+/// The body `signature` field against the one the secret makes.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BodySignatureCheck {
+    /// The `signature` member of the stored body (null for a body without one).
+    pub sent: Option<String>,
+    pub valid: bool,
+}
+
+/// One attempt's `webhook-signature` header against the one the secret makes for its
+/// `webhook-id`, `webhook-timestamp` and the raw body.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HeaderSignatureCheck {
+    /// 1 for the first attempt of the event's attempt list.
+    #[schema(minimum = 1)]
+    pub attempt: usize,
+    pub started_at: String,
+    pub webhook_timestamp: i64,
+    /// Whether one of the header's `v1,` signatures is the secret's.
+    pub valid: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SignatureVerification {
+    pub body: BodySignatureCheck,
+    /// One per attempt that sent a request, oldest first.
+    pub headers: Vec<HeaderSignatureCheck>,
+}
+
+fn verify_with(
+    secret: &Secret<String>,
+    event_id: &str,
+    raw_body: &str,
+    attempts: &[AttemptRow],
+) -> Result<SignatureVerification, Error> {
+    let body: Value = serde_json::from_str(raw_body)?;
+    let sent = body["signature"].as_str().map(str::to_string);
+    let valid = sent
+        .as_deref()
+        .is_some_and(|s| s == body_signature(&body, secret));
+    let headers = attempts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, a)| a.sent.as_ref().map(|h| (i, a, h)))
+        .map(|(i, attempt, sent)| {
+            let expected = standard_webhooks_signature(secret, event_id, sent.timestamp, raw_body);
+            HeaderSignatureCheck {
+                attempt: i + 1,
+                started_at: attempt.started_at.clone(),
+                webhook_timestamp: sent.timestamp,
+                valid: sent.signature.split(' ').any(|s| s == expected),
+            }
+        })
+        .collect();
+    Ok(SignatureVerification {
+        body: BodySignatureCheck { sent, valid },
+        headers,
+    })
+}
+
+/// Checks an event's signatures with a secret staff paste (a merchant's, to tell whether the
+/// secret they verify with is the one that signed): the body `signature` field over the stored
+/// body, and each attempt's `webhook-signature` header over its timestamp and the raw body.
+/// The secret is used for this answer only: never stored, logged or echoed.
+#[utoipa::path(post, path = "/notifications/{eventId}/verify", tag = "staff",
+    params(("eventId" = String, Path)),
+    request_body = VerifyRequest,
+    responses(
+        (status = 200, description = "SIGNATURES_CHECKED", body = Envelope<SignatureVerification>),
+        (status = 400, description = "Missing or malformed secret", body = ErrorBody),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+        (status = 403, description = "CSRF_TOKEN_INVALID", body = ErrorBody),
+        (status = 404, description = "EVENT_NOT_FOUND", body = ErrorBody),
+    ))]
+pub async fn verify(
+    State(state): State<AppState>,
+    _staff: Staff,
+    Path(event_id): Path<String>,
+    Body(body): Body<VerifyRequest>,
+) -> ApiResult<Envelope<SignatureVerification>> {
+    let secret = match body.secret.map(|s| Secret::new(s.trim().to_string())) {
+        None => {
+            return Err(Error::validation("secret", "REQUIRED", "the secret to check with").into());
+        }
+        Some(s) if s.expose().len() > 200 || !is_well_formed_secret(s.expose()) => {
+            return Err(Error::validation(
+                "secret",
+                "INVALID_FORMAT",
+                "a webhook secret: whsec_ followed by base64",
+            )
+            .into());
+        }
+        Some(s) => s,
+    };
+    let result = state.store.read(|c| {
+        let (seq, _, _, raw_body) =
+            deliveries::event_with_body(c, &event_id)?.ok_or(Error::not_found("event"))?;
+        let attempts = deliveries::attempts_of(c, seq)?;
+        verify_with(&secret, &event_id, &raw_body, &attempts)
+    })?;
+    Ok(Envelope::ok(
+        "SIGNATURES_CHECKED",
+        "signatures checked against the given secret",
+        result,
+    ))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

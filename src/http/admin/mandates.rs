@@ -8,6 +8,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -17,10 +19,10 @@ use super::paging::{Params, stored_amount};
 use super::session::Staff;
 use crate::clock::timestamp;
 use crate::domain::state::{InstallmentState, MandateState, MandateType};
-use crate::error::{Error, FieldErrors, Result};
+use crate::error::{Error, FieldError, FieldErrors, Result};
 use crate::http::AppState;
 use crate::http::envelope::Envelope;
-use crate::http::error::{ApiResult, ErrorBody};
+use crate::http::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::fields;
 use crate::http::installments::PaymentIn;
 use crate::http::json::Body;
@@ -34,7 +36,7 @@ use crate::operations::{Ctx, CustomerRef, MandateRef};
 use crate::store::installments::NewInstallment;
 use crate::store::staff::{self, Role};
 use crate::store::staff_views::{self as views, Keyset, MandateFilter, MandateLine};
-use crate::store::{commerces, customers, events, installments, mandates};
+use crate::store::{commerces, customers, events, installments, instruments, mandates};
 
 #[derive(IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -303,6 +305,25 @@ pub struct CommerceBrief {
 pub struct MandateActions {
     pub cancel: bool,
     pub add_installments: bool,
+    /// Whether the Magic Link can still activate the mandate (PENDING, and not expired), so
+    /// that it is worth sending to the customer.
+    pub share_magic_link: bool,
+}
+
+/// What the customer accepted at activation, and where from, as recorded then.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AcceptanceDto {
+    pub accepted_at: String,
+    /// The address the acceptance came from (null when it was not known).
+    pub ip: Option<String>,
+    pub user_agent: Option<String>,
+    /// SHA-256 (hex) of the terms exactly as shown.
+    pub terms_sha256: String,
+    /// SHA-256 (hex) of the EPAC mandate PDF, for EPAC and direct EPAC.
+    pub document_sha256: Option<String>,
+    /// Whether that PDF can be downloaded (`GET /mandates/{internalId}/document`).
+    pub document_available: bool,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -320,14 +341,50 @@ pub struct MandateDetail {
     pub events: Vec<MandateEventDto>,
     /// Which mandate-wide actions its state allows.
     pub actions: MandateActions,
+    /// The acceptance of the latest activation; null before activation.
+    pub acceptance: Option<AcceptanceDto>,
+    /// Today's business date (environment time zone): the latest date a payment may carry.
+    pub business_date: String,
+}
+
+/// The EPAC mandate PDF the activation event of the latest acceptance carried: the one whose
+/// SHA-256 is the acceptance's, or else the newest an activation event carried.
+fn activation_document(
+    events: &[events::EventRow],
+    acceptance: Option<&instruments::AcceptanceRow>,
+) -> Option<Vec<u8>> {
+    use base64::Engine;
+    use sha2::Digest;
+    let expected = acceptance.and_then(|a| a.document_sha256.as_deref());
+    let documents: Vec<Vec<u8>> = events
+        .iter()
+        .rev()
+        .filter(|e| e.kind == "activation")
+        .filter_map(|e| {
+            let body: Value = serde_json::from_str(&e.body).ok()?;
+            let file = body["fileBase64"].as_str()?;
+            base64::engine::general_purpose::STANDARD.decode(file).ok()
+        })
+        .collect();
+    let matching = documents
+        .iter()
+        .position(|d| expected == Some(hex::encode(sha2::Sha256::digest(d)).as_str()));
+    let chosen = matching.unwrap_or(0);
+    documents.into_iter().nth(chosen)
 }
 
 fn event_state(value: &Value) -> Option<EventState> {
     serde_json::from_value(value.clone()).ok()
 }
 
-/// The mandate as staff see it, by its sequence number.
-fn load_detail(conn: &Connection, seq: i64, base_url: &str) -> Result<MandateDetail> {
+/// The mandate as staff see it, by its sequence number, at `now` (business date `today`).
+fn load_detail(
+    conn: &Connection,
+    seq: i64,
+    base_url: &str,
+    now: chrono::DateTime<chrono::Utc>,
+    today: chrono::NaiveDate,
+) -> Result<MandateDetail> {
     let mandate = mandates::by_seq(conn, seq)?;
     let commerce =
         commerces::by_id(conn, mandate.commerce_id)?.ok_or(Error::not_found("commerce"))?;
@@ -356,7 +413,10 @@ fn load_detail(conn: &Connection, seq: i64, base_url: &str) -> Result<MandateDet
     }
     let mut history: HashMap<String, Vec<HistoryEntry>> = HashMap::new();
     let mut event_dtos = Vec::new();
-    for event in events::for_mandate(conn, seq)? {
+    let event_rows = events::for_mandate(conn, seq)?;
+    let acceptance = instruments::latest_acceptance(conn, seq)?;
+    let document_available = activation_document(&event_rows, acceptance.as_ref()).is_some();
+    for event in event_rows {
         let body: Value = serde_json::from_str(&event.body).unwrap_or(Value::Null);
         let installment = &body["installment"];
         let installment_id = installment["internalId"].as_str().map(str::to_string);
@@ -425,7 +485,19 @@ fn load_detail(conn: &Connection, seq: i64, base_url: &str) -> Result<MandateDet
             cancel: mandate.state.can_cancel(),
             add_installments: mandate.mandate_type == MandateType::Dynamic
                 && mandate.state.accepts_installment_changes(),
+            share_magic_link: mandate.state == MandateState::Pending
+                && chrono::DateTime::parse_from_rfc3339(&mandate.magic_link_expires_at)
+                    .is_ok_and(|until| until > now),
         },
+        acceptance: acceptance.map(|a| AcceptanceDto {
+            accepted_at: a.accepted_at,
+            ip: a.ip,
+            user_agent: a.user_agent,
+            terms_sha256: a.terms_sha256,
+            document_sha256: a.document_sha256,
+            document_available,
+        }),
+        business_date: today.to_string(),
         payment_method: mandate.enrolled_method.clone(),
         mandate: MandateDto::new(&mandate, base_url).with_signature(
             crate::store::mandate_signatures::latest_of_mandate(conn, seq)?.as_ref(),
@@ -457,10 +529,55 @@ pub async fn detail(
     Path(internal_id): Path<String>,
 ) -> ApiResult<Envelope<MandateDetail>> {
     let (seq, _) = owner(&state, &internal_id)?;
-    let detail = state
-        .store
-        .read(|c| load_detail(c, seq, &state.public_base_url))?;
+    let detail = load_now(&state, seq)?;
     Ok(Envelope::ok("MANDATE_OK", "mandate", detail))
+}
+
+fn load_now(state: &AppState, seq: i64) -> Result<MandateDetail> {
+    let now = state.clock.now();
+    let today = state.calendar.today(now);
+    state
+        .store
+        .read(|c| load_detail(c, seq, &state.public_base_url, now, today))
+}
+
+/// The EPAC mandate PDF of the mandate's activation, exactly as its activation event carried
+/// it to the merchant (any staff role).
+#[utoipa::path(get, path = "/mandates/{internalId}/document", tag = "staff",
+    params(("internalId" = String, Path, description = "man_...")),
+    responses(
+        (status = 200, description = "The PDF", content_type = "application/pdf", body = Vec<u8>),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+        (status = 404, description = "MANDATE_NOT_FOUND, or MANDATE_DOCUMENT_NOT_FOUND: not activated with EPAC or direct EPAC", body = ErrorBody),
+    ))]
+pub async fn document(
+    State(state): State<AppState>,
+    staff: Staff,
+    Path(internal_id): Path<String>,
+) -> std::result::Result<Response, ApiError> {
+    staff.require(Role::Viewer)?;
+    let (seq, _) = owner(&state, &internal_id)?;
+    let (external_id, bytes) = state.store.read(|c| {
+        let mandate = mandates::by_seq(c, seq)?;
+        let acceptance = instruments::latest_acceptance(c, seq)?;
+        let bytes = activation_document(&events::for_mandate(c, seq)?, acceptance.as_ref())
+            .ok_or(Error::not_found("mandate document"))?;
+        Ok((mandate.external_id, bytes))
+    })?;
+    // Merchant ids are letters, digits, `-`, `_` and `.`: safe in a header as they are.
+    let filename = format!("mandato-{external_id}.pdf");
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/pdf".to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{filename}\""),
+            ),
+            (header::CACHE_CONTROL, "no-store".to_string()),
+        ],
+        bytes,
+    )
+        .into_response())
 }
 
 /// Runs a staff action on a mandate as one transaction of its commerce, records it in the
@@ -494,9 +611,7 @@ async fn act(
             )?)
         })
         .await?;
-    let detail = state
-        .store
-        .read(|c| load_detail(c, seq, &state.public_base_url))?;
+    let detail = load_now(state, seq)?;
     Ok(Envelope::ok("MANDATE_OK", "mandate changed", detail))
 }
 
@@ -518,6 +633,68 @@ fn installment_ids(ids: Option<&Vec<String>>, errors: &mut FieldErrors) -> Optio
         Some(list) => Some(list.clone()),
     }
 }
+
+/// Names every selected installment that cannot make the move, so that staff acting on several
+/// at once see each one's reason together; nothing changes unless all of them can. One refused
+/// installment is answered as the operation answers it (`INSTALLMENT_STATE_CONFLICT` at its
+/// field), several as a `VALIDATION_ERROR` listing each. An id that is not the mandate's is a
+/// 404, and a cancelled or deleted mandate is left to the operation, which refuses it whole.
+fn check_selection(
+    conn: &Connection,
+    ctx: &Ctx<'_>,
+    mandate_id: &str,
+    ids: &[String],
+    target: InstallmentState,
+) -> Result<()> {
+    let mandate = mandates::by_internal_id(conn, ctx.commerce.id, mandate_id)?
+        .ok_or(Error::not_found("mandate"))?;
+    if matches!(
+        mandate.state,
+        MandateState::Cancelled | MandateState::Deleted
+    ) {
+        return Ok(());
+    }
+    let rows = installments::for_mandate(conn, mandate.seq)?;
+    let by_id: HashMap<&str, &installments::InstallmentRow> =
+        rows.iter().map(|r| (r.id.as_str(), r)).collect();
+    let mut seen = HashSet::new();
+    let mut problems = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        let field = format!("installmentIds[{i}]");
+        let row = by_id
+            .get(id.as_str())
+            .ok_or(Error::not_found("installment"))?;
+        if !seen.insert(id.as_str()) {
+            problems.push(FieldError::new(
+                field,
+                "DUPLICATED_INSTALLMENT",
+                "the installment is listed twice",
+            ));
+        } else if !row.state.can_move_to(target) {
+            problems.push(FieldError::new(
+                field,
+                STATE_CONFLICT,
+                format!(
+                    "installment {} is {} and cannot become {}",
+                    row.external_id,
+                    row.state.name(),
+                    target.name()
+                ),
+            ));
+        }
+    }
+    match problems.as_slice() {
+        [] => Ok(()),
+        [only] if only.code == STATE_CONFLICT => Err(Error::refused_at(
+            STATE_CONFLICT,
+            only.field.clone(),
+            only.message.clone(),
+        )),
+        _ => Err(Error::Validation(problems)),
+    }
+}
+
+const STATE_CONFLICT: &str = "INSTALLMENT_STATE_CONFLICT";
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -552,13 +729,15 @@ fn parse_evidence(p: Option<&PaymentIn>, errors: &mut FieldErrors) -> Option<Pay
 }
 
 /// Mark installments PAID with the evidence of a payment made outside the automatic flow
-/// (operator or admin). Each change sends its payment webhook.
+/// (operator or admin): all of them, or none. Each change sends its payment webhook. The
+/// payment's date is today's business date (`businessDate` of the mandate) or earlier. An
+/// installment that cannot be paid is named at `installmentIds[i]`.
 #[utoipa::path(post, path = "/mandates/{internalId}/payments", tag = "staff",
     params(("internalId" = String, Path, description = "man_...")),
     request_body = StaffPaymentRequest,
     responses(
         (status = 200, description = "MANDATE_OK: the mandate afterwards", body = Envelope<MandateDetail>),
-        (status = 400, description = "Invalid field, evidence mismatch, INSTALLMENT_STATE_CONFLICT, MANDATE_STATE_CONFLICT", body = ErrorBody),
+        (status = 400, description = "Invalid field, evidence mismatch, DATE_IN_FUTURE at payment.date, INSTALLMENT_STATE_CONFLICT at installmentIds[i] (several refused installments: VALIDATION_ERROR naming each), MANDATE_STATE_CONFLICT", body = ErrorBody),
         (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
         (status = 403, description = "ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID", body = ErrorBody),
         (status = 404, description = "MANDATE_NOT_FOUND or INSTALLMENT_NOT_FOUND", body = ErrorBody),
@@ -585,6 +764,7 @@ pub async fn pay(
     })
     .to_string();
     let product = MandateRef::Internal(internal_id.clone());
+    let mandate_id = internal_id.clone();
     act(
         &state,
         &staff,
@@ -592,6 +772,7 @@ pub async fn pay(
         "mandate.pay",
         Some(detail),
         move |tx, ctx| {
+            check_selection(tx, ctx, &mandate_id, &ids, InstallmentState::Paid)?;
             installment_ops::change_status(
                 tx,
                 ctx,
@@ -614,13 +795,14 @@ pub struct StaffAnnulRequest {
     pub installment_ids: Option<Vec<String>>,
 }
 
-/// Annul installments (operator or admin). Each change sends its payment webhook.
+/// Annul installments (operator or admin): all of them, or none. Each change sends its payment
+/// webhook. An installment that cannot be annulled is named at `installmentIds[i]`.
 #[utoipa::path(post, path = "/mandates/{internalId}/annulments", tag = "staff",
     params(("internalId" = String, Path, description = "man_...")),
     request_body = StaffAnnulRequest,
     responses(
         (status = 200, description = "MANDATE_OK: the mandate afterwards", body = Envelope<MandateDetail>),
-        (status = 400, description = "Invalid field, INSTALLMENT_STATE_CONFLICT, MANDATE_STATE_CONFLICT", body = ErrorBody),
+        (status = 400, description = "Invalid field, INSTALLMENT_STATE_CONFLICT at installmentIds[i] (several refused installments: VALIDATION_ERROR naming each), MANDATE_STATE_CONFLICT", body = ErrorBody),
         (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
         (status = 403, description = "ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID", body = ErrorBody),
         (status = 404, description = "MANDATE_NOT_FOUND or INSTALLMENT_NOT_FOUND", body = ErrorBody),
@@ -638,6 +820,7 @@ pub async fn annul(
     let ids = ids.expect("validated");
     let detail = serde_json::json!({"installments": ids}).to_string();
     let product = MandateRef::Internal(internal_id.clone());
+    let mandate_id = internal_id.clone();
     act(
         &state,
         &staff,
@@ -645,6 +828,7 @@ pub async fn annul(
         "mandate.annul",
         Some(detail),
         move |tx, ctx| {
+            check_selection(tx, ctx, &mandate_id, &ids, InstallmentState::Annulled)?;
             installment_ops::change_status(
                 tx,
                 ctx,

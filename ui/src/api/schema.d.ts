@@ -858,7 +858,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Annul installments (operator or admin). Each change sends its payment webhook. */
+        /**
+         * Annul installments (operator or admin): all of them, or none. Each change sends its payment
+         *     webhook. An installment that cannot be annulled is named at `installmentIds[i]`.
+         */
         post: operations["staff_post_mandates_internalId_annulments"];
         delete?: never;
         options?: never;
@@ -880,6 +883,26 @@ export interface paths {
          *     charge are annulled, and the merchant is notified.
          */
         post: operations["staff_post_mandates_internalId_cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mandates/{internalId}/document": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The EPAC mandate PDF of the mandate's activation, exactly as its activation event carried
+         *     it to the merchant (any staff role).
+         */
+        get: operations["staff_get_mandates_internalId_document"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -914,7 +937,9 @@ export interface paths {
         put?: never;
         /**
          * Mark installments PAID with the evidence of a payment made outside the automatic flow
-         *     (operator or admin). Each change sends its payment webhook.
+         *     (operator or admin): all of them, or none. Each change sends its payment webhook. The
+         *     payment's date is today's business date (`businessDate` of the mandate) or earlier. An
+         *     installment that cannot be paid is named at `installmentIds[i]`.
          */
         post: operations["staff_post_mandates_internalId_payments"];
         delete?: never;
@@ -968,6 +993,28 @@ export interface paths {
         get: operations["staff_get_notifications_eventId"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/notifications/{eventId}/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Checks an event's signatures with a secret staff paste (a merchant's, to tell whether the
+         *     secret they verify with is the one that signed): the body `signature` field over the stored
+         *     body, and each attempt's `webhook-signature` header over its timestamp and the raw body.
+         *     The secret is used for this answer only: never stored, logged or echoed.
+         */
+        post: operations["staff_post_notifications_eventId_verify"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1528,6 +1575,20 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
+        /** @description What the customer accepted at activation, and where from, as recorded then. */
+        AcceptanceDto: {
+            /** Format: date-time */
+            acceptedAt: string;
+            /** @description The address the acceptance came from (null when it was not known). */
+            ip: string | null;
+            userAgent: string | null;
+            /** @description SHA-256 (hex) of the terms exactly as shown. */
+            termsSha256: string;
+            /** @description SHA-256 (hex) of the EPAC mandate PDF, for EPAC and direct EPAC. */
+            documentSha256: string | null;
+            /** @description Whether that PDF can be downloaded (`GET /mandates/{internalId}/document`). */
+            documentAvailable: boolean;
+        };
         ActivateRequest: {
             /**
              * @description 3, 4, 11 (cards) or 5, 6, 14 (bank debit).
@@ -1708,6 +1769,12 @@ export interface components {
             /** @description Ending 0000 approves at settlement, 9999 is rejected at validation. */
             accountNumber: string;
             holderRut: string;
+        };
+        /** @description The body `signature` field against the one the secret makes. */
+        BodySignatureCheck: {
+            /** @description The `signature` member of the stored body (null for a body without one). */
+            sent: string | null;
+            valid: boolean;
         };
         BrokenRecordDto: {
             /**
@@ -2203,7 +2270,7 @@ export interface components {
                 event: components["schemas"]["EventDto"];
                 /** @description The body exactly as sent, with `fileBase64` masked. */
                 body: Record<string, never>;
-                attempts: components["schemas"]["AttemptDto"][];
+                attempts: components["schemas"]["StaffAttemptDto"][];
                 /** @description How a receiver checks this event's signatures. */
                 verification: string;
             };
@@ -2393,6 +2460,12 @@ export interface components {
                 events: components["schemas"]["MandateEventDto"][];
                 /** @description Which mandate-wide actions its state allows. */
                 actions: components["schemas"]["MandateActions"];
+                acceptance: components["schemas"]["AcceptanceDto"] | null;
+                /**
+                 * Format: date
+                 * @description Today's business date (environment time zone): the latest date a payment may carry.
+                 */
+                businessDate: string;
             };
         };
         Envelope_MandateDocumentPayload: {
@@ -2729,6 +2802,17 @@ export interface components {
                 urls: components["schemas"]["SignatureUrlsDto"];
             };
         };
+        Envelope_SignatureVerification: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                body: components["schemas"]["BodySignatureCheck"];
+                /** @description One per attempt that sent a request, oldest first. */
+                headers: components["schemas"]["HeaderSignatureCheck"][];
+            };
+        };
         Envelope_SignaturesPage: {
             /** Format: int32 */
             statusCode: number;
@@ -2909,7 +2993,7 @@ export interface components {
             event: components["schemas"]["EventDto"];
             /** @description The body exactly as sent, with `fileBase64` masked. */
             body: Record<string, never>;
-            attempts: components["schemas"]["AttemptDto"][];
+            attempts: components["schemas"]["StaffAttemptDto"][];
             /** @description How a receiver checks this event's signatures. */
             verification: string;
         };
@@ -3067,6 +3151,20 @@ export interface components {
             field: string;
             code: string;
             message: string;
+        };
+        /**
+         * @description One attempt's `webhook-signature` header against the one the secret makes for its
+         *     `webhook-id`, `webhook-timestamp` and the raw body.
+         */
+        HeaderSignatureCheck: {
+            /** @description 1 for the first attempt of the event's attempt list. */
+            attempt: number;
+            /** Format: date-time */
+            startedAt: string;
+            /** Format: int64 */
+            webhookTimestamp: number;
+            /** @description Whether one of the header's `v1,` signatures is the secret's. */
+            valid: boolean;
         };
         HistoryEntry: {
             state: components["schemas"]["EventState"];
@@ -3234,7 +3332,26 @@ export interface components {
         ListedEventDto: components["schemas"]["EventDto"] & {
             commerce: string;
             mandateInternalId: string | null;
+            /** @description The merchant's id of the mandate. */
+            mandateId: string | null;
+            /** @description The mandate's customer: first name and last names. */
+            customerName: string | null;
             installmentInternalId: string | null;
+            /**
+             * @description The state the event announces: the installment's (`PAID`, `REJECTED`...) for a payment,
+             *     the mandate's (`ACTIVE`, `CANCELLED`) for an activation, the event type
+             *     (`SIGNATURE_COMPLETED`...) for a signature process.
+             */
+            announcedState: string | null;
+            /** @description The processor's rejection code a REJECTED payment event carries. */
+            rejectionCode: string | null;
+            /**
+             * Format: int64
+             * @description The HTTP status of the latest delivery attempt; null before any, or when no answer came.
+             */
+            lastStatusCode: number | null;
+            /** @description Why the latest delivery attempt got no answer (connection, TLS, timeout, refusal). */
+            lastError: string | null;
         };
         ListedSignatureDto: {
             internalId: string;
@@ -3278,6 +3395,11 @@ export interface components {
         MandateActions: {
             cancel: boolean;
             addInstallments: boolean;
+            /**
+             * @description Whether the Magic Link can still activate the mandate (PENDING, and not expired), so
+             *     that it is worth sending to the customer.
+             */
+            shareMagicLink: boolean;
         };
         MandateDetail: {
             commerce: components["schemas"]["CommerceBrief"];
@@ -3291,6 +3413,12 @@ export interface components {
             events: components["schemas"]["MandateEventDto"][];
             /** @description Which mandate-wide actions its state allows. */
             actions: components["schemas"]["MandateActions"];
+            acceptance: components["schemas"]["AcceptanceDto"] | null;
+            /**
+             * Format: date
+             * @description Today's business date (environment time zone): the latest date a payment may carry.
+             */
+            businessDate: string;
         };
         /** @description The sealed mandate document of a signature-activated mandate. */
         MandateDocumentDto: {
@@ -3865,6 +3993,11 @@ export interface components {
              */
             attempts: number;
         };
+        /** @description One header of a webhook request. */
+        SentHeaderDto: {
+            name: string;
+            value: string;
+        };
         SessionInfo: {
             email: string;
             /** @description `admin`, `operator` or `viewer`. */
@@ -4057,6 +4190,11 @@ export interface components {
              */
             webhook: string;
         };
+        SignatureVerification: {
+            body: components["schemas"]["BodySignatureCheck"];
+            /** @description One per attempt that sent a request, oldest first. */
+            headers: components["schemas"]["HeaderSignatureCheck"][];
+        };
         SignaturesPage: {
             items: components["schemas"]["ListedSignatureDto"][];
             nextCursor: string | null;
@@ -4078,7 +4216,15 @@ export interface components {
         };
         StaffAnnulRequest: {
             /** @description The installments to annul (`ins_...`): PENDING or REJECTED ones. */
-            installmentIds?: string[] | null;
+            installmentIds: string[];
+        };
+        StaffAttemptDto: components["schemas"]["AttemptDto"] & {
+            /**
+             * @description The request's headers: `content-type`, `webhook-id`, `webhook-timestamp` and
+             *     `webhook-signature` (signatures only, never a secret). Empty when no request was made
+             *     (refused destination), or for attempts recorded before headers were kept.
+             */
+            headers: components["schemas"]["SentHeaderDto"][];
         };
         StaffAuditPage: {
             items: components["schemas"]["StaffActionDto"][];
@@ -4125,7 +4271,7 @@ export interface components {
         };
         StaffPaymentRequest: {
             /** @description The installments paid (`ins_...`). */
-            installmentIds?: string[] | null;
+            installmentIds: string[];
             payment?: components["schemas"]["PaymentIn"] | null;
         };
         StaffReconciliationRequest: {
@@ -4241,6 +4387,10 @@ export interface components {
             customer: components["schemas"]["CustomerIn"];
         } & {
             [key: string]: unknown;
+        };
+        VerifyRequest: {
+            /** @description The secret to check with: `whsec_` then base64, as the commerce holds it. */
+            secret: string;
         };
         /**
          * @description The `country` header: one of the installation's countries.
@@ -8252,7 +8402,7 @@ export interface operations {
                     "application/json": components["schemas"]["Envelope_MandateDetail"];
                 };
             };
-            /** @description Invalid field, INSTALLMENT_STATE_CONFLICT, MANDATE_STATE_CONFLICT */
+            /** @description Invalid field, INSTALLMENT_STATE_CONFLICT at installmentIds[i] (several refused installments: VALIDATION_ERROR naming each), MANDATE_STATE_CONFLICT */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8407,6 +8557,65 @@ export interface operations {
             };
         };
     };
+    staff_get_mandates_internalId_document: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description man_... */
+                internalId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The PDF */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/pdf": number[];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description MANDATE_NOT_FOUND, or MANDATE_DOCUMENT_NOT_FOUND: not activated with EPAC or direct EPAC */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     staff_post_mandates_internalId_installments: {
         parameters: {
             query?: never;
@@ -8522,7 +8731,7 @@ export interface operations {
                     "application/json": components["schemas"]["Envelope_MandateDetail"];
                 };
             };
-            /** @description Invalid field, evidence mismatch, INSTALLMENT_STATE_CONFLICT, MANDATE_STATE_CONFLICT */
+            /** @description Invalid field, evidence mismatch, DATE_IN_FUTURE at payment.date, INSTALLMENT_STATE_CONFLICT at installmentIds[i] (several refused installments: VALIDATION_ERROR naming each), MANDATE_STATE_CONFLICT */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8778,6 +8987,95 @@ export interface operations {
             };
             /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
             408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_post_notifications_eventId_verify: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                eventId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VerifyRequest"];
+            };
+        };
+        responses: {
+            /** @description SIGNATURES_CHECKED */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_SignatureVerification"];
+                };
+            };
+            /** @description Missing or malformed secret */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description CSRF_TOKEN_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description EVENT_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -4,6 +4,7 @@ import {
   Badge,
   Button,
   Card,
+  Checkbox,
   Code,
   CopyButton,
   Group,
@@ -23,7 +24,7 @@ import { notifications } from "@mantine/notifications";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Fragment, useState } from "react";
 import { Link, useParams } from "react-router";
-import { api, payload, type Schemas } from "../api/client";
+import { ApiError, api, payload, type Schemas } from "../api/client";
 import { MandateActivationCard } from "../components/Activation";
 import { confirmAction } from "../components/confirm";
 import { QueryState } from "../components/QueryState";
@@ -31,7 +32,9 @@ import { StateBadge } from "../components/StateBadge";
 import { PageTitle } from "../components/Layout";
 import { useI18n, useSession } from "../lib/context";
 import { errorText, formErrors } from "../lib/errors";
+import type { Key } from "../lib/i18n";
 import { CURRENCY_DECIMALS, parseAmount } from "../lib/money";
+import { useRejectionWords } from "./Notifications";
 
 type Detail = Schemas["MandateDetail"];
 /** The currencies a request accepts; the server writes only these in an installment's `currencyId`. */
@@ -39,11 +42,6 @@ type Currency = Schemas["ChargesIn"]["currencyId"];
 type Installment = Detail["installments"][number];
 
 const METHODS = ["TRANSFER", "CASH", "CHECK", "CARD", "OTHER"];
-
-function today(): string {
-  // The business calendar is America/Santiago: the date there, not the browser's.
-  return new Intl.DateTimeFormat("en-CA", { timeZone: "America/Santiago" }).format(new Date());
-}
 
 function useRefresh(id: string) {
   const queryClient = useQueryClient();
@@ -55,21 +53,87 @@ function useRefresh(id: string) {
   };
 }
 
-/** Mark paid: the evidence of a payment received outside automatic charging. */
-function PayModal({ mandateId, installment, onClose }: { mandateId: string; installment: Installment; onClose: () => void }) {
-  const { t, lang, label } = useI18n();
+/** One installment a change refused, and why (the server's code). */
+interface Refusal {
+  internalId: string;
+  code: string;
+}
+
+/**
+ * The installments a change of several refused: the server names each at `installmentIds[i]`,
+ * `i` its place in `selected`. The mandate is read again, so that each line tells the state the
+ * installment is really in now (another clerk, or the charging run, may have moved it).
+ */
+function useRefusals(mandateId: string) {
+  const queryClient = useQueryClient();
+  return (error: unknown, selected: Installment[]): Refusal[] | null => {
+    if (!(error instanceof ApiError)) return null;
+    void queryClient.invalidateQueries({ queryKey: ["mandate", mandateId] });
+    if (error.code === "INSTALLMENT_NOT_FOUND") return [{ internalId: "", code: error.code }];
+    const refused = error.errors.flatMap((e) => {
+      const match = /^installmentIds\[(\d+)\]$/.exec(e.field);
+      const installment = match ? selected[Number(match[1])] : undefined;
+      return installment ? [{ internalId: installment.internalId, code: e.code }] : [];
+    });
+    return refused.length ? refused : null;
+  };
+}
+
+function Refusals({ refused, detail, target }: { refused: Refusal[] | null; detail: Detail; target: "PAID" | "ANNULLED" }) {
+  const { t, label } = useI18n();
+  if (!refused) return null;
+  const line = (r: Refusal) => {
+    const installment = detail.installments.find((i) => i.internalId === r.internalId);
+    if (!installment) return t("mandates.refusedUnknown");
+    if (r.code === "DUPLICATED_INSTALLMENT") return t("mandates.refusedTwice", { id: installment.id });
+    return t("mandates.refusedState", { id: installment.id, state: label(installment.state.name), target: label(target) });
+  };
+  return (
+    <Alert color="red" title={t("mandates.refusedTitle")} data-testid="refusals">
+      <Stack gap={2}>
+        {refused.map((r, i) => (
+          <Text key={i} size="sm">
+            {line(r)}
+          </Text>
+        ))}
+      </Stack>
+    </Alert>
+  );
+}
+
+/** Mark paid: one payment received outside automatic charging, for one or several installments. */
+function PayModal({
+  detail,
+  installments,
+  onClose,
+  onDone,
+}: {
+  detail: Detail;
+  installments: Installment[];
+  onClose: () => void;
+  onDone: () => void;
+}) {
+  const { t, lang, label, date } = useI18n();
+  const mandateId = detail.mandate.internalId;
   const refresh = useRefresh(mandateId);
+  const refusals = useRefusals(mandateId);
   const [general, setGeneral] = useState<string | null>(null);
-  const decimals = CURRENCY_DECIMALS[installment.currencyId] ?? 2;
+  const [refused, setRefused] = useState<Refusal[] | null>(null);
+  const currency = installments[0].currencyId;
+  const decimals = CURRENCY_DECIMALS[currency] ?? 2;
+  const total = installments.reduce((sum, i) => sum + i.amount, 0);
   const form = useForm({
     initialValues: {
-      date: today(),
+      date: detail.businessDate,
       amount: new Intl.NumberFormat(lang === "es" ? "es-CL" : "en-US", {
         minimumFractionDigits: decimals,
         maximumFractionDigits: decimals,
-      }).format(installment.amount),
+      }).format(Number(total.toFixed(decimals))),
       method: "TRANSFER",
       authorizationCode: "",
+    },
+    validate: {
+      date: (value) => (value && value > detail.businessDate ? t("mandates.payDateMax", { date: date(detail.businessDate) }) : null),
     },
   });
   const mutation = useMutation({
@@ -79,11 +143,11 @@ function PayModal({ mandateId, installment, onClose }: { mandateId: string; inst
         api.POST("/mandates/{internalId}/payments", {
           params: { path: { internalId: mandateId } },
           body: {
-            installmentIds: [installment.internalId],
+            installmentIds: installments.map((i) => i.internalId),
             payment: {
               date: v.date,
               amount: amount ?? Number.NaN,
-              currencyId: installment.currencyId as Currency,
+              currencyId: currency as Currency,
               method: v.method,
               authorizationCode: v.authorizationCode || null,
             },
@@ -91,12 +155,18 @@ function PayModal({ mandateId, installment, onClose }: { mandateId: string; inst
         }),
       );
     },
-    onSuccess: (detail) => {
-      refresh(detail);
-      notifications.show({ color: "green", message: t("mandates.paid") });
+    onSuccess: (next) => {
+      refresh(next);
+      notifications.show({
+        color: "green",
+        message: installments.length === 1 ? t("mandates.paid") : t("mandates.paidMany", { count: installments.length }),
+      });
+      onDone();
       onClose();
     },
     onError: (e) => {
+      const lines = refusals(e, installments);
+      setRefused(lines);
       const mapped = formErrors(
         e,
         {
@@ -108,11 +178,14 @@ function PayModal({ mandateId, installment, onClose }: { mandateId: string; inst
         ["date", "amount", "method", "authorizationCode"],
       );
       form.setErrors(mapped.fields);
-      setGeneral(mapped.general);
+      setGeneral(lines ? null : mapped.general);
     },
   });
+  const ids = installments.map((i) => i.id).join(", ");
+  const title =
+    installments.length === 1 ? t("mandates.payTitle", { id: installments[0].id }) : t("mandates.payManyTitle", { count: installments.length });
   return (
-    <Modal opened onClose={onClose} title={t("mandates.payTitle", { id: installment.id })}>
+    <Modal opened onClose={onClose} title={title}>
       <form
         onSubmit={form.onSubmit((v) => {
           if (parseAmount(v.amount, lang) === null) {
@@ -123,15 +196,20 @@ function PayModal({ mandateId, installment, onClose }: { mandateId: string; inst
         })}
       >
         <Stack>
-          <Text size="sm">{t("mandates.payIntro")}</Text>
+          <Text size="sm">{installments.length === 1 ? t("mandates.payIntro") : t("mandates.payManyIntro", { ids })}</Text>
+          <Refusals refused={refused} detail={detail} target="PAID" />
           {general && <Alert color="red">{general}</Alert>}
-          <TextInput type="date" label={t("mandates.payDate")} name="date" required {...form.getInputProps("date")} />
           <TextInput
-            label={`${t("common.amount")} (${installment.currencyId})`}
-            name="amount"
+            type="date"
+            label={t("mandates.payDate")}
+            description={t("mandates.payDateMax", { date: date(detail.businessDate) })}
+            name="date"
             required
-            {...form.getInputProps("amount")}
+            max={detail.businessDate}
+            data-testid="pay-date"
+            {...form.getInputProps("date")}
           />
+          <TextInput label={`${t("common.amount")} (${currency})`} name="amount" required {...form.getInputProps("amount")} />
           <Select
             label={t("mandates.payMethod")}
             data={METHODS.map((m) => ({ value: m, label: t(`method.${m}` as "method.CASH") }))}
@@ -140,7 +218,7 @@ function PayModal({ mandateId, installment, onClose }: { mandateId: string; inst
           />
           <TextInput label={t("mandates.authorizationCode")} name="authorizationCode" {...form.getInputProps("authorizationCode")} />
           <Text size="xs" c="dimmed">
-            {label(installment.state.name)} → {label("PAID")}
+            {[...new Set(installments.map((i) => label(i.state.name)))].join(", ")} → {label("PAID")}
           </Text>
           <Group justify="flex-end">
             <Button variant="default" onClick={onClose}>
@@ -222,7 +300,7 @@ function AddInstallmentsModal({ detail, onClose }: { detail: Detail; onClose: ()
   const [general, setGeneral] = useState<string | null>(null);
   const [errors, setErrors] = useState<Record<string, string>>({});
   const [rows, setRows] = useState<NewRow[]>([
-    { id: String(detail.installments.length + 1), amount: "", installmentDueDate: today() },
+    { id: String(detail.installments.length + 1), amount: "", installmentDueDate: detail.businessDate },
   ]);
   const mutation = useMutation({
     mutationFn: () =>
@@ -283,7 +361,10 @@ function AddInstallmentsModal({ detail, onClose }: { detail: Detail; onClose: ()
           <Button
             variant="subtle"
             onClick={() =>
-              setRows((all) => [...all, { id: String(detail.installments.length + all.length + 1), amount: "", installmentDueDate: today() }])
+              setRows((all) => [
+                ...all,
+                { id: String(detail.installments.length + all.length + 1), amount: "", installmentDueDate: detail.businessDate },
+              ])
             }
           >
             {t("mandates.addRow")}
@@ -302,39 +383,38 @@ function AddInstallmentsModal({ detail, onClose }: { detail: Detail; onClose: ()
   );
 }
 
-function InstallmentRows({ detail, installment, onPay }: { detail: Detail; installment: Installment; onPay: () => void }) {
+function InstallmentRows({
+  installment,
+  selected,
+  onSelect,
+  onPay,
+  onAnnul,
+}: {
+  installment: Installment;
+  selected: boolean;
+  onSelect: (checked: boolean) => void;
+  onPay: () => void;
+  onAnnul: () => void;
+}) {
   const { t, money, date, dateTime, label } = useI18n();
   const session = useSession();
   const operator = session.can("operator");
-  const refresh = useRefresh(detail.mandate.internalId);
+  const rejectionWords = useRejectionWords();
   const [open, setOpen] = useState(false);
-  const annul = useMutation({
-    mutationFn: () =>
-      payload(
-        api.POST("/mandates/{internalId}/annulments", {
-          params: { path: { internalId: detail.mandate.internalId } },
-          body: { installmentIds: [installment.internalId] },
-        }),
-      ),
-    onSuccess: (next) => {
-      refresh(next);
-      notifications.show({ color: "green", message: t("mandates.annulled") });
-    },
-    onError: (e) => notifications.show({ color: "red", message: errorText(e) }),
-  });
-  const askAnnul = async () => {
-    const ok = await confirmAction({
-      title: t("mandates.annulTitle", { id: installment.id }),
-      message: t("mandates.annulWarning"),
-      confirm: t("mandates.annul"),
-      cancel: t("common.cancel"),
-    });
-    if (ok) annul.mutate();
-  };
+  const selectable = operator && (installment.canPay || installment.canAnnul);
   const notAllowed = t("app.notAllowed", { role: session.info.role });
   return (
     <Fragment>
       <Table.Tr data-installment={installment.id}>
+        <Table.Td>
+          <Checkbox
+            aria-label={t("mandates.selectInstallment", { id: installment.id })}
+            disabled={!selectable}
+            checked={selected && selectable}
+            onChange={(e) => onSelect(e.currentTarget.checked)}
+            data-testid="select-installment"
+          />
+        </Table.Td>
         <Table.Td>
           <Anchor component="button" type="button" size="sm" onClick={() => setOpen((o) => !o)}>
             {installment.id}
@@ -351,9 +431,9 @@ function InstallmentRows({ detail, installment, onPay }: { detail: Detail; insta
         <Table.Td ta="right">{money(installment.amount, installment.currencyId)}</Table.Td>
         <Table.Td>
           <StateBadge state={installment.state} />
-          {installment.rejection && (
-            <Text size="xs" c="red">
-              {installment.rejection.code}
+          {installment.state.name === "REJECTED" && installment.rejection && (
+            <Text size="xs" c="red" data-testid="rejection">
+              {rejectionWords(installment.rejection.code)}
             </Text>
           )}
         </Table.Td>
@@ -375,8 +455,7 @@ function InstallmentRows({ detail, installment, onPay }: { detail: Detail; insta
                   variant="light"
                   color="red"
                   disabled={!operator}
-                  loading={annul.isPending}
-                  onClick={() => void askAnnul()}
+                  onClick={onAnnul}
                   data-testid="annul"
                 >
                   {t("mandates.annul")}
@@ -388,7 +467,7 @@ function InstallmentRows({ detail, installment, onPay }: { detail: Detail; insta
       </Table.Tr>
       {open && (
         <Table.Tr>
-          <Table.Td colSpan={7} bg="var(--mantine-color-default-hover)">
+          <Table.Td colSpan={8} bg="var(--mantine-color-default-hover)">
             <SimpleGrid cols={{ base: 1, md: 2 }}>
               <div>
                 <Text size="sm" fw={600}>
@@ -399,7 +478,7 @@ function InstallmentRows({ detail, installment, onPay }: { detail: Detail; insta
                     <Timeline.Item key={i} title={label(h.state.name)}>
                       <Text size="xs" c="dimmed">
                         {dateTime(h.at)}
-                        {h.rejectionCode ? ` · ${h.rejectionCode}` : ""}
+                        {h.rejectionCode ? ` · ${rejectionWords(h.rejectionCode)}` : ""}
                       </Text>
                       {h.eventId && (
                         <Anchor component={Link} to={`/notifications?event=${h.eventId}`} size="xs">
@@ -428,7 +507,7 @@ function InstallmentRows({ detail, installment, onPay }: { detail: Detail; insta
                           <Table.Td>
                             <StateBadge state={a.state} />
                           </Table.Td>
-                          <Table.Td>{a.authorizationCode ?? a.rejectionCode ?? ""}</Table.Td>
+                          <Table.Td>{a.authorizationCode ?? (a.rejectionCode ? rejectionWords(a.rejectionCode) : "")}</Table.Td>
                         </Table.Tr>
                       ))}
                     </Table.Tbody>
@@ -448,22 +527,150 @@ function InstallmentRows({ detail, installment, onPay }: { detail: Detail; insta
   );
 }
 
+/** Annulment of one or several installments, after one confirmation. */
+function useAnnul(detail: Detail | undefined, onDone: () => void) {
+  const { t } = useI18n();
+  const refresh = useRefresh(detail?.mandate.internalId ?? "");
+  const refusals = useRefusals(detail?.mandate.internalId ?? "");
+  const [refused, setRefused] = useState<Refusal[] | null>(null);
+  const mutation = useMutation({
+    mutationFn: (installments: Installment[]) =>
+      payload(
+        api.POST("/mandates/{internalId}/annulments", {
+          params: { path: { internalId: detail?.mandate.internalId ?? "" } },
+          body: { installmentIds: installments.map((i) => i.internalId) },
+        }),
+      ),
+    onMutate: () => setRefused(null),
+    onSuccess: (next, installments) => {
+      refresh(next);
+      notifications.show({
+        color: "green",
+        message: installments.length === 1 ? t("mandates.annulled") : t("mandates.annulledMany", { count: installments.length }),
+      });
+      onDone();
+    },
+    onError: (e, installments) => {
+      const lines = refusals(e, installments);
+      setRefused(lines);
+      if (!lines) notifications.show({ color: "red", message: errorText(e) });
+    },
+  });
+  const ask = async (installments: Installment[]) => {
+    const ids = installments.map((i) => i.id).join(", ");
+    const one = installments.length === 1;
+    const ok = await confirmAction({
+      title: one ? t("mandates.annulTitle", { id: ids }) : t("mandates.annulManyTitle", { count: installments.length }),
+      message: one ? t("mandates.annulWarning") : t("mandates.annulManyWarning", { ids }),
+      confirm: t("mandates.annul"),
+      cancel: t("common.cancel"),
+    });
+    if (ok) mutation.mutate(installments);
+  };
+  return { ask, refused, pending: mutation.isPending };
+}
+
+/** A value of the acceptance evidence, or "not recorded". */
+function Evidence({ name, value, testId }: { name: string; value: string | null | undefined; testId?: string }) {
+  const { t } = useI18n();
+  return (
+    <div>
+      <Text size="xs" c="dimmed">
+        {name}
+      </Text>
+      <Text size="sm" style={{ wordBreak: "break-all" }} data-testid={testId}>
+        {value || t("mandates.unknownValue")}
+      </Text>
+    </div>
+  );
+}
+
+function AcceptanceCard({ detail, method }: { detail: Detail; method: EnrolledMethod | null | undefined }) {
+  const { t, dateTime } = useI18n();
+  const methodWords = usePaymentMethodWords();
+  const a = detail.acceptance;
+  const p = detail.customer.personalInformation;
+  return (
+    <Card withBorder data-testid="acceptance">
+      <Text fw={600} mb="xs">
+        {t("mandates.acceptance")}
+      </Text>
+      {!a ? (
+        <Text size="sm" c="dimmed">
+          {t("mandates.notAccepted")}
+        </Text>
+      ) : (
+        <Stack gap="xs">
+          <SimpleGrid cols={{ base: 1, sm: 2, lg: 4 }}>
+            <Evidence
+              name={t("mandates.acceptedBy")}
+              value={`${[p.firstName, p.lastName, p.secondLastName].filter(Boolean).join(" ")} · ${detail.customer.identificationDocument.number}`}
+            />
+            <Evidence name={t("mandates.acceptedAt")} value={dateTime(a.acceptedAt)} testId="accepted-at" />
+            <Evidence name={t("mandates.acceptedIp")} value={a.ip} />
+            <Evidence name={t("mandates.acceptedMethod")} value={method ? methodWords(method) : null} />
+          </SimpleGrid>
+          <Evidence name={t("mandates.acceptedUserAgent")} value={a.userAgent} />
+          <Text size="xs" c="dimmed" ff="monospace" style={{ wordBreak: "break-all" }}>
+            {t("mandates.termsHash")}: {a.termsSha256}
+            {a.documentSha256 ? ` · ${t("mandates.documentHash")}: ${a.documentSha256}` : ""}
+          </Text>
+          {a.documentAvailable && (
+            <Group>
+              <Button
+                component="a"
+                href={`/admin/api/mandates/${encodeURIComponent(detail.mandate.internalId)}/document`}
+                download
+                variant="light"
+                data-testid="download-document"
+              >
+                {t("mandates.downloadDocument")}
+              </Button>
+            </Group>
+          )}
+        </Stack>
+      )}
+    </Card>
+  );
+}
+
+type EnrolledMethod = { id?: number; name?: string; instrument?: unknown };
+
+/** The enrolled method in words, with its masked instrument. */
+function usePaymentMethodWords(): (method: EnrolledMethod) => string {
+  const { t, label } = useI18n();
+  return (method) => {
+    const key = `paymentMethod.${method.name ?? ""}` as Key;
+    const words = t(key);
+    const name = words === key ? label(method.name) : words;
+    return method.instrument ? `${name} · ${String(method.instrument)}` : name;
+  };
+}
+
 export function MandateDetail() {
   const { id = "" } = useParams();
   const { t, money, date, dateTime, label } = useI18n();
   const session = useSession();
   const operator = session.can("operator");
-  const [paying, setPaying] = useState<Installment | null>(null);
+  const methodWords = usePaymentMethodWords();
+  const [paying, setPaying] = useState<Installment[] | null>(null);
   const [cancelling, setCancelling] = useState(false);
   const [adding, setAdding] = useState(false);
+  const [selected, setSelected] = useState<string[]>([]);
   const query = useQuery({
     queryKey: ["mandate", id],
     queryFn: () => payload(api.GET("/mandates/{internalId}", { params: { path: { internalId: id } } })),
   });
   const d = query.data;
+  const annul = useAnnul(d, () => setSelected([]));
   const charges = (d?.mandate.charges ?? {}) as Record<string, string | number | null>;
-  const method = d?.paymentMethod as { id?: number; name?: string; instrument?: unknown } | null | undefined;
+  const method = d?.paymentMethod as EnrolledMethod | null | undefined;
   const notAllowed = t("app.notAllowed", { role: session.info.role });
+  const selectable = operator ? (d?.installments ?? []).filter((i) => i.canPay || i.canAnnul) : [];
+  // An installment that has moved on since it was ticked (paid elsewhere, charged) drops out.
+  const chosen = selectable.filter((i) => selected.includes(i.internalId));
+  const select = (installment: Installment, checked: boolean) =>
+    setSelected((s) => (checked ? [...s, installment.internalId] : s.filter((x) => x !== installment.internalId)));
   return (
     <Stack>
       <QueryState loading={query.isLoading} error={query.error} retry={() => void query.refetch()}>
@@ -481,13 +688,15 @@ export function MandateDetail() {
                 </Text>
               </Stack>
               <Group gap="xs">
-                <CopyButton value={d.mandate.magicLink}>
-                  {({ copied, copy }) => (
-                    <Button variant="default" onClick={copy} data-testid="copy-magic-link">
-                      {copied ? t("common.copied") : t("mandates.copyMagicLink")}
-                    </Button>
-                  )}
-                </CopyButton>
+                {d.actions.shareMagicLink && (
+                  <CopyButton value={d.mandate.magicLink}>
+                    {({ copied, copy }) => (
+                      <Button variant="default" onClick={copy} data-testid="copy-magic-link">
+                        {copied ? t("common.copied") : t("mandates.copyMagicLink")}
+                      </Button>
+                    )}
+                  </CopyButton>
+                )}
                 {d.actions.addInstallments && (
                   <Tooltip label={notAllowed} disabled={operator}>
                     <Button variant="light" disabled={!operator} onClick={() => setAdding(true)} data-testid="add-installments">
@@ -548,18 +757,30 @@ export function MandateDetail() {
                 <Text fw={600} mb="xs">
                   {t("mandates.paymentMethod")}
                 </Text>
-                <Text size="sm">
-                  {method ? `${label(method.name)} ${method.instrument ? JSON.stringify(method.instrument) : ""}` : t("mandates.notEnrolled")}
+                <Text size="sm" data-testid="payment-method">
+                  {method ? methodWords(method) : t("mandates.notEnrolled")}
                 </Text>
-                <Text size="xs" c="dimmed" mt="xs">
-                  {t("mandates.magicLink")} · {t("mandates.magicLinkExpires", { date: dateTime(d.mandate.magicLinkExpiresAt) })}
-                </Text>
-                <Text size="xs" style={{ wordBreak: "break-all" }} data-testid="magic-link">
-                  {d.mandate.magicLink}
-                </Text>
+                {d.actions.shareMagicLink ? (
+                  <>
+                    <Text size="xs" c="dimmed" mt="xs">
+                      {t("mandates.magicLink")} · {t("mandates.magicLinkExpires", { date: dateTime(d.mandate.magicLinkExpiresAt) })}
+                    </Text>
+                    <Text size="xs" style={{ wordBreak: "break-all" }} data-testid="magic-link">
+                      {d.mandate.magicLink}
+                    </Text>
+                  </>
+                ) : (
+                  d.mandate.state.name !== "ACTIVE" &&
+                  !method && (
+                    <Text size="xs" c="dimmed" mt="xs">
+                      {t("mandates.magicLinkClosed")}
+                    </Text>
+                  )
+                )}
               </Card>
             </SimpleGrid>
             <MandateActivationCard mandate={d.mandate} />
+            <AcceptanceCard detail={d} method={method} />
             {d.mandate.cancellation && (
               <Alert color="red" title={t("mandates.cancellation")}>
                 {d.mandate.cancellation.description}
@@ -584,13 +805,51 @@ export function MandateDetail() {
               </Group>
             </Card>
             <Card withBorder>
-              <Text fw={600} mb="xs">
-                {t("mandates.installments")}
-              </Text>
-              <Table.ScrollContainer minWidth={700}>
+              <Group justify="space-between" mb="xs">
+                <Text fw={600}>{t("mandates.installments")}</Text>
+                {operator && (
+                  <Group gap="xs" data-testid="bulk-actions">
+                    <Text size="sm" c="dimmed">
+                      {t("mandates.selected", { count: chosen.length })}
+                    </Text>
+                    <Button
+                      size="xs"
+                      variant="light"
+                      disabled={chosen.length === 0 || !chosen.every((i) => i.canPay)}
+                      onClick={() => setPaying(chosen)}
+                      data-testid="pay-selected"
+                    >
+                      {t("mandates.markPaidSelected", { count: chosen.length })}
+                    </Button>
+                    <Button
+                      size="xs"
+                      variant="light"
+                      color="red"
+                      disabled={chosen.length === 0 || !chosen.every((i) => i.canAnnul)}
+                      loading={annul.pending}
+                      onClick={() => void annul.ask(chosen)}
+                      data-testid="annul-selected"
+                    >
+                      {t("mandates.annulSelected", { count: chosen.length })}
+                    </Button>
+                  </Group>
+                )}
+              </Group>
+              <Refusals refused={annul.refused} detail={d} target="ANNULLED" />
+              <Table.ScrollContainer minWidth={760}>
                 <Table data-testid="installments-table">
                   <Table.Thead>
                     <Table.Tr>
+                      <Table.Th w={36}>
+                        <Checkbox
+                          aria-label={t("mandates.selectAll")}
+                          disabled={selectable.length === 0}
+                          checked={selectable.length > 0 && selectable.every((i) => selected.includes(i.internalId))}
+                          indeterminate={chosen.length > 0 && chosen.length < selectable.length}
+                          onChange={(e) => setSelected(e.currentTarget.checked ? selectable.map((i) => i.internalId) : [])}
+                          data-testid="select-all"
+                        />
+                      </Table.Th>
                       <Table.Th>{t("common.id")}</Table.Th>
                       <Table.Th>{t("mandates.dueDate")}</Table.Th>
                       <Table.Th ta="right">{t("common.amount")}</Table.Th>
@@ -602,7 +861,14 @@ export function MandateDetail() {
                   </Table.Thead>
                   <Table.Tbody>
                     {d.installments.map((i) => (
-                      <InstallmentRows key={i.internalId} detail={d} installment={i} onPay={() => setPaying(i)} />
+                      <InstallmentRows
+                        key={i.internalId}
+                        installment={i}
+                        selected={selected.includes(i.internalId)}
+                        onSelect={(checked) => select(i, checked)}
+                        onPay={() => setPaying([i])}
+                        onAnnul={() => void annul.ask([i])}
+                      />
                     ))}
                   </Table.Tbody>
                 </Table>
@@ -655,7 +921,9 @@ export function MandateDetail() {
                 <Code block>{JSON.stringify(d.mandate.metadata, null, 2)}</Code>
               </Card>
             )}
-            {paying && <PayModal mandateId={d.mandate.internalId} installment={paying} onClose={() => setPaying(null)} />}
+            {paying && (
+              <PayModal detail={d} installments={paying} onClose={() => setPaying(null)} onDone={() => setSelected([])} />
+            )}
             {cancelling && <CancelModal detail={d} onClose={() => setCancelling(false)} />}
             {adding && <AddInstallmentsModal detail={d} onClose={() => setAdding(false)} />}
           </>

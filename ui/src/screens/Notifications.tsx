@@ -1,10 +1,13 @@
 import {
   Anchor,
+  Badge,
   Button,
+  Card,
   Checkbox,
   Code,
   Drawer,
   Group,
+  PasswordInput,
   Select,
   SimpleGrid,
   Stack,
@@ -24,9 +27,12 @@ import { QueryState } from "../components/QueryState";
 import { StateBadge } from "../components/StateBadge";
 import { PageTitle } from "../components/Layout";
 import { useI18n, useSession } from "../lib/context";
-import { errorText } from "../lib/errors";
+import { errorText, formErrors } from "../lib/errors";
+import type { Key } from "../lib/i18n";
 
 type ListedEvent = Schemas["ListedEventDto"];
+type EventSummary = Pick<ListedEvent, "deliveryState" | "attempts" | "nextAttemptAt">;
+type Verification = Schemas["SignatureVerification"];
 
 const DELIVERY = ["PENDING", "DELIVERED", "FAILED", "NO_URL"];
 const KINDS = ["activation", "payment", "signature"];
@@ -43,6 +49,134 @@ function useRedeliver() {
     },
     onError: (e) => notifications.show({ color: "red", message: errorText(e) }),
   });
+}
+
+/** A processor's rejection code in words, or the code itself when it is not a known one. */
+export function useRejectionWords(): (code: string) => string {
+  const { t } = useI18n();
+  return (code) => {
+    const key = `rejection.${code}` as Key;
+    const words = t(key);
+    return words === key ? code : words;
+  };
+}
+
+/** The delivery state in words: a PENDING event that has been tried is being retried. */
+function DeliveryWords({ event }: { event: EventSummary }) {
+  const { t, dateTime } = useI18n();
+  const words: Record<string, { text: string; color: string }> = {
+    DELIVERED: { text: t("notifications.deliveredWord"), color: "green" },
+    FAILED: { text: t("notifications.failedFinal"), color: "red" },
+    NO_URL: { text: t("notifications.noUrl"), color: "gray" },
+  };
+  const retrying = event.deliveryState === "PENDING" && event.attempts > 0;
+  const shown =
+    words[event.deliveryState] ??
+    (retrying
+      ? { text: t("notifications.retrying"), color: "orange" }
+      : { text: t("notifications.toSend"), color: "blue" });
+  return (
+    <Stack gap={0}>
+      <Text size="sm" c={shown.color} fw={600} style={{ whiteSpace: "nowrap" }} data-testid="delivery-words">
+        {shown.text}
+      </Text>
+      {event.deliveryState === "PENDING" && event.nextAttemptAt && retrying && (
+        <Text size="xs" c="dimmed" style={{ whiteSpace: "nowrap" }} data-testid="next-attempt">
+          {t("notifications.nextAt", { time: dateTime(event.nextAttemptAt) })}
+        </Text>
+      )}
+      <Text size="xs" c="dimmed">
+        {t("notifications.attemptCount", { count: event.attempts })}
+      </Text>
+    </Stack>
+  );
+}
+
+function Validity({ valid }: { valid: boolean }) {
+  const { t } = useI18n();
+  return (
+    <Badge color={valid ? "green" : "red"} variant="light" data-valid={valid}>
+      {valid ? t("notifications.valid") : t("notifications.invalid")}
+    </Badge>
+  );
+}
+
+/** Recomputes both signatures of the event with a pasted secret, on the server. */
+function VerifyTool({ eventId }: { eventId: string }) {
+  const { t } = useI18n();
+  const [secret, setSecret] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const check = useMutation({
+    mutationFn: (value: string) =>
+      payload(api.POST("/notifications/{eventId}/verify", { params: { path: { eventId } }, body: { secret: value } })),
+    onMutate: () => setError(null),
+    onError: (e) => {
+      const mapped = formErrors(e, {}, ["secret"]);
+      setError(mapped.fields.secret ? t("notifications.secretInvalid") : mapped.general);
+    },
+  });
+  const result: Verification | undefined = check.data;
+  return (
+    <Card withBorder data-testid="verify-tool">
+      <Stack gap="xs">
+        <Text fw={600}>{t("notifications.verifyTool")}</Text>
+        <Text size="sm" c="dimmed">
+          {t("notifications.verifyIntro")}
+        </Text>
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            check.mutate(secret.trim());
+          }}
+        >
+          <Group align="end">
+            <PasswordInput
+              label={t("notifications.secret")}
+              placeholder="whsec_…"
+              value={secret}
+              onChange={(e) => setSecret(e.currentTarget.value)}
+              error={error}
+              autoComplete="off"
+              style={{ flex: 1 }}
+              data-testid="verify-secret"
+            />
+            <Button type="submit" loading={check.isPending} disabled={!secret.trim()} data-testid="verify-submit">
+              {t("notifications.check")}
+            </Button>
+          </Group>
+        </form>
+        {result && (
+          <Table data-testid="verify-result">
+            <Table.Tbody>
+              <Table.Tr>
+                <Table.Td>{t("notifications.bodySignature")}</Table.Td>
+                <Table.Td>
+                  <Validity valid={result.body.valid} />
+                </Table.Td>
+              </Table.Tr>
+              {result.headers.map((h) => (
+                <Table.Tr key={h.attempt}>
+                  <Table.Td>{t("notifications.headerSignature", { n: h.attempt, ts: h.webhookTimestamp })}</Table.Td>
+                  <Table.Td>
+                    <Validity valid={h.valid} />
+                  </Table.Td>
+                </Table.Tr>
+              ))}
+              {result.headers.length === 0 && (
+                <Table.Tr>
+                  <Table.Td colSpan={2}>
+                    <Text size="sm" c="dimmed">
+                      {t("notifications.noHeaderChecks")}
+                    </Text>
+                  </Table.Td>
+                </Table.Tr>
+              )}
+            </Table.Tbody>
+          </Table>
+        )}
+      </Stack>
+    </Card>
+  );
 }
 
 function EventDrawer({ eventId, onClose }: { eventId: string; onClose: () => void }) {
@@ -71,7 +205,7 @@ function EventDrawer({ eventId, onClose }: { eventId: string; onClose: () => voi
                 <Text size="xs" c="dimmed">
                   {t("notifications.delivery")}
                 </Text>
-                <StateBadge state={d.event.deliveryState} />
+                <DeliveryWords event={d.event} />
               </div>
               <div>
                 <Text size="xs" c="dimmed">
@@ -127,12 +261,34 @@ function EventDrawer({ eventId, onClose }: { eventId: string; onClose: () => voi
                 </Table.Tbody>
               </Table>
             )}
+            {d.attempts.length > 0 && (
+              <>
+                <Text fw={600}>{t("notifications.headers")}</Text>
+                <Stack gap="xs" data-testid="sent-headers">
+                  {d.attempts.map((a, i) => (
+                    <div key={i}>
+                      <Text size="xs" c="dimmed">
+                        {t("notifications.headersOf", { n: i + 1, time: dateTime(a.startedAt) })}
+                      </Text>
+                      {a.headers.length === 0 ? (
+                        <Text size="xs">{t("notifications.noHeaders")}</Text>
+                      ) : (
+                        <Code block style={{ whiteSpace: "pre-wrap", wordBreak: "break-all" }}>
+                          {a.headers.map((h) => `${h.name}: ${h.value}`).join("\n")}
+                        </Code>
+                      )}
+                    </div>
+                  ))}
+                </Stack>
+              </>
+            )}
+            <VerifyTool eventId={eventId} />
             <Text fw={600}>{t("notifications.body")}</Text>
             <Code block data-testid="event-body">
               {JSON.stringify(d.body, null, 2)}
             </Code>
-            <Text fw={600}>{t("notifications.verify")}</Text>
-            <Text size="sm">{d.verification}</Text>
+            <Text fw={600}>{t("notifications.howReceiverVerifies")}</Text>
+            <Text size="sm">{t("notifications.howReceiverVerifiesText")}</Text>
           </Stack>
         )}
       </QueryState>
@@ -143,6 +299,7 @@ function EventDrawer({ eventId, onClose }: { eventId: string; onClose: () => voi
 export function Notifications() {
   const { t, dateTime, label } = useI18n();
   const session = useSession();
+  const rejectionWords = useRejectionWords();
   const [params, setParams] = useSearchParams();
   const opened = params.get("event");
   const [mandateText, setMandateText] = useState(params.get("mandate") ?? "");
@@ -221,9 +378,14 @@ export function Notifications() {
             { header: t("notifications.kind"), value: (e) => e.kind },
             { header: t("common.commerce"), value: (e) => e.commerce },
             { header: "mandateInternalId", value: (e) => e.mandateInternalId },
+            { header: "mandateId", value: (e) => e.mandateId },
+            { header: t("common.customer"), value: (e) => e.customerName },
+            { header: t("common.state"), value: (e) => e.announcedState },
             { header: "installmentInternalId", value: (e) => e.installmentInternalId },
             { header: t("notifications.delivery"), value: (e) => e.deliveryState },
             { header: t("notifications.attempts"), value: (e) => e.attempts },
+            { header: t("notifications.lastStatus"), value: (e) => e.lastStatusCode },
+            { header: t("notifications.nextAttempt"), value: (e) => e.nextAttemptAt },
             { header: t("notifications.url"), value: (e) => e.url },
             { header: t("common.createdAt"), value: (e) => e.createdAt },
             { header: t("notifications.deliveredAt"), value: (e) => e.deliveredAt },
@@ -234,7 +396,7 @@ export function Notifications() {
         {items.length === 0 ? (
           <Text c="dimmed">{t("app.none")}</Text>
         ) : (
-          <Table.ScrollContainer minWidth={900}>
+          <Table.ScrollContainer minWidth={760}>
             <Table striped highlightOnHover data-testid="events-table">
               <Table.Thead>
                 <Table.Tr>
@@ -249,13 +411,11 @@ export function Notifications() {
                       />
                     </Table.Th>
                   )}
-                  <Table.Th>{t("mandates.event")}</Table.Th>
-                  <Table.Th>{t("notifications.kind")}</Table.Th>
-                  <Table.Th>{t("common.commerce")}</Table.Th>
-                  <Table.Th>{t("nav.mandates")}</Table.Th>
+                  <Table.Th>{t("notifications.event")}</Table.Th>
+                  <Table.Th>{t("notifications.mandateCustomer")}</Table.Th>
                   <Table.Th>{t("notifications.delivery")}</Table.Th>
-                  <Table.Th>{t("notifications.attempts")}</Table.Th>
-                  <Table.Th>{t("common.createdAt")}</Table.Th>
+                  <Table.Th>{t("notifications.lastStatus")}</Table.Th>
+                  <Table.Th style={{ whiteSpace: "nowrap" }}>{t("common.createdAt")}</Table.Th>
                 </Table.Tr>
               </Table.Thead>
               <Table.Tbody>
@@ -272,26 +432,51 @@ export function Notifications() {
                       </Table.Td>
                     )}
                     <Table.Td>
-                      <Anchor component="button" type="button" size="sm" onClick={() => open(e.eventId)}>
+                      <Group gap={6} wrap="nowrap">
+                        <Text size="sm" fw={600}>
+                          {label(e.kind)}
+                        </Text>
+                        {e.announcedState && <StateBadge state={e.announcedState} />}
+                      </Group>
+                      {e.rejectionCode && (
+                        <Text size="xs" c="red" data-testid="event-rejection">
+                          {t("notifications.rejected", { reason: rejectionWords(e.rejectionCode) })}
+                        </Text>
+                      )}
+                      <Anchor component="button" type="button" size="xs" ff="monospace" onClick={() => open(e.eventId)}>
                         {e.eventId}
                       </Anchor>
                     </Table.Td>
-                    <Table.Td>{label(e.kind)}</Table.Td>
-                    <Table.Td>{e.commerce}</Table.Td>
                     <Table.Td>
                       {e.mandateInternalId ? (
-                        <Anchor component={Link} to={`/mandates/${e.mandateInternalId}`} size="sm">
-                          {e.mandateInternalId}
+                        <Anchor component={Link} to={`/mandates/${e.mandateInternalId}`} size="sm" fw={600}>
+                          {e.mandateId ?? e.mandateInternalId}
                         </Anchor>
                       ) : (
                         "—"
                       )}
+                      <Text size="xs">{e.customerName ?? ""}</Text>
+                      <Text size="xs" c="dimmed">
+                        {e.commerce}
+                      </Text>
                     </Table.Td>
                     <Table.Td>
-                      <StateBadge state={e.deliveryState} />
+                      <DeliveryWords event={e} />
                     </Table.Td>
-                    <Table.Td>{e.attempts}</Table.Td>
-                    <Table.Td>{dateTime(e.createdAt)}</Table.Td>
+                    <Table.Td>
+                      {e.lastStatusCode ? (
+                        <Text size="sm" c={e.lastStatusCode < 300 ? undefined : "red"}>
+                          {e.lastStatusCode}
+                        </Text>
+                      ) : e.lastError ? (
+                        <Text size="xs" c="red" title={e.lastError}>
+                          {t("notifications.noAnswer")}
+                        </Text>
+                      ) : (
+                        "—"
+                      )}
+                    </Table.Td>
+                    <Table.Td style={{ whiteSpace: "nowrap" }}>{dateTime(e.createdAt)}</Table.Td>
                   </Table.Tr>
                 ))}
               </Table.Tbody>

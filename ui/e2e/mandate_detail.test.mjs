@@ -1,0 +1,177 @@
+// Browser test of the mandate detail against a real `mandato serve` (target/debug/mandato, or
+// MANDATO_BIN) in Debian's Chromium: the enrolled method and the acceptance evidence in words,
+// the EPAC mandate PDF, no Magic Link once active, the payment date capped at today's business
+// date, and several installments paid or annulled at once, each refusal named.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { chromium } from "playwright-core";
+import { mandato, repoRoot, startServer } from "../scripts/server.mjs";
+
+const SHOTS = join(repoRoot, "target", "ui-screenshots");
+const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+const FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"];
+const OWNER = { email: "duena@gimnasio.cl", password: "una clave larga 123" };
+const COMMERCE = "76123456-0";
+
+let server;
+let browser;
+let page;
+let call;
+let mandateId;
+
+/** The merchant API for one commerce and key, with the common headers and a session token. */
+async function merchant(base, password, apiKey) {
+  let token = null;
+  const request = async (method, path, body) => {
+    const headers = {
+      "content-type": "application/json",
+      country: "CL",
+      commerce: COMMERCE,
+      channel: "WEB",
+      requestDateTime: new Date().toISOString(),
+      correlationId: randomUUID(),
+      processId: "HYBRID",
+      salesExecutiveId: "SE-01",
+      "x-api-key": apiKey,
+    };
+    if (token) headers.authorization = `Bearer ${token}`;
+    const r = await fetch(`${base}/api/v1${path}`, { method, headers, body: body ? JSON.stringify(body) : undefined });
+    const json = await r.json();
+    assert.ok(r.ok, `${method} ${path}: ${r.status} ${JSON.stringify(json)}`);
+    return json.payload;
+  };
+  const key = await (await fetch(`${base}/api/v1/.well-known/jwe-public-key`)).json();
+  const { token: jwe } = await request("POST", "/jwe/encrypt", { password, publicKey: key.payload.publicKey });
+  token = (await request("POST", "/login", { username: COMMERCE, password: jwe })).token;
+  return request;
+}
+
+const today = () => new Intl.DateTimeFormat("en-CA", { timeZone: "America/Santiago" }).format(new Date());
+const inDays = (n) => new Date(Date.parse(`${today()}T12:00:00Z`) + n * 86_400_000).toISOString().slice(0, 10);
+
+const row = (id) => page.locator(`[data-installment="${id}"]`);
+
+describe("the mandate detail", { concurrency: false }, () => {
+  before(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    server = await startServer();
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+    const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, locale: "es-CL", acceptDownloads: true });
+    page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    page.on("pageerror", (e) => console.error("page error:", e.message));
+
+    const added = JSON.parse(
+      await mandato(server.dataDir, ["--json", "commerce", "add", "--code", COMMERCE, "--name", "Gimnasio Los Andes"]),
+    );
+    const key = JSON.parse(await mandato(server.dataDir, ["--json", "apikey", "create", "--commerce", COMMERCE]));
+    call = await merchant(server.base, added.password, key.apiKey);
+    await call("POST", "/user", {
+      customer: {
+        userId: "cust-001",
+        identificationDocument: { type: "RUT", number: "12.345.678-5" },
+        personalInformation: { firstName: "Ana", lastName: "Pérez", secondLastName: "Soto" },
+        contacts: { email: "ana@example.cl", phone: "+56912345678" },
+      },
+    });
+    const created = await call("POST", "/mandate", {
+      customer: { userId: "cust-001" },
+      mandate: { id: "CTA-DET-1", type: "DYNAMIC", name: "Cuenta corriente", charges: { currencyId: "CLP", maxAmount: 100000 } },
+      installments: [
+        { id: "a", amount: 10000, currencyId: "CLP", installmentDueDate: inDays(5) },
+        { id: "b", amount: 20000, currencyId: "CLP", installmentDueDate: inDays(10) },
+        { id: "c", amount: 30000, currencyId: "CLP", installmentDueDate: inDays(15) },
+        { id: "d", amount: 40000, currencyId: "CLP", installmentDueDate: inDays(20) },
+      ],
+    });
+    mandateId = created.mandate.internalId;
+    await call("POST", `/sandbox/mandates/${mandateId}/activate`, {
+      paymentMethodId: 6,
+      bankAccount: { bankCode: "012", accountType: "CHECKING", accountNumber: "123450000", holderRut: "12.345.678-5" },
+    });
+
+    await page.goto(server.base);
+    await page.getByRole("heading", { name: "Primer inicio" }).waitFor();
+    await page.getByLabel(/^Correo electrónico/).fill(OWNER.email);
+    await page.getByLabel(/^Contraseña/).fill(OWNER.password);
+    await page.getByLabel(/^Repita la contraseña/).fill(OWNER.password);
+    await page.getByRole("button", { name: "Crear cuenta y entrar" }).click();
+    await page.getByRole("heading", { name: "Panel" }).waitFor();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  test("the method, the acceptance and the EPAC document, and no Magic Link once active", async () => {
+    await page.goto(`${server.base}/mandates/${mandateId}`);
+    await page.getByTestId("payment-method").getByText(/^EPAC: cargo en cuenta con mandato electrónico · .*0000$/).waitFor();
+    const acceptance = page.getByTestId("acceptance");
+    await acceptance.getByText("Aceptación del cliente").waitFor();
+    await acceptance.getByText("Ana Pérez Soto · 12345678-5").waitFor();
+    assert.match(await acceptance.getByTestId("accepted-at").innerText(), /^\d{2}-\d{2}-\d{2}, \d/);
+    assert.equal(await page.getByTestId("copy-magic-link").count(), 0, "no Magic Link to send once active");
+
+    const [download] = await Promise.all([
+      page.waitForEvent("download"),
+      acceptance.getByTestId("download-document").click(),
+    ]);
+    assert.equal(download.suggestedFilename(), "mandato-CTA-DET-1.pdf");
+    const pdf = await download.createReadStream();
+    const chunks = [];
+    for await (const chunk of pdf) chunks.push(chunk);
+    assert.equal(Buffer.concat(chunks).subarray(0, 5).toString(), "%PDF-");
+    await page.screenshot({ path: join(SHOTS, "mandate-detail-1440.png"), fullPage: true });
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.getByTestId("acceptance").waitFor();
+    await page.screenshot({ path: join(SHOTS, "mandate-detail-390.png"), fullPage: true });
+    await page.setViewportSize({ width: 1440, height: 900 });
+  });
+
+  test("two installments paid at once, dated today at the latest", async () => {
+    await page.goto(`${server.base}/mandates/${mandateId}`);
+    await row("a").getByTestId("select-installment").check();
+    await row("b").getByTestId("select-installment").check();
+    await page.getByTestId("pay-selected").click();
+    const dialog = page.getByRole("dialog");
+    await dialog.getByText("Marcar pagadas 2 cuotas").waitFor();
+    const date = dialog.getByTestId("pay-date");
+    assert.equal(await date.getAttribute("max"), today());
+    assert.equal(await date.inputValue(), today());
+    await dialog.getByText(/cubre las cuotas a, b/).waitFor();
+    await dialog.getByTestId("pay-submit").click();
+    await dialog.waitFor({ state: "detached" });
+    await row("a").getByText("Pagada").waitFor();
+    await row("b").getByText("Pagada").waitFor();
+  });
+
+  test("an annulment of several is refused whole, naming the installment that cannot", async () => {
+    await page.goto(`${server.base}/mandates/${mandateId}`);
+    await row("c").getByTestId("select-installment").check();
+    await row("d").getByTestId("select-installment").check();
+    // Meanwhile d is paid through the merchant API: the page still offers to annul it.
+    await call("PUT", "/installments/status/change", {
+      product: { id: "CTA-DET-1" },
+      installments: { ids: ["d"] },
+      action: "PAYMENT",
+      payment: { date: today(), amount: 40000, currencyId: "CLP" },
+    });
+    await page.getByTestId("annul-selected").click();
+    await page.getByRole("dialog").getByRole("button", { name: "Anular" }).click();
+    const refusals = page.getByTestId("refusals");
+    await refusals.getByText("No se cambió ninguna cuota").waitFor();
+    await refusals.getByText("Cuota d: está Pagada y no puede quedar Anulada").waitFor();
+    await row("c").getByText("Pendiente").waitFor();
+    await page.screenshot({ path: join(SHOTS, "mandate-detail-refused-1440.png"), fullPage: true });
+    // d has left the selection: c alone can be annulled now.
+    await page.getByTestId("annul-selected").getByText("Anular (1)").waitFor();
+    await page.getByTestId("annul-selected").click();
+    await page.getByRole("dialog").getByRole("button", { name: "Anular" }).click();
+    await row("c").getByText("Anulada").waitFor();
+    await page.getByTestId("refusals").waitFor({ state: "detached" });
+  });
+});

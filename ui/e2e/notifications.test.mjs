@@ -1,0 +1,171 @@
+// Browser test of the Notifications screen against a real `mandato serve` (target/debug/mandato,
+// or MANDATO_BIN) in Debian's Chromium: each event names the merchant's mandate id, the customer
+// and the state it announces, says in words how its delivery goes (retrying, with the next
+// attempt's time), fits a 1280 px window, and its detail shows the headers sent and checks a
+// pasted secret against both signatures.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { chromium } from "playwright-core";
+import { mandato, repoRoot, startServer } from "../scripts/server.mjs";
+
+const SHOTS = join(repoRoot, "target", "ui-screenshots");
+const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+const FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"];
+const OWNER = { email: "duena@gimnasio.cl", password: "una clave larga 123" };
+const COMMERCE = "76123456-0";
+
+let server;
+let browser;
+let page;
+let secret;
+
+/** The merchant API for one commerce and key, with the common headers and a session token. */
+async function merchant(base, password, apiKey) {
+  let token = null;
+  const call = async (method, path, body) => {
+    const headers = {
+      "content-type": "application/json",
+      country: "CL",
+      commerce: COMMERCE,
+      channel: "WEB",
+      requestDateTime: new Date().toISOString(),
+      correlationId: randomUUID(),
+      processId: "HYBRID",
+      salesExecutiveId: "SE-01",
+      "x-api-key": apiKey,
+    };
+    if (token) headers.authorization = `Bearer ${token}`;
+    const r = await fetch(`${base}/api/v1${path}`, { method, headers, body: body ? JSON.stringify(body) : undefined });
+    const json = await r.json();
+    assert.ok(r.ok, `${method} ${path}: ${r.status} ${JSON.stringify(json)}`);
+    return json.payload;
+  };
+  const key = await (await fetch(`${base}/api/v1/.well-known/jwe-public-key`)).json();
+  const { token: jwe } = await call("POST", "/jwe/encrypt", { password, publicKey: key.payload.publicKey });
+  token = (await call("POST", "/login", { username: COMMERCE, password: jwe })).token;
+  return call;
+}
+
+const today = () => new Intl.DateTimeFormat("en-CA", { timeZone: "America/Santiago" }).format(new Date());
+
+describe("the Notifications screen", { concurrency: false }, () => {
+  before(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    server = await startServer();
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+    const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, locale: "es-CL" });
+    page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    page.on("pageerror", (e) => console.error("page error:", e.message));
+
+    const added = JSON.parse(
+      await mandato(server.dataDir, ["--json", "commerce", "add", "--code", COMMERCE, "--name", "Gimnasio Los Andes"]),
+    );
+    secret = added.webhookSecret;
+    const key = JSON.parse(await mandato(server.dataDir, ["--json", "apikey", "create", "--commerce", COMMERCE]));
+    const call = await merchant(server.base, added.password, key.apiKey);
+    await call("POST", "/user", {
+      customer: {
+        userId: "cust-001",
+        identificationDocument: { type: "RUT", number: "12.345.678-5" },
+        personalInformation: { firstName: "Ana", lastName: "Pérez", secondLastName: "Soto" },
+        contacts: { email: "ana@example.cl", phone: "+56912345678" },
+      },
+    });
+    // The merchant's receiver cannot be reached from here: every delivery is retried.
+    await call("POST", "/mandate", {
+      customer: { userId: "cust-001" },
+      mandate: { id: "GYM-NOTIF-1", type: "DYNAMIC", name: "Cuenta corriente", charges: { currencyId: "CLP", maxAmount: 100000 } },
+      installments: [{ id: "c1", amount: 15000, currencyId: "CLP", installmentDueDate: today() }],
+      urls: {
+        activationWebhook: "https://receptor.invalid/hooks/activation",
+        paymentWebhook: "https://receptor.invalid/hooks/payment",
+      },
+    });
+    await call("PUT", "/installments/status/change", {
+      product: { id: "GYM-NOTIF-1" },
+      installments: { ids: ["c1"] },
+      action: "PAYMENT",
+      payment: { date: today(), amount: 15000, currencyId: "CLP", method: "TRANSFER" },
+    });
+
+    await page.goto(server.base);
+    await page.getByRole("heading", { name: "Primer inicio" }).waitFor();
+    await page.getByLabel(/^Correo electrónico/).fill(OWNER.email);
+    await page.getByLabel(/^Contraseña/).fill(OWNER.password);
+    await page.getByLabel(/^Repita la contraseña/).fill(OWNER.password);
+    await page.getByRole("button", { name: "Crear cuenta y entrar" }).click();
+    await page.getByRole("heading", { name: "Panel" }).waitFor();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  test("a row names the mandate, the customer, the state and the retry in words", async () => {
+    await page.goto(`${server.base}/notifications`);
+    const row = page.locator("[data-event]").filter({ hasText: "GYM-NOTIF-1" });
+    await row.waitFor();
+    await row.getByText("Ana Pérez Soto").waitFor();
+    await row.getByText("Pagada").waitFor();
+    await row.getByText("Reintentando").waitFor();
+    assert.match(await row.getByTestId("next-attempt").innerText(), /^próximo \d{2}-\d{2}-\d{2}, \d/);
+    await row.getByText("Sin respuesta").waitFor();
+    await page.screenshot({ path: join(SHOTS, "notifications-1440.png"), fullPage: true });
+
+    // At 1280 px every column, the creation date last, is inside the window, on one line.
+    await page.setViewportSize({ width: 1280, height: 900 });
+    const created = page.getByRole("columnheader", { name: "Creado" });
+    const box = await created.boundingBox();
+    assert.ok(box && box.x + box.width <= 1280, `the Created column ends at ${box && box.x + box.width}`);
+    const scroll = await page.getByTestId("events-table").evaluate((t) => {
+      const container = t.parentElement;
+      return { scroll: container.scrollWidth, client: container.clientWidth };
+    });
+    assert.ok(scroll.scroll <= scroll.client, `no horizontal scroll at 1280 px: ${JSON.stringify(scroll)}`);
+
+    await page.setViewportSize({ width: 390, height: 844 });
+    await row.waitFor();
+    await page.screenshot({ path: join(SHOTS, "notifications-390.png"), fullPage: true });
+    await page.setViewportSize({ width: 1440, height: 900 });
+  });
+
+  test("the detail shows the headers sent and checks a pasted secret", async () => {
+    await page.goto(`${server.base}/notifications`);
+    const row = page.locator("[data-event]").filter({ hasText: "GYM-NOTIF-1" });
+    await row.getByRole("button", { name: /^evt_/ }).click();
+    const detail = page.getByTestId("event-detail");
+    await detail.waitFor();
+    const headers = detail.getByTestId("sent-headers");
+    await headers.getByText(/webhook-signature: v1,/).first().waitFor();
+    await headers.getByText(/webhook-timestamp: \d+/).first().waitFor();
+    assert.ok(!(await detail.innerText()).includes(secret), "the secret is never shown");
+
+    const tool = detail.getByTestId("verify-tool");
+    await tool.getByTestId("verify-secret").fill("no es un secreto");
+    await tool.getByRole("button", { name: "Verificar" }).click();
+    await tool.getByText("Debe ser whsec_ seguido de base64").waitFor();
+
+    await tool.getByTestId("verify-secret").fill(secret);
+    await tool.getByRole("button", { name: "Verificar" }).click();
+    const result = tool.getByTestId("verify-result");
+    await result.getByText("Campo signature del cuerpo").waitFor();
+    assert.equal(await result.locator("[data-valid=false]").count(), 0);
+    assert.ok((await result.locator("[data-valid=true]").count()) >= 2, "the body and at least one header");
+    await page.screenshot({ path: join(SHOTS, "notifications-detail-1440.png"), fullPage: true });
+
+    await tool.getByTestId("verify-secret").fill(`whsec_${Buffer.alloc(32, 7).toString("base64")}`);
+    await tool.getByRole("button", { name: "Verificar" }).click();
+    await result.locator("[data-valid=false]").first().waitFor();
+    assert.equal(await result.locator("[data-valid=true]").count(), 0);
+    await result.getByText("No válida").first().waitFor();
+
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.screenshot({ path: join(SHOTS, "notifications-detail-390.png"), fullPage: true });
+    await page.setViewportSize({ width: 1440, height: 900 });
+  });
+});
