@@ -47,7 +47,7 @@ pub enum ProcessStateName {
 pub struct SignaturesQuery {
     /// A commerce code.
     commerce: Option<String>,
-    #[param(value_type = Option<ProcessStateName>)]
+    #[param(value_type = Option<ProcessStateName>, inline)]
     state: Option<String>,
     /// Created on or after: a date (environment time zone) or an RFC 3339 date-time.
     from: Option<String>,
