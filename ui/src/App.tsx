@@ -15,6 +15,7 @@ import { MandateDetail } from "./screens/MandateDetail";
 import { Mandates } from "./screens/Mandates";
 import { Notifications } from "./screens/Notifications";
 import { Settings } from "./screens/Settings";
+import { SignatureDetail, Signatures } from "./screens/Signatures";
 
 /** First start, sign-in, or the screens of a signed-in staff member. */
 export function App() {
@@ -85,6 +86,8 @@ export function App() {
           <Route path="/ledger" element={<Ledger />} />
           <Route path="/settings" element={<Settings />} />
           <Route path="/audit" element={<Audit />} />
+          <Route path="/signatures" element={<Signatures />} />
+          <Route path="/signatures/:id" element={<SignatureDetail />} />
           <Route path="*" element={<Dashboard />} />
         </Routes>
       </Layout>
