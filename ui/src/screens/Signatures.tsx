@@ -276,19 +276,19 @@ function SandboxCode({ signatory }: { signatory: Schemas["StaffSignatoryDto"] })
   const code = signatory.sandboxCode;
   if (!code) return <Text size="sm" c="dimmed">{t("signatures.codeNone")}</Text>;
   return (
-    <Group gap="xs" wrap="nowrap">
-      <Code fz="md" fw={700} data-testid={`code-${signatory.internalId}`}>
+    <Stack gap={2} align="flex-start">
+      <Code fz="lg" fw={700} style={{ letterSpacing: "0.1em" }} data-testid={`code-${signatory.internalId}`}>
         {code.code}
       </Code>
       <Text size="xs" c="dimmed">
         {code.used ? t("signatures.codeUsed") : t("signatures.codeExpires", { at: dateTime(code.expiresAt) })}
       </Text>
-    </Group>
+    </Stack>
   );
 }
 
 function Signatories({ detail }: { detail: Schemas["StaffSignatureDetail"] }) {
-  const { t, dateTime, label } = useI18n();
+  const { t, dateTime } = useI18n();
   const { info } = useSession();
   const showCodes = detail.sandbox && detail.codesVisible;
   return (
@@ -306,52 +306,42 @@ function Signatories({ detail }: { detail: Schemas["StaffSignatureDetail"] }) {
           {t("signatures.codeHelp")}
         </Text>
       )}
-      <Table.ScrollContainer minWidth={820}>
-        <Table data-testid="signatories-table">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>{t("signatures.order")}</Table.Th>
-              <Table.Th>{t("common.name")}</Table.Th>
-              <Table.Th>{t("signatures.rut")}</Table.Th>
-              <Table.Th>{t("common.email")}</Table.Th>
-              <Table.Th>{t("signatures.kind")}</Table.Th>
-              <Table.Th>{t("common.state")}</Table.Th>
-              {showCodes && <Table.Th>{t("signatures.code")}</Table.Th>}
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {detail.signatories.map((s) => (
-              <Table.Tr key={s.internalId} data-testid={`signatory-${s.internalId}`}>
-                <Table.Td>{s.order}</Table.Td>
-                <Table.Td>{s.name}</Table.Td>
-                <Table.Td>{s.rut}</Table.Td>
-                <Table.Td>{s.email}</Table.Td>
-                <Table.Td>{s.kind}</Table.Td>
-                <Table.Td>
-                  <SignatureBadge name={s.state.name} />
-                  {s.signedAt && (
-                    <Text size="xs" c="dimmed">
-                      {t("signatures.signedAt")} {dateTime(s.signedAt)}
-                    </Text>
-                  )}
-                  {s.rejectedAt && (
-                    <Text size="xs" c="dimmed">
-                      {t("signatures.rejectedAt")} {dateTime(s.rejectedAt)}
-                      {s.rejectionReason ? ` · ${s.rejectionReason}` : ""}
-                    </Text>
-                  )}
-                  {!s.signedAt && !s.rejectedAt && s.state.name !== "PENDING" && label(s.state.name)}
-                </Table.Td>
-                {showCodes && (
-                  <Table.Td>
-                    {s.state.name === "PENDING" ? <SandboxCode signatory={s} /> : <Text c="dimmed">—</Text>}
-                  </Table.Td>
+      <Stack gap="sm" data-testid="signatories">
+        {detail.signatories.map((s) => (
+          <Card key={s.internalId} withBorder padding="sm" data-testid={`signatory-${s.internalId}`}>
+            <SimpleGrid cols={{ base: 2, md: showCodes ? 7 : 6 }} spacing="sm">
+              <Field name={t("signatures.order")}>{s.order}</Field>
+              <Field name={t("common.name")}>{s.name}</Field>
+              <Field name={t("signatures.rut")}>{s.rut}</Field>
+              <Field name={t("common.email")}>
+                <Text size="sm" style={{ wordBreak: "break-all" }}>
+                  {s.email}
+                </Text>
+              </Field>
+              <Field name={t("signatures.kind")}>{s.kind}</Field>
+              <Field name={t("common.state")}>
+                <SignatureBadge name={s.state.name} />
+                {s.signedAt && (
+                  <Text size="xs" c="dimmed">
+                    {t("signatures.signedAt")} {dateTime(s.signedAt)}
+                  </Text>
                 )}
-              </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
-      </Table.ScrollContainer>
+                {s.rejectedAt && (
+                  <Text size="xs" c="dimmed">
+                    {t("signatures.rejectedAt")} {dateTime(s.rejectedAt)}
+                    {s.rejectionReason ? ` · ${s.rejectionReason}` : ""}
+                  </Text>
+                )}
+              </Field>
+              {showCodes && (
+                <Field name={t("signatures.code")}>
+                  {s.state.name === "PENDING" ? <SandboxCode signatory={s} /> : "—"}
+                </Field>
+              )}
+            </SimpleGrid>
+          </Card>
+        ))}
+      </Stack>
     </Card>
   );
 }
@@ -522,7 +512,7 @@ export function SignatureDetail() {
             <Card withBorder>
               <SimpleGrid cols={{ base: 2, md: 4 }}>
                 <Field name={t("signatures.process")}>
-                  <Text size="sm" ff="monospace" data-testid="process-id">
+                  <Text size="sm" ff="monospace" style={{ wordBreak: "break-all" }} data-testid="process-id">
                     {p.internalId}
                   </Text>
                 </Field>
