@@ -15,15 +15,16 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::paging::Params;
 use super::session::Staff;
+use crate::domain::activation::ActivationFailure;
 use crate::error::{Error, FieldErrors};
 use crate::esign::audit;
 use crate::esign::ceremony::{self, ProcessView};
-use crate::esign::{ProcessState, pdf};
+use crate::esign::{ProcessState, SignatureType, pdf};
 use crate::http::AppState;
 use crate::http::envelope::Envelope;
 use crate::http::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::signature::SignaturePayload;
-use crate::http::wire::StateDto;
+use crate::http::wire::{ActivationFailureReason, StateDto};
 use crate::store::signatures::{self, AuditRow, ProcessFilter, ProcessRow, SignatoryRow};
 use crate::store::staff::Role;
 use crate::store::{commerces, mandate_signatures, mandates};
@@ -208,15 +209,33 @@ pub struct SandboxCodeDto {
     pub attempts: i64,
 }
 
+/// FES (simple: RUT and a one-time code), FEA (advanced: and the identity card's serial) or FAO
+/// (advanced with an online identity check).
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum SignatureKind {
+    Fes,
+    Fea,
+    Fao,
+}
+
+impl From<SignatureType> for SignatureKind {
+    fn from(kind: SignatureType) -> Self {
+        match kind {
+            SignatureType::Fes => SignatureKind::Fes,
+            SignatureType::Fea => SignatureKind::Fea,
+            SignatureType::Fao => SignatureKind::Fao,
+        }
+    }
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StaffSignatoryDto {
     pub internal_id: String,
     /// Signing order: lower first, equal in parallel.
     pub order: i64,
-    /// `FES`, `FEA` or `FAO`.
-    #[schema(example = "FES")]
-    pub kind: &'static str,
+    pub kind: SignatureKind,
     /// 1 PENDING, 2 SIGNED, 3 REJECTED.
     pub state: StateDto,
     pub name: String,
@@ -323,9 +342,8 @@ pub struct ActivatedMandateDto {
     pub id: String,
     pub name: String,
     pub state: StateDto,
-    /// SIGNATURE_REJECTED, SIGNATURE_EXPIRED or SIGNATURE_CANCELLED when this process ended
-    /// without activating it.
-    pub failure: Option<&'static str>,
+    /// Why this process ended without activating it; null while it may still.
+    pub failure: Option<ActivationFailureReason>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -350,7 +368,7 @@ fn signatory_dto(s: &SignatoryRow, codes_visible: bool) -> StaffSignatoryDto {
     StaffSignatoryDto {
         internal_id: s.id.clone(),
         order: s.order,
-        kind: s.kind.name(),
+        kind: s.kind.into(),
         state: StateDto {
             id: s.state.id(),
             name: s.state.name(),
@@ -448,7 +466,11 @@ fn activated_mandate(
             id: mandate.state.id(),
             name: mandate.state.name(),
         },
-        failure: link.failure.map(|f| f.name()),
+        failure: link.failure.map(|f| match f {
+            ActivationFailure::SignatureRejected => ActivationFailureReason::SignatureRejected,
+            ActivationFailure::SignatureExpired => ActivationFailureReason::SignatureExpired,
+            ActivationFailure::SignatureCancelled => ActivationFailureReason::SignatureCancelled,
+        }),
     }))
 }
 

@@ -1568,11 +1568,7 @@ export interface components {
             id: string;
             name: string;
             state: components["schemas"]["StateDto"];
-            /**
-             * @description SIGNATURE_REJECTED, SIGNATURE_EXPIRED or SIGNATURE_CANCELLED when this process ended
-             *     without activating it.
-             */
-            failure: string | null;
+            failure: components["schemas"]["ActivationFailureReason"] | null;
         };
         ActivationFailureDto: {
             reason: components["schemas"]["ActivationFailureReason"];
@@ -4134,6 +4130,12 @@ export interface components {
             /** @description Of the sealed PDF, once the process is COMPLETED. */
             sealedSha256: string | null;
         };
+        /**
+         * @description FES (simple: RUT and a one-time code), FEA (advanced: and the identity card's serial) or FAO
+         *     (advanced with an online identity check).
+         * @enum {string}
+         */
+        SignatureKind: "FES" | "FEA" | "FAO";
         /** @description The payload of creation and lookup. */
         SignaturePayload: {
             process: components["schemas"]["SignatureProcessDto"];
@@ -4290,11 +4292,7 @@ export interface components {
              * @description Signing order: lower first, equal in parallel.
              */
             order: number;
-            /**
-             * @description `FES`, `FEA` or `FAO`.
-             * @example FES
-             */
-            kind: string;
+            kind: components["schemas"]["SignatureKind"];
             /** @description 1 PENDING, 2 SIGNED, 3 REJECTED. */
             state: components["schemas"]["StateDto"];
             name: string;
