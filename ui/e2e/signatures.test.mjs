@@ -3,8 +3,9 @@
 // a signature process, staff find it by part of the signatory's name typed without accents,
 // open it, read the sandbox code the customer asks for on the real signing page, the customer
 // signs, and the process shows COMPLETED with its sealed PDF and an intact audit chain. Back
-// returns to the list as it was filtered; the screen also reads in English. Screenshots of the
-// list and the detail at 1440 and 390 px go to target/ui-screenshots/.
+// returns to the list as it was filtered; the screen also reads in English; a viewer reads a
+// process but none of its codes. Screenshots of the list and the detail at 1440 and 390 px go
+// to target/ui-screenshots/.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
@@ -25,6 +26,7 @@ let server;
 let browser;
 let page;
 const ids = { process: "", signatory: "", signingUrl: "" };
+const VIEWER = { email: "lector@inmobiliaria.cl", password: "otra clave larga 456" };
 
 async function shots(name) {
   for (const width of [1440, 390]) {
@@ -265,5 +267,46 @@ describe("the Signatures screen", { concurrency: false }, () => {
     await page.getByTestId("signature-chain-result").getByText(/^Chain intact \(\d+ records\), checked /).waitFor();
     await page.getByText("Process created").waitFor();
     await page.getByText("ES", { exact: true }).click();
+  });
+  step("a viewer reads the process but not the codes", async () => {
+    await mandato(server.dataDir, ["staff", "add", "--email", VIEWER.email, "--role", "viewer", "--password-stdin"], VIEWER.password);
+    // A second process, its code already asked for on the signing page.
+    const key = JSON.parse(await mandato(server.dataDir, ["--json", "apikey", "create"]));
+    const call = await merchant(server.base, key.apiKey);
+    const created = await call("POST", "/signature", {
+      process: { processName: "Anexo de contrato" },
+      signatories: [{ userId: "cust-001", order: 1, type: "FES" }],
+      documents: [
+        {
+          documentName: "anexo.pdf",
+          contentBase64: onePagePdf("Anexo"),
+          signatureData: [{ signatory: { userId: "cust-001" }, mode: "LAST_PAGE" }],
+        },
+      ],
+      urls: { callback: CALLBACK, webhook: "https://merchant.example/hooks/signature" },
+    });
+    const url = created.signatories[0].signingUrl;
+    await fetch(url);
+    const sent = await fetch(`${url}/codigo`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ rut: RUT }).toString(),
+      redirect: "manual",
+    });
+    assert.equal(sent.status, 303);
+
+    const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, locale: "es-CL" });
+    const viewer = await context.newPage();
+    viewer.setDefaultTimeout(10_000);
+    await viewer.goto(`${server.base}/signatures/${created.process.internalId}`);
+    await viewer.getByLabel(/^Correo electrónico/).fill(VIEWER.email);
+    await viewer.getByLabel(/^Contraseña/).fill(VIEWER.password);
+    await viewer.getByRole("button", { name: "Entrar" }).click();
+    await viewer.getByRole("heading", { name: "Anexo de contrato" }).waitFor();
+    await viewer.getByTestId("codes-hidden").getByText("Su rol (Lector) no permite ver los códigos de verificación.").waitFor();
+    assert.equal(await viewer.getByTestId(`code-${created.signatories[0].internalId}`).count(), 0);
+    await viewer.getByTestId("verify-signature-chain").click();
+    await viewer.getByTestId("signature-chain-result").getByText(/^Cadena íntegra/).waitFor();
+    await context.close();
   });
 });
