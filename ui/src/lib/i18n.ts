@@ -284,7 +284,6 @@ const es = {
   "activation.saved": "Modo de activación guardado",
 
   "signatures.title": "Firmas",
-  "signatures.search": "Buscar",
   "signatures.searchHint": "Nombre, RUT o correo de un firmante, o id del proceso",
   "signatures.count": "{count} procesos",
   "signatures.countOne": "1 proceso",
@@ -709,7 +708,6 @@ const en: Record<Key, string> = {
   "activation.saved": "Activation mode saved",
 
   "signatures.title": "Signatures",
-  "signatures.search": "Search",
   "signatures.searchHint": "A signatory's name, RUT or e-mail, or a process id",
   "signatures.count": "{count} processes",
   "signatures.countOne": "1 process",

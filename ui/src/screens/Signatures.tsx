@@ -127,11 +127,11 @@ export function Signatures() {
       <Title order={2}>{t("signatures.title")}</Title>
       <Group align="end" gap="sm">
         <TextInput
-          label={t("signatures.search")}
+          label={t("common.search")}
           placeholder={t("signatures.searchHint")}
           value={text}
           onChange={(e) => setText(e.currentTarget.value)}
-          w={340}
+          w={{ base: "100%", sm: 340 }}
           maxLength={200}
           data-testid="signature-search"
         />
