@@ -806,3 +806,30 @@ pub fn count_processes(conn: &Connection, filter: &ProcessFilter) -> Result<i64>
             r.get(0)
         })?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::text_patterns;
+
+    fn patterns(text: &str) -> (Option<String>, Option<String>) {
+        text_patterns(Some(text))
+    }
+
+    #[test]
+    fn a_search_is_folded_and_its_wildcards_are_literal() {
+        assert_eq!(patterns("José Muñoz"), (Some("%jose munoz%".into()), None));
+        assert_eq!(patterns("50%_off"), (Some("%50\\%\\_off%".into()), None));
+        assert_eq!(text_patterns(Some("   ")), (None, None));
+        assert_eq!(text_patterns(None), (None, None));
+    }
+
+    #[test]
+    fn only_a_rut_looking_search_compares_ruts() {
+        assert_eq!(patterns("12.345.678-K").1.as_deref(), Some("%12345678k%"));
+        assert_eq!(patterns("345678").1.as_deref(), Some("%345678%"));
+        // Too short to mean a RUT, or not one at all.
+        assert_eq!(patterns("12").1, None);
+        assert_eq!(patterns("ana 123").1, None);
+        assert_eq!(patterns("sig_0193").1, None);
+    }
+}
