@@ -12,5 +12,6 @@ pub mod mandate;
 pub mod money;
 pub mod rut;
 pub mod schedule;
+pub mod search;
 pub mod state;
 pub mod text;

@@ -154,6 +154,12 @@ fn load(bytes: &[u8]) -> Result<Document, DocumentError> {
     Ok(doc)
 }
 
+/// How many pages a document the engine wrote has (a sealed PDF): its page tree, as a PDF
+/// reader counts it. Callers run it off the async runtime, under [`permit`].
+pub fn page_count(bytes: &[u8]) -> Result<usize, DocumentError> {
+    Ok(load(bytes)?.get_pages().len())
+}
+
 /// Parses an upload: its pages and their displayed sizes. The budget is measured first, so a
 /// hostile file is refused before the parser spends memory or time on it. Pure and
 /// single-threaded: callers run it off the async runtime, under [`permit`].

@@ -48,6 +48,7 @@ pub mod mandate_signatures;
 pub mod mandates;
 pub mod migrations;
 pub mod sandbox_reset;
+mod search;
 pub mod settings;
 pub mod signatures;
 pub mod sim_acquirer;
@@ -190,6 +191,7 @@ pub fn open_connection(path: &Path, durability: Durability) -> rusqlite::Result<
     conn.execute_batch(&format!(
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON;"
     ))?;
+    search::register(&conn)?;
     Ok(conn)
 }
 
@@ -202,6 +204,7 @@ pub(crate) fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
     )?;
     conn.busy_timeout(Duration::from_secs(10))?;
     conn.execute_batch("PRAGMA foreign_keys = ON;")?;
+    search::register(&conn)?;
     Ok(conn)
 }
 

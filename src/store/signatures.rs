@@ -5,6 +5,7 @@ use rusqlite::{Connection, Row, params};
 use serde_json::Value;
 
 use super::optional;
+use crate::domain::search;
 use crate::error::{Error, Result};
 use crate::esign::{Placement, ProcessState, SignatoryState, SignatureType};
 
@@ -700,17 +701,79 @@ pub fn awaiting_seal(conn: &Connection, limit: i64) -> Result<Vec<i64>> {
     Ok(rows)
 }
 
+/// What the staff list of processes shows: every filter is optional.
+#[derive(Debug, Clone, Default)]
 pub struct ProcessFilter {
-    pub commerce_code: Option<String>,
+    pub commerce_id: Option<i64>,
     pub state: Option<ProcessState>,
-    pub before_seq: Option<i64>,
-    pub limit: i64,
+    /// Created at or after this stored timestamp.
+    pub created_from: Option<String>,
+    /// Created before this stored timestamp.
+    pub created_to: Option<String>,
+    /// Words of a signatory's name or e-mail, a RUT, a process id or name, compared without
+    /// accents or case (`domain::search`).
+    pub text: Option<String>,
 }
 
-/// Processes of every commerce, newest first, with the commerce's code.
+/// The `WHERE` clause of the staff list and its count, on `signature_processes p`; its
+/// parameters are those of [`filter_params`].
+const FILTER_SQL: &str = "(?1 IS NULL OR p.commerce_id = ?1)
+    AND (?2 IS NULL OR p.state = ?2)
+    AND (?3 IS NULL OR p.created_at >= ?3)
+    AND (?4 IS NULL OR p.created_at < ?4)
+    AND (?5 IS NULL
+         OR search_fold(p.id) LIKE ?5 ESCAPE '\\'
+         OR search_fold(p.process_name) LIKE ?5 ESCAPE '\\'
+         OR search_fold(p.external_process_id) LIKE ?5 ESCAPE '\\'
+         OR EXISTS (SELECT 1 FROM signature_signatories s
+                    WHERE s.process_seq = p.seq
+                      AND (search_fold(s.full_name) LIKE ?5 ESCAPE '\\'
+                           OR search_fold(s.email) LIKE ?5 ESCAPE '\\'
+                           OR (?6 IS NOT NULL AND rut_key(s.rut) LIKE ?6))))";
+
+/// LIKE pattern characters matched literally.
+fn like_escape(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_")
+}
+
+/// `(folded text pattern, RUT pattern)` of a search: the RUT pattern only when the text looks
+/// like (part of) a RUT, so that a few digits of a name or e-mail do not match every RUT.
+fn text_patterns(text: Option<&str>) -> (Option<String>, Option<String>) {
+    let Some(text) = text.map(str::trim).filter(|t| !t.is_empty()) else {
+        return (None, None);
+    };
+    let folded = format!("%{}%", like_escape(&search::fold(text)));
+    let rut_like = text
+        .chars()
+        .all(|c| c.is_ascii_digit() || matches!(c, '.' | '-' | ' ' | 'k' | 'K'));
+    let key = search::rut_key(text);
+    let rut = (rut_like && key.len() >= 3).then(|| format!("%{key}%"));
+    (Some(folded), rut)
+}
+
+fn filter_params(filter: &ProcessFilter) -> [rusqlite::types::Value; 6] {
+    use rusqlite::types::Value as V;
+    let text = |t: Option<String>| t.map_or(V::Null, V::Text);
+    let (pattern, rut) = text_patterns(filter.text.as_deref());
+    [
+        filter.commerce_id.map_or(V::Null, V::Integer),
+        filter.state.map_or(V::Null, |s| V::Integer(s.id())),
+        text(filter.created_from.clone()),
+        text(filter.created_to.clone()),
+        text(pattern),
+        text(rut),
+    ]
+}
+
+/// One page of the processes `filter` selects, newest first, with the commerce's code:
+/// `limit` rows created before the process `before_seq` (from the newest when `None`).
 pub fn list_processes(
     conn: &Connection,
     filter: &ProcessFilter,
+    before_seq: Option<i64>,
+    limit: i64,
 ) -> Result<Vec<(ProcessRow, String)>> {
     let columns: Vec<String> = PROCESS_COLUMNS
         .split(", ")
@@ -718,22 +781,55 @@ pub fn list_processes(
         .collect();
     let sql = format!(
         "SELECT {}, c.code FROM signature_processes p JOIN commerces c ON c.id = p.commerce_id
-         WHERE (?1 IS NULL OR c.code = ?1) AND (?2 IS NULL OR p.state = ?2)
-               AND (?3 IS NULL OR p.seq < ?3)
-         ORDER BY p.seq DESC LIMIT ?4",
+         WHERE {FILTER_SQL} AND (?7 IS NULL OR p.seq < ?7)
+         ORDER BY p.seq DESC LIMIT ?8",
         columns.join(", ")
     );
+    use rusqlite::types::Value as V;
+    let paging = [before_seq.map_or(V::Null, V::Integer), V::Integer(limit)];
+    let values = filter_params(filter).into_iter().chain(paging);
     let rows = conn
         .prepare_cached(&sql)?
-        .query_map(
-            params![
-                filter.commerce_code,
-                filter.state.map(ProcessState::id),
-                filter.before_seq,
-                filter.limit
-            ],
-            |r| Ok((process_from_row(r)?, r.get(14)?)),
-        )?
+        .query_map(rusqlite::params_from_iter(values), |r| {
+            Ok((process_from_row(r)?, r.get(14)?))
+        })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(rows)
+}
+
+/// How many processes `filter` selects, on every page.
+pub fn count_processes(conn: &Connection, filter: &ProcessFilter) -> Result<i64> {
+    let sql = format!("SELECT count(*) FROM signature_processes p WHERE {FILTER_SQL}");
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row(rusqlite::params_from_iter(filter_params(filter)), |r| {
+            r.get(0)
+        })?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::text_patterns;
+
+    fn patterns(text: &str) -> (Option<String>, Option<String>) {
+        text_patterns(Some(text))
+    }
+
+    #[test]
+    fn a_search_is_folded_and_its_wildcards_are_literal() {
+        assert_eq!(patterns("José Muñoz"), (Some("%jose munoz%".into()), None));
+        assert_eq!(patterns("50%_off"), (Some("%50\\%\\_off%".into()), None));
+        assert_eq!(text_patterns(Some("   ")), (None, None));
+        assert_eq!(text_patterns(None), (None, None));
+    }
+
+    #[test]
+    fn only_a_rut_looking_search_compares_ruts() {
+        assert_eq!(patterns("12.345.678-K").1.as_deref(), Some("%12345678k%"));
+        assert_eq!(patterns("345678").1.as_deref(), Some("%345678%"));
+        // Too short to mean a RUT, or not one at all.
+        assert_eq!(patterns("12").1, None);
+        assert_eq!(patterns("ana 123").1, None);
+        assert_eq!(patterns("sig_0193").1, None);
+    }
 }

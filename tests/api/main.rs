@@ -27,6 +27,7 @@ mod staff;
 mod staff_audit_chain;
 mod staff_mandate_detail;
 mod staff_notifications;
+mod staff_signatures;
 mod staff_ui_api;
 mod torture;
 mod trigger;

@@ -184,6 +184,7 @@ const STAFF_OPERATIONS: &[(&str, &str)] = &[
         "get",
         "/signatures/{internalId}/documents/{documentId}/{version}",
     ),
+    ("get", "/signatures/{internalId}/audit/verify"),
     ("post", "/charging/clock"),
     // The staff UI's screens.
     ("get", "/dashboard"),

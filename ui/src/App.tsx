@@ -19,6 +19,8 @@ const MandateDetail = lazy(() => import("./screens/MandateDetail").then((m) => (
 const Mandates = lazy(() => import("./screens/Mandates").then((m) => ({ default: m.Mandates })));
 const Notifications = lazy(() => import("./screens/Notifications").then((m) => ({ default: m.Notifications })));
 const Settings = lazy(() => import("./screens/Settings").then((m) => ({ default: m.Settings })));
+const Signatures = lazy(() => import("./screens/Signatures").then((m) => ({ default: m.Signatures })));
+const SignatureDetail = lazy(() => import("./screens/Signatures").then((m) => ({ default: m.SignatureDetail })));
 
 /** The page's language follows the switch: `<html lang>` for screen readers, and errors. */
 function useDocumentLanguage() {
@@ -100,6 +102,8 @@ export function App() {
             <Route path="/ledger" element={<Ledger />} />
             <Route path="/settings" element={<Settings />} />
             <Route path="/audit" element={<Audit />} />
+            <Route path="/signatures" element={<Signatures />} />
+            <Route path="/signatures/:id" element={<SignatureDetail />} />
             <Route path="*" element={<Dashboard />} />
           </Routes>
         </Suspense>

@@ -48,6 +48,7 @@ pub fn router(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(signatures::list))
         .routes(routes!(signatures::detail))
         .routes(routes!(signatures::download))
+        .routes(routes!(signatures::verify_chain))
         .routes(routes!(dashboard::dashboard))
         .routes(routes!(customers::list))
         .routes(routes!(customers::detail))

@@ -1356,7 +1356,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every signature process, newest first. */
+        /** Every signature process, newest first: by commerce, state, creation date and a search. */
         get: operations["staff_get_signatures"];
         put?: never;
         post?: never;
@@ -1374,10 +1374,31 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * One process: the merchant's view, each signatory's verification state (with the sandbox
-         *     one-time code), and the audit trail with its chain verification.
+         * One process: its signatories in signing order (with the sandbox one-time code for operators
+         *     and admins), its documents with their sealed versions, the audit trail with its chain
+         *     verification, and the mandate it activates, if any.
          */
         get: operations["staff_get_signatures_internalId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/signatures/{internalId}/audit/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Recomputes the hash chain of one process's audit trail from the stored records, as
+         *     `mandato audit verify` does for every process. Any staff role.
+         */
+        get: operations["staff_get_signatures_internalId_audit_verify"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1600,6 +1621,16 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** @description The mandate a signature-gated activation started this process for. */
+        ActivatedMandateDto: {
+            /** @description `man_...`: the staff UI's mandate detail. */
+            internalId: string;
+            /** @description The commerce's id of the mandate. */
+            id: string;
+            name: string;
+            state: components["schemas"]["StateDto"];
+            failure: components["schemas"]["ActivationFailureReason"] | null;
+        };
         ActivationFailureDto: {
             reason: components["schemas"]["ActivationFailureReason"];
             /**
@@ -1622,6 +1653,19 @@ export interface components {
              */
             mode: components["schemas"]["ActivationModeDto"];
         };
+        ActorDto: {
+            kind: components["schemas"]["ActorKind"];
+            /**
+             * @description The signatory's name, the process's `requestUser` (or the commerce's code) for the
+             *     merchant; null for the engine.
+             */
+            name: string | null;
+        };
+        /**
+         * @description Who did an act of the trail.
+         * @enum {string}
+         */
+        ActorKind: "SIGNATORY" | "MERCHANT" | "SYSTEM";
         AddInstallmentsRequest: {
             customer: components["schemas"]["CustomerRefIn"];
             product: components["schemas"]["ProductRefIn"];
@@ -1705,6 +1749,7 @@ export interface components {
              *     IDENTITY_CONFIRMED, SIGNED, REJECTED, CANCELLED, EXPIRED, COMPLETED.
              */
             action: string;
+            actor: components["schemas"]["ActorDto"];
             signatoryId: string | null;
             ip: string | null;
             userAgent: string | null;
@@ -2540,6 +2585,37 @@ export interface components {
                 attempts: components["schemas"]["AttemptDto"][];
             };
         };
+        Envelope_ProcessChainDto: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                internalId: string;
+                /**
+                 * @description Whether every record's hash and link recompute. A process without any record (its
+                 *     CREATED act removed) does not.
+                 */
+                valid: boolean;
+                /**
+                 * Format: int64
+                 * @description The position of the first record that does not hold.
+                 */
+                brokenAt: number | null;
+                /**
+                 * Format: int64
+                 * @description How many records were checked.
+                 */
+                records: number;
+                /** @description The last record's hash: it commits to the whole trail. */
+                head: string | null;
+                /**
+                 * Format: date-time
+                 * @description When the check ran.
+                 */
+                checkedAt: string;
+            };
+        };
         Envelope_ReceivablesPayload: {
             /** Format: int32 */
             statusCode: number;
@@ -2821,6 +2897,11 @@ export interface components {
             payload: {
                 items: components["schemas"]["ListedSignatureDto"][];
                 nextCursor: string | null;
+                /**
+                 * Format: int64
+                 * @description How many processes the filters select, on every page.
+                 */
+                total: number;
             };
         };
         Envelope_StaffAuditPage: {
@@ -2893,9 +2974,17 @@ export interface components {
                 commerce: string;
                 /** @description As the merchant's lookup answers it. */
                 signature: components["schemas"]["SignaturePayload"];
+                /** @description In signing order (then as the request listed them). */
                 signatories: components["schemas"]["StaffSignatoryDto"][];
+                documents: components["schemas"]["StaffDocumentDto"][];
                 audit: components["schemas"]["AuditTrailDto"];
                 sandbox: boolean;
+                /**
+                 * @description Whether this staff member may read the sandbox's one-time codes: operators and admins,
+                 *     in the sandbox.
+                 */
+                codesVisible: boolean;
+                mandate: components["schemas"]["ActivatedMandateDto"] | null;
             };
         };
         Envelope_TrustedRootsAdded: {
@@ -3362,6 +3451,8 @@ export interface components {
             signatories: number;
             signed: number;
             documents: number;
+            /** @description In upload order. */
+            documentNames: string[];
             /** Format: date-time */
             createdAt: string;
             /**
@@ -3701,6 +3792,31 @@ export interface components {
             lastName: string;
             secondLastName?: string | null;
         };
+        ProcessChainDto: {
+            internalId: string;
+            /**
+             * @description Whether every record's hash and link recompute. A process without any record (its
+             *     CREATED act removed) does not.
+             */
+            valid: boolean;
+            /**
+             * Format: int64
+             * @description The position of the first record that does not hold.
+             */
+            brokenAt: number | null;
+            /**
+             * Format: int64
+             * @description How many records were checked.
+             */
+            records: number;
+            /** @description The last record's hash: it commits to the whole trail. */
+            head: string | null;
+            /**
+             * Format: date-time
+             * @description When the check ran.
+             */
+            checkedAt: string;
+        };
         ProcessIn: {
             /** @description 1 to 200 characters. */
             processName: string;
@@ -3993,6 +4109,18 @@ export interface components {
              */
             attempts: number;
         };
+        SealedDocumentDto: {
+            /** @description Lowercase hex SHA-256 of the sealed PDF. */
+            sha256: string;
+            /**
+             * Format: int64
+             * @description Read from the sealed PDF's page tree: the original's pages, the appended signature page
+             *     (when a signatory signs on it) and the completion certificate.
+             */
+            pageCount: number;
+            /** Format: int64 */
+            sizeBytes: number;
+        };
         /** @description One header of a webhook request. */
         SentHeaderDto: {
             name: string;
@@ -4135,6 +4263,12 @@ export interface components {
             /** @description Of the sealed PDF, once the process is COMPLETED. */
             sealedSha256: string | null;
         };
+        /**
+         * @description FES (simple: RUT and a one-time code), FEA (advanced: and the identity card's serial) or FAO
+         *     (advanced with an online identity check).
+         * @enum {string}
+         */
+        SignatureKind: "FES" | "FEA" | "FAO";
         /** @description The payload of creation and lookup. */
         SignaturePayload: {
             process: components["schemas"]["SignatureProcessDto"];
@@ -4198,6 +4332,11 @@ export interface components {
         SignaturesPage: {
             items: components["schemas"]["ListedSignatureDto"][];
             nextCursor: string | null;
+            /**
+             * Format: int64
+             * @description How many processes the filters select, on every page.
+             */
+            total: number;
         };
         StaffActionDto: {
             /** Format: date-time */
@@ -4233,6 +4372,18 @@ export interface components {
         StaffCancelRequest: {
             /** @description Why: 3 to 500 characters. */
             description?: string | null;
+        };
+        StaffDocumentDto: {
+            /** @description `doc_...`: the path segment of its downloads. */
+            internalId: string;
+            documentName: string;
+            /** Format: int64 */
+            pageCount: number;
+            /** Format: int64 */
+            sizeBytes: number;
+            /** @description Lowercase hex SHA-256 of the bytes uploaded. */
+            sha256: string;
+            sealed: components["schemas"]["SealedDocumentDto"] | null;
         };
         StaffDto: {
             email: string;
@@ -4282,9 +4433,24 @@ export interface components {
         };
         StaffSignatoryDto: {
             internalId: string;
+            /**
+             * Format: int64
+             * @description Signing order: lower first, equal in parallel.
+             */
+            order: number;
+            kind: components["schemas"]["SignatureKind"];
+            /** @description 1 PENDING, 2 SIGNED, 3 REJECTED. */
+            state: components["schemas"]["StateDto"];
             name: string;
             rut: string;
             email: string;
+            /** Format: date-time */
+            viewedAt: string | null;
+            /** Format: date-time */
+            signedAt: string | null;
+            /** Format: date-time */
+            rejectedAt: string | null;
+            rejectionReason: string | null;
             /** Format: int64 */
             codesSent: number;
             /**
@@ -4300,9 +4466,17 @@ export interface components {
             commerce: string;
             /** @description As the merchant's lookup answers it. */
             signature: components["schemas"]["SignaturePayload"];
+            /** @description In signing order (then as the request listed them). */
             signatories: components["schemas"]["StaffSignatoryDto"][];
+            documents: components["schemas"]["StaffDocumentDto"][];
             audit: components["schemas"]["AuditTrailDto"];
             sandbox: boolean;
+            /**
+             * @description Whether this staff member may read the sandbox's one-time codes: operators and admins,
+             *     in the sandbox.
+             */
+            codesVisible: boolean;
+            mandate: components["schemas"]["ActivatedMandateDto"] | null;
         };
         StaffUpdateRequest: {
             /** @description A new role: `admin`, `operator` or `viewer`. */
@@ -10874,9 +11048,16 @@ export interface operations {
             query?: {
                 /** @description A commerce code. */
                 commerce?: string;
-                /** @description PENDING, IN_PROGRESS, COMPLETED, CANCELLED, REJECTED or EXPIRED. */
-                state?: string;
-                /** @description 1 to 200, default 50. */
+                state?: "PENDING" | "IN_PROGRESS" | "COMPLETED" | "CANCELLED" | "REJECTED" | "EXPIRED";
+                /** @description Created on or after: a date (environment time zone) or an RFC 3339 date-time. */
+                from?: string;
+                /** @description Created on or before that date (a date-time: before it). */
+                to?: string;
+                /**
+                 * @description A signatory's name, e-mail or RUT (with or without dots and dash), a process id, name
+                 *     or external id, or part of one; accents and case do not matter.
+                 */
+                q?: string;
                 limit?: number;
                 /** @description The `nextCursor` of the previous page. */
                 cursor?: string;
@@ -10961,6 +11142,73 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Envelope_StaffSignatureDetail"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ROLE_NOT_ALLOWED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SIGNATURE_PROCESS_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_get_signatures_internalId_audit_verify: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                internalId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description SIGNATURE_CHAIN_CHECKED */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_ProcessChainDto"];
                 };
             };
             /** @description SESSION_REQUIRED */
