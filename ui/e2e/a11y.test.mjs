@@ -224,10 +224,11 @@ describe("Accessibility of every screen", { concurrency: false }, () => {
     });
   });
 
-  test("notifications, charging, ledger", async () => {
+  test("notifications, charging, ledger, signatures", async () => {
     await check("notifications", route("/notifications"));
     await check("charging", route("/charging"));
     await check("ledger", route("/ledger"));
+    await check("signatures", route("/signatures"));
   });
 
   test("every settings tab", async () => {
