@@ -292,6 +292,28 @@ pub fn upsert_uf(conn: &Connection, date: &str, value: &str) -> rusqlite::Result
     Ok(())
 }
 
+/// UF values, newest date first, before `before` (exclusive) when given: `(date, value)`.
+pub fn uf_values(
+    conn: &Connection,
+    before: Option<&str>,
+    limit: i64,
+) -> rusqlite::Result<Vec<(String, String)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT date, value FROM uf_values WHERE ?1 IS NULL OR date < ?1 ORDER BY date DESC LIMIT ?2",
+    )?;
+    stmt.query_map(params![before, limit], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect()
+}
+
+/// How many UF values are known, and the first and last of their dates.
+pub fn uf_coverage(conn: &Connection) -> rusqlite::Result<(i64, Option<String>, Option<String>)> {
+    conn.query_row(
+        "SELECT count(*), min(date), max(date) FROM uf_values",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )
+}
+
 /// ACTIVE PERMANENT mandates, to keep their upcoming installments topped up.
 pub fn active_permanent_mandates(conn: &Connection) -> rusqlite::Result<Vec<i64>> {
     let mut stmt = conn.prepare_cached("SELECT seq FROM mandates WHERE type = 2 AND state = ?1")?;

@@ -64,6 +64,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0016_staff_audit_chain",
         include_str!("../../migrations/0016_staff_audit_chain.sql"),
     ),
+    (
+        "0017_staff_safety",
+        include_str!("../../migrations/0017_staff_safety.sql"),
+    ),
 ];
 
 /// What a migration needs that SQL cannot compute, run in its transaction right after its SQL.
