@@ -154,6 +154,13 @@ fn load(bytes: &[u8]) -> Result<Document, DocumentError> {
     Ok(doc)
 }
 
+/// How many pages a PDF has (a sealed one: its signature and certificate pages included).
+/// Measured by the same budget as an upload first; callers run it under [`permit`].
+pub fn page_count(bytes: &[u8]) -> Result<u32, DocumentError> {
+    budget::measure(bytes)?;
+    Ok(u32::try_from(load(bytes)?.get_pages().len()).unwrap_or(u32::MAX))
+}
+
 /// Parses an upload: its pages and their displayed sizes. The budget is measured first, so a
 /// hostile file is refused before the parser spends memory or time on it. Pure and
 /// single-threaded: callers run it off the async runtime, under [`permit`].
