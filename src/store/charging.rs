@@ -292,6 +292,21 @@ pub fn upsert_uf(conn: &Connection, date: &str, value: &str) -> rusqlite::Result
     Ok(())
 }
 
+/// Schedules every REJECTED installment of a mandate for a retry on `date` (the customer gave
+/// a new instrument, so even a hard decline of the old one is worth another attempt); their
+/// first rejection date stays, so the retry policy counts from it afterwards. Returns how many.
+pub fn retry_rejected_on(
+    conn: &Connection,
+    mandate_seq: i64,
+    date: &str,
+) -> rusqlite::Result<usize> {
+    conn.execute(
+        "UPDATE installments SET retry_scheduled = 1, next_retry_date = ?2
+         WHERE mandate_seq = ?1 AND state = ?3",
+        params![mandate_seq, date, InstallmentState::Rejected.id()],
+    )
+}
+
 /// UF values, newest date first, before `before` (exclusive) when given: `(date, value)`.
 pub fn uf_values(
     conn: &Connection,

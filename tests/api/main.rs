@@ -31,6 +31,7 @@ mod torture;
 mod trigger;
 mod webhooks;
 
+mod customer_pages;
 mod customers;
 mod events_api;
 mod holidays;
