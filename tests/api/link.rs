@@ -387,8 +387,13 @@ async fn a_card_activates_the_mandate_and_only_its_last_four_are_kept() {
     assert!(page.html.contains("ya está activo"));
     assert!(page.html.contains("**** 1111"));
     assert!(
-        !page.html.contains("name=\"termsSha256\""),
+        !page.html.contains(&format!("action=\"{}\"", l.path())),
         "no activation forms"
+    );
+    assert!(
+        page.html
+            .contains(&format!("action=\"{}/tarjeta\"", l.path())),
+        "only the card change"
     );
 }
 
