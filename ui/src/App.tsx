@@ -10,7 +10,7 @@ import { Charging } from "./screens/Charging";
 import { CustomerDetail, Customers } from "./screens/Customers";
 import { Dashboard } from "./screens/Dashboard";
 import { Ledger } from "./screens/Ledger";
-import { Login, Setup } from "./screens/SignIn";
+import { Login, PasswordRequired, Setup } from "./screens/SignIn";
 import { MandateDetail } from "./screens/MandateDetail";
 import { Mandates } from "./screens/Mandates";
 import { Notifications } from "./screens/Notifications";
@@ -71,6 +71,7 @@ export function App() {
     );
   }
   if (!value) return <Login />;
+  if (session.data?.passwordChangeRequired) return <PasswordRequired email={value.info.email} onSignOut={() => void value.signOut()} />;
   return (
     <SessionContext.Provider value={value}>
       <Layout environment={environment.data?.environment}>
