@@ -165,6 +165,14 @@ async fn a_rejected_charge_says_why_and_a_new_card_is_charged_at_the_next_run() 
     let shown = get_page(&format!("{}{location}", l.app.base)).await;
     assert!(shown.html.contains("Tarjeta actualizada"));
     assert!(shown.html.contains("próximo proceso de cobro"));
+    assert!(
+        shown.html.contains(
+            "Con su nuevo medio de pago lo volveremos a intentar en el próximo proceso de cobro."
+        ),
+        "{}",
+        shown.html
+    );
+    assert!(!shown.html.contains("La tarjeta registrada está vencida"));
     let found = l.lookup().await;
     assert!(
         found["paymentMethod"]["instrument"]

@@ -793,6 +793,46 @@ fn rejection_explained(code: Option<&str>) -> &'static str {
     }
 }
 
+/// Why an installment was rejected and what happens next. A hard decline that is due for a
+/// retry anyway was given a new instrument since, so the old reason is history by then.
+fn rejection_and_next_step(i: &InstallmentRow) -> String {
+    use crate::domain::state::RejectionCode;
+    let code = i.rejection_code.as_deref();
+    let hard = code
+        .and_then(RejectionCode::parse)
+        .is_some_and(|c| c != RejectionCode::InsufficientFunds);
+    let retry = i.next_retry_date.as_deref().filter(|_| i.retry_scheduled);
+    // A retry due on a date already attempted goes to the next run.
+    let when = retry.map(|date| {
+        let attempted = i
+            .last_attempt_date
+            .as_deref()
+            .is_some_and(|last| last >= date);
+        if attempted {
+            "en el próximo proceso de cobro".to_string()
+        } else {
+            NaiveDate::parse_from_str(date, "%Y-%m-%d")
+                .map(|d| format!("el {}", spanish::date(d)))
+                .unwrap_or_else(|_| format!("el {date}"))
+        }
+    });
+    match (when, hard) {
+        (Some(when), true) => format!(
+            "El cobro anterior fue rechazado: {} Con su nuevo medio de pago lo volveremos a \
+             intentar {when}.",
+            spanish::rejection(code.unwrap_or_default())
+        ),
+        (Some(when), false) => format!(
+            "{} Volveremos a intentar el cobro {when}.",
+            rejection_explained(code)
+        ),
+        (None, _) => format!(
+            "{} No volveremos a intentarlo con el medio de pago registrado.",
+            rejection_explained(code)
+        ),
+    }
+}
+
 /// An active mandate with rejected charges: why, when the next try is, and the ways out
 /// (pay now in the portal, or replace the card); otherwise the card change, folded.
 fn rejected_section(s: &mut String, view: &View<'_>) {
@@ -808,23 +848,13 @@ fn rejected_section(s: &mut String, view: &View<'_>) {
     if !rejected.is_empty() {
         s.push_str("<section id=\"rechazo\" class=\"notice bad\"><h2>Un cobro fue rechazado</h2>");
         for i in &rejected {
-            let next = match i.next_retry_date.as_deref().filter(|_| i.retry_scheduled) {
-                Some(date) => format!(
-                    "Volveremos a intentar el cobro el {}.",
-                    NaiveDate::parse_from_str(date, "%Y-%m-%d")
-                        .map(spanish::date)
-                        .unwrap_or_else(|_| date.to_string())
-                ),
-                None => "No volveremos a intentarlo con el medio de pago registrado.".to_string(),
-            };
             let _ = write!(
                 s,
-                "<p><strong>Cuota {} · {}</strong> (vence el {}): {} {}</p>",
+                "<p><strong>Cuota {} · {}</strong> (vence el {}): {}</p>",
                 esc(&i.external_id),
                 esc(&spanish::money(&i.amount)),
                 esc(&spanish::date(i.due_date)),
-                esc(rejection_explained(i.rejection_code.as_deref())),
-                esc(&next)
+                esc(&rejection_and_next_step(i))
             );
         }
         s.push_str(
