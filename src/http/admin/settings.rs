@@ -1280,3 +1280,44 @@ pub async fn set_audit_retention(
         AuditRetentionDto { days },
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_temporary_password_is_long_and_easy_to_read_out() {
+        let first = temporary_password();
+        let text = first.expose();
+        assert_eq!(text.len(), 19, "{text}");
+        let groups: Vec<&str> = text.split('-').collect();
+        assert_eq!(groups.len(), 4);
+        assert!(
+            groups
+                .iter()
+                .all(|g| g.len() == 4 && g.bytes().all(|b| TEMPORARY_ALPHABET.contains(&b)))
+        );
+        assert!(text.chars().count() >= MIN_PASSWORD_CHARS);
+        assert_ne!(temporary_password().expose(), text);
+    }
+
+    #[test]
+    fn commerce_codes_written_as_ruts_need_their_check_digit() {
+        let check = |text: &str| {
+            let mut errors = FieldErrors::new();
+            let code = commerce_code(text, &mut errors);
+            (
+                code,
+                errors
+                    .into_vec()
+                    .into_iter()
+                    .map(|e| e.code)
+                    .collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(check("76.123.456-0"), (Some("76123456-0".into()), vec![]));
+        assert_eq!(check("76.123.456-1").1, ["INVALID_RUT"]);
+        assert_eq!(check("GYM-SUR"), (Some("GYM-SUR".into()), vec![]));
+        assert_eq!(check("no spaces allowed").1, ["INVALID_CODE"]);
+    }
+}

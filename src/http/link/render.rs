@@ -1089,7 +1089,60 @@ pub fn mandate_page(view: &View<'_>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::esc;
+    use super::*;
+    use crate::domain::money::{Currency, Money};
+
+    fn rejected(code: &str, retry: Option<&str>, last_attempt: &str) -> InstallmentRow {
+        InstallmentRow {
+            seq: 1,
+            id: "ins_1".into(),
+            mandate_seq: 1,
+            external_id: "c1".into(),
+            amount: Money::parse(&serde_json::Number::from(15000), Currency::Clp).unwrap(),
+            due_date: NaiveDate::from_ymd_opt(2026, 11, 20).unwrap(),
+            state: InstallmentState::Rejected,
+            state_at: "2026-11-20T09:00:00.000Z".into(),
+            attempts: 1,
+            payment_method_id: Some(3),
+            authorization_code: None,
+            rejection_code: Some(code.into()),
+            rejection_message: None,
+            payment: None,
+            last_attempt_date: Some(last_attempt.into()),
+            next_retry_date: retry.map(str::to_string),
+            retry_scheduled: retry.is_some(),
+            first_rejected_date: Some("2026-11-20".into()),
+            forced_outcome: None,
+            charged_clp: None,
+        }
+    }
+
+    #[test]
+    fn a_rejection_says_why_and_what_happens_next() {
+        let soft = rejection_and_next_step(&rejected(
+            "INSUFFICIENT_FUNDS",
+            Some("2026-11-21"),
+            "2026-11-20",
+        ));
+        assert!(soft.starts_with("Su banco informó"), "{soft}");
+        assert!(soft.ends_with("el cobro el 21-11-2026."), "{soft}");
+
+        let hard = rejection_and_next_step(&rejected("EXPIRED_CARD", None, "2026-11-20"));
+        assert!(
+            hard.starts_with("La tarjeta registrada está vencida"),
+            "{hard}"
+        );
+        assert!(hard.ends_with("con el medio de pago registrado."), "{hard}");
+
+        // A hard decline due for a retry has a new card; today's run already tried it.
+        let replaced =
+            rejection_and_next_step(&rejected("EXPIRED_CARD", Some("2026-11-20"), "2026-11-20"));
+        assert_eq!(
+            replaced,
+            "El cobro anterior fue rechazado: La tarjeta está vencida. Con su nuevo medio de \
+             pago lo volveremos a intentar en el próximo proceso de cobro."
+        );
+    }
 
     #[test]
     fn escaping_covers_markup_and_quotes() {

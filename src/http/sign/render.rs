@@ -383,3 +383,23 @@ fn action(s: &mut String, v: &PageView<'_>) {
     }
     s.push_str("</section>");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::local_time;
+
+    #[test]
+    fn times_are_shown_in_the_zone_they_name() {
+        let zone = chrono_tz::America::Santiago;
+        // Summer time (UTC-3) and winter time (UTC-4).
+        assert_eq!(
+            local_time("2026-11-22T10:15:03.123Z", zone),
+            "22-11-2026 07:15:03 (hora de America/Santiago, UTC-03:00)"
+        );
+        assert_eq!(
+            local_time("2026-07-01T12:00:00.000Z", zone),
+            "01-07-2026 08:00:00 (hora de America/Santiago, UTC-04:00)"
+        );
+        assert_eq!(local_time("not a time", zone), "not a time");
+    }
+}
