@@ -577,14 +577,34 @@ async fn receipt(
         Ok(opened) => opened,
         Err(response) => return *response,
     };
-    match loaded
+    let paid = loaded
         .installments
         .iter()
-        .find(|i| i.id == installment_id && i.state == InstallmentState::Paid)
-    {
+        .find(|i| i.id == installment_id && i.state == InstallmentState::Paid);
+    let current_instrument = match paid {
+        Some(i) => match state.store.read(|c| {
+            let code = i.authorization_code.as_deref().unwrap_or_default();
+            Ok(crate::store::charging::paid_with_current_instrument(
+                c, i.seq, code,
+            )?)
+        }) {
+            Ok(current) => current,
+            Err(e) => return failure(&e),
+        },
+        None => false,
+    };
+    match paid {
         Some(installment) => html(
             StatusCode::OK,
-            render::receipt_page(&loaded, installment, &token, state.calendar.time_zone()),
+            render::receipt_page(
+                &loaded,
+                &render::Receipt {
+                    installment,
+                    current_instrument,
+                },
+                &token,
+                state.calendar.time_zone(),
+            ),
         ),
         None => html(
             StatusCode::NOT_FOUND,

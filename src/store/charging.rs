@@ -292,6 +292,27 @@ pub fn upsert_uf(conn: &Connection, date: &str, value: &str) -> rusqlite::Result
     Ok(())
 }
 
+/// Whether the charging engine made the payment with this authorization code using the
+/// instrument the mandate holds now (not a portal card, a payment the merchant recorded, or a
+/// card replaced since): one of its attempts, started after that instrument's enrolment, was
+/// approved with it.
+pub fn paid_with_current_instrument(
+    conn: &Connection,
+    installment_seq: i64,
+    authorization_code: &str,
+) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT EXISTS (
+           SELECT 1 FROM charge_attempts a
+             JOIN installments i ON i.seq = a.installment_seq
+             JOIN instruments n ON n.mandate_seq = i.mandate_seq
+           WHERE a.installment_seq = ?1 AND a.authorization_code = ?2
+             AND a.created_at >= n.created_at)",
+        params![installment_seq, authorization_code],
+        |r| r.get(0),
+    )
+}
+
 /// Schedules every REJECTED installment of a mandate for a retry on `date` (the customer gave
 /// a new instrument, so even a hard decline of the old one is worth another attempt); their
 /// first rejection date stays, so the retry policy counts from it afterwards. Returns how many.

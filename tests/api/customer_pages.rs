@@ -83,6 +83,10 @@ async fn a_portal_payment_has_a_printable_receipt() {
             receipt.html
         );
     }
+    assert!(
+        !receipt.html.contains("****"),
+        "a portal card is never kept, so it is not shown"
+    );
     assert_eq!(
         receipt.headers["cache-control"], "no-store",
         "a receipt is as private as the page"

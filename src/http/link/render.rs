@@ -936,12 +936,21 @@ fn card_change_form(s: &mut String, view: &View<'_>, after_rejection: bool) {
 
 /// The receipt of a paid installment: what was paid, when (in the installation's zone, named),
 /// how (the method, the instrument masked) and the references to quote. Printable as it is.
+/// A paid installment, and whether the charging engine charged it with the instrument the
+/// mandate holds now (rather than a card typed in the portal, a payment the merchant recorded,
+/// or a card replaced since).
+pub struct Receipt<'a> {
+    pub installment: &'a InstallmentRow,
+    pub current_instrument: bool,
+}
+
 pub fn receipt_page(
     data: &Loaded,
-    installment: &InstallmentRow,
+    receipt: &Receipt<'_>,
     token: &str,
     zone: chrono_tz::Tz,
 ) -> String {
+    let installment = receipt.installment;
     let paid_at = chrono::DateTime::parse_from_rfc3339(&installment.state_at)
         .map(|t| {
             let local = t.with_timezone(&zone);
@@ -966,7 +975,7 @@ pub fn receipt_page(
     row("Cuota", &installment.external_id);
     row("Vencimiento", &spanish::date(installment.due_date));
     row("Fecha del pago", &paid_at);
-    row("Medio de pago", &paid_with(data, installment));
+    row("Medio de pago", &paid_with(data, receipt));
     row(
         "Código de autorización",
         installment.authorization_code.as_deref().unwrap_or("—"),
@@ -998,10 +1007,11 @@ pub fn receipt_page(
     )
 }
 
-/// How an installment was paid: a manual payment's evidence, or the method with the enrolled
-/// instrument masked when it was charged by that method; a card paid in the portal is not
-/// kept, so only its method is named.
-fn paid_with(data: &Loaded, installment: &InstallmentRow) -> String {
+/// How an installment was paid: a manual payment's evidence; a charge of the engine with the
+/// current instrument by its method and that instrument, masked; otherwise by its method only
+/// (a portal card's number is never kept).
+fn paid_with(data: &Loaded, receipt: &Receipt<'_>) -> String {
+    let installment = receipt.installment;
     if let Some(method) = installment
         .payment
         .as_ref()
@@ -1019,7 +1029,7 @@ fn paid_with(data: &Loaded, installment: &InstallmentRow) -> String {
         .mandate
         .enrolled_method
         .as_ref()
-        .filter(|m| m["id"].as_i64() == Some(method.id()))
+        .filter(|m| receipt.current_instrument && m["id"].as_i64() == Some(method.id()))
         .and_then(|m| m["instrument"].as_str());
     match enrolled {
         Some(instrument) => format!("{} · {instrument}", spanish::method(method)),
