@@ -126,14 +126,7 @@ pub fn parse() -> Cli {
 /// (`76123456-0`); anything else must be an issued code (1 to 64 letters, digits, `-_.`).
 pub fn commerce_code(text: &str) -> anyhow::Result<String> {
     let text = text.trim();
-    let rut_shaped = text.split_once('-').is_some_and(|(body, check)| {
-        !body.is_empty()
-            && body.chars().all(|c| c.is_ascii_digit() || c == '.')
-            && check.len() == 1
-            && check
-                .chars()
-                .all(|c| c.is_ascii_digit() || c == 'k' || c == 'K')
-    });
+    let rut_shaped = crate::domain::rut::looks_like_rut(text);
     if rut_shaped {
         return match Rut::parse(text) {
             Ok(rut) => Ok(rut.to_string()),

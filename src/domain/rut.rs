@@ -78,6 +78,20 @@ impl fmt::Display for Rut {
     }
 }
 
+/// Whether a code is written as a RUT (digits, optional thousands dots, a dash and one check
+/// digit or `K`). Commerce codes of that shape must be valid RUTs: `76123456-1` is a mistyped
+/// RUT, never an issued code.
+pub fn looks_like_rut(text: &str) -> bool {
+    text.trim().split_once('-').is_some_and(|(body, check)| {
+        !body.is_empty()
+            && body.chars().all(|c| c.is_ascii_digit() || c == '.')
+            && check.len() == 1
+            && check
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == 'k' || c == 'K')
+    })
+}
+
 /// The modulo-11 check digit of a RUT body: the digits from the right are weighted 2, 3, 4, 5, 6,
 /// 7, 2, 3, ..., and the digit is `11 - sum % 11`, written `K` for 10 and `0` for 11.
 pub fn check_digit(body: u32) -> char {
@@ -137,6 +151,16 @@ fn parse_body(text: &str) -> Result<u32, RutError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rut_shaped_codes_are_told_from_issued_codes() {
+        for shaped in ["76.123.456-0", "76123456-1", "1-K", " 12345678-k "] {
+            assert!(looks_like_rut(shaped), "{shaped}");
+        }
+        for issued in ["SHOP-01", "76123456", "76123456-10", "-5", "A1-2", "gym.cl"] {
+            assert!(!looks_like_rut(issued), "{issued}");
+        }
+    }
 
     #[test]
     fn check_digits_match_known_ruts() {

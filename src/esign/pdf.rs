@@ -154,10 +154,11 @@ fn load(bytes: &[u8]) -> Result<Document, DocumentError> {
     Ok(doc)
 }
 
-/// How many pages a document the engine wrote has (a sealed PDF): its page tree, as a PDF
-/// reader counts it. Callers run it off the async runtime, under [`permit`].
-pub fn page_count(bytes: &[u8]) -> Result<usize, DocumentError> {
-    Ok(load(bytes)?.get_pages().len())
+/// How many pages a PDF has (a sealed one: its signature and certificate pages included).
+/// Measured by the same budget as an upload first; callers run it under [`permit`].
+pub fn page_count(bytes: &[u8]) -> Result<u32, DocumentError> {
+    budget::measure(bytes)?;
+    Ok(u32::try_from(load(bytes)?.get_pages().len()).unwrap_or(u32::MAX))
 }
 
 /// Parses an upload: its pages and their displayed sizes. The budget is measured first, so a

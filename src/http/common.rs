@@ -188,6 +188,7 @@ fn admit(
             "the API key is not valid for this commerce",
         ));
     }
+    state.audit.key_used(api_key.id, state.clock.now());
     if let Some(channels) = &commerce.channels
         && !channels.contains(&valid.channel)
     {

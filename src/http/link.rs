@@ -2,7 +2,10 @@
 //! mandate and, while it awaits activation, a form per allowed payment method; `POST` enrols
 //! the instrument and activates the mandate. The same page is the payment portal: due or
 //! rejected installments can be paid by card (`POST /link/{token}/pay/{installment}`), before
-//! or after activation.
+//! or after activation. A paid installment has a printable receipt
+//! (`/link/{token}/comprobante/{installment}`), and an active mandate's customer can replace
+//! the card (`POST /link/{token}/tarjeta`): after a rejected charge the page says why and
+//! offers it, and the rejected installments are retried at the next run with the new card.
 //!
 //! These are HTML pages for a browser: outside `/api/v1`, no merchant headers, not in the
 //! OpenAPI document. The token in the path is the only credential, so the pages ask browsers
@@ -59,6 +62,8 @@ pub fn routes() -> Router<AppState> {
             "/link/{token}/pay/{installment}",
             get(back_to_page).post(pay),
         )
+        .route("/link/{token}/tarjeta", get(back_to_link).post(update_card))
+        .route("/link/{token}/comprobante/{installment}", get(receipt))
         .layer(DefaultBodyLimit::max(FORM_LIMIT))
         .layer(axum::middleware::map_response(page_headers))
 }
@@ -353,6 +358,30 @@ fn page(
         activation_open: loaded.mandate.state == MandateState::Pending,
         activation,
         payment,
+        card_update: None,
+        sandbox: state.config.environment.is_sandbox(),
+    };
+    html(status, render::mandate_page(&view))
+}
+
+/// The page with the card change form sent back with its problems.
+fn card_update_page(
+    state: &AppState,
+    status: StatusCode,
+    token: &str,
+    loaded: &Loaded,
+    submitted: Submitted,
+) -> Response {
+    let view = View {
+        data: loaded,
+        token,
+        today: state.today(),
+        time_zone: state.calendar.time_zone(),
+        notice: None,
+        activation_open: false,
+        activation: None,
+        payment: None,
+        card_update: Some(submitted),
         sandbox: state.config.environment.is_sandbox(),
     };
     html(status, render::mandate_page(&view))
@@ -494,7 +523,14 @@ async fn show(
             .map(|i| Notice::Paid {
                 installment: i.external_id.clone(),
                 authorization_code: i.authorization_code.clone().unwrap_or_default(),
+                receipt: i.id.clone(),
             })
+    } else if let Some(retried) = query
+        .get("tarjeta")
+        .and_then(|n| n.parse::<usize>().ok())
+        .filter(|_| matches!(gate, Gate::Active))
+    {
+        Some(Notice::CardChanged { retried })
     } else if matches!(gate, Gate::Active) {
         // Back from signing a signature-gated mandate: it is active now, so the customer
         // goes on to the merchant's callback as a direct activation does.
@@ -522,6 +558,219 @@ async fn back_to_page(Path((token, _)): Path<(String, String)>) -> Response {
         return unknown_link();
     }
     see_other(&format!("/link/{token}")).unwrap_or_else(unknown_link)
+}
+
+/// The card change form's address opened in the browser: back to the page.
+async fn back_to_link(Path(token): Path<String>) -> Response {
+    if !token_shaped(&token) {
+        return unknown_link();
+    }
+    see_other(&format!("/link/{token}")).unwrap_or_else(unknown_link)
+}
+
+/// A paid installment's receipt: a page of its own, to keep or print.
+async fn receipt(
+    State(state): State<AppState>,
+    Path((token, installment_id)): Path<(String, String)>,
+) -> Response {
+    let (loaded, _) = match open(&state, &token) {
+        Ok(opened) => opened,
+        Err(response) => return *response,
+    };
+    let paid = loaded
+        .installments
+        .iter()
+        .find(|i| i.id == installment_id && i.state == InstallmentState::Paid);
+    let current_instrument = match paid {
+        Some(i) => match state.store.read(|c| {
+            let code = i.authorization_code.as_deref().unwrap_or_default();
+            Ok(crate::store::charging::paid_with_current_instrument(
+                c, i.seq, code,
+            )?)
+        }) {
+            Ok(current) => current,
+            Err(e) => return failure(&e),
+        },
+        None => false,
+    };
+    match paid {
+        Some(installment) => html(
+            StatusCode::OK,
+            render::receipt_page(
+                &loaded,
+                &render::Receipt {
+                    installment,
+                    current_instrument,
+                },
+                &token,
+                state.calendar.time_zone(),
+            ),
+        ),
+        None => html(
+            StatusCode::NOT_FOUND,
+            render::message_page(
+                "Comprobante no disponible",
+                "Esta cuota no está pagada o no pertenece a este mandato.",
+                Some(&loaded.commerce.name),
+            ),
+        ),
+    }
+}
+
+/// Replaces the card of an active mandate: the processor enrols the new card, then the
+/// mandate charges it from now on and its rejected installments are retried at the next run.
+async fn update_card(
+    State(state): State<AppState>,
+    Path(token): Path<String>,
+    connect: Option<Extension<ConnectInfo<SocketAddr>>>,
+    headers: HeaderMap,
+    form: std::result::Result<Form<HashMap<String, String>>, FormRejection>,
+) -> Response {
+    let form = match form {
+        Ok(Form(form)) => form,
+        Err(rejection) => return bad_form(&rejection),
+    };
+    let (loaded, gate) = match open(&state, &token) {
+        Ok(opened) => opened,
+        Err(response) => return *response,
+    };
+    let problem = |text: &str| {
+        page(
+            &state,
+            StatusCode::CONFLICT,
+            &token,
+            &loaded,
+            Some(Notice::Problem(text.to_string())),
+            None,
+            None,
+        )
+    };
+    if !matches!(gate, Gate::Active) {
+        return problem(
+            "Su mandato aún no está activo: registre su medio de pago en el formulario de \
+             activación.",
+        );
+    }
+    let methods = loaded.card_change_methods();
+    if methods.is_empty() {
+        return problem("Este mandato no admite pagos con tarjeta. Contacte al comercio.");
+    }
+    let back = |errors: Vec<(String, String)>| Submitted {
+        values: kept_values(&form),
+        errors,
+    };
+    let method_id: i64 = value(&form, "method").parse().unwrap_or(0);
+    let Some(method) = PaymentMethod::from_id(method_id).filter(|m| methods.contains(m)) else {
+        let errors = vec![(
+            "method".to_string(),
+            "Elija el tipo de tarjeta.".to_string(),
+        )];
+        return card_update_page(
+            &state,
+            StatusCode::BAD_REQUEST,
+            &token,
+            &loaded,
+            back(errors),
+        );
+    };
+    let today = state.today();
+    let terms = loaded.terms(method);
+    let mut errors = Vec::new();
+    let card = match read_card(method, &form, today) {
+        Ok(card) => Some(card),
+        Err(problems) => {
+            errors.extend(problems);
+            None
+        }
+    };
+    let shown_terms = value(&form, "termsSha256");
+    if !shown_terms.is_empty() && shown_terms != render::sha256_hex(&terms) {
+        errors.push((
+            "accept".into(),
+            "Los términos cambiaron mientras completaba el formulario: léalos y acéptelos \
+             nuevamente."
+                .into(),
+        ));
+    } else if !matches!(value(&form, "accept"), "1" | "on" | "true") {
+        errors.push((
+            "accept".into(),
+            "Debe aceptar los términos del mandato con la nueva tarjeta.".into(),
+        ));
+    }
+    let Some(card) = card.filter(|_| errors.is_empty()) else {
+        return card_update_page(
+            &state,
+            StatusCode::BAD_REQUEST,
+            &token,
+            &loaded,
+            back(errors),
+        );
+    };
+
+    let claim = match claim_attempt(&state, &loaded).await {
+        Ok(claim) => claim,
+        Err(response) => return response,
+    };
+    let enrolling = card.clone();
+    let enrolled = match with_processor(&state, move |p| p.enroll(&enrolling)).await {
+        Ok(enrolled) => enrolled,
+        // A refused card is a decline: its claim stays and counts.
+        Err(ProcessorError::Refused(reason)) => {
+            tracing::info!(%reason, "new card refused at enrolment");
+            let errors = vec![(
+                "number".to_string(),
+                "El emisor no aceptó esta tarjeta. Revise los datos o use otra.".to_string(),
+            )];
+            return card_update_page(
+                &state,
+                StatusCode::BAD_REQUEST,
+                &token,
+                &loaded,
+                back(errors),
+            );
+        }
+        Err(ProcessorError::Unavailable(reason)) => {
+            tracing::warn!(%reason, "processor unavailable for a card change");
+            release_attempt(&state, claim).await;
+            return unavailable(&loaded.commerce.name);
+        }
+    };
+    let acceptance = Acceptance {
+        ip: client_ip(connect),
+        user_agent: headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.chars().take(512).collect()),
+        terms,
+    };
+    let seq = loaded.mandate.seq;
+    let now = state.clock.now();
+    let changed = write(&state, move |tx| {
+        let fresh = mandates::by_seq(tx, seq)?;
+        activation::release_portal_attempt(tx, claim)?;
+        crate::operations::card_update::replace_card(
+            tx,
+            &fresh,
+            &activation::Enrolment {
+                instrument: &card,
+                enrolled: &enrolled,
+                acceptance: &acceptance,
+                document: None,
+            },
+            today,
+            now,
+        )
+    })
+    .await;
+    match changed {
+        Ok(changed) => see_other(&format!("/link/{token}?tarjeta={}", changed.retried))
+            .unwrap_or_else(|| page(&state, StatusCode::OK, &token, &loaded, None, None, None)),
+        Err(e) => {
+            release_attempt(&state, claim).await;
+            tracing::info!(error = %e, "card change refused");
+            problem("Su mandato ya no está activo, por lo que no registramos la nueva tarjeta.")
+        }
+    }
 }
 
 /// Enrols the customer's instrument and activates the mandate.

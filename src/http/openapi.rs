@@ -604,6 +604,27 @@ fn request_rules() -> Vec<Rule> {
             true,
             staff_installment_ids(),
         ),
+        // Staff settings and safety.
+        rule(
+            "RotateRequest",
+            "overlapHours",
+            false,
+            json!({"type": "integer", "minimum": 0, "maximum": 720,
+                   "description": "Hours the previous secret keeps signing beside the new one (default 24)."}),
+        ),
+        rule("NewApiKeyRequest", "name", false, optional_text(100)),
+        rule(
+            "PasswordChangeRequest",
+            "currentPassword",
+            true,
+            json!({"type": "string", "minLength": 1}),
+        ),
+        rule(
+            "PasswordChangeRequest",
+            "newPassword",
+            true,
+            json!({"type": "string", "minLength": crate::http::admin::session::MIN_PASSWORD_CHARS}),
+        ),
     ]
 }
 

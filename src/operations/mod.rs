@@ -3,6 +3,7 @@
 //! change records its event in the same transaction.
 
 pub mod activation;
+pub mod card_update;
 pub mod customers;
 pub mod installments;
 pub mod ledger;

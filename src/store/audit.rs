@@ -83,6 +83,11 @@ enum Record {
         minute: String,
         reason: Refusal,
     },
+    /// An API key accepted at `at` (its last use, kept in `api_keys.last_used_at`).
+    KeyUsed {
+        key_id: i64,
+        at: String,
+    },
     Flush(Sender<()>),
     /// Prune now; answered once everything expired is gone.
     Prune(Option<Sender<()>>),
@@ -258,7 +263,12 @@ pub struct AuditWriter {
     seen: Arc<SeenFilter>,
     retention_days: i64,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// When each API key's use was last sent to the writer: at most one write per key a minute.
+    key_uses: Mutex<HashMap<i64, Instant>>,
 }
+
+/// How often an API key's last use is written while it is in use.
+const KEY_USE_EVERY: Duration = Duration::from_secs(60);
 
 /// Whether a correlationId may be used.
 #[derive(Debug, PartialEq, Eq)]
@@ -313,6 +323,7 @@ impl AuditWriter {
             seen,
             retention_days,
             thread: Mutex::new(Some(thread)),
+            key_uses: Mutex::new(HashMap::new()),
         })
     }
 
@@ -388,6 +399,25 @@ impl AuditWriter {
 
     pub fn log(&self, entry: AuditEntry) {
         self.send(Record::Audit(entry));
+    }
+
+    /// Notes that an API key was accepted: the first use, then one a minute, reaches the
+    /// writer, which keeps it as the key's last use. The request path only reads a map.
+    pub fn key_used(&self, key_id: i64, at: chrono::DateTime<chrono::Utc>) {
+        let now = Instant::now();
+        {
+            let mut uses = self.key_uses.lock().unwrap_or_else(|p| p.into_inner());
+            match uses.get(&key_id) {
+                Some(sent) if now.duration_since(*sent) < KEY_USE_EVERY => return,
+                _ => {
+                    uses.insert(key_id, now);
+                }
+            }
+        }
+        self.send(Record::KeyUsed {
+            key_id,
+            at: crate::clock::timestamp(at),
+        });
     }
 
     /// Counts a request refused before its API key was accepted, in the minute of `at`.
@@ -516,6 +546,7 @@ fn write_batch(
         )?;
         let mut refusals: HashMap<(String, Refusal), i64> = HashMap::new();
         let mut correlations = Vec::new();
+        let mut key_uses = Vec::new();
         for record in batch {
             match record {
                 Record::Audit(e) => {
@@ -536,10 +567,12 @@ fn write_batch(
                 Record::Refusal { minute, reason } => {
                     *refusals.entry((minute, reason)).or_default() += 1;
                 }
+                Record::KeyUsed { key_id, at } => key_uses.push((key_id, at)),
                 Record::Flush(done) => flushes.push(done),
                 Record::Prune(done) => pruner.start(done),
             }
         }
+        super::commerces::record_api_key_uses(&tx, &key_uses)?;
         // In key order, each insert finds its B-tree page next to the previous one's.
         correlations.sort_unstable();
         for (key, seen_at) in correlations {

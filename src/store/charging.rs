@@ -292,6 +292,64 @@ pub fn upsert_uf(conn: &Connection, date: &str, value: &str) -> rusqlite::Result
     Ok(())
 }
 
+/// Whether the charging engine made the payment with this authorization code using the
+/// instrument the mandate holds now (not a portal card, a payment the merchant recorded, or a
+/// card replaced since): one of its attempts, started after that instrument's enrolment, was
+/// approved with it.
+pub fn paid_with_current_instrument(
+    conn: &Connection,
+    installment_seq: i64,
+    authorization_code: &str,
+) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT EXISTS (
+           SELECT 1 FROM charge_attempts a
+             JOIN installments i ON i.seq = a.installment_seq
+             JOIN instruments n ON n.mandate_seq = i.mandate_seq
+           WHERE a.installment_seq = ?1 AND a.authorization_code = ?2
+             AND a.created_at >= n.created_at)",
+        params![installment_seq, authorization_code],
+        |r| r.get(0),
+    )
+}
+
+/// Schedules every REJECTED installment of a mandate for a retry on `date` (the customer gave
+/// a new instrument, so even a hard decline of the old one is worth another attempt); their
+/// first rejection date stays, so the retry policy counts from it afterwards. Returns how many.
+pub fn retry_rejected_on(
+    conn: &Connection,
+    mandate_seq: i64,
+    date: &str,
+) -> rusqlite::Result<usize> {
+    conn.execute(
+        "UPDATE installments SET retry_scheduled = 1, next_retry_date = ?2
+         WHERE mandate_seq = ?1 AND state = ?3",
+        params![mandate_seq, date, InstallmentState::Rejected.id()],
+    )
+}
+
+/// UF values, newest date first, before `before` (exclusive) when given: `(date, value)`.
+pub fn uf_values(
+    conn: &Connection,
+    before: Option<&str>,
+    limit: i64,
+) -> rusqlite::Result<Vec<(String, String)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT date, value FROM uf_values WHERE ?1 IS NULL OR date < ?1 ORDER BY date DESC LIMIT ?2",
+    )?;
+    stmt.query_map(params![before, limit], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect()
+}
+
+/// How many UF values are known, and the first and last of their dates.
+pub fn uf_coverage(conn: &Connection) -> rusqlite::Result<(i64, Option<String>, Option<String>)> {
+    conn.query_row(
+        "SELECT count(*), min(date), max(date) FROM uf_values",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )
+}
+
 /// ACTIVE PERMANENT mandates, to keep their upcoming installments topped up.
 pub fn active_permanent_mandates(conn: &Connection) -> rusqlite::Result<Vec<i64>> {
     let mut stmt = conn.prepare_cached("SELECT seq FROM mandates WHERE type = 2 AND state = ?1")?;

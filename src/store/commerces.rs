@@ -204,6 +204,27 @@ pub fn insert_api_key(
     Ok(())
 }
 
+/// Names the key with `key_hash` (how staff recognise it in the list).
+pub fn name_api_key(conn: &Connection, key_hash: &str, name: &str) -> Result<()> {
+    conn.execute(
+        "UPDATE api_keys SET name = ?2 WHERE key_hash = ?1",
+        params![key_hash, name],
+    )?;
+    Ok(())
+}
+
+/// Records the latest use of each key; an older time never replaces a newer one.
+pub fn record_api_key_uses(conn: &Connection, uses: &[(i64, String)]) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(
+        "UPDATE api_keys SET last_used_at = ?2
+         WHERE id = ?1 AND (last_used_at IS NULL OR last_used_at < ?2)",
+    )?;
+    for (id, at) in uses {
+        stmt.execute(params![id, at])?;
+    }
+    Ok(())
+}
+
 pub fn revoke_api_key(conn: &Connection, prefix: &str, at: &str) -> Result<usize> {
     credentials_changed();
     Ok(conn.execute(

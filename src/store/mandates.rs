@@ -265,6 +265,26 @@ pub fn activate(conn: &Connection, seq: i64, enrolled_method: &Value, now: &str)
     Ok(changed == 1)
 }
 
+/// Replaces the enrolled method of an ACTIVE mandate (the customer changed their card);
+/// `Ok(false)` if it is not ACTIVE any more.
+pub fn set_enrolled_method(
+    conn: &Connection,
+    seq: i64,
+    enrolled_method: &Value,
+    now: &str,
+) -> Result<bool> {
+    let changed = conn.execute(
+        "UPDATE mandates SET enrolled_method = ?2, updated_at = ?3 WHERE seq = ?1 AND state = ?4",
+        params![
+            seq,
+            serde_json::to_string(enrolled_method)?,
+            now,
+            MandateState::Active.id()
+        ],
+    )?;
+    Ok(changed == 1)
+}
+
 /// Claims a portal payment attempt of the mandate's link at `now`, unless `limit` attempts
 /// (declines, or attempts still with the processor) fall at or after `since`. Answers the
 /// claim, or the time of the oldest attempt that keeps the link at its limit: the link opens

@@ -65,6 +65,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         include_str!("../../migrations/0016_staff_audit_chain.sql"),
     ),
     (
+        "0017_staff_safety",
+        include_str!("../../migrations/0017_staff_safety.sql"),
+    ),
+    (
         "0019_sent_headers",
         include_str!("../../migrations/0019_sent_headers.sql"),
     ),

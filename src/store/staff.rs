@@ -36,6 +36,8 @@ pub struct StaffMember {
     pub email: String,
     pub role: Role,
     pub password_hash: String,
+    /// Signed in with a temporary password an admin set: only choosing a new one is allowed.
+    pub password_change_required: bool,
 }
 
 pub fn count(conn: &Connection) -> rusqlite::Result<i64> {
@@ -44,13 +46,14 @@ pub fn count(conn: &Connection) -> rusqlite::Result<i64> {
 
 pub fn by_email(conn: &Connection, email: &str) -> rusqlite::Result<Option<StaffMember>> {
     optional(conn.query_row(
-        "SELECT id, email, role, password_hash FROM staff WHERE email = ?1 AND disabled_at IS NULL",
+        "SELECT id, email, role, password_hash, password_change_required FROM staff
+         WHERE email = ?1 AND disabled_at IS NULL",
         [email],
         member_from_row,
     ))
 }
 
-/// A `StaffMember` from `SELECT id, email, role, password_hash`.
+/// A `StaffMember` from `SELECT id, email, role, password_hash, password_change_required`.
 fn member_from_row(r: &Row<'_>) -> rusqlite::Result<StaffMember> {
     let role: String = r.get(2)?;
     Ok(StaffMember {
@@ -58,6 +61,7 @@ fn member_from_row(r: &Row<'_>) -> rusqlite::Result<StaffMember> {
         email: r.get(1)?,
         role: Role::parse(&role).unwrap_or(Role::Viewer),
         password_hash: r.get(3)?,
+        password_change_required: r.get(4)?,
     })
 }
 
@@ -83,7 +87,7 @@ pub fn create_owner(
 /// The installation's owner: its first enabled admin account.
 pub fn owner(conn: &Connection) -> rusqlite::Result<Option<StaffMember>> {
     optional(conn.query_row(
-        "SELECT id, email, role, password_hash FROM staff
+        "SELECT id, email, role, password_hash, password_change_required FROM staff
          WHERE role = 'admin' AND disabled_at IS NULL ORDER BY id LIMIT 1",
         [],
         member_from_row,
@@ -119,7 +123,8 @@ pub struct Session {
 pub fn session(conn: &Connection, token_hash: &str) -> rusqlite::Result<Option<Session>> {
     optional(
         conn.prepare_cached(
-            "SELECT s.id, s.email, s.role, s.password_hash, x.csrf_token, x.expires_at, x.last_seen_at
+            "SELECT s.id, s.email, s.role, s.password_hash, x.csrf_token, x.expires_at, x.last_seen_at,
+                    s.password_change_required
              FROM staff_sessions x JOIN staff s ON s.id = x.staff_id
              WHERE x.token_hash = ?1 AND s.disabled_at IS NULL",
         )?
@@ -131,6 +136,7 @@ pub fn session(conn: &Connection, token_hash: &str) -> rusqlite::Result<Option<S
                     email: r.get(1)?,
                     role: Role::parse(&role).unwrap_or(Role::Viewer),
                     password_hash: r.get(3)?,
+                    password_change_required: r.get(7)?,
                 },
                 csrf_token: r.get(4)?,
                 expires_at: r.get(5)?,
@@ -154,6 +160,41 @@ pub fn delete_session(conn: &Connection, token_hash: &str) -> rusqlite::Result<(
         [token_hash],
     )?;
     Ok(())
+}
+
+/// Replaces a member's password hash. `temporary`: set by an admin, so the member must choose
+/// a new one at the next sign-in.
+pub fn set_password(
+    conn: &Connection,
+    staff_id: i64,
+    password_hash: &str,
+    temporary: bool,
+) -> rusqlite::Result<bool> {
+    Ok(conn.execute(
+        "UPDATE staff SET password_hash = ?2, password_change_required = ?3 WHERE id = ?1",
+        params![staff_id, password_hash, temporary],
+    )? > 0)
+}
+
+/// Ends a member's sessions, all but the one with `keep` (the session that made the change).
+pub fn end_sessions(
+    conn: &Connection,
+    staff_id: i64,
+    keep: Option<&str>,
+) -> rusqlite::Result<usize> {
+    conn.execute(
+        "DELETE FROM staff_sessions WHERE staff_id = ?1 AND token_hash IS NOT ?2",
+        params![staff_id, keep],
+    )
+}
+
+/// A member by e-mail, disabled or not, with its id.
+pub fn id_by_email(conn: &Connection, email: &str) -> rusqlite::Result<Option<i64>> {
+    optional(
+        conn.query_row("SELECT id FROM staff WHERE email = ?1", [email], |r| {
+            r.get(0)
+        }),
+    )
 }
 
 /// Records a staff action in the staff audit's hash chain, in the change's transaction.

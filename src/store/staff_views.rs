@@ -665,6 +665,8 @@ pub fn set_retry_policy(
 #[derive(Debug, Clone)]
 pub struct ApiKeyLine {
     pub prefix: String,
+    pub name: Option<String>,
+    pub last_used_at: Option<String>,
     pub all_commerces: bool,
     pub commerces: Vec<String>,
     pub created_at: String,
@@ -675,7 +677,8 @@ pub fn api_keys(conn: &Connection) -> rusqlite::Result<Vec<ApiKeyLine>> {
     let mut stmt = conn.prepare_cached(
         "SELECT k.prefix, k.all_commerces, k.created_at, k.revoked_at,
                 (SELECT group_concat(c.code, ',') FROM api_key_commerces x
-                  JOIN commerces c ON c.id = x.commerce_id WHERE x.api_key_id = k.id)
+                  JOIN commerces c ON c.id = x.commerce_id WHERE x.api_key_id = k.id),
+                k.name, k.last_used_at
          FROM api_keys k ORDER BY k.id DESC",
     )?;
     stmt.query_map([], |r| {
@@ -685,6 +688,8 @@ pub fn api_keys(conn: &Connection) -> rusqlite::Result<Vec<ApiKeyLine>> {
             all_commerces: r.get(1)?,
             created_at: r.get(2)?,
             revoked_at: r.get(3)?,
+            name: r.get(5)?,
+            last_used_at: r.get(6)?,
             commerces: codes
                 .map(|c| c.split(',').map(str::to_string).collect())
                 .unwrap_or_default(),
@@ -727,17 +732,20 @@ pub struct StaffLine {
     pub role: String,
     pub created_at: String,
     pub disabled_at: Option<String>,
+    /// The password is a temporary one an admin set; a new one is due at the next sign-in.
+    pub password_change_required: bool,
 }
 
 pub fn staff_members(conn: &Connection) -> rusqlite::Result<Vec<StaffLine>> {
     let mut stmt =
-        conn.prepare_cached("SELECT email, role, created_at, disabled_at FROM staff ORDER BY id")?;
+        conn.prepare_cached("SELECT email, role, created_at, disabled_at, password_change_required FROM staff ORDER BY id")?;
     stmt.query_map([], |r| {
         Ok(StaffLine {
             email: r.get(0)?,
             role: r.get(1)?,
             created_at: r.get(2)?,
             disabled_at: r.get(3)?,
+            password_change_required: r.get(4)?,
         })
     })?
     .collect()
@@ -746,7 +754,7 @@ pub fn staff_members(conn: &Connection) -> rusqlite::Result<Vec<StaffLine>> {
 pub fn staff_member(conn: &Connection, email: &str) -> rusqlite::Result<Option<StaffLine>> {
     optional(
         conn.prepare_cached(
-            "SELECT email, role, created_at, disabled_at FROM staff WHERE email = ?1",
+            "SELECT email, role, created_at, disabled_at, password_change_required FROM staff WHERE email = ?1",
         )?
         .query_row([email], |r| {
             Ok(StaffLine {
@@ -754,6 +762,7 @@ pub fn staff_member(conn: &Connection, email: &str) -> rusqlite::Result<Option<S
                 role: r.get(1)?,
                 created_at: r.get(2)?,
                 disabled_at: r.get(3)?,
+                password_change_required: r.get(4)?,
             })
         }),
     )

@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 use crate::helpers::*;
 
 const CARD_OK: &str = "4111111111111111";
-const CARD_OK_4242: &str = "4242424242424242";
+pub(crate) const CARD_OK_4242: &str = "4242424242424242";
 /// Luhn-valid and ending 0002: the simulated acquirer declines it (INSUFFICIENT_FUNDS).
-const CARD_DECLINED: &str = "4000000000000002";
+pub(crate) const CARD_DECLINED: &str = "4000000000000002";
 
 /// A browser that does not follow redirects, so the 303s can be checked.
 fn browser() -> reqwest::Client {
@@ -79,20 +79,20 @@ pub fn terms_sha(html: &str, method: i64) -> String {
     rest[start..start + 64].to_string()
 }
 
-struct Linked {
-    app: TestApp,
+pub(crate) struct Linked {
+    pub app: TestApp,
     /// Absolute URL of the Magic Link.
-    link: String,
-    external_id: String,
-    internal_id: String,
+    pub link: String,
+    pub external_id: String,
+    pub internal_id: String,
 }
 
 impl Linked {
-    async fn lookup(&self) -> Value {
+    pub async fn lookup(&self) -> Value {
         self.app.mandate(&self.external_id).await
     }
 
-    fn events(&self, kind: &str) -> Vec<Value> {
+    pub fn events(&self, kind: &str) -> Vec<Value> {
         self.app
             .events_of(&self.internal_id)
             .into_iter()
@@ -115,17 +115,17 @@ impl Linked {
             .unwrap()
     }
 
-    fn pay_url(&self, installment: &str) -> String {
+    pub fn pay_url(&self, installment: &str) -> String {
         format!("{}/pay/{installment}", self.link)
     }
 
     /// The page's path, as the pages write it in their redirects.
-    fn path(&self) -> String {
+    pub fn path(&self) -> String {
         self.link.trim_start_matches(&self.app.base).to_string()
     }
 }
 
-async fn linked(body: impl FnOnce(&TestApp) -> Value) -> Linked {
+pub(crate) async fn linked(body: impl FnOnce(&TestApp) -> Value) -> Linked {
     linked_with(Options::default(), body).await
 }
 
@@ -387,8 +387,13 @@ async fn a_card_activates_the_mandate_and_only_its_last_four_are_kept() {
     assert!(page.html.contains("ya está activo"));
     assert!(page.html.contains("**** 1111"));
     assert!(
-        !page.html.contains("name=\"termsSha256\""),
+        !page.html.contains(&format!("action=\"{}\"", l.path())),
         "no activation forms"
+    );
+    assert!(
+        page.html
+            .contains(&format!("action=\"{}/tarjeta\"", l.path())),
+        "only the card change"
     );
 }
 
@@ -692,7 +697,7 @@ async fn terms_that_changed_since_the_page_was_shown_are_asked_again() {
 }
 
 /// A DYNAMIC mandate with one installment due today and one next month.
-async fn with_due_installment() -> (Linked, String, String) {
+pub(crate) async fn with_due_installment() -> (Linked, String, String) {
     let l = linked(|app| {
         dynamic_body(
             app,
@@ -713,7 +718,7 @@ async fn with_due_installment() -> (Linked, String, String) {
     (l, due, later)
 }
 
-fn card(number: &str) -> Vec<(&str, &str)> {
+pub(crate) fn card(number: &str) -> Vec<(&str, &str)> {
     vec![
         ("method", "3"),
         ("number", number),

@@ -27,12 +27,14 @@ mod staff;
 mod staff_audit_chain;
 mod staff_mandate_detail;
 mod staff_notifications;
+mod staff_settings;
 mod staff_signatures;
 mod staff_ui_api;
 mod torture;
 mod trigger;
 mod webhooks;
 
+mod customer_pages;
 mod customers;
 mod events_api;
 mod holidays;

@@ -168,6 +168,7 @@ const STAFF_OPERATIONS: &[(&str, &str)] = &[
     ("get", "/session"),
     ("post", "/session"),
     ("delete", "/session"),
+    ("put", "/session/password"),
     ("get", "/desk/sign-in"),
     ("get", "/notifications"),
     ("get", "/notifications/{eventId}"),
@@ -178,6 +179,7 @@ const STAFF_OPERATIONS: &[(&str, &str)] = &[
     ("get", "/charging"),
     ("post", "/charging/run"),
     ("post", "/uf"),
+    ("get", "/uf"),
     ("get", "/signatures"),
     ("get", "/signatures/{internalId}"),
     (
@@ -211,6 +213,7 @@ const STAFF_OPERATIONS: &[(&str, &str)] = &[
     ("get", "/staff"),
     ("post", "/staff"),
     ("put", "/staff/{email}"),
+    ("post", "/staff/{email}/password-reset"),
     ("get", "/audit/staff"),
     ("get", "/audit/requests"),
     ("get", "/audit/refusals"),

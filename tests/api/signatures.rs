@@ -140,8 +140,8 @@ fn page_contents(pdf: &[u8]) -> Vec<String> {
 
 // ----- the merchant side -----
 
-const RUT_A: u32 = 11_111_111;
-const RUT_B: u32 = 22_222_222;
+pub(crate) const RUT_A: u32 = 11_111_111;
+pub(crate) const RUT_B: u32 = 22_222_222;
 const RUT_C: u32 = 15_555_555;
 
 /// An app logged in as the commerce, with customers cust-a, cust-b and cust-c.
@@ -186,13 +186,13 @@ pub(crate) async fn create(app: &TestApp, body: &Value) -> Value {
     reply.body["payload"].clone()
 }
 
-async fn detail(app: &TestApp, id: &str) -> Value {
+pub(crate) async fn detail(app: &TestApp, id: &str) -> Value {
     let reply = app.get(&format!("/signature/internalId/{id}")).await;
     reply.expect(200, "SIGNATURE_DETAIL_OK");
     reply.body["payload"].clone()
 }
 
-fn token_of(signatory: &Value) -> String {
+pub(crate) fn token_of(signatory: &Value) -> String {
     signatory["signingUrl"]
         .as_str()
         .unwrap()
@@ -230,19 +230,19 @@ fn event_names(events: &[(Value, String)]) -> Vec<String> {
 
 // ----- the signatory's browser -----
 
-struct Browser {
+pub(crate) struct Browser {
     client: reqwest::Client,
     base: String,
 }
 
-struct Page {
-    status: u16,
-    location: Option<String>,
-    html: String,
+pub(crate) struct Page {
+    pub status: u16,
+    pub location: Option<String>,
+    pub html: String,
 }
 
 impl Browser {
-    fn new(app: &TestApp) -> Browser {
+    pub(crate) fn new(app: &TestApp) -> Browser {
         Browser {
             client: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
@@ -266,7 +266,7 @@ impl Browser {
         }
     }
 
-    async fn get(&self, path: &str) -> Page {
+    pub(crate) async fn get(&self, path: &str) -> Page {
         Self::read(
             self.client
                 .get(format!("{}{path}", self.base))
@@ -277,7 +277,7 @@ impl Browser {
         .await
     }
 
-    async fn open(&self, token: &str) -> Page {
+    pub(crate) async fn open(&self, token: &str) -> Page {
         self.get(&format!("/sign/{token}")).await
     }
 
@@ -300,14 +300,14 @@ impl Browser {
 
 // ----- staff -----
 
-struct StaffSession {
+pub(crate) struct StaffSession {
     client: reqwest::Client,
     base: String,
     cookie: String,
 }
 
 impl StaffSession {
-    async fn start(app: &TestApp) -> StaffSession {
+    pub(crate) async fn start(app: &TestApp) -> StaffSession {
         let client = reqwest::Client::new();
         let response = client
             .post(format!("{}/admin/api/setup", app.base))
@@ -373,7 +373,7 @@ impl StaffSession {
 }
 
 /// Runs a signatory's whole ceremony in its page; answers where the browser went at the end.
-async fn sign_as(
+pub(crate) async fn sign_as(
     browser: &Browser,
     staff: &StaffSession,
     process: &str,

@@ -47,7 +47,16 @@ impl<'a> Desk<'a> {
         self.call(Method::POST, path, Some(body)).await
     }
 
-    fn adopt(app: &'a TestApp, reply: &Reply) -> Desk<'a> {
+    /// A browser without a session.
+    pub fn anonymous(app: &'a TestApp) -> Desk<'a> {
+        Desk {
+            app,
+            cookie: None,
+            csrf: None,
+        }
+    }
+
+    pub fn adopt(app: &'a TestApp, reply: &Reply) -> Desk<'a> {
         let set_cookie = reply.headers["set-cookie"].to_str().unwrap();
         Desk {
             app,

@@ -6,7 +6,7 @@ import { Layout } from "./components/Layout";
 import { QueryState } from "./components/QueryState";
 import { SessionContext, roleAllows, useI18n, type Session } from "./lib/context";
 import { setErrorLanguage } from "./lib/errors";
-import { Login, Setup } from "./screens/SignIn";
+import { Login, PasswordRequired, Setup } from "./screens/SignIn";
 
 // Each screen is its own chunk, loaded when first visited: the first page loads only its own.
 const Audit = lazy(() => import("./screens/Audit").then((m) => ({ default: m.Audit })));
@@ -87,6 +87,7 @@ export function App() {
     );
   }
   if (!value) return <Login />;
+  if (session.data?.passwordChangeRequired) return <PasswordRequired email={value.info.email} onSignOut={() => void value.signOut()} />;
   return (
     <SessionContext.Provider value={value}>
       <Layout environment={environment.data?.environment}>

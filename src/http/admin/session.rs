@@ -34,10 +34,23 @@ const ABSOLUTE_LIFETIME_HOURS: i64 = 12;
 /// And this long after its last use.
 const IDLE_MINUTES: i64 = 60;
 
-/// A signed-in staff member. Changes (any method but GET) also need the session's CSRF token
-/// in `x-csrf-token`, which a page of another origin cannot read.
+/// Passwords staff choose (the owner's at setup, a new one, a changed one): at least this many
+/// characters.
+pub const MIN_PASSWORD_CHARS: usize = 10;
+
+/// A signed-in staff member allowed to work. Changes (any method but GET) also need the
+/// session's CSRF token in `x-csrf-token`, which a page of another origin cannot read. A member
+/// signed in with a temporary password is refused (`PASSWORD_CHANGE_REQUIRED`) until they
+/// choose their own: only [`SignedIn`] operations (changing it, signing out) accept them.
 pub struct Staff {
     pub member: StaffMember,
+}
+
+/// Any signed-in member, also one who still has to replace a temporary password, with the
+/// SHA-256 of their session's token.
+pub struct SignedIn {
+    pub member: StaffMember,
+    pub token_hash: String,
 }
 
 impl Staff {
@@ -118,7 +131,7 @@ fn expired(at: &str, plus: Duration, now: DateTime<Utc>) -> bool {
         .is_none_or(|t| t.with_timezone(&Utc) + plus <= now)
 }
 
-impl FromRequestParts<AppState> for Staff {
+impl FromRequestParts<AppState> for SignedIn {
     type Rejection = ApiError;
 
     async fn from_request_parts(
@@ -147,8 +160,30 @@ impl FromRequestParts<AppState> for Staff {
                 .store
                 .write(|tx| Ok(staff::touch_session(tx, &token_hash, &stamp)?))?;
         }
-        Ok(Staff {
+        Ok(SignedIn {
             member: session.staff,
+            token_hash,
+        })
+    }
+}
+
+impl FromRequestParts<AppState> for Staff {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let signed_in = SignedIn::from_request_parts(parts, state).await?;
+        if signed_in.member.password_change_required {
+            return Err(Error::forbidden(
+                "PASSWORD_CHANGE_REQUIRED",
+                "your password is a temporary one: choose your own first",
+            )
+            .into());
+        }
+        Ok(Staff {
+            member: signed_in.member,
         })
     }
 }
@@ -344,7 +379,7 @@ pub async fn setup(
             email: body.email,
             password: body.password,
         },
-        10,
+        MIN_PASSWORD_CHARS,
     )?;
     let code_key = ThrottleKey::setup_code();
     match access {
@@ -403,6 +438,9 @@ pub struct SessionInfo {
     /// Send as `x-csrf-token` with every change.
     pub csrf_token: String,
     pub expires_at: String,
+    /// Signed in with a temporary password an admin set: every other operation is refused
+    /// (`PASSWORD_CHANGE_REQUIRED`) until `PUT /session/password` replaces it.
+    pub password_change_required: bool,
 }
 
 /// Sign in; the session travels in an HttpOnly, SameSite=Strict cookie.
@@ -471,6 +509,7 @@ pub(super) fn start_session(
         )?)
     })?;
     let info = SessionInfo {
+        password_change_required: member.password_change_required,
         email: member.email,
         role: member.role.as_str(),
         csrf_token: csrf,
@@ -525,6 +564,7 @@ pub async fn current(
         "SESSION_OK",
         "signed in",
         SessionInfo {
+            password_change_required: session.staff.password_change_required,
             email: session.staff.email,
             role: session.staff.role.as_str(),
             csrf_token: session.csrf_token,
@@ -540,18 +580,19 @@ pub async fn current(
         (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
         (status = 403, description = "CSRF_TOKEN_INVALID", body = ErrorBody),
     ))]
-pub async fn logout(
-    State(state): State<AppState>,
-    staff_member: Staff,
-    headers: HeaderMap,
-) -> ApiResult<Response> {
-    if let Some(token) = session_cookie(&headers) {
-        let now = state.clock.now();
-        state.store.write(|tx| {
-            staff::delete_session(tx, &hash_key(&token))?;
-            staff_member.record(tx, now, "sign-out", None)
-        })?;
-    }
+pub async fn logout(State(state): State<AppState>, signed_in: SignedIn) -> ApiResult<Response> {
+    let now = state.clock.now();
+    state.store.write(|tx| {
+        staff::delete_session(tx, &signed_in.token_hash)?;
+        Ok(staff::record_action(
+            tx,
+            &timestamp(now),
+            &signed_in.member.email,
+            "sign-out",
+            None,
+            None,
+        )?)
+    })?;
     let mut response = Envelope::ok("SESSION_CLOSED", "signed out", Empty {}).into_response();
     let cleared = format!(
         "{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0{}",
@@ -562,6 +603,106 @@ pub async fn logout(
         HeaderValue::from_str(&cleared).map_err(|e| Error::Internal(e.into()))?,
     );
     Ok(response)
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PasswordChangeRequest {
+    /// The password the member signed in with (the temporary one, after a reset).
+    pub current_password: Option<String>,
+    /// At least 10 characters, not the current one.
+    pub new_password: Option<String>,
+}
+
+/// The new password of a change, checked against the rules of every staff password.
+fn new_password(body: &PasswordChangeRequest) -> Result<(Secret<String>, Secret<String>), Error> {
+    let mut errors = FieldErrors::new();
+    if body.current_password.as_deref().is_none_or(str::is_empty) {
+        errors.missing("currentPassword");
+    }
+    match body.new_password.as_deref().map(|p| p.chars().count()) {
+        None | Some(0) => errors.missing("newPassword"),
+        Some(n) if n < MIN_PASSWORD_CHARS => errors.push(
+            "newPassword",
+            "TOO_SHORT",
+            format!("at least {MIN_PASSWORD_CHARS} characters"),
+        ),
+        Some(_) if body.new_password == body.current_password => errors.push(
+            "newPassword",
+            "SAME_PASSWORD",
+            "choose a password other than the current one",
+        ),
+        Some(_) => {}
+    }
+    errors.into_result()?;
+    Ok((
+        Secret::new(body.current_password.clone().unwrap_or_default()),
+        Secret::new(body.new_password.clone().unwrap_or_default()),
+    ))
+}
+
+/// Changes the signed-in member's own password (also the way out of a temporary one). The
+/// current password is checked like a sign-in (wrong ones count towards the lockout); the
+/// member's other sessions end, this one stays.
+#[utoipa::path(put, path = "/session/password", tag = "staff",
+    request_body = PasswordChangeRequest,
+    responses(
+        (status = 200, description = "PASSWORD_CHANGED", body = Envelope<SessionInfo>),
+        (status = 400, description = "Missing field, TOO_SHORT, SAME_PASSWORD, or WRONG_PASSWORD at currentPassword", body = ErrorBody),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+        (status = 403, description = "CSRF_TOKEN_INVALID", body = ErrorBody),
+        (status = 429, description = "TOO_MANY_ATTEMPTS: 5 failed sign-ins or password checks for this e-mail within 15 minutes", body = ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds until the password is checked again"))),
+    ))]
+pub async fn change_password(
+    State(state): State<AppState>,
+    signed_in: SignedIn,
+    Body(body): Body<PasswordChangeRequest>,
+) -> Result<Response, LoginError> {
+    let (current, new) = new_password(&body)?;
+    let member = signed_in.member;
+    let key = ThrottleKey::staff(&member.email);
+    begin_attempt(&state, &key).await?;
+    let ok = password::verify(current, Some(member.password_hash.clone()))
+        .await
+        .map_err(Error::Internal)?;
+    if !ok {
+        return Err(Error::validation(
+            "currentPassword",
+            "WRONG_PASSWORD",
+            "this is not your current password",
+        )
+        .into());
+    }
+    attempt_succeeded(&state, key).await?;
+    let hash = password::hash(new).await.map_err(Error::Internal)?;
+    let now = state.clock.now();
+    let session = state.store.write(|tx| {
+        staff::set_password(tx, member.id, &hash, false)?;
+        let ended = staff::end_sessions(tx, member.id, Some(&signed_in.token_hash))?;
+        staff::record_action(
+            tx,
+            &timestamp(now),
+            &member.email,
+            "password.change",
+            Some(&member.email),
+            Some(&format!("other sessions ended: {ended}")),
+        )?;
+        staff::session(tx, &signed_in.token_hash)?
+            .ok_or_else(|| Error::Internal(anyhow::anyhow!("session vanished")))
+    })?;
+    Ok(Envelope::ok(
+        "PASSWORD_CHANGED",
+        "password changed; your other sessions ended",
+        SessionInfo {
+            password_change_required: session.staff.password_change_required,
+            email: session.staff.email,
+            role: session.staff.role.as_str(),
+            csrf_token: session.csrf_token,
+            expires_at: session.expires_at,
+        },
+    )
+    .into_response())
 }
 
 #[cfg(test)]

@@ -7,13 +7,13 @@ use axum::extract::{Path, State};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::session::Staff;
+use super::session::{MIN_PASSWORD_CHARS, Staff};
 use crate::auth::{api_key, password};
 use crate::clock::timestamp;
 use crate::domain::activation::ActivationMode;
 use crate::domain::contact::Email;
 use crate::domain::external_id::ExternalId;
-use crate::domain::rut::Rut;
+use crate::domain::rut::{self, Rut, RutError};
 use crate::domain::state::PaymentMethod;
 use crate::error::{Error, FieldErrors};
 use crate::http::AppState;
@@ -139,8 +139,9 @@ pub async fn list_commerces(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NewCommerceRequest {
-    /// A RUT (`76.123.456-0`, kept as `76123456-0`) or an issued code (1 to 64 letters,
-    /// digits, `-`, `_`, `.`).
+    /// A RUT (`76.123.456-0`, kept as `76123456-0`; a code written as a RUT must have the
+    /// right check digit: `INVALID_RUT`) or an issued code (1 to 64 letters, digits, `-`, `_`,
+    /// `.`).
     pub code: Option<String>,
     /// 1 to 200 characters.
     pub name: Option<String>,
@@ -164,6 +165,47 @@ pub struct NewCommerceResult {
     pub password: Option<String>,
 }
 
+/// A commerce code as staff type it: written as a RUT (`76.123.456-0`), it must be a valid
+/// one and is kept normalized (`76123456-0`), as `mandato commerce add` does; anything else
+/// must be an issued code.
+fn commerce_code(text: &str, errors: &mut FieldErrors) -> Option<String> {
+    if rut::looks_like_rut(text) {
+        return match Rut::parse(text) {
+            Ok(rut) => Some(rut.to_string()),
+            Err(RutError::WrongCheckDigit) => {
+                let hint = text
+                    .split('-')
+                    .next()
+                    .map(|body| body.replace('.', ""))
+                    .and_then(|body| body.parse::<u32>().ok())
+                    .map(|body| format!(" (for {body} it is {})", rut::check_digit(body)))
+                    .unwrap_or_default();
+                errors.push(
+                    "code",
+                    "INVALID_RUT",
+                    format!("the RUT's check digit does not match its number{hint}"),
+                );
+                None
+            }
+            Err(e) => {
+                errors.push("code", "INVALID_RUT", e.to_string());
+                None
+            }
+        };
+    }
+    match ExternalId::parse(text) {
+        Ok(id) => Some(id.as_str().to_string()),
+        Err(_) => {
+            errors.push(
+                "code",
+                "INVALID_CODE",
+                "a RUT, or 1 to 64 letters, digits, '-', '_' or '.'",
+            );
+            None
+        }
+    }
+}
+
 /// Registers a commerce (admin); its webhook secret (and generated password) are shown once.
 #[utoipa::path(post, path = "/commerces", tag = "staff",
     request_body = NewCommerceRequest,
@@ -185,20 +227,7 @@ pub async fn create_commerce(
             errors.missing("code");
             None
         }
-        Some(text) => match Rut::parse(text) {
-            Ok(rut) if text.contains('-') => Some(rut.to_string()),
-            _ => match ExternalId::parse(text) {
-                Ok(id) => Some(id.as_str().to_string()),
-                Err(_) => {
-                    errors.push(
-                        "code",
-                        "INVALID_CODE",
-                        "a RUT, or 1 to 64 letters, digits, '-', '_' or '.'",
-                    );
-                    None
-                }
-            },
-        },
+        Some(text) => commerce_code(text, &mut errors),
     };
     let name = crate::http::users::required_text(body.name.as_ref(), "name", 200, &mut errors);
     let password = match body.password.as_deref() {
@@ -415,6 +444,10 @@ pub async fn set_activation_mode(
 pub struct ApiKeyDto {
     /// The key's first 8 characters, to tell keys apart.
     pub prefix: String,
+    /// What the key is for, as staff named it (null for keys made without a name).
+    pub name: Option<String>,
+    /// The latest request accepted with the key, to the minute (null: never used).
+    pub last_used_at: Option<String>,
     /// Valid for every commerce (else only for `commerces`).
     pub all_commerces: bool,
     pub commerces: Vec<String>,
@@ -446,6 +479,8 @@ pub async fn list_api_keys(
                 .into_iter()
                 .map(|k| ApiKeyDto {
                     prefix: k.prefix,
+                    name: k.name,
+                    last_used_at: k.last_used_at,
                     all_commerces: k.all_commerces,
                     commerces: k.commerces,
                     created_at: k.created_at,
@@ -460,6 +495,8 @@ pub async fn list_api_keys(
 pub struct NewApiKeyRequest {
     /// Codes of the commerces the key may act for; absent or empty: every commerce.
     pub commerces: Option<Vec<String>>,
+    /// What the key is for (`Checkout web`), 1 to 100 characters; shown in the list.
+    pub name: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -469,6 +506,7 @@ pub struct NewApiKeyResult {
     pub api_key: String,
     pub prefix: String,
     pub commerces: Vec<String>,
+    pub name: Option<String>,
 }
 
 /// Creates an API key (admin); the key is in this answer only.
@@ -486,11 +524,17 @@ pub async fn create_api_key(
     Body(body): Body<NewApiKeyRequest>,
 ) -> ApiResult<Envelope<NewApiKeyResult>> {
     staff.require(Role::Admin)?;
+    let mut errors = FieldErrors::new();
+    let name = crate::http::users::optional_text(body.name.as_ref(), "name", 100, &mut errors);
+    errors.into_result()?;
     let codes = body.commerces.unwrap_or_default();
     let key = api_key::generate();
     let now = state.clock.now();
     state.store.write(|tx| {
         commerces::insert_api_key(tx, &key.prefix, &key.hash, &codes, &timestamp(now))?;
+        if let Some(name) = &name {
+            commerces::name_api_key(tx, &key.hash, name)?;
+        }
         let scope = if codes.is_empty() {
             "every commerce".to_string()
         } else {
@@ -505,6 +549,7 @@ pub async fn create_api_key(
             api_key: key.key.expose().clone(),
             prefix: key.prefix,
             commerces: codes,
+            name,
         },
     ))
 }
@@ -758,6 +803,9 @@ pub struct StaffDto {
     pub created_at: String,
     /// Disabled accounts cannot sign in.
     pub disabled_at: Option<String>,
+    /// The password is a temporary one an admin set; the member chooses their own at the
+    /// next sign-in.
+    pub password_change_required: bool,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -771,6 +819,7 @@ fn staff_dto(s: views::StaffLine) -> StaffDto {
         role: s.role,
         created_at: s.created_at,
         disabled_at: s.disabled_at,
+        password_change_required: s.password_change_required,
     }
 }
 
@@ -850,7 +899,11 @@ pub async fn create_staff(
     };
     match body.password.as_ref().map(|p| p.chars().count()) {
         None => errors.missing("password"),
-        Some(n) if n < 10 => errors.push("password", "TOO_SHORT", "at least 10 characters"),
+        Some(n) if n < MIN_PASSWORD_CHARS => errors.push(
+            "password",
+            "TOO_SHORT",
+            format!("at least {MIN_PASSWORD_CHARS} characters"),
+        ),
         Some(_) => {}
     }
     let role = parse_role(body.role.as_deref(), &mut errors);
@@ -935,7 +988,8 @@ pub async fn update_staff(
         }
         views::update_staff(tx, &current.email, &new_role, disabled_at.as_deref())?;
         let detail = format!(
-            "role={new_role}{}",
+            "role={}->{new_role}{}",
+            current.role,
             if disabled_at.is_some() {
                 ", disabled"
             } else {
@@ -956,6 +1010,194 @@ pub async fn update_staff(
         "STAFF_UPDATED",
         "staff account updated",
         staff_dto(updated),
+    ))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PasswordResetResult {
+    pub email: String,
+    /// Shown once: the member signs in with it and must then choose their own password.
+    pub temporary_password: String,
+}
+
+/// Letters and digits that cannot be mistaken for one another when read out or copied by hand.
+const TEMPORARY_ALPHABET: &[u8; 32] = b"abcdefghjkmnpqrstuvwxyz23456789A";
+
+/// A temporary password: 16 characters of 32 (80 bits), in groups of four for reading aloud.
+fn temporary_password() -> Secret<String> {
+    use rand::RngCore;
+    let mut bytes = [0u8; 16];
+    rand::rng().fill_bytes(&mut bytes);
+    let chars: Vec<char> = bytes
+        .iter()
+        .map(|b| char::from(TEMPORARY_ALPHABET[usize::from(b % 32)]))
+        .collect();
+    Secret::new(
+        chars
+            .chunks(4)
+            .map(|c| c.iter().collect::<String>())
+            .collect::<Vec<_>>()
+            .join("-"),
+    )
+}
+
+/// Gives another member a one-time temporary password (admin), for a forgotten one: their
+/// sessions end, and at their next sign-in they must choose their own before anything else.
+/// The temporary password is in this answer only.
+#[utoipa::path(post, path = "/staff/{email}/password-reset", tag = "staff",
+    params(("email" = String, Path)),
+    responses(
+        (status = 200, description = "STAFF_PASSWORD_RESET", body = Envelope<PasswordResetResult>),
+        (status = 400, description = "OWN_ACCOUNT: change your own password at PUT /session/password", body = ErrorBody),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+        (status = 403, description = "ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID", body = ErrorBody),
+        (status = 404, description = "STAFF_MEMBER_NOT_FOUND", body = ErrorBody),
+    ))]
+pub async fn reset_staff_password(
+    State(state): State<AppState>,
+    staff: Staff,
+    Path(email): Path<String>,
+) -> ApiResult<Envelope<PasswordResetResult>> {
+    staff.require(Role::Admin)?;
+    if email.eq_ignore_ascii_case(&staff.member.email) {
+        return Err(Error::refused(
+            "OWN_ACCOUNT",
+            "change your own password with your current one",
+        )
+        .into());
+    }
+    let exists = state
+        .store
+        .read(|c| Ok(staff::id_by_email(c, &email)?))?
+        .is_some();
+    if !exists {
+        return Err(Error::not_found("staff member").into());
+    }
+    let temporary = temporary_password();
+    let shown = temporary.expose().clone();
+    let hash = password::hash(temporary).await.map_err(Error::Internal)?;
+    let now = state.clock.now();
+    let email = state.store.write(|tx| {
+        let id = staff::id_by_email(tx, &email)?.ok_or(Error::not_found("staff member"))?;
+        staff::set_password(tx, id, &hash, true)?;
+        staff::end_sessions(tx, id, None)?;
+        let member = views::staff_member(tx, &email)?.ok_or(Error::not_found("staff member"))?;
+        record(tx, &staff, now, "staff.password-reset", &member.email, None)?;
+        Ok(member.email)
+    })?;
+    Ok(Envelope::ok(
+        "STAFF_PASSWORD_RESET",
+        "temporary password set; it is shown once",
+        PasswordResetResult {
+            email,
+            temporary_password: shown,
+        },
+    ))
+}
+
+// The UF table.
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UfValueDto {
+    /// The business date the value applies to.
+    #[schema(format = Date)]
+    pub date: String,
+    /// CLP per UF on that date, as imported (exact decimal).
+    pub value: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UfValuesPayload {
+    /// Newest date first.
+    pub items: Vec<UfValueDto>,
+    /// Pass as `before` for the next (older) page; null on the last page.
+    #[schema(format = Date)]
+    pub next_before: Option<String>,
+    /// How many values the table holds, and its first and last dates.
+    pub total: i64,
+    #[schema(format = Date)]
+    pub first_date: Option<String>,
+    #[schema(format = Date)]
+    pub last_date: Option<String>,
+}
+
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct UfQuery {
+    /// Only dates before this one (`YYYY-MM-DD`), to page back.
+    #[param(format = Date)]
+    before: Option<String>,
+    /// 1 to 366, default 60.
+    #[param(minimum = 1, maximum = 366)]
+    limit: Option<i64>,
+}
+
+/// The UF table the charging engine converts UF (CLF) installments with, newest date first.
+/// Its values come only from staff imports (`POST /uf`, `mandato uf import`); an installment
+/// due on a date without a value waits (`waitingUf` in the charging overview).
+#[utoipa::path(get, path = "/uf", tag = "staff",
+    params(UfQuery),
+    responses(
+        (status = 200, description = "UF_VALUES_OK", body = Envelope<UfValuesPayload>),
+        (status = 400, description = "Invalid query.before or query.limit", body = ErrorBody),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+    ))]
+pub async fn uf_values(
+    State(state): State<AppState>,
+    _staff: Staff,
+    axum::extract::Query(query): axum::extract::Query<std::collections::HashMap<String, String>>,
+) -> ApiResult<Envelope<UfValuesPayload>> {
+    let mut errors = FieldErrors::new();
+    let before = match query.get("before").map(String::as_str) {
+        None => None,
+        Some(text) => match crate::domain::date::Date::parse(text) {
+            Ok(date) => Some(date.to_string()),
+            Err(_) => {
+                errors.push("query.before", "INVALID_DATE", "a date, YYYY-MM-DD");
+                None
+            }
+        },
+    };
+    let limit = match query.get("limit").map(|l| l.parse::<i64>()) {
+        None => 60,
+        Some(Ok(limit)) if (1..=366).contains(&limit) => limit,
+        Some(_) => {
+            errors.push(
+                "query.limit",
+                "OUT_OF_RANGE",
+                "a whole number from 1 to 366",
+            );
+            60
+        }
+    };
+    errors.into_result()?;
+    let (rows, (total, first_date, last_date)) = state.store.read(|c| {
+        Ok((
+            crate::store::charging::uf_values(c, before.as_deref(), limit + 1)?,
+            crate::store::charging::uf_coverage(c)?,
+        ))
+    })?;
+    let more = rows.len() as i64 > limit;
+    let items: Vec<UfValueDto> = rows
+        .into_iter()
+        .take(limit as usize)
+        .map(|(date, value)| UfValueDto { date, value })
+        .collect();
+    let next_before = more.then(|| items.last().map(|i| i.date.clone())).flatten();
+    Ok(Envelope::ok(
+        "UF_VALUES_OK",
+        "UF values",
+        UfValuesPayload {
+            items,
+            next_before,
+            total,
+            first_date,
+            last_date,
+        },
     ))
 }
 
@@ -1037,4 +1279,45 @@ pub async fn set_audit_retention(
         "audit retention changed",
         AuditRetentionDto { days },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_temporary_password_is_long_and_easy_to_read_out() {
+        let first = temporary_password();
+        let text = first.expose();
+        assert_eq!(text.len(), 19, "{text}");
+        let groups: Vec<&str> = text.split('-').collect();
+        assert_eq!(groups.len(), 4);
+        assert!(
+            groups
+                .iter()
+                .all(|g| g.len() == 4 && g.bytes().all(|b| TEMPORARY_ALPHABET.contains(&b)))
+        );
+        assert!(text.chars().count() >= MIN_PASSWORD_CHARS);
+        assert_ne!(temporary_password().expose(), text);
+    }
+
+    #[test]
+    fn commerce_codes_written_as_ruts_need_their_check_digit() {
+        let check = |text: &str| {
+            let mut errors = FieldErrors::new();
+            let code = commerce_code(text, &mut errors);
+            (
+                code,
+                errors
+                    .into_vec()
+                    .into_iter()
+                    .map(|e| e.code)
+                    .collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(check("76.123.456-0"), (Some("76123456-0".into()), vec![]));
+        assert_eq!(check("76.123.456-1").1, ["INVALID_RUT"]);
+        assert_eq!(check("GYM-SUR"), (Some("GYM-SUR".into()), vec![]));
+        assert_eq!(check("no spaces allowed").1, ["INVALID_CODE"]);
+    }
 }

@@ -86,6 +86,11 @@ impl Loaded {
             .collect()
     }
 
+    /// The card methods an active mandate's card may be replaced with: the mandate's own.
+    pub fn card_change_methods(&self) -> Vec<PaymentMethod> {
+        self.methods().into_iter().filter(|m| m.is_card()).collect()
+    }
+
     /// The card methods a portal payment may name: the mandate's, or every card when the
     /// mandate allows none (a portal payment is by card whatever the enrolled method).
     pub fn card_methods(&self) -> Vec<PaymentMethod> {
@@ -124,6 +129,12 @@ pub enum Notice {
     Paid {
         installment: String,
         authorization_code: String,
+        /// The installment's internal id, for the link to its receipt.
+        receipt: String,
+    },
+    /// The card was replaced; `retried` rejected installments go to the next run.
+    CardChanged {
+        retried: usize,
     },
     Info(String),
     /// Why what the customer asked for was not done.
@@ -165,6 +176,8 @@ pub struct View<'a> {
     pub activation: Option<(i64, Submitted)>,
     /// A payment form sent back: the installment's internal id and problems.
     pub payment: Option<(String, Submitted)>,
+    /// The card change form sent back with its problems.
+    pub card_update: Option<Submitted>,
     /// A sandbox installation: the page lists the test instruments. Never in production.
     pub sandbox: bool,
 }
@@ -231,6 +244,9 @@ button{margin-top:14px;width:100%;padding:12px;font-size:1rem;font-weight:600;bo
 .muted{color:#5a6478;font-size:.9rem}
 .due{display:flex;justify-content:space-between;gap:8px;flex-wrap:wrap}
 footer{max-width:680px;margin:0 auto;padding:8px 16px 32px;color:#566074;font-size:.8rem}
+.receipt dd{font-weight:600}.receipt .total{font-size:1.3rem}
+@media print{body{background:#fff}section,.card{box-shadow:none;border:1px solid #ccc}
+  footer,.noprint{display:none}}
 "#;
 
 /// A whole HTML document.
@@ -412,7 +428,8 @@ fn bank_fields(s: &mut String, form: &str, sub: Option<&Submitted>) {
     );
 }
 
-fn notice(s: &mut String, notice: &Notice, data: &Loaded) {
+fn notice(s: &mut String, notice: &Notice, view: &View<'_>) {
+    let data = view.data;
     let (class, title, text) = match notice {
         Notice::Activated => (
             "ok",
@@ -432,6 +449,7 @@ fn notice(s: &mut String, notice: &Notice, data: &Loaded) {
         Notice::Paid {
             installment,
             authorization_code,
+            ..
         } => (
             "ok",
             "Pago aprobado".to_string(),
@@ -439,15 +457,37 @@ fn notice(s: &mut String, notice: &Notice, data: &Loaded) {
                 "La cuota {installment} quedó pagada. Código de autorización: {authorization_code}."
             ),
         ),
+        Notice::CardChanged { retried } => (
+            "ok",
+            "Tarjeta actualizada".to_string(),
+            match retried {
+                0 => "Los próximos cargos se harán a su nueva tarjeta.".to_string(),
+                1 => "Los próximos cargos se harán a su nueva tarjeta. La cuota rechazada se \
+                      volverá a cobrar en el próximo proceso de cobro."
+                    .to_string(),
+                n => format!(
+                    "Los próximos cargos se harán a su nueva tarjeta. Las {n} cuotas rechazadas \
+                     se volverán a cobrar en el próximo proceso de cobro."
+                ),
+            },
+        ),
         Notice::Info(text) => ("", "Aviso".to_string(), text.clone()),
         Notice::Problem(text) => ("bad", "No pudimos continuar".to_string(), text.clone()),
     };
     let _ = write!(
         s,
-        "<section class=\"notice {class}\" role=\"status\"><h2>{}</h2><p>{}</p></section>",
+        "<section class=\"notice {class}\" role=\"status\"><h2>{}</h2><p>{}</p>",
         esc(&title),
         esc(&text)
     );
+    if let Notice::Paid { receipt, .. } = notice {
+        let _ = write!(
+            s,
+            "<p><a href=\"{}\">Ver e imprimir el comprobante</a></p>",
+            esc(&receipt_url(view.token, receipt))
+        );
+    }
+    s.push_str("</section>");
 }
 
 fn mandate_section(s: &mut String, view: &View<'_>) {
@@ -496,10 +536,18 @@ fn schedule_section(s: &mut String, view: &View<'_>) {
          <th>Estado</th></tr></thead><tbody>",
     );
     for i in &view.data.installments {
+        let receipt = if i.state == InstallmentState::Paid {
+            format!(
+                " <a href=\"{}\">Comprobante</a>",
+                esc(&receipt_url(view.token, &i.id))
+            )
+        } else {
+            String::new()
+        };
         let _ = write!(
             s,
             "<tr><td>{}</td><td>{}</td><td class=\"amount\">{}</td>\
-             <td><span class=\"state s{}\">{}</span></td></tr>",
+             <td><span class=\"state s{}\">{}</span>{receipt}</td></tr>",
             esc(&i.external_id),
             esc(&spanish::due_and_charge_date(
                 i.due_date,
@@ -715,6 +763,280 @@ fn signature_step(s: &mut String, signing: Option<&Signing>) {
     }
 }
 
+/// Where a paid installment's receipt is.
+fn receipt_url(token: &str, installment: &str) -> String {
+    format!("/link/{token}/comprobante/{installment}")
+}
+
+/// A rejection in the customer's words: what happened and what they can do about it.
+fn rejection_explained(code: Option<&str>) -> &'static str {
+    match code.and_then(crate::domain::state::RejectionCode::parse) {
+        Some(crate::domain::state::RejectionCode::InsufficientFunds) => {
+            "Su banco informó que no había saldo o cupo suficiente al momento del cobro."
+        }
+        Some(crate::domain::state::RejectionCode::CardDeclined) => {
+            "El banco emisor de su tarjeta no autorizó el cargo. Puede consultar a su banco o \
+             registrar otra tarjeta."
+        }
+        Some(crate::domain::state::RejectionCode::ExpiredCard) => {
+            "La tarjeta registrada está vencida. Registre su tarjeta nueva para que podamos \
+             cobrar."
+        }
+        Some(crate::domain::state::RejectionCode::AccountClosed) => {
+            "La cuenta bancaria registrada está cerrada. Registre otro medio de pago."
+        }
+        Some(crate::domain::state::RejectionCode::BankValidationFailed) => {
+            "El banco no validó el cargo en su cuenta. Consulte a su banco o registre una \
+             tarjeta."
+        }
+        None => "El cargo no fue autorizado.",
+    }
+}
+
+/// Why an installment was rejected and what happens next. A hard decline that is due for a
+/// retry anyway was given a new instrument since, so the old reason is history by then.
+fn rejection_and_next_step(i: &InstallmentRow) -> String {
+    use crate::domain::state::RejectionCode;
+    let code = i.rejection_code.as_deref();
+    let hard = code
+        .and_then(RejectionCode::parse)
+        .is_some_and(|c| c != RejectionCode::InsufficientFunds);
+    let retry = i.next_retry_date.as_deref().filter(|_| i.retry_scheduled);
+    // A retry due on a date already attempted goes to the next run.
+    let when = retry.map(|date| {
+        let attempted = i
+            .last_attempt_date
+            .as_deref()
+            .is_some_and(|last| last >= date);
+        if attempted {
+            "en el próximo proceso de cobro".to_string()
+        } else {
+            NaiveDate::parse_from_str(date, "%Y-%m-%d")
+                .map(|d| format!("el {}", spanish::date(d)))
+                .unwrap_or_else(|_| format!("el {date}"))
+        }
+    });
+    match (when, hard) {
+        (Some(when), true) => format!(
+            "El cobro anterior fue rechazado: {} Con su nuevo medio de pago lo volveremos a \
+             intentar {when}.",
+            spanish::rejection(code.unwrap_or_default())
+        ),
+        (Some(when), false) => format!(
+            "{} Volveremos a intentar el cobro {when}.",
+            rejection_explained(code)
+        ),
+        (None, _) => format!(
+            "{} No volveremos a intentarlo con el medio de pago registrado.",
+            rejection_explained(code)
+        ),
+    }
+}
+
+/// An active mandate with rejected charges: why, when the next try is, and the ways out
+/// (pay now in the portal, or replace the card); otherwise the card change, folded.
+fn rejected_section(s: &mut String, view: &View<'_>) {
+    let data = view.data;
+    if data.mandate.state != MandateState::Active {
+        return;
+    }
+    let rejected: Vec<&InstallmentRow> = data
+        .installments
+        .iter()
+        .filter(|i| i.state == InstallmentState::Rejected)
+        .collect();
+    if !rejected.is_empty() {
+        s.push_str("<section id=\"rechazo\" class=\"notice bad\"><h2>Un cobro fue rechazado</h2>");
+        for i in &rejected {
+            let _ = write!(
+                s,
+                "<p><strong>Cuota {} · {}</strong> (vence el {}): {}</p>",
+                esc(&i.external_id),
+                esc(&spanish::money(&i.amount)),
+                esc(&spanish::date(i.due_date)),
+                esc(&rejection_and_next_step(i))
+            );
+        }
+        s.push_str(
+            "<p>Puede pagarla ahora en <a href=\"#pagar\">Cuotas por pagar</a>, o registrar otra \
+             tarjeta: la usaremos desde ahora y la cuota rechazada se volverá a cobrar en el \
+             próximo proceso de cobro.</p></section>",
+        );
+    }
+    card_change_form(s, view, !rejected.is_empty());
+}
+
+/// The form that replaces an active mandate's card.
+fn card_change_form(s: &mut String, view: &View<'_>, after_rejection: bool) {
+    let methods = view.data.card_change_methods();
+    if methods.is_empty() {
+        return;
+    }
+    let sub = view.card_update.as_ref();
+    let open = after_rejection || sub.is_some();
+    let _ = write!(
+        s,
+        "<section id=\"tarjeta\" class=\"noprint\"><details{}><summary>{}</summary>",
+        if open { " open" } else { "" },
+        if after_rejection {
+            "Registrar otra tarjeta"
+        } else {
+            "¿Cambió su tarjeta? Actualícela aquí"
+        }
+    );
+    if let Some(message) = sub.and_then(|s| s.error("form")) {
+        let _ = write!(s, "<p class=\"err\" role=\"alert\">{}</p>", esc(message));
+    }
+    let options: Vec<(String, String)> = methods
+        .iter()
+        .map(|m| (m.id().to_string(), spanish::method(*m).to_string()))
+        .collect();
+    let chosen = sub
+        .map(|s| s.value("method").to_string())
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| options[0].0.clone());
+    let method = methods
+        .iter()
+        .copied()
+        .find(|m| m.id().to_string() == chosen)
+        .unwrap_or(methods[0]);
+    let terms = view.data.terms(method);
+    let _ = write!(
+        s,
+        "<form method=\"post\" action=\"/link/{}/tarjeta\" autocomplete=\"on\">\
+         <input type=\"hidden\" name=\"termsSha256\" value=\"{}\">",
+        esc(view.token),
+        sha256_hex(&terms)
+    );
+    select(
+        s,
+        "t",
+        "method",
+        "Tipo de tarjeta",
+        &options,
+        &chosen,
+        sub.and_then(|s| s.error("method")),
+    );
+    card_fields(s, "t", sub);
+    let accept_error = sub.and_then(|s| s.error("accept"));
+    let _ = write!(
+        s,
+        "<div class=\"terms\" tabindex=\"0\" aria-label=\"Términos del mandato\">{}</div>\
+         <div class=\"check\"><input type=\"checkbox\" id=\"t-accept\" name=\"accept\" \
+         value=\"1\" required{}><label for=\"t-accept\">Acepto que los cargos de este mandato se \
+         hagan a esta tarjeta.</label></div>",
+        esc(&terms),
+        invalid_attrs("t-accept", accept_error)
+    );
+    field_error(s, "t-accept", accept_error);
+    s.push_str(
+        "<button type=\"submit\">Guardar la nueva tarjeta</button></form></details></section>",
+    );
+}
+
+/// The receipt of a paid installment: what was paid, when (in the installation's zone, named),
+/// how (the method, the instrument masked) and the references to quote. Printable as it is.
+/// A paid installment, and whether the charging engine charged it with the instrument the
+/// mandate holds now (rather than a card typed in the portal, a payment the merchant recorded,
+/// or a card replaced since).
+pub struct Receipt<'a> {
+    pub installment: &'a InstallmentRow,
+    pub current_instrument: bool,
+}
+
+pub fn receipt_page(
+    data: &Loaded,
+    receipt: &Receipt<'_>,
+    token: &str,
+    zone: chrono_tz::Tz,
+) -> String {
+    let installment = receipt.installment;
+    let paid_at = chrono::DateTime::parse_from_rfc3339(&installment.state_at)
+        .map(|t| {
+            let local = t.with_timezone(&zone);
+            format!(
+                "{} a las {} (hora de {}, UTC{})",
+                spanish::date(local.date_naive()),
+                local.format("%H:%M"),
+                zone.name(),
+                local.format("%:z")
+            )
+        })
+        .unwrap_or_else(|_| installment.state_at.clone());
+    let header = format!(
+        "<div class=\"who\">{}</div><h1>Comprobante de pago</h1>",
+        esc(&data.commerce.name)
+    );
+    let mut body = String::from("<section class=\"receipt\"><dl>");
+    let mut row = |label: &str, value: &str| {
+        let _ = write!(body, "<dt>{}</dt><dd>{}</dd>", esc(label), esc(value));
+    };
+    row("Monto pagado", &spanish::money(&installment.amount));
+    row("Cuota", &installment.external_id);
+    row("Vencimiento", &spanish::date(installment.due_date));
+    row("Fecha del pago", &paid_at);
+    row("Medio de pago", &paid_with(data, receipt));
+    row(
+        "Código de autorización",
+        installment.authorization_code.as_deref().unwrap_or("—"),
+    );
+    row("Referencia", &installment.id);
+    row(
+        "Mandato",
+        &format!("{} · {}", data.mandate.name, data.mandate.external_id),
+    );
+    row(
+        "Comercio",
+        &format!("{} (RUT {})", data.commerce.name, data.commerce.code),
+    );
+    row(
+        "Cliente",
+        &format!("{} {}", data.customer.first_name, data.customer.last_name),
+    );
+    body.push_str("</dl></section>");
+    let _ = write!(
+        body,
+        "<p class=\"noprint muted\">Para guardarlo, use la opción Imprimir de su navegador (o \
+         «Guardar como PDF»). <a href=\"/link/{}\">Volver a su mandato</a></p>",
+        esc(token)
+    );
+    document(
+        &format!("Comprobante · cuota {}", installment.external_id),
+        &header,
+        &body,
+    )
+}
+
+/// How an installment was paid: a manual payment's evidence; a charge of the engine with the
+/// current instrument by its method and that instrument, masked; otherwise by its method only
+/// (a portal card's number is never kept).
+fn paid_with(data: &Loaded, receipt: &Receipt<'_>) -> String {
+    let installment = receipt.installment;
+    if let Some(method) = installment
+        .payment
+        .as_ref()
+        .and_then(|p| p["method"].as_str())
+    {
+        return format!("Pago registrado por el comercio ({method})");
+    }
+    let Some(method) = installment
+        .payment_method_id
+        .and_then(PaymentMethod::from_id)
+    else {
+        return "—".to_string();
+    };
+    let enrolled = data
+        .mandate
+        .enrolled_method
+        .as_ref()
+        .filter(|m| receipt.current_instrument && m["id"].as_i64() == Some(method.id()))
+        .and_then(|m| m["instrument"].as_str());
+    match enrolled {
+        Some(instrument) => format!("{} · {instrument}", spanish::method(method)),
+        None => spanish::method(method).to_string(),
+    }
+}
+
 /// The page of a mandate: activation forms while it awaits activation, and the payment
 /// portal before and after.
 pub fn mandate_page(view: &View<'_>) -> String {
@@ -734,7 +1056,7 @@ pub fn mandate_page(view: &View<'_>) -> String {
         body.push_str(SANDBOX_BANNER);
     }
     if let Some(n) = &view.notice {
-        notice(&mut body, n, data);
+        notice(&mut body, n, view);
     }
     let sent_back = view
         .activation
@@ -744,6 +1066,11 @@ pub fn mandate_page(view: &View<'_>) -> String {
             view.payment
                 .as_ref()
                 .map(|(i, sub)| (format!("p-{i}"), sub))
+        })
+        .or_else(|| {
+            view.card_update
+                .as_ref()
+                .map(|sub| ("tarjeta".to_string(), sub))
         });
     if let Some((anchor, sub)) = sent_back
         && !sub.errors.is_empty()
@@ -757,6 +1084,7 @@ pub fn mandate_page(view: &View<'_>) -> String {
         );
     }
     mandate_section(&mut body, view);
+    rejected_section(&mut body, view);
     portal_section(&mut body, view);
     if view.activation_open {
         activation_section(&mut body, view);
@@ -771,7 +1099,60 @@ pub fn mandate_page(view: &View<'_>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::esc;
+    use super::*;
+    use crate::domain::money::{Currency, Money};
+
+    fn rejected(code: &str, retry: Option<&str>, last_attempt: &str) -> InstallmentRow {
+        InstallmentRow {
+            seq: 1,
+            id: "ins_1".into(),
+            mandate_seq: 1,
+            external_id: "c1".into(),
+            amount: Money::parse(&serde_json::Number::from(15000), Currency::Clp).unwrap(),
+            due_date: NaiveDate::from_ymd_opt(2026, 11, 20).unwrap(),
+            state: InstallmentState::Rejected,
+            state_at: "2026-11-20T09:00:00.000Z".into(),
+            attempts: 1,
+            payment_method_id: Some(3),
+            authorization_code: None,
+            rejection_code: Some(code.into()),
+            rejection_message: None,
+            payment: None,
+            last_attempt_date: Some(last_attempt.into()),
+            next_retry_date: retry.map(str::to_string),
+            retry_scheduled: retry.is_some(),
+            first_rejected_date: Some("2026-11-20".into()),
+            forced_outcome: None,
+            charged_clp: None,
+        }
+    }
+
+    #[test]
+    fn a_rejection_says_why_and_what_happens_next() {
+        let soft = rejection_and_next_step(&rejected(
+            "INSUFFICIENT_FUNDS",
+            Some("2026-11-21"),
+            "2026-11-20",
+        ));
+        assert!(soft.starts_with("Su banco informó"), "{soft}");
+        assert!(soft.ends_with("el cobro el 21-11-2026."), "{soft}");
+
+        let hard = rejection_and_next_step(&rejected("EXPIRED_CARD", None, "2026-11-20"));
+        assert!(
+            hard.starts_with("La tarjeta registrada está vencida"),
+            "{hard}"
+        );
+        assert!(hard.ends_with("con el medio de pago registrado."), "{hard}");
+
+        // A hard decline due for a retry has a new card; today's run already tried it.
+        let replaced =
+            rejection_and_next_step(&rejected("EXPIRED_CARD", Some("2026-11-20"), "2026-11-20"));
+        assert_eq!(
+            replaced,
+            "El cobro anterior fue rechazado: La tarjeta está vencida. Con su nuevo medio de \
+             pago lo volveremos a intentar en el próximo proceso de cobro."
+        );
+    }
 
     #[test]
     fn escaping_covers_markup_and_quotes() {

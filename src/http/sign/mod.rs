@@ -259,7 +259,7 @@ async fn write<T: Send + 'static>(
     result
 }
 
-fn render(
+async fn render(
     state: &AppState,
     status: StatusCode,
     token: &str,
@@ -269,6 +269,10 @@ fn render(
     if !c.view.process.state.is_open() && c.view.process.state != ProcessState::Completed {
         return closed(c);
     }
+    let sealed_pages = match sealed_page_counts(state, c).await {
+        Ok(counts) => counts,
+        Err(e) => return failure(&e),
+    };
     let now = timestamp(state.clock.now());
     html(
         status,
@@ -278,8 +282,34 @@ fn render(
             notice,
             sandbox: state.config.environment.is_sandbox(),
             now: &now,
+            time_zone: state.calendar.time_zone(),
+            sealed_pages: &sealed_pages,
         }),
     )
+}
+
+/// Each sealed document's page count, read from the sealed PDF itself (the seal appends the
+/// signature and certificate pages, so the upload's count no longer holds); empty until the
+/// process is complete. Parsed off the async workers, under the PDF permit like every parse.
+async fn sealed_page_counts(state: &AppState, c: &Ceremony) -> Result<Vec<Option<u32>>> {
+    if c.view.process.state != ProcessState::Completed {
+        return Ok(Vec::new());
+    }
+    let seqs: Vec<i64> = c.view.documents.iter().map(|d| d.seq).collect();
+    let sealed = state.store.read(|conn| {
+        seqs.iter()
+            .map(|seq| signatures::sealed_bytes(conn, *seq))
+            .collect::<Result<Vec<_>>>()
+    })?;
+    let _permit = pdf::permit().await;
+    tokio::task::spawn_blocking(move || {
+        sealed
+            .into_iter()
+            .map(|bytes| bytes.and_then(|b| pdf::page_count(&b).ok()))
+            .collect()
+    })
+    .await
+    .map_err(|e| Error::Internal(e.into()))
 }
 
 // ----- handlers -----
@@ -323,7 +353,7 @@ async fn show(
     })
     .await;
     match opened {
-        Ok(Some(c)) => render(&state, StatusCode::OK, &token, &c, notice_of(&query)),
+        Ok(Some(c)) => render(&state, StatusCode::OK, &token, &c, notice_of(&query)).await,
         Ok(None) => unknown_link(),
         Err(e) => failure(&e),
     }
@@ -475,7 +505,7 @@ fn refusal(e: &StepError) -> (StatusCode, String) {
 }
 
 /// Answers a step: a redirect when it happened, the page with the problem when it did not.
-fn after_step(state: &AppState, token: &str, outcome: Result<Step<String>>) -> Response {
+async fn after_step(state: &AppState, token: &str, outcome: Result<Step<String>>) -> Response {
     let error = match outcome {
         Ok(Ok(location)) => {
             return match HeaderValue::from_str(&location) {
@@ -491,10 +521,10 @@ fn after_step(state: &AppState, token: &str, outcome: Result<Step<String>>) -> R
     match state.store.read(|conn| ceremony::peek(conn, &t)) {
         Ok(Some(c)) => {
             if matches!(error, StepError::Closed(_)) {
-                return render(state, StatusCode::GONE, token, &c, None);
+                return render(state, StatusCode::GONE, token, &c, None).await;
             }
             let (status, text) = refusal(&error);
-            render(state, status, token, &c, Some((false, text)))
+            render(state, status, token, &c, Some((false, text))).await
         }
         Ok(None) => unknown_link(),
         Err(e) => failure(&e),
@@ -542,7 +572,7 @@ macro_rules! step_handler {
                 $body
             })
             .await;
-            after_step(&state, &token, outcome)
+            after_step(&state, &token, outcome).await
         }
     };
 }
@@ -600,7 +630,7 @@ async fn sign(
         Ok(Err(e)) => Ok(Err(e)),
         Err(e) => Err(e),
     };
-    after_step(&state, &token, outcome)
+    after_step(&state, &token, outcome).await
 }
 
 /// Processes being sealed by this process now: a second caller (the sweep beside the signing

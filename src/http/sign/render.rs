@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::esign::ceremony::{Ceremony, mask_email, printed_time};
+use crate::esign::ceremony::{Ceremony, mask_email};
 use crate::esign::{ProcessState, SignatoryState, sandbox};
 
 /// Escapes text for HTML element content and quoted attribute values.
@@ -110,6 +110,26 @@ pub struct PageView<'a> {
     pub sandbox: bool,
     /// Wall-clock now, RFC 3339, to tell whether a code is still valid.
     pub now: &'a str,
+    /// The installation's time zone: times are shown in it, and it is named.
+    pub time_zone: chrono_tz::Tz,
+    /// Each sealed document's page count, read from the sealed PDF (empty before the seal).
+    pub sealed_pages: &'a [Option<u32>],
+}
+
+/// `2026-11-22T10:15:03.123Z` → `22-11-2026 07:15:03 (hora de America/Santiago, UTC-03:00)`:
+/// the signatory reads their own clock, and the zone is named so the time is unambiguous.
+pub fn local_time(at: &str, zone: chrono_tz::Tz) -> String {
+    chrono::DateTime::parse_from_rfc3339(at)
+        .map(|t| {
+            let local = t.with_timezone(&zone);
+            format!(
+                "{} (hora de {}, UTC{})",
+                local.format("%d-%m-%Y %H:%M:%S"),
+                zone.name(),
+                local.format("%:z")
+            )
+        })
+        .unwrap_or_else(|_| at.to_string())
 }
 
 fn documents(s: &mut String, v: &PageView<'_>, sealed: bool) {
@@ -129,14 +149,27 @@ fn documents(s: &mut String, v: &PageView<'_>, sealed: bool) {
         } else {
             &d.sha256
         };
+        let pages = if sealed {
+            v.sealed_pages
+                .get(i)
+                .copied()
+                .flatten()
+                .map_or(d.page_count, i64::from)
+        } else {
+            d.page_count
+        };
+        let pages = if pages == 1 {
+            "1 página".to_string()
+        } else {
+            format!("{pages} páginas")
+        };
         let _ = write!(
             s,
             "<li><a class=\"doc\" href=\"/sign/{}/documentos/{}\" target=\"_blank\" rel=\"noopener\">{}</a> \
-             <span class=\"muted\">· {} página(s)</span><div class=\"hash\">SHA-256 {}</div></li>",
+             <span class=\"muted\">· {pages}</span><div class=\"hash\">SHA-256 {}</div></li>",
             esc(v.token),
             i + 1,
             esc(&d.name),
-            d.page_count,
             esc(hash)
         );
     }
@@ -222,7 +255,10 @@ pub fn ceremony_page(v: &PageView<'_>) -> String {
                 "<section class=\"notice ok\"><h2>Usted ya firmó</h2><p>Firmó el {}. Faltan otras \
                  firmas; el comercio recibirá los documentos sellados cuando todos firmen.</p>\
                  <p><a href=\"{}\">Volver al sitio del comercio</a></p></section>",
-                esc(&printed_time(me.signed_at.as_deref().unwrap_or(""))),
+                esc(&local_time(
+                    me.signed_at.as_deref().unwrap_or(""),
+                    v.time_zone
+                )),
                 esc(&p.url_callback)
             );
             documents(&mut s, v, false);
@@ -346,4 +382,24 @@ fn action(s: &mut String, v: &PageView<'_>) {
         );
     }
     s.push_str("</section>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::local_time;
+
+    #[test]
+    fn times_are_shown_in_the_zone_they_name() {
+        let zone = chrono_tz::America::Santiago;
+        // Summer time (UTC-3) and winter time (UTC-4).
+        assert_eq!(
+            local_time("2026-11-22T10:15:03.123Z", zone),
+            "22-11-2026 07:15:03 (hora de America/Santiago, UTC-03:00)"
+        );
+        assert_eq!(
+            local_time("2026-07-01T12:00:00.000Z", zone),
+            "01-07-2026 08:00:00 (hora de America/Santiago, UTC-04:00)"
+        );
+        assert_eq!(local_time("not a time", zone), "not a time");
+    }
 }

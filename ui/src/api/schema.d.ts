@@ -1233,6 +1233,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/session/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Changes the signed-in member's own password (also the way out of a temporary one). The
+         *     current password is checked like a sign-in (wrong ones count towards the lockout); the
+         *     member's other sessions end, this one stays.
+         */
+        put: operations["staff_put_session_password"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/settings/audit-retention": {
         parameters: {
             query?: never;
@@ -1462,6 +1483,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/staff/{email}/password-reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Gives another member a one-time temporary password (admin), for a forgotten one: their
+         *     sessions end, and at their next sign-in they must choose their own before anything else.
+         *     The temporary password is in this answer only.
+         */
+        post: operations["staff_post_staff_email_password_reset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/trusted-roots": {
         parameters: {
             query?: never;
@@ -1504,7 +1546,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * The UF table the charging engine converts UF (CLF) installments with, newest date first.
+         *     Its values come only from staff imports (`POST /uf`, `mandato uf import`); an installment
+         *     due on a date without a value waits (`waitingUf` in the charging overview).
+         */
+        get: operations["staff_get_uf"];
         put?: never;
         /** Import UF values (admin); every line must be valid or nothing is imported. */
         post: operations["staff_post_uf"];
@@ -1704,6 +1751,13 @@ export interface components {
         ApiKeyDto: {
             /** @description The key's first 8 characters, to tell keys apart. */
             prefix: string;
+            /** @description What the key is for, as staff named it (null for keys made without a name). */
+            name: string | null;
+            /**
+             * Format: date-time
+             * @description The latest request accepted with the key, to the minute (null: never used).
+             */
+            lastUsedAt: string | null;
             /** @description Valid for every commerce (else only for `commerces`). */
             allCommerces: boolean;
             commerces: string[];
@@ -2558,6 +2612,7 @@ export interface components {
                 apiKey: string;
                 prefix: string;
                 commerces: string[];
+                name: string | null;
             };
         };
         Envelope_NewCommerceResult: {
@@ -2583,6 +2638,17 @@ export interface components {
                 /** @description The body as sent, with `fileBase64` masked. */
                 body: Record<string, never>;
                 attempts: components["schemas"]["AttemptDto"][];
+            };
+        };
+        Envelope_PasswordResetResult: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                email: string;
+                /** @description Shown once: the member signs in with it and must then choose their own password. */
+                temporaryPassword: string;
             };
         };
         Envelope_ProcessChainDto: {
@@ -2838,6 +2904,11 @@ export interface components {
                 csrfToken: string;
                 /** Format: date-time */
                 expiresAt: string;
+                /**
+                 * @description Signed in with a temporary password an admin set: every other operation is refused
+                 *     (`PASSWORD_CHANGE_REQUIRED`) until `PUT /session/password` replaces it.
+                 */
+                passwordChangeRequired: boolean;
             };
         };
         Envelope_Settlements: {
@@ -2930,6 +3001,11 @@ export interface components {
                  * @description Disabled accounts cannot sign in.
                  */
                 disabledAt: string | null;
+                /**
+                 * @description The password is a temporary one an admin set; the member chooses their own at the
+                 *     next sign-in.
+                 */
+                passwordChangeRequired: boolean;
             };
         };
         Envelope_StaffHolidayDto: {
@@ -3015,6 +3091,30 @@ export interface components {
             message: string;
             payload: {
                 imported: number;
+            };
+        };
+        Envelope_UfValuesPayload: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                /** @description Newest date first. */
+                items: components["schemas"]["UfValueDto"][];
+                /**
+                 * Format: date
+                 * @description Pass as `before` for the next (older) page; null on the last page.
+                 */
+                nextBefore: string | null;
+                /**
+                 * Format: int64
+                 * @description How many values the table holds, and its first and last dates.
+                 */
+                total: number;
+                /** Format: date */
+                firstDate: string | null;
+                /** Format: date */
+                lastDate: string | null;
             };
         };
         Envelope_UserPayload: {
@@ -3663,17 +3763,21 @@ export interface components {
         NewApiKeyRequest: {
             /** @description Codes of the commerces the key may act for; absent or empty: every commerce. */
             commerces?: string[] | null;
+            /** @description What the key is for (`Checkout web`), 1 to 100 characters; shown in the list. */
+            name?: string | null;
         };
         NewApiKeyResult: {
             /** @description Shown once; only its hash is kept. */
             apiKey: string;
             prefix: string;
             commerces: string[];
+            name: string | null;
         };
         NewCommerceRequest: {
             /**
-             * @description A RUT (`76.123.456-0`, kept as `76123456-0`) or an issued code (1 to 64 letters,
-             *     digits, `-`, `_`, `.`).
+             * @description A RUT (`76.123.456-0`, kept as `76123456-0`; a code written as a RUT must have the
+             *     right check digit: `INVALID_RUT`) or an issued code (1 to 64 letters, digits, `-`, `_`,
+             *     `.`).
              */
             code?: string | null;
             /** @description 1 to 200 characters. */
@@ -3754,6 +3858,17 @@ export interface components {
         } & {
             [key: string]: unknown;
         }) & unknown;
+        PasswordChangeRequest: {
+            /** @description The password the member signed in with (the temporary one, after a reset). */
+            currentPassword: string;
+            /** @description At least 10 characters, not the current one. */
+            newPassword: string;
+        };
+        PasswordResetResult: {
+            email: string;
+            /** @description Shown once: the member signs in with it and must then choose their own password. */
+            temporaryPassword: string;
+        };
         PaymentIn: {
             /**
              * Format: date
@@ -4024,10 +4139,7 @@ export interface components {
             prefix: string;
         };
         RotateRequest: {
-            /**
-             * Format: int64
-             * @description Hours the previous secret keeps signing beside the new one (0 to 720, default 24).
-             */
+            /** @description Hours the previous secret keeps signing beside the new one (default 24). */
             overlapHours?: number | null;
         };
         RotateResult: {
@@ -4134,6 +4246,11 @@ export interface components {
             csrfToken: string;
             /** Format: date-time */
             expiresAt: string;
+            /**
+             * @description Signed in with a temporary password an admin set: every other operation is refused
+             *     (`PASSWORD_CHANGE_REQUIRED`) until `PUT /session/password` replaces it.
+             */
+            passwordChangeRequired: boolean;
         };
         /** @description One business date's money of one payment method and currency. */
         Settlement: {
@@ -4396,6 +4513,11 @@ export interface components {
              * @description Disabled accounts cannot sign in.
              */
             disabledAt: string | null;
+            /**
+             * @description The password is a temporary one an admin set; the member chooses their own at the
+             *     next sign-in.
+             */
+            passwordChangeRequired: boolean;
         };
         StaffHolidayDto: {
             /** Format: date */
@@ -4536,6 +4658,33 @@ export interface components {
         };
         UfImported: {
             imported: number;
+        };
+        UfValueDto: {
+            /**
+             * Format: date
+             * @description The business date the value applies to.
+             */
+            date: string;
+            /** @description CLP per UF on that date, as imported (exact decimal). */
+            value: string;
+        };
+        UfValuesPayload: {
+            /** @description Newest date first. */
+            items: components["schemas"]["UfValueDto"][];
+            /**
+             * Format: date
+             * @description Pass as `before` for the next (older) page; null on the last page.
+             */
+            nextBefore: string | null;
+            /**
+             * Format: int64
+             * @description How many values the table holds, and its first and last dates.
+             */
+            total: number;
+            /** Format: date */
+            firstDate: string | null;
+            /** Format: date */
+            lastDate: string | null;
         };
         UnmatchedLine: {
             line: components["schemas"]["PayoutLineDto"];
@@ -10525,6 +10674,95 @@ export interface operations {
             };
         };
     };
+    staff_put_session_password: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PasswordChangeRequest"];
+            };
+        };
+        responses: {
+            /** @description PASSWORD_CHANGED */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_SessionInfo"];
+                };
+            };
+            /** @description Missing field, TOO_SHORT, SAME_PASSWORD, or WRONG_PASSWORD at currentPassword */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description CSRF_TOKEN_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description TOO_MANY_ATTEMPTS: 5 failed sign-ins or password checks for this e-mail within 15 minutes */
+            429: {
+                headers: {
+                    /** @description Seconds until the password is checked again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     staff_get_settings_audit_retention: {
         parameters: {
             query?: never;
@@ -11561,6 +11799,82 @@ export interface operations {
             };
         };
     };
+    staff_post_staff_email_password_reset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                email: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description STAFF_PASSWORD_RESET */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_PasswordResetResult"];
+                };
+            };
+            /** @description OWN_ACCOUNT: change your own password at PUT /session/password */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description STAFF_MEMBER_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     staff_get_trusted_roots: {
         parameters: {
             query?: never;
@@ -11726,6 +12040,67 @@ export interface operations {
             };
             /** @description TRUSTED_ROOT_NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_get_uf: {
+        parameters: {
+            query?: {
+                /** @description Only dates before this one (`YYYY-MM-DD`), to page back. */
+                before?: string;
+                /** @description 1 to 366, default 60. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description UF_VALUES_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_UfValuesPayload"];
+                };
+            };
+            /** @description Invalid query.before or query.limit */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,6 +1,7 @@
 import {
   Alert,
   Badge,
+  NumberInput,
   Button,
   Card,
   Code,
@@ -35,6 +36,8 @@ import { PageTitle } from "../components/Layout";
 import { useI18n, useSession } from "../lib/context";
 import { errorText, formErrors } from "../lib/errors";
 import type { Key } from "../lib/i18n";
+import { wrongCheckDigit } from "../lib/rut";
+import { PasswordChange } from "./SignIn";
 
 const METHODS = [
   { value: "3", label: "3 · Crédito" },
@@ -97,6 +100,13 @@ function Commerces() {
   const [editing, setEditing] = useState<Schemas["CommerceDto"] | null>(null);
   const form = useForm({
     initialValues: { code: "", name: "", password: "", channels: [] as string[], paymentMethods: METHODS.map((m) => m.value), authorizationRequired: false },
+    validateInputOnChange: ["code"],
+    validate: {
+      code: (code) => {
+        const wrong = wrongCheckDigit(code);
+        return wrong ? t("settings.rutInvalid", wrong) : null;
+      },
+    },
   });
   const create = useMutation({
     mutationFn: (v: typeof form.values) =>
@@ -120,17 +130,20 @@ function Commerces() {
       if (r.password) values.push([t("settings.generatedPassword"), r.password]);
       setShown({ title: t("settings.commerceCreated", { code: r.code }), values });
     },
-    onError: (e) => {
+    onError: (e, v) => {
       const mapped = formErrors(e, {}, ["code", "name", "password", "channels", "paymentMethods"]);
-      form.setErrors(mapped.fields);
+      const wrong = wrongCheckDigit(v.code);
+      form.setErrors(wrong ? { ...mapped.fields, code: t("settings.rutInvalid", wrong) } : mapped.fields);
       setGeneral(mapped.general);
     },
   });
+  const [rotating, setRotating] = useState<string | null>(null);
   const rotate = useMutation({
-    mutationFn: (code: string) =>
-      payload(api.POST("/commerces/{code}/rotate-secret", { params: { path: { code } }, body: { overlapHours: 24 } })),
+    mutationFn: ({ code, overlapHours }: { code: string; overlapHours: number }) =>
+      payload(api.POST("/commerces/{code}/rotate-secret", { params: { path: { code } }, body: { overlapHours } })),
     onSuccess: (r) => {
       invalidate();
+      setRotating(null);
       setShown({ title: t("settings.rotated", { date: dateTime(r.previousValidUntil) }), values: [[t("settings.webhookSecret"), r.webhookSecret]] });
     },
     onError: (e) => notifications.show({ color: "red", message: errorText(e) }),
@@ -141,15 +154,7 @@ function Commerces() {
       setShown({ title: t("settings.currentSecret", { code: r.code }), values: [[t("settings.webhookSecret"), r.webhookSecret]] }),
     onError: (e) => notifications.show({ color: "red", message: errorText(e) }),
   });
-  const askRotate = async (code: string) => {
-    const ok = await confirmAction({
-      title: t("settings.rotateSecret"),
-      message: t("settings.rotateConfirm", { code }),
-      confirm: t("settings.rotateSecret"),
-      cancel: t("common.cancel"),
-    });
-    if (ok) rotate.mutate(code);
-  };
+  const askRotate = (code: string) => setRotating(code);
   return (
     <Stack>
       <QueryState loading={commerces.isLoading} error={commerces.error}>
@@ -208,7 +213,7 @@ function Commerces() {
                         <Button size="compact-xs" variant="light" onClick={() => reveal.mutate(c.code)}>
                           {t("settings.showSecret")}
                         </Button>
-                        <Button size="compact-xs" variant="light" color="orange" onClick={() => void askRotate(c.code)}>
+                        <Button size="compact-xs" variant="light" color="orange" onClick={() => askRotate(c.code)}>
                           {t("settings.rotateSecret")}
                         </Button>
                       </Group>
@@ -248,6 +253,14 @@ function Commerces() {
         </Card>
       )}
       {editing && <RetryPolicyModal commerce={editing} onClose={() => setEditing(null)} />}
+      {rotating && (
+        <RotateModal
+          code={rotating}
+          pending={rotate.isPending}
+          onRotate={(overlapHours) => rotate.mutate({ code: rotating, overlapHours })}
+          onClose={() => setRotating(null)}
+        />
+      )}
       {shown && <ShownOnce title={shown.title} values={shown.values} onClose={() => setShown(null)} />}
     </Stack>
   );
@@ -402,6 +415,113 @@ function Calendar() {
   );
 }
 
+/** The rotation of a webhook secret, with how long the previous one keeps signing. */
+function RotateModal({
+  code,
+  pending,
+  onRotate,
+  onClose,
+}: {
+  code: string;
+  pending: boolean;
+  onRotate: (overlapHours: number) => void;
+  onClose: () => void;
+}) {
+  const { t } = useI18n();
+  const [hours, setHours] = useState<number | string>(24);
+  const valid = typeof hours === "number" && Number.isInteger(hours) && hours >= 0 && hours <= 720;
+  return (
+    <Modal opened onClose={onClose} title={t("settings.rotateSecret")}>
+      <Stack>
+        <Text size="sm">{t("settings.rotateConfirm", { code })}</Text>
+        <NumberInput
+          label={t("settings.overlapHours")}
+          description={t("settings.overlapHelp")}
+          data-testid="overlap-hours"
+          min={0}
+          max={720}
+          step={1}
+          allowDecimal={false}
+          allowNegative={false}
+          clampBehavior="strict"
+          value={hours}
+          onChange={setHours}
+        />
+        <Group justify="flex-end">
+          <Button variant="default" onClick={onClose}>
+            {t("common.cancel")}
+          </Button>
+          <Button color="orange" disabled={!valid} loading={pending} onClick={() => valid && onRotate(hours)} data-testid="confirm-rotate">
+            {t("settings.rotateSecret")}
+          </Button>
+        </Group>
+      </Stack>
+    </Modal>
+  );
+}
+
+/** The UF table the engine charges UF installments with, newest first, a page at a time. */
+function UfValues() {
+  const { t, date } = useI18n();
+  const [before, setBefore] = useState<string[]>([]);
+  const cursor = before[before.length - 1];
+  const values = useQuery({
+    queryKey: ["uf", cursor ?? null],
+    queryFn: () => payload(api.GET("/uf", { params: { query: { limit: 31, ...(cursor ? { before: cursor } : {}) } } })),
+  });
+  const d = values.data;
+  return (
+    <Stack>
+      <Text size="sm" c="dimmed">
+        {t("settings.ufIntro")}
+      </Text>
+      <QueryState loading={values.isLoading} error={values.error}>
+        {d && (
+          <Stack>
+            <Text fw={600} data-testid="uf-coverage">
+              {d.total === 0 || !d.firstDate || !d.lastDate
+                ? t("settings.ufEmpty")
+                : t("settings.ufCoverage", { count: d.total, first: date(d.firstDate), last: date(d.lastDate) })}
+            </Text>
+            {d.items.length > 0 && (
+              <Table striped data-testid="uf-table" maw={480}>
+                <Table.Thead>
+                  <Table.Tr>
+                    <Table.Th>{t("settings.holidayDate")}</Table.Th>
+                    <Table.Th ta="right">{t("settings.ufValue")}</Table.Th>
+                  </Table.Tr>
+                </Table.Thead>
+                <Table.Tbody>
+                  {d.items.map((v) => (
+                    <Table.Tr key={v.date} data-uf={v.date}>
+                      <Table.Td>{date(v.date)}</Table.Td>
+                      <Table.Td ta="right" ff="monospace">
+                        {v.value}
+                      </Table.Td>
+                    </Table.Tr>
+                  ))}
+                </Table.Tbody>
+              </Table>
+            )}
+            <Group>
+              {before.length > 0 && (
+                <Button variant="default" size="xs" onClick={() => setBefore(before.slice(0, -1))}>
+                  {t("common.previous")}
+                </Button>
+              )}
+              {d.nextBefore && (
+                <Button variant="default" size="xs" onClick={() => setBefore([...before, d.nextBefore as string])}>
+                  {t("settings.older")}
+                </Button>
+              )}
+            </Group>
+          </Stack>
+        )}
+      </QueryState>
+    </Stack>
+  );
+}
+
 function RetryPolicyModal({ commerce, onClose }: { commerce: Schemas["CommerceDto"]; onClose: () => void }) {
   const { t } = useI18n();
   const invalidate = useInvalidate("commerces");
@@ -449,17 +569,25 @@ function ApiKeys() {
   const commerces = useCommerces();
   const invalidate = useInvalidate("api-keys");
   const [scope, setScope] = useState<string[]>([]);
+  const [name, setName] = useState("");
+  const [nameError, setNameError] = useState<string | null>(null);
   const [shown, setShown] = useState<{ title: string; values: [string, string][] } | null>(null);
   const [error, setError] = useState<string | null>(null);
   const create = useMutation({
-    mutationFn: () => payload(api.POST("/api-keys", { body: { commerces: scope } })),
+    mutationFn: () => payload(api.POST("/api-keys", { body: { commerces: scope, name: name.trim() || null } })),
     onSuccess: (r) => {
       invalidate();
       setScope([]);
+      setName("");
+      setNameError(null);
       setError(null);
       setShown({ title: t("settings.keyCreated"), values: [["x-api-key", r.apiKey]] });
     },
-    onError: (e) => setError(errorText(e)),
+    onError: (e) => {
+      const mapped = formErrors(e, {}, ["name", "commerce"]);
+      setNameError(mapped.fields.name ?? null);
+      setError(mapped.general ?? mapped.fields.commerce ?? (mapped.fields.name ? null : errorText(e)));
+    },
   });
   const revoke = useMutation({
     mutationFn: (prefix: string) => payload(api.DELETE("/api-keys/{prefix}", { params: { path: { prefix } } })),
@@ -486,6 +614,15 @@ function ApiKeys() {
             {t("settings.newKey")}
           </Title>
           <Group align="end">
+            <TextInput
+              label={t("settings.keyName")}
+              name="key-name"
+              maxLength={100}
+              value={name}
+              onChange={(e) => setName(e.currentTarget.value)}
+              error={nameError}
+              w={260}
+            />
             <MultiSelect
               label={t("settings.keyCommerces")}
               data={(commerces.data?.items ?? []).map((c) => ({ value: c.code, label: `${c.name} (${c.code})` }))}
@@ -501,36 +638,40 @@ function ApiKeys() {
         </Card>
       )}
       <QueryState loading={keys.isLoading} error={keys.error}>
-        <Table.ScrollContainer minWidth={600}>
-          <Table striped data-testid="keys-table">
-            <Table.Thead>
-              <Table.Tr>
-                <Table.Th>{t("settings.prefix")}</Table.Th>
-                <Table.Th>{t("settings.scope")}</Table.Th>
-                <Table.Th>{t("common.state")}</Table.Th>
-                <Table.Th>{t("common.createdAt")}</Table.Th>
-                {admin && <Table.Th />}
-              </Table.Tr>
-            </Table.Thead>
-            <Table.Tbody>
-              {(keys.data?.items ?? []).map((k) => (
-                <Table.Tr key={k.prefix + k.createdAt} data-key={k.prefix}>
-                  <Table.Td>
-                    <Code>{k.prefix}…</Code>
-                  </Table.Td>
-                  <Table.Td>{k.allCommerces ? t("settings.allCommerces") : k.commerces.join(", ")}</Table.Td>
-                  <Table.Td>
-                    {k.revokedAt ? (
-                      <Badge color="red" variant="light">
-                        {t("settings.revoked")} {dateTime(k.revokedAt)}
-                      </Badge>
-                    ) : (
-                      <Badge color="green" variant="light">
-                        {t("settings.active")}
-                      </Badge>
-                    )}
-                  </Table.Td>
-                  <Table.Td>{dateTime(k.createdAt)}</Table.Td>
+        <Table.ScrollContainer minWidth={760}>
+        <Table striped data-testid="keys-table">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>{t("settings.prefix")}</Table.Th>
+              <Table.Th>{t("common.name")}</Table.Th>
+              <Table.Th>{t("settings.scope")}</Table.Th>
+              <Table.Th>{t("common.state")}</Table.Th>
+              <Table.Th>{t("settings.lastUsed")}</Table.Th>
+              <Table.Th>{t("common.createdAt")}</Table.Th>
+              {admin && <Table.Th />}
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {(keys.data?.items ?? []).map((k) => (
+              <Table.Tr key={k.prefix + k.createdAt} data-key={k.prefix}>
+                <Table.Td>
+                  <Code>{k.prefix}…</Code>
+                </Table.Td>
+                <Table.Td>{k.name ?? "—"}</Table.Td>
+                <Table.Td>{k.allCommerces ? t("settings.allCommerces") : k.commerces.join(", ")}</Table.Td>
+                <Table.Td>
+                  {k.revokedAt ? (
+                    <Badge color="red" variant="light">
+                      {t("settings.revoked")} {dateTime(k.revokedAt)}
+                    </Badge>
+                  ) : (
+                    <Badge color="green" variant="light">
+                      {t("settings.active")}
+                    </Badge>
+                  )}
+                </Table.Td>
+                <Table.Td data-testid="key-last-used">{k.lastUsedAt ? dateTime(k.lastUsedAt) : t("settings.neverUsed")}</Table.Td>
+                <Table.Td>{dateTime(k.createdAt)}</Table.Td>
                   {admin && (
                     <Table.Td>
                       {!k.revokedAt && (
@@ -788,6 +929,34 @@ function Staff() {
     },
     onError: (e) => notifications.show({ color: "red", message: errorText(e) }),
   });
+  const [shown, setShown] = useState<{ title: string; values: [string, string][] } | null>(null);
+  const reset = useMutation({
+    mutationFn: (email: string) => payload(api.POST("/staff/{email}/password-reset", { params: { path: { email } } })),
+    onSuccess: (r) => {
+      invalidate();
+      setShown({ title: t("settings.temporaryFor", { email: r.email }), values: [[t("settings.temporaryPassword"), r.temporaryPassword]] });
+    },
+    onError: (e) => notifications.show({ color: "red", message: formErrors(e).general ?? String(e) }),
+  });
+  const askReset = async (email: string) => {
+    const ok = await confirmAction({
+      title: t("settings.resetPassword"),
+      message: t("settings.resetConfirm", { email }),
+      confirm: t("settings.resetPassword"),
+      cancel: t("common.cancel"),
+    });
+    if (ok) reset.mutate(email);
+  };
+  const askRole = async (email: string, from: string, to: string) => {
+    const ok = await confirmAction({
+      title: t("settings.roleChange"),
+      message: t("settings.roleChangeConfirm", { email, from: t(`role.${from}` as Key), to: t(`role.${to}` as Key) }),
+      confirm: t("settings.roleChange"),
+      cancel: t("common.cancel"),
+      danger: to !== "admin" && from === "admin",
+    });
+    if (ok) update.mutate({ email, role: to });
+  };
   const askDisable = async (email: string) => {
     const ok = await confirmAction({
       title: t("settings.disable"),
@@ -802,51 +971,58 @@ function Staff() {
     <Stack>
       <QueryState loading={staff.isLoading} error={staff.error}>
         <Table.ScrollContainer minWidth={700}>
-          <Table striped data-testid="staff-table">
-            <Table.Thead>
-              <Table.Tr>
-                <Table.Th>{t("common.email")}</Table.Th>
-                <Table.Th>{t("settings.role")}</Table.Th>
-                <Table.Th>{t("common.state")}</Table.Th>
-                <Table.Th>{t("common.createdAt")}</Table.Th>
-                <Table.Th />
-              </Table.Tr>
-            </Table.Thead>
-            <Table.Tbody>
-              {(staff.data?.items ?? []).map((s) => {
-                const self = s.email.toLowerCase() === session.info.email.toLowerCase();
-                return (
-                  <Table.Tr key={s.email} data-staff={s.email}>
-                    <Table.Td>
-                      {s.email} {self && <Text span c="dimmed">{t("settings.you")}</Text>}
-                    </Table.Td>
-                    <Table.Td>
-                      <Select
-                        size="xs"
-                        aria-label={`${t("settings.role")}: ${s.email}`}
-                        data={roles}
-                        value={s.role}
-                        disabled={self}
-                        allowDeselect={false}
-                        onChange={(role) => role && role !== s.role && update.mutate({ email: s.email, role })}
-                        w={160}
-                      />
-                    </Table.Td>
-                    <Table.Td>
-                      {s.disabledAt ? (
-                        <Badge color="red" variant="light">
-                          {t("settings.disabled")}
-                        </Badge>
-                      ) : (
-                        <Badge color="green" variant="light">
-                          {t("settings.active")}
-                        </Badge>
-                      )}
-                    </Table.Td>
-                    <Table.Td>{dateTime(s.createdAt)}</Table.Td>
-                    <Table.Td>
-                      {!self &&
-                        (s.disabledAt ? (
+        <Table striped data-testid="staff-table">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>{t("common.email")}</Table.Th>
+              <Table.Th>{t("settings.role")}</Table.Th>
+              <Table.Th>{t("common.state")}</Table.Th>
+              <Table.Th>{t("common.createdAt")}</Table.Th>
+              <Table.Th />
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {(staff.data?.items ?? []).map((s) => {
+              const self = s.email.toLowerCase() === session.info.email.toLowerCase();
+              return (
+                <Table.Tr key={s.email} data-staff={s.email}>
+                  <Table.Td>
+                    {s.email} {self && <Text span c="dimmed">{t("settings.you")}</Text>}
+                    {s.passwordChangeRequired && (
+                      <Badge size="xs" color="yellow" variant="light" ml={4}>
+                        {t("settings.mustChange")}
+                      </Badge>
+                    )}
+                  </Table.Td>
+                  <Table.Td>
+                    <Select
+                      size="xs"
+                      data={roles}
+                      value={s.role}
+                      disabled={self}
+                      allowDeselect={false}
+                      aria-label={t("settings.roleChange")}
+                      data-testid={`role-${s.email}`}
+                      onChange={(role) => role && role !== s.role && void askRole(s.email, s.role, role)}
+                      w={160}
+                    />
+                  </Table.Td>
+                  <Table.Td>
+                    {s.disabledAt ? (
+                      <Badge color="red" variant="light">
+                        {t("settings.disabled")}
+                      </Badge>
+                    ) : (
+                      <Badge color="green" variant="light">
+                        {t("settings.active")}
+                      </Badge>
+                    )}
+                  </Table.Td>
+                  <Table.Td>{dateTime(s.createdAt)}</Table.Td>
+                  <Table.Td>
+                    {!self && (
+                      <Group gap={4} wrap="nowrap">
+                        {s.disabledAt ? (
                           <Button size="compact-xs" variant="light" onClick={() => update.mutate({ email: s.email, disabled: false })}>
                             {t("settings.enable")}
                           </Button>
@@ -854,13 +1030,18 @@ function Staff() {
                           <Button size="compact-xs" color="red" variant="light" onClick={() => void askDisable(s.email)}>
                             {t("settings.disable")}
                           </Button>
-                        ))}
-                    </Table.Td>
-                  </Table.Tr>
-                );
-              })}
-            </Table.Tbody>
-          </Table>
+                        )}
+                        <Button size="compact-xs" variant="light" onClick={() => void askReset(s.email)} data-testid={`reset-${s.email}`}>
+                          {t("settings.resetPassword")}
+                        </Button>
+                      </Group>
+                    )}
+                  </Table.Td>
+                </Table.Tr>
+              );
+            })}
+          </Table.Tbody>
+        </Table>
         </Table.ScrollContainer>
       </QueryState>
       <Card withBorder>
@@ -883,6 +1064,7 @@ function Staff() {
           </Stack>
         </form>
       </Card>
+      {shown && <ShownOnce title={shown.title} values={shown.values} onClose={() => setShown(null)} />}
     </Stack>
   );
 }
@@ -903,6 +1085,8 @@ export function Settings() {
           <Tabs.Tab value="roots">{t("settings.roots")}</Tabs.Tab>
           <Tabs.Tab value="staff">{t("settings.staff")}</Tabs.Tab>
           <Tabs.Tab value="calendar">{t("settings.calendar")}</Tabs.Tab>
+          <Tabs.Tab value="uf">{t("settings.uf")}</Tabs.Tab>
+          <Tabs.Tab value="account">{t("settings.account")}</Tabs.Tab>
         </Tabs.List>
         <Tabs.Panel value="commerces" pt="md">
           <Commerces />
@@ -921,6 +1105,15 @@ export function Settings() {
         </Tabs.Panel>
         <Tabs.Panel value="calendar" pt="md">
           <Calendar />
+        </Tabs.Panel>
+        <Tabs.Panel value="uf" pt="md">
+          <UfValues />
+        </Tabs.Panel>
+        <Tabs.Panel value="account" pt="md">
+          <Title order={4} mb="sm">
+            {t("settings.changePassword")}
+          </Title>
+          <PasswordChange />
         </Tabs.Panel>
       </Tabs>
     </Stack>

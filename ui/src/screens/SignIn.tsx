@@ -1,5 +1,6 @@
-import { Alert, Button, Center, Paper, PasswordInput, Stack, Text, TextInput } from "@mantine/core";
+import { Alert, Button, Center, Group, Paper, PasswordInput, Stack, Text, TextInput, Title } from "@mantine/core";
 import { useForm } from "@mantine/form";
+import { notifications } from "@mantine/notifications";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { ApiError, api, payload, setCsrfToken } from "../api/client";
@@ -134,6 +135,81 @@ export function Login() {
           </Button>
         </Stack>
       </form>
+    </Frame>
+  );
+}
+
+/** The signed-in member's own password: the current one, then the new one twice. */
+export function PasswordChange({ required = false, onChanged }: { required?: boolean; onChanged?: () => void }) {
+  const { t } = useI18n();
+  const queryClient = useQueryClient();
+  const [general, setGeneral] = useState<string | null>(null);
+  const form = useForm({
+    initialValues: { currentPassword: "", newPassword: "", repeat: "" },
+    validate: {
+      newPassword: (v, values) =>
+        v.length < 10 ? t("settings.passwordTooShort") : v === values.currentPassword ? t("settings.samePassword") : null,
+      repeat: (v, values) => (v === values.newPassword ? null : t("settings.passwordMismatch")),
+    },
+  });
+  const change = useMutation({
+    mutationFn: (v: typeof form.values) =>
+      payload(api.PUT("/session/password", { body: { currentPassword: v.currentPassword, newPassword: v.newPassword } })),
+    onSuccess: async () => {
+      form.reset();
+      setGeneral(null);
+      notifications.show({ color: "green", message: t("settings.passwordChanged") });
+      await queryClient.invalidateQueries({ queryKey: ["session"] });
+      onChanged?.();
+    },
+    onError: (e) => {
+      const mapped = formErrors(e, {}, ["currentPassword", "newPassword"]);
+      const codes = e instanceof ApiError ? e.errors.map((x) => x.code) : [];
+      form.setErrors({
+        ...mapped.fields,
+        ...(codes.includes("WRONG_PASSWORD") ? { currentPassword: t("settings.wrongPassword") } : {}),
+        ...(codes.includes("SAME_PASSWORD") ? { newPassword: t("settings.samePassword") } : {}),
+        ...(codes.includes("TOO_SHORT") ? { newPassword: t("settings.passwordTooShort") } : {}),
+      });
+      setGeneral(mapped.general);
+    },
+  });
+  return (
+    <form onSubmit={form.onSubmit((v) => change.mutate(v))} data-testid="password-change">
+      <Stack maw={420}>
+        {!required && <Text size="sm" c="dimmed">{t("settings.passwordHelp")}</Text>}
+        {general && <Alert color="red">{general}</Alert>}
+        <PasswordInput
+          label={t("settings.currentPassword")}
+          name="current-password"
+          autoComplete="current-password"
+          required
+          {...form.getInputProps("currentPassword")}
+        />
+        <PasswordInput label={t("settings.newPassword")} name="new-password" autoComplete="new-password" required {...form.getInputProps("newPassword")} />
+        <PasswordInput label={t("settings.repeatPassword")} name="repeat-password" autoComplete="new-password" required {...form.getInputProps("repeat")} />
+        <Group justify="flex-end">
+          <Button type="submit" loading={change.isPending} data-testid="change-password">
+            {required ? t("login.changeSubmit") : t("settings.changePassword")}
+          </Button>
+        </Group>
+      </Stack>
+    </form>
+  );
+}
+
+/** Signed in with a temporary password: nothing else until the member chooses their own. */
+export function PasswordRequired({ email, onSignOut }: { email: string; onSignOut: () => void }) {
+  const { t } = useI18n();
+  return (
+    <Frame title={t("login.mustChangeTitle")} intro={t("login.mustChangeIntro")}>
+      <Text size="sm" c="dimmed">
+        {email}
+      </Text>
+      <PasswordChange required />
+      <Button variant="subtle" onClick={onSignOut}>
+        {t("app.signOut")}
+      </Button>
     </Frame>
   );
 }
