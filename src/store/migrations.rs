@@ -64,6 +64,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0016_staff_audit_chain",
         include_str!("../../migrations/0016_staff_audit_chain.sql"),
     ),
+    (
+        "0020_staff_search",
+        include_str!("../../migrations/0020_staff_search.sql"),
+    ),
 ];
 
 /// What a migration needs that SQL cannot compute, run in its transaction right after its SQL.

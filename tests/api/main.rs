@@ -25,6 +25,7 @@ mod request_path;
 mod secret_grep;
 mod staff;
 mod staff_audit_chain;
+mod staff_lists;
 mod staff_ui_api;
 mod torture;
 mod trigger;
