@@ -1,15 +1,14 @@
-import { Anchor, Card, Group, SimpleGrid, Stack, Table, Text, TextInput, Title } from "@mantine/core";
-import { useDebouncedValue } from "@mantine/hooks";
+import { Anchor, Card, Group, Select, SimpleGrid, Stack, Table, Text, TextInput, Title } from "@mantine/core";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
-import { useEffect, useState } from "react";
 import { Link, useParams } from "react-router";
 import { api, payload, type Schemas } from "../api/client";
 import { CommerceSelect } from "../components/CommerceSelect";
 import { ExportCsv } from "../components/ExportCsv";
 import { MandateTable } from "../components/MandateTable";
-import { Pager, useKeyset } from "../components/Pager";
+import { Pager } from "../components/Pager";
 import { QueryState } from "../components/QueryState";
 import { useI18n } from "../lib/context";
+import { useUrlState, useUrlText } from "../lib/urlState";
 
 type CustomerLine = Schemas["CustomerLineDto"];
 
@@ -18,23 +17,32 @@ function fullName(c: Schemas["CustomerDto"]): string {
   return [p.firstName, p.lastName, p.secondLastName].filter(Boolean).join(" ");
 }
 
+const SORTS = ["createdAt.desc", "createdAt.asc", "name.asc", "name.desc"] as const;
+type Sort = (typeof SORTS)[number];
+
+/** Customers with search, commerce, order and page in the URL. */
 export function Customers() {
-  const { t, dateTime } = useI18n();
-  const [text, setText] = useState("");
-  const [q] = useDebouncedValue(text.trim(), 300);
-  const [commerce, setCommerce] = useState<string | null>(null);
-  const keyset = useKeyset();
-  const { reset } = keyset;
-  useEffect(() => reset(), [q, commerce, reset]);
-  const filters = { q: q || undefined, commerce: commerce ?? undefined };
+  const { t, dateTime, number } = useI18n();
+  const url = useUrlState();
+  const [text, setText] = useUrlText(url, "q");
+  const sortText = url.get("sort");
+  const sort: Sort = (SORTS as readonly string[]).includes(sortText) ? (sortText as Sort) : "createdAt.desc";
+  const commerce = url.get("commerce") || null;
+  const filters = { q: url.get("q") || undefined, commerce: commerce ?? undefined, sort };
   const fetchPage = (cursor: string | undefined, limit = 50) =>
     payload(api.GET("/customers", { params: { query: { ...filters, cursor, limit } } }));
   const query = useQuery({
-    queryKey: ["customers", filters, keyset.cursor],
-    queryFn: () => fetchPage(keyset.cursor),
+    queryKey: ["customers", url.filterKey, url.keyset.cursor],
+    queryFn: () => fetchPage(url.keyset.cursor),
     placeholderData: keepPreviousData,
   });
   const items = query.data?.items ?? [];
+  const sortLabels: Record<Sort, string> = {
+    "createdAt.desc": t("common.newestFirst"),
+    "createdAt.asc": t("common.oldestFirst"),
+    "name.asc": t("customers.nameAsc"),
+    "name.desc": t("customers.nameDesc"),
+  };
   return (
     <Stack>
       <Title order={2}>{t("customers.title")}</Title>
@@ -47,7 +55,16 @@ export function Customers() {
           w={320}
           data-testid="customer-search"
         />
-        <CommerceSelect value={commerce} onChange={setCommerce} />
+        <CommerceSelect value={commerce} onChange={(v) => url.set({ commerce: v })} />
+        <Select
+          label={t("common.sort")}
+          data={SORTS.map((s) => ({ value: s, label: sortLabels[s] }))}
+          value={sort}
+          onChange={(v) => url.set({ sort: v === "createdAt.desc" ? null : v })}
+          allowDeselect={false}
+          w={200}
+          data-testid="customer-sort"
+        />
         <ExportCsv<CustomerLine>
           filename="clientes.csv"
           fetchPage={(cursor) => fetchPage(cursor, 200)}
@@ -101,7 +118,11 @@ export function Customers() {
             </Table>
           </Table.ScrollContainer>
         )}
-        <Pager keyset={keyset} nextCursor={query.data?.nextCursor} />
+        <Pager
+          keyset={url.keyset}
+          nextCursor={query.data?.nextCursor}
+          count={query.data ? t("customers.count", { count: number(query.data.total) }) : undefined}
+        />
       </QueryState>
     </Stack>
   );
