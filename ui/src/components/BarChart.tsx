@@ -120,7 +120,13 @@ export function BarChart({
               <rect x={x} y={y(c)} width={bar} height={TOP + plot - y(c)} fill="var(--mantine-color-teal-6)" />
               <rect x={x + bar + 1} y={y(r)} width={bar} height={TOP + plot - y(r)} fill="var(--mantine-color-red-6)" />
               {i % 5 === 0 || i === days.length - 1 ? (
-                <text x={x} y={HEIGHT - 6} fontSize="10" fill="var(--mantine-color-dimmed)">
+                <text
+                  x={i === days.length - 1 ? x + slot - 2 : x}
+                  y={HEIGHT - 6}
+                  fontSize="10"
+                  textAnchor={i === days.length - 1 ? "end" : "start"}
+                  fill="var(--mantine-color-dimmed)"
+                >
                   {lang === "es" ? date(d.date).slice(0, 5) : d.date.slice(5)}
                 </text>
               ) : null}
