@@ -176,4 +176,29 @@ describe("lists keep their state in the URL", { concurrency: false }, () => {
     const again = await page.getByTestId("customers-table").getByRole("link").allInnerTexts();
     assert.deepEqual(again, ["José Muñoz", "Ana Pérez", "Luis Soto"]);
   });
+
+  test("a mandateId in the address opens that mandate, and Back skips the list", async () => {
+    await page.goto(`${server.base}/customers`);
+    await page.goto(`${server.base}/mandates?id=CTA-020`);
+    await page.waitForURL(/\/mandates\/man_/);
+    await page.goBack();
+    await page.waitForURL(/\/customers$/);
+  });
+
+  test("ledger and audit filters live in the URL too", async () => {
+    await page.goto(`${server.base}/ledger`);
+    await page.getByTestId("ledger-from").fill("01-11-2026");
+    await page.getByTestId("ledger-from").press("Enter");
+    await page.waitForURL(/from=2026-11-01/);
+    await page.goto(`${server.base}/customers`);
+    await page.goBack();
+    await page.waitForURL(/from=2026-11-01/);
+    assert.equal(await page.getByTestId("ledger-from").inputValue(), "01-11-2026");
+
+    await page.goto(`${server.base}/audit`);
+    await page.getByLabel("Quién").fill(OWNER.email);
+    await page.waitForURL(/email=duena/);
+    await page.reload();
+    assert.equal(await page.getByLabel("Quién").inputValue(), OWNER.email);
+  });
 });

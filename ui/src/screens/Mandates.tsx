@@ -1,5 +1,6 @@
 import { Button, Group, MultiSelect, Select, Stack, TextInput, Title } from "@mantine/core";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { useEffect } from "react";
 import { useNavigate } from "react-router";
 import { api, payload } from "../api/client";
 import { CommerceSelect } from "../components/CommerceSelect";
@@ -43,6 +44,12 @@ export function Mandates() {
     queryFn: () => fetchPage(url.keyset.cursor),
     placeholderData: keepPreviousData,
   });
+  // `/mandates?id=GYM-001` is a link to one mandate by the merchant's mandateId (or ours): when
+  // it names exactly one, its page replaces the list in the history, so Back never returns here.
+  const single = filters.id && query.data?.total === 1 ? query.data.items[0] : undefined;
+  useEffect(() => {
+    if (single) void navigate(`/mandates/${single.internalId}`, { replace: true });
+  }, [single, navigate]);
   // An id typed in full opens its mandate: the merchant's mandateId or ours.
   const open = () => {
     const text = search.trim();
