@@ -1252,6 +1252,39 @@ mod tests {
     }
 
     #[test]
+    fn search_text_never_reaches_fts5_as_syntax() {
+        let conn = seeded();
+        for text in [
+            "\"",
+            "\"\"\"",
+            "***",
+            "AND",
+            "OR x",
+            "NEAR(a b)",
+            "col:val",
+            "^abc",
+            "-abc",
+            "a\"b c",
+            "(((",
+            "ñ̃ñ",
+            "usr_2 OR 1=1",
+        ] {
+            let filter = CustomerFilter {
+                text: Some(text.into()),
+                limit: 5,
+                ..Default::default()
+            };
+            search_customers(&conn, &filter).unwrap_or_else(|e| panic!("{text}: {e}"));
+            let filter = MandateFilter {
+                text: Some(text.into()),
+                limit: 5,
+                ..Default::default()
+            };
+            list_mandates(&conn, &filter).unwrap_or_else(|e| panic!("{text}: {e}"));
+        }
+    }
+
+    #[test]
     fn search_follows_updates_and_deletes() {
         let conn = seeded();
         let count = |text: &str| {

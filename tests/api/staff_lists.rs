@@ -123,6 +123,14 @@ async fn customers_sort_by_name_and_page_through_that_order() {
     let reply = staff.get("/customers?sort=name").await;
     reply.expect(400, "VALIDATION_ERROR");
     assert_eq!(sorted_fields(&reply), ["query.sort"]);
+    // A cursor of the name order is not one of the creation-time order.
+    let by_name = staff.get("/customers?sort=name.asc&limit=1").await;
+    let cursor = by_name.body["payload"]["nextCursor"].as_str().unwrap();
+    let reply = staff
+        .get(&format!("/customers?cursor={}", encode(cursor)))
+        .await;
+    reply.expect(400, "VALIDATION_ERROR");
+    assert_eq!(sorted_fields(&reply), ["query.cursor"]);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -92,15 +92,15 @@ pub async fn list(
     let params = Params(query);
     let mut errors = FieldErrors::new();
     let limit = params.limit(50, 200, &mut errors);
+    let sort = params.sort(CUSTOMER_SORTS, &mut errors);
     let mut filter = CustomerFilter {
         text: params.get("q"),
         commerce_id: params.commerce_id(&state, &mut errors),
-        sort: params.sort(CUSTOMER_SORTS, &mut errors),
-        after: params.keyset(&mut errors),
+        sort,
+        after: params.sorted_keyset(&sort, CustomerColumn::CreatedAt, &mut errors),
         limit: limit + 1,
     };
     errors.into_result()?;
-    let sort = filter.sort;
     let (mut rows, total) = state.store.read(|c| {
         let rows = views::search_customers(c, &filter)?;
         filter.after = None;

@@ -215,7 +215,7 @@ pub async fn list(
     let created_from = params.instant("createdFrom", false, &state, &mut errors);
     let created_to = params.instant("createdTo", true, &state, &mut errors);
     let sort = params.sort(MANDATE_SORTS, &mut errors);
-    let after = params.keyset(&mut errors);
+    let after = params.sorted_keyset(&sort, MandateColumn::CreatedAt, &mut errors);
     errors.into_result()?;
     let customer = params.get("customer");
     let (mut rows, total) = state.store.read(|c| {

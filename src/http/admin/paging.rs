@@ -79,6 +79,26 @@ impl Params {
         })
     }
 
+    /// The cursor of a list sorted by `sort`: a creation-time order takes only cursors whose
+    /// key is a timestamp, as its pages write them.
+    pub fn sorted_keyset<C: PartialEq>(
+        &self,
+        sort: &Sort<C>,
+        by_time: C,
+        errors: &mut FieldErrors,
+    ) -> Option<Keyset> {
+        let keyset = self.keyset(errors)?;
+        if sort.column == by_time && chrono::DateTime::parse_from_rfc3339(&keyset.key).is_err() {
+            errors.push(
+                "query.cursor",
+                "INVALID_CURSOR",
+                "pass nextCursor unchanged, with the sort it came from",
+            );
+            return None;
+        }
+        Some(keyset)
+    }
+
     /// A numeric cursor (the `seq` of the last row shown).
     pub fn seq_cursor(&self, errors: &mut FieldErrors) -> Option<i64> {
         let text = self.get("cursor")?;
