@@ -175,6 +175,13 @@ describe("lists keep their state in the URL", { concurrency: false }, () => {
     await page.waitForURL(/sort=name.asc/);
     const again = await page.getByTestId("customers-table").getByRole("link").allInnerTexts();
     assert.deepEqual(again, ["José Muñoz", "Ana Pérez", "Luis Soto"]);
+
+    // The sorted column's header says its order and reverses it.
+    const header = page.getByRole("columnheader", { name: /Nombre/ });
+    assert.equal(await header.getAttribute("aria-sort"), "ascending");
+    await header.getByRole("button").click();
+    await page.waitForURL(/sort=name.desc/);
+    await page.getByTestId("customers-table").getByRole("link").first().getByText("Luis Soto").waitFor();
   });
 
   test("a mandateId in the address opens that mandate, and Back skips the list", async () => {

@@ -1,4 +1,4 @@
-import { Anchor, Card, Group, Select, SimpleGrid, Stack, Table, Text, TextInput, Title } from "@mantine/core";
+import { Anchor, Card, Group, Select, SimpleGrid, Stack, Table, Text, TextInput, Title, UnstyledButton } from "@mantine/core";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { Link, useParams } from "react-router";
 import { api, payload, type Schemas } from "../api/client";
@@ -89,13 +89,17 @@ export function Customers() {
             <Table striped highlightOnHover data-testid="customers-table">
               <Table.Thead>
                 <Table.Tr>
-                  <Table.Th>{t("common.name")}</Table.Th>
+                  <SortableTh column="name" sort={sort} onSort={(v) => url.set({ sort: v })}>
+                    {t("common.name")}
+                  </SortableTh>
                   <Table.Th>{t("customers.rut")}</Table.Th>
                   <Table.Th>{t("customers.userId")}</Table.Th>
                   <Table.Th>{t("common.email")}</Table.Th>
                   <Table.Th>{t("common.commerce")}</Table.Th>
                   <Table.Th ta="right">{t("customers.mandates")}</Table.Th>
-                  <Table.Th>{t("common.createdAt")}</Table.Th>
+                  <SortableTh column="createdAt" sort={sort} onSort={(v) => url.set({ sort: v })}>
+                    {t("common.createdAt")}
+                  </SortableTh>
                 </Table.Tr>
               </Table.Thead>
               <Table.Tbody>
@@ -125,6 +129,34 @@ export function Customers() {
         />
       </QueryState>
     </Stack>
+  );
+}
+
+/**
+ * A column header that sorts the list by its column: a first click sorts it (names A–Z,
+ * dates newest first), the next reverses it; `aria-sort` tells screen readers the order.
+ */
+function SortableTh({
+  column,
+  sort,
+  onSort,
+  children,
+}: {
+  column: "name" | "createdAt";
+  sort: Sort;
+  onSort: (sort: Sort | null) => void;
+  children: React.ReactNode;
+}) {
+  const [current, direction] = sort.split(".") as [string, "asc" | "desc"];
+  const active = current === column;
+  const first: Sort = column === "name" ? "name.asc" : "createdAt.desc";
+  const next: Sort = active ? (`${column}.${direction === "asc" ? "desc" : "asc"}` as Sort) : first;
+  return (
+    <Table.Th aria-sort={active ? (direction === "asc" ? "ascending" : "descending") : "none"}>
+      <UnstyledButton onClick={() => onSort(next === "createdAt.desc" ? null : next)} fw={700} fz="sm">
+        {children} {active ? (direction === "asc" ? "▲" : "▼") : ""}
+      </UnstyledButton>
+    </Table.Th>
   );
 }
 
