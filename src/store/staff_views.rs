@@ -698,7 +698,10 @@ fn mandate_conditions(q: &mut Query, filter: &MandateFilter) {
 
 /// A page of mandates in the filter's order. Each single filter is served in order by an
 /// index of `0006_staff_views.sql`, so a page reads about `limit` rows whatever the table's
-/// size; a text search reads its matches from the trigram indexes of `0020_staff_search.sql`.
+/// size; a text search reads its matches from the trigram indexes of `0020_staff_search.sql`
+/// and costs what it finds: at 200,000 mandates a mandateId, RUT or name found in a few dozen
+/// rows takes 1 to 3 ms (page and count), a word found in every mandate (a plan's name) about
+/// 0.4 s, since every match is collected before the page is cut.
 pub fn list_mandates(
     conn: &Connection,
     filter: &MandateFilter,
