@@ -218,9 +218,23 @@ async fn measure(config: Config, mandates: i64) {
         ("mandates, by mandate id", "/mandates?id=M-123456".into()),
         ("customers, first page", "/customers".into()),
         ("customers, by RUT", "/customers?q=10004242-2".into()),
+        ("customers, by name", "/customers?q=Nombre4242".into()),
         (
-            "customers, by name (scan)",
-            "/customers?q=Nombre4242".into(),
+            "customers, sorted by name",
+            "/customers?sort=name.asc".into(),
+        ),
+        (
+            "mandates, search part of an id",
+            "/mandates?q=M-12345".into(),
+        ),
+        (
+            "mandates, search a customer name",
+            "/mandates?q=nombre4242".into(),
+        ),
+        ("mandates, search common text", "/mandates?q=plan".into()),
+        (
+            "mandates, sorted by mandateId",
+            "/mandates?sort=mandateId.asc".into(),
         ),
         ("dashboard", "/dashboard".into()),
     ];

@@ -72,6 +72,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0019_sent_headers",
         include_str!("../../migrations/0019_sent_headers.sql"),
     ),
+    (
+        "0020_staff_search",
+        include_str!("../../migrations/0020_staff_search.sql"),
+    ),
 ];
 
 /// What a migration needs that SQL cannot compute, run in its transaction right after its SQL.

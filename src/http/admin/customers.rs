@@ -15,15 +15,41 @@ use crate::http::AppState;
 use crate::http::envelope::Envelope;
 use crate::http::error::{ApiResult, ErrorBody};
 use crate::http::wire::CustomerDto;
-use crate::store::staff_views::{self as views, CustomerFilter, Keyset};
+use crate::store::staff_views::{self as views, CustomerColumn, CustomerFilter, Keyset};
+
+/// The orders of the customers list, as the `sort` parameter writes them.
+#[derive(Serialize, ToSchema)]
+#[allow(dead_code)]
+pub enum CustomerSort {
+    #[serde(rename = "createdAt.desc")]
+    CreatedAtDesc,
+    #[serde(rename = "createdAt.asc")]
+    CreatedAtAsc,
+    #[serde(rename = "name.asc")]
+    NameAsc,
+    #[serde(rename = "name.desc")]
+    NameDesc,
+}
+
+/// The orders of the customers list: wire name, store column.
+pub const CUSTOMER_SORTS: &[(&str, CustomerColumn)] = &[
+    ("createdAt", CustomerColumn::CreatedAt),
+    ("name", CustomerColumn::LastName),
+];
 
 #[derive(IntoParams)]
 #[into_params(parameter_in = Query)]
 #[allow(dead_code)]
 pub struct CustomersQuery {
-    /// A name (or part of one), a RUT (with or without dots; a prefix finds too), a userId,
-    /// an internalUserId (usr_...) or the start of an e-mail.
+    /// Words of a name (any part, any order; accents and case are ignored), a RUT or part of
+    /// one (with or without dots and dash), a userId or part of one, an internalUserId
+    /// (usr_...) or an e-mail. A text of fewer than three characters matches the start of a
+    /// userId or RUT, or any part of a name.
     q: Option<String>,
+    /// The order (default `createdAt.desc`; `name` is the last name, case ignored); a cursor
+    /// continues the order it was given in.
+    #[param(inline)]
+    sort: Option<CustomerSort>,
     /// Only this commerce (its code).
     commerce: Option<String>,
     /// 1 to 200, default 50.
@@ -45,11 +71,13 @@ pub struct CustomerLineDto {
 #[serde(rename_all = "camelCase")]
 pub struct CustomersPage {
     pub items: Vec<CustomerLineDto>,
+    /// How many customers the filters select, every page together.
+    pub total: i64,
     /// Null on the last page.
     pub next_cursor: Option<String>,
 }
 
-/// Customers of every commerce, newest first.
+/// Customers of every commerce, newest first or in the order asked, and how many there are.
 #[utoipa::path(get, path = "/customers", tag = "staff", params(CustomersQuery),
     responses(
         (status = 200, description = "CUSTOMERS_OK", body = Envelope<CustomersPage>),
@@ -64,21 +92,25 @@ pub async fn list(
     let params = Params(query);
     let mut errors = FieldErrors::new();
     let limit = params.limit(50, 200, &mut errors);
-    let filter = CustomerFilter {
+    let sort = params.sort(CUSTOMER_SORTS, &mut errors);
+    let mut filter = CustomerFilter {
         text: params.get("q"),
         commerce_id: params.commerce_id(&state, &mut errors),
-        before: params.keyset(&mut errors),
+        sort,
+        after: params.sorted_keyset(&sort, CustomerColumn::CreatedAt, &mut errors),
         limit: limit + 1,
     };
     errors.into_result()?;
-    let mut rows = state
-        .store
-        .read(|c| Ok(views::search_customers(c, &filter)?))?;
+    let (mut rows, total) = state.store.read(|c| {
+        let rows = views::search_customers(c, &filter)?;
+        filter.after = None;
+        Ok((rows, views::count_customers(c, &filter)?))
+    })?;
     let next_cursor = if rows.len() as i64 > limit {
         rows.truncate(limit as usize);
         rows.last().map(|r| {
             Keyset {
-                created_at: r.customer.created_at.clone(),
+                key: sort.column.key_of(&r.customer),
                 seq: r.customer.seq,
             }
             .encode()
@@ -97,7 +129,11 @@ pub async fn list(
     Ok(Envelope::ok(
         "CUSTOMERS_OK",
         "customers",
-        CustomersPage { items, next_cursor },
+        CustomersPage {
+            items,
+            total,
+            next_cursor,
+        },
     ))
 }
 

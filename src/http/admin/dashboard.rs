@@ -1,11 +1,12 @@
-//! The dashboard: mandates and installments by state, amounts collected and rejected per day,
-//! the next charges, failing webhooks and the last charging run.
+//! The dashboard: mandates and installments by state, the month's money per currency
+//! (collected, overdue, rejected), amounts collected and rejected per day, the next charges,
+//! failing webhooks and the last charging run.
 
 use std::collections::{BTreeMap, HashMap};
 use std::str::FromStr;
 
 use axum::extract::{Query, State};
-use chrono::{Duration, NaiveDate, TimeZone};
+use chrono::{Datelike, Duration, NaiveDate, TimeZone};
 use rust_decimal::Decimal;
 use serde::Serialize;
 use utoipa::{IntoParams, ToSchema};
@@ -83,6 +84,10 @@ pub struct FailingEvent {
     pub attempts: i64,
     pub created_at: String,
     pub mandate_internal_id: Option<String>,
+    /// The merchant's mandate id (mandateId).
+    pub mandate_id: Option<String>,
+    /// The mandate's customer, first and last name.
+    pub customer_name: Option<String>,
     pub commerce: String,
     /// The latest attempt's HTTP status, when an answer came.
     pub last_status: Option<i64>,
@@ -99,6 +104,26 @@ pub struct FailingWebhooks {
     pub recent: Vec<FailingEvent>,
 }
 
+/// The money of one currency, as exact decimals written as text (`"29990"`, `"1.2345"`):
+/// a JSON number would pass through binary floating point in the browser.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MoneyTotals {
+    #[schema(example = "CLP")]
+    pub currency_id: String,
+    /// Installments that became PAID since the first day of this business month.
+    #[schema(pattern = r"^-?[0-9]+(\.[0-9]+)?$", example = "1259580")]
+    pub collected_this_month: String,
+    /// Installments of ACTIVE mandates due before today and still unpaid (PENDING, or
+    /// REJECTED and waiting for a retry).
+    #[schema(pattern = r"^-?[0-9]+(\.[0-9]+)?$", example = "59980")]
+    pub overdue: String,
+    /// Charge attempts rejected on business dates of this month (an installment rejected
+    /// twice counts twice).
+    #[schema(pattern = r"^-?[0-9]+(\.[0-9]+)?$", example = "29990")]
+    pub rejected_this_month: String,
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Dashboard {
@@ -110,6 +135,10 @@ pub struct Dashboard {
     pub mandates: Vec<StateCount>,
     /// Every installment state, with zero counts too.
     pub installments: Vec<StateCount>,
+    /// The first day of this business month, `YYYY-MM-DD`.
+    pub month_start: String,
+    /// One entry per currency with any money this month or overdue, by currency code.
+    pub totals: Vec<MoneyTotals>,
     /// The last 30 days, oldest first.
     pub days: Vec<DayAmounts>,
     /// The ten next installments to charge.
@@ -148,6 +177,9 @@ pub async fn dashboard(
         .map(|t| t.with_timezone(&chrono::Utc))
         .unwrap_or_else(|| state.clock.now() - Duration::days(CHART_DAYS + 1)),
     );
+    let month_start = today.with_day(1).unwrap_or(today);
+    let month_since = local_midnight(&state, month_start);
+    let today_text = today.to_string();
     let state2 = state.clone();
     let data = tokio::task::spawn_blocking(move || {
         state2.store.read(|c| {
@@ -156,6 +188,16 @@ pub async fn dashboard(
                 views::installment_counts(c, commerce)?,
                 views::amounts_in_state_since(c, InstallmentState::Paid.id(), &since, commerce)?,
                 views::rejected_attempts_since(c, &first_day.to_string(), commerce)?,
+                (
+                    views::amounts_in_state_since(
+                        c,
+                        InstallmentState::Paid.id(),
+                        &month_since,
+                        commerce,
+                    )?,
+                    views::overdue_amounts(c, &today_text, commerce)?,
+                    views::rejected_attempts_since(c, &month_start.to_string(), commerce)?,
+                ),
                 views::next_charges(c, 10, commerce)?,
                 views::failing_webhooks(c, 10)?,
                 crate::store::charging::runs(c, 1)?,
@@ -166,8 +208,18 @@ pub async fn dashboard(
     })
     .await
     .map_err(|e| crate::error::Error::Internal(e.into()))??;
-    let (mandate_counts, installment_counts, paid, rejected, next, failing, runs, calendar, rules) =
-        data;
+    let (
+        mandate_counts,
+        installment_counts,
+        paid,
+        rejected,
+        (month_paid, overdue, month_rejected),
+        next,
+        failing,
+        runs,
+        calendar,
+        rules,
+    ) = data;
 
     let mandates = MandateState::ALL
         .iter()
@@ -202,6 +254,8 @@ pub async fn dashboard(
             environment: state.config.environment.as_str(),
             mandates,
             installments,
+            month_start: month_start.to_string(),
+            totals: totals(&month_paid, &overdue, &month_rejected),
             days,
             next_charges: next
                 .into_iter()
@@ -233,6 +287,8 @@ pub async fn dashboard(
                         attempts: e.attempts,
                         created_at: e.created_at,
                         mandate_internal_id: e.mandate_id,
+                        mandate_id: e.mandate_external_id,
+                        customer_name: e.customer_name,
                         commerce: e.commerce_code,
                         last_status: e.last_status,
                         last_error: e.last_error,
@@ -242,6 +298,47 @@ pub async fn dashboard(
             last_run: runs.into_iter().next().map(run_dto),
         },
     ))
+}
+
+/// The stored timestamp of the start of a business date in the environment's time zone.
+fn local_midnight(state: &AppState, date: NaiveDate) -> String {
+    let tz = state.calendar.time_zone();
+    let at = date
+        .and_hms_opt(0, 0, 0)
+        .and_then(|midnight| tz.from_local_datetime(&midnight).earliest())
+        .map(|t| t.with_timezone(&chrono::Utc))
+        // Midnight skipped by a clock change: a day earlier, then filtered by date.
+        .unwrap_or_else(|| {
+            chrono::Utc.from_utc_datetime(
+                &(date - Duration::days(1))
+                    .and_hms_opt(0, 0, 0)
+                    .unwrap_or_default(),
+            )
+        });
+    crate::clock::timestamp(at)
+}
+
+/// Sums each list per currency: every currency that appears in any of them gets a line.
+fn totals(
+    collected: &[DatedAmount],
+    overdue: &[DatedAmount],
+    rejected: &[DatedAmount],
+) -> Vec<MoneyTotals> {
+    let mut sums: BTreeMap<String, [Decimal; 3]> = BTreeMap::new();
+    for (slot, items) in [collected, overdue, rejected].into_iter().enumerate() {
+        for item in items {
+            let amount = Decimal::from_str(&item.amount).unwrap_or_default();
+            sums.entry(item.currency.clone()).or_default()[slot] += amount;
+        }
+    }
+    sums.into_iter()
+        .map(|(currency, [collected, overdue, rejected])| MoneyTotals {
+            currency_id: currency,
+            collected_this_month: collected.normalize().to_string(),
+            overdue: overdue.normalize().to_string(),
+            rejected_this_month: rejected.normalize().to_string(),
+        })
+        .collect()
 }
 
 /// The day an installment of `commerce` due on `due` is charged, by that commerce's rule.
@@ -343,6 +440,25 @@ mod tests {
             amount: amount.into(),
             currency: currency.into(),
         }
+    }
+
+    #[test]
+    fn totals_are_exact_per_currency() {
+        let collected = [
+            item("2026-11-02T12:00:00Z", "0.1", "CLF"),
+            item("2026-11-03T12:00:00Z", "0.2", "CLF"),
+            item("2026-11-03T12:00:00Z", "29990", "CLP"),
+        ];
+        let overdue = [item("2026-10-01", "1.2345", "CLF")];
+        let rejected = [item("2026-11-04", "15000.00", "CLP")];
+        let json = serde_json::to_value(totals(&collected, &overdue, &rejected)).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!([
+                {"currencyId": "CLF", "collectedThisMonth": "0.3", "overdue": "1.2345", "rejectedThisMonth": "0"},
+                {"currencyId": "CLP", "collectedThisMonth": "29990", "overdue": "0", "rejectedThisMonth": "15000"},
+            ])
+        );
     }
 
     #[test]

@@ -35,6 +35,7 @@ use crate::operations::installments::{
 use crate::operations::{Ctx, CustomerRef, MandateRef};
 use crate::store::installments::NewInstallment;
 use crate::store::staff::{self, Role};
+use crate::store::staff_views::MandateColumn;
 use crate::store::staff_views::{self as views, Keyset, MandateFilter, MandateLine};
 use crate::store::{commerces, customers, events, installments, instruments, mandates};
 
@@ -51,8 +52,16 @@ pub struct MandatesQuery {
     commerce: Option<String>,
     /// The customer: internalUserId (usr_...), userId or RUT (`12345678-5`).
     customer: Option<String>,
-    /// The mandate's id: ours (man_...) or the merchant's.
+    /// The mandate's id: ours (man_...) or the merchant's, exactly.
     id: Option<String>,
+    /// Words found in the mandate (its mandateId or part of it, our id, its name) or its
+    /// customer (name in any order, RUT with or without dots and dash or part of it, userId
+    /// or part of it, e-mail); accents and case are ignored. Words of fewer than three
+    /// characters are matched only at the start of a mandateId.
+    q: Option<String>,
+    /// The order (default `createdAt.desc`); a cursor continues the order it was given in.
+    #[param(inline)]
+    sort: Option<MandateSort>,
     /// Created on or after: a date (environment time zone) or an RFC 3339 date-time.
     #[param(rename = "createdFrom")]
     created_from: Option<String>,
@@ -137,6 +146,8 @@ impl From<&MandateLine> for MandateLineDto {
 #[serde(rename_all = "camelCase")]
 pub struct MandatesPage {
     pub items: Vec<MandateLineDto>,
+    /// How many mandates the filters select, every page together.
+    pub total: i64,
     /// Null on the last page.
     pub next_cursor: Option<String>,
 }
@@ -153,8 +164,29 @@ fn mandate_type_id(text: &str) -> Option<i64> {
         .map(MandateType::id)
 }
 
-/// Mandates of every commerce, newest first, with filters; keyset pages stay fast however
-/// many mandates there are.
+/// The orders of the mandates list, as the `sort` parameter writes them.
+#[derive(Serialize, ToSchema)]
+#[allow(dead_code)]
+pub enum MandateSort {
+    #[serde(rename = "createdAt.desc")]
+    CreatedAtDesc,
+    #[serde(rename = "createdAt.asc")]
+    CreatedAtAsc,
+    #[serde(rename = "mandateId.asc")]
+    MandateIdAsc,
+    #[serde(rename = "mandateId.desc")]
+    MandateIdDesc,
+}
+
+/// The orders of the mandates list: wire name, store column.
+pub const MANDATE_SORTS: &[(&str, MandateColumn)] = &[
+    ("createdAt", MandateColumn::CreatedAt),
+    ("mandateId", MandateColumn::MandateId),
+];
+
+/// Mandates of every commerce, newest first or in the order asked, with filters and text
+/// search, and how many there are in all; keyset pages stay fast however many mandates there
+/// are.
 #[utoipa::path(get, path = "/mandates", tag = "staff", params(MandatesQuery),
     responses(
         (status = 200, description = "MANDATES_OK", body = Envelope<MandatesPage>),
@@ -184,35 +216,37 @@ pub async fn list(
     let commerce_id = params.commerce_id(&state, &mut errors);
     let created_from = params.instant("createdFrom", false, &state, &mut errors);
     let created_to = params.instant("createdTo", true, &state, &mut errors);
-    let before = params.keyset(&mut errors);
+    let sort = params.sort(MANDATE_SORTS, &mut errors);
+    let after = params.sorted_keyset(&sort, MandateColumn::CreatedAt, &mut errors);
     errors.into_result()?;
     let customer = params.get("customer");
-    let id = params.get("id");
-    let mut rows = state.store.read(|c| {
+    let (mut rows, total) = state.store.read(|c| {
         let customer_seqs = customer
             .as_deref()
             .map(|text| views::customer_seqs_matching(c, text))
             .transpose()?;
-        Ok(views::list_mandates(
-            c,
-            &MandateFilter {
-                states,
-                types,
-                commerce_id,
-                customer_seqs,
-                id,
-                created_from,
-                created_to,
-                before,
-                limit: limit + 1,
-            },
-        )?)
+        let mut filter = MandateFilter {
+            states,
+            types,
+            commerce_id,
+            customer_seqs,
+            id: params.get("id"),
+            text: params.get("q"),
+            created_from,
+            created_to,
+            sort,
+            after,
+            limit: limit + 1,
+        };
+        let rows = views::list_mandates(c, &filter)?;
+        filter.after = None;
+        Ok((rows, views::count_mandates(c, &filter)?))
     })?;
     let next_cursor = if rows.len() as i64 > limit {
         rows.truncate(limit as usize);
         rows.last().map(|r| {
             Keyset {
-                created_at: r.created_at.clone(),
+                key: sort.column.key_of(r),
                 seq: r.seq,
             }
             .encode()
@@ -225,6 +259,7 @@ pub async fn list(
         "mandates",
         MandatesPage {
             items: rows.iter().map(MandateLineDto::from).collect(),
+            total,
             next_cursor,
         },
     ))

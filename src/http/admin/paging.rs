@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use crate::clock::timestamp;
 use crate::error::FieldErrors;
 use crate::http::AppState;
-use crate::store::staff_views::Keyset;
+use crate::store::staff_views::{Keyset, Sort};
 
 /// The query string of a list, with empty values treated as absent.
 pub struct Params(pub HashMap<String, String>);
@@ -48,6 +48,55 @@ impl Params {
             );
         }
         keyset
+    }
+
+    /// The `sort` parameter: `<column>.asc` or `<column>.desc` for one of `columns` (wire name,
+    /// store column); the list's default order when absent.
+    pub fn sort<C: Copy + Default>(
+        &self,
+        columns: &[(&str, C)],
+        errors: &mut FieldErrors,
+    ) -> Sort<C> {
+        let Some(text) = self.get("sort") else {
+            return Sort::default();
+        };
+        let parsed = text.rsplit_once('.').and_then(|(name, direction)| {
+            let column = columns.iter().find(|(n, _)| *n == name)?.1;
+            let descending = match direction {
+                "asc" => false,
+                "desc" => true,
+                _ => return None,
+            };
+            Some(Sort { column, descending })
+        });
+        parsed.unwrap_or_else(|| {
+            errors.push(
+                "query.sort",
+                "INVALID_VALUE",
+                sort_values(columns).join(", "),
+            );
+            Sort::default()
+        })
+    }
+
+    /// The cursor of a list sorted by `sort`: a creation-time order takes only cursors whose
+    /// key is a timestamp, as its pages write them.
+    pub fn sorted_keyset<C: PartialEq>(
+        &self,
+        sort: &Sort<C>,
+        by_time: C,
+        errors: &mut FieldErrors,
+    ) -> Option<Keyset> {
+        let keyset = self.keyset(errors)?;
+        if sort.column == by_time && chrono::DateTime::parse_from_rfc3339(&keyset.key).is_err() {
+            errors.push(
+                "query.cursor",
+                "INVALID_CURSOR",
+                "pass nextCursor unchanged, with the sort it came from",
+            );
+            return None;
+        }
+        Some(keyset)
     }
 
     /// A numeric cursor (the `seq` of the last row shown).
@@ -146,6 +195,14 @@ impl Params {
         }
         ids
     }
+}
+
+/// Every value the `sort` parameter of a list accepts.
+pub fn sort_values<C>(columns: &[(&str, C)]) -> Vec<String> {
+    columns
+        .iter()
+        .flat_map(|(name, _)| [format!("{name}.asc"), format!("{name}.desc")])
+        .collect()
 }
 
 /// An amount in a currency, the way the API writes amounts (a JSON number, shortest form).

@@ -363,7 +363,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Customers of every commerce, newest first. */
+        /** Customers of every commerce, newest first or in the order asked, and how many there are. */
         get: operations["staff_get_customers"];
         put?: never;
         post?: never;
@@ -820,8 +820,9 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Mandates of every commerce, newest first, with filters; keyset pages stay fast however
-         *     many mandates there are.
+         * Mandates of every commerce, newest first or in the order asked, with filters and text
+         *     search, and how many there are in all; keyset pages stay fast however many mandates there
+         *     are.
          */
         get: operations["staff_get_mandates"];
         put?: never;
@@ -2093,6 +2094,11 @@ export interface components {
         } & unknown));
         CustomersPage: {
             items: components["schemas"]["CustomerLineDto"][];
+            /**
+             * Format: int64
+             * @description How many customers the filters select, every page together.
+             */
+            total: number;
             /** @description Null on the last page. */
             nextCursor: string | null;
         };
@@ -2108,6 +2114,10 @@ export interface components {
             mandates: components["schemas"]["StateCount"][];
             /** @description Every installment state, with zero counts too. */
             installments: components["schemas"]["StateCount"][];
+            /** @description The first day of this business month, `YYYY-MM-DD`. */
+            monthStart: string;
+            /** @description One entry per currency with any money this month or overdue, by currency code. */
+            totals: components["schemas"]["MoneyTotals"][];
             /** @description The last 30 days, oldest first. */
             days: components["schemas"]["DayAmounts"][];
             /** @description The ten next installments to charge. */
@@ -2293,6 +2303,11 @@ export interface components {
             message: string;
             payload: {
                 items: components["schemas"]["CustomerLineDto"][];
+                /**
+                 * Format: int64
+                 * @description How many customers the filters select, every page together.
+                 */
+                total: number;
                 /** @description Null on the last page. */
                 nextCursor: string | null;
             };
@@ -2314,6 +2329,10 @@ export interface components {
                 mandates: components["schemas"]["StateCount"][];
                 /** @description Every installment state, with zero counts too. */
                 installments: components["schemas"]["StateCount"][];
+                /** @description The first day of this business month, `YYYY-MM-DD`. */
+                monthStart: string;
+                /** @description One entry per currency with any money this month or overdue, by currency code. */
+                totals: components["schemas"]["MoneyTotals"][];
                 /** @description The last 30 days, oldest first. */
                 days: components["schemas"]["DayAmounts"][];
                 /** @description The ten next installments to charge. */
@@ -2598,6 +2617,11 @@ export interface components {
             message: string;
             payload: {
                 items: components["schemas"]["MandateLineDto"][];
+                /**
+                 * Format: int64
+                 * @description How many mandates the filters select, every page together.
+                 */
+                total: number;
                 /** @description Null on the last page. */
                 nextCursor: string | null;
             };
@@ -3285,6 +3309,10 @@ export interface components {
             /** Format: date-time */
             createdAt: string;
             mandateInternalId: string | null;
+            /** @description The merchant's mandate id (mandateId). */
+            mandateId: string | null;
+            /** @description The mandate's customer, first and last name. */
+            customerName: string | null;
             commerce: string;
             /**
              * Format: int64
@@ -3742,6 +3770,11 @@ export interface components {
         };
         MandatesPage: {
             items: components["schemas"]["MandateLineDto"][];
+            /**
+             * Format: int64
+             * @description How many mandates the filters select, every page together.
+             */
+            total: number;
             /** @description Null on the last page. */
             nextCursor: string | null;
         };
@@ -3759,6 +3792,31 @@ export interface components {
             /** Format: double */
             amount: number;
             currencyId: string;
+        };
+        /**
+         * @description The money of one currency, as exact decimals written as text (`"29990"`, `"1.2345"`):
+         *     a JSON number would pass through binary floating point in the browser.
+         */
+        MoneyTotals: {
+            /** @example CLP */
+            currencyId: string;
+            /**
+             * @description Installments that became PAID since the first day of this business month.
+             * @example 1259580
+             */
+            collectedThisMonth: string;
+            /**
+             * @description Installments of ACTIVE mandates due before today and still unpaid (PENDING, or
+             *     REJECTED and waiting for a retry).
+             * @example 59980
+             */
+            overdue: string;
+            /**
+             * @description Charge attempts rejected on business dates of this month (an installment rejected
+             *     twice counts twice).
+             * @example 29990
+             */
+            rejectedThisMonth: string;
         };
         NewApiKeyRequest: {
             /** @description Codes of the commerces the key may act for; absent or empty: every commerce. */
@@ -6421,10 +6479,17 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description A name (or part of one), a RUT (with or without dots; a prefix finds too), a userId,
-                 *     an internalUserId (usr_...) or the start of an e-mail.
+                 * @description Words of a name (any part, any order; accents and case are ignored), a RUT or part of
+                 *     one (with or without dots and dash), a userId or part of one, an internalUserId
+                 *     (usr_...) or an e-mail. A text of fewer than three characters matches the start of a
+                 *     userId or RUT, or any part of a name.
                  */
                 q?: string;
+                /**
+                 * @description The order (default `createdAt.desc`; `name` is the last name, case ignored); a cursor
+                 *     continues the order it was given in.
+                 */
+                sort?: "createdAt.desc" | "createdAt.asc" | "name.asc" | "name.desc";
                 /** @description Only this commerce (its code). */
                 commerce?: string;
                 /** @description 1 to 200, default 50. */
@@ -8577,8 +8642,17 @@ export interface operations {
                 commerce?: string;
                 /** @description The customer: internalUserId (usr_...), userId or RUT (`12345678-5`). */
                 customer?: string;
-                /** @description The mandate's id: ours (man_...) or the merchant's. */
+                /** @description The mandate's id: ours (man_...) or the merchant's, exactly. */
                 id?: string;
+                /**
+                 * @description Words found in the mandate (its mandateId or part of it, our id, its name) or its
+                 *     customer (name in any order, RUT with or without dots and dash or part of it, userId
+                 *     or part of it, e-mail); accents and case are ignored. Words of fewer than three
+                 *     characters are matched only at the start of a mandateId.
+                 */
+                q?: string;
+                /** @description The order (default `createdAt.desc`); a cursor continues the order it was given in. */
+                sort?: "createdAt.desc" | "createdAt.asc" | "mandateId.asc" | "mandateId.desc";
                 /** @description Created on or after: a date (environment time zone) or an RFC 3339 date-time. */
                 createdFrom?: string;
                 /** @description Created on or before that date (a date-time: before it). */

@@ -1,5 +1,5 @@
-import { Group, SegmentedControl, Stack, Text } from "@mantine/core";
-import { useMemo, useState } from "react";
+import { Group, SegmentedControl, Stack, Table, Text } from "@mantine/core";
+import { useId, useMemo } from "react";
 import { useI18n } from "../lib/context";
 
 export interface DayBars {
@@ -8,23 +8,55 @@ export interface DayBars {
   rejected: { amount: number; currencyId: string }[];
 }
 
-/** Collected and rejected amounts per day, one currency at a time, as paired bars (SVG). */
-export function BarChart({ days }: { days: DayBars[] }) {
-  const { t, money, date } = useI18n();
-  const currencies = useMemo(() => {
-    const set = new Set<string>();
-    for (const d of days) for (const m of [...d.collected, ...d.rejected]) set.add(m.currencyId);
-    return [...set].sort((a, b) => (a === "CLP" ? -1 : b === "CLP" ? 1 : a.localeCompare(b)));
-  }, [days]);
-  const [chosen, setChosen] = useState<string | null>(null);
-  const currency = chosen && currencies.includes(chosen) ? chosen : (currencies[0] ?? "CLP");
+/** The currencies present in the days, CLP first. */
+export function chartCurrencies(days: DayBars[]): string[] {
+  const set = new Set<string>();
+  for (const d of days) for (const m of [...d.collected, ...d.rejected]) set.add(m.currencyId);
+  return [...set].sort((a, b) => (a === "CLP" ? -1 : b === "CLP" ? 1 : a.localeCompare(b)));
+}
+
+const WIDTH = 760;
+const HEIGHT = 200;
+const LEFT = 92;
+const BOTTOM = 22;
+const TOP = 8;
+
+/**
+ * Collected and rejected amounts per day in one currency, as paired bars (SVG) with a value
+ * axis, a tooltip per day, a title and a summary for screen readers, and the same figures as
+ * a table on request.
+ */
+export function BarChart({
+  days,
+  currency: wanted,
+  onCurrency,
+}: {
+  days: DayBars[];
+  currency?: string | null;
+  onCurrency?: (currency: string) => void;
+}) {
+  const { t, money, date, lang } = useI18n();
+  const titleId = useId();
+  const descId = useId();
+  const currencies = useMemo(() => chartCurrencies(days), [days]);
+  const currency = wanted && currencies.includes(wanted) ? wanted : (currencies[0] ?? wanted ?? "CLP");
   const amount = (list: { amount: number; currencyId: string }[]) =>
     list.find((m) => m.currencyId === currency)?.amount ?? 0;
   const max = Math.max(1, ...days.flatMap((d) => [amount(d.collected), amount(d.rejected)]));
-  const width = 720;
-  const height = 180;
-  const slot = width / Math.max(days.length, 1);
+  const plot = HEIGHT - TOP - BOTTOM;
+  const slot = (WIDTH - LEFT) / Math.max(days.length, 1);
   const bar = Math.max(2, slot / 2 - 2);
+  const y = (value: number) => TOP + plot - (value / max) * plot;
+  const ticks = [0, max / 2, max];
+  const totalCollected = days.reduce((sum, d) => sum + amount(d.collected), 0);
+  const totalRejected = days.reduce((sum, d) => sum + amount(d.rejected), 0);
+  const best = days.reduce<DayBars | null>((b, d) => (!b || amount(d.collected) > amount(b.collected) ? d : b), null);
+  const summary = t("dashboard.chartSummary", {
+    currency,
+    collected: money(totalCollected, currency),
+    rejected: money(totalRejected, currency),
+    best: best && amount(best.collected) > 0 ? `${date(best.date)} (${money(amount(best.collected), currency)})` : "—",
+  });
   return (
     <Stack gap="xs">
       <Group justify="space-between">
@@ -43,7 +75,13 @@ export function BarChart({ days }: { days: DayBars[] }) {
           </Group>
         </Group>
         {currencies.length > 1 && (
-          <SegmentedControl size="xs" data={currencies} value={currency} onChange={setChosen} />
+          <SegmentedControl
+            size="xs"
+            data={currencies}
+            value={currency}
+            onChange={(c) => onCurrency?.(c)}
+            data-testid="chart-currency"
+          />
         )}
       </Group>
       {currencies.length === 0 ? (
@@ -52,35 +90,75 @@ export function BarChart({ days }: { days: DayBars[] }) {
         </Text>
       ) : null}
       <svg
-        viewBox={`0 0 ${width} ${height + 20}`}
+        viewBox={`0 0 ${WIDTH} ${HEIGHT}`}
         width="100%"
         role="img"
-        aria-label={t("dashboard.chart")}
+        aria-labelledby={`${titleId} ${descId}`}
         data-testid="amounts-chart"
       >
-        <line x1="0" y1={height} x2={width} y2={height} stroke="var(--mantine-color-gray-4)" />
+        <title id={titleId}>{t("dashboard.chart")}</title>
+        <desc id={descId}>{summary}</desc>
+        {ticks.map((v) => (
+          <g key={v} data-testid="chart-tick">
+            <line x1={LEFT} y1={y(v)} x2={WIDTH} y2={y(v)} stroke="var(--mantine-color-gray-3)" strokeDasharray={v ? "3 3" : undefined} />
+            <text x={LEFT - 6} y={y(v) + 4} fontSize="11" textAnchor="end" fill="var(--mantine-color-dimmed)">
+              {money(v, currency)}
+            </text>
+          </g>
+        ))}
         {days.map((d, i) => {
           const c = amount(d.collected);
           const r = amount(d.rejected);
-          const ch = (c / max) * (height - 10);
-          const rh = (r / max) * (height - 10);
-          const x = i * slot + 1;
+          const x = LEFT + i * slot + 1;
           return (
             <g key={d.date}>
               <title>
                 {`${date(d.date)} · ${t("dashboard.collected")}: ${money(c, currency)} · ${t("dashboard.rejected")}: ${money(r, currency)}`}
               </title>
-              <rect x={x} y={height - ch} width={bar} height={ch} fill="var(--mantine-color-teal-6)" />
-              <rect x={x + bar + 1} y={height - rh} width={bar} height={rh} fill="var(--mantine-color-red-6)" />
+              {/* A transparent band the whole day high, so the tooltip shows on empty days too. */}
+              <rect x={x - 1} y={TOP} width={slot} height={plot} fill="transparent" />
+              <rect x={x} y={y(c)} width={bar} height={TOP + plot - y(c)} fill="var(--mantine-color-teal-6)" />
+              <rect x={x + bar + 1} y={y(r)} width={bar} height={TOP + plot - y(r)} fill="var(--mantine-color-red-6)" />
               {i % 5 === 0 || i === days.length - 1 ? (
-                <text x={x} y={height + 14} fontSize="10" fill="var(--mantine-color-dimmed)">
-                  {d.date.slice(5)}
+                <text
+                  x={i === days.length - 1 ? x + slot - 2 : x}
+                  y={HEIGHT - 6}
+                  fontSize="10"
+                  textAnchor={i === days.length - 1 ? "end" : "start"}
+                  fill="var(--mantine-color-dimmed)"
+                >
+                  {lang === "es" ? date(d.date).slice(0, 5) : d.date.slice(5)}
                 </text>
               ) : null}
             </g>
           );
         })}
       </svg>
+      <details>
+        <summary>
+          <Text span size="xs" c="dimmed">
+            {t("dashboard.chartTable")}
+          </Text>
+        </summary>
+        <Table striped data-testid="chart-table">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>{t("common.date")}</Table.Th>
+              <Table.Th ta="right">{t("dashboard.collected")}</Table.Th>
+              <Table.Th ta="right">{t("dashboard.rejected")}</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {days.map((d) => (
+              <Table.Tr key={d.date}>
+                <Table.Td>{date(d.date)}</Table.Td>
+                <Table.Td ta="right">{money(amount(d.collected), currency)}</Table.Td>
+                <Table.Td ta="right">{money(amount(d.rejected), currency)}</Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      </details>
     </Stack>
   );
 }

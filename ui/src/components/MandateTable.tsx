@@ -21,7 +21,7 @@ export function mandateColumns(i18n: I18n): Column<MandateLine>[] {
     { header: t("common.customer"), value: (m) => m.customer.name },
     { header: t("common.amount"), value: (m) => m.amount },
     { header: t("common.currency"), value: (m) => m.currencyId },
-    { header: t("mandates.periodicity"), value: (m) => m.periodicity },
+    { header: t("mandates.periodicity"), value: (m) => (m.periodicity ? label(m.periodicity) : null) },
     { header: t("common.createdAt"), value: (m) => m.createdAt },
   ];
 }

@@ -16,16 +16,31 @@ export function useKeyset() {
   return { cursor, page, next, previous, reset };
 }
 
+/** What a pager needs: the page number and the moves (`useKeyset`, or the URL's). */
+export interface PagerKeyset {
+  page: number;
+  next: (cursor: string) => void;
+  previous: () => void;
+}
+
 export function Pager({
   keyset,
   nextCursor,
+  count,
 }: {
-  keyset: ReturnType<typeof useKeyset>;
+  keyset: PagerKeyset;
   nextCursor: string | null | undefined;
+  /** The list's result count as the person reads it ("123 mandatos"). */
+  count?: string;
 }) {
   const { t } = useI18n();
   return (
     <Group justify="flex-end" gap="xs">
+      {count && (
+        <Text size="sm" mr="auto" data-testid="result-count" aria-live="polite">
+          {count}
+        </Text>
+      )}
       <Text size="sm" c="dimmed">
         {t("common.page", { n: keyset.page })}
       </Text>

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { collectPages, csvField, toCsv } from "./csv";
+import { collectPages, csvField, localCell, toCsv } from "./csv";
 
 describe("csvField", () => {
   it("quotes only what needs it", () => {
@@ -41,6 +41,32 @@ describe("toCsv", () => {
       ],
     );
     expect(csv).toBe('\uFEFFMandato,Monto\r\nM-1,29990\r\n"M,2",10\r\n');
+  });
+});
+
+describe("toCsv for Excel in Spanish", () => {
+  const rows = [{ id: "M;1", state: "Activo", amount: 1.2345, at: "2026-11-25T12:00:05.123Z", due: "2026-12-01" }];
+  const columns = [
+    { header: "Mandato", value: (r: (typeof rows)[0]) => r.id },
+    { header: "Estado", value: (r: (typeof rows)[0]) => r.state },
+    { header: "Monto", value: (r: (typeof rows)[0]) => r.amount },
+    { header: "Creado", value: (r: (typeof rows)[0]) => r.at },
+    { header: "Vence", value: (r: (typeof rows)[0]) => r.due },
+  ];
+  it("separates with semicolons, quotes what holds one, writes local times and decimal commas", () => {
+    expect(toCsv(rows, columns, ";", "es")).toBe(
+      '\uFEFFMandato;Estado;Monto;Creado;Vence\r\n"M;1";Activo;1,2345;25-11-2026 09:00:05;01-12-2026\r\n',
+    );
+  });
+  it("keeps commas and points in English", () => {
+    expect(toCsv(rows, columns, ",", "en")).toBe(
+      "\uFEFFMandato,Estado,Monto,Creado,Vence\r\nM;1,Activo,1.2345,2026-11-25 09:00:05,2026-12-01\r\n",
+    );
+  });
+  it("leaves other cells as they are", () => {
+    expect(localCell("cust-2026-01", "es", ";")).toBe("cust-2026-01");
+    expect(localCell(null, "es", ";")).toBeNull();
+    expect(csvField("-1,5", ";")).toBe("-1,5");
   });
 });
 

@@ -7,29 +7,40 @@ import { useSearchParams } from "react-router";
 import { api, payload, type Schemas } from "../api/client";
 import { AuditChainCheck } from "../components/AuditChainCheck";
 import { ExportCsv } from "../components/ExportCsv";
-import { Pager, useKeyset } from "../components/Pager";
+import { Pager } from "../components/Pager";
 import { QueryState } from "../components/QueryState";
 import { PageTitle } from "../components/Layout";
 import { useI18n, useSession } from "../lib/context";
 import { formErrors } from "../lib/errors";
+import { useUrlState } from "../lib/urlState";
 
+/**
+ * A tab's filters in the URL (Back, reload and a shared link keep them): what is typed shows
+ * at once and reaches the URL after a pause; the page is the URL's too.
+ */
 function useFilters<T extends Record<string, string>>(initial: T) {
-  const [values, setValues] = useState(initial);
+  const url = useUrlState();
+  const fromUrl = Object.fromEntries(Object.keys(initial).map((k) => [k, url.get(k)])) as T;
+  const urlKey = JSON.stringify(fromUrl);
+  const [values, setValues] = useState<T>(fromUrl);
   const [debounced] = useDebouncedValue(values, 300);
-  const clean = Object.fromEntries(
-    Object.entries(debounced).filter(([, v]) => v.trim() !== "").map(([k, v]) => [k, v.trim()]),
-  ) as Partial<T>;
+  // A URL changed from outside (Back, Forward) shows again.
+  useEffect(() => setValues(JSON.parse(urlKey) as T), [urlKey]);
+  const { set: setUrl } = url;
+  useEffect(() => {
+    const changed = Object.entries(debounced).filter(([k, v]) => v.trim() !== (JSON.parse(urlKey) as T)[k]);
+    if (changed.length > 0) setUrl(Object.fromEntries(changed.map(([k, v]) => [k, v.trim()])), { replace: true });
+    // Only a pause in typing writes; the URL's own changes arrive through `urlKey`.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [debounced]);
+  const clean = Object.fromEntries(Object.entries(fromUrl).filter(([, v]) => v !== "")) as Partial<T>;
   const set = (key: keyof T) => (value: string) => setValues((v) => ({ ...v, [key]: value }));
-  return { values, clean, set };
+  return { values, clean, set, keyset: url.keyset };
 }
 
 function StaffActions() {
   const { t, dateTime } = useI18n();
-  const { values, clean, set } = useFilters({ email: "", action: "", target: "", from: "", to: "" });
-  const keyset = useKeyset();
-  const { reset } = keyset;
-  const key = JSON.stringify(clean);
-  useEffect(() => reset(), [key, reset]);
+  const { values, clean, set, keyset } = useFilters({ email: "", action: "", target: "", from: "", to: "" });
   const fetchPage = (cursor: string | undefined, limit = 50) =>
     payload(api.GET("/audit/staff", { params: { query: { ...clean, cursor, limit } } }));
   const query = useQuery({
@@ -96,11 +107,7 @@ function StaffActions() {
 
 function Requests() {
   const { t, dateTime } = useI18n();
-  const { values, clean, set } = useFilters({ commerce: "", method: "", path: "", status: "", correlationId: "", from: "", to: "" });
-  const keyset = useKeyset();
-  const { reset } = keyset;
-  const key = JSON.stringify(clean);
-  useEffect(() => reset(), [key, reset]);
+  const { values, clean, set, keyset } = useFilters({ commerce: "", method: "", path: "", status: "", correlationId: "", from: "", to: "" });
   const fetchPage = (cursor: string | undefined, limit = 50) =>
     payload(api.GET("/audit/requests", { params: { query: { ...clean, cursor, limit } } }));
   const query = useQuery({

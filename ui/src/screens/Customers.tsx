@@ -1,16 +1,15 @@
-import { Anchor, Card, Group, SimpleGrid, Stack, Table, Text, TextInput, Title } from "@mantine/core";
-import { useDebouncedValue } from "@mantine/hooks";
+import { Anchor, Card, Group, Select, SimpleGrid, Stack, Table, Text, TextInput, Title, UnstyledButton } from "@mantine/core";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
-import { useEffect, useState } from "react";
 import { Link, useParams } from "react-router";
 import { api, payload, type Schemas } from "../api/client";
 import { CommerceSelect } from "../components/CommerceSelect";
 import { ExportCsv } from "../components/ExportCsv";
 import { MandateTable } from "../components/MandateTable";
-import { Pager, useKeyset } from "../components/Pager";
+import { Pager } from "../components/Pager";
 import { QueryState } from "../components/QueryState";
 import { PageTitle } from "../components/Layout";
 import { useI18n } from "../lib/context";
+import { useUrlState, useUrlText } from "../lib/urlState";
 
 type CustomerLine = Schemas["CustomerLineDto"];
 
@@ -19,23 +18,32 @@ function fullName(c: Schemas["CustomerDto"]): string {
   return [p.firstName, p.lastName, p.secondLastName].filter(Boolean).join(" ");
 }
 
+const SORTS = ["createdAt.desc", "createdAt.asc", "name.asc", "name.desc"] as const;
+type Sort = (typeof SORTS)[number];
+
+/** Customers with search, commerce, order and page in the URL. */
 export function Customers() {
-  const { t, dateTime } = useI18n();
-  const [text, setText] = useState("");
-  const [q] = useDebouncedValue(text.trim(), 300);
-  const [commerce, setCommerce] = useState<string | null>(null);
-  const keyset = useKeyset();
-  const { reset } = keyset;
-  useEffect(() => reset(), [q, commerce, reset]);
-  const filters = { q: q || undefined, commerce: commerce ?? undefined };
+  const { t, dateTime, number } = useI18n();
+  const url = useUrlState();
+  const [text, setText] = useUrlText(url, "q");
+  const sortText = url.get("sort");
+  const sort: Sort = (SORTS as readonly string[]).includes(sortText) ? (sortText as Sort) : "createdAt.desc";
+  const commerce = url.get("commerce") || null;
+  const filters = { q: url.get("q") || undefined, commerce: commerce ?? undefined, sort };
   const fetchPage = (cursor: string | undefined, limit = 50) =>
     payload(api.GET("/customers", { params: { query: { ...filters, cursor, limit } } }));
   const query = useQuery({
-    queryKey: ["customers", filters, keyset.cursor],
-    queryFn: () => fetchPage(keyset.cursor),
+    queryKey: ["customers", url.filterKey, url.keyset.cursor],
+    queryFn: () => fetchPage(url.keyset.cursor),
     placeholderData: keepPreviousData,
   });
   const items = query.data?.items ?? [];
+  const sortLabels: Record<Sort, string> = {
+    "createdAt.desc": t("common.newestFirst"),
+    "createdAt.asc": t("common.oldestFirst"),
+    "name.asc": t("customers.nameAsc"),
+    "name.desc": t("customers.nameDesc"),
+  };
   return (
     <Stack>
       <PageTitle title={t("customers.title")} />
@@ -48,7 +56,16 @@ export function Customers() {
           w={320}
           data-testid="customer-search"
         />
-        <CommerceSelect value={commerce} onChange={setCommerce} />
+        <CommerceSelect value={commerce} onChange={(v) => url.set({ commerce: v })} />
+        <Select
+          label={t("common.sort")}
+          data={SORTS.map((s) => ({ value: s, label: sortLabels[s] }))}
+          value={sort}
+          onChange={(v) => url.set({ sort: v === "createdAt.desc" ? null : v })}
+          allowDeselect={false}
+          w={200}
+          data-testid="customer-sort"
+        />
         <ExportCsv<CustomerLine>
           filename="clientes.csv"
           fetchPage={(cursor) => fetchPage(cursor, 200)}
@@ -73,13 +90,17 @@ export function Customers() {
             <Table striped highlightOnHover data-testid="customers-table">
               <Table.Thead>
                 <Table.Tr>
-                  <Table.Th>{t("common.name")}</Table.Th>
+                  <SortableTh column="name" sort={sort} onSort={(v) => url.set({ sort: v })}>
+                    {t("common.name")}
+                  </SortableTh>
                   <Table.Th>{t("customers.rut")}</Table.Th>
                   <Table.Th>{t("customers.userId")}</Table.Th>
                   <Table.Th>{t("common.email")}</Table.Th>
                   <Table.Th>{t("common.commerce")}</Table.Th>
                   <Table.Th ta="right">{t("customers.mandates")}</Table.Th>
-                  <Table.Th>{t("common.createdAt")}</Table.Th>
+                  <SortableTh column="createdAt" sort={sort} onSort={(v) => url.set({ sort: v })}>
+                    {t("common.createdAt")}
+                  </SortableTh>
                 </Table.Tr>
               </Table.Thead>
               <Table.Tbody>
@@ -102,9 +123,41 @@ export function Customers() {
             </Table>
           </Table.ScrollContainer>
         )}
-        <Pager keyset={keyset} nextCursor={query.data?.nextCursor} />
+        <Pager
+          keyset={url.keyset}
+          nextCursor={query.data?.nextCursor}
+          count={query.data ? t("customers.count", { count: number(query.data.total) }) : undefined}
+        />
       </QueryState>
     </Stack>
+  );
+}
+
+/**
+ * A column header that sorts the list by its column: a first click sorts it (names A–Z,
+ * dates newest first), the next reverses it; `aria-sort` tells screen readers the order.
+ */
+function SortableTh({
+  column,
+  sort,
+  onSort,
+  children,
+}: {
+  column: "name" | "createdAt";
+  sort: Sort;
+  onSort: (sort: Sort | null) => void;
+  children: React.ReactNode;
+}) {
+  const [current, direction] = sort.split(".") as [string, "asc" | "desc"];
+  const active = current === column;
+  const first: Sort = column === "name" ? "name.asc" : "createdAt.desc";
+  const next: Sort = active ? (`${column}.${direction === "asc" ? "desc" : "asc"}` as Sort) : first;
+  return (
+    <Table.Th aria-sort={active ? (direction === "asc" ? "ascending" : "descending") : "none"}>
+      <UnstyledButton onClick={() => onSort(next === "createdAt.desc" ? null : next)} fw={700} fz="sm">
+        {children} {active ? (direction === "asc" ? "▲" : "▼") : ""}
+      </UnstyledButton>
+    </Table.Th>
   );
 }
 

@@ -1,12 +1,16 @@
-import { Anchor, Card, Group, Paper, Progress, SimpleGrid, Stack, Table, Text } from "@mantine/core";
+import { Anchor, Card, Group, Paper, Progress, Select, SimpleGrid, Stack, Table, Text } from "@mantine/core";
 import { useQuery } from "@tanstack/react-query";
 import { Link } from "react-router";
 import { api, payload } from "../api/client";
-import { BarChart } from "../components/BarChart";
+import { BarChart, chartCurrencies } from "../components/BarChart";
+import { CommerceSelect } from "../components/CommerceSelect";
 import { QueryState } from "../components/QueryState";
 import { StateBadge } from "../components/StateBadge";
 import { PageTitle } from "../components/Layout";
 import { useI18n } from "../lib/context";
+import { formatExactMoney } from "../lib/format";
+import { useUrlState } from "../lib/urlState";
+import type { Schemas } from "../api/client";
 
 function Counts({ title, counts, testId }: { title: string; counts: { state: { name: string }; count: number }[]; testId: string }) {
   const { label, number } = useI18n();
@@ -31,23 +35,90 @@ function Counts({ title, counts, testId }: { title: string; counts: { state: { n
   );
 }
 
+/** The month's money in one currency: exact decimals from the server, never rounded by a float. */
+function MoneyCards({ totals, currency, monthStart }: { totals: Schemas["MoneyTotals"][]; currency: string; monthStart: string }) {
+  const { t, lang, date } = useI18n();
+  const line = totals.find((m) => m.currencyId === currency);
+  const cards = [
+    { key: "collected", title: t("dashboard.collectedMonth"), value: line?.collectedThisMonth ?? "0", color: "teal" },
+    { key: "overdue", title: t("dashboard.overdue"), value: line?.overdue ?? "0", color: "orange" },
+    { key: "rejected", title: t("dashboard.rejectedMonth"), value: line?.rejectedThisMonth ?? "0", color: "red" },
+  ];
+  return (
+    <Card withBorder data-testid="money-totals">
+      <Group justify="space-between" mb="xs">
+        <Text fw={600}>{t("dashboard.money")}</Text>
+        <Text size="xs" c="dimmed">
+          {t("dashboard.since", { date: date(monthStart) })}
+        </Text>
+      </Group>
+      <SimpleGrid cols={{ base: 1, sm: 3 }} spacing="xs">
+        {cards.map((c) => (
+          <Paper key={c.key} p="xs" bg="gray.0" data-total={c.key}>
+            <Text size="xs" c="dimmed">
+              {c.title}
+            </Text>
+            <Text fw={700} size="xl" c={`${c.color}.8`}>
+              {formatExactMoney(c.value, currency, lang)}
+            </Text>
+          </Paper>
+        ))}
+      </SimpleGrid>
+    </Card>
+  );
+}
+
 export function Dashboard() {
   const { t, money, date, dateTime, label } = useI18n();
+  const url = useUrlState();
+  const commerce = url.get("commerce") || undefined;
   const query = useQuery({
-    queryKey: ["dashboard"],
-    queryFn: () => payload(api.GET("/dashboard")),
+    queryKey: ["dashboard", commerce ?? ""],
+    queryFn: () => payload(api.GET("/dashboard", { params: { query: { commerce } } })),
     refetchInterval: 15_000,
   });
   const d = query.data;
+  const currencies = d
+    ? [...new Set([...d.totals.map((m) => m.currencyId), ...chartCurrencies(d.days)])].sort((a, b) =>
+        a === "CLP" ? -1 : b === "CLP" ? 1 : a.localeCompare(b),
+      )
+    : [];
+  const wanted = url.get("currency");
+  const currency = currencies.includes(wanted) ? wanted : (currencies[0] ?? "CLP");
+  const chooseCurrency = (c: string | null) => url.set({ currency: c }, { replace: true });
   return (
     <Stack>
-      <Group justify="space-between">
+      <Group justify="space-between" align="end">
         <PageTitle title={t("dashboard.title")} />
-        {d && <Text c="dimmed">{t("dashboard.today", { date: date(d.today) })}</Text>}
+        <Group align="end">
+          <CommerceSelect value={commerce ?? null} onChange={(v) => url.set({ commerce: v })} />
+          {currencies.length > 1 && (
+            <Select
+              label={t("common.currency")}
+              data={currencies}
+              value={currency}
+              onChange={chooseCurrency}
+              allowDeselect={false}
+              w={110}
+              data-testid="dashboard-currency"
+            />
+          )}
+          {d && <Text c="dimmed">{t("dashboard.today", { date: date(d.today) })}</Text>}
+        </Group>
       </Group>
       <QueryState loading={query.isLoading} error={query.error} retry={() => void query.refetch()}>
         {d && (
           <>
+            {d.totals.length === 0 ? (
+              <Card withBorder data-testid="money-totals">
+                <Text fw={600}>{t("dashboard.money")}</Text>
+                <Text size="sm" c="dimmed">
+                  {t("dashboard.noMoney")}
+                </Text>
+              </Card>
+            ) : (
+              <MoneyCards totals={d.totals} currency={currency} monthStart={d.monthStart} />
+            )}
             <SimpleGrid cols={{ base: 1, lg: 2 }}>
               <Counts title={t("dashboard.mandates")} counts={d.mandates} testId="mandate-counts" />
               <Counts title={t("dashboard.installments")} counts={d.installments} testId="installment-counts" />
@@ -56,7 +127,7 @@ export function Dashboard() {
               <Text fw={600} mb="xs">
                 {t("dashboard.chart")}
               </Text>
-              <BarChart days={d.days} />
+              <BarChart days={d.days} currency={currency} onCurrency={chooseCurrency} />
             </Card>
             <SimpleGrid cols={{ base: 1, lg: 2 }}>
               <Card withBorder>
@@ -120,13 +191,34 @@ export function Dashboard() {
                   </Text>
                 ) : (
                   <Table striped>
+                    <Table.Thead>
+                      <Table.Tr>
+                        <Table.Th>{t("dashboard.event")}</Table.Th>
+                        <Table.Th>{t("ledger.mandate")}</Table.Th>
+                        <Table.Th>{t("common.state")}</Table.Th>
+                        <Table.Th>{t("common.details")}</Table.Th>
+                        <Table.Th>{t("common.createdAt")}</Table.Th>
+                      </Table.Tr>
+                    </Table.Thead>
                     <Table.Tbody>
                       {d.failingWebhooks.recent.map((e) => (
-                        <Table.Tr key={e.eventId}>
+                        <Table.Tr key={e.eventId} data-testid="failing-event">
                           <Table.Td>
                             <Anchor component={Link} to={`/notifications?event=${e.eventId}`} size="sm">
                               {label(e.kind)}
                             </Anchor>
+                          </Table.Td>
+                          <Table.Td>
+                            {e.mandateId && e.mandateInternalId ? (
+                              <Anchor component={Link} to={`/mandates/${e.mandateInternalId}`} size="sm">
+                                {e.mandateId}
+                              </Anchor>
+                            ) : (
+                              "—"
+                            )}
+                            <Text size="xs" c="dimmed">
+                              {e.customerName ?? ""}
+                            </Text>
                           </Table.Td>
                           <Table.Td>
                             <StateBadge state={e.deliveryState} />

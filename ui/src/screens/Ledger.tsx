@@ -1,14 +1,16 @@
-import { Alert, Badge, Button, Card, Group, Select, SimpleGrid, Stack, Table, Text, TextInput, Textarea, Title } from "@mantine/core";
+import { Alert, Badge, Button, Card, Group, Select, SimpleGrid, Stack, Table, Text, Textarea, Title } from "@mantine/core";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
 import { api, payload, type Schemas } from "../api/client";
 import { useCommerces } from "../components/CommerceSelect";
 import { ExportCsv } from "../components/ExportCsv";
-import { Pager, useKeyset } from "../components/Pager";
+import { DateField } from "../components/DateField";
+import { Pager, type PagerKeyset } from "../components/Pager";
 import { QueryState } from "../components/QueryState";
 import { PageTitle } from "../components/Layout";
 import { useI18n, useSession } from "../lib/context";
 import { errorText } from "../lib/errors";
+import { useUrlState } from "../lib/urlState";
 
 type Entry = Schemas["LedgerEntry"];
 type Reconciliation = Schemas["Reconciliation"];
@@ -16,21 +18,20 @@ type Reconciliation = Schemas["Reconciliation"];
 const KINDS = ["CHARGE", "REVERSAL", "MANUAL_PAYMENT", "ANNULMENT"] as const;
 type Kind = (typeof KINDS)[number];
 
-/** A commerce's ledger: entries, daily settlements, CSV export, payout report reconciliation. */
+/**
+ * A commerce's ledger: entries, daily settlements, CSV export, payout report reconciliation.
+ * The commerce, period, kind and page live in the URL.
+ */
 export function Ledger() {
   const { t } = useI18n();
   const commerces = useCommerces();
-  const [commerce, setCommerce] = useState<string | null>(null);
-  const [from, setFrom] = useState("");
-  const [to, setTo] = useState("");
-  const [kind, setKind] = useState<Kind | null>(null);
-  const keyset = useKeyset();
-  const { reset } = keyset;
+  const url = useUrlState();
   const first = commerces.data?.items[0]?.code ?? null;
-  useEffect(() => {
-    if (!commerce && first) setCommerce(first);
-  }, [commerce, first]);
-  useEffect(() => reset(), [commerce, from, to, kind, reset]);
+  const commerce = url.get("commerce") || first;
+  const from = url.get("from");
+  const to = url.get("to");
+  const kindText = url.get("kind");
+  const kind = (KINDS as readonly string[]).includes(kindText) ? (kindText as Kind) : null;
 
   return (
     <Stack>
@@ -40,18 +41,18 @@ export function Ledger() {
           label={t("ledger.commerce")}
           data={(commerces.data?.items ?? []).map((c) => ({ value: c.code, label: `${c.name} (${c.code})` }))}
           value={commerce}
-          onChange={setCommerce}
+          onChange={(v) => url.set({ commerce: v })}
           w={240}
           data-testid="ledger-commerce"
         />
-        <TextInput type="date" label={t("common.from")} value={from} onChange={(e) => setFrom(e.currentTarget.value)} />
-        <TextInput type="date" label={t("common.to")} value={to} onChange={(e) => setTo(e.currentTarget.value)} />
-        <KindSelect value={kind} onChange={setKind} />
+        <DateField label={t("common.from")} value={from} onChange={(v) => url.set({ from: v })} testId="ledger-from" />
+        <DateField label={t("common.to")} value={to} onChange={(v) => url.set({ to: v })} testId="ledger-to" />
+        <KindSelect value={kind} onChange={(v) => url.set({ kind: v })} />
       </Group>
       {commerce ? (
         <>
           <Settlements commerce={commerce} from={from} to={to} />
-          <Entries commerce={commerce} from={from} to={to} kind={kind} keyset={keyset} />
+          <Entries commerce={commerce} from={from} to={to} kind={kind} keyset={url.keyset} />
           <Reconcile commerce={commerce} />
         </>
       ) : (
@@ -135,7 +136,7 @@ function Entries({
   from: string;
   to: string;
   kind: Kind | null;
-  keyset: ReturnType<typeof useKeyset>;
+  keyset: PagerKeyset & { cursor: string | undefined };
 }) {
   const { t, date, dateTime, money, label } = useI18n();
   const fetchPage = (cursor: string | undefined, limit: number) =>
@@ -157,19 +158,19 @@ function Entries({
           fetchPage={(cursor) => fetchPage(cursor, 500)}
           columns={[
             { header: "entryId", value: (e) => e.entryId },
-            { header: "kind", value: (e) => e.kind },
-            { header: "businessDate", value: (e) => e.businessDate },
-            { header: "amount", value: (e) => e.amount },
-            { header: "currencyId", value: (e) => e.currencyId },
-            { header: "fee", value: (e) => e.fee },
-            { header: "net", value: (e) => e.net },
-            { header: "paymentMethod", value: (e) => e.paymentMethod },
+            { header: t("ledger.kind"), value: (e) => label(e.kind) },
+            { header: t("ledger.businessDate"), value: (e) => e.businessDate },
+            { header: t("common.amount"), value: (e) => e.amount },
+            { header: t("common.currency"), value: (e) => e.currencyId },
+            { header: t("ledger.fee"), value: (e) => e.fee },
+            { header: t("ledger.net"), value: (e) => e.net },
+            { header: t("ledger.method"), value: (e) => (e.paymentMethod === null ? null : label(e.paymentMethod)) },
             { header: "mandateInternalId", value: (e) => e.mandateInternalId },
             { header: "mandateId", value: (e) => e.mandateId },
             { header: "installmentInternalId", value: (e) => e.installmentInternalId },
-            { header: "installmentId", value: (e) => e.installmentId },
-            { header: "acquirerReference", value: (e) => e.acquirerReference },
-            { header: "createdAt", value: (e) => e.createdAt },
+            { header: t("ledger.installment"), value: (e) => e.installmentId },
+            { header: t("ledger.reference"), value: (e) => e.acquirerReference },
+            { header: t("common.createdAt"), value: (e) => e.createdAt },
           ]}
         />
       </Group>

@@ -1,0 +1,143 @@
+// Browser test of the dashboard against a real `mandato serve` (target/debug/mandato, or
+// MANDATO_BIN) in Debian's Chromium: the month's money of the chosen commerce in exact CLP,
+// the chart's title, summary and table, and a failing webhook named by its mandateId and
+// customer, linking to the notification; the commerce stays in the URL through Back.
+// Screenshots at 1440 and 390 px go to target/ui-screenshots/.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { chromium } from "playwright-core";
+import { mandato, repoRoot, startServer } from "../scripts/server.mjs";
+
+const SHOTS = join(repoRoot, "target", "ui-screenshots");
+const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+const FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"];
+const OWNER = { email: "duena@gimnasio.cl", password: "una clave larga 123" };
+const COMMERCE = "76123456-0";
+
+let server;
+let browser;
+let page;
+
+/** The merchant API for one commerce and key, with the common headers and a session token. */
+async function merchant(base, password, apiKey) {
+  let token = null;
+  const call = async (method, path, body) => {
+    const headers = {
+      "content-type": "application/json",
+      country: "CL",
+      commerce: COMMERCE,
+      channel: "WEB",
+      requestDateTime: new Date().toISOString(),
+      correlationId: randomUUID(),
+      processId: "HYBRID",
+      salesExecutiveId: "SE-01",
+      "x-api-key": apiKey,
+    };
+    if (token) headers.authorization = `Bearer ${token}`;
+    const r = await fetch(`${base}/api/v1${path}`, { method, headers, body: body ? JSON.stringify(body) : undefined });
+    const json = await r.json();
+    assert.ok(r.ok, `${method} ${path}: ${r.status} ${JSON.stringify(json)}`);
+    return json.payload;
+  };
+  const key = await (await fetch(`${base}/api/v1/.well-known/jwe-public-key`)).json();
+  const { token: jwe } = await call("POST", "/jwe/encrypt", { password, publicKey: key.payload.publicKey });
+  token = (await call("POST", "/login", { username: COMMERCE, password: jwe })).token;
+  return call;
+}
+
+
+async function shots(name) {
+  for (const width of [1440, 390]) {
+    await page.setViewportSize({ width, height: 900 });
+    await page.screenshot({ path: join(SHOTS, `${name}-${width}.png`), fullPage: true });
+  }
+  await page.setViewportSize({ width: 1440, height: 900 });
+}
+
+let run;
+
+describe("the dashboard's money and failing webhooks", { concurrency: false }, () => {
+  before(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    server = await startServer();
+    const added = JSON.parse(
+      await mandato(server.dataDir, ["--json", "commerce", "add", "--code", COMMERCE, "--name", "Gimnasio Los Andes"]),
+    );
+    const key = JSON.parse(await mandato(server.dataDir, ["--json", "apikey", "create", "--commerce", COMMERCE]));
+    const call = await merchant(server.base, added.password, key.apiKey);
+    await call("POST", "/user", {
+      customer: {
+        userId: "cust-001",
+        identificationDocument: { type: "RUT", number: "12.345.678-5" },
+        personalInformation: { firstName: "José", lastName: "Muñoz" },
+        contacts: { email: "jose@example.cl", phone: "+56912345678" },
+      },
+    });
+    const today = new Intl.DateTimeFormat("en-CA", { timeZone: "America/Santiago" }).format(new Date());
+    // Nothing listens on port 1: every delivery of this mandate's events fails.
+    const created = await call("POST", "/mandate", {
+      customer: { userId: "cust-001" },
+      mandate: { id: "CTA-777", type: "DYNAMIC", name: "Cuenta corriente", charges: { currencyId: "CLP", maxAmount: 100000 } },
+      installments: [{ id: "a", amount: 15000, currencyId: "CLP", installmentDueDate: today }],
+      urls: { activationWebhook: "https://127.0.0.1:1/hook", paymentWebhook: "https://127.0.0.1:1/hook" },
+    });
+    await call("POST", `/sandbox/mandates/${created.mandate.internalId}/activate`, {
+      paymentMethodId: 3,
+      card: { number: "4111111111111111", expiry: "12/35", cvv: "123" },
+    });
+    run = await call("POST", "/sandbox/charging/run");
+
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+    const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, locale: "es-CL" });
+    page = await context.newPage();
+    page.setDefaultTimeout(10_000);
+    page.on("pageerror", (e) => console.error("page error:", e.message));
+    await page.goto(server.base);
+    await page.getByRole("heading", { name: "Primer inicio" }).waitFor();
+    await page.getByLabel(/^Correo electrónico/).fill(OWNER.email);
+    await page.getByLabel(/^Contraseña/).fill(OWNER.password);
+    await page.getByLabel(/^Repita la contraseña/).fill(OWNER.password);
+    await page.getByRole("button", { name: "Crear cuenta y entrar" }).click();
+    await page.getByRole("heading", { name: "Panel" }).waitFor();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  test("the month's money of the chosen commerce, exact, and a chart people and readers can follow", async () => {
+    await page.goto(`${server.base}/?commerce=${COMMERCE}`);
+    const totals = page.getByTestId("money-totals");
+    await totals.waitFor();
+    // A run on a business day charges the installment; on a weekend or holiday it waits.
+    const collected = run.paid === 1 ? "$15.000" : "$0";
+    await totals.locator('[data-total="collected"]').getByText(collected, { exact: true }).waitFor();
+    await totals.locator('[data-total="rejected"]').getByText("$0", { exact: true }).waitFor();
+    const chart = page.getByTestId("amounts-chart");
+    assert.equal(await chart.getAttribute("role"), "img");
+    assert.match(await chart.locator("desc").textContent(), /Total del período en CLP: recaudado/);
+    assert.equal(await page.getByTestId("chart-tick").count(), 3);
+    await page.getByText("Ver los montos como tabla").click();
+    assert.equal(await page.getByTestId("chart-table").locator("tbody tr").count(), 30);
+  });
+
+  test("a failing webhook names its mandate and customer and opens the notification", async () => {
+    const row = page.getByTestId("failing-event").filter({ hasText: "CTA-777" }).first();
+    // The delivery worker's first attempts fail within seconds; the dashboard refreshes.
+    for (let i = 0; i < 20 && !(await row.isVisible()); i++) {
+      await page.waitForTimeout(1000);
+      await page.reload();
+    }
+    await row.getByText("José Muñoz").waitFor();
+    await shots("dashboard");
+    await row.getByRole("link").first().click();
+    await page.waitForURL(/\/notifications\?event=evt_/);
+    await page.goBack();
+    await page.waitForURL(new RegExp(`commerce=${COMMERCE}`));
+    await page.getByTestId("money-totals").waitFor();
+  });
+});

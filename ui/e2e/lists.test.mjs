@@ -1,0 +1,211 @@
+// Browser test of the staff lists against a real `mandato serve` (target/debug/mandato, or
+// MANDATO_BIN) in Debian's Chromium: the mandates and customers lists keep their search,
+// filters and order in the URL, so opening a row and going Back (or reloading) finds them as
+// they were; the search forgives accents and takes part of an id. Screenshots at 1440 and
+// 390 px go to target/ui-screenshots/.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { chromium } from "playwright-core";
+import { mandato, repoRoot, startServer } from "../scripts/server.mjs";
+
+const SHOTS = join(repoRoot, "target", "ui-screenshots");
+const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+const FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"];
+const OWNER = { email: "duena@gimnasio.cl", password: "una clave larga 123" };
+const COMMERCE = "76123456-0";
+
+let server;
+let browser;
+let page;
+
+/** The merchant API for one commerce and key, with the common headers and a session token. */
+async function merchant(base, password, apiKey) {
+  let token = null;
+  const call = async (method, path, body) => {
+    const headers = {
+      "content-type": "application/json",
+      country: "CL",
+      commerce: COMMERCE,
+      channel: "WEB",
+      requestDateTime: new Date().toISOString(),
+      correlationId: randomUUID(),
+      processId: "HYBRID",
+      salesExecutiveId: "SE-01",
+      "x-api-key": apiKey,
+    };
+    if (token) headers.authorization = `Bearer ${token}`;
+    const r = await fetch(`${base}/api/v1${path}`, { method, headers, body: body ? JSON.stringify(body) : undefined });
+    const json = await r.json();
+    assert.ok(r.ok, `${method} ${path}: ${r.status} ${JSON.stringify(json)}`);
+    return json.payload;
+  };
+  const key = await (await fetch(`${base}/api/v1/.well-known/jwe-public-key`)).json();
+  const { token: jwe } = await call("POST", "/jwe/encrypt", { password, publicKey: key.payload.publicKey });
+  token = (await call("POST", "/login", { username: COMMERCE, password: jwe })).token;
+  return call;
+}
+
+const customer = (userId, rut, firstName, lastName) => ({
+  customer: {
+    userId,
+    identificationDocument: { type: "RUT", number: rut },
+    personalInformation: { firstName, lastName },
+    contacts: { email: `${userId}@example.cl`, phone: "+56912345678" },
+  },
+});
+
+const mandate = (userId, id) => ({
+  customer: { userId },
+  mandate: { id, type: "DYNAMIC", name: "Cuenta corriente", charges: { currencyId: "CLP", maxAmount: 100000 } },
+});
+
+async function shots(name) {
+  for (const width of [1440, 390]) {
+    await page.setViewportSize({ width, height: 900 });
+    await page.screenshot({ path: join(SHOTS, `${name}-${width}.png`), fullPage: true });
+  }
+  await page.setViewportSize({ width: 1440, height: 900 });
+}
+
+describe("lists keep their state in the URL", { concurrency: false }, () => {
+  before(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    server = await startServer();
+    const added = JSON.parse(
+      await mandato(server.dataDir, ["--json", "commerce", "add", "--code", COMMERCE, "--name", "Gimnasio Los Andes"]),
+    );
+    const key = JSON.parse(await mandato(server.dataDir, ["--json", "apikey", "create", "--commerce", COMMERCE]));
+    const call = await merchant(server.base, added.password, key.apiKey);
+    await call("POST", "/user", customer("cust-001", "12.345.678-5", "Ana", "Pérez"));
+    await call("POST", "/user", customer("cust-010", "11.222.333-9", "José", "Muñoz"));
+    await call("POST", "/user", customer("cust-020", "7.654.321-6", "Luis", "Soto"));
+    await call("POST", "/mandate", mandate("cust-001", "GYM-001"));
+    await call("POST", "/mandate", mandate("cust-010", "GYM-010"));
+    await call("POST", "/mandate", mandate("cust-020", "CTA-020"));
+
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+    const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, locale: "es-CL" });
+    page = await context.newPage();
+    page.setDefaultTimeout(10_000);
+    page.on("pageerror", (e) => console.error("page error:", e.message));
+    await page.goto(server.base);
+    await page.getByRole("heading", { name: "Primer inicio" }).waitFor();
+    await page.getByLabel(/^Correo electrónico/).fill(OWNER.email);
+    await page.getByLabel(/^Contraseña/).fill(OWNER.password);
+    await page.getByLabel(/^Repita la contraseña/).fill(OWNER.password);
+    await page.getByRole("button", { name: "Crear cuenta y entrar" }).click();
+    await page.getByRole("heading", { name: "Panel" }).waitFor();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  test("mandates: search without accents and an order survive opening a row, Back and reload", async () => {
+    await page.goto(`${server.base}/mandates`);
+    await page.getByTestId("result-count").getByText("3 mandatos").waitFor();
+    await page.getByTestId("mandate-search").fill("munoz");
+    await page.waitForURL(/q=munoz/);
+    await page.getByTestId("result-count").getByText("1 mandatos").waitFor();
+    await page.getByRole("link", { name: "GYM-010" }).waitFor();
+
+    // A part of an id, and the order by mandateId.
+    await page.getByTestId("mandate-search").fill("gym-0");
+    await page.waitForURL(/q=gym-0/);
+    await page.getByTestId("mandate-sort").click();
+    await page.getByRole("option", { name: "mandateId Z–A" }).click();
+    await page.waitForURL(/sort=mandateId.desc/);
+    await page.getByTestId("result-count").getByText("2 mandatos").waitFor();
+    const ids = await page.getByTestId("mandates-table").getByRole("link").filter({ hasText: /^GYM-/ }).allInnerTexts();
+    assert.deepEqual(ids, ["GYM-010", "GYM-001"]);
+    await shots("mandates");
+
+    await page.getByRole("link", { name: "GYM-001" }).click();
+    await page.waitForURL(/\/mandates\/man_/);
+    await page.goBack();
+    await page.waitForURL(/q=gym-0/);
+    assert.equal(await page.getByTestId("mandate-search").inputValue(), "gym-0");
+    assert.match(page.url(), /sort=mandateId.desc/);
+    await page.getByTestId("result-count").getByText("2 mandatos").waitFor();
+
+    await page.reload();
+    assert.equal(await page.getByTestId("mandate-search").inputValue(), "gym-0");
+    await page.getByTestId("result-count").getByText("2 mandatos").waitFor();
+  });
+
+  test("mandates: dates are typed and shown as dd-mm-aaaa", async () => {
+    await page.goto(`${server.base}/mandates`);
+    const today = new Intl.DateTimeFormat("en-CA", { timeZone: "America/Santiago" }).format(new Date());
+    const spanish = today.split("-").reverse().join("-");
+    await page.getByTestId("filter-from").fill(spanish);
+    await page.getByTestId("filter-from").press("Enter");
+    await page.waitForURL(new RegExp(`createdFrom=${today}`));
+    await page.getByTestId("result-count").getByText("3 mandatos").waitFor();
+    await page.getByTestId("filter-to").fill("31-02-2026");
+    await page.getByTestId("filter-to").press("Enter");
+    await page.getByText("Fecha no válida: use dd-mm-aaaa").waitFor();
+    assert.doesNotMatch(page.url(), /createdTo/);
+  });
+
+  test("customers: partial id and accent-free name, sorted, kept after Back", async () => {
+    await page.goto(`${server.base}/customers`);
+    await page.getByTestId("result-count").getByText("3 clientes").waitFor();
+    await page.getByTestId("customer-search").fill("cust-01");
+    await page.waitForURL(/q=cust-01/);
+    await page.getByTestId("result-count").getByText("1 clientes").waitFor();
+    await page.getByRole("link", { name: "José Muñoz" }).waitFor();
+
+    await page.getByTestId("customer-search").fill("");
+    await page.waitForURL((url) => !url.search.includes("q="));
+    await page.getByTestId("customer-sort").click();
+    await page.getByRole("option", { name: "Apellido A–Z" }).click();
+    await page.waitForURL(/sort=name.asc/);
+    await page.getByTestId("result-count").getByText("3 clientes").waitFor();
+    const names = await page.getByTestId("customers-table").getByRole("link").allInnerTexts();
+    assert.deepEqual(names, ["José Muñoz", "Ana Pérez", "Luis Soto"]);
+    await shots("customers");
+
+    await page.getByRole("link", { name: "Ana Pérez" }).click();
+    await page.waitForURL(/\/customers\/usr_/);
+    await page.goBack();
+    await page.waitForURL(/sort=name.asc/);
+    const again = await page.getByTestId("customers-table").getByRole("link").allInnerTexts();
+    assert.deepEqual(again, ["José Muñoz", "Ana Pérez", "Luis Soto"]);
+
+    // The sorted column's header says its order and reverses it.
+    const header = page.getByRole("columnheader", { name: /Nombre/ });
+    assert.equal(await header.getAttribute("aria-sort"), "ascending");
+    await header.getByRole("button").click();
+    await page.waitForURL(/sort=name.desc/);
+    await page.getByTestId("customers-table").getByRole("link").first().getByText("Luis Soto").waitFor();
+  });
+
+  test("a mandateId in the address opens that mandate, and Back skips the list", async () => {
+    await page.goto(`${server.base}/customers`);
+    await page.goto(`${server.base}/mandates?id=CTA-020`);
+    await page.waitForURL(/\/mandates\/man_/);
+    await page.goBack();
+    await page.waitForURL(/\/customers$/);
+  });
+
+  test("ledger and audit filters live in the URL too", async () => {
+    await page.goto(`${server.base}/ledger`);
+    await page.getByTestId("ledger-from").fill("01-11-2026");
+    await page.getByTestId("ledger-from").press("Enter");
+    await page.waitForURL(/from=2026-11-01/);
+    await page.goto(`${server.base}/customers`);
+    await page.goBack();
+    await page.waitForURL(/from=2026-11-01/);
+    assert.equal(await page.getByTestId("ledger-from").inputValue(), "01-11-2026");
+
+    await page.goto(`${server.base}/audit`);
+    await page.getByLabel("Quién").fill(OWNER.email);
+    await page.waitForURL(/email=duena/);
+    await page.reload();
+    assert.equal(await page.getByLabel("Quién").inputValue(), OWNER.email);
+  });
+});
