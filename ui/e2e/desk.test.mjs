@@ -250,10 +250,10 @@ describe("Mandato Desk in a browser", { concurrency: false }, () => {
   step("mandates: filtered list, then the detail with its schedule", async () => {
     await page.getByRole("link", { name: "Mandatos" }).click();
     await page.locator(`[data-mandate="${ids.dynamic}"]`).waitFor();
-    await page.getByTestId("filter-id").fill("GYM-2026-001");
+    await page.getByTestId("mandate-search").fill("GYM-2026-001");
     await page.locator(`[data-mandate="${ids.dynamic}"]`).waitFor({ state: "detached" });
     await page.locator(`[data-mandate="${ids.subscription}"]`).waitFor();
-    await page.getByTestId("filter-id").fill("");
+    await page.getByTestId("mandate-search").fill("");
     await page.locator(`[data-mandate="${ids.dynamic}"]`).waitFor();
     await shot("07-mandates");
     await page.getByRole("link", { name: "GYM-2026-001" }).click();

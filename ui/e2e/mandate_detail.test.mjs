@@ -113,7 +113,7 @@ describe("the mandate detail", { concurrency: false }, () => {
     const acceptance = page.getByTestId("acceptance");
     await acceptance.getByText("Aceptación del cliente").waitFor();
     await acceptance.getByText("Ana Pérez Soto · 12345678-5").waitFor();
-    assert.match(await acceptance.getByTestId("accepted-at").innerText(), /^\d{2}-\d{2}-\d{2}, \d/);
+    assert.match(await acceptance.getByTestId("accepted-at").innerText(), /^\d{2}-\d{2}-\d{4} \d{2}:\d{2}/);
     assert.equal(await page.getByTestId("copy-magic-link").count(), 0, "no Magic Link to send once active");
 
     const [download] = await Promise.all([

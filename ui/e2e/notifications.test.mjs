@@ -113,7 +113,7 @@ describe("the Notifications screen", { concurrency: false }, () => {
     await row.getByText("Ana Pérez Soto").waitFor();
     await row.getByText("Pagada").waitFor();
     await row.getByText("Reintentando").waitFor();
-    assert.match(await row.getByTestId("next-attempt").innerText(), /^próximo \d{2}-\d{2}-\d{2}, \d/);
+    assert.match(await row.getByTestId("next-attempt").innerText(), /^próximo \d{2}-\d{2}-\d{4} \d{2}:\d{2}/);
     await row.getByText("Sin respuesta").waitFor();
     await page.screenshot({ path: join(SHOTS, "notifications-1440.png"), fullPage: true });
 

@@ -76,7 +76,7 @@ function DeliveryWords({ event }: { event: EventSummary }) {
       ? { text: t("notifications.retrying"), color: "orange" }
       : { text: t("notifications.toSend"), color: "blue" });
   return (
-    <Stack gap={0}>
+    <Stack gap={0} data-state={event.deliveryState}>
       <Text size="sm" c={shown.color} fw={600} style={{ whiteSpace: "nowrap" }} data-testid="delivery-words">
         {shown.text}
       </Text>
