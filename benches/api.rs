@@ -1260,6 +1260,8 @@ fn engine_alone(
 }
 
 fn main() {
+    // As the mandato binary does (see `app::without_huge_pages`).
+    mandato::app::without_huge_pages();
     if std::env::var("MANDATO_BENCH_PHASE").as_deref() == Ok("fill") {
         fill_main();
         return;

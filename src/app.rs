@@ -500,6 +500,18 @@ async fn accept_failed(e: std::io::Error) {
     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
 }
 
+/// Keeps the process off transparent huge pages. mimalloc asks for them on its arenas, and a
+/// huge page counts in full in the resident memory as soon as one byte of it is touched: an
+/// idle engine held 50 MiB of mostly empty 2 MiB pages, and 150 MiB after a burst of requests
+/// (110 MiB without them; `bench/README.md`). Called first thing in `main`; Linux only.
+pub fn without_huge_pages() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_THP_DISABLE takes integer arguments and changes only this process's flag.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+}
+
 /// Structured logs to stderr for a process running the engine (the `mandato` binary and
 /// Mandato Desk): the level from `MANDATO_LOG` (an `EnvFilter` directive, `info` by default),
 /// colours only on a terminal.

@@ -8,6 +8,7 @@ use mandato::cli::{Cli, Command};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
+    mandato::app::without_huge_pages();
     mandato::app::init_logging();
     // With --json, a usage error is a JSON error too.
     let cli: Cli = mandato::cli::parse();
