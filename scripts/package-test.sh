@@ -6,6 +6,10 @@
 # in, works, and stops cleanly), then removes the package and checks that it is gone. Needs
 # root (or sudo) for apt. Safe to run any number of times: a package left by an interrupted run
 # is removed first. scripts/test.sh runs it after the desktop test.
+#
+#   scripts/package-test.sh          the release package, what merchants install
+#   scripts/package-test.sh --debug  the quick package of the debug builds (scripts/package.sh
+#                                    --debug), with the desktop test's restore step as well
 set -euo pipefail
 cd "$(dirname "$0")/.."
 here="$(pwd)"
@@ -13,6 +17,14 @@ sudo_cmd=""
 [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
 export DEBIAN_FRONTEND=noninteractive
 PKG=mandato-desk
+package_flags=(--no-appimage)
+desk_restore=skip
+for arg in "$@"; do
+  case "$arg" in
+    --debug) package_flags+=(--debug) desk_restore=run ;;
+    *) echo "package-test: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
 # tauri-driver, found before HOME points at a throwaway directory.
 cargo_bin="${CARGO_HOME:-$HOME/.cargo}/bin"
 
@@ -22,7 +34,7 @@ fail() {
 }
 
 echo "== package: build the .deb (scripts/package.sh)"
-deb=$(scripts/package.sh --no-appimage | tail -n1)
+deb=$(scripts/package.sh "${package_flags[@]}" | tail -n1)
 [ -f "$deb" ] || fail "no .deb at $deb"
 
 echo "== package: its control fields"
@@ -84,7 +96,7 @@ TAURI_DRIVER="$(command -v tauri-driver)"
 export TAURI_DRIVER
 # A release build always asks before a restore, in a dialog the test cannot answer: that step
 # is the desktop test's (scripts/desktop-test.sh), on the debug build of the same code.
-DESK_RESTORE=skip DESK_IDLE_SECONDS=2 xvfb-run -a -s "-screen 0 1280x800x24" \
+DESK_RESTORE=$desk_restore DESK_IDLE_SECONDS=2 xvfb-run -a -s "-screen 0 1280x800x24" \
   dbus-run-session -- node src-tauri/e2e/desk.mjs /usr/bin/mandato-desk
 
 echo "== package: apt-get remove $PKG"

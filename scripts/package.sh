@@ -8,6 +8,8 @@
 #
 #   scripts/package.sh              the .deb (and the AppImage when its tools are installed)
 #   scripts/package.sh --no-appimage  the .deb alone
+#   scripts/package.sh --debug      a quick .deb of the debug builds, to check the bundling
+#                                   itself; never for merchants (it needs this build tree's UI)
 #
 # The Tauri command line is the prebuilt one from npm, pinned in src-tauri/package.json; the
 # bundles are made from the binaries cargo built here (`tauri bundle`). Prints the .deb's path
@@ -17,9 +19,11 @@ cd "$(dirname "$0")/.."
 here="$(pwd)"
 
 want_appimage=true
+profile=release
 for arg in "$@"; do
   case "$arg" in
     --no-appimage) want_appimage=false ;;
+    --debug) profile=debug ;;
     *) echo "package: unknown option $arg" >&2; exit 2 ;;
   esac
 done
@@ -30,14 +34,20 @@ scripts/setup.sh --desktop --package >&2
 echo "== package: ui build" >&2
 (cd ui && npm run build --silent) >&2
 
-echo "== package: cargo build --release (mandato-desk and mandato)" >&2
+echo "== package: cargo build, $profile (mandato-desk and mandato)" >&2
 started=$(date +%s)
-cargo build --locked --release -p mandato -p mandato-desk --features mandato-desk/custom-protocol >&2
-echo "package: release build took $(($(date +%s) - started)) s" >&2
+if [ "$profile" = release ]; then
+  cargo build --locked --release -p mandato -p mandato-desk --features mandato-desk/custom-protocol >&2
+  bundle_flags=(--features custom-protocol)
+else
+  cargo build --locked -p mandato -p mandato-desk >&2
+  bundle_flags=(--debug)
+fi
+echo "package: $profile build took $(($(date +%s) - started)) s" >&2
 
 # tauri.conf.json's bundle.linux.*.files take the command line from here.
 mkdir -p target/package
-cp target/release/mandato target/package/mandato
+cp "target/$profile/mandato" target/package/mandato
 
 bundles=deb
 # Tauri's AppImage step runs linuxdeploy and its GTK and AppImage plugins, which it fetches from
@@ -55,15 +65,15 @@ if $want_appimage; then
 fi
 
 echo "== package: tauri bundle --bundles $bundles" >&2
-rm -rf target/release/bundle
-(cd src-tauri && npx --no-install tauri bundle --bundles "$bundles" --features custom-protocol --no-sign --ci) >&2
+rm -rf "target/$profile/bundle"
+(cd src-tauri && npx --no-install tauri bundle --bundles "$bundles" "${bundle_flags[@]}" --no-sign --ci) >&2
 
 # A plain file name (Tauri's carries the product name's space) under target/package/.
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' src-tauri/Cargo.toml | head -n1)
 deb="$here/target/package/mandato-desk_${version}_amd64.deb"
-cp target/release/bundle/deb/*.deb "$deb"
+cp "target/$profile"/bundle/deb/*.deb "$deb"
 if [[ "$bundles" == *appimage* ]]; then
-  cp target/release/bundle/appimage/*.AppImage "$here/target/package/mandato-desk_${version}_amd64.AppImage"
+  cp "target/$profile"/bundle/appimage/*.AppImage "$here/target/package/mandato-desk_${version}_amd64.AppImage"
 fi
 echo "package: $(du -h "$deb" | cut -f1) $(dpkg-deb --field "$deb" Package Version Architecture | tr '\n' ' ')" >&2
 echo "$deb"

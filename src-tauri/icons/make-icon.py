@@ -1,7 +1,10 @@
 """Draws icons/source.png (1024x1024 RGBA; Tauri needs the alpha channel): a rounded teal square
 with a white M over a yellow bar, drawn on a 256-unit grid. Every size the window, the tray and
-the installers use is made from it by the Tauri command line (scripts/package-icons.sh).
-Run: python3 icons/make-icon.py (from src-tauri/)."""
+the installers use (icon.png, the sized PNGs, icon.icns, icon.ico) is made from it by the Tauri
+command line. From src-tauri/:
+
+    python3 icons/make-icon.py && npx tauri icon icons/source.png -o icons && rm -rf icons/android icons/ios
+"""
 import math
 import struct
 import zlib
