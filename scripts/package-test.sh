@@ -83,9 +83,11 @@ trap 'rm -rf "$scratch"' EXIT
 export HOME="$scratch/home"
 mkdir -p "$HOME"
 cli_data="$scratch/cli-data"
-MANDATO_DATA_DIR="$cli_data" /usr/bin/mandato commerce list >/dev/null
-MANDATO_DATA_DIR="$cli_data" /usr/bin/mandato backup "$scratch/manual.db" >/dev/null
-MANDATO_DATA_DIR="$cli_data" /usr/bin/mandato restore "$scratch/manual.db" | grep -q "^restored " ||
+MANDATO_DATA_DIR="$cli_data" /usr/bin/mandato commerce list >/dev/null 2>>"$scratch/cli.log" ||
+  fail "mandato commerce list: $(cat "$scratch/cli.log")"
+MANDATO_DATA_DIR="$cli_data" /usr/bin/mandato backup "$scratch/manual.db" >/dev/null 2>>"$scratch/cli.log" ||
+  fail "mandato backup: $(cat "$scratch/cli.log")"
+MANDATO_DATA_DIR="$cli_data" /usr/bin/mandato restore "$scratch/manual.db" 2>>"$scratch/cli.log" | grep -q "^restored " ||
   fail "mandato restore"
 ls "$cli_data" | grep -q '^mandato\.db\.replaced-' || fail "restore kept no replaced database"
 echo "package: the installed mandato command line opens a database, backs it up and restores it"

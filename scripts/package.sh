@@ -47,7 +47,12 @@ echo "package: $profile build took $(($(date +%s) - started)) s" >&2
 
 # tauri.conf.json's bundle.linux.*.files take the command line from here.
 mkdir -p target/package
-cp "target/$profile/mandato" target/package/mandato
+if [ "$profile" = release ]; then
+  cp target/release/mandato target/package/mandato
+else
+  # Most of a debug binary is its debug info, which the quick package has no use for.
+  strip --strip-debug -o target/package/mandato target/debug/mandato
+fi
 
 bundles=deb
 # Tauri's AppImage step runs linuxdeploy and its GTK and AppImage plugins, which it fetches from
