@@ -60,7 +60,8 @@ bundles=deb
 # carries them. Where they are already in that cache, the AppImage is built too.
 tools="${XDG_CACHE_HOME:-$HOME/.cache}/tauri"
 if $want_appimage; then
-  if [ -x "$tools/linuxdeploy-x86_64.AppImage" ] && [ -x "$tools/linuxdeploy-plugin-appimage.AppImage" ]; then
+  if [ -x "$tools/linuxdeploy-x86_64.AppImage" ] && [ -f "$tools/linuxdeploy-plugin-gtk.sh" ] &&
+    compgen -G "$tools/linuxdeploy-plugin-appimage*.AppImage" >/dev/null; then
     bundles=deb,appimage
   else
     echo "package: AppImage skipped: it needs linuxdeploy, linuxdeploy-plugin-gtk and" \
