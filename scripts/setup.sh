@@ -29,13 +29,13 @@ done
 # poppler-utils (pdftotext, pdfinfo, pdffonts, pdftoppm) for the tests that read the PDFs back.
 apt_packages=(libssl-dev pkg-config poppler-utils)
 # Mandato Desk: GTK, WebKitGTK and the tray's AppIndicator to build and run it; Xvfb,
-# ImageMagick (screenshots and their colour count), WebKitWebDriver and a D-Bus session to
-# test it in a window.
+# ImageMagick (screenshots and their colour count), WebKitWebDriver, a D-Bus session and
+# xwininfo (its native dialogs) to test it in a window.
 if $with_desktop; then
   apt_packages+=(
     libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev libjavascriptcoregtk-4.1-dev
     librsvg2-dev libayatana-appindicator3-dev
-    xvfb xauth imagemagick webkit2gtk-driver dbus-daemon
+    xvfb xauth imagemagick webkit2gtk-driver dbus-daemon x11-utils
   )
 fi
 

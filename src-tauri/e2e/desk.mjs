@@ -5,7 +5,8 @@
 // of that. Checks: the window opens already signed in, its session works the staff API (a
 // commerce and an API key, made from the page) and the merchant API then creates a mandate, a
 // click reaches the mandates list showing it, a restore from a backup through the app's own
-// path (`--restore FILE` handed to the running instance) brings the backed-up data back and
+// path (`--restore FILE` handed to the running instance) refuses a file that is not a mandato
+// database in a native dialog and changes nothing, then brings the backed-up data back and
 // keeps the replaced database, a screenshot is not blank, a second launch hands over to the
 // first and leaves, closing the window stops the app cleanly (exit status 0, the
 // engine's graceful shutdown, an intact database), and a restart on the same data stops as
@@ -279,16 +280,37 @@ try {
     const backup = join(work, "with-one-mandate.db");
     execFileSync(MANDATO, ["backup", backup], { env: { ...process.env, MANDATO_DATA_DIR: dataDir } });
     const second = await createMandate(engine, made.apiKey, SECOND);
-    const handOver = spawn(BIN, ["--data-dir", dataDir, "--restore", backup], { stdio: "ignore" });
-    const handOverCode = await new Promise((ok) => handOver.on("exit", ok));
-    assert.equal(handOverCode, 0, "the --restore launch hands over to the running instance");
-    await waitFor(() => /the engine runs again/.test(readFileSync(appLog, "utf8")), "the restore", 60_000);
-    const log = readFileSync(appLog, "utf8");
-    assert.match(log, /restore: stopping the engine[\s\S]*restored a backup; the replaced database is kept/);
-    await waitFor(async () => {
-      const now = await wd(base, "GET", `${session}/url`);
-      return new URL(now).origin !== engine && (await find('[data-testid="signed-in-as"]'));
-    }, "the window signed in on the restarted engine", 60_000);
+    // The app's own path: a launch with --restore hands the file to the running instance.
+    let origin = engine;
+    const restoreThroughApp = async (file, outcome) => {
+      const restarts = (readFileSync(appLog, "utf8").match(/the engine runs again/g) ?? []).length;
+      const handOver = spawn(BIN, ["--data-dir", dataDir, "--restore", file], { stdio: "ignore" });
+      const handOverCode = await new Promise((ok) => handOver.on("exit", ok));
+      assert.equal(handOverCode, 0, "the --restore launch hands over to the running instance");
+      await waitFor(
+        () => (readFileSync(appLog, "utf8").match(/the engine runs again/g) ?? []).length > restarts,
+        "the engine back after the restore",
+        60_000,
+      );
+      await waitFor(() => outcome.test(readFileSync(appLog, "utf8")), `the restore's outcome: ${outcome}`);
+      const before = origin;
+      origin = await waitFor(async () => {
+        const now = new URL(await wd(base, "GET", `${session}/url`)).origin;
+        return now !== before && (await find('[data-testid="signed-in-as"]')) && now;
+      }, "the window signed in on the restarted engine", 60_000);
+    };
+    // A file that is not a mandato database is refused and changes nothing.
+    const junk = join(work, "not-a-backup.db");
+    writeFileSync(junk, "these bytes are not a SQLite database");
+    await restoreThroughApp(junk, /restore: No se restauró not-a-backup\.db; los datos no cambiaron/);
+    assert.deepEqual(readdirSync(dataDir).filter((f) => f.includes("replaced")), [], "a refused restore replaces nothing");
+    // The refusal is shown in a native dialog, an X window of its own titled like the action.
+    await waitFor(
+      () => /"Restaurar desde una copia"/.test(execFileSync("xwininfo", ["-root", "-tree"]).toString()),
+      "the native error dialog",
+    );
+    report("a refused restore", "a file that is not a mandato database changes nothing; the engine runs again");
+    await restoreThroughApp(backup, /restore: stopping the engine[\s\S]*restored a backup; the replaced database is kept/);
     const mandates = await waitFor(() => find('a[href="/mandates"]'), "the Mandates link");
     await wd(base, "POST", `${session}/element/${mandates}/click`, {});
     await waitFor(() => find(`[data-mandate="${mandate}"]`), "the backed-up mandate's row");
@@ -364,7 +386,9 @@ try {
   assert.equal(readFileSync(exitFile, "utf8").trim(), "0", `exit status; log:\n${log}`);
   assert.match(log, /shutting down: finishing in-flight requests and work/);
   assert.match(log, /engine stopped cleanly/);
-  assert.ok(!/ERROR|panicked/.test(log), `errors in the log:\n${log}`);
+  // The refused restore's error is the one expected.
+  const unexpected = log.split("\n").filter((line) => /ERROR|panicked/.test(line) && !/No se restauró not-a-backup/.test(line));
+  assert.deepEqual(unexpected, [], `errors in the log:\n${log}`);
   const db = join(dataDir, "mandato.db");
   const check = execFileSync("python3", [
     "-c",
