@@ -19,6 +19,8 @@ echo "== desk: cargo build -p mandato-desk"
 started=$(date +%s)
 cargo build --locked -p mandato-desk
 echo "desk: debug build took $(($(date +%s) - started)) s; binary $(du -h target/debug/mandato-desk | cut -f1)"
+# The test takes a backup with the mandato command line beside the app, then restores it.
+cargo build --locked --bin mandato
 
 echo "== desk: cargo clippy -p mandato-desk"
 cargo clippy -p mandato-desk --all-targets --locked -- -D warnings

@@ -7,6 +7,9 @@ set -euo pipefail
 # `--desktop` what building and testing Mandato Desk needs (scripts/desktop-test.sh).
 with_browser=false
 with_desktop=false
+# `--package` what building and testing its installers needs (scripts/package.sh,
+# scripts/package-test.sh): the Tauri command line from npm and desktop-file-validate.
+with_package=false
 # `--fuzz` installs cargo-fuzz (scripts/fuzz.sh); `--schemathesis` Python's venv module
 # (scripts/schemathesis.sh installs schemathesis itself into a venv under target/).
 with_fuzz=false
@@ -15,6 +18,7 @@ for arg in "$@"; do
   case "$arg" in
     --browser) with_browser=true ;;
     --desktop) with_desktop=true ;;
+    --package) with_package=true ;;
     --fuzz) with_fuzz=true ;;
     --schemathesis) with_schemathesis=true ;;
     *) echo "setup: unknown option $arg" >&2; exit 2 ;;
@@ -25,14 +29,18 @@ done
 # poppler-utils (pdftotext, pdfinfo, pdffonts, pdftoppm) for the tests that read the PDFs back.
 apt_packages=(libssl-dev pkg-config poppler-utils)
 # Mandato Desk: GTK, WebKitGTK and the tray's AppIndicator to build and run it; Xvfb,
-# ImageMagick (screenshots and their colour count), WebKitWebDriver and a D-Bus session to
-# test it in a window.
+# ImageMagick (screenshots and their colour count), WebKitWebDriver, a D-Bus session and
+# xwininfo (its native dialogs) to test it in a window.
 if $with_desktop; then
   apt_packages+=(
     libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev libjavascriptcoregtk-4.1-dev
     librsvg2-dev libayatana-appindicator3-dev
-    xvfb xauth imagemagick webkit2gtk-driver dbus-daemon
+    xvfb xauth imagemagick webkit2gtk-driver dbus-daemon x11-utils
   )
+fi
+
+if $with_package; then
+  apt_packages+=(desktop-file-utils)
 fi
 
 missing=()
@@ -89,4 +97,12 @@ if [ ! -f "$here/ui/node_modules/.package-lock.json" ] ||
   [ "$here/ui/package-lock.json" -nt "$here/ui/node_modules/.package-lock.json" ]; then
   echo "setup: installing the UI's npm packages (npm ci)" >&2
   (cd "$here/ui" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+# The Tauri command line that bundles the installers: prebuilt, from npm, exactly as
+# src-tauri/package-lock.json pins it.
+if $with_package && { [ ! -f "$here/src-tauri/node_modules/.package-lock.json" ] ||
+  [ "$here/src-tauri/package-lock.json" -nt "$here/src-tauri/node_modules/.package-lock.json" ]; }; then
+  echo "setup: installing the Tauri command line (npm ci in src-tauri/)" >&2
+  (cd "$here/src-tauri" && npm ci --no-audit --no-fund --loglevel=error)
 fi

@@ -2,7 +2,8 @@
 # Every check that must pass before anything lands: formatting, lints, and all tests (unit
 # tests and the integration tests over real HTTP), then the staff UI's: its API types
 # regenerated from the built server and checked by tsc, Vitest, and the browser tests; last, the
-# desktop app (scripts/desktop-test.sh: its build, lints, and its end-to-end test in a window).
+# desktop app (scripts/desktop-test.sh: its build, lints, and its end-to-end test in a window),
+# and its .deb (scripts/package-test.sh: built, installed, launched, removed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --browser
@@ -31,3 +32,5 @@ echo "== fuzzing: every target of fuzz/ for 60 s (scripts/fuzz.sh)"
 scripts/fuzz.sh 60
 echo "== desktop app: build, clippy, end to end (scripts/desktop-test.sh)"
 scripts/desktop-test.sh
+echo "== desktop package: build, install, launch, remove the .deb (scripts/package-test.sh)"
+scripts/package-test.sh

@@ -4,12 +4,19 @@
 // session (dbus-run-session, for the single-instance check); scripts/desktop-test.sh does all
 // of that. Checks: the window opens already signed in, its session works the staff API (a
 // commerce and an API key, made from the page) and the merchant API then creates a mandate, a
-// click reaches the mandates list showing it, a screenshot is not blank, a second launch hands
-// over to the first and leaves, closing the window stops the app cleanly (exit status 0, the
+// click reaches the mandates list showing it, a restore from a backup through the app's own
+// path (`--restore FILE` handed to the running instance) refuses a file that is not a mandato
+// database in a native dialog and changes nothing, then brings the backed-up data back and
+// keeps the replaced database, a screenshot is not blank, a second launch hands over to the
+// first and leaves, closing the window stops the app cleanly (exit status 0, the
 // engine's graceful shutdown, an intact database), and a restart on the same data stops as
 // cleanly on SIGTERM. Prints the start-to-window time and the resident memory at idle.
 //
 //   node src-tauri/e2e/desk.mjs /abs/path/to/mandato-desk
+//
+// The `mandato` command line beside the binary takes the backup. The restore is confirmed by
+// the test-only MANDATO_DESK_TEST_CONFIRM, which debug builds alone honour; DESK_RESTORE=skip
+// leaves that step out for a release build (scripts/package-test.sh, the installed package).
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -25,6 +32,8 @@ const SHOTS = join(repoRoot, "target", "desk-screenshots");
 const BIN = realpathSync(process.argv[2] ?? join(repoRoot, "target", "debug", "mandato-desk"));
 const TAURI_DRIVER = process.env.TAURI_DRIVER ?? "tauri-driver";
 const IDLE_SECONDS = Number(process.env.DESK_IDLE_SECONDS ?? 5);
+const MANDATO = join(dirname(BIN), "mandato");
+const WITH_RESTORE = process.env.DESK_RESTORE !== "skip";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -72,8 +81,11 @@ function businessDate(daysFromToday) {
   return d.toISOString().slice(0, 10);
 }
 
+const FIRST = { userId: "cust-001", rut: "12.345.678-5", firstName: "Ana", mandateId: "GYM-2026-001" };
+const SECOND = { userId: "cust-002", rut: "11.111.111-1", firstName: "Berta", mandateId: "GYM-2026-002" };
+
 /** A customer and a monthly mandate through the merchant API, as a merchant's backend would. */
-async function createMandate(engine, apiKey) {
+async function createMandate(engine, apiKey, who = FIRST) {
   let token = null;
   const call = async (method, path, body) => {
     const headers = {
@@ -98,16 +110,16 @@ async function createMandate(engine, apiKey) {
   token = (await call("POST", "/login", { username: COMMERCE.normalized, password: jwe })).token;
   await call("POST", "/user", {
     customer: {
-      userId: "cust-001",
-      identificationDocument: { type: "RUT", number: "12.345.678-5" },
-      personalInformation: { firstName: "Ana", lastName: "Pérez" },
-      contacts: { email: "ana@example.cl" },
+      userId: who.userId,
+      identificationDocument: { type: "RUT", number: who.rut },
+      personalInformation: { firstName: who.firstName, lastName: "Pérez" },
+      contacts: { email: `${who.userId}@example.cl` },
     },
   });
   const created = await call("POST", "/mandate", {
-    customer: { userId: "cust-001" },
+    customer: { userId: who.userId },
     mandate: {
-      id: "GYM-2026-001",
+      id: who.mandateId,
       type: "SUBSCRIPTION",
       name: "Plan mensual",
       charges: { currencyId: "CLP", amount: 29990, periodicity: "MONTHLY", startDate: businessDate(7), count: 12 },
@@ -181,7 +193,8 @@ chmodSync(launcher, 0o755);
 const port = await freePort();
 const driverLog = [];
 const driver = spawn(TAURI_DRIVER, ["--port", String(port), "--native-port", String(await freePort())], {
-  env: { ...process.env, MANDATO_DATA_DIR: dataDir, MANDATO_LOG: "info" },
+  // The app inherits this environment; the confirmation of the restore is answered for it.
+  env: { ...process.env, MANDATO_DATA_DIR: dataDir, MANDATO_LOG: "info", MANDATO_DESK_TEST_CONFIRM: "restore" },
   stdio: ["ignore", "pipe", "pipe"],
 });
 driver.stdout.on("data", (d) => driverLog.push(d.toString()));
@@ -261,6 +274,62 @@ try {
   assert.match(await text(row), /GYM-2026-001/);
   report("a click reaches", "the mandates list, with the new mandate");
 
+  if (WITH_RESTORE) {
+    // A backup with the first mandate, then a second mandate, then the backup restored through
+    // the app: the second is gone, the first is there, and the replaced database keeps both.
+    const backup = join(work, "with-one-mandate.db");
+    execFileSync(MANDATO, ["backup", backup], { env: { ...process.env, MANDATO_DATA_DIR: dataDir } });
+    const second = await createMandate(engine, made.apiKey, SECOND);
+    // The app's own path: a launch with --restore hands the file to the running instance.
+    let origin = engine;
+    const restoreThroughApp = async (file, outcome) => {
+      const restarts = (readFileSync(appLog, "utf8").match(/the engine runs again/g) ?? []).length;
+      const handOver = spawn(BIN, ["--data-dir", dataDir, "--restore", file], { stdio: "ignore" });
+      const handOverCode = await new Promise((ok) => handOver.on("exit", ok));
+      assert.equal(handOverCode, 0, "the --restore launch hands over to the running instance");
+      await waitFor(
+        () => (readFileSync(appLog, "utf8").match(/the engine runs again/g) ?? []).length > restarts,
+        "the engine back after the restore",
+        60_000,
+      );
+      await waitFor(() => outcome.test(readFileSync(appLog, "utf8")), `the restore's outcome: ${outcome}`);
+      const before = origin;
+      origin = await waitFor(async () => {
+        const now = new URL(await wd(base, "GET", `${session}/url`)).origin;
+        return now !== before && (await find('[data-testid="signed-in-as"]')) && now;
+      }, "the window signed in on the restarted engine", 60_000);
+    };
+    // A file that is not a mandato database is refused and changes nothing.
+    const junk = join(work, "not-a-backup.db");
+    writeFileSync(junk, "these bytes are not a SQLite database");
+    await restoreThroughApp(junk, /restore: No se restauró not-a-backup\.db; los datos no cambiaron/);
+    assert.deepEqual(readdirSync(dataDir).filter((f) => f.includes("replaced")), [], "a refused restore replaces nothing");
+    // The refusal is shown in a native dialog, an X window of its own titled like the action.
+    await waitFor(
+      () => /"Restaurar desde una copia"/.test(execFileSync("xwininfo", ["-root", "-tree"]).toString()),
+      "the native error dialog",
+    );
+    report("a refused restore", "a file that is not a mandato database changes nothing; the engine runs again");
+    await restoreThroughApp(backup, /restore: stopping the engine[\s\S]*restored a backup; the replaced database is kept/);
+    const mandates = await waitFor(() => find('a[href="/mandates"]'), "the Mandates link");
+    await wd(base, "POST", `${session}/element/${mandates}/click`, {});
+    await waitFor(() => find(`[data-mandate="${mandate}"]`), "the backed-up mandate's row");
+    assert.equal(await find(`[data-mandate="${second}"]`), null, "the mandate made after the backup is gone");
+    const replaced = readdirSync(dataDir).filter((f) => /^mandato\.db\.replaced-\d{8}T\d{6}Z$/.test(f));
+    assert.equal(replaced.length, 1, `replaced databases: ${readdirSync(dataDir)}`);
+    const count = (db) =>
+      execFileSync("python3", [
+        "-c",
+        "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from mandates').fetchone()[0])",
+        db,
+      ])
+        .toString()
+        .trim();
+    assert.equal(count(join(dataDir, replaced[0])), "2", "the replaced database keeps both mandates");
+    assert.equal(count(join(dataDir, "mandato.db")), "1", "the restored database has the backed-up one");
+    report("restore from a backup", `mandate ${second} gone, ${mandate} back; the replaced database kept as ${replaced[0]}`);
+  }
+
   // Idle: let the page settle, then measure memory.
   await sleep(IDLE_SECONDS * 1000);
   const webkit = descendants(app.pid);
@@ -317,7 +386,9 @@ try {
   assert.equal(readFileSync(exitFile, "utf8").trim(), "0", `exit status; log:\n${log}`);
   assert.match(log, /shutting down: finishing in-flight requests and work/);
   assert.match(log, /engine stopped cleanly/);
-  assert.ok(!/ERROR|panicked/.test(log), `errors in the log:\n${log}`);
+  // The refused restore's error is the one expected.
+  const unexpected = log.split("\n").filter((line) => /ERROR|panicked/.test(line) && !/No se restauró not-a-backup/.test(line));
+  assert.deepEqual(unexpected, [], `errors in the log:\n${log}`);
   const db = join(dataDir, "mandato.db");
   const check = execFileSync("python3", [
     "-c",

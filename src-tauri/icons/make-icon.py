@@ -1,10 +1,17 @@
-"""Draws icons/icon.png (256x256 RGBA; Tauri needs the alpha channel): a rounded teal square
-with a white M over a yellow bar. Run: python3 icons/make-icon.py (from src-tauri/)."""
+"""Draws icons/source.png (1024x1024 RGBA; Tauri needs the alpha channel): a rounded teal square
+with a white M over a yellow bar, drawn on a 256-unit grid. Every size the window, the tray and
+the installers use (icon.png, the sized PNGs, icon.icns, icon.ico) is made from it by the Tauri
+command line. From src-tauri/:
+
+    python3 icons/make-icon.py && npx tauri icon icons/source.png -o icons && rm -rf icons/android icons/ios
+"""
 import math
 import struct
 import zlib
 
 N = 256
+# The drawing's pixels: each is sampled at the centre of its cell of the 256-unit grid.
+SIZE = 1024
 
 
 def inside_rounded(x, y, r=48, m=8):
@@ -39,12 +46,16 @@ def chunk(kind, data):
     return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
 
 
-raw = b"".join(b"\x00" + b"".join(bytes(pixel(x, y)) for x in range(N)) for y in range(N))
+SCALE = N / SIZE
+raw = b"".join(
+    b"\x00" + b"".join(bytes(pixel((x + 0.5) * SCALE, (y + 0.5) * SCALE)) for x in range(SIZE))
+    for y in range(SIZE)
+)
 png = (
     b"\x89PNG\r\n\x1a\n"
-    + chunk(b"IHDR", struct.pack(">IIBBBBB", N, N, 8, 6, 0, 0, 0))
+    + chunk(b"IHDR", struct.pack(">IIBBBBB", SIZE, SIZE, 8, 6, 0, 0, 0))
     + chunk(b"IDAT", zlib.compress(raw, 9))
     + chunk(b"IEND", b"")
 )
-with open("icons/icon.png", "wb") as f:
+with open("icons/source.png", "wb") as f:
     f.write(png)

@@ -1,21 +1,25 @@
 //! Mandato Desk, the desktop shell around the mandato engine. It holds no business logic: it
 //! starts the engine in this process on a free loopback port, opens a window on the engine's
 //! own staff UI already signed in as the owner (a single-use link from the engine, never a
-//! password), shows the engine's state in the tray, keeps one instance per data directory, and
-//! on quit lets the engine finish its in-flight requests and work before the process exits.
+//! password), shows the engine's state in the tray, keeps one instance per data directory,
+//! restores the database from a backup when asked (restore.rs), and on quit lets the engine
+//! finish its in-flight requests and work before the process exits.
 
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
+mod restore;
 mod tray;
 
-use std::path::PathBuf;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use mandato::app::Running;
 use mandato::clock::SystemClock;
 use mandato::config::Config;
-use tauri::{AppHandle, Manager, RunEvent, WebviewUrl, WebviewWindowBuilder};
+use tauri::{AppHandle, Manager, RunEvent, Url, WebviewUrl, WebviewWindowBuilder};
 
 /// The engine's allocator, as in the `mandato` binary: freed memory goes back to the system.
 #[global_allocator]
@@ -24,13 +28,40 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// The label of the one window.
 const MAIN: &str = "main";
 
-/// The engine while it runs; taken out (and shut down) when the app is asked to exit.
-#[derive(Default)]
-struct Engine(Mutex<Option<Running>>);
+/// The engine while it runs; taken out (and shut down) when the app is asked to exit, and for
+/// the time a restore swaps its database.
+struct Engine {
+    running: Mutex<Option<Running>>,
+    data_dir: PathBuf,
+    /// A restore is under way: the engine is away on purpose and comes back.
+    restoring: AtomicBool,
+    /// Quit was asked during a restore: the app quits once the engine is back.
+    quit_after_restore: AtomicBool,
+}
 
 impl Engine {
+    fn new(data_dir: PathBuf) -> Self {
+        Self {
+            running: Mutex::new(None),
+            data_dir,
+            restoring: AtomicBool::new(false),
+            quit_after_restore: AtomicBool::new(false),
+        }
+    }
+
     fn take(&self) -> Option<Running> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+        self.running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+    }
+
+    fn put(&self, running: Running) {
+        *self.running.lock().unwrap_or_else(|p| p.into_inner()) = Some(running);
+    }
+
+    fn data_dir(&self) -> &Path {
+        &self.data_dir
     }
 }
 
@@ -57,16 +88,17 @@ fn run() -> anyhow::Result<i32> {
     tauri::async_runtime::set(runtime.handle().clone());
     let instance = tauri_plugin_single_instance::Builder::new()
         .dbus_id(instance_id(&data_dir))
-        .callback(|app, _args, _cwd| show_window(app))
+        .callback(|app, args, cwd| on_second_launch(app, args, &cwd))
         .build();
-    let engine = Arc::new(Engine::default());
+    let engine = Arc::new(Engine::new(data_dir));
     let started = Arc::clone(&engine);
     let app = tauri::Builder::default()
         // First, so that a second instance leaves before it touches the data.
         .plugin(instance)
+        .plugin(tauri_plugin_dialog::init())
         .manage(Arc::clone(&engine))
         .setup(move |app| {
-            setup(app, &started, data_dir, launched)?;
+            setup(app, &started, launched)?;
             Ok(())
         })
         .build(tauri::generate_context!())?;
@@ -87,18 +119,45 @@ fn run() -> anyhow::Result<i32> {
 /// `--data-dir DIR`, else `MANDATO_DATA_DIR`, else the engine's own default (the platform's
 /// data directory), so the `mandato` command line finds the same database.
 fn data_dir() -> PathBuf {
-    let mut args = std::env::args_os().skip(1);
+    option_value(std::env::args_os().skip(1), "--data-dir")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("MANDATO_DATA_DIR")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
+        .unwrap_or_else(mandato::config::default_data_dir)
+}
+
+/// The value after `name` among the command line's arguments, if any.
+fn option_value(
+    args: impl IntoIterator<Item = impl Into<OsString>>,
+    name: &str,
+) -> Option<OsString> {
+    let mut args = args.into_iter().map(Into::into);
     while let Some(arg) = args.next() {
-        if arg == "--data-dir"
-            && let Some(dir) = args.next()
-        {
-            return PathBuf::from(dir);
+        if arg == name {
+            return args.next();
         }
     }
-    std::env::var_os("MANDATO_DATA_DIR")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(mandato::config::default_data_dir)
+    None
+}
+
+/// `mandato-desk --restore FILE`: the backup to restore, relative to where it was launched.
+fn restore_argument(
+    args: impl IntoIterator<Item = impl Into<OsString>>,
+    cwd: &Path,
+) -> Option<PathBuf> {
+    option_value(args, "--restore").map(|file| cwd.join(file))
+}
+
+/// A second launch on the same data directory hands over to this instance: it shows the
+/// window, and asks to restore the backup it names with `--restore FILE`.
+fn on_second_launch(app: &AppHandle, args: Vec<String>, cwd: &str) {
+    show_window(app);
+    if let Some(backup) = restore_argument(args.into_iter().skip(1), Path::new(cwd)) {
+        restore::confirm(app, backup);
+    }
 }
 
 /// One instance per data directory: its D-Bus name (Linux) carries a digest of the path.
@@ -116,27 +175,11 @@ fn local_user() -> String {
         .unwrap_or_else(|| "owner".into())
 }
 
-fn setup(
-    app: &mut tauri::App,
-    engine: &Engine,
-    data_dir: PathBuf,
-    launched: Instant,
-) -> anyhow::Result<()> {
-    std::fs::create_dir_all(&data_dir)?;
-    tracing::info!(data_dir = %data_dir.display(), "starting the engine");
-    let mut config = Config::new(data_dir);
-    config.listen = "127.0.0.1:0".parse()?;
-    let running =
-        tauri::async_runtime::block_on(mandato::app::start(config, Arc::new(SystemClock)))?;
+fn setup(app: &mut tauri::App, engine: &Engine, launched: Instant) -> anyhow::Result<()> {
+    let (running, url) = tauri::async_runtime::block_on(start_engine(engine.data_dir()))?;
     let base = running.base_url();
-    let link = tauri::async_runtime::block_on(mandato::http::admin::desk::sign_in_path(
-        &running.state,
-        &local_user(),
-    ))
-    .map_err(|e| anyhow::anyhow!("{e}"))?;
-    *engine.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(running);
+    engine.put(running);
     tray::create(app.handle(), &format!("running at {base}"))?;
-    let url = format!("{base}{}", link.expose()).parse()?;
     let window = WebviewWindowBuilder::new(app, MAIN, WebviewUrl::External(url))
         .title("Mandato Desk")
         .inner_size(1280.0, 800.0)
@@ -149,7 +192,25 @@ fn setup(
         ms = launched.elapsed().as_millis() as u64,
         "Mandato Desk is up; its window opens signed in"
     );
+    if let Some(backup) = restore_argument(std::env::args_os().skip(1), &std::env::current_dir()?) {
+        restore::confirm(app.handle(), backup);
+    }
     Ok(())
+}
+
+/// Starts the engine on the data directory, on a free loopback port, and answers it with the
+/// single-use link that signs the window in as the machine's user.
+async fn start_engine(data_dir: &Path) -> anyhow::Result<(Running, Url)> {
+    std::fs::create_dir_all(data_dir)?;
+    tracing::info!(data_dir = %data_dir.display(), "starting the engine");
+    let mut config = Config::new(data_dir.to_path_buf());
+    config.listen = "127.0.0.1:0".parse()?;
+    let running = mandato::app::start(config, Arc::new(SystemClock)).await?;
+    let link = mandato::http::admin::desk::sign_in_path(&running.state, &local_user())
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let url = format!("{}{}", running.base_url(), link.expose()).parse()?;
+    Ok((running, url))
 }
 
 /// When the page itself is closed (WebDriver's Close Window, a script's `window.close()`),
@@ -206,6 +267,14 @@ pub(crate) fn show_window(app: &AppHandle) {
 
 fn on_event(app: &AppHandle, event: RunEvent) {
     if let RunEvent::ExitRequested { api, .. } = event {
+        // During a restore the engine is away for a moment: quit when it is back.
+        if let Some(engine) = app.try_state::<Arc<Engine>>()
+            && engine.restoring.load(Ordering::SeqCst)
+        {
+            engine.quit_after_restore.store(true, Ordering::SeqCst);
+            api.prevent_exit();
+            return;
+        }
         // Closing the window or Quit: hold the exit until the engine has stopped, then exit
         // again (the engine is gone by then, so that second request goes through).
         let Some(running) = take_engine(app) else {
@@ -240,4 +309,35 @@ async fn stop_engine_with(app: &AppHandle, running: Running) -> i32 {
     };
     tray::show_state(app, "stopped");
     code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_option_takes_the_argument_after_it() {
+        let args = ["--data-dir", "/srv/mandato", "--restore", "copy.db"];
+        assert_eq!(
+            option_value(args, "--data-dir"),
+            Some(OsString::from("/srv/mandato"))
+        );
+        assert_eq!(option_value(args, "--restore"), Some("copy.db".into()));
+        assert_eq!(option_value(["--data-dir"], "--data-dir"), None);
+        assert_eq!(option_value(["copy.db"], "--restore"), None);
+    }
+
+    #[test]
+    fn a_restore_file_is_taken_from_where_the_app_was_launched() {
+        let cwd = Path::new("/home/ana");
+        assert_eq!(
+            restore_argument(["--restore", "backups/copy.db"], cwd),
+            Some(PathBuf::from("/home/ana/backups/copy.db"))
+        );
+        assert_eq!(
+            restore_argument(["--restore", "/tmp/copy.db"], cwd),
+            Some(PathBuf::from("/tmp/copy.db"))
+        );
+        assert_eq!(restore_argument(["--data-dir", "/srv"], cwd), None);
+    }
 }

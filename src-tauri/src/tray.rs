@@ -1,5 +1,6 @@
 //! The tray icon: the engine's state (running at which address, stopping, stopped) as the
-//! first, inert line of its menu and as its tooltip, then Open and Quit.
+//! first, inert line of its menu and as its tooltip, then Open, "Restaurar desde una copia…"
+//! (restore.rs) and Quit.
 
 use tauri::menu::{Menu, MenuItem, PredefinedMenuItem};
 use tauri::tray::TrayIconBuilder;
@@ -14,6 +15,13 @@ pub fn create(app: &AppHandle, state: &str) -> tauri::Result<()> {
     let text = line(state);
     let state_line = MenuItem::with_id(app, "state", &text, false, None::<&str>)?;
     let open = MenuItem::with_id(app, "open", "Open Mandato Desk", true, None::<&str>)?;
+    let restore = MenuItem::with_id(
+        app,
+        "restore",
+        crate::restore::MENU_LABEL,
+        true,
+        None::<&str>,
+    )?;
     let quit = MenuItem::with_id(app, "quit", "Quit", true, None::<&str>)?;
     let menu = Menu::with_items(
         app,
@@ -21,6 +29,8 @@ pub fn create(app: &AppHandle, state: &str) -> tauri::Result<()> {
             &state_line,
             &PredefinedMenuItem::separator(app)?,
             &open,
+            &restore,
+            &PredefinedMenuItem::separator(app)?,
             &quit,
         ],
     )?;
@@ -29,6 +39,7 @@ pub fn create(app: &AppHandle, state: &str) -> tauri::Result<()> {
         .tooltip(&text)
         .on_menu_event(|app, event| match event.id().as_ref() {
             "open" => crate::show_window(app),
+            "restore" => crate::restore::pick(app),
             // Through the exit request, which stops the engine gracefully first.
             "quit" => app.exit(0),
             _ => {}
