@@ -66,6 +66,7 @@ impl Engine {
 }
 
 fn main() -> std::process::ExitCode {
+    mandato::app::without_huge_pages();
     mandato::app::init_logging();
     match run() {
         Ok(code) => std::process::ExitCode::from(u8::try_from(code).unwrap_or(1)),
