@@ -100,6 +100,29 @@ async function violations() {
   return found;
 }
 
+/** A one-page A4 PDF with a line of text, its cross-reference table computed here. */
+function onePagePdf(text) {
+  const content = `BT /F1 18 Tf 72 760 Td (${text}) Tj ET`;
+  const objects = [
+    "<< /Type /Catalog /Pages 2 0 R >>",
+    "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+    "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+    `<< /Length ${content.length} >>\nstream\n${content}\nendstream`,
+    "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+  ];
+  let pdf = "%PDF-1.4\n";
+  const offsets = objects.map((object, i) => {
+    const at = pdf.length;
+    pdf += `${i + 1} 0 obj\n${object}\nendobj\n`;
+    return at;
+  });
+  const xref = pdf.length;
+  pdf += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`;
+  pdf += offsets.map((o) => `${String(o).padStart(10, "0")} 00000 n \n`).join("");
+  pdf += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+  return Buffer.from(pdf, "latin1").toString("base64");
+}
+
 /**
  * Checks the page as it stands at each width (and scheme): axe, one h1 below the header, a
  * title; writes the screenshots. `open` brings the page to the state to check.
@@ -163,6 +186,19 @@ describe("Accessibility of every screen", { concurrency: false }, () => {
         contacts: { email: "ana@example.cl" },
       },
     });
+    const process = await call("POST", "/signature", {
+      process: { processName: "Contrato de arriendo", externalProcessId: "ARR-A11Y", requestUser: "ventas@gimnasio.cl" },
+      signatories: [{ userId: "cust-001", order: 1, type: "FES" }],
+      documents: [
+        {
+          documentName: "contrato.pdf",
+          contentBase64: onePagePdf("Contrato de arriendo"),
+          signatureData: [{ signatory: { userId: "cust-001" }, mode: "LAST_PAGE" }],
+        },
+      ],
+      urls: { callback: "https://merchant.example/listo", webhook: "https://merchant.example/hooks/signature" },
+    });
+    ids.process = process.process.internalId;
     const direct = await call("POST", "/mandate", mandateBody("GYM-A11Y-1", "Plan mensual"));
     ids.mandate = direct.mandate.internalId;
     ids.link = direct.mandate.magicLink;
@@ -229,6 +265,7 @@ describe("Accessibility of every screen", { concurrency: false }, () => {
     await check("charging", route("/charging"));
     await check("ledger", route("/ledger"));
     await check("signatures", route("/signatures"));
+    await check("signature-detail", route(`/signatures/${ids.process}`));
   });
 
   test("every settings tab", async () => {
