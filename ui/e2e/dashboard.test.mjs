@@ -111,6 +111,8 @@ describe("the dashboard's money and failing webhooks", { concurrency: false }, (
 
   test("the month's money of the chosen commerce, exact, and a chart people and readers can follow", async () => {
     await page.goto(`${server.base}/?commerce=${COMMERCE}`);
+    // The last automatic backup, at a glance (the test server takes none).
+    await page.getByTestId("dashboard-backup").getByTestId("last-backup").waitFor();
     const totals = page.getByTestId("money-totals");
     await totals.waitFor();
     // A run on a business day charges the installment; on a weekend or holiday it waits.

@@ -190,6 +190,10 @@ describe("lists keep their state in the URL", { concurrency: false }, () => {
     await page.waitForURL(/\/mandates\/man_/);
     await page.goBack();
     await page.waitForURL(/\/customers$/);
+    // Where our id is expected, the merchant's mandateId opens the mandate too.
+    await page.goto(`${server.base}/mandates/CTA-020`);
+    await page.waitForURL(/\/mandates\/man_/);
+    await page.locator("h1").first().waitFor();
   });
 
   test("ledger and audit filters live in the URL too", async () => {

@@ -95,6 +95,8 @@ describe("Settings and staff safety in a browser", { concurrency: false }, () =>
     await page.getByRole("option", { name: "Operador" }).click();
     await page.getByTestId("confirm").click();
     await page.getByText("Cuenta actualizada").first().waitFor();
+    // The list is read again after the change; its select follows once it arrives.
+    for (let i = 0; i < 50 && (await role.inputValue()) !== "Operador"; i++) await page.waitForTimeout(100);
     assert.equal(await role.inputValue(), "Operador");
   });
 

@@ -4,6 +4,7 @@ import { Link } from "react-router";
 import { api, payload } from "../api/client";
 import { BarChart, chartCurrencies } from "../components/BarChart";
 import { CommerceSelect } from "../components/CommerceSelect";
+import { LastBackup } from "../components/LastBackup";
 import { QueryState } from "../components/QueryState";
 import { StateBadge } from "../components/StateBadge";
 import { PageTitle } from "../components/Layout";
@@ -119,6 +120,9 @@ export function Dashboard() {
             ) : (
               <MoneyCards totals={d.totals} currency={currency} monthStart={d.monthStart} />
             )}
+            <Card withBorder data-testid="dashboard-backup">
+              <LastBackup />
+            </Card>
             <SimpleGrid cols={{ base: 1, lg: 2 }}>
               <Counts title={t("dashboard.mandates")} counts={d.mandates} testId="mandate-counts" />
               <Counts title={t("dashboard.installments")} counts={d.installments} testId="installment-counts" />

@@ -23,7 +23,7 @@ import { useForm } from "@mantine/form";
 import { notifications } from "@mantine/notifications";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Fragment, useState } from "react";
-import { Link, useParams } from "react-router";
+import { Link, Navigate, useParams } from "react-router";
 import { ApiError, api, payload, type Schemas } from "../api/client";
 import { MandateActivationCard } from "../components/Activation";
 import { confirmAction } from "../components/confirm";
@@ -649,6 +649,13 @@ function usePaymentMethodWords(): (method: EnrolledMethod) => string {
 
 export function MandateDetail() {
   const { id = "" } = useParams();
+  // Our ids start with `man_`; anything else is the merchant's mandateId, which the list
+  // resolves (`/mandates?id=`) and replaces in the history by the mandate's own page.
+  if (!id.startsWith("man_")) return <Navigate to={`/mandates?id=${encodeURIComponent(id)}`} replace />;
+  return <MandateDetailOf id={id} />;
+}
+
+function MandateDetailOf({ id }: { id: string }) {
   const { t, money, date, dateTime, label } = useI18n();
   const session = useSession();
   const operator = session.can("operator");

@@ -31,6 +31,7 @@ import { CommerceActivationMode } from "../components/Activation";
 import { AuditChainCheck } from "../components/AuditChainCheck";
 import { useCommerces } from "../components/CommerceSelect";
 import { confirmAction } from "../components/confirm";
+import { LastBackup } from "../components/LastBackup";
 import { QueryState } from "../components/QueryState";
 import { PageTitle } from "../components/Layout";
 import { useI18n, useSession } from "../lib/context";
@@ -755,45 +756,6 @@ function Environment() {
           <LastBackup />
           <AuditChainCheck />
         </Stack>
-      )}
-    </QueryState>
-  );
-}
-
-/** A backup's size as people read it: bytes, KiB or MiB. */
-function formatBytes(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
-  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
-}
-
-/** The last automatic backup: the owner sees at a glance that the data is being kept. */
-function LastBackup() {
-  const { t, dateTime } = useI18n();
-  const query = useQuery({
-    queryKey: ["backups"],
-    queryFn: () => payload(api.GET("/backups")),
-    refetchInterval: 60_000,
-  });
-  const d = query.data;
-  return (
-    <QueryState loading={query.isLoading} error={query.error}>
-      {d && (
-        <div>
-          <Text size="xs" c="dimmed">
-            {t("settings.lastBackup")}
-          </Text>
-          <Text data-testid="last-backup">
-            {d.last
-              ? t("settings.lastBackupAt", { at: dateTime(d.last.takenAt), size: formatBytes(d.last.sizeBytes) })
-              : d.enabled
-                ? t("settings.noBackupYet")
-                : t("settings.backupsOff")}
-          </Text>
-          <Text size="xs" c="dimmed">
-            {t("settings.backupsWhere", { count: d.items.length, dir: d.directory })}
-          </Text>
-        </div>
       )}
     </QueryState>
   );
