@@ -666,8 +666,14 @@ impl Drop for Sealing {
 /// written, in a short transaction of its own. `true` when the process is now COMPLETED.
 /// A failure leaves it awaiting, for the sweep to try again.
 pub(crate) async fn seal(state: &AppState, process_seq: i64) -> bool {
-    let Some(_sealing) = Sealing::claim(process_seq) else {
-        return false;
+    // Another caller (the sweep, or the last signature's request) may be sealing it now: wait
+    // for its turn, then answer what the process is, rather than "not completed" for a process
+    // a moment from being completed. The request's time limit bounds the wait.
+    let _sealing = loop {
+        if let Some(claim) = Sealing::claim(process_seq) {
+            break claim;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
     };
     let permit = pdf::permit().await;
     let store = Arc::clone(&state.store);
@@ -675,7 +681,9 @@ pub(crate) async fn seal(state: &AppState, process_seq: i64) -> bool {
     let result = tokio::task::spawn_blocking(move || {
         let job = store.read(|conn| ceremony::prepare_seal(conn, process_seq, &act))?;
         let Some(job) = job else {
-            return Ok(false);
+            // Nothing to seal: sealed meanwhile by the caller that held the claim, or never due.
+            let process = store.read(|conn| signatures::process_by_seq(conn, process_seq))?;
+            return Ok(process.state == ProcessState::Completed);
         };
         let id = job.process_id().to_string();
         let sealed = job.run();
