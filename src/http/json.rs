@@ -1,5 +1,5 @@
-//! Request bodies: not JSON is a 400 at `body`; JSON of the wrong shape a 400 at the path of
-//! the first problem; never a 500. Unknown fields are ignored.
+//! Request bodies: not JSON, or JSON that is not an object, is a 400 at `body`; JSON of the
+//! wrong shape a 400 at the path of the first problem; never a 500. Unknown fields are ignored.
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
@@ -42,6 +42,16 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
             format!("the body is not valid JSON: {e}"),
         )
     })?;
+    // Every body of this API is an object. serde would otherwise read a struct from an array of
+    // its fields in order, so `[]` passed as an empty object for a body whose members all have
+    // defaults.
+    if !value.is_object() {
+        return Err(Error::validation(
+            "body",
+            "INVALID_TYPE",
+            "the body must be a JSON object",
+        ));
+    }
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let field = if path == "." {
@@ -63,4 +73,30 @@ fn too_large() -> axum::response::Response {
         errors: Vec::new(),
     };
     (axum::http::StatusCode::PAYLOAD_TOO_LARGE, axum::Json(body)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse;
+
+    #[derive(Debug, serde::Deserialize)]
+    struct Defaults {
+        #[serde(default)]
+        _reorder: bool,
+    }
+
+    #[test]
+    fn only_an_object_is_a_body() {
+        for text in ["[]", "[true]", "1", "\"x\"", "null"] {
+            match parse::<Defaults>(text.as_bytes()) {
+                Err(crate::error::Error::Validation(errors)) => {
+                    assert_eq!(errors.len(), 1, "{text}");
+                    assert_eq!(errors[0].field, "body", "{text}");
+                    assert_eq!(errors[0].code, "INVALID_TYPE", "{text}");
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        assert!(parse::<Defaults>(b"{}").is_ok());
+    }
 }
