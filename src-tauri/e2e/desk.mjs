@@ -266,9 +266,9 @@ try {
   // A click reaches the mandates list, which shows that mandate.
   const link = await waitFor(() => find('a[href="/mandates"]'), "the Mandates link");
   await wd(base, "POST", `${session}/element/${link}/click`, {});
-  await waitFor(() => find('[data-testid="filter-id"]'), "the mandates list");
+  await waitFor(() => find('[data-testid="mandate-search"]'), "the mandates list");
   assert.match(await wd(base, "GET", `${session}/url`), /\/mandates$/);
-  const heading = await waitFor(() => find("main h2"), "the mandates heading");
+  const heading = await waitFor(() => find("main h1"), "the mandates heading");
   assert.match(await text(heading), /^(Mandatos|Mandates)$/);
   const row = await waitFor(() => find(`[data-mandate="${mandate}"]`), "the mandate's row");
   assert.match(await text(row), /GYM-2026-001/);
