@@ -379,9 +379,11 @@ try {
   await wd(base, "DELETE", `${session}/window`);
   await waitFor(() => !alive(app.pid), "the app to exit", 30_000);
   report("close to exit", `${(performance.now() - closing).toFixed(0)} ms`);
+  // The wrapper writes the exit status once the app is gone; the driver's session is ended only
+  // afterwards, since ending it may take the wrapper down before it writes.
+  await waitFor(() => existsSync(exitFile), "the exit status");
   await wd(base, "DELETE", session).catch(() => {});
   session = null;
-  await waitFor(() => existsSync(exitFile), "the exit status");
   const log = readFileSync(appLog, "utf8");
   assert.equal(readFileSync(exitFile, "utf8").trim(), "0", `exit status; log:\n${log}`);
   assert.match(log, /shutting down: finishing in-flight requests and work/);
