@@ -166,7 +166,9 @@ impl Query {
 pub fn search_terms(text: &str) -> Option<String> {
     let quoted = |word: &str| format!("\"{}\"", word.replace('"', "\"\""));
     let words: Vec<String> = text
-        .split_whitespace()
+        // Control characters separate words like spaces do: FTS5 reads its query as a C
+        // string, so a NUL inside a quoted word would end it ("unterminated string").
+        .split(|c: char| c.is_whitespace() || c.is_control())
         .filter(|w| w.chars().count() >= 3)
         .map(|word| {
             let compact = rut_prefix(word)
@@ -1261,6 +1263,7 @@ mod tests {
         assert_eq!(find("So"), vec!["cust-2"]);
         assert!(find("nadie").is_empty());
         assert!(find("\"").is_empty());
+        assert_eq!(find("pérez\u{0}cust-1"), vec!["cust-1"]);
     }
 
     #[test]
@@ -1280,6 +1283,9 @@ mod tests {
             "(((",
             "ñ̃ñ",
             "usr_2 OR 1=1",
+            "\u{1b}\u{7bd69}\u{98}\u{0}\u{8a55b}",
+            "abc\u{0}def",
+            "\u{0}\u{0}\u{0}",
         ] {
             let filter = CustomerFilter {
                 text: Some(text.into()),
