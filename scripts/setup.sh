@@ -28,6 +28,9 @@ done
 # System packages: OpenSSL headers and pkg-config for the JWE crate (josekit links OpenSSL);
 # poppler-utils (pdftotext, pdfinfo, pdffonts, pdftoppm) for the tests that read the PDFs back.
 apt_packages=(libssl-dev pkg-config poppler-utils)
+# PostgreSQL's server for the tests of the PostgreSQL backend (scripts/pg.sh starts a
+# throwaway cluster of its own; the package's default cluster is not used).
+apt_packages+=(postgresql)
 # Mandato Desk: GTK, WebKitGTK and the tray's AppIndicator to build and run it; Xvfb,
 # ImageMagick (screenshots and their colour count), WebKitWebDriver, a D-Bus session and
 # xwininfo (its native dialogs) to test it in a window.

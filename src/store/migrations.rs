@@ -138,9 +138,11 @@ mod tests {
         let mut files: Vec<String> =
             std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations"))
                 .unwrap()
+                .map(|e| e.unwrap())
+                // migrations/postgres/ holds PostgreSQL's own (`pg_migrations.rs`).
+                .filter(|e| e.file_type().unwrap().is_file())
                 .map(|e| {
-                    e.unwrap()
-                        .file_name()
+                    e.file_name()
                         .to_string_lossy()
                         .trim_end_matches(".sql")
                         .to_string()

@@ -1,4 +1,6 @@
-//! SQLite storage: the only module with SQL. One file per aggregate.
+//! Storage: the only module with SQL. One file per aggregate. SQLite is the default backend;
+//! PostgreSQL is being added beside it (`db.rs`, `pg_migrations.rs`, ARCHITECTURE.md's
+//! "Storage backends"): an aggregate ported to `db::Db` runs on both.
 //!
 //! One database file in WAL mode. Writes go through a single connection, each operation in one
 //! `BEGIN IMMEDIATE` transaction (all or nothing, and other processes such as the CLI wait their
@@ -12,6 +14,7 @@ pub mod charging;
 mod checkpoint;
 pub mod commerces;
 pub mod customers;
+pub mod db;
 pub mod deliveries;
 pub mod dev_tools;
 pub mod events;
@@ -47,6 +50,9 @@ pub mod login_throttle;
 pub mod mandate_signatures;
 pub mod mandates;
 pub mod migrations;
+pub mod pg_migrations;
+#[cfg(test)]
+pub(crate) mod pg_test;
 pub mod sandbox_reset;
 mod search;
 pub mod settings;

@@ -1,0 +1,753 @@
+//! The backend-neutral query layer: what a store function uses instead of rusqlite directly.
+//!
+//! A [`Db`] is a copyable handle on either a SQLite connection (or transaction) or a
+//! PostgreSQL session ([`PgConn`]) inside a transaction. Store functions write their SQL once,
+//! with SQLite's placeholders (`?1`, `?2`, or bare `?`); on PostgreSQL the text is translated to
+//! `$1`, `$2` once per statement and the prepared statement is cached on the connection, keyed
+//! by the original text. On SQLite every call goes straight to rusqlite's `prepare_cached`:
+//! parameters are bound from a slice of [`Param`] on the stack, so nothing is allocated that
+//! a direct rusqlite call would not allocate.
+//!
+//! Columns are read with [`Row::get`]. Integers are `i64` on both backends; flags are `bool`
+//! in Rust and `0`/`1` in both schemas (PostgreSQL's columns are `BIGINT`), so `WHERE flag = 1`
+//! is one SQL text. Where the dialects truly differ, the store function matches on
+//! [`Db::backend`] and keeps both texts side by side.
+//!
+//! A PostgreSQL transaction is aborted by its first failing statement: code that expects a
+//! statement to fail (a unique violation it handles) writes `ON CONFLICT` instead, which both
+//! dialects understand.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use postgres::types::{IsNull, ToSql as PgToSql, Type};
+use rusqlite::types::{ToSqlOutput, ValueRef};
+
+/// Which database a [`Db`] talks to, for the few statements written twice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// A failed statement, from either backend.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    #[error(transparent)]
+    Postgres(#[from] postgres::Error),
+    /// `query_row` found nothing; `query_opt` answers `None` instead.
+    #[error("the query returned no rows")]
+    NoRows,
+    /// A column held a value the Rust type cannot represent.
+    #[error("column {index}: {message}")]
+    Column { index: usize, message: String },
+}
+
+impl Error {
+    /// A `UNIQUE` (or primary key) constraint refused the row.
+    pub fn is_unique_violation(&self) -> bool {
+        match self {
+            Error::Sqlite(rusqlite::Error::SqliteFailure(e, _)) => matches!(
+                e.extended_code,
+                rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+                    | rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
+            ),
+            Error::Postgres(e) => e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION),
+            _ => false,
+        }
+    }
+}
+
+impl From<Error> for crate::error::Error {
+    fn from(e: Error) -> Self {
+        crate::error::Error::Internal(e.into())
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// One statement parameter. Built with [`params!`](crate::db_params) or `Param::from`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Param<'a> {
+    Null,
+    Int(i64),
+    /// Stored as `0`/`1` on both backends.
+    Bool(bool),
+    /// Measurements only (durations, page coordinates); money is TEXT.
+    Real(f64),
+    Text(&'a str),
+    Blob(&'a [u8]),
+}
+
+impl From<i64> for Param<'_> {
+    fn from(v: i64) -> Self {
+        Param::Int(v)
+    }
+}
+
+impl From<bool> for Param<'_> {
+    fn from(v: bool) -> Self {
+        Param::Bool(v)
+    }
+}
+
+impl From<f64> for Param<'_> {
+    fn from(v: f64) -> Self {
+        Param::Real(v)
+    }
+}
+
+impl<'a> From<&'a str> for Param<'a> {
+    fn from(v: &'a str) -> Self {
+        Param::Text(v)
+    }
+}
+
+impl<'a> From<&'a String> for Param<'a> {
+    fn from(v: &'a String) -> Self {
+        Param::Text(v)
+    }
+}
+
+impl<'a> From<&'a [u8]> for Param<'a> {
+    fn from(v: &'a [u8]) -> Self {
+        Param::Blob(v)
+    }
+}
+
+impl<'a> From<&'a Vec<u8>> for Param<'a> {
+    fn from(v: &'a Vec<u8>) -> Self {
+        Param::Blob(v)
+    }
+}
+
+impl From<&i64> for Param<'_> {
+    fn from(v: &i64) -> Self {
+        Param::Int(*v)
+    }
+}
+
+impl From<&bool> for Param<'_> {
+    fn from(v: &bool) -> Self {
+        Param::Bool(*v)
+    }
+}
+
+impl<'a, T: Into<Param<'a>>> From<Option<T>> for Param<'a> {
+    fn from(v: Option<T>) -> Self {
+        v.map_or(Param::Null, Into::into)
+    }
+}
+
+impl<'a> From<&'a Option<String>> for Param<'a> {
+    fn from(v: &'a Option<String>) -> Self {
+        v.as_deref().into()
+    }
+}
+
+impl From<&Option<i64>> for Param<'_> {
+    fn from(v: &Option<i64>) -> Self {
+        (*v).into()
+    }
+}
+
+/// The parameters of one statement, as an array on the stack:
+/// `db_params![commerce_id, user_id.as_str(), now]`.
+#[macro_export]
+macro_rules! db_params {
+    () => { [] as [$crate::store::db::Param<'_>; 0] };
+    ($($value:expr),+ $(,)?) => { [$($crate::store::db::Param::from($value)),+] };
+}
+pub use crate::db_params as params;
+
+impl rusqlite::ToSql for Param<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::Borrowed(match *self {
+            Param::Null => ValueRef::Null,
+            Param::Int(v) => ValueRef::Integer(v),
+            Param::Bool(v) => ValueRef::Integer(i64::from(v)),
+            Param::Real(v) => ValueRef::Real(v),
+            Param::Text(v) => ValueRef::Text(v.as_bytes()),
+            Param::Blob(v) => ValueRef::Blob(v),
+        }))
+    }
+}
+
+impl PgToSql for Param<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match *self {
+            Param::Null => Ok(IsNull::Yes),
+            Param::Int(v) => int_to_sql(v, ty, out),
+            Param::Bool(v) if *ty == Type::BOOL => v.to_sql(ty, out),
+            Param::Bool(v) => int_to_sql(i64::from(v), ty, out),
+            Param::Real(v) => v.to_sql(ty, out),
+            Param::Text(v) => v.to_sql(ty, out),
+            Param::Blob(v) => v.to_sql(ty, out),
+        }
+    }
+
+    /// The variant decides the encoding; `to_sql` refuses a column type it cannot write.
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    postgres::types::to_sql_checked!();
+}
+
+/// An integer for an integer column of any width (a narrower one refuses what does not fit).
+fn int_to_sql(
+    v: i64,
+    ty: &Type,
+    out: &mut bytes::BytesMut,
+) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+    match *ty {
+        Type::INT2 => i16::try_from(v)?.to_sql(ty, out),
+        Type::INT4 => i32::try_from(v)?.to_sql(ty, out),
+        Type::BOOL => (v != 0).to_sql(ty, out),
+        _ => v.to_sql(ty, out),
+    }
+}
+
+/// One result row of either backend.
+pub enum Row<'r> {
+    Sqlite(&'r rusqlite::Row<'r>),
+    Postgres(&'r postgres::Row),
+}
+
+impl Row<'_> {
+    /// The column at `index` (from 0) as `T`.
+    pub fn get<T: Column>(&self, index: usize) -> Result<T> {
+        match self {
+            Row::Sqlite(row) => T::from_sqlite(row, index),
+            Row::Postgres(row) => T::from_postgres(row, index),
+        }
+    }
+}
+
+/// A Rust type a column can be read as, on both backends.
+pub trait Column: Sized {
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> Result<Self>;
+    fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self>;
+}
+
+/// Types both drivers read the same way.
+macro_rules! same_on_both {
+    ($($t:ty),*) => {$(
+        impl Column for $t {
+            fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> Result<Self> {
+                Ok(row.get(index)?)
+            }
+            fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
+                Ok(row.try_get(index)?)
+            }
+        }
+    )*};
+}
+same_on_both!(
+    String,
+    Option<String>,
+    Vec<u8>,
+    Option<Vec<u8>>,
+    f64,
+    Option<f64>
+);
+
+impl Column for Option<i64> {
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> Result<Self> {
+        Ok(row.get(index)?)
+    }
+
+    /// `BIGINT` columns and `count(*)` are `INT8`; an `INT4` expression widens.
+    fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
+        let ty = row.columns().get(index).map(|c| c.type_().clone());
+        Ok(match ty {
+            Some(Type::INT4) => row.try_get::<_, Option<i32>>(index)?.map(i64::from),
+            Some(Type::INT2) => row.try_get::<_, Option<i16>>(index)?.map(i64::from),
+            Some(Type::BOOL) => row.try_get::<_, Option<bool>>(index)?.map(i64::from),
+            _ => row.try_get(index)?,
+        })
+    }
+}
+
+impl Column for i64 {
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> Result<Self> {
+        Ok(row.get(index)?)
+    }
+
+    fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
+        Option::<i64>::from_postgres(row, index)?.ok_or_else(|| null_column(index))
+    }
+}
+
+impl Column for Option<bool> {
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> Result<Self> {
+        Ok(row.get(index)?)
+    }
+
+    /// Flags are `BIGINT` 0/1 in the schema; a boolean expression (`EXISTS`) reads as well.
+    fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
+        let is_bool = row
+            .columns()
+            .get(index)
+            .is_some_and(|c| *c.type_() == Type::BOOL);
+        if is_bool {
+            Ok(row.try_get(index)?)
+        } else {
+            Ok(Option::<i64>::from_postgres(row, index)?.map(|v| v != 0))
+        }
+    }
+}
+
+impl Column for bool {
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> Result<Self> {
+        Ok(row.get(index)?)
+    }
+
+    fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
+        Option::<bool>::from_postgres(row, index)?.ok_or_else(|| null_column(index))
+    }
+}
+
+fn null_column(index: usize) -> Error {
+    Error::Column {
+        index,
+        message: "NULL where a value was expected".to_string(),
+    }
+}
+
+/// A handle on a connection inside a transaction, of either backend. Cheap to copy: pass it
+/// by value from one store function to the next.
+#[derive(Clone, Copy)]
+pub enum Db<'a> {
+    Sqlite(&'a rusqlite::Connection),
+    Postgres(&'a PgConn),
+}
+
+impl<'a> From<&'a rusqlite::Connection> for Db<'a> {
+    fn from(conn: &'a rusqlite::Connection) -> Self {
+        Db::Sqlite(conn)
+    }
+}
+
+impl<'a> From<&'a rusqlite::Transaction<'_>> for Db<'a> {
+    fn from(tx: &'a rusqlite::Transaction<'_>) -> Self {
+        Db::Sqlite(tx)
+    }
+}
+
+impl<'a> From<&'a PgConn> for Db<'a> {
+    fn from(conn: &'a PgConn) -> Self {
+        Db::Postgres(conn)
+    }
+}
+
+impl<'a> Db<'a> {
+    pub fn backend(self) -> Backend {
+        match self {
+            Db::Sqlite(_) => Backend::Sqlite,
+            Db::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// The SQLite connection, for store code that has not been made backend-neutral yet.
+    pub fn sqlite(self) -> Option<&'a rusqlite::Connection> {
+        match self {
+            Db::Sqlite(conn) => Some(conn),
+            Db::Postgres(_) => None,
+        }
+    }
+
+    /// Runs a statement; the number of rows it changed.
+    pub fn execute(self, sql: &str, params: &[Param<'_>]) -> Result<u64> {
+        match self {
+            Db::Sqlite(conn) => {
+                let changed = conn
+                    .prepare_cached(sql)?
+                    .execute(rusqlite::params_from_iter(params))?;
+                Ok(changed as u64)
+            }
+            Db::Postgres(pg) => pg.with_statement(sql, |client, stmt| {
+                Ok(client.execute(stmt, &pg_params(params))?)
+            }),
+        }
+    }
+
+    /// The first row, read by `f`; [`Error::NoRows`] when there is none.
+    pub fn query_row<T>(
+        self,
+        sql: &str,
+        params: &[Param<'_>],
+        f: impl FnOnce(&Row<'_>) -> Result<T>,
+    ) -> Result<T> {
+        self.query_opt(sql, params, f)?.ok_or(Error::NoRows)
+    }
+
+    /// The first row, read by `f`, or `None`.
+    pub fn query_opt<T>(
+        self,
+        sql: &str,
+        params: &[Param<'_>],
+        f: impl FnOnce(&Row<'_>) -> Result<T>,
+    ) -> Result<Option<T>> {
+        match self {
+            Db::Sqlite(conn) => {
+                let mut stmt = conn.prepare_cached(sql)?;
+                let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+                match rows.next()? {
+                    Some(row) => f(&Row::Sqlite(row)).map(Some),
+                    None => Ok(None),
+                }
+            }
+            Db::Postgres(pg) => {
+                let row = pg.with_statement(sql, |client, stmt| {
+                    Ok(client.query_opt(stmt, &pg_params(params))?)
+                })?;
+                row.map(|row| f(&Row::Postgres(&row))).transpose()
+            }
+        }
+    }
+
+    /// Every row, each read by `f`, in the order the query gives them.
+    pub fn query_map<T>(
+        self,
+        sql: &str,
+        params: &[Param<'_>],
+        mut f: impl FnMut(&Row<'_>) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        match self {
+            Db::Sqlite(conn) => {
+                let mut stmt = conn.prepare_cached(sql)?;
+                let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+                let mut out = Vec::new();
+                while let Some(row) = rows.next()? {
+                    out.push(f(&Row::Sqlite(row))?);
+                }
+                Ok(out)
+            }
+            Db::Postgres(pg) => {
+                // The rows are fetched before `f` runs, so `f` may query again.
+                let rows = pg.with_statement(sql, |client, stmt| {
+                    Ok(client.query(stmt, &pg_params(params))?)
+                })?;
+                rows.iter().map(|row| f(&Row::Postgres(row))).collect()
+            }
+        }
+    }
+
+    /// Runs several statements without parameters (schema changes).
+    pub fn execute_batch(self, sql: &str) -> Result<()> {
+        match self {
+            Db::Sqlite(conn) => Ok(conn.execute_batch(sql)?),
+            Db::Postgres(pg) => Ok(pg.inner.borrow_mut().client.batch_execute(sql)?),
+        }
+    }
+}
+
+/// The parameters as the PostgreSQL driver takes them. At most a handful per statement, and
+/// PostgreSQL's own round trip dwarfs this small vector.
+fn pg_params<'p>(params: &'p [Param<'_>]) -> Vec<&'p (dyn PgToSql + Sync)> {
+    params.iter().map(|p| p as &(dyn PgToSql + Sync)).collect()
+}
+
+/// One PostgreSQL connection and its prepared statements.
+pub struct PgConn {
+    inner: RefCell<PgInner>,
+}
+
+struct PgInner {
+    client: postgres::Client,
+    /// Keyed by the SQL as the store wrote it (SQLite placeholders).
+    statements: HashMap<String, postgres::Statement>,
+}
+
+impl PgConn {
+    /// Connects to `url` (`postgres://user@host:port/database`, or with `?host=/socket/dir`).
+    pub fn connect(url: &str) -> Result<PgConn> {
+        let client = postgres::Client::connect(url, postgres::NoTls)?;
+        Ok(PgConn {
+            inner: RefCell::new(PgInner {
+                client,
+                statements: HashMap::new(),
+            }),
+        })
+    }
+
+    /// Runs `f` in one transaction: committed if it returns `Ok`, rolled back otherwise.
+    pub fn transaction<T, E: From<Error>>(
+        &self,
+        f: impl FnOnce(Db<'_>) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        self.batch("BEGIN")?;
+        match f(Db::Postgres(self)) {
+            Ok(value) => {
+                self.batch("COMMIT")?;
+                Ok(value)
+            }
+            Err(e) => {
+                self.batch("ROLLBACK")?;
+                Err(e)
+            }
+        }
+    }
+
+    /// Statements outside any transaction of ours (`CREATE DATABASE`, advisory locks).
+    pub fn batch(&self, sql: &str) -> Result<()> {
+        Ok(self.inner.borrow_mut().client.batch_execute(sql)?)
+    }
+
+    /// Runs `f` with the prepared statement for `sql`, preparing (and caching) it the first
+    /// time this connection sees the text.
+    fn with_statement<T>(
+        &self,
+        sql: &str,
+        f: impl FnOnce(&mut postgres::Client, &postgres::Statement) -> Result<T>,
+    ) -> Result<T> {
+        let mut inner = self.inner.borrow_mut();
+        let PgInner { client, statements } = &mut *inner;
+        let stmt = match statements.get(sql) {
+            Some(stmt) => stmt.clone(),
+            None => {
+                let stmt = client.prepare(&to_postgres_placeholders(sql))?;
+                statements.insert(sql.to_string(), stmt.clone());
+                stmt
+            }
+        };
+        f(client, &stmt)
+    }
+}
+
+/// SQLite's placeholders (`?`, `?NNN`) as PostgreSQL's (`$N`). A bare `?` takes the number
+/// after the highest seen so far, as SQLite numbers it. Quoted strings, quoted identifiers and
+/// comments are copied as they are.
+pub fn to_postgres_placeholders(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut highest = 0u32;
+    let mut chars = sql.char_indices().peekable();
+    while let Some((_, c)) = chars.next() {
+        match c {
+            '\'' | '"' => {
+                out.push(c);
+                for (_, inner) in chars.by_ref() {
+                    out.push(inner);
+                    // A doubled quote ends and reopens: the copy stays the same.
+                    if inner == c {
+                        break;
+                    }
+                }
+            }
+            '-' if chars.peek().is_some_and(|&(_, n)| n == '-') => {
+                out.push(c);
+                for (_, inner) in chars.by_ref() {
+                    out.push(inner);
+                    if inner == '\n' {
+                        break;
+                    }
+                }
+            }
+            '/' if chars.peek().is_some_and(|&(_, n)| n == '*') => {
+                out.push(c);
+                let mut previous = ' ';
+                for (_, inner) in chars.by_ref() {
+                    out.push(inner);
+                    if previous == '*' && inner == '/' {
+                        break;
+                    }
+                    previous = inner;
+                }
+            }
+            '?' => {
+                let mut digits = String::new();
+                while let Some(&(_, d)) = chars.peek() {
+                    if !d.is_ascii_digit() {
+                        break;
+                    }
+                    digits.push(d);
+                    chars.next();
+                }
+                let number = match digits.parse::<u32>() {
+                    Ok(n) => n,
+                    Err(_) => highest + 1,
+                };
+                highest = highest.max(number);
+                out.push('$');
+                out.push_str(&number.to_string());
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::pg_test;
+
+    #[test]
+    fn placeholders_are_numbered_as_sqlite_numbers_them() {
+        assert_eq!(
+            to_postgres_placeholders("SELECT a FROM t WHERE b = ?1 AND c = ?2 OR d = ?1"),
+            "SELECT a FROM t WHERE b = $1 AND c = $2 OR d = $1"
+        );
+        assert_eq!(
+            to_postgres_placeholders("INSERT INTO t VALUES (?, ?, ?)"),
+            "INSERT INTO t VALUES ($1, $2, $3)"
+        );
+        assert_eq!(
+            to_postgres_placeholders("VALUES (?10, ?)"),
+            "VALUES ($10, $11)"
+        );
+    }
+
+    #[test]
+    fn quoted_text_and_comments_keep_their_question_marks() {
+        assert_eq!(
+            to_postgres_placeholders("SELECT 'why?', \"a?\" -- really?\n, ?1 /* ?2 */"),
+            "SELECT 'why?', \"a?\" -- really?\n, $1 /* ?2 */"
+        );
+        assert_eq!(
+            to_postgres_placeholders("SELECT 'it''s ?' || ?"),
+            "SELECT 'it''s ?' || $1"
+        );
+    }
+
+    const SCHEMA: &str = "CREATE TABLE things (
+        seq BIGINT PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        note TEXT,
+        active BIGINT NOT NULL,
+        weight DOUBLE PRECISION,
+        body BYTEA
+    )";
+
+    /// Runs `check` on a fresh SQLite database and a fresh PostgreSQL one, each with `SCHEMA`.
+    fn on_both(check: impl Fn(Db<'_>)) {
+        let sqlite = rusqlite::Connection::open_in_memory().unwrap();
+        sqlite
+            .execute_batch(
+                &SCHEMA
+                    .replace("BYTEA", "BLOB")
+                    .replace("DOUBLE PRECISION", "REAL"),
+            )
+            .unwrap();
+        check(Db::Sqlite(&sqlite));
+
+        let database = pg_test::empty_database();
+        let pg = PgConn::connect(database.url()).unwrap();
+        pg.batch(SCHEMA).unwrap();
+        check(Db::Postgres(&pg));
+    }
+
+    fn insert(db: Db<'_>, seq: i64, name: &str, note: Option<&str>, active: bool) -> Result<u64> {
+        db.execute(
+            "INSERT INTO things (seq, name, note, active, weight, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            &params![seq, name, note, active, 1.5, &b"\x00\x01"[..]],
+        )
+    }
+
+    #[test]
+    fn rows_round_trip_every_parameter_type() {
+        on_both(|db| {
+            assert_eq!(insert(db, 1, "one", Some("first"), true).unwrap(), 1);
+            assert_eq!(insert(db, 2, "two", None, false).unwrap(), 1);
+            let rows = db
+                .query_map(
+                    "SELECT seq, name, note, active, weight, body FROM things ORDER BY seq",
+                    &params![],
+                    |r| {
+                        Ok((
+                            r.get::<i64>(0)?,
+                            r.get::<String>(1)?,
+                            r.get::<Option<String>>(2)?,
+                            r.get::<bool>(3)?,
+                            r.get::<f64>(4)?,
+                            r.get::<Vec<u8>>(5)?,
+                        ))
+                    },
+                )
+                .unwrap();
+            assert_eq!(
+                rows,
+                vec![
+                    (1, "one".into(), Some("first".into()), true, 1.5, vec![0, 1]),
+                    (2, "two".into(), None, false, 1.5, vec![0, 1]),
+                ]
+            );
+            let count = db
+                .query_row(
+                    "SELECT count(*) FROM things WHERE active = 1",
+                    &params![],
+                    |r| r.get::<i64>(0),
+                )
+                .unwrap();
+            assert_eq!(count, 1);
+        });
+    }
+
+    #[test]
+    fn query_row_and_query_opt_tell_a_missing_row() {
+        on_both(|db| {
+            insert(db, 1, "one", None, true).unwrap();
+            let sql = "SELECT name FROM things WHERE seq = ?1";
+            let found = db.query_opt(sql, &params![1_i64], |r| r.get::<String>(0));
+            assert_eq!(found.unwrap().as_deref(), Some("one"));
+            let missing = db.query_opt(sql, &params![7_i64], |r| r.get::<String>(0));
+            assert_eq!(missing.unwrap(), None);
+            let missing = db.query_row(sql, &params![7_i64], |r| r.get::<String>(0));
+            assert!(matches!(missing, Err(Error::NoRows)));
+        });
+    }
+
+    #[test]
+    fn returning_and_on_conflict_are_one_text_for_both() {
+        on_both(|db| {
+            let sql = "INSERT INTO things (seq, name, active) VALUES (?1, ?2, 0)
+                       ON CONFLICT (name) DO NOTHING RETURNING seq";
+            let first = db.query_opt(sql, &params![5_i64, "five"], |r| r.get::<i64>(0));
+            assert_eq!(first.unwrap(), Some(5));
+            let again = db.query_opt(sql, &params![6_i64, "five"], |r| r.get::<i64>(0));
+            assert_eq!(again.unwrap(), None);
+        });
+    }
+
+    #[test]
+    fn a_unique_violation_is_told_apart() {
+        on_both(|db| {
+            insert(db, 1, "one", None, true).unwrap();
+            let error = insert(db, 2, "one", None, true).unwrap_err();
+            assert!(error.is_unique_violation(), "{error}");
+            let error = db
+                .execute("INSERT INTO nowhere VALUES (1)", &params![])
+                .unwrap_err();
+            assert!(!error.is_unique_violation(), "{error}");
+        });
+    }
+
+    #[test]
+    fn a_postgres_transaction_commits_on_ok_and_rolls_back_on_error() {
+        let database = pg_test::empty_database();
+        let pg = PgConn::connect(database.url()).unwrap();
+        pg.batch(SCHEMA).unwrap();
+        pg.transaction(|db| insert(db, 1, "kept", None, true))
+            .unwrap();
+        let failed: Result<()> = pg.transaction(|db| {
+            insert(db, 2, "dropped", None, true)?;
+            Err(Error::NoRows)
+        });
+        assert!(failed.is_err());
+        let names = pg
+            .transaction(|db| {
+                db.query_map("SELECT name FROM things ORDER BY seq", &params![], |r| {
+                    r.get::<String>(0)
+                })
+            })
+            .unwrap();
+        assert_eq!(names, vec!["kept".to_string()]);
+    }
+}

@@ -1,0 +1,95 @@
+//! PostgreSQL for the store's tests: one server per test binary, one fresh database per test.
+//!
+//! The server is `MANDATO_TEST_DATABASE_URL` when it is set (a cluster started beforehand with
+//! `scripts/pg.sh start`); otherwise the first test to ask starts one with `scripts/pg.sh`,
+//! which removes it once this process has exited. Each [`TestDatabase`] is a new database
+//! (`t_<random>`) on that server, with the PostgreSQL schema applied, dropped when the value
+//! is dropped.
+
+use std::process::Command;
+use std::sync::OnceLock;
+
+use super::db::PgConn;
+
+/// The server's URL (any database on it); the cluster is started at most once.
+fn server_url() -> &'static str {
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| match std::env::var("MANDATO_TEST_DATABASE_URL") {
+        Ok(url) if !url.is_empty() => url,
+        _ => start_cluster(),
+    })
+}
+
+fn start_cluster() -> String {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/pg.sh");
+    let output = Command::new("nice")
+        .args(["-n", "19", script, "start", "--owner-pid"])
+        .arg(std::process::id().to_string())
+        .output()
+        .expect("scripts/pg.sh runs");
+    assert!(
+        output.status.success(),
+        "scripts/pg.sh start failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("MANDATO_TEST_DATABASE_URL="))
+        .expect("scripts/pg.sh prints the database URL")
+        .to_string()
+}
+
+/// The same server, another database.
+fn url_of(database: &str) -> String {
+    let mut url = url::Url::parse(server_url()).expect("a postgres:// URL");
+    url.set_path(&format!("/{database}"));
+    url.to_string()
+}
+
+/// A fresh database with the PostgreSQL schema, dropped at the end of the test.
+pub struct TestDatabase {
+    name: String,
+    url: String,
+}
+
+impl TestDatabase {
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// A new connection to this database.
+    pub fn connect(&self) -> PgConn {
+        PgConn::connect(&self.url).expect("the test database accepts connections")
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        if let Ok(admin) = PgConn::connect(server_url()) {
+            let _ = admin.batch(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ));
+        }
+    }
+}
+
+/// An empty database of its own for one test.
+pub fn empty_database() -> TestDatabase {
+    let name = format!("t_{}", hex::encode(rand::random::<[u8; 8]>()));
+    let admin = PgConn::connect(server_url()).expect("the test server accepts connections");
+    admin
+        .batch(&format!("CREATE DATABASE {name}"))
+        .expect("the test database is created");
+    TestDatabase {
+        url: url_of(&name),
+        name,
+    }
+}
+
+/// A database of its own for one test, with the whole schema.
+pub fn database() -> TestDatabase {
+    let database = empty_database();
+    super::pg_migrations::run(&database.connect()).expect("the PostgreSQL migrations apply");
+    database
+}
