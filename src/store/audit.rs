@@ -21,8 +21,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, params};
+use rusqlite::Connection;
 
+use super::db::{self, Db, params};
 use super::{Durability, Store, open_connection, settings};
 use crate::clock::Clock;
 use crate::error::Error;
@@ -244,17 +245,28 @@ impl CorrelationClaim {
 }
 
 /// Records a claim in the caller's transaction, so it commits with the write it guards.
-pub fn record_claim(conn: &Connection, claim: &CorrelationClaim) -> rusqlite::Result<()> {
-    conn.prepare_cached(
+pub fn record_claim<'c>(db: impl Into<Db<'c>>, claim: &CorrelationClaim) -> db::Result<()> {
+    db.into().execute(
         "INSERT INTO correlation_ids (commerce_id, correlation_id, seen_at) VALUES (?1, ?2, ?3)
          ON CONFLICT DO NOTHING",
-    )?
-    .execute(params![
-        claim.commerce_id,
-        claim.correlation_id,
-        claim.seen_at
-    ])?;
+        &params![claim.commerce_id, &claim.correlation_id, &claim.seen_at],
+    )?;
     Ok(())
+}
+
+/// Whether the commerce used the correlationId at `cutoff` or later.
+fn was_seen<'c>(
+    db: impl Into<Db<'c>>,
+    commerce_id: i64,
+    correlation_id: &str,
+    cutoff: &str,
+) -> db::Result<bool> {
+    db.into().query_row(
+        "SELECT EXISTS (SELECT 1 FROM correlation_ids
+         WHERE commerce_id = ?1 AND correlation_id = ?2 AND seen_at >= ?3)",
+        &params![commerce_id, correlation_id, cutoff],
+        |r| r.get(0),
+    )
 }
 
 pub struct AuditWriter {
@@ -363,14 +375,7 @@ impl AuditWriter {
         let seen = if !maybe_seen {
             Ok(false)
         } else {
-            store.read(|conn| {
-                Ok(conn
-                    .prepare_cached(
-                        "SELECT EXISTS (SELECT 1 FROM correlation_ids
-                     WHERE commerce_id = ?1 AND correlation_id = ?2 AND seen_at >= ?3)",
-                    )?
-                    .query_row(params![commerce_id, correlation_id, cutoff], |r| r.get(0))?)
-            })
+            store.read(|conn| Ok(was_seen(conn, commerce_id, correlation_id, &cutoff)?))
         };
         match seen {
             Ok(false) => {}
@@ -532,62 +537,73 @@ fn write_batch(
     flushes: &mut Vec<Sender<()>>,
     written: &mut Vec<CorrelationKey>,
     pruner: &mut Pruner,
-) -> rusqlite::Result<()> {
+) -> db::Result<()> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    {
-        let mut audit = tx.prepare_cached(
-            "INSERT INTO audit_log (at, method, path, status, duration_ms, commerce, correlation_id,
-                    api_key_prefix, headers, peer)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-        )?;
-        let mut correlation = tx.prepare_cached(
-            "INSERT INTO correlation_ids (commerce_id, correlation_id, seen_at) VALUES (?1, ?2, ?3)
-             ON CONFLICT DO UPDATE SET seen_at = excluded.seen_at",
-        )?;
-        let mut refusals: HashMap<(String, Refusal), i64> = HashMap::new();
-        let mut correlations = Vec::new();
-        let mut key_uses = Vec::new();
-        for record in batch {
-            match record {
-                Record::Audit(e) => {
-                    audit.execute(params![
-                        e.at,
-                        e.method,
-                        e.path,
-                        e.status,
+    write_records(Db::from(&tx), batch, flushes, written, pruner)?;
+    Ok(tx.commit()?)
+}
+
+/// One batch's records, in the writer's transaction.
+fn write_records(
+    db: Db<'_>,
+    batch: Vec<Record>,
+    flushes: &mut Vec<Sender<()>>,
+    written: &mut Vec<CorrelationKey>,
+    pruner: &mut Pruner,
+) -> db::Result<()> {
+    let mut refusals: HashMap<(String, Refusal), i64> = HashMap::new();
+    let mut correlations = Vec::new();
+    let mut key_uses = Vec::new();
+    for record in batch {
+        match record {
+            Record::Audit(e) => {
+                db.execute(
+                    "INSERT INTO audit_log (at, method, path, status, duration_ms, commerce,
+                            correlation_id, api_key_prefix, headers, peer)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                    &params![
+                        &e.at,
+                        &e.method,
+                        &e.path,
+                        i64::from(e.status),
                         e.duration_ms,
-                        e.commerce,
-                        e.correlation_id,
-                        e.api_key_prefix,
-                        e.headers,
-                        e.peer
-                    ])?;
-                }
-                Record::Correlation { key, seen_at } => correlations.push((key, seen_at)),
-                Record::Refusal { minute, reason } => {
-                    *refusals.entry((minute, reason)).or_default() += 1;
-                }
-                Record::KeyUsed { key_id, at } => key_uses.push((key_id, at)),
-                Record::Flush(done) => flushes.push(done),
-                Record::Prune(done) => pruner.start(done),
+                        &e.commerce,
+                        &e.correlation_id,
+                        &e.api_key_prefix,
+                        &e.headers,
+                        &e.peer
+                    ],
+                )?;
             }
-        }
-        super::commerces::record_api_key_uses(&tx, &key_uses)?;
-        // In key order, each insert finds its B-tree page next to the previous one's.
-        correlations.sort_unstable();
-        for (key, seen_at) in correlations {
-            correlation.execute(params![key.0, key.1, seen_at])?;
-            written.push(key);
-        }
-        let mut count = tx.prepare_cached(
-            "INSERT INTO audit_refusals (minute, reason, count) VALUES (?1, ?2, ?3)
-             ON CONFLICT (minute, reason) DO UPDATE SET count = count + excluded.count",
-        )?;
-        for ((minute, reason), n) in refusals {
-            count.execute(params![minute, reason.as_str(), n])?;
+            Record::Correlation { key, seen_at } => correlations.push((key, seen_at)),
+            Record::Refusal { minute, reason } => {
+                *refusals.entry((minute, reason)).or_default() += 1;
+            }
+            Record::KeyUsed { key_id, at } => key_uses.push((key_id, at)),
+            Record::Flush(done) => flushes.push(done),
+            Record::Prune(done) => pruner.start(done),
         }
     }
-    tx.commit()
+    super::commerces::record_api_key_uses(db, &key_uses)?;
+    // In key order, each insert finds its B-tree page next to the previous one's.
+    correlations.sort_unstable();
+    for (key, seen_at) in correlations {
+        db.execute(
+            "INSERT INTO correlation_ids (commerce_id, correlation_id, seen_at) VALUES (?1, ?2, ?3)
+             ON CONFLICT (commerce_id, correlation_id) DO UPDATE SET seen_at = excluded.seen_at",
+            &params![key.0, &key.1, &seen_at],
+        )?;
+        written.push(key);
+    }
+    for ((minute, reason), n) in refusals {
+        db.execute(
+            "INSERT INTO audit_refusals (minute, reason, count) VALUES (?1, ?2, ?3)
+             ON CONFLICT (minute, reason)
+             DO UPDATE SET count = audit_refusals.count + excluded.count",
+            &params![&minute, reason.as_str(), n],
+        )?;
+    }
+    Ok(())
 }
 
 /// Deletes request logs past their retention: the audit log and the refusal counts after the
@@ -629,27 +645,7 @@ impl Pruner {
         let Some((audit_cutoff, correlation_cutoff)) = &self.cutoffs else {
             return;
         };
-        let deleted = (|| -> rusqlite::Result<usize> {
-            Ok(conn
-                .prepare_cached(
-                    "DELETE FROM audit_log WHERE seq IN
-                     (SELECT seq FROM audit_log WHERE at < ?1 ORDER BY at LIMIT ?2)",
-                )?
-                .execute(params![audit_cutoff, PRUNE_BATCH])?
-                + conn
-                    .prepare_cached(
-                        "DELETE FROM audit_refusals WHERE (minute, reason) IN
-                         (SELECT minute, reason FROM audit_refusals WHERE minute < ?1 LIMIT ?2)",
-                    )?
-                    .execute(params![audit_cutoff, PRUNE_BATCH])?
-                + conn
-                    .prepare_cached(
-                        "DELETE FROM correlation_ids WHERE (commerce_id, correlation_id) IN
-                         (SELECT commerce_id, correlation_id FROM correlation_ids
-                          WHERE seen_at < ?1 ORDER BY seen_at LIMIT ?2)",
-                    )?
-                    .execute(params![correlation_cutoff, PRUNE_BATCH])?)
-        })();
+        let deleted = prune_batch(Db::from(conn), audit_cutoff, correlation_cutoff);
         let finished = match deleted {
             Ok(n) => n == 0,
             Err(e) => {
@@ -669,17 +665,35 @@ impl Pruner {
     }
 }
 
+/// Deletes one batch of each log past its cutoff; how many rows went.
+fn prune_batch(db: Db<'_>, audit_cutoff: &str, correlation_cutoff: &str) -> db::Result<u64> {
+    Ok(db.execute(
+        "DELETE FROM audit_log WHERE seq IN
+         (SELECT seq FROM audit_log WHERE at < ?1 ORDER BY at LIMIT ?2)",
+        &params![audit_cutoff, PRUNE_BATCH],
+    )? + db.execute(
+        "DELETE FROM audit_refusals WHERE (minute, reason) IN
+         (SELECT minute, reason FROM audit_refusals WHERE minute < ?1 LIMIT ?2)",
+        &params![audit_cutoff, PRUNE_BATCH],
+    )? + db.execute(
+        "DELETE FROM correlation_ids WHERE (commerce_id, correlation_id) IN
+         (SELECT commerce_id, correlation_id FROM correlation_ids
+          WHERE seen_at < ?1 ORDER BY seen_at LIMIT ?2)",
+        &params![correlation_cutoff, PRUNE_BATCH],
+    )?)
+}
+
 /// Staff's retention for the audit log and the refusal counts, if they chose one.
-pub fn retention_days(conn: &Connection) -> Option<i64> {
-    settings::get(conn, RETENTION_SETTING)
+pub fn retention_days<'c>(db: impl Into<Db<'c>>) -> Option<i64> {
+    settings::get(db, RETENTION_SETTING)
         .ok()
         .flatten()
         .and_then(|v| v.parse().ok())
 }
 
 /// Stores staff's retention (the caller checked it is in `RETENTION_RANGE`).
-pub fn set_retention_days(conn: &Connection, days: i64) -> rusqlite::Result<()> {
-    settings::set(conn, RETENTION_SETTING, &days.to_string())
+pub fn set_retention_days<'c>(db: impl Into<Db<'c>>, days: i64) -> db::Result<()> {
+    settings::set(db, RETENTION_SETTING, &days.to_string())
 }
 
 /// Refused requests counted in one minute for one reason.
@@ -691,46 +705,201 @@ pub struct RefusalCount {
 }
 
 /// The refusal counts in `[from, to)`, newest first, at most `limit`.
-pub fn refusals(
-    conn: &Connection,
+pub fn refusals<'c>(
+    db: impl Into<Db<'c>>,
     from: Option<&str>,
     to: Option<&str>,
     limit: i64,
-) -> rusqlite::Result<Vec<RefusalCount>> {
-    let mut stmt = conn.prepare_cached(
+) -> db::Result<Vec<RefusalCount>> {
+    db.into().query_map(
         "SELECT minute, reason, count FROM audit_refusals
-         WHERE (?1 IS NULL OR minute >= ?1) AND (?2 IS NULL OR minute < ?2)
+         WHERE (CAST(?1 AS TEXT) IS NULL OR minute >= ?1)
+           AND (CAST(?2 AS TEXT) IS NULL OR minute < ?2)
          ORDER BY minute DESC, reason LIMIT ?3",
-    )?;
-    stmt.query_map(params![from, to, limit], |r| {
-        Ok(RefusalCount {
-            minute: r.get(0)?,
-            reason: r.get(1)?,
-            count: r.get(2)?,
-        })
-    })?
-    .collect()
+        &params![from, to, limit],
+        |r| {
+            Ok(RefusalCount {
+                minute: r.get(0)?,
+                reason: r.get(1)?,
+                count: r.get(2)?,
+            })
+        },
+    )
 }
 
 /// The totals per reason in `[from, to)`.
-pub fn refusal_totals(
-    conn: &Connection,
+pub fn refusal_totals<'c>(
+    db: impl Into<Db<'c>>,
     from: Option<&str>,
     to: Option<&str>,
-) -> rusqlite::Result<Vec<(String, i64)>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT reason, sum(count) FROM audit_refusals
-         WHERE (?1 IS NULL OR minute >= ?1) AND (?2 IS NULL OR minute < ?2)
+) -> db::Result<Vec<(String, i64)>> {
+    // sum() of BIGINT is NUMERIC on PostgreSQL: the total is brought back to an integer.
+    db.into().query_map(
+        "SELECT reason, CAST(sum(count) AS BIGINT) FROM audit_refusals
+         WHERE (CAST(?1 AS TEXT) IS NULL OR minute >= ?1)
+           AND (CAST(?2 AS TEXT) IS NULL OR minute < ?2)
          GROUP BY reason ORDER BY reason",
-    )?;
-    stmt.query_map(params![from, to], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect()
+        &params![from, to],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::SeenFilter;
+    use super::*;
+    use crate::store::pg_test::on_both;
     use std::sync::atomic::Ordering;
+
+    fn pruner() -> Pruner {
+        Pruner {
+            clock: Arc::new(crate::clock::SystemClock),
+            correlation_days: 1,
+            last_start: None,
+            cutoffs: None,
+            waiters: Vec::new(),
+        }
+    }
+
+    fn write(db: Db<'_>, batch: Vec<Record>) -> Vec<CorrelationKey> {
+        let mut written = Vec::new();
+        write_records(db, batch, &mut Vec::new(), &mut written, &mut pruner()).unwrap();
+        written
+    }
+
+    fn audit_entry(at: &str) -> Record {
+        Record::Audit(AuditEntry {
+            at: at.to_string(),
+            method: "POST".to_string(),
+            path: "/v1/mandates".to_string(),
+            status: 201,
+            duration_ms: 1.25,
+            commerce: Some("76123456-0".to_string()),
+            correlation_id: Some("c-1".to_string()),
+            api_key_prefix: None,
+            headers: "{}".to_string(),
+            peer: None,
+        })
+    }
+
+    #[test]
+    fn a_batch_writes_its_audit_entries_correlations_and_refusal_counts() {
+        on_both(|db| {
+            let refusal = |minute: &str, reason| Record::Refusal {
+                minute: minute.to_string(),
+                reason,
+            };
+            let written = write(
+                db,
+                vec![
+                    audit_entry("2026-11-25T12:00:00.000Z"),
+                    Record::Correlation {
+                        key: (7, "c-1".to_string()),
+                        seen_at: "2026-11-25T12:00:00.000Z".to_string(),
+                    },
+                    refusal("2026-11-25T12:00:00.000Z", Refusal::InvalidApiKey),
+                    refusal("2026-11-25T12:00:00.000Z", Refusal::InvalidApiKey),
+                    refusal("2026-11-25T12:01:00.000Z", Refusal::InvalidHeaders),
+                ],
+            );
+            assert_eq!(written, vec![(7, "c-1".to_string())]);
+            // The same minute and reason again adds to its count.
+            write(
+                db,
+                vec![refusal("2026-11-25T12:00:00.000Z", Refusal::InvalidApiKey)],
+            );
+
+            let counts = refusals(db, None, None, 10).unwrap();
+            let counts: Vec<_> = counts
+                .iter()
+                .map(|c| (c.minute.as_str(), c.reason.as_str(), c.count))
+                .collect();
+            assert_eq!(
+                counts,
+                vec![
+                    ("2026-11-25T12:01:00.000Z", "INVALID_HEADERS", 1),
+                    ("2026-11-25T12:00:00.000Z", "INVALID_API_KEY", 3),
+                ]
+            );
+            let first_minute = refusals(db, None, Some("2026-11-25T12:01:00.000Z"), 10).unwrap();
+            assert_eq!(first_minute.len(), 1);
+            assert_eq!(
+                refusal_totals(db, Some("2026-11-25T12:00:00.000Z"), None).unwrap(),
+                vec![
+                    ("INVALID_API_KEY".to_string(), 3),
+                    ("INVALID_HEADERS".to_string(), 1)
+                ]
+            );
+            let logged: (i64, f64) = db
+                .query_row(
+                    "SELECT status, duration_ms FROM audit_log",
+                    &params![],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .unwrap();
+            assert_eq!(logged, (201, 1.25));
+        });
+    }
+
+    #[test]
+    fn a_claimed_correlation_id_is_seen_within_its_window() {
+        on_both(|db| {
+            let claim = CorrelationClaim {
+                commerce_id: 7,
+                correlation_id: "c-1".to_string(),
+                seen_at: "2026-11-25T12:00:00.000Z".to_string(),
+            };
+            record_claim(db, &claim).unwrap();
+            // The batch writer records the same id again: no conflict.
+            record_claim(db, &claim).unwrap();
+            assert!(was_seen(db, 7, "c-1", "2026-11-25T00:00:00.000Z").unwrap());
+            assert!(!was_seen(db, 7, "c-1", "2026-11-26T00:00:00.000Z").unwrap());
+            assert!(!was_seen(db, 8, "c-1", "2026-11-25T00:00:00.000Z").unwrap());
+        });
+    }
+
+    #[test]
+    fn pruning_deletes_only_what_is_past_its_cutoff() {
+        on_both(|db| {
+            write(
+                db,
+                vec![
+                    audit_entry("2026-11-01T00:00:00.000Z"),
+                    audit_entry("2026-11-25T00:00:00.000Z"),
+                    Record::Correlation {
+                        key: (7, "old".to_string()),
+                        seen_at: "2026-11-20T00:00:00.000Z".to_string(),
+                    },
+                    Record::Correlation {
+                        key: (7, "new".to_string()),
+                        seen_at: "2026-11-25T00:00:00.000Z".to_string(),
+                    },
+                ],
+            );
+            let audit_cutoff = "2026-11-10T00:00:00.000Z";
+            let correlation_cutoff = "2026-11-24T00:00:00.000Z";
+            assert_eq!(
+                prune_batch(db, audit_cutoff, correlation_cutoff).unwrap(),
+                2
+            );
+            assert_eq!(
+                prune_batch(db, audit_cutoff, correlation_cutoff).unwrap(),
+                0
+            );
+            assert!(was_seen(db, 7, "new", "2026-11-01T00:00:00.000Z").unwrap());
+            assert!(!was_seen(db, 7, "old", "2026-11-01T00:00:00.000Z").unwrap());
+        });
+    }
+
+    #[test]
+    fn the_retention_is_a_setting() {
+        on_both(|db| {
+            assert_eq!(retention_days(db), None);
+            set_retention_days(db, 30).unwrap();
+            set_retention_days(db, 45).unwrap();
+            assert_eq!(retention_days(db), Some(45));
+        });
+    }
 
     #[test]
     fn the_filter_never_forgets_an_id_and_rarely_imagines_one() {

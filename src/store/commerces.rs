@@ -5,9 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, Row, params};
-
-use super::optional;
+use super::db::{self, Db, Row, params};
 use crate::domain::activation::ActivationMode;
 use crate::domain::state::PaymentMethod;
 use crate::error::{Error, Result};
@@ -41,7 +39,7 @@ pub struct NewCommerce<'a> {
 const COMMERCE_COLUMNS: &str = "id, code, name, channels, payment_methods, webhook_secret, \
                                 authorization_required, password_hash, activation_mode";
 
-fn commerce_from_row(row: &Row<'_>) -> rusqlite::Result<Commerce> {
+fn commerce_from_row(row: &Row<'_>) -> db::Result<Commerce> {
     let channels: Option<String> = row.get(3)?;
     let methods: String = row.get(4)?;
     let method_ids: Vec<i64> = serde_json::from_str(&methods).unwrap_or_default();
@@ -64,61 +62,59 @@ fn commerce_from_row(row: &Row<'_>) -> rusqlite::Result<Commerce> {
     })
 }
 
-pub fn by_code(conn: &Connection, code: &str) -> rusqlite::Result<Option<Commerce>> {
+pub fn by_code<'c>(db: impl Into<Db<'c>>, code: &str) -> db::Result<Option<Commerce>> {
     let sql = format!("SELECT {COMMERCE_COLUMNS} FROM commerces WHERE code = ?1");
-    optional(
-        conn.prepare_cached(&sql)?
-            .query_row([code], commerce_from_row),
-    )
+    db.into().query_opt(&sql, &params![code], commerce_from_row)
 }
 
-pub fn by_id(conn: &Connection, id: i64) -> rusqlite::Result<Option<Commerce>> {
+pub fn by_id<'c>(db: impl Into<Db<'c>>, id: i64) -> db::Result<Option<Commerce>> {
     let sql = format!("SELECT {COMMERCE_COLUMNS} FROM commerces WHERE id = ?1");
-    optional(
-        conn.prepare_cached(&sql)?
-            .query_row([id], commerce_from_row),
-    )
+    db.into().query_opt(&sql, &params![id], commerce_from_row)
 }
 
-pub fn insert(conn: &Connection, new: &NewCommerce<'_>) -> Result<Commerce> {
+pub fn insert<'c>(db: impl Into<Db<'c>>, new: &NewCommerce<'_>) -> Result<Commerce> {
     let methods: Vec<i64> = new.payment_methods.iter().map(|m| m.id()).collect();
     let channels = new.channels.map(serde_json::to_string).transpose()?;
-    let inserted = conn.execute(
+    let sql = format!(
         "INSERT INTO commerces (code, name, password_hash, channels, payment_methods,
                                 webhook_secret, authorization_required, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (code) DO NOTHING",
-        params![
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (code) DO NOTHING
+         RETURNING {COMMERCE_COLUMNS}"
+    );
+    let inserted = db.into().query_opt(
+        &sql,
+        &params![
             new.code,
             new.name,
             new.password_hash,
-            channels,
-            serde_json::to_string(&methods)?,
-            new.webhook_secret.expose(),
+            &channels,
+            &serde_json::to_string(&methods)?,
+            new.webhook_secret.expose().as_str(),
             new.authorization_required,
             new.created_at
         ],
+        commerce_from_row,
     )?;
     credentials_changed();
-    if inserted == 0 {
-        return Err(Error::refused_at(
+    inserted.ok_or_else(|| {
+        Error::refused_at(
             "COMMERCE_EXISTS",
             "code",
             format!("a commerce with code {} already exists", new.code),
-        ));
-    }
-    Ok(by_code(conn, new.code)?.expect("the commerce was just inserted"))
+        )
+    })
 }
 
 /// Sets the commerce's default activation mode; `false` for an unknown code. Drops the
 /// cached commerces, so the next request of this process sees the new mode.
-pub fn set_activation_mode(
-    conn: &Connection,
+pub fn set_activation_mode<'c>(
+    db: impl Into<Db<'c>>,
     code: &str,
     mode: ActivationMode,
-) -> rusqlite::Result<bool> {
-    let changed = conn.execute(
+) -> db::Result<bool> {
+    let changed = db.into().execute(
         "UPDATE commerces SET activation_mode = ?2 WHERE code = ?1",
-        params![code, mode.name()],
+        &params![code, mode.name()],
     )?;
     credentials_changed();
     Ok(changed > 0)
@@ -139,15 +135,15 @@ impl ApiKey {
     }
 }
 
-pub fn active_api_key_by_hash(
-    conn: &Connection,
+pub fn active_api_key_by_hash<'c>(
+    db: impl Into<Db<'c>>,
     key_hash: &str,
-) -> rusqlite::Result<Option<ApiKey>> {
-    let found = optional(
-        conn.prepare_cached(
-            "SELECT id, prefix, all_commerces FROM api_keys WHERE key_hash = ?1 AND revoked_at IS NULL",
-        )?
-        .query_row([key_hash], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, bool>(2)?))),
+) -> db::Result<Option<ApiKey>> {
+    let db = db.into();
+    let found = db.query_opt(
+        "SELECT id, prefix, all_commerces FROM api_keys WHERE key_hash = ?1 AND revoked_at IS NULL",
+        &params![key_hash],
+        |r| Ok((r.get::<i64>(0)?, r.get::<String>(1)?, r.get::<bool>(2)?)),
     )?;
     let Some((id, prefix, all_commerces)) = found else {
         return Ok(None);
@@ -155,10 +151,11 @@ pub fn active_api_key_by_hash(
     let commerce_ids = if all_commerces {
         Vec::new()
     } else {
-        let mut stmt =
-            conn.prepare_cached("SELECT commerce_id FROM api_key_commerces WHERE api_key_id = ?1")?;
-        stmt.query_map([id], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?
+        db.query_map(
+            "SELECT commerce_id FROM api_key_commerces WHERE api_key_id = ?1",
+            &params![id],
+            |r| r.get(0),
+        )?
     };
     Ok(Some(ApiKey {
         id,
@@ -169,16 +166,17 @@ pub fn active_api_key_by_hash(
 }
 
 /// Stores a new key's hash, valid for the given commerces (every commerce when empty).
-pub fn insert_api_key(
-    conn: &Connection,
+pub fn insert_api_key<'c>(
+    db: impl Into<Db<'c>>,
     prefix: &str,
     key_hash: &str,
     commerce_codes: &[String],
     created_at: &str,
 ) -> Result<()> {
+    let db = db.into();
     let mut commerce_ids = Vec::with_capacity(commerce_codes.len());
     for code in commerce_codes {
-        match by_code(conn, code)? {
+        match by_code(db, code)? {
             Some(c) => commerce_ids.push(c.id),
             None => {
                 return Err(Error::refused_at(
@@ -190,60 +188,62 @@ pub fn insert_api_key(
         }
     }
     credentials_changed();
-    conn.execute(
-        "INSERT INTO api_keys (prefix, key_hash, all_commerces, created_at) VALUES (?1, ?2, ?3, ?4)",
-        params![prefix, key_hash, commerce_ids.is_empty(), created_at],
+    let key_id: i64 = db.query_row(
+        "INSERT INTO api_keys (prefix, key_hash, all_commerces, created_at) VALUES (?1, ?2, ?3, ?4)
+         RETURNING id",
+        &params![prefix, key_hash, commerce_ids.is_empty(), created_at],
+        |r| r.get(0),
     )?;
-    let key_id = conn.last_insert_rowid();
     for commerce_id in commerce_ids {
-        conn.execute(
+        db.execute(
             "INSERT INTO api_key_commerces (api_key_id, commerce_id) VALUES (?1, ?2)",
-            params![key_id, commerce_id],
+            &params![key_id, commerce_id],
         )?;
     }
     Ok(())
 }
 
 /// Names the key with `key_hash` (how staff recognise it in the list).
-pub fn name_api_key(conn: &Connection, key_hash: &str, name: &str) -> Result<()> {
-    conn.execute(
+pub fn name_api_key<'c>(db: impl Into<Db<'c>>, key_hash: &str, name: &str) -> Result<()> {
+    db.into().execute(
         "UPDATE api_keys SET name = ?2 WHERE key_hash = ?1",
-        params![key_hash, name],
+        &params![key_hash, name],
     )?;
     Ok(())
 }
 
 /// Records the latest use of each key; an older time never replaces a newer one.
-pub fn record_api_key_uses(conn: &Connection, uses: &[(i64, String)]) -> rusqlite::Result<()> {
-    let mut stmt = conn.prepare_cached(
-        "UPDATE api_keys SET last_used_at = ?2
-         WHERE id = ?1 AND (last_used_at IS NULL OR last_used_at < ?2)",
-    )?;
+pub fn record_api_key_uses<'c>(db: impl Into<Db<'c>>, uses: &[(i64, String)]) -> db::Result<()> {
+    let db = db.into();
     for (id, at) in uses {
-        stmt.execute(params![id, at])?;
+        db.execute(
+            "UPDATE api_keys SET last_used_at = ?2
+             WHERE id = ?1 AND (last_used_at IS NULL OR last_used_at < ?2)",
+            &params![id, at],
+        )?;
     }
     Ok(())
 }
 
-pub fn revoke_api_key(conn: &Connection, prefix: &str, at: &str) -> Result<usize> {
+pub fn revoke_api_key<'c>(db: impl Into<Db<'c>>, prefix: &str, at: &str) -> Result<u64> {
     credentials_changed();
-    Ok(conn.execute(
+    Ok(db.into().execute(
         "UPDATE api_keys SET revoked_at = ?2 WHERE prefix = ?1 AND revoked_at IS NULL",
-        params![prefix, at],
+        &params![prefix, at],
     )?)
 }
 
-pub fn insert_staff(
-    conn: &Connection,
+pub fn insert_staff<'c>(
+    db: impl Into<Db<'c>>,
     email: &str,
     password_hash: &str,
     role: &str,
     at: &str,
 ) -> Result<()> {
-    let inserted = conn.execute(
+    let inserted = db.into().execute(
         "INSERT INTO staff (email, password_hash, role, created_at) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (email) DO NOTHING",
-        params![email, password_hash, role, at],
+        &params![email, password_hash, role, at],
     )?;
     if inserted == 0 {
         return Err(Error::refused_at(
@@ -336,5 +336,127 @@ impl CredentialCache {
             });
         }
         Ok((api_key, commerce))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::store::pg_test::on_both;
+
+    /// A commerce to hang other rows on, in the store tests of any aggregate.
+    pub(crate) fn commerce(db: Db<'_>, code: &str) -> Commerce {
+        insert(
+            db,
+            &NewCommerce {
+                code,
+                name: "Tienda",
+                password_hash: "argon2-hash",
+                channels: Some(&["WEB".to_string()]),
+                payment_methods: &[PaymentMethod::CreditCard],
+                webhook_secret: &Secret::new("whsec_dGVzdA==".to_string()),
+                authorization_required: true,
+                created_at: "2026-11-25T12:00:00.000Z",
+            },
+        )
+        .unwrap()
+    }
+
+    fn refusal_name(error: Error) -> &'static str {
+        match error {
+            Error::Refused { name, .. } => name,
+            other => panic!("expected a refusal, got {other}"),
+        }
+    }
+
+    #[test]
+    fn a_commerce_is_stored_once_per_code_and_read_back_whole() {
+        on_both(|db| {
+            let created = commerce(db, "76123456-0");
+            assert_eq!(created.code, "76123456-0");
+            assert_eq!(created.channels, Some(vec!["WEB".to_string()]));
+            assert_eq!(created.payment_methods, vec![PaymentMethod::CreditCard]);
+            assert!(created.authorization_required);
+            assert_eq!(created.activation_mode, ActivationMode::Direct);
+            assert_eq!(created.webhook_secret.expose(), "whsec_dGVzdA==");
+
+            let again = insert(
+                db,
+                &NewCommerce {
+                    code: "76123456-0",
+                    name: "Otra",
+                    password_hash: "x",
+                    channels: None,
+                    payment_methods: &[],
+                    webhook_secret: &Secret::new("whsec_x".to_string()),
+                    authorization_required: false,
+                    created_at: "2026-11-25T12:00:00.000Z",
+                },
+            );
+            assert_eq!(refusal_name(again.unwrap_err()), "COMMERCE_EXISTS");
+
+            let by_id = by_id(db, created.id).unwrap().unwrap();
+            assert_eq!(by_id.name, "Tienda");
+            assert!(by_code(db, "11111111-1").unwrap().is_none());
+
+            assert!(set_activation_mode(db, "76123456-0", ActivationMode::Signature).unwrap());
+            assert!(!set_activation_mode(db, "11111111-1", ActivationMode::Signature).unwrap());
+            let changed = by_code(db, "76123456-0").unwrap().unwrap();
+            assert_eq!(changed.activation_mode, ActivationMode::Signature);
+        });
+    }
+
+    #[test]
+    fn api_keys_serve_their_commerces_until_revoked() {
+        on_both(|db| {
+            let one = commerce(db, "76123456-0");
+            let two = commerce(db, "77123456-K");
+            insert_api_key(db, "mk_one", "hash-one", &["76123456-0".to_string()], "t0").unwrap();
+            insert_api_key(db, "mk_all", "hash-all", &[], "t0").unwrap();
+
+            let key = active_api_key_by_hash(db, "hash-one").unwrap().unwrap();
+            assert_eq!(key.prefix, "mk_one");
+            assert!(!key.all_commerces);
+            assert!(key.allows(one.id));
+            assert!(!key.allows(two.id));
+            let every = active_api_key_by_hash(db, "hash-all").unwrap().unwrap();
+            assert!(every.all_commerces && every.allows(two.id));
+
+            let unknown = insert_api_key(db, "mk_x", "hash-x", &["1-9".to_string()], "t0");
+            assert_eq!(refusal_name(unknown.unwrap_err()), "COMMERCE_NOT_FOUND");
+
+            assert_eq!(revoke_api_key(db, "mk_one", "t1").unwrap(), 1);
+            assert_eq!(revoke_api_key(db, "mk_one", "t2").unwrap(), 0);
+            assert!(active_api_key_by_hash(db, "hash-one").unwrap().is_none());
+        });
+    }
+
+    #[test]
+    fn a_key_s_last_use_only_moves_forward() {
+        on_both(|db| {
+            insert_api_key(db, "mk_all", "hash-all", &[], "t0").unwrap();
+            name_api_key(db, "hash-all", "checkout").unwrap();
+            let id = active_api_key_by_hash(db, "hash-all").unwrap().unwrap().id;
+            let later = "2026-11-25T12:00:02.000Z".to_string();
+            let earlier = "2026-11-25T12:00:01.000Z".to_string();
+            record_api_key_uses(db, &[(id, later.clone()), (id, earlier)]).unwrap();
+            let (name, used): (String, String) = db
+                .query_row(
+                    "SELECT name, last_used_at FROM api_keys WHERE id = ?1",
+                    &params![id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .unwrap();
+            assert_eq!((name.as_str(), used), ("checkout", later));
+        });
+    }
+
+    #[test]
+    fn a_staff_e_mail_is_taken_whatever_its_case() {
+        on_both(|db| {
+            insert_staff(db, "Ana@Tienda.cl", "hash", "admin", "t0").unwrap();
+            let again = insert_staff(db, "ana@tienda.cl", "hash", "viewer", "t0");
+            assert_eq!(refusal_name(again.unwrap_err()), "STAFF_EXISTS");
+        });
     }
 }

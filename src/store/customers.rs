@@ -1,9 +1,8 @@
 //! Customers of a commerce. `userId` and RUT are each unique within a commerce.
 
-use rusqlite::{Connection, Row, params};
 use serde_json::Value;
 
-use super::optional;
+use super::db::{self, Db, Row, params};
 use crate::domain::contact::Email;
 use crate::domain::external_id::ExternalId;
 use crate::domain::rut::Rut;
@@ -39,6 +38,7 @@ pub struct CustomerInput {
     pub phone: Option<String>,
 }
 
+#[derive(Debug)]
 pub enum Upserted {
     Created(CustomerRow),
     Updated(CustomerRow),
@@ -47,7 +47,7 @@ pub enum Upserted {
 const COLUMNS: &str = "seq, id, commerce_id, user_id, rut, first_name, last_name, second_last_name, \
                        address, email, phone, created_at, updated_at";
 
-fn from_row(row: &Row<'_>) -> rusqlite::Result<CustomerRow> {
+fn from_row(row: &Row<'_>) -> db::Result<CustomerRow> {
     let address: Option<String> = row.get(8)?;
     Ok(CustomerRow {
         seq: row.get(0)?,
@@ -66,53 +66,47 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<CustomerRow> {
     })
 }
 
-pub fn by_user_id(
-    conn: &Connection,
+pub fn by_user_id<'c>(
+    db: impl Into<Db<'c>>,
     commerce_id: i64,
     user_id: &str,
-) -> rusqlite::Result<Option<CustomerRow>> {
+) -> db::Result<Option<CustomerRow>> {
     let sql = format!("SELECT {COLUMNS} FROM customers WHERE commerce_id = ?1 AND user_id = ?2");
-    optional(
-        conn.prepare_cached(&sql)?
-            .query_row(params![commerce_id, user_id], from_row),
-    )
+    db.into()
+        .query_opt(&sql, &params![commerce_id, user_id], from_row)
 }
 
-pub fn by_internal_id(
-    conn: &Connection,
+pub fn by_internal_id<'c>(
+    db: impl Into<Db<'c>>,
     commerce_id: i64,
     id: &str,
-) -> rusqlite::Result<Option<CustomerRow>> {
+) -> db::Result<Option<CustomerRow>> {
     let sql = format!("SELECT {COLUMNS} FROM customers WHERE id = ?1 AND commerce_id = ?2");
-    optional(
-        conn.prepare_cached(&sql)?
-            .query_row(params![id, commerce_id], from_row),
-    )
+    db.into()
+        .query_opt(&sql, &params![id, commerce_id], from_row)
 }
 
-fn by_rut(conn: &Connection, commerce_id: i64, rut: &str) -> rusqlite::Result<Option<CustomerRow>> {
+fn by_rut(db: Db<'_>, commerce_id: i64, rut: &str) -> db::Result<Option<CustomerRow>> {
     let sql = format!("SELECT {COLUMNS} FROM customers WHERE commerce_id = ?1 AND rut = ?2");
-    optional(
-        conn.prepare_cached(&sql)?
-            .query_row(params![commerce_id, rut], from_row),
-    )
+    db.query_opt(&sql, &params![commerce_id, rut], from_row)
 }
 
-pub fn by_seq(conn: &Connection, seq: i64) -> rusqlite::Result<CustomerRow> {
+pub fn by_seq<'c>(db: impl Into<Db<'c>>, seq: i64) -> db::Result<CustomerRow> {
     let sql = format!("SELECT {COLUMNS} FROM customers WHERE seq = ?1");
-    conn.prepare_cached(&sql)?.query_row([seq], from_row)
+    db.into().query_row(&sql, &params![seq], from_row)
 }
 
 /// Creates the customer, or updates it when the same `userId` comes again with the same RUT
 /// (the seed's idempotent functional update). A `userId` with another RUT, or a RUT held by
 /// another `userId`, is refused.
-pub fn upsert(
-    conn: &Connection,
+pub fn upsert<'c>(
+    db: impl Into<Db<'c>>,
     commerce_id: i64,
     input: &CustomerInput,
     now: &str,
 ) -> Result<Upserted> {
-    let existing = by_user_id(conn, commerce_id, input.user_id.as_str())?;
+    let db = db.into();
+    let existing = by_user_id(db, commerce_id, input.user_id.as_str())?;
     if let Some(current) = &existing
         && current.rut != input.rut.as_str()
     {
@@ -123,7 +117,7 @@ pub fn upsert(
         ));
     }
     if existing.is_none()
-        && let Some(holder) = by_rut(conn, commerce_id, input.rut.as_str())?
+        && let Some(holder) = by_rut(db, commerce_id, input.rut.as_str())?
     {
         return Err(Error::refused_at(
             "DUPLICATED_RUT",
@@ -141,44 +135,132 @@ pub fn upsert(
         .transpose()?;
     match existing {
         Some(current) => {
-            conn.execute(
+            db.execute(
                 "UPDATE customers SET first_name = ?2, last_name = ?3, second_last_name = ?4,
                         address = ?5, email = ?6, phone = ?7, updated_at = ?8
                  WHERE seq = ?1",
-                params![
+                &params![
                     current.seq,
-                    input.first_name,
-                    input.last_name,
-                    input.second_last_name,
-                    address,
+                    &input.first_name,
+                    &input.last_name,
+                    &input.second_last_name,
+                    &address,
                     input.email.as_str(),
-                    input.phone,
+                    &input.phone,
                     now
                 ],
             )?;
-            Ok(Upserted::Updated(by_seq(conn, current.seq)?))
+            Ok(Upserted::Updated(by_seq(db, current.seq)?))
         }
         None => {
             let id = crate::ids::new_id("usr");
-            conn.execute(
+            let sql = format!(
                 "INSERT INTO customers (id, commerce_id, user_id, rut, first_name, last_name,
                         second_last_name, address, email, phone, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)",
-                params![
-                    id,
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)
+                 RETURNING {COLUMNS}"
+            );
+            let created = db.query_row(
+                &sql,
+                &params![
+                    &id,
                     commerce_id,
                     input.user_id.as_str(),
                     input.rut.as_str(),
-                    input.first_name,
-                    input.last_name,
-                    input.second_last_name,
-                    address,
+                    &input.first_name,
+                    &input.last_name,
+                    &input.second_last_name,
+                    &address,
                     input.email.as_str(),
-                    input.phone,
+                    &input.phone,
                     now
                 ],
+                from_row,
             )?;
-            Ok(Upserted::Created(by_seq(conn, conn.last_insert_rowid())?))
+            Ok(Upserted::Created(created))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::commerces::tests::commerce;
+    use crate::store::pg_test::on_both;
+
+    fn input(user_id: &str, rut: &str, first_name: &str) -> CustomerInput {
+        CustomerInput {
+            user_id: ExternalId::parse(user_id).unwrap(),
+            rut: Rut::parse(rut).unwrap(),
+            first_name: first_name.to_string(),
+            last_name: "Muñoz".to_string(),
+            second_last_name: None,
+            address: Some(serde_json::json!({"city": "Santiago"})),
+            email: Email::parse("ana@example.cl").unwrap(),
+            phone: Some("+56911112222".to_string()),
+        }
+    }
+
+    fn refusal_name(error: Error) -> &'static str {
+        match error {
+            Error::Refused { name, .. } => name,
+            other => panic!("expected a refusal, got {other}"),
+        }
+    }
+
+    #[test]
+    fn the_same_user_id_and_rut_update_the_customer() {
+        on_both(|db| {
+            let shop = commerce(db, "76123456-0");
+            let Upserted::Created(created) =
+                upsert(db, shop.id, &input("cust-01", "12345678-5", "Ana"), "t0").unwrap()
+            else {
+                panic!("the first upsert creates");
+            };
+            assert!(created.id.starts_with("usr"));
+            assert_eq!(
+                created.address,
+                Some(serde_json::json!({"city": "Santiago"}))
+            );
+            assert_eq!(created.second_last_name, None);
+            assert_eq!(
+                (created.created_at.as_str(), created.updated_at.as_str()),
+                ("t0", "t0")
+            );
+
+            let Upserted::Updated(updated) =
+                upsert(db, shop.id, &input("cust-01", "12345678-5", "Anita"), "t1").unwrap()
+            else {
+                panic!("the second upsert updates");
+            };
+            assert_eq!(updated.seq, created.seq);
+            assert_eq!(updated.first_name, "Anita");
+            assert_eq!(updated.updated_at, "t1");
+
+            let found = by_internal_id(db, shop.id, &created.id).unwrap().unwrap();
+            assert_eq!(found.user_id, "cust-01");
+            assert!(by_user_id(db, shop.id, "cust-02").unwrap().is_none());
+            assert!(matches!(
+                by_seq(db, created.seq + 100),
+                Err(db::Error::NoRows)
+            ));
+        });
+    }
+
+    #[test]
+    fn a_user_id_keeps_its_rut_and_a_rut_its_user_id() {
+        on_both(|db| {
+            let shop = commerce(db, "76123456-0");
+            upsert(db, shop.id, &input("cust-01", "12345678-5", "Ana"), "t0").unwrap();
+            let other_rut = upsert(db, shop.id, &input("cust-01", "11111111-1", "Ana"), "t1");
+            assert_eq!(refusal_name(other_rut.unwrap_err()), "USER_RUT_MISMATCH");
+            let taken_rut = upsert(db, shop.id, &input("cust-02", "12345678-5", "Eva"), "t1");
+            assert_eq!(refusal_name(taken_rut.unwrap_err()), "DUPLICATED_RUT");
+
+            // Another commerce has customers of its own.
+            let other = commerce(db, "77123456-K");
+            let elsewhere = upsert(db, other.id, &input("cust-02", "12345678-5", "Eva"), "t1");
+            assert!(matches!(elsewhere.unwrap(), Upserted::Created(_)));
+        });
     }
 }

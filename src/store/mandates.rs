@@ -1,9 +1,8 @@
 //! Mandates: the commitments of a commerce's customers.
 
-use rusqlite::{Connection, Row, params};
 use serde_json::Value;
 
-use super::optional;
+use super::db::{self, Backend, Db, Row, params};
 use crate::domain::activation::ActivationMode;
 use crate::domain::state::{MandateState, MandateType};
 use crate::error::{Error, Result};
@@ -56,43 +55,47 @@ pub struct NewMandate<'a> {
     pub now: &'a str,
 }
 
-const COLUMNS: &str = "seq, id, commerce_id, customer_seq, external_id, type, state, name, detail, \
-    terminate_when_charged, charges, payment_methods, metadata, url_callback, \
-    url_activation_webhook, url_payment_webhook, magic_link_token, magic_link_expires_at, \
-    enrolled_method, cancel_description, created_at, updated_at, activation_mode";
+/// The columns `from_row` reads, as a literal so that each statement's text is a constant
+/// (no SQL is formatted per call on the request path).
+macro_rules! columns {
+    () => {
+        "seq, id, commerce_id, customer_seq, external_id, type, state, name, detail, \
+         terminate_when_charged, charges, payment_methods, metadata, url_callback, \
+         url_activation_webhook, url_payment_webhook, magic_link_token, magic_link_expires_at, \
+         enrolled_method, cancel_description, created_at, updated_at, activation_mode"
+    };
+}
 
-fn json_column(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<Value>> {
+/// A column that holds something the Rust type does not know.
+fn bad_column(index: usize, what: &str) -> db::Error {
+    db::Error::Column {
+        index,
+        message: format!("unknown {what}"),
+    }
+}
+
+fn json_column(row: &Row<'_>, index: usize) -> db::Result<Option<Value>> {
     let text: Option<String> = row.get(index)?;
     text.map(|t| {
-        serde_json::from_str(&t).map_err(|e| {
-            rusqlite::Error::FromSqlConversionFailure(
-                index,
-                rusqlite::types::Type::Text,
-                Box::new(e),
-            )
+        serde_json::from_str(&t).map_err(|e| db::Error::Column {
+            index,
+            message: e.to_string(),
         })
     })
     .transpose()
 }
 
-fn from_row(row: &Row<'_>) -> rusqlite::Result<MandateRow> {
+fn from_row(row: &Row<'_>) -> db::Result<MandateRow> {
     let type_id: i64 = row.get(5)?;
     let state_id: i64 = row.get(6)?;
-    let bad = |i: usize, what: &str| {
-        rusqlite::Error::FromSqlConversionFailure(
-            i,
-            rusqlite::types::Type::Integer,
-            format!("unknown {what}").into(),
-        )
-    };
     Ok(MandateRow {
         seq: row.get(0)?,
         id: row.get(1)?,
         commerce_id: row.get(2)?,
         customer_seq: row.get(3)?,
         external_id: row.get(4)?,
-        mandate_type: MandateType::from_id(type_id).ok_or_else(|| bad(5, "mandate type"))?,
-        state: MandateState::from_id(state_id).ok_or_else(|| bad(6, "mandate state"))?,
+        mandate_type: MandateType::from_id(type_id).ok_or_else(|| bad_column(5, "mandate type"))?,
+        state: MandateState::from_id(state_id).ok_or_else(|| bad_column(6, "mandate state"))?,
         name: row.get(7)?,
         detail: row.get(8)?,
         terminate_when_charged: row.get(9)?,
@@ -112,30 +115,27 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<MandateRow> {
         updated_at: row.get(21)?,
         activation_mode: {
             let name: String = row.get(22)?;
-            ActivationMode::from_name(&name).ok_or_else(|| {
-                rusqlite::Error::FromSqlConversionFailure(
-                    22,
-                    rusqlite::types::Type::Text,
-                    "unknown activation mode".into(),
-                )
-            })?
+            ActivationMode::from_name(&name).ok_or_else(|| bad_column(22, "activation mode"))?
         },
     })
 }
 
-pub fn insert(conn: &Connection, new: &NewMandate<'_>) -> Result<MandateRow> {
-    // Cached: prepared once per connection, not on every creation (the profile of creations
-    // showed the writer parsing SQL).
-    let inserted = conn.prepare_cached(
+pub fn insert<'c>(db: impl Into<Db<'c>>, new: &NewMandate<'_>) -> Result<MandateRow> {
+    let sql = concat!(
         "INSERT INTO mandates (id, commerce_id, customer_seq, external_id, type, state, name, detail,
                 terminate_when_charged, charges, payment_methods, metadata, url_callback,
                 url_activation_webhook, url_payment_webhook, magic_link_token,
                 magic_link_expires_at, created_at, updated_at, activation_mode)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?18, ?19)
-         ON CONFLICT (commerce_id, external_id) DO NOTHING",
-    )?
-    .execute(params![
-            crate::ids::new_id("man"),
+         ON CONFLICT (commerce_id, external_id) DO NOTHING
+         RETURNING ",
+        columns!()
+    );
+    let metadata = new.metadata.map(serde_json::to_string).transpose()?;
+    let inserted = db.into().query_opt(
+        sql,
+        &params![
+            &crate::ids::new_id("man"),
             new.commerce_id,
             new.customer_seq,
             new.external_id,
@@ -144,9 +144,9 @@ pub fn insert(conn: &Connection, new: &NewMandate<'_>) -> Result<MandateRow> {
             new.name,
             new.detail,
             new.terminate_when_charged,
-            serde_json::to_string(new.charges)?,
-            serde_json::to_string(new.payment_methods)?,
-            new.metadata.map(serde_json::to_string).transpose()?,
+            &serde_json::to_string(new.charges)?,
+            &serde_json::to_string(new.payment_methods)?,
+            &metadata,
             new.url_callback,
             new.url_activation_webhook,
             new.url_payment_webhook,
@@ -154,80 +154,81 @@ pub fn insert(conn: &Connection, new: &NewMandate<'_>) -> Result<MandateRow> {
             new.magic_link_expires_at,
             new.now,
             new.activation_mode.name(),
-        ])?;
-    if inserted == 0 {
-        return Err(Error::refused_at(
+        ],
+        from_row,
+    )?;
+    inserted.ok_or_else(|| {
+        Error::refused_at(
             "DUPLICATED_MANDATE_ID",
             "mandate.id",
             format!(
                 "mandate id {} is already used by this commerce",
                 new.external_id
             ),
-        ));
-    }
-    Ok(by_seq(conn, conn.last_insert_rowid())?)
+        )
+    })
 }
 
-pub fn by_seq(conn: &Connection, seq: i64) -> rusqlite::Result<MandateRow> {
-    let sql = format!("SELECT {COLUMNS} FROM mandates WHERE seq = ?1");
-    conn.prepare_cached(&sql)?.query_row([seq], from_row)
+pub fn by_seq<'c>(db: impl Into<Db<'c>>, seq: i64) -> db::Result<MandateRow> {
+    let sql = concat!("SELECT ", columns!(), " FROM mandates WHERE seq = ?1");
+    db.into().query_row(sql, &params![seq], from_row)
 }
 
-pub fn by_external_id(
-    conn: &Connection,
+pub fn by_external_id<'c>(
+    db: impl Into<Db<'c>>,
     commerce_id: i64,
     external_id: &str,
-) -> rusqlite::Result<Option<MandateRow>> {
-    let sql = format!("SELECT {COLUMNS} FROM mandates WHERE commerce_id = ?1 AND external_id = ?2");
-    optional(
-        conn.prepare_cached(&sql)?
-            .query_row(params![commerce_id, external_id], from_row),
-    )
+) -> db::Result<Option<MandateRow>> {
+    let sql = concat!(
+        "SELECT ",
+        columns!(),
+        " FROM mandates WHERE commerce_id = ?1 AND external_id = ?2"
+    );
+    db.into()
+        .query_opt(sql, &params![commerce_id, external_id], from_row)
 }
 
-pub fn by_internal_id(
-    conn: &Connection,
+pub fn by_internal_id<'c>(
+    db: impl Into<Db<'c>>,
     commerce_id: i64,
     id: &str,
-) -> rusqlite::Result<Option<MandateRow>> {
-    let sql = format!("SELECT {COLUMNS} FROM mandates WHERE id = ?1 AND commerce_id = ?2");
-    optional(
-        conn.prepare_cached(&sql)?
-            .query_row(params![id, commerce_id], from_row),
-    )
+) -> db::Result<Option<MandateRow>> {
+    let sql = concat!(
+        "SELECT ",
+        columns!(),
+        " FROM mandates WHERE id = ?1 AND commerce_id = ?2"
+    );
+    db.into()
+        .query_opt(sql, &params![id, commerce_id], from_row)
 }
 
 /// Moves the mandate to `state`, recording the cancellation reason when there is one.
-pub fn set_state(
-    conn: &Connection,
+pub fn set_state<'c>(
+    db: impl Into<Db<'c>>,
     seq: i64,
     state: MandateState,
     cancel_description: Option<&str>,
     now: &str,
-) -> rusqlite::Result<()> {
-    conn.execute(
+) -> db::Result<()> {
+    db.into().execute(
         "UPDATE mandates SET state = ?2, cancel_description = COALESCE(?3, cancel_description),
                 updated_at = ?4 WHERE seq = ?1",
-        params![seq, state.id(), cancel_description, now],
+        &params![seq, state.id(), cancel_description, now],
     )?;
     Ok(())
 }
 
 /// Reads again what of a mandate can change while it is ACTIVE (its state, with what
 /// `set_state` writes beside it), keeping the rest of `mandate` as it was read.
-pub fn refresh_state(conn: &Connection, mandate: &mut MandateRow) -> rusqlite::Result<()> {
-    let (state_id, cancel_description, updated_at): (i64, Option<String>, String) = conn
-        .prepare_cached(
+pub fn refresh_state<'c>(db: impl Into<Db<'c>>, mandate: &mut MandateRow) -> db::Result<()> {
+    let (state_id, cancel_description, updated_at): (i64, Option<String>, String) =
+        db.into().query_row(
             "SELECT state, cancel_description, updated_at FROM mandates WHERE seq = ?1",
-        )?
-        .query_row([mandate.seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-    mandate.state = MandateState::from_id(state_id).ok_or_else(|| {
-        rusqlite::Error::FromSqlConversionFailure(
-            0,
-            rusqlite::types::Type::Integer,
-            "unknown mandate state".into(),
-        )
-    })?;
+            &params![mandate.seq],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
+    mandate.state =
+        MandateState::from_id(state_id).ok_or_else(|| bad_column(0, "mandate state"))?;
     mandate.cancel_description = cancel_description;
     mandate.updated_at = updated_at;
     Ok(())
@@ -235,29 +236,39 @@ pub fn refresh_state(conn: &Connection, mandate: &mut MandateRow) -> rusqlite::R
 
 /// The next number of the mandate's event sequence (1, 2, 3, ...), taken inside the
 /// transaction that writes the event, so numbers have no gaps and no repeats.
-pub fn next_event_sequence(conn: &Connection, seq: i64) -> rusqlite::Result<i64> {
-    conn.prepare_cached(
+pub fn next_event_sequence<'c>(db: impl Into<Db<'c>>, seq: i64) -> db::Result<i64> {
+    db.into().query_row(
         "UPDATE mandates SET event_sequence = event_sequence + 1 WHERE seq = ?1 RETURNING event_sequence",
-    )?
-    .query_row([seq], |r| r.get(0))
+        &params![seq],
+        |r| r.get(0),
+    )
 }
 
 /// The mandate a Magic Link token opens, of any commerce.
-pub fn by_magic_token(conn: &Connection, token: &str) -> rusqlite::Result<Option<MandateRow>> {
-    let sql = format!("SELECT {COLUMNS} FROM mandates WHERE magic_link_token = ?1");
-    optional(conn.prepare_cached(&sql)?.query_row([token], from_row))
+pub fn by_magic_token<'c>(db: impl Into<Db<'c>>, token: &str) -> db::Result<Option<MandateRow>> {
+    let sql = concat!(
+        "SELECT ",
+        columns!(),
+        " FROM mandates WHERE magic_link_token = ?1"
+    );
+    db.into().query_opt(sql, &params![token], from_row)
 }
 
 /// Makes a PENDING mandate ACTIVE with its enrolled method; `Ok(false)` if it was not PENDING
 /// any more (another activation won).
-pub fn activate(conn: &Connection, seq: i64, enrolled_method: &Value, now: &str) -> Result<bool> {
-    let changed = conn.execute(
+pub fn activate<'c>(
+    db: impl Into<Db<'c>>,
+    seq: i64,
+    enrolled_method: &Value,
+    now: &str,
+) -> Result<bool> {
+    let changed = db.into().execute(
         "UPDATE mandates SET state = ?2, enrolled_method = ?3, activated_at = ?4, updated_at = ?4
          WHERE seq = ?1 AND state = ?5",
-        params![
+        &params![
             seq,
             MandateState::Active.id(),
-            serde_json::to_string(enrolled_method)?,
+            &serde_json::to_string(enrolled_method)?,
             now,
             MandateState::Pending.id()
         ],
@@ -267,17 +278,17 @@ pub fn activate(conn: &Connection, seq: i64, enrolled_method: &Value, now: &str)
 
 /// Replaces the enrolled method of an ACTIVE mandate (the customer changed their card);
 /// `Ok(false)` if it is not ACTIVE any more.
-pub fn set_enrolled_method(
-    conn: &Connection,
+pub fn set_enrolled_method<'c>(
+    db: impl Into<Db<'c>>,
     seq: i64,
     enrolled_method: &Value,
     now: &str,
 ) -> Result<bool> {
-    let changed = conn.execute(
+    let changed = db.into().execute(
         "UPDATE mandates SET enrolled_method = ?2, updated_at = ?3 WHERE seq = ?1 AND state = ?4",
-        params![
+        &params![
             seq,
-            serde_json::to_string(enrolled_method)?,
+            &serde_json::to_string(enrolled_method)?,
             now,
             MandateState::Active.id()
         ],
@@ -290,35 +301,210 @@ pub fn set_enrolled_method(
 /// claim, or the time of the oldest attempt that keeps the link at its limit: the link opens
 /// again when that one leaves the window. Check and claim are one statement of the caller's
 /// write transaction, so concurrent submissions cannot all pass the check.
-pub fn claim_portal_attempt(
-    conn: &Connection,
+pub fn claim_portal_attempt<'c>(
+    db: impl Into<Db<'c>>,
     mandate_seq: i64,
     now: &str,
     since: &str,
     limit: i64,
-) -> rusqlite::Result<std::result::Result<i64, String>> {
-    let blocking: Option<String> = optional(
-        conn.prepare_cached(
+) -> db::Result<std::result::Result<i64, String>> {
+    let db = db.into();
+    // SQLite's planner is told the index (its statistics may be missing); PostgreSQL's picks it.
+    let blocking_sql = match db.backend() {
+        Backend::Sqlite => {
             "SELECT at FROM portal_attempts INDEXED BY portal_attempts_by_link
-             WHERE mandate_seq = ?1 AND at >= ?2 ORDER BY at DESC LIMIT 1 OFFSET ?3",
-        )?
-        .query_row(params![mandate_seq, since, limit - 1], |r| r.get(0)),
-    )?;
+             WHERE mandate_seq = ?1 AND at >= ?2 ORDER BY at DESC LIMIT 1 OFFSET ?3"
+        }
+        Backend::Postgres => {
+            "SELECT at FROM portal_attempts
+             WHERE mandate_seq = ?1 AND at >= ?2 ORDER BY at DESC LIMIT 1 OFFSET ?3"
+        }
+    };
+    let blocking: Option<String> =
+        db.query_opt(blocking_sql, &params![mandate_seq, since, limit - 1], |r| {
+            r.get(0)
+        })?;
     if let Some(at) = blocking {
         return Ok(Err(at));
     }
     // Attempts that left the window count for nothing any more.
-    conn.prepare_cached("DELETE FROM portal_attempts WHERE mandate_seq = ?1 AND at < ?2")?
-        .execute(params![mandate_seq, since])?;
-    conn.prepare_cached("INSERT INTO portal_attempts (mandate_seq, at) VALUES (?1, ?2)")?
-        .execute(params![mandate_seq, now])?;
-    Ok(Ok(conn.last_insert_rowid()))
+    db.execute(
+        "DELETE FROM portal_attempts WHERE mandate_seq = ?1 AND at < ?2",
+        &params![mandate_seq, since],
+    )?;
+    let claim = db.query_row(
+        "INSERT INTO portal_attempts (mandate_seq, at) VALUES (?1, ?2) RETURNING seq",
+        &params![mandate_seq, now],
+        |r| r.get(0),
+    )?;
+    Ok(Ok(claim))
 }
 
 /// Forgets a claimed portal attempt that did not end in a decline (approved, pending, or the
 /// processor unreachable): only declines count against the link.
-pub fn release_portal_attempt(conn: &Connection, claim: i64) -> rusqlite::Result<()> {
-    conn.prepare_cached("DELETE FROM portal_attempts WHERE seq = ?1")?
-        .execute([claim])?;
+pub fn release_portal_attempt<'c>(db: impl Into<Db<'c>>, claim: i64) -> db::Result<()> {
+    db.into().execute(
+        "DELETE FROM portal_attempts WHERE seq = ?1",
+        &params![claim],
+    )?;
     Ok(())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::domain::contact::Email;
+    use crate::domain::external_id::ExternalId;
+    use crate::domain::rut::Rut;
+    use crate::store::commerces::tests::commerce;
+    use crate::store::customers::{self, CustomerInput, Upserted};
+    use crate::store::pg_test::on_both;
+
+    /// A PENDING mandate of a new commerce and customer, for the store tests of any aggregate.
+    pub(crate) fn mandate(db: Db<'_>, external_id: &str) -> MandateRow {
+        let shop = match crate::store::commerces::by_code(db, "76123456-0").unwrap() {
+            Some(shop) => shop,
+            None => commerce(db, "76123456-0"),
+        };
+        let customer = customers::upsert(
+            db,
+            shop.id,
+            &CustomerInput {
+                user_id: ExternalId::parse("cust-01").unwrap(),
+                rut: Rut::parse("12345678-5").unwrap(),
+                first_name: "Ana".to_string(),
+                last_name: "Muñoz".to_string(),
+                second_last_name: None,
+                address: None,
+                email: Email::parse("ana@example.cl").unwrap(),
+                phone: None,
+            },
+            "t0",
+        )
+        .unwrap();
+        let customer = match customer {
+            Upserted::Created(c) | Upserted::Updated(c) => c,
+        };
+        insert(db, &new_mandate(shop.id, customer.seq, external_id)).unwrap()
+    }
+
+    fn new_mandate(commerce_id: i64, customer_seq: i64, external_id: &str) -> NewMandate<'_> {
+        static CHARGES: std::sync::LazyLock<Value> =
+            std::sync::LazyLock::new(|| serde_json::json!({"count": 3, "amount": "1000"}));
+        NewMandate {
+            commerce_id,
+            customer_seq,
+            external_id,
+            mandate_type: MandateType::Dynamic,
+            name: "Plan mensual",
+            detail: None,
+            terminate_when_charged: true,
+            charges: &CHARGES,
+            payment_methods: &[3, 14],
+            metadata: None,
+            url_callback: Some("https://tienda.cl/back"),
+            url_activation_webhook: None,
+            url_payment_webhook: Some("https://tienda.cl/hooks"),
+            magic_link_token: external_id,
+            magic_link_expires_at: "2026-12-01T00:00:00.000Z",
+            activation_mode: ActivationMode::Direct,
+            now: "t0",
+        }
+    }
+
+    #[test]
+    fn a_mandate_is_stored_once_per_external_id_and_read_back_whole() {
+        on_both(|db| {
+            let created = mandate(db, "m-1");
+            assert_eq!(created.state, MandateState::Pending);
+            assert_eq!(created.mandate_type, MandateType::Dynamic);
+            assert!(created.terminate_when_charged);
+            assert_eq!(created.payment_methods, vec![3, 14]);
+            assert_eq!(created.charges["count"], 3);
+            assert_eq!(created.metadata, None);
+
+            let again = insert(
+                db,
+                &new_mandate(created.commerce_id, created.customer_seq, "m-1"),
+            );
+            match again.unwrap_err() {
+                Error::Refused { name, .. } => assert_eq!(name, "DUPLICATED_MANDATE_ID"),
+                other => panic!("expected a refusal, got {other}"),
+            }
+
+            let by_external = by_external_id(db, created.commerce_id, "m-1")
+                .unwrap()
+                .unwrap();
+            assert_eq!(by_external.seq, created.seq);
+            let by_internal = by_internal_id(db, created.commerce_id, &created.id).unwrap();
+            assert_eq!(by_internal.unwrap().seq, created.seq);
+            assert_eq!(by_magic_token(db, "m-1").unwrap().unwrap().seq, created.seq);
+            assert!(by_magic_token(db, "nope").unwrap().is_none());
+        });
+    }
+
+    #[test]
+    fn activation_happens_once_and_states_move() {
+        on_both(|db| {
+            let mut row = mandate(db, "m-1");
+            let method = serde_json::json!({"id": 3, "name": "CREDIT_CARD"});
+            assert!(activate(db, row.seq, &method, "t1").unwrap());
+            assert!(!activate(db, row.seq, &method, "t2").unwrap());
+            assert!(set_enrolled_method(db, row.seq, &method, "t3").unwrap());
+            assert_eq!(by_seq(db, row.seq).unwrap().enrolled_method, Some(method));
+
+            set_state(
+                db,
+                row.seq,
+                MandateState::Cancelled,
+                Some("customer asked"),
+                "t4",
+            )
+            .unwrap();
+            set_state(db, row.seq, MandateState::Cancelled, None, "t5").unwrap();
+            refresh_state(db, &mut row).unwrap();
+            assert_eq!(row.state, MandateState::Cancelled);
+            assert_eq!(row.cancel_description.as_deref(), Some("customer asked"));
+            assert_eq!(row.updated_at, "t5");
+            let method = serde_json::json!({"id": 14});
+            assert!(!set_enrolled_method(db, row.seq, &method, "t6").unwrap());
+        });
+    }
+
+    #[test]
+    fn event_numbers_follow_each_other() {
+        on_both(|db| {
+            let row = mandate(db, "m-1");
+            let numbers: Vec<i64> = (0..3)
+                .map(|_| next_event_sequence(db, row.seq).unwrap())
+                .collect();
+            assert_eq!(numbers, vec![1, 2, 3]);
+        });
+    }
+
+    #[test]
+    fn portal_attempts_stop_at_the_limit_within_the_window() {
+        on_both(|db| {
+            let row = mandate(db, "m-1");
+            let first = claim_portal_attempt(db, row.seq, "t1", "t0", 2)
+                .unwrap()
+                .unwrap();
+            claim_portal_attempt(db, row.seq, "t2", "t0", 2)
+                .unwrap()
+                .unwrap();
+            // Two in the window: the third waits for the oldest to leave it.
+            assert_eq!(
+                claim_portal_attempt(db, row.seq, "t3", "t0", 2).unwrap(),
+                Err("t1".to_string())
+            );
+            release_portal_attempt(db, first).unwrap();
+            claim_portal_attempt(db, row.seq, "t3", "t0", 2)
+                .unwrap()
+                .unwrap();
+            // Once the window moves past them, old attempts count for nothing.
+            claim_portal_attempt(db, row.seq, "t5", "t4", 2)
+                .unwrap()
+                .unwrap();
+        });
+    }
 }

@@ -93,3 +93,22 @@ pub fn database() -> TestDatabase {
     super::pg_migrations::run(&database.connect()).expect("the PostgreSQL migrations apply");
     database
 }
+
+/// Runs `check` on a fresh SQLite database and on a fresh PostgreSQL one, each with the whole
+/// schema: the same store code must behave the same on both.
+pub fn on_both(check: impl Fn(super::db::Db<'_>)) {
+    let mut sqlite = rusqlite::Connection::open_in_memory().expect("an in-memory database");
+    super::migrations::run(&mut sqlite).expect("the SQLite migrations apply");
+    sqlite
+        .execute_batch("PRAGMA foreign_keys = ON")
+        .expect("foreign keys are enforced");
+    check(super::db::Db::Sqlite(&sqlite));
+
+    let database = database();
+    let pg = database.connect();
+    pg.transaction(|db| {
+        check(db);
+        Ok::<(), super::db::Error>(())
+    })
+    .expect("the PostgreSQL transaction commits");
+}

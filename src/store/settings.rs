@@ -1,8 +1,6 @@
 //! Environment-wide values by name: generated key material, the sandbox clock offset.
 
-use rusqlite::{Connection, params};
-
-use super::optional;
+use super::db::{self, Db, params};
 
 pub const JWE_PRIVATE_KEY: &str = "jwe_private_key_pem";
 pub const JWT_PRIVATE_KEY: &str = "jwt_private_key_pem";
@@ -12,31 +10,34 @@ pub const DEV_CA_KEY: &str = "dev_ca_key_pem";
 /// The environment `serve` last ran as, so that commands know a production installation.
 pub const INSTALLATION_ENVIRONMENT: &str = "installation_environment";
 
-pub fn get(conn: &Connection, name: &str) -> rusqlite::Result<Option<String>> {
-    optional(
-        conn.query_row("SELECT value FROM settings WHERE name = ?1", [name], |r| {
-            r.get(0)
-        }),
+pub fn get<'c>(db: impl Into<Db<'c>>, name: &str) -> db::Result<Option<String>> {
+    db.into().query_opt(
+        "SELECT value FROM settings WHERE name = ?1",
+        &params![name],
+        |r| r.get(0),
     )
 }
 
 /// Stores `value` unless a value is already there (another process may have won the race);
 /// returns the value that holds afterwards.
-pub fn get_or_insert(conn: &Connection, name: &str, value: &str) -> rusqlite::Result<String> {
-    conn.execute(
+pub fn get_or_insert<'c>(db: impl Into<Db<'c>>, name: &str, value: &str) -> db::Result<String> {
+    let db = db.into();
+    db.execute(
         "INSERT INTO settings (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING",
-        params![name, value],
+        &params![name, value],
     )?;
-    conn.query_row("SELECT value FROM settings WHERE name = ?1", [name], |r| {
-        r.get(0)
-    })
+    db.query_row(
+        "SELECT value FROM settings WHERE name = ?1",
+        &params![name],
+        |r| r.get(0),
+    )
 }
 
-pub fn set(conn: &Connection, name: &str, value: &str) -> rusqlite::Result<()> {
-    conn.execute(
+pub fn set<'c>(db: impl Into<Db<'c>>, name: &str, value: &str) -> db::Result<()> {
+    db.into().execute(
         "INSERT INTO settings (name, value) VALUES (?1, ?2)
          ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-        params![name, value],
+        &params![name, value],
     )?;
     Ok(())
 }
