@@ -3,11 +3,10 @@
 use std::str::FromStr;
 
 use chrono::NaiveDate;
-use rusqlite::{Connection, Row, params, params_from_iter, types::Value as SqlValue};
 use rust_decimal::Decimal;
 use serde_json::Value;
 
-use super::optional;
+use super::db::{self, Db, Param, Row, params};
 use crate::domain::date::Date;
 use crate::domain::money::{Currency, Money};
 use crate::domain::state::InstallmentState;
@@ -55,11 +54,11 @@ const COLUMNS: &str = "seq, id, mandate_seq, external_id, amount, currency, due_
 /// How many columns `from_row` reads; joined columns follow them.
 const COLUMN_COUNT: usize = 21;
 
-fn conversion(index: usize, message: String) -> rusqlite::Error {
-    rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, message.into())
+fn conversion(index: usize, message: String) -> db::Error {
+    db::Error::Column { index, message }
 }
 
-fn from_row(row: &Row<'_>) -> rusqlite::Result<InstallmentRow> {
+fn from_row(row: &Row<'_>) -> db::Result<InstallmentRow> {
     let amount: String = row.get(4)?;
     let currency: String = row.get(5)?;
     let due: String = row.get(6)?;
@@ -98,8 +97,8 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<InstallmentRow> {
 
 /// Adds installments to a mandate. An external id already used in the mandate is refused
 /// (the caller's transaction then rolls back, so nothing is added).
-pub fn insert_many(
-    conn: &Connection,
+pub fn insert_many<'c>(
+    db: impl Into<Db<'c>>,
     mandate_seq: i64,
     commerce_id: i64,
     items: &[NewInstallment],
@@ -115,23 +114,24 @@ pub fn insert_many(
          ON CONFLICT (mandate_seq, external_id) DO NOTHING
          RETURNING {COLUMNS}"
     );
-    let mut stmt = conn.prepare_cached(&sql)?;
+    let db = db.into();
     let mut rows = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
-        let inserted = optional(stmt.query_row(
-            params![
-                crate::ids::new_id("ins"),
+        let inserted = db.query_opt(
+            &sql,
+            &params![
+                &crate::ids::new_id("ins"),
                 mandate_seq,
                 commerce_id,
-                item.external_id,
-                item.amount.amount().normalize().to_string(),
+                &item.external_id,
+                &item.amount.amount().normalize().to_string(),
                 item.amount.currency().code(),
-                item.due_date.to_string(),
+                &item.due_date.to_string(),
                 InstallmentState::Pending.id(),
                 now,
             ],
             from_row,
-        ))?;
+        )?;
         let Some(row) = inserted else {
             return Err(Error::refused_at(
                 "DUPLICATED_INSTALLMENT_ID",
@@ -147,33 +147,35 @@ pub fn insert_many(
     Ok(rows)
 }
 
-pub fn by_seq(conn: &Connection, seq: i64) -> rusqlite::Result<InstallmentRow> {
+pub fn by_seq<'c>(db: impl Into<Db<'c>>, seq: i64) -> db::Result<InstallmentRow> {
     let sql = format!("SELECT {COLUMNS} FROM installments WHERE seq = ?1");
-    conn.prepare_cached(&sql)?.query_row([seq], from_row)
+    db.into().query_row(&sql, &params![seq], from_row)
 }
 
 /// Every installment of a mandate, by due date.
-pub fn for_mandate(conn: &Connection, mandate_seq: i64) -> rusqlite::Result<Vec<InstallmentRow>> {
+pub fn for_mandate<'c>(db: impl Into<Db<'c>>, mandate_seq: i64) -> db::Result<Vec<InstallmentRow>> {
     let sql =
         format!("SELECT {COLUMNS} FROM installments WHERE mandate_seq = ?1 ORDER BY due_date, seq");
-    let mut stmt = conn.prepare_cached(&sql)?;
-    stmt.query_map([mandate_seq], from_row)?.collect()
+    db.into().query_map(&sql, &params![mandate_seq], from_row)
 }
 
 /// How many installments a mandate has, and how many of them are not settled (PAID,
 /// ANNULLED or REVERSED).
-pub fn unsettled_count(conn: &Connection, mandate_seq: i64) -> rusqlite::Result<(i64, i64)> {
+pub fn unsettled_count<'c>(db: impl Into<Db<'c>>, mandate_seq: i64) -> db::Result<(i64, i64)> {
     let settled: Vec<String> = InstallmentState::ALL
         .iter()
         .filter(|s| s.is_settled())
         .map(|s| s.id().to_string())
         .collect();
-    conn.prepare_cached(&format!(
-        "SELECT count(*), count(*) FILTER (WHERE state NOT IN ({})) FROM installments
-         WHERE mandate_seq = ?1",
-        settled.join(", ")
-    ))?
-    .query_row([mandate_seq], |r| Ok((r.get(0)?, r.get(1)?)))
+    db.into().query_row(
+        &format!(
+            "SELECT count(*), count(*) FILTER (WHERE state NOT IN ({})) FROM installments
+             WHERE mandate_seq = ?1",
+            settled.join(", ")
+        ),
+        &params![mandate_seq],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
 }
 
 /// Which installments of a mandate a request names: by the merchant's ids or by ours.
@@ -184,8 +186,8 @@ pub enum InstallmentRefs<'a> {
 
 /// Finds each named installment of the mandate, in the order named; `Err(index)` is the first
 /// one that does not exist in this mandate.
-pub fn find_in_mandate(
-    conn: &Connection,
+pub fn find_in_mandate<'c>(
+    db: impl Into<Db<'c>>,
     mandate_seq: i64,
     refs: &InstallmentRefs<'_>,
 ) -> Result<std::result::Result<Vec<InstallmentRow>, usize>> {
@@ -195,10 +197,10 @@ pub fn find_in_mandate(
     };
     let sql =
         format!("SELECT {COLUMNS} FROM installments WHERE mandate_seq = ?1 AND {column} = ?2");
-    let mut stmt = conn.prepare_cached(&sql)?;
+    let db = db.into();
     let mut rows = Vec::with_capacity(ids.len());
     for (index, id) in ids.iter().enumerate() {
-        match super::optional(stmt.query_row(params![mandate_seq, id], from_row))? {
+        match db.query_opt(&sql, &params![mandate_seq, id], from_row)? {
             Some(row) => rows.push(row),
             None => return Ok(Err(index)),
         }
@@ -214,8 +216,8 @@ pub struct StateChange<'a> {
     pub payment_method_id: Option<i64>,
 }
 
-pub fn set_state(
-    conn: &Connection,
+pub fn set_state<'c>(
+    db: impl Into<Db<'c>>,
     seq: i64,
     state: InstallmentState,
     at: &str,
@@ -224,7 +226,9 @@ pub fn set_state(
     // Only a REJECTED installment can be waiting for a retry: paid, annulled or reversed ones
     // drop the pending retry so that neither the engine nor their events announce one.
     let keeps_retry = state == InstallmentState::Rejected;
-    conn.prepare_cached(
+    let db = db.into();
+    let payment = change.payment.map(serde_json::to_string).transpose()?;
+    db.execute(
         "UPDATE installments SET state = ?2, state_at = ?3,
                 payment = COALESCE(?4, payment),
                 authorization_code = COALESCE(?5, authorization_code),
@@ -232,17 +236,17 @@ pub fn set_state(
                 retry_scheduled = CASE WHEN ?7 THEN retry_scheduled ELSE 0 END,
                 next_retry_date = CASE WHEN ?7 THEN next_retry_date ELSE NULL END
          WHERE seq = ?1",
-    )?
-    .execute(params![
-        seq,
-        state.id(),
-        at,
-        change.payment.map(serde_json::to_string).transpose()?,
-        change.authorization_code,
-        change.payment_method_id,
-        keeps_retry,
-    ])?;
-    Ok(by_seq(conn, seq)?)
+        &params![
+            seq,
+            state.id(),
+            at,
+            &payment,
+            change.authorization_code,
+            change.payment_method_id,
+            keeps_retry,
+        ],
+    )?;
+    Ok(by_seq(db, seq)?)
 }
 
 /// The filters of `GET /receivables`, already validated.
@@ -275,11 +279,11 @@ pub struct Receivable {
 /// Installments across the commerce's mandates in creation order. Ordering by the row's
 /// creation sequence is what makes the keyset cursor safe: rows added while a client pages
 /// land after every cursor already handed out, so nothing is skipped or repeated.
-pub fn receivables(
-    conn: &Connection,
+pub fn receivables<'c>(
+    db: impl Into<Db<'c>>,
     commerce_id: i64,
     filter: &ReceivablesFilter,
-) -> rusqlite::Result<Vec<Receivable>> {
+) -> db::Result<Vec<Receivable>> {
     let prefixed: String = COLUMNS
         .split(", ")
         .map(|c| format!("i.{c}"))
@@ -292,44 +296,33 @@ pub fn receivables(
          JOIN customers c ON c.seq = m.customer_seq
          WHERE i.commerce_id = ? AND i.seq > ?"
     );
-    let mut args: Vec<SqlValue> = vec![commerce_id.into(), filter.after_seq.into()];
-    let mut push = |clause: &str, value: SqlValue| {
-        sql.push_str(clause);
-        args.push(value);
-    };
-    if let Some(v) = &filter.mandate_external_id {
-        push(" AND m.external_id = ?", v.clone().into());
-    }
-    if let Some(v) = &filter.mandate_internal_id {
-        push(" AND m.id = ?", v.clone().into());
-    }
-    if let Some(v) = &filter.user_id {
-        push(" AND c.user_id = ?", v.clone().into());
-    }
-    if let Some(v) = &filter.internal_user_id {
-        push(" AND c.id = ?", v.clone().into());
-    }
-    if let Some(v) = filter.due_from {
-        push(" AND i.due_date >= ?", v.to_string().into());
-    }
-    if let Some(v) = filter.due_to {
-        push(" AND i.due_date <= ?", v.to_string().into());
-    }
-    if let Some(v) = &filter.updated_from {
-        push(" AND i.state_at >= ?", v.clone().into());
-    }
-    if let Some(v) = &filter.updated_to {
-        push(" AND i.state_at < ?", v.clone().into());
+    let due_from = filter.due_from.map(|d| d.to_string());
+    let due_to = filter.due_to.map(|d| d.to_string());
+    let mut args: Vec<Param<'_>> = vec![commerce_id.into(), filter.after_seq.into()];
+    let optional_filters = [
+        (" AND m.external_id = ?", &filter.mandate_external_id),
+        (" AND m.id = ?", &filter.mandate_internal_id),
+        (" AND c.user_id = ?", &filter.user_id),
+        (" AND c.id = ?", &filter.internal_user_id),
+        (" AND i.due_date >= ?", &due_from),
+        (" AND i.due_date <= ?", &due_to),
+        (" AND i.state_at >= ?", &filter.updated_from),
+        (" AND i.state_at < ?", &filter.updated_to),
+    ];
+    for (clause, value) in optional_filters {
+        if let Some(value) = value {
+            sql.push_str(clause);
+            args.push(value.into());
+        }
     }
     if !filter.states.is_empty() {
         let marks = vec!["?"; filter.states.len()].join(", ");
         sql.push_str(&format!(" AND i.state IN ({marks})"));
-        args.extend(filter.states.iter().map(|s| SqlValue::from(s.id())));
+        args.extend(filter.states.iter().map(|s| Param::Int(s.id())));
     }
     sql.push_str(" ORDER BY i.seq LIMIT ?");
     args.push(filter.limit.into());
-    let mut stmt = conn.prepare_cached(&sql)?;
-    stmt.query_map(params_from_iter(args), |row| {
+    db.into().query_map(&sql, &args, |row| {
         Ok(Receivable {
             installment: from_row(row)?,
             mandate_id: row.get(COLUMN_COUNT)?,
@@ -338,19 +331,206 @@ pub fn receivables(
             customer_id: row.get(COLUMN_COUNT + 3)?,
             customer_user_id: row.get(COLUMN_COUNT + 4)?,
         })
-    })?
-    .collect()
+    })
 }
 
 /// An installment of the commerce by our id.
-pub fn by_internal_id(
-    conn: &Connection,
+pub fn by_internal_id<'c>(
+    db: impl Into<Db<'c>>,
     commerce_id: i64,
     id: &str,
-) -> rusqlite::Result<Option<InstallmentRow>> {
+) -> db::Result<Option<InstallmentRow>> {
     let sql = format!("SELECT {COLUMNS} FROM installments WHERE id = ?1 AND commerce_id = ?2");
-    super::optional(
-        conn.prepare_cached(&sql)?
-            .query_row(params![id, commerce_id], from_row),
-    )
+    db.into()
+        .query_opt(&sql, &params![id, commerce_id], from_row)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::money::Currency;
+    use crate::store::mandates::tests::mandate;
+    use crate::store::pg_test::on_both;
+
+    fn item(external_id: &str, amount: &str, due: &str) -> NewInstallment {
+        NewInstallment {
+            external_id: external_id.to_string(),
+            amount: Money::from_decimal(
+                Decimal::from_str(amount).unwrap(),
+                Currency::parse("CLP").unwrap(),
+            )
+            .unwrap(),
+            due_date: Date::parse(due).unwrap(),
+        }
+    }
+
+    fn three(db: Db<'_>) -> (crate::store::mandates::MandateRow, Vec<InstallmentRow>) {
+        let m = mandate(db, "m-1");
+        let rows = insert_many(
+            db,
+            m.seq,
+            m.commerce_id,
+            &[
+                item("i-2", "2000", "2026-12-10"),
+                item("i-1", "1000", "2026-11-10"),
+                item("i-3", "3000", "2027-01-10"),
+            ],
+            "installments",
+            "t0",
+        )
+        .unwrap();
+        (m, rows)
+    }
+
+    #[test]
+    fn installments_are_added_once_per_external_id_and_listed_by_due_date() {
+        on_both(|db| {
+            let (m, rows) = three(db);
+            assert_eq!(rows[0].amount.amount(), Decimal::from(2000));
+            assert_eq!(rows[0].state, InstallmentState::Pending);
+            assert!(!rows[0].retry_scheduled);
+            let listed: Vec<_> = for_mandate(db, m.seq)
+                .unwrap()
+                .into_iter()
+                .map(|r| r.external_id)
+                .collect();
+            assert_eq!(listed, vec!["i-1", "i-2", "i-3"]);
+
+            let again = insert_many(
+                db,
+                m.seq,
+                m.commerce_id,
+                &[
+                    item("i-4", "1", "2027-02-10"),
+                    item("i-1", "1", "2027-02-10"),
+                ],
+                "installments",
+                "t1",
+            );
+            match again.unwrap_err() {
+                Error::Refused { name, field, .. } => {
+                    assert_eq!(name, "DUPLICATED_INSTALLMENT_ID");
+                    assert_eq!(field.as_deref(), Some("installments[1].id"));
+                }
+                other => panic!("expected a refusal, got {other}"),
+            }
+        });
+    }
+
+    #[test]
+    fn named_installments_are_found_in_order_or_the_first_missing_is_told() {
+        on_both(|db| {
+            let (m, rows) = three(db);
+            let external = ["i-3".to_string(), "i-1".to_string()];
+            let found = find_in_mandate(db, m.seq, &InstallmentRefs::External(&external))
+                .unwrap()
+                .unwrap();
+            assert_eq!(found[0].seq, rows[2].seq);
+            assert_eq!(found[1].seq, rows[1].seq);
+            let internal = [rows[0].id.clone(), "ins_missing".to_string()];
+            let missing = find_in_mandate(db, m.seq, &InstallmentRefs::Internal(&internal));
+            assert_eq!(missing.unwrap().unwrap_err(), 1);
+            let by_id = by_internal_id(db, m.commerce_id, &rows[0].id)
+                .unwrap()
+                .unwrap();
+            assert_eq!(by_id.external_id, "i-2");
+            assert!(
+                by_internal_id(db, m.commerce_id + 1, &rows[0].id)
+                    .unwrap()
+                    .is_none()
+            );
+        });
+    }
+
+    #[test]
+    fn a_state_change_writes_what_comes_with_it() {
+        on_both(|db| {
+            let (m, rows) = three(db);
+            assert_eq!(unsettled_count(db, m.seq).unwrap(), (3, 3));
+            let payment = serde_json::json!({"reference": "deposit 42"});
+            let paid = set_state(
+                db,
+                rows[0].seq,
+                InstallmentState::Paid,
+                "t1",
+                &StateChange {
+                    payment: Some(&payment),
+                    authorization_code: Some("AUTH1"),
+                    payment_method_id: Some(3),
+                },
+            )
+            .unwrap();
+            assert_eq!(paid.state, InstallmentState::Paid);
+            assert_eq!(paid.state_at, "t1");
+            assert_eq!(paid.payment, Some(payment));
+            assert_eq!(paid.authorization_code.as_deref(), Some("AUTH1"));
+            assert_eq!(paid.payment_method_id, Some(3));
+            assert_eq!(unsettled_count(db, m.seq).unwrap(), (3, 2));
+
+            // What the change does not say is kept.
+            let again = set_state(
+                db,
+                rows[0].seq,
+                InstallmentState::Reversed,
+                "t2",
+                &StateChange::default(),
+            )
+            .unwrap();
+            assert_eq!(again.authorization_code.as_deref(), Some("AUTH1"));
+            assert_eq!(again.next_retry_date, None);
+        });
+    }
+
+    #[test]
+    fn receivables_filter_and_page_in_creation_order() {
+        on_both(|db| {
+            let (m, rows) = three(db);
+            let all = receivables(
+                db,
+                m.commerce_id,
+                &ReceivablesFilter {
+                    limit: 10,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            assert_eq!(all.len(), 3);
+            assert_eq!(all[0].installment.seq, rows[0].seq);
+            assert_eq!(all[0].mandate_external_id, "m-1");
+            assert_eq!(all[0].customer_user_id, "cust-01");
+
+            let filtered = receivables(
+                db,
+                m.commerce_id,
+                &ReceivablesFilter {
+                    states: vec![InstallmentState::Pending],
+                    mandate_external_id: Some("m-1".to_string()),
+                    user_id: Some("cust-01".to_string()),
+                    due_from: Some(Date::parse("2026-12-01").unwrap()),
+                    due_to: Some(Date::parse("2027-01-10").unwrap()),
+                    updated_from: Some("t0".to_string()),
+                    after_seq: rows[0].seq,
+                    limit: 10,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            let ids: Vec<_> = filtered
+                .iter()
+                .map(|r| r.installment.external_id.as_str())
+                .collect();
+            assert_eq!(ids, vec!["i-3"]);
+
+            let page = receivables(
+                db,
+                m.commerce_id,
+                &ReceivablesFilter {
+                    limit: 1,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            assert_eq!(page.len(), 1);
+        });
+    }
 }

@@ -6,6 +6,7 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::db::{self, Backend, Db};
 use crate::secret::Secret;
 
 pub struct NewLease<'a> {
@@ -49,20 +50,31 @@ pub fn remove(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
 
 /// Queues a copy of a just-written event for every lease of its commerce live at `at` that
 /// takes its kind. Runs in the event's own transaction.
-pub fn queue_for_event(
-    conn: &Connection,
+pub fn queue_for_event<'c>(
+    db: impl Into<Db<'c>>,
     event_seq: i64,
     commerce_id: i64,
     kind: &str,
     at: &str,
-) -> rusqlite::Result<usize> {
-    conn.prepare_cached(
-        "INSERT INTO listen_deliveries (event_seq, lease_id)
-         SELECT ?1, id FROM listen_leases
-         WHERE commerce_id = ?2 AND expires_at > ?4
-           AND (event_types IS NULL OR instr(',' || event_types || ',', ',' || ?3 || ',') > 0)",
-    )?
-    .execute(params![event_seq, commerce_id, kind, at])
+) -> db::Result<u64> {
+    let db = db.into();
+    // A lease lists its kinds comma-separated: the kind is looked for with commas around it.
+    let sql = match db.backend() {
+        Backend::Sqlite => {
+            "INSERT INTO listen_deliveries (event_seq, lease_id)
+             SELECT ?1, id FROM listen_leases
+             WHERE commerce_id = ?2 AND expires_at > ?4
+               AND (event_types IS NULL OR instr(',' || event_types || ',', ',' || ?3 || ',') > 0)"
+        }
+        Backend::Postgres => {
+            "INSERT INTO listen_deliveries (event_seq, lease_id)
+             SELECT ?1, id FROM listen_leases
+             WHERE commerce_id = ?2 AND expires_at > ?4
+               AND (event_types IS NULL
+                    OR strpos(',' || event_types || ',', ',' || CAST(?3 AS TEXT) || ',') > 0)"
+        }
+    };
+    db.execute(sql, &db::params![event_seq, commerce_id, kind, at])
 }
 
 /// The URL of a lease of the commerce still live at `now`, if a listener runs.
