@@ -455,6 +455,9 @@ fn pg_params<'p>(params: &'p [Param<'_>]) -> Vec<&'p (dyn PgToSql + Sync)> {
     params.iter().map(|p| p as &(dyn PgToSql + Sync)).collect()
 }
 
+/// The most prepared statements a PostgreSQL connection keeps.
+const STATEMENT_CACHE_CAPACITY: usize = 512;
+
 /// One PostgreSQL connection and its prepared statements.
 pub struct PgConn {
     inner: RefCell<PgInner>,
@@ -514,6 +517,11 @@ impl PgConn {
             Some(stmt) => stmt.clone(),
             None => {
                 let stmt = client.prepare(&to_postgres_placeholders(sql))?;
+                // Filters build some texts from their parts: the cache is bounded, like
+                // rusqlite's, so an unusual mix of them cannot grow it for good.
+                if statements.len() >= STATEMENT_CACHE_CAPACITY {
+                    statements.clear();
+                }
                 statements.insert(sql.to_string(), stmt.clone());
                 stmt
             }
