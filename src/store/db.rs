@@ -355,14 +355,6 @@ impl<'a> Db<'a> {
         }
     }
 
-    /// The SQLite connection, for store code that has not been made backend-neutral yet.
-    pub fn sqlite(self) -> Option<&'a rusqlite::Connection> {
-        match self {
-            Db::Sqlite(conn) => Some(conn),
-            Db::Postgres(_) => None,
-        }
-    }
-
     /// Runs a statement; the number of rows it changed.
     pub fn execute(self, sql: &str, params: &[Param<'_>]) -> Result<u64> {
         match self {
@@ -482,6 +474,7 @@ impl PgConn {
     }
 
     /// Runs `f` in one transaction: committed if it returns `Ok`, rolled back otherwise.
+    /// A connection whose `f` panicked is left inside its transaction: drop it, never reuse it.
     pub fn transaction<T, E: From<Error>>(
         &self,
         f: impl FnOnce(Db<'_>) -> std::result::Result<T, E>,
@@ -493,10 +486,19 @@ impl PgConn {
                 Ok(value)
             }
             Err(e) => {
-                self.batch("ROLLBACK")?;
+                // The operation's error is the one to answer; a connection that cannot even
+                // roll back is closed, which `is_closed` tells whoever would reuse it.
+                if let Err(rollback) = self.batch("ROLLBACK") {
+                    tracing::warn!(error = %rollback, "could not roll back a PostgreSQL transaction");
+                }
                 Err(e)
             }
         }
+    }
+
+    /// Whether the server closed the connection (or it broke): such a one is dropped.
+    pub fn is_closed(&self) -> bool {
+        self.inner.borrow().client.is_closed()
     }
 
     /// Statements outside any transaction of ours (`CREATE DATABASE`, advisory locks).
@@ -533,7 +535,7 @@ impl PgConn {
 /// SQLite's placeholders (`?`, `?NNN`) as PostgreSQL's (`$N`). A bare `?` takes the number
 /// after the highest seen so far, as SQLite numbers it. Quoted strings, quoted identifiers and
 /// comments are copied as they are.
-pub fn to_postgres_placeholders(sql: &str) -> String {
+fn to_postgres_placeholders(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len() + 8);
     let mut highest = 0u32;
     let mut chars = sql.char_indices().peekable();
@@ -735,6 +737,32 @@ mod tests {
                 .unwrap_err();
             assert!(!error.is_unique_violation(), "{error}");
         });
+    }
+
+    #[test]
+    fn a_connection_the_server_ended_says_it_is_closed() {
+        let database = pg_test::empty_database();
+        let pg = PgConn::connect(database.url()).unwrap();
+        let admin = PgConn::connect(database.url()).unwrap();
+        // pg_backend_pid() is an INT4 and pg_terminate_backend() takes one: integers of any
+        // width read and bind as i64.
+        let pid = pg
+            .transaction(|db| {
+                db.query_row("SELECT pg_backend_pid()", &params![], |r| r.get::<i64>(0))
+            })
+            .unwrap();
+        assert!(!pg.is_closed());
+        let ended = admin
+            .transaction(|db| {
+                db.query_row("SELECT pg_terminate_backend(?1)", &params![pid], |r| {
+                    r.get::<bool>(0)
+                })
+            })
+            .unwrap();
+        assert!(ended);
+        let failed = pg.transaction(|db| db.execute("SELECT 1", &params![]));
+        assert!(failed.is_err());
+        assert!(pg.is_closed());
     }
 
     #[test]
