@@ -210,7 +210,8 @@ impl SeenFilter {
     /// of the current window: a wall clock set back would bring older ones into it again
     /// (pruning keeps the table to the window anyway).
     fn load(&self, conn: &Connection) -> rusqlite::Result<()> {
-        let mut stmt = conn.prepare("SELECT commerce_id, correlation_id FROM correlation_ids")?;
+        let mut stmt =
+            conn.prepare("SELECT commerce_id, correlation_id FROM correlation_claims")?;
         let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
             self.insert(row.get(0)?, row.get_ref(1)?.as_str()?);
@@ -246,8 +247,8 @@ impl CorrelationClaim {
 /// Records a claim in the caller's transaction, so it commits with the write it guards.
 pub fn record_claim(conn: &Connection, claim: &CorrelationClaim) -> rusqlite::Result<()> {
     conn.prepare_cached(
-        "INSERT INTO correlation_ids (commerce_id, correlation_id, seen_at) VALUES (?1, ?2, ?3)
-         ON CONFLICT DO NOTHING",
+        "INSERT INTO correlation_claims (day, commerce_id, correlation_id, seen_at)
+         VALUES (substr(?3, 1, 10), ?1, ?2, ?3) ON CONFLICT DO NOTHING",
     )?
     .execute(params![
         claim.commerce_id,
@@ -286,8 +287,9 @@ impl AuditWriter {
         clock: Arc<dyn Clock>,
     ) -> anyhow::Result<AuditWriter> {
         let conn = open_connection(db_path, Durability::Normal)?;
-        // The batches insert into the correlationId keys and the audit log's index at random
-        // places: 8 MiB of cache (SQLite's default is 2 MiB) keeps those pages between batches.
+        // A batch inserts into today's part of the correlationId claims and of the audit log's
+        // correlationId index (`0021_day_local_request_keys.sql`), at random places within it:
+        // 8 MiB of cache (SQLite's default is 2 MiB) keeps those pages between batches.
         conn.pragma_update(None, "cache_size", -8192)?;
         // The engine's checkpoint thread copies the WAL back (`Store::start_checkpointer`).
         conn.pragma_update(None, "wal_autocheckpoint", 0)?;
@@ -366,8 +368,14 @@ impl AuditWriter {
             store.read(|conn| {
                 Ok(conn
                     .prepare_cached(
-                        "SELECT EXISTS (SELECT 1 FROM correlation_ids
-                     WHERE commerce_id = ?1 AND correlation_id = ?2 AND seen_at >= ?3)",
+                        // One seek per day from the cutoff's to the last stored one.
+                        "WITH RECURSIVE days(day) AS (
+                             SELECT substr(?3, 1, 10)
+                             UNION ALL SELECT date(day, '+1 day') FROM days
+                             WHERE day < (SELECT max(day) FROM correlation_claims))
+                         SELECT EXISTS (SELECT 1 FROM correlation_claims
+                             WHERE day IN (SELECT day FROM days) AND commerce_id = ?1
+                               AND correlation_id = ?2 AND seen_at >= ?3)",
                     )?
                     .query_row(params![commerce_id, correlation_id, cutoff], |r| r.get(0))?)
             })
@@ -541,7 +549,8 @@ fn write_batch(
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
         )?;
         let mut correlation = tx.prepare_cached(
-            "INSERT INTO correlation_ids (commerce_id, correlation_id, seen_at) VALUES (?1, ?2, ?3)
+            "INSERT INTO correlation_claims (day, commerce_id, correlation_id, seen_at)
+             VALUES (substr(?3, 1, 10), ?1, ?2, ?3)
              ON CONFLICT DO UPDATE SET seen_at = excluded.seen_at",
         )?;
         let mut refusals: HashMap<(String, Refusal), i64> = HashMap::new();
@@ -644,9 +653,11 @@ impl Pruner {
                     .execute(params![audit_cutoff, PRUNE_BATCH])?
                 + conn
                     .prepare_cached(
-                        "DELETE FROM correlation_ids WHERE (commerce_id, correlation_id) IN
-                         (SELECT commerce_id, correlation_id FROM correlation_ids
-                          WHERE seen_at < ?1 ORDER BY seen_at LIMIT ?2)",
+                        // Whole days before the cutoff's; the cutoff's own day goes the next
+                        // day (the lookup ignores its rows older than the cutoff).
+                        "DELETE FROM correlation_claims WHERE (day, commerce_id, correlation_id) IN
+                         (SELECT day, commerce_id, correlation_id FROM correlation_claims
+                          WHERE day < substr(?1, 1, 10) ORDER BY day LIMIT ?2)",
                     )?
                     .execute(params![correlation_cutoff, PRUNE_BATCH])?)
         })();
