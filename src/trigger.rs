@@ -300,6 +300,7 @@ impl Session {
         let now = self.now();
         let ctx = Ctx {
             commerce: &self.commerce,
+            charge_dates: &self.store.charge_dates,
             now,
             today: self.calendar.today(now),
         };

@@ -91,6 +91,7 @@ pub fn reconcile(
     let now = SystemClock.now();
     let ctx = Ctx {
         commerce: &commerce,
+        charge_dates: &store.charge_dates,
         now,
         today: calendar.today(now),
     };

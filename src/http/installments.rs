@@ -122,10 +122,8 @@ pub async fn add_installments(
 fn charge_dates(
     state: &AppState,
     authed: &Authed,
-) -> Result<crate::domain::holidays::ChargeDates, super::error::ApiError> {
-    state.read(&authed.commerce, |conn, ctx| {
-        Ok(crate::store::calendar::charge_dates(conn, ctx.commerce.id)?)
-    })
+) -> Result<std::sync::Arc<crate::domain::holidays::ChargeDates>, super::error::ApiError> {
+    state.read(&authed.commerce, |conn, ctx| Ok(ctx.charge_dates(conn)?))
 }
 
 fn parse_add(

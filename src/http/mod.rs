@@ -108,10 +108,11 @@ impl Shared {
         self.calendar.today(self.clock.now())
     }
 
-    fn ctx<'a>(&self, commerce: &'a Commerce) -> Ctx<'a> {
+    fn ctx<'a>(&'a self, commerce: &'a Commerce) -> Ctx<'a> {
         let now = self.clock.now();
         Ctx {
             commerce,
+            charge_dates: &self.store.charge_dates,
             now,
             today: self.calendar.today(now),
         }

@@ -96,7 +96,7 @@ pub async fn receivables(
     let (mut rows, dates) = state.read(&authed.commerce, |conn, ctx| {
         Ok((
             installments::receivables(conn, ctx.commerce.id, &filter)?,
-            crate::store::calendar::charge_dates(conn, ctx.commerce.id)?,
+            ctx.charge_dates(conn)?,
         ))
     })?;
     let next_cursor = if rows.len() as i64 > limit {

@@ -1,5 +1,7 @@
 //! Creating, finding and cancelling mandates.
 
+use std::sync::Arc;
+
 use crate::domain::holidays::ChargeDates;
 use crate::store::calendar;
 use rusqlite::Connection;
@@ -24,7 +26,7 @@ pub struct MandateView {
     /// The latest signature process of a signature-gated mandate's enrolment.
     pub signature: Option<MandateSignatureRow>,
     /// The commerce's calendar and rule, for the installments' charge dates.
-    pub charge_dates: ChargeDates,
+    pub charge_dates: Arc<ChargeDates>,
 }
 
 pub struct Urls {
@@ -117,7 +119,7 @@ pub fn create(
         &now,
     )?;
     Ok(MandateView {
-        charge_dates: calendar::charge_dates(conn, mandate.commerce_id)?,
+        charge_dates: ctx.charge_dates(conn)?,
         mandate,
         customer,
         installments: sorted(rows),
@@ -169,12 +171,26 @@ pub fn find_row(conn: &Connection, ctx: &Ctx<'_>, mandate: &MandateRef) -> Resul
     found.ok_or(Error::not_found("mandate"))
 }
 
+/// The mandate with its customer, installments and signature process.
 pub fn view(conn: &Connection, mandate: MandateRow) -> Result<MandateView> {
+    let charge_dates = Arc::new(calendar::charge_dates(conn, mandate.commerce_id)?);
+    view_with(conn, mandate, charge_dates)
+}
+
+fn view_with(
+    conn: &Connection,
+    mandate: MandateRow,
+    charge_dates: Arc<ChargeDates>,
+) -> Result<MandateView> {
     let customer = customers::by_seq(conn, mandate.customer_seq)?;
     let installments = installments::for_mandate(conn, mandate.seq)?;
-    let signature = mandate_signatures::latest_of_mandate(conn, mandate.seq)?;
+    // Only a signature-gated mandate's enrolment starts a signature process.
+    let signature = match mandate.activation_mode {
+        ActivationMode::Signature => mandate_signatures::latest_of_mandate(conn, mandate.seq)?,
+        ActivationMode::Direct => None,
+    };
     Ok(MandateView {
-        charge_dates: calendar::charge_dates(conn, mandate.commerce_id)?,
+        charge_dates,
         mandate,
         customer,
         installments,
@@ -184,7 +200,7 @@ pub fn view(conn: &Connection, mandate: MandateRow) -> Result<MandateView> {
 
 pub fn find(conn: &Connection, ctx: &Ctx<'_>, mandate: &MandateRef) -> Result<MandateView> {
     let row = find_row(conn, ctx, mandate)?;
-    view(conn, row)
+    view_with(conn, row, ctx.charge_dates(conn)?)
 }
 
 /// The ONEPAY confirm lookup: a mandate of any other type is not found here.
@@ -193,7 +209,7 @@ pub fn find_onepay(conn: &Connection, ctx: &Ctx<'_>, external_id: &str) -> Resul
     if row.mandate_type != MandateType::Onepay {
         return Err(Error::not_found("ONEPAY mandate"));
     }
-    view(conn, row)
+    view_with(conn, row, ctx.charge_dates(conn)?)
 }
 
 /// Cancels a PENDING or ACTIVE mandate of the named customer: installments not yet submitted

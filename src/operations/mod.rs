@@ -12,11 +12,19 @@ pub mod signed_activation;
 
 use chrono::{DateTime, NaiveDate, Utc};
 
+use std::sync::Arc;
+
+use rusqlite::Connection;
+
+use crate::domain::holidays::ChargeDates;
+use crate::store::calendar::ChargeDatesCache;
 use crate::store::commerces::Commerce;
 
 /// Who acts, and when.
 pub struct Ctx<'a> {
     pub commerce: &'a Commerce,
+    /// The store's cache of calendars and charging rules (`Ctx::charge_dates`).
+    pub charge_dates: &'a ChargeDatesCache,
     /// Wall-clock time of the request.
     pub now: DateTime<Utc>,
     /// The business date (environment time zone, sandbox offset applied).
@@ -26,6 +34,11 @@ pub struct Ctx<'a> {
 impl Ctx<'_> {
     pub fn timestamp(&self) -> String {
         crate::clock::timestamp(self.now)
+    }
+
+    /// The acting commerce's calendar and charging rule.
+    pub fn charge_dates(&self, conn: &Connection) -> rusqlite::Result<Arc<ChargeDates>> {
+        self.charge_dates.get(conn, self.commerce.id)
     }
 }
 

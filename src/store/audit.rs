@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
-use super::db::{self, Db, params};
+use super::db::{self, Backend, Db, params};
 use super::{Durability, Store, open_connection, settings};
 use crate::clock::Clock;
 use crate::error::Error;
@@ -211,7 +211,8 @@ impl SeenFilter {
     /// of the current window: a wall clock set back would bring older ones into it again
     /// (pruning keeps the table to the window anyway).
     fn load(&self, conn: &Connection) -> rusqlite::Result<()> {
-        let mut stmt = conn.prepare("SELECT commerce_id, correlation_id FROM correlation_ids")?;
+        let mut stmt =
+            conn.prepare("SELECT commerce_id, correlation_id FROM correlation_claims")?;
         let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
             self.insert(row.get(0)?, row.get_ref(1)?.as_str()?);
@@ -247,8 +248,8 @@ impl CorrelationClaim {
 /// Records a claim in the caller's transaction, so it commits with the write it guards.
 pub fn record_claim<'c>(db: impl Into<Db<'c>>, claim: &CorrelationClaim) -> db::Result<()> {
     db.into().execute(
-        "INSERT INTO correlation_ids (commerce_id, correlation_id, seen_at) VALUES (?1, ?2, ?3)
-         ON CONFLICT DO NOTHING",
+        "INSERT INTO correlation_claims (day, commerce_id, correlation_id, seen_at)
+         VALUES (substr(CAST(?3 AS TEXT), 1, 10), ?1, ?2, ?3) ON CONFLICT DO NOTHING",
         &params![claim.commerce_id, &claim.correlation_id, &claim.seen_at],
     )?;
     Ok(())
@@ -261,12 +262,32 @@ fn was_seen<'c>(
     correlation_id: &str,
     cutoff: &str,
 ) -> db::Result<bool> {
-    db.into().query_row(
-        "SELECT EXISTS (SELECT 1 FROM correlation_ids
-         WHERE commerce_id = ?1 AND correlation_id = ?2 AND seen_at >= ?3)",
-        &params![commerce_id, correlation_id, cutoff],
-        |r| r.get(0),
-    )
+    let db = db.into();
+    // One seek per day from the cutoff's to the last stored one. The next day's date is the
+    // one thing the dialects write differently.
+    let sql = match db.backend() {
+        Backend::Sqlite => {
+            "WITH RECURSIVE days(day) AS (
+                 SELECT substr(?3, 1, 10)
+                 UNION ALL SELECT date(day, '+1 day') FROM days
+                 WHERE day < (SELECT max(day) FROM correlation_claims))
+             SELECT EXISTS (SELECT 1 FROM correlation_claims
+                 WHERE day IN (SELECT day FROM days) AND commerce_id = ?1
+                   AND correlation_id = ?2 AND seen_at >= ?3)"
+        }
+        Backend::Postgres => {
+            "WITH RECURSIVE days(day) AS (
+                 SELECT substr(CAST(?3 AS TEXT), 1, 10)
+                 UNION ALL SELECT to_char(CAST(day AS DATE) + 1, 'YYYY-MM-DD') FROM days
+                 WHERE day < (SELECT max(day) FROM correlation_claims))
+             SELECT EXISTS (SELECT 1 FROM correlation_claims
+                 WHERE day IN (SELECT day FROM days) AND commerce_id = ?1
+                   AND correlation_id = ?2 AND seen_at >= ?3)"
+        }
+    };
+    db.query_row(sql, &params![commerce_id, correlation_id, cutoff], |r| {
+        r.get(0)
+    })
 }
 
 pub struct AuditWriter {
@@ -298,8 +319,9 @@ impl AuditWriter {
         clock: Arc<dyn Clock>,
     ) -> anyhow::Result<AuditWriter> {
         let conn = open_connection(db_path, Durability::Normal)?;
-        // The batches insert into the correlationId keys and the audit log's index at random
-        // places: 8 MiB of cache (SQLite's default is 2 MiB) keeps those pages between batches.
+        // A batch inserts into today's part of the correlationId claims and of the audit log's
+        // correlationId index (`0021_day_local_request_keys.sql`), at random places within it:
+        // 8 MiB of cache (SQLite's default is 2 MiB) keeps those pages between batches.
         conn.pragma_update(None, "cache_size", -8192)?;
         // The engine's checkpoint thread copies the WAL back (`Store::start_checkpointer`).
         conn.pragma_update(None, "wal_autocheckpoint", 0)?;
@@ -589,8 +611,10 @@ fn write_records(
     correlations.sort_unstable();
     for (key, seen_at) in correlations {
         db.execute(
-            "INSERT INTO correlation_ids (commerce_id, correlation_id, seen_at) VALUES (?1, ?2, ?3)
-             ON CONFLICT (commerce_id, correlation_id) DO UPDATE SET seen_at = excluded.seen_at",
+            "INSERT INTO correlation_claims (day, commerce_id, correlation_id, seen_at)
+             VALUES (substr(CAST(?3 AS TEXT), 1, 10), ?1, ?2, ?3)
+             ON CONFLICT (day, commerce_id, correlation_id)
+             DO UPDATE SET seen_at = excluded.seen_at",
             &params![key.0, &key.1, &seen_at],
         )?;
         written.push(key);
@@ -676,9 +700,11 @@ fn prune_batch(db: Db<'_>, audit_cutoff: &str, correlation_cutoff: &str) -> db::
          (SELECT minute, reason FROM audit_refusals WHERE minute < ?1 LIMIT ?2)",
         &params![audit_cutoff, PRUNE_BATCH],
     )? + db.execute(
-        "DELETE FROM correlation_ids WHERE (commerce_id, correlation_id) IN
-         (SELECT commerce_id, correlation_id FROM correlation_ids
-          WHERE seen_at < ?1 ORDER BY seen_at LIMIT ?2)",
+        // Whole days before the cutoff's; the cutoff's own day goes the next day (the lookup
+        // ignores its rows older than the cutoff).
+        "DELETE FROM correlation_claims WHERE (day, commerce_id, correlation_id) IN
+         (SELECT day, commerce_id, correlation_id FROM correlation_claims
+          WHERE day < substr(CAST(?1 AS TEXT), 1, 10) ORDER BY day LIMIT ?2)",
         &params![correlation_cutoff, PRUNE_BATCH],
     )?)
 }

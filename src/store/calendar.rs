@@ -1,6 +1,11 @@
 //! The business-day calendar's rows: one-off holidays staff add, which days the installation
 //! charges on, and each commerce's charging rule.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
 use chrono::NaiveDate;
 use rusqlite::{Connection, params};
 
@@ -50,6 +55,7 @@ pub fn add(conn: &Connection, date: NaiveDate, name: &str, now: &str) -> rusqlit
              ON CONFLICT (date) DO NOTHING",
         )?
         .execute(params![date.to_string(), name, now])?;
+    calendar_changed();
     Ok(inserted == 1)
 }
 
@@ -58,6 +64,7 @@ pub fn remove(conn: &Connection, date: NaiveDate) -> rusqlite::Result<bool> {
     let removed = conn
         .prepare_cached("DELETE FROM holidays WHERE date = ?1")?
         .execute([date.to_string()])?;
+    calendar_changed();
     Ok(removed == 1)
 }
 
@@ -82,6 +89,7 @@ pub fn set_charging_rule(
     let changed = conn
         .prepare_cached("UPDATE commerces SET charging_rule = ?2 WHERE id = ?1")?
         .execute(params![commerce_id, rule.as_str()])?;
+    calendar_changed();
     Ok(changed == 1)
 }
 
@@ -103,4 +111,122 @@ pub fn charging_rules(
         Ok((r.get(0)?, ChargingRule::parse(&rule).unwrap_or_default()))
     })?
     .collect()
+}
+
+/// Bumped by every change this process makes to the added holidays, the business days or a
+/// charging rule, which drops what the `ChargeDatesCache`s hold. It is bumped inside the
+/// changing transaction, before its commit: a read racing that commit may cache the old
+/// calendar, for at most `CHARGE_DATES_TTL`.
+static CALENDAR_EPOCH: AtomicU64 = AtomicU64::new(0);
+
+/// How long a cached calendar and rule are trusted without reading them again: the bound on
+/// how late a change made by another process is seen.
+pub const CHARGE_DATES_TTL: Duration = Duration::from_secs(1);
+
+/// Commerces cached, at most; a full cache starts over.
+const CHARGE_DATES_MAX: usize = 1_024;
+
+/// Called by every function that changes what `charge_dates` reads.
+pub fn calendar_changed() {
+    CALENDAR_EPOCH.fetch_add(1, Ordering::AcqRel);
+}
+
+struct CachedDates {
+    dates: Arc<ChargeDates>,
+    epoch: u64,
+    loaded: Instant,
+}
+
+/// Each commerce's calendar and rule, so that a request showing charge dates (a mandate
+/// lookup, a creation) does not read the settings, the added holidays and the rule each time.
+#[derive(Default)]
+pub struct ChargeDatesCache {
+    entries: RwLock<HashMap<i64, CachedDates>>,
+}
+
+impl ChargeDatesCache {
+    /// The commerce's calendar and rule: the cached ones while current, else read on `conn`.
+    pub fn get(&self, conn: &Connection, commerce_id: i64) -> rusqlite::Result<Arc<ChargeDates>> {
+        let epoch = CALENDAR_EPOCH.load(Ordering::Acquire);
+        if let Some(hit) = self
+            .entries
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&commerce_id)
+            .filter(|c| c.epoch == epoch && c.loaded.elapsed() < CHARGE_DATES_TTL)
+        {
+            return Ok(Arc::clone(&hit.dates));
+        }
+        let loaded = Instant::now();
+        let dates = Arc::new(charge_dates(conn, commerce_id)?);
+        let mut entries = self.entries.write().unwrap_or_else(|p| p.into_inner());
+        if entries.len() >= CHARGE_DATES_MAX {
+            entries.clear();
+        }
+        entries.insert(
+            commerce_id,
+            CachedDates {
+                dates: Arc::clone(&dates),
+                epoch,
+                loaded,
+            },
+        );
+        Ok(dates)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn migrated() -> Connection {
+        let mut conn = Connection::open_in_memory().unwrap();
+        super::super::migrations::run(&mut conn).unwrap();
+        conn.execute_batch(
+            "INSERT INTO commerces (id, code, name, password_hash, payment_methods, webhook_secret, created_at)
+               VALUES (1, 'C1', 'Uno', 'x', '[3]', 's', '2026-01-01T00:00:00.000Z');",
+        )
+        .unwrap();
+        conn
+    }
+
+    #[test]
+    fn cached_charge_dates_follow_this_process_changes_at_once() {
+        let conn = migrated();
+        let cache = ChargeDatesCache::default();
+        // Saturday 7 March 2026: charged on Monday the 9th, or on Friday the 6th.
+        let saturday = NaiveDate::from_ymd_opt(2026, 3, 7).unwrap();
+        let monday = NaiveDate::from_ymd_opt(2026, 3, 9).unwrap();
+        let friday = NaiveDate::from_ymd_opt(2026, 3, 6).unwrap();
+        assert_eq!(cache.get(&conn, 1).unwrap().of(saturday), monday);
+        assert!(set_charging_rule(&conn, 1, ChargingRule::Previous).unwrap());
+        assert_eq!(cache.get(&conn, 1).unwrap().of(saturday), friday);
+        assert!(add(&conn, friday, "Feriado local", "2026-01-01T00:00:00.000Z").unwrap());
+        let thursday = NaiveDate::from_ymd_opt(2026, 3, 5).unwrap();
+        assert_eq!(cache.get(&conn, 1).unwrap().of(saturday), thursday);
+        assert!(remove(&conn, friday).unwrap());
+        assert_eq!(cache.get(&conn, 1).unwrap().of(saturday), friday);
+    }
+
+    #[test]
+    fn a_change_made_elsewhere_is_seen_within_the_ttl() {
+        let conn = migrated();
+        let cache = ChargeDatesCache::default();
+        let saturday = NaiveDate::from_ymd_opt(2026, 3, 7).unwrap();
+        assert_eq!(
+            cache.get(&conn, 1).unwrap().of(saturday),
+            NaiveDate::from_ymd_opt(2026, 3, 9).unwrap()
+        );
+        // As another process (the CLI) would write it: no epoch bump here.
+        conn.execute(
+            "UPDATE commerces SET charging_rule = 'PREVIOUS' WHERE id = 1",
+            [],
+        )
+        .unwrap();
+        std::thread::sleep(CHARGE_DATES_TTL);
+        assert_eq!(
+            cache.get(&conn, 1).unwrap().of(saturday),
+            NaiveDate::from_ymd_opt(2026, 3, 6).unwrap()
+        );
+    }
 }

@@ -76,6 +76,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0020_staff_search",
         include_str!("../../migrations/0020_staff_search.sql"),
     ),
+    (
+        "0021_day_local_request_keys",
+        include_str!("../../migrations/0021_day_local_request_keys.sql"),
+    ),
 ];
 
 /// What a migration needs that SQL cannot compute, run in its transaction right after its SQL.

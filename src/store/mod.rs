@@ -86,6 +86,8 @@ pub struct Store {
     group: group::Queue,
     /// The request path's cache of API keys and commerces (`commerces::CredentialCache`).
     pub credentials: commerces::CredentialCache,
+    /// The request path's cache of calendars and charging rules (`calendar::ChargeDatesCache`).
+    pub charge_dates: calendar::ChargeDatesCache,
 }
 
 impl Store {
@@ -111,6 +113,7 @@ impl Store {
             readers: Mutex::new(Vec::new()),
             group: group::Queue::default(),
             credentials: commerces::CredentialCache::default(),
+            charge_dates: calendar::ChargeDatesCache::default(),
         })
     }
 

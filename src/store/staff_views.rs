@@ -1109,7 +1109,16 @@ pub fn request_audit(
         q.and("status BETWEEN ? AND ?", [low.into(), high.into()]);
     }
     if let Some(v) = &filter.correlation_id {
-        q.and("correlation_id = ?", [v.clone().into()]);
+        // The index is by day first (`0021_day_local_request_keys.sql`): one seek per day the
+        // log holds.
+        q.and(
+            "substr(at, 1, 10) IN (WITH RECURSIVE days(day) AS (
+                 SELECT substr((SELECT min(at) FROM audit_log), 1, 10)
+                 UNION ALL SELECT date(day, '+1 day') FROM days
+                 WHERE day < substr((SELECT max(at) FROM audit_log), 1, 10))
+               SELECT day FROM days) AND correlation_id = ?",
+            [v.clone().into()],
+        );
     }
     if let Some(v) = &filter.from {
         q.and("at >= ?", [v.clone().into()]);
@@ -1264,6 +1273,61 @@ mod tests {
         assert!(find("nadie").is_empty());
         assert!(find("\"").is_empty());
         assert_eq!(find("pérez\u{0}cust-1"), vec!["cust-1"]);
+    }
+
+    #[test]
+    fn request_audit_finds_a_correlation_id_on_every_day_through_its_index() {
+        let conn = seeded();
+        for (at, id) in [
+            ("2026-03-01T23:59:59.999Z", "c-1"),
+            ("2026-03-02T00:00:00.000Z", "c-2"),
+            ("2026-03-05T10:00:00.000Z", "c-1"),
+            ("2026-03-09T08:00:00.000Z", "c-1"),
+        ] {
+            conn.execute(
+                "INSERT INTO audit_log (at, method, path, status, duration_ms, correlation_id, headers)
+                 VALUES (?1, 'GET', '/api/v1/mandate/id/x', 200, 1.0, ?2, '{}')",
+                [at, id],
+            )
+            .unwrap();
+        }
+        let filter = |id: &str| RequestAuditFilter {
+            correlation_id: Some(id.into()),
+            limit: 10,
+            ..Default::default()
+        };
+        let found = |id: &str| -> Vec<String> {
+            request_audit(&conn, &filter(id))
+                .unwrap()
+                .into_iter()
+                .map(|l| l.at)
+                .collect()
+        };
+        assert_eq!(
+            found("c-1"),
+            [
+                "2026-03-09T08:00:00.000Z",
+                "2026-03-05T10:00:00.000Z",
+                "2026-03-01T23:59:59.999Z"
+            ]
+        );
+        assert_eq!(found("c-2"), ["2026-03-02T00:00:00.000Z"]);
+        assert!(found("c-3").is_empty());
+        let plan: Vec<String> = conn
+            .prepare(
+                "EXPLAIN QUERY PLAN SELECT seq FROM audit_log WHERE substr(at, 1, 10) IN
+                 (SELECT '2026-03-01') AND correlation_id = 'c-1'",
+            )
+            .unwrap()
+            .query_map([], |r| r.get(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert!(
+            plan.iter()
+                .any(|step| step.contains("audit_log_by_day_correlation")),
+            "{plan:?}"
+        );
     }
 
     #[test]

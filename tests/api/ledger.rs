@@ -223,6 +223,7 @@ async fn a_failed_operation_leaves_no_entry() {
         let commerce = mandato::store::commerces::by_code(tx, COMMERCE)?.unwrap();
         let ctx = Ctx {
             commerce: &commerce,
+            charge_dates: &store.charge_dates,
             now: app.clock_now(),
             today: app.today(),
         };

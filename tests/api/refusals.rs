@@ -180,8 +180,8 @@ async fn request_logs_past_their_retention_are_pruned() {
             }
             for (i, days) in [8, 1].into_iter().enumerate() {
                 tx.execute(
-                    "INSERT INTO correlation_ids (commerce_id, correlation_id, seen_at)
-                     VALUES (1, ?1, ?2)",
+                    "INSERT INTO correlation_claims (day, commerce_id, correlation_id, seen_at)
+                     VALUES (substr(?2, 1, 10), 1, ?1, ?2)",
                     [format!("old-or-new-{i}"), ago(days)],
                 )?;
             }
@@ -192,7 +192,7 @@ async fn request_logs_past_their_retention_are_pruned() {
     // The default: 90 days for the audit, 7 for correlationIds.
     assert_eq!(count(&app, "SELECT count(*) FROM audit_log"), 2);
     assert_eq!(count(&app, "SELECT count(*) FROM audit_refusals"), 2);
-    assert_eq!(count(&app, "SELECT count(*) FROM correlation_ids"), 1);
+    assert_eq!(count(&app, "SELECT count(*) FROM correlation_claims"), 1);
     assert_eq!(
         count(
             &app,

@@ -49,6 +49,64 @@ async fn correlation_ids_used_before_a_restart_stay_refused_after_it() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn correlation_ids_of_every_day_of_the_window_stay_refused() {
+    let app = spawn_app().await;
+    let now = app.clock_now();
+    let commerce_id = app
+        .running
+        .state
+        .store
+        .read(|c| {
+            Ok(c.query_row(
+                "SELECT id FROM commerces WHERE code = ?1",
+                [COMMERCE],
+                |r| r.get::<_, i64>(0),
+            )?)
+        })
+        .unwrap();
+    // Claims stored on earlier days (each under its own day's key), before the start that
+    // loads them.
+    let seen = |days: i64, hours: i64| {
+        let at = now - chrono::Duration::days(days) - chrono::Duration::hours(hours);
+        (
+            uuid::Uuid::new_v4().to_string(),
+            mandato::clock::timestamp(at),
+        )
+    };
+    let within: Vec<_> = [(0, 1), (1, 0), (3, 5), (6, 23)]
+        .into_iter()
+        .map(|(d, h)| seen(d, h))
+        .collect();
+    let outside = seen(7, 1);
+    app.running
+        .state
+        .store
+        .write(|tx| {
+            for (id, at) in within.iter().chain([&outside]) {
+                tx.execute(
+                    "INSERT INTO correlation_claims (day, commerce_id, correlation_id, seen_at)
+                     VALUES (substr(?3, 1, 10), ?1, ?2, ?3)",
+                    rusqlite::params![commerce_id, id, at],
+                )?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let mut app = app.restarted(Options::default()).await;
+    app.login().await;
+    recent_ids_loaded(&app).await;
+    for (id, at) in &within {
+        let again = lookup_with(&app, id).await;
+        assert_eq!(again.status, 400, "{id} seen at {at}");
+        again.expect(400, "CORRELATION_ID_REUSED");
+    }
+    // Past the 7 days, the id may be used again.
+    lookup_with(&app, &outside.0)
+        .await
+        .expect(404, "MANDATE_NOT_FOUND");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn correlation_ids_are_refused_while_pending_and_once_committed() {
     let mut app = spawn_app().await;
     app.login().await;
