@@ -7,6 +7,9 @@
 -- are exact decimals); JSON stays TEXT (the store parses it); blobs are BYTEA; measurements
 -- (REAL) are DOUBLE PRECISION; SQLite's rowid keys are identity columns; partial indexes stay
 -- partial. The staff e-mail, `COLLATE NOCASE` in SQLite, is CITEXT.
+--
+-- Needs PostgreSQL 14 or newer (a SQL-standard function body below). The extensions it creates
+-- (citext, pg_trgm, unaccent) are trusted: the database's owner may create them.
 
 CREATE EXTENSION IF NOT EXISTS citext;
 
