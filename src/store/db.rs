@@ -19,9 +19,12 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 use postgres::types::{IsNull, ToSql as PgToSql, Type};
 use rusqlite::types::{ToSqlOutput, ValueRef};
+
+use crate::secret::Secret;
 
 /// Which database a [`Db`] talks to, for the few statements written twice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -480,7 +483,15 @@ impl PgConn {
         f: impl FnOnce(Db<'_>) -> std::result::Result<T, E>,
     ) -> std::result::Result<T, E> {
         self.batch("BEGIN")?;
-        match f(Db::Postgres(self)) {
+        self.finish(f(Db::Postgres(self)))
+    }
+
+    /// Ends the transaction this connection is in by what the work inside it answered.
+    fn finish<T, E: From<Error>>(
+        &self,
+        outcome: std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        match outcome {
             Ok(value) => {
                 self.batch("COMMIT")?;
                 Ok(value)
@@ -529,6 +540,64 @@ impl PgConn {
             }
         };
         f(client, &stmt)
+    }
+}
+
+/// PostgreSQL connections for one database, reused from one transaction to the next. A
+/// closure runs on the caller's (blocking) thread with a connection of its own, as a SQLite
+/// read takes a reader from `Store`'s pool; up to `max_idle` connections wait for the next.
+pub struct PgPool {
+    /// It may hold the database password.
+    url: Secret<String>,
+    idle: Mutex<Vec<PgConn>>,
+    max_idle: usize,
+}
+
+impl PgPool {
+    /// A pool for `url`, checked by opening its first connection.
+    pub fn open(url: &str, max_idle: usize) -> Result<PgPool> {
+        let first = PgConn::connect(url)?;
+        Ok(PgPool {
+            url: Secret::new(url.to_string()),
+            idle: Mutex::new(vec![first]),
+            max_idle,
+        })
+    }
+
+    /// Runs `f` in one transaction on a pooled connection (a new one when none is idle). An
+    /// idle connection the server ended meanwhile (a restart, an idle timeout) fails its
+    /// `BEGIN`, before any work: it is dropped and the next one tried. A connection that broke
+    /// during the work, or whose closure panicked (it unwinds past this frame), is not kept.
+    pub fn transaction<T, E: From<Error>>(
+        &self,
+        f: impl FnOnce(Db<'_>) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        let conn = self.begin()?;
+        let result = conn.finish(f(Db::Postgres(&conn)));
+        if !conn.is_closed() {
+            let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+            if idle.len() < self.max_idle {
+                idle.push(conn);
+            }
+        }
+        result
+    }
+}
+
+impl PgPool {
+    /// A connection inside a new transaction: an idle one that still answers, or a new one.
+    fn begin(&self) -> Result<PgConn> {
+        loop {
+            let pooled = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            let Some(conn) = pooled else {
+                let conn = PgConn::connect(self.url.expose())?;
+                conn.batch("BEGIN")?;
+                return Ok(conn);
+            };
+            if conn.batch("BEGIN").is_ok() {
+                return Ok(conn);
+            }
+        }
     }
 }
 
@@ -745,7 +814,7 @@ mod tests {
         let pg = PgConn::connect(database.url()).unwrap();
         let admin = PgConn::connect(database.url()).unwrap();
         // pg_backend_pid() is an INT4 and pg_terminate_backend() takes one: integers of any
-        // width read and bind as i64.
+        // width read and bind as i64. The timeout makes it wait until the backend has ended.
         let pid = pg
             .transaction(|db| {
                 db.query_row("SELECT pg_backend_pid()", &params![], |r| r.get::<i64>(0))
@@ -754,15 +823,54 @@ mod tests {
         assert!(!pg.is_closed());
         let ended = admin
             .transaction(|db| {
-                db.query_row("SELECT pg_terminate_backend(?1)", &params![pid], |r| {
-                    r.get::<bool>(0)
-                })
+                db.query_row(
+                    "SELECT pg_terminate_backend(?1, 10000)",
+                    &params![pid],
+                    |r| r.get::<bool>(0),
+                )
             })
             .unwrap();
         assert!(ended);
         let failed = pg.transaction(|db| db.execute("SELECT 1", &params![]));
         assert!(failed.is_err());
         assert!(pg.is_closed());
+    }
+
+    #[test]
+    fn the_pool_reuses_its_connections_and_drops_broken_ones() {
+        let database = pg_test::empty_database();
+        let pool = PgPool::open(database.url(), 2).unwrap();
+        let backend_pid =
+            |db: Db<'_>| db.query_row("SELECT pg_backend_pid()", &params![], |r| r.get::<i64>(0));
+        let first = pool.transaction(backend_pid).unwrap();
+        assert_eq!(pool.transaction(backend_pid).unwrap(), first);
+
+        // Two at once: the second closure gets a connection of its own.
+        let nested = pool
+            .transaction(|outer| {
+                let inner = pool.transaction(backend_pid)?;
+                Ok::<_, Error>((backend_pid(outer)?, inner))
+            })
+            .unwrap();
+        assert_ne!(nested.0, nested.1);
+
+        // The server ends both idle connections.
+        let admin = PgConn::connect(database.url()).unwrap();
+        for pid in [nested.0, nested.1] {
+            admin
+                .transaction(|db| {
+                    db.query_row(
+                        "SELECT pg_terminate_backend(?1, 10000)",
+                        &params![pid],
+                        |r| r.get::<bool>(0),
+                    )
+                })
+                .unwrap();
+        }
+        // Neither is handed out again: the next transaction runs on a new connection.
+        let fresh = pool.transaction(backend_pid).unwrap();
+        assert!(fresh != nested.0 && fresh != nested.1);
+        assert_eq!(pool.transaction(backend_pid).unwrap(), fresh);
     }
 
     #[test]
