@@ -15,6 +15,7 @@ pub mod customers;
 pub mod deliveries;
 pub mod dev_tools;
 pub mod events;
+mod fresh_cache;
 mod group;
 #[cfg(unix)]
 mod private_files;
