@@ -1310,6 +1310,8 @@ fn main() {
     let server_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(p.server_threads)
         .thread_name("server")
+        // As `mandato serve` and Mandato Desk build theirs.
+        .on_thread_park(mandato::app::release_idle_memory)
         .enable_all()
         .build()
         .unwrap();

@@ -16,6 +16,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Serve(args) => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
+            .on_thread_park(mandato::app::release_idle_memory)
             .build()
             .map_err(anyhow::Error::from)
             .and_then(|rt| rt.block_on(mandato::cli::serve(cli.data_dir, args))),

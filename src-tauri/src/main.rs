@@ -85,6 +85,7 @@ fn run() -> anyhow::Result<i32> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("mandato")
+        .on_thread_park(mandato::app::release_idle_memory)
         .build()?;
     tauri::async_runtime::set(runtime.handle().clone());
     let instance = tauri_plugin_single_instance::Builder::new()

@@ -1,14 +1,13 @@
 //! The business-day calendar's rows: one-off holidays staff add, which days the installation
 //! charges on, and each commerce's charging rule.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::NaiveDate;
 use rusqlite::{Connection, params};
 
+use super::fresh_cache::{Epoch, FreshCache};
 use super::optional;
 use crate::domain::holidays::{ChargeDates, ChargingRule, Holiday, HolidayCalendar};
 
@@ -114,64 +113,41 @@ pub fn charging_rules(
 }
 
 /// Bumped by every change this process makes to the added holidays, the business days or a
-/// charging rule, which drops what the `ChargeDatesCache`s hold. It is bumped inside the
-/// changing transaction, before its commit: a read racing that commit may cache the old
-/// calendar, for at most `CHARGE_DATES_TTL`.
-static CALENDAR_EPOCH: AtomicU64 = AtomicU64::new(0);
+/// charging rule, which drops what the `ChargeDatesCache`s hold.
+static CALENDAR_EPOCH: Epoch = Epoch::new();
 
 /// How long a cached calendar and rule are trusted without reading them again: the bound on
 /// how late a change made by another process is seen.
 pub const CHARGE_DATES_TTL: Duration = Duration::from_secs(1);
 
-/// Commerces cached, at most; a full cache starts over.
+/// Commerces cached, at most.
 const CHARGE_DATES_MAX: usize = 1_024;
 
 /// Called by every function that changes what `charge_dates` reads.
 pub fn calendar_changed() {
-    CALENDAR_EPOCH.fetch_add(1, Ordering::AcqRel);
-}
-
-struct CachedDates {
-    dates: Arc<ChargeDates>,
-    epoch: u64,
-    loaded: Instant,
+    CALENDAR_EPOCH.bump();
 }
 
 /// Each commerce's calendar and rule, so that a request showing charge dates (a mandate
 /// lookup, a creation) does not read the settings, the added holidays and the rule each time.
-#[derive(Default)]
-pub struct ChargeDatesCache {
-    entries: RwLock<HashMap<i64, CachedDates>>,
+pub struct ChargeDatesCache(FreshCache<i64, Arc<ChargeDates>>);
+
+impl Default for ChargeDatesCache {
+    fn default() -> Self {
+        ChargeDatesCache(FreshCache::new(
+            &CALENDAR_EPOCH,
+            CHARGE_DATES_TTL,
+            CHARGE_DATES_MAX,
+        ))
+    }
 }
 
 impl ChargeDatesCache {
     /// The commerce's calendar and rule: the cached ones while current, else read on `conn`.
     pub fn get(&self, conn: &Connection, commerce_id: i64) -> rusqlite::Result<Arc<ChargeDates>> {
-        let epoch = CALENDAR_EPOCH.load(Ordering::Acquire);
-        if let Some(hit) = self
-            .entries
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&commerce_id)
-            .filter(|c| c.epoch == epoch && c.loaded.elapsed() < CHARGE_DATES_TTL)
-        {
-            return Ok(Arc::clone(&hit.dates));
-        }
-        let loaded = Instant::now();
-        let dates = Arc::new(charge_dates(conn, commerce_id)?);
-        let mut entries = self.entries.write().unwrap_or_else(|p| p.into_inner());
-        if entries.len() >= CHARGE_DATES_MAX {
-            entries.clear();
-        }
-        entries.insert(
-            commerce_id,
-            CachedDates {
-                dates: Arc::clone(&dates),
-                epoch,
-                loaded,
-            },
-        );
-        Ok(dates)
+        self.0.get_or_load(commerce_id, || {
+            charge_dates(conn, commerce_id).map(Arc::new)
+        })
     }
 }
 

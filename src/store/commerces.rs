@@ -1,11 +1,10 @@
 //! Commerces, API keys and staff accounts; the request path's cache of keys and commerces.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use super::db::{self, Db, Row, params};
+use super::fresh_cache::{Epoch, FreshCache};
 use crate::domain::activation::ActivationMode;
 use crate::domain::state::PaymentMethod;
 use crate::error::{Error, Result};
@@ -256,86 +255,51 @@ pub fn insert_staff<'c>(
 }
 
 /// Bumped by every change this process makes to commerces and API keys, which drops what the
-/// `CredentialCache`s hold. It is bumped inside the changing transaction, before its commit: a
-/// lookup racing that commit may cache the old row, for at most `CREDENTIALS_TTL`.
-static CREDENTIALS_EPOCH: AtomicU64 = AtomicU64::new(0);
+/// `CredentialCache`s hold.
+static CREDENTIALS_EPOCH: Epoch = Epoch::new();
 
 /// How long a cached key and commerce are trusted without reading them again: the bound on how
 /// late a change made by another process (the CLI) is seen.
 pub const CREDENTIALS_TTL: Duration = Duration::from_secs(1);
 
-/// Cached pairs, at most; a full cache starts over (a flood of distinct valid pairs is rare,
-/// since only accepted pairs are cached).
+/// Cached pairs, at most (a flood of distinct valid pairs is rare, since only accepted pairs are
+/// cached).
 const CREDENTIALS_MAX: usize = 1_024;
 
 /// Called by every function that changes a commerce or an API key.
 pub fn credentials_changed() {
-    CREDENTIALS_EPOCH.fetch_add(1, Ordering::AcqRel);
-}
-
-struct CachedCredentials {
-    code: String,
-    api_key: Arc<ApiKey>,
-    commerce: Arc<Commerce>,
-    epoch: u64,
-    loaded: Instant,
-}
-
-/// The API key and commerce of each accepted (key, commerce code) pair, so a merchant request
-/// does not read them from the database every time. Only pairs where both exist are kept:
-/// unknown keys and codes are read each time and cannot grow the cache.
-#[derive(Default)]
-pub struct CredentialCache {
-    /// By key hash, then by commerce code (a key serves one commerce or a few).
-    entries: RwLock<HashMap<String, Vec<CachedCredentials>>>,
+    CREDENTIALS_EPOCH.bump();
 }
 
 /// The active API key with `key_hash` and the commerce with `code`, each if it exists.
 pub type Credentials = (Option<Arc<ApiKey>>, Option<Arc<Commerce>>);
 
+/// The API key and commerce of each accepted (key hash, commerce code) pair, so a merchant
+/// request does not read them from the database every time. Only pairs where both exist are
+/// kept: unknown keys and codes are read each time and cannot fill the cache.
+pub struct CredentialCache(FreshCache<(String, String), Credentials>);
+
+impl Default for CredentialCache {
+    fn default() -> Self {
+        let pairs = FreshCache::new(&CREDENTIALS_EPOCH, CREDENTIALS_TTL, CREDENTIALS_MAX)
+            .keeping_only(|(key, commerce): &Credentials| key.is_some() && commerce.is_some());
+        CredentialCache(pairs)
+    }
+}
+
 impl CredentialCache {
-    /// The cached pair when it is still current; otherwise `read` loads it and a found pair
-    /// is kept.
+    /// The cached pair when it is still current; otherwise `read` loads it.
     pub fn get(
         &self,
         key_hash: &str,
         code: &str,
         read: impl FnOnce() -> std::result::Result<(Option<ApiKey>, Option<Commerce>), Error>,
     ) -> std::result::Result<Credentials, Error> {
-        let epoch = CREDENTIALS_EPOCH.load(Ordering::Acquire);
-        {
-            let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
-            if let Some(hit) = entries
-                .get(key_hash)
-                .and_then(|pairs| pairs.iter().find(|v| v.code == code))
-                .filter(|v| v.epoch == epoch && v.loaded.elapsed() < CREDENTIALS_TTL)
-            {
-                return Ok((
-                    Some(Arc::clone(&hit.api_key)),
-                    Some(Arc::clone(&hit.commerce)),
-                ));
-            }
-        }
-        let loaded = Instant::now();
-        let (api_key, commerce) = read()?;
-        let api_key = api_key.map(Arc::new);
-        let commerce = commerce.map(Arc::new);
-        if let (Some(k), Some(c)) = (&api_key, &commerce) {
-            let mut entries = self.entries.write().unwrap_or_else(|p| p.into_inner());
-            if entries.len() >= CREDENTIALS_MAX {
-                entries.clear();
-            }
-            let pairs = entries.entry(key_hash.to_string()).or_default();
-            pairs.retain(|v| v.code != code);
-            pairs.push(CachedCredentials {
-                code: code.to_string(),
-                api_key: Arc::clone(k),
-                commerce: Arc::clone(c),
-                epoch,
-                loaded,
-            });
-        }
-        Ok((api_key, commerce))
+        self.0
+            .get_or_load((key_hash.to_owned(), code.to_owned()), || {
+                let (api_key, commerce) = read()?;
+                Ok((api_key.map(Arc::new), commerce.map(Arc::new)))
+            })
     }
 }
 

@@ -18,6 +18,7 @@ pub mod db;
 pub mod deliveries;
 pub mod dev_tools;
 pub mod events;
+mod fresh_cache;
 mod group;
 #[cfg(unix)]
 mod private_files;

@@ -969,7 +969,7 @@ async fn sigkill_anywhere_charges_nobody_twice_loses_no_answered_write_and_no_ev
         .iter()
         .filter(|id| {
             conn.query_row(
-                "SELECT 1 FROM correlation_ids WHERE correlation_id = ?1",
+                "SELECT 1 FROM correlation_claims WHERE correlation_id = ?1",
                 [id],
                 |_| Ok(()),
             )

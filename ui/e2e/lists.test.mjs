@@ -48,6 +48,19 @@ async function merchant(base, password, apiKey) {
   return call;
 }
 
+// The address and the count change before the re-sorted page is drawn (the count was already
+// right before sorting), so the rows are read until they settle, for at most five seconds, and the
+// assertion then shows what they last were.
+async function rowsRead(rows, expected) {
+  const deadline = Date.now() + 5000;
+  let actual = await rows.allInnerTexts();
+  while (JSON.stringify(actual) !== JSON.stringify(expected) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    actual = await rows.allInnerTexts();
+  }
+  assert.deepEqual(actual, expected);
+}
+
 const customer = (userId, rut, firstName, lastName) => ({
   customer: {
     userId,
@@ -120,8 +133,7 @@ describe("lists keep their state in the URL", { concurrency: false }, () => {
     await page.getByRole("option", { name: "mandateId Z–A" }).click();
     await page.waitForURL(/sort=mandateId.desc/);
     await page.getByTestId("result-count").getByText("2 mandatos").waitFor();
-    const ids = await page.getByTestId("mandates-table").getByRole("link").filter({ hasText: /^GYM-/ }).allInnerTexts();
-    assert.deepEqual(ids, ["GYM-010", "GYM-001"]);
+    await rowsRead(page.getByTestId("mandates-table").getByRole("link").filter({ hasText: /^GYM-/ }), ["GYM-010", "GYM-001"]);
     await shots("mandates");
 
     await page.getByRole("link", { name: "GYM-001" }).click();
@@ -165,16 +177,14 @@ describe("lists keep their state in the URL", { concurrency: false }, () => {
     await page.getByRole("option", { name: "Apellido A–Z" }).click();
     await page.waitForURL(/sort=name.asc/);
     await page.getByTestId("result-count").getByText("3 clientes").waitFor();
-    const names = await page.getByTestId("customers-table").getByRole("link").allInnerTexts();
-    assert.deepEqual(names, ["José Muñoz", "Ana Pérez", "Luis Soto"]);
+    await rowsRead(page.getByTestId("customers-table").getByRole("link"), ["José Muñoz", "Ana Pérez", "Luis Soto"]);
     await shots("customers");
 
     await page.getByRole("link", { name: "Ana Pérez" }).click();
     await page.waitForURL(/\/customers\/usr_/);
     await page.goBack();
     await page.waitForURL(/sort=name.asc/);
-    const again = await page.getByTestId("customers-table").getByRole("link").allInnerTexts();
-    assert.deepEqual(again, ["José Muñoz", "Ana Pérez", "Luis Soto"]);
+    await rowsRead(page.getByTestId("customers-table").getByRole("link"), ["José Muñoz", "Ana Pérez", "Luis Soto"]);
 
     // The sorted column's header says its order and reverses it.
     const header = page.getByRole("columnheader", { name: /Nombre/ });
