@@ -155,7 +155,10 @@ CREATE TABLE events (
     attempts        BIGINT NOT NULL DEFAULT 0,
     manual_pending  BIGINT NOT NULL DEFAULT 0,
     delivered_at    TEXT,
-    signature_process_seq BIGINT                   -- references signature_processes (below)
+    signature_process_seq BIGINT,                  -- references signature_processes (below)
+    -- PostgreSQL only: until when the engine that took the event to send holds it (several
+    -- engines share the outbox); NULL or past: any engine may take it.
+    claimed_until   TEXT
 );
 CREATE INDEX events_by_mandate ON events(mandate_seq, sequence);
 -- Keyed by the day first, so a day's inserts stay in a small part of the index.

@@ -43,7 +43,7 @@ impl SimulatedProcessor {
 
     fn with<T>(
         &self,
-        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+        f: impl FnOnce(&Connection) -> crate::store::db::Result<T>,
     ) -> Result<T, ProcessorError> {
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         f(&conn).map_err(|e| ProcessorError::Unavailable(e.to_string()))
@@ -165,7 +165,7 @@ impl Processor for SimulatedProcessor {
 fn decide(
     c: &Connection,
     request: &ChargeRequest<'_>,
-) -> rusqlite::Result<Result<ChargeResult, ProcessorError>> {
+) -> crate::store::db::Result<Result<ChargeResult, ProcessorError>> {
     let Some((kind, last4)) = sim_acquirer::instrument(c, request.token)? else {
         return Ok(Err(ProcessorError::Refused(
             "unknown instrument token".into(),

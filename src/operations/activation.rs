@@ -166,7 +166,10 @@ pub(crate) fn store_enrolment(
     enrolment: &Enrolment<'_>,
     document_sha256: Option<&str>,
     stamp: &str,
-    store_instrument: fn(&Connection, &NewInstrument<'_>) -> rusqlite::Result<()>,
+    store_instrument: fn(
+        crate::store::db::Db<'_>,
+        &NewInstrument<'_>,
+    ) -> crate::store::db::Result<()>,
 ) -> Result<()> {
     let Enrolment {
         instrument,
@@ -189,7 +192,7 @@ pub(crate) fn store_enrolment(
         InstrumentInput::Card { .. } => (None, None, None),
     };
     store_instrument(
-        conn,
+        conn.into(),
         &NewInstrument {
             mandate_seq,
             method_id: method.id(),

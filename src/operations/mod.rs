@@ -37,7 +37,7 @@ impl Ctx<'_> {
     }
 
     /// The acting commerce's calendar and charging rule.
-    pub fn charge_dates(&self, conn: &Connection) -> rusqlite::Result<Arc<ChargeDates>> {
+    pub fn charge_dates(&self, conn: &Connection) -> crate::store::db::Result<Arc<ChargeDates>> {
         self.charge_dates.get(conn, self.commerce.id)
     }
 }

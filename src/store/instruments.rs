@@ -1,8 +1,6 @@
 //! Enrolled payment instruments (tokens and masked data only) and the customer's acceptance.
 
-use rusqlite::{Connection, OptionalExtension, params};
-
-use super::optional;
+use super::db::{self, Db, params};
 
 pub struct NewInstrument<'a> {
     pub mandate_seq: i64,
@@ -23,15 +21,16 @@ pub struct InstrumentRow {
     pub last4: String,
 }
 
-pub fn insert(conn: &Connection, i: &NewInstrument<'_>) -> rusqlite::Result<()> {
-    write(conn, i, "")
+/// Takes a `Db` (not `impl Into<Db>`) so that it and `replace` can be passed as a function.
+pub fn insert(db: Db<'_>, i: &NewInstrument<'_>) -> db::Result<()> {
+    write(db, i, "")
 }
 
 /// Stores the instrument of a mandate awaiting its signature, replacing the one an earlier
 /// enrolment stored (a customer who starts again after a rejected signature may enrol another).
-pub fn replace(conn: &Connection, i: &NewInstrument<'_>) -> rusqlite::Result<()> {
+pub fn replace(db: Db<'_>, i: &NewInstrument<'_>) -> db::Result<()> {
     write(
-        conn,
+        db,
         i,
         "ON CONFLICT (mandate_seq) DO UPDATE SET method_id = excluded.method_id,
                 processor_token = excluded.processor_token, brand = excluded.brand,
@@ -41,13 +40,14 @@ pub fn replace(conn: &Connection, i: &NewInstrument<'_>) -> rusqlite::Result<()>
     )
 }
 
-fn write(conn: &Connection, i: &NewInstrument<'_>, on_conflict: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(&format!(
-        "INSERT INTO instruments (mandate_seq, method_id, processor_token, brand, last4, bank_code,
+fn write(db: Db<'_>, i: &NewInstrument<'_>, on_conflict: &str) -> db::Result<()> {
+    db.execute(
+        &format!(
+            "INSERT INTO instruments (mandate_seq, method_id, processor_token, brand, last4, bank_code,
                 account_type, holder_rut, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) {on_conflict}"
-    ))?
-    .execute(params![
+        ),
+        &params![
         i.mandate_seq,
         i.method_id,
         i.processor_token,
@@ -57,22 +57,25 @@ fn write(conn: &Connection, i: &NewInstrument<'_>, on_conflict: &str) -> rusqlit
         i.account_type,
         i.holder_rut,
         i.created_at
-    ])?;
+        ],
+    )?;
     Ok(())
 }
 
-pub fn for_mandate(conn: &Connection, mandate_seq: i64) -> rusqlite::Result<Option<InstrumentRow>> {
-    optional(
-        conn.prepare_cached(
-            "SELECT method_id, processor_token, last4 FROM instruments WHERE mandate_seq = ?1",
-        )?
-        .query_row([mandate_seq], |r| {
+pub fn for_mandate<'c>(
+    db: impl Into<Db<'c>>,
+    mandate_seq: i64,
+) -> db::Result<Option<InstrumentRow>> {
+    db.into().query_opt(
+        "SELECT method_id, processor_token, last4 FROM instruments WHERE mandate_seq = ?1",
+        &params![mandate_seq],
+        |r| {
             Ok(InstrumentRow {
                 method_id: r.get(0)?,
                 processor_token: r.get(1)?,
                 last4: r.get(2)?,
             })
-        }),
+        },
     )
 }
 
@@ -86,11 +89,11 @@ pub struct NewAcceptance<'a> {
     pub document_sha256: Option<&'a str>,
 }
 
-pub fn insert_acceptance(conn: &Connection, a: &NewAcceptance<'_>) -> rusqlite::Result<()> {
-    conn.execute(
+pub fn insert_acceptance<'c>(db: impl Into<Db<'c>>, a: &NewAcceptance<'_>) -> db::Result<()> {
+    db.into().execute(
         "INSERT INTO acceptances (mandate_seq, accepted_at, ip, user_agent, terms, terms_sha256, document_sha256)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        params![a.mandate_seq, a.accepted_at, a.ip, a.user_agent, a.terms, a.terms_sha256, a.document_sha256],
+        &params![a.mandate_seq, a.accepted_at, a.ip, a.user_agent, a.terms, a.terms_sha256, a.document_sha256],
     )?;
     Ok(())
 }
@@ -105,22 +108,22 @@ pub struct AcceptanceRow {
     pub document_sha256: Option<String>,
 }
 
-pub fn latest_acceptance(
-    conn: &Connection,
+pub fn latest_acceptance<'c>(
+    db: impl Into<Db<'c>>,
     mandate_seq: i64,
-) -> rusqlite::Result<Option<AcceptanceRow>> {
-    conn.prepare_cached(
+) -> db::Result<Option<AcceptanceRow>> {
+    db.into().query_opt(
         "SELECT accepted_at, ip, user_agent, terms_sha256, document_sha256 FROM acceptances
          WHERE mandate_seq = ?1 ORDER BY seq DESC LIMIT 1",
-    )?
-    .query_row([mandate_seq], |r| {
-        Ok(AcceptanceRow {
-            accepted_at: r.get(0)?,
-            ip: r.get(1)?,
-            user_agent: r.get(2)?,
-            terms_sha256: r.get(3)?,
-            document_sha256: r.get(4)?,
-        })
-    })
-    .optional()
+        &params![mandate_seq],
+        |r| {
+            Ok(AcceptanceRow {
+                accepted_at: r.get(0)?,
+                ip: r.get(1)?,
+                user_agent: r.get(2)?,
+                terms_sha256: r.get(3)?,
+                document_sha256: r.get(4)?,
+            })
+        },
+    )
 }

@@ -326,17 +326,26 @@ pub fn reconciliations(
 
 /// Removes the commerce's entries and imports, for the sandbox reset only: the permit row lets
 /// the delete trigger through and is gone again before the caller's transaction commits.
-pub fn erase_for_sandbox_reset(tx: &Connection, commerce_id: i64) -> rusqlite::Result<u64> {
-    tx.prepare_cached("INSERT INTO ledger_erasure_permits (commerce_id) VALUES (?1)")?
-        .execute([commerce_id])?;
-    let removed = tx
-        .prepare_cached("DELETE FROM ledger_entries WHERE commerce_id = ?1")?
-        .execute([commerce_id])?;
-    tx.prepare_cached("DELETE FROM reconciliations WHERE commerce_id = ?1")?
-        .execute([commerce_id])?;
-    tx.prepare_cached("DELETE FROM ledger_erasure_permits WHERE commerce_id = ?1")?
-        .execute([commerce_id])?;
-    Ok(removed as u64)
+pub fn erase_for_sandbox_reset<'c>(
+    db: impl Into<super::db::Db<'c>>,
+    commerce_id: i64,
+) -> super::db::Result<u64> {
+    let db = db.into();
+    let params = super::db::params![commerce_id];
+    db.execute(
+        "INSERT INTO ledger_erasure_permits (commerce_id) VALUES (?1)",
+        &params,
+    )?;
+    let removed = db.execute("DELETE FROM ledger_entries WHERE commerce_id = ?1", &params)?;
+    db.execute(
+        "DELETE FROM reconciliations WHERE commerce_id = ?1",
+        &params,
+    )?;
+    db.execute(
+        "DELETE FROM ledger_erasure_permits WHERE commerce_id = ?1",
+        &params,
+    )?;
+    Ok(removed)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! was asked, not business data), charging run summaries (installation-wide) and the simulated
 //! acquirer's ledger (keyed by idempotency keys that are never reused).
 
-use rusqlite::Connection;
+use super::db::{self, Db, params};
 
 /// How many rows of each kind a reset removed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -25,14 +25,13 @@ pub struct ResetCounts {
 /// installments), ledger entries and reconciliations, charge attempts, events (with their delivery attempts), signature processes
 /// (with documents, placements, signatories and audit) and, unless `keep_customers`, its
 /// customers.
-pub fn reset(
-    tx: &Connection,
+pub fn reset<'c>(
+    db: impl Into<Db<'c>>,
     commerce_id: i64,
     keep_customers: bool,
-) -> rusqlite::Result<ResetCounts> {
-    let run = |sql: &str| -> rusqlite::Result<u64> {
-        Ok(tx.prepare_cached(sql)?.execute([commerce_id])? as u64)
-    };
+) -> db::Result<ResetCounts> {
+    let db = db.into();
+    let run = |sql: &str| db.execute(sql, &params![commerce_id]);
     let mut counts = ResetCounts {
         delivery_attempts: run("DELETE FROM delivery_attempts WHERE event_seq IN
                 (SELECT seq FROM events WHERE commerce_id = ?1)")?,
@@ -59,7 +58,7 @@ pub fn reset(
     ))?;
     counts.signature_processes = run("DELETE FROM signature_processes WHERE commerce_id = ?1")?;
 
-    counts.ledger_entries = super::ledger::erase_for_sandbox_reset(tx, commerce_id)?;
+    counts.ledger_entries = super::ledger::erase_for_sandbox_reset(db, commerce_id)?;
     counts.charge_attempts = run("DELETE FROM charge_attempts WHERE installment_seq IN
             (SELECT seq FROM installments WHERE commerce_id = ?1)")?;
     counts.installments = run("DELETE FROM installments WHERE commerce_id = ?1")?;
