@@ -74,3 +74,99 @@ pub fn reset<'c>(
     }
     Ok(counts)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::str::FromStr;
+
+    use rust_decimal::Decimal;
+
+    use super::*;
+    use crate::domain::date::Date;
+    use crate::domain::money::{Currency, Money};
+    use crate::store::deliveries::{self, Attempt, AttemptKind, Outcome};
+    use crate::store::mandates::tests::mandate;
+    use crate::store::pg_test::on_both;
+    use crate::store::{charging, events, installments};
+
+    #[test]
+    fn a_reset_removes_the_commerce_s_data_children_first() {
+        on_both(|db| {
+            let m = mandate(db, "m-1");
+            let items = [installments::NewInstallment {
+                external_id: "i-1".to_string(),
+                amount: Money::from_decimal(Decimal::from_str("1000").unwrap(), Currency::Clp)
+                    .unwrap(),
+                due_date: Date::parse("2026-12-01").unwrap(),
+            }];
+            let rows =
+                installments::insert_many(db, m.seq, m.commerce_id, &items, "installments", "t0")
+                    .unwrap();
+            charging::insert_attempt(
+                db,
+                &charging::NewAttempt {
+                    installment_seq: rows[0].seq,
+                    run_seq: None,
+                    attempt_no: 1,
+                    business_date: "2026-12-01",
+                    idempotency_key: "ins-1-2026-12-01",
+                    amount: "1000",
+                    currency: "CLP",
+                    now: "t1",
+                },
+            )
+            .unwrap()
+            .unwrap();
+            events::insert(
+                db,
+                &events::NewEvent {
+                    id: "evt_1",
+                    commerce_id: m.commerce_id,
+                    mandate_seq: Some(m.seq),
+                    installment_seq: Some(rows[0].seq),
+                    kind: "payment",
+                    sequence: 1,
+                    url: Some("https://localhost/hooks"),
+                    body: "{}",
+                    created_at: "t1",
+                },
+            )
+            .unwrap();
+            let (event_seq, _) = deliveries::event_by_id(db, "evt_1").unwrap().unwrap();
+            deliveries::record_attempts(
+                db,
+                &[Attempt {
+                    event_seq,
+                    kind: AttemptKind::First,
+                    started_at: "t2".into(),
+                    duration_ms: 1,
+                    status_code: Some(200),
+                    response_excerpt: None,
+                    error: None,
+                    outcome: Outcome::Delivered,
+                    counts: true,
+                    sent: None,
+                }],
+            )
+            .unwrap();
+
+            let counts = reset(db, m.commerce_id, true).unwrap();
+            assert_eq!(
+                counts,
+                ResetCounts {
+                    customers: 0,
+                    mandates: 1,
+                    installments: 1,
+                    charge_attempts: 1,
+                    events: 1,
+                    delivery_attempts: 1,
+                    signature_processes: 0,
+                    ledger_entries: 0,
+                }
+            );
+            let again = reset(db, m.commerce_id, false).unwrap();
+            assert_eq!(again.customers, 1);
+            assert_eq!(again.mandates, 0);
+        });
+    }
+}
