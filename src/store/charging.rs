@@ -689,6 +689,33 @@ mod tests {
     }
 
     #[test]
+    fn a_previous_rule_commerce_is_charged_up_to_the_horizon() {
+        on_both(|db| {
+            let seqs = due_installments(db, &[DAY, "2026-12-02", "2026-12-03"]);
+            let commerce_id: i64 = db
+                .query_row(
+                    "SELECT commerce_id FROM installments WHERE seq = ?1",
+                    &params![seqs[0]],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(count_due(db, DAY, "2026-12-02").unwrap(), 1);
+            crate::store::calendar::set_charging_rule(
+                db,
+                commerce_id,
+                crate::domain::holidays::ChargingRule::Previous,
+            )
+            .unwrap();
+            assert_eq!(count_due(db, DAY, "2026-12-02").unwrap(), 2);
+            let page = due_page(db, DAY, "2026-12-02", None, 10).unwrap();
+            assert_eq!(
+                page.iter().map(|(seq, _)| *seq).collect::<Vec<_>>(),
+                &seqs[..2]
+            );
+        });
+    }
+
+    #[test]
     fn runs_uf_values_and_policies_are_kept() {
         on_both(|db| {
             let run = insert_run(db, DAY, "MANUAL", "t0").unwrap();
