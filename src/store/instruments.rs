@@ -127,3 +127,84 @@ pub fn latest_acceptance<'c>(
         },
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::mandates::tests::mandate;
+    use crate::store::pg_test::on_both;
+
+    fn card<'a>(mandate_seq: i64, token: &'a str, last4: &'a str) -> NewInstrument<'a> {
+        NewInstrument {
+            mandate_seq,
+            method_id: 3,
+            processor_token: token,
+            brand: Some("VISA"),
+            last4,
+            bank_code: None,
+            account_type: None,
+            holder_rut: None,
+            created_at: "t0",
+        }
+    }
+
+    #[test]
+    fn a_mandate_holds_one_instrument_and_a_new_enrolment_replaces_it() {
+        on_both(|db| {
+            let m = mandate(db, "m-1");
+            assert!(for_mandate(db, m.seq).unwrap().is_none());
+            insert(db, &card(m.seq, "tok_1", "4242")).unwrap();
+            let held = for_mandate(db, m.seq).unwrap().unwrap();
+            assert_eq!(
+                (
+                    held.method_id,
+                    held.processor_token.as_str(),
+                    held.last4.as_str()
+                ),
+                (3, "tok_1", "4242")
+            );
+            // A plain insert refuses a second instrument; `replace` takes its place.
+            let error = insert(db, &card(m.seq, "tok_2", "1111")).unwrap_err();
+            assert!(error.is_unique_violation(), "{error}");
+        });
+        on_both(|db| {
+            let m = mandate(db, "m-1");
+            insert(db, &card(m.seq, "tok_1", "4242")).unwrap();
+            replace(db, &card(m.seq, "tok_2", "1111")).unwrap();
+            let held = for_mandate(db, m.seq).unwrap().unwrap();
+            assert_eq!(
+                (held.processor_token.as_str(), held.last4.as_str()),
+                ("tok_2", "1111")
+            );
+        });
+    }
+
+    #[test]
+    fn the_latest_acceptance_is_the_one_shown() {
+        on_both(|db| {
+            let m = mandate(db, "m-1");
+            assert!(latest_acceptance(db, m.seq).unwrap().is_none());
+            for (at, sha) in [("t1", "aa"), ("t2", "bb")] {
+                insert_acceptance(
+                    db,
+                    &NewAcceptance {
+                        mandate_seq: m.seq,
+                        accepted_at: at,
+                        ip: Some("203.0.113.7"),
+                        user_agent: None,
+                        terms: "Acepto los cargos",
+                        terms_sha256: sha,
+                        document_sha256: None,
+                    },
+                )
+                .unwrap();
+            }
+            let latest = latest_acceptance(db, m.seq).unwrap().unwrap();
+            assert_eq!(
+                (latest.accepted_at.as_str(), latest.terms_sha256.as_str()),
+                ("t2", "bb")
+            );
+            assert_eq!(latest.ip.as_deref(), Some("203.0.113.7"));
+        });
+    }
+}
