@@ -59,7 +59,11 @@ pub fn reset(
     ))?;
     counts.signature_processes = run("DELETE FROM signature_processes WHERE commerce_id = ?1")?;
 
-    counts.ledger_entries = super::ledger::erase_for_sandbox_reset(tx, commerce_id)?;
+    counts.ledger_entries =
+        super::ledger::erase_for_sandbox_reset(tx, commerce_id).map_err(|e| match e {
+            super::db::Error::Sqlite(e) => e,
+            other => rusqlite::Error::ToSqlConversionFailure(Box::new(other)),
+        })?;
     counts.charge_attempts = run("DELETE FROM charge_attempts WHERE installment_seq IN
             (SELECT seq FROM installments WHERE commerce_id = ?1)")?;
     counts.installments = run("DELETE FROM installments WHERE commerce_id = ?1")?;
