@@ -161,3 +161,68 @@ pub fn events_of<'c>(
         },
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::commerces::tests::commerce;
+    use crate::store::pg_test::on_both;
+
+    #[test]
+    fn commerces_are_listed_with_their_counts_and_webhook_url() {
+        on_both(|db| {
+            let first = commerce(db, "76123456-0");
+            commerce(db, "77123456-K");
+            let listed = commerces(db).unwrap();
+            let codes: Vec<&str> = listed.iter().map(|c| c.code.as_str()).collect();
+            assert_eq!(codes, ["76123456-0", "77123456-K"]);
+            assert_eq!((listed[0].customers, listed[0].mandates), (0, 0));
+            assert!(listed[0].authorization_required);
+
+            assert!(set_webhook_url(db, "76123456-0", Some("https://example.cl/hook")).unwrap());
+            assert!(!set_webhook_url(db, "11111111-1", None).unwrap());
+            assert_eq!(
+                webhook_url(db, first.id).unwrap().as_deref(),
+                Some("https://example.cl/hook")
+            );
+            let one = commerce_listing(db, "76123456-0");
+            assert_eq!(one.webhook_url.as_deref(), Some("https://example.cl/hook"));
+            assert!(super::commerce(db, "11111111-1").unwrap().is_none());
+            set_webhook_url(db, "76123456-0", None).unwrap();
+            assert_eq!(webhook_url(db, first.id).unwrap(), None);
+            assert!(events_of(db, Some(1), None).unwrap().is_empty());
+        });
+    }
+
+    fn commerce_listing(db: Db<'_>, code: &str) -> CommerceListing {
+        super::commerce(db, code).unwrap().unwrap()
+    }
+
+    #[test]
+    fn api_keys_list_their_scope_in_code_order() {
+        on_both(|db| {
+            let b = commerce(db, "77123456-K");
+            let a = commerce(db, "76123456-0");
+            db.execute_batch(
+                "INSERT INTO api_keys (id, prefix, key_hash, all_commerces, created_at)
+                 VALUES (1, 'mk_all', 'h1', 1, '2026-11-25T10:00:00.000Z'),
+                        (2, 'mk_two', 'h2', 0, '2026-11-25T11:00:00.000Z')",
+            )
+            .unwrap();
+            for id in [b.id, a.id] {
+                db.execute(
+                    "INSERT INTO api_key_commerces (api_key_id, commerce_id) VALUES (2, ?1)",
+                    &params![id],
+                )
+                .unwrap();
+            }
+            let keys = api_keys(db).unwrap();
+            assert_eq!(keys.len(), 2);
+            assert_eq!(
+                (keys[0].prefix.as_str(), keys[0].commerces.len()),
+                ("mk_all", 0)
+            );
+            assert_eq!(keys[1].commerces, ["76123456-0", "77123456-K"]);
+        });
+    }
+}

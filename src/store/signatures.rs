@@ -826,8 +826,14 @@ pub fn count_processes<'c>(db: impl Into<Db<'c>>, filter: &ProcessFilter) -> Res
 }
 
 #[cfg(test)]
-mod tests {
-    use super::text_patterns;
+pub(crate) mod tests {
+    use super::*;
+    use crate::domain::contact::Email;
+    use crate::domain::external_id::ExternalId;
+    use crate::domain::rut::Rut;
+    use crate::store::commerces::tests::commerce;
+    use crate::store::customers::{self, CustomerInput, Upserted};
+    use crate::store::pg_test::on_both;
 
     fn patterns(text: &str) -> (Option<String>, Option<String>) {
         text_patterns(Some(text))
@@ -849,5 +855,194 @@ mod tests {
         assert_eq!(patterns("12").1, None);
         assert_eq!(patterns("ana 123").1, None);
         assert_eq!(patterns("sig_0193").1, None);
+    }
+
+    fn customer(db: Db<'_>, commerce_id: i64, user_id: &str, rut: &str, name: &str) -> i64 {
+        let input = CustomerInput {
+            user_id: ExternalId::parse(user_id).unwrap(),
+            rut: Rut::parse(rut).unwrap(),
+            first_name: name.to_string(),
+            last_name: "Muñoz".to_string(),
+            second_last_name: None,
+            address: None,
+            email: Email::parse("firma@example.cl").unwrap(),
+            phone: None,
+        };
+        match customers::upsert(db, commerce_id, &input, "2026-11-25T10:00:00.000Z").unwrap() {
+            Upserted::Created(row) | Upserted::Updated(row) => row.seq,
+        }
+    }
+
+    /// A process of `commerce_id` with one signatory, its document and a placement.
+    pub(crate) fn process(db: Db<'_>, commerce_id: i64, id: &str, name: &str) -> ProcessRow {
+        let now = "2026-11-25T10:00:00.000Z";
+        let process = insert_process(
+            db,
+            &NewProcess {
+                id,
+                commerce_id,
+                process_name: name,
+                external_process_id: Some("EXT-1"),
+                request_user: None,
+                url_callback: "https://example.cl/back",
+                url_webhook: "https://example.cl/hook",
+                expires_at: "2026-12-01T10:00:00",
+                now,
+            },
+        )
+        .unwrap();
+        let customer_seq = customer(db, commerce_id, "u-1", "12345678-5", "José");
+        let signatory = insert_signatory(
+            db,
+            &NewSignatoryRow {
+                id: &format!("sgn-{id}"),
+                process_seq: process.seq,
+                position: 0,
+                customer_seq,
+                order: 1,
+                kind: SignatureType::Fes,
+                token: &format!("tok-{id}"),
+                full_name: "José Muñoz",
+                rut: "12345678-5",
+                email: "firma@example.cl",
+            },
+        )
+        .unwrap();
+        let document = insert_document(
+            db,
+            &NewDocumentRow {
+                id: &format!("doc-{id}"),
+                process_seq: process.seq,
+                position: 0,
+                name: "mandato.pdf",
+                page_count: 2,
+                bytes: b"%PDF-1.7 \x00\xff",
+                sha256: "abc",
+            },
+        )
+        .unwrap();
+        let placement = Placement::Manual {
+            page: 2,
+            x: 10.5,
+            y: 20.25,
+            width: 100.0,
+            height: 40.0,
+        };
+        insert_placement(db, document, signatory, &placement).unwrap();
+        process
+    }
+
+    #[test]
+    fn a_process_keeps_its_signatories_documents_and_placements() {
+        on_both(|db| {
+            let shop = commerce(db, "76123456-0");
+            let created = process(db, shop.id, "sig_1", "Mandato PAC");
+            assert_eq!(created.state, ProcessState::Pending);
+            let found = process_by_internal_id(db, shop.id, "sig_1")
+                .unwrap()
+                .unwrap();
+            assert_eq!(found.seq, created.seq);
+            assert!(
+                process_by_internal_id(db, shop.id + 1, "sig_1")
+                    .unwrap()
+                    .is_none()
+            );
+
+            let signatories = signatories_of(db, created.seq).unwrap();
+            assert_eq!(signatories.len(), 1);
+            assert_eq!(signatories[0].kind, SignatureType::Fes);
+            assert_eq!(signatories[0].user_id, "u-1");
+            let by_token = signatory_by_token(db, "tok-sig_1").unwrap().unwrap();
+            assert_eq!(by_token.seq, signatories[0].seq);
+
+            let documents = documents_of(db, created.seq).unwrap();
+            assert_eq!(documents[0].size_bytes, 11);
+            assert_eq!(
+                original_bytes(db, documents[0].seq).unwrap(),
+                b"%PDF-1.7 \x00\xff"
+            );
+            assert_eq!(sealed_bytes(db, documents[0].seq).unwrap(), None);
+            set_sealed(db, documents[0].seq, b"sealed", "def").unwrap();
+            assert_eq!(
+                sealed_bytes(db, documents[0].seq).unwrap().unwrap(),
+                b"sealed"
+            );
+            let placements = placements_of(db, documents[0].seq).unwrap();
+            assert!(matches!(
+                placements[0].placement,
+                Placement::Manual { page: 2, x, .. } if x == 10.5
+            ));
+
+            let seq = signatories[0].seq;
+            add_failure(db, seq, true).unwrap();
+            add_failure(db, seq, false).unwrap();
+            set_code(db, seq, "hash", None, "2026-11-25T10:10:00.000Z").unwrap();
+            set_signed(db, seq, "2026-11-25T10:05:00.000Z").unwrap();
+            let signed = signatories_of(db, created.seq).unwrap().remove(0);
+            assert_eq!(
+                (signed.failures, signed.code_attempts, signed.codes_sent),
+                (2, 0, 1)
+            );
+            assert_eq!(signed.state, SignatoryState::Signed);
+            assert!(all_signed(db, created.seq).unwrap());
+            assert_eq!(awaiting_seal(db, 10).unwrap(), vec![created.seq]);
+            assert_eq!(next_event_sequence(db, created.seq).unwrap(), 1);
+            assert_eq!(next_event_sequence(db, created.seq).unwrap(), 2);
+
+            set_process_state(db, created.seq, ProcessState::Completed, None, "t1").unwrap();
+            let done = process_by_seq(db, created.seq).unwrap();
+            assert_eq!(
+                (done.state, done.finished_at.as_deref()),
+                (ProcessState::Completed, Some("t1"))
+            );
+            assert!(awaiting_seal(db, 10).unwrap().is_empty());
+
+            let mut seen = Vec::new();
+            for_each_process(db, |seq, id| {
+                seen.push((seq, id.to_string()));
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(seen, vec![(created.seq, "sig_1".to_string())]);
+        });
+    }
+
+    #[test]
+    fn the_staff_list_finds_processes_by_folded_text_and_rut() {
+        on_both(|db| {
+            let shop = commerce(db, "76123456-0");
+            let first = process(db, shop.id, "sig_1", "Mandato PAC");
+            let second = process(db, shop.id, "sig_2", "Contrato Ñuñoa");
+            let find = |text: &str| -> Vec<i64> {
+                let filter = ProcessFilter {
+                    text: Some(text.to_string()),
+                    ..Default::default()
+                };
+                let page = list_processes(db, &filter, None, 10).unwrap();
+                assert_eq!(count_processes(db, &filter).unwrap(), page.len() as i64);
+                page.into_iter().map(|(p, _)| p.seq).collect()
+            };
+            assert_eq!(find("nunoa"), vec![second.seq]);
+            assert_eq!(find("CONTRATO ñuñoa"), vec![second.seq]);
+            assert_eq!(find("jose munoz"), vec![second.seq, first.seq]);
+            assert_eq!(find("12.345.678"), vec![second.seq, first.seq]);
+            assert_eq!(find("sig_1"), vec![first.seq]);
+            assert_eq!(find("50%"), Vec::<i64>::new());
+
+            let all = ProcessFilter::default();
+            let page = list_processes(db, &all, None, 1).unwrap();
+            assert_eq!(page[0].0.seq, second.seq);
+            assert_eq!(page[0].1, "76123456-0");
+            let next = list_processes(db, &all, Some(second.seq), 10).unwrap();
+            assert_eq!(next.len(), 1);
+            let pending = ProcessFilter {
+                state: Some(ProcessState::Pending),
+                commerce_id: Some(shop.id),
+                created_from: Some("2026-11-25T00:00:00.000Z".into()),
+                created_to: Some("2026-11-26T00:00:00.000Z".into()),
+                ..Default::default()
+            };
+            assert_eq!(count_processes(db, &pending).unwrap(), 2);
+        });
     }
 }

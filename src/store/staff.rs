@@ -207,3 +207,89 @@ pub fn record_action<'c>(
 ) -> db::Result<()> {
     super::staff_audit::append(db, at, email, action, target, detail)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::pg_test::on_both;
+
+    fn session_of(db: Db<'_>, token_hash: &str, staff_id: i64) {
+        insert_session(
+            db,
+            &NewSession {
+                token_hash,
+                staff_id,
+                csrf_token: "csrf",
+                now: "2026-11-25T10:00:00.000Z",
+                expires_at: "2026-11-26T10:00:00.000Z",
+            },
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn the_first_account_is_the_owner_and_only_the_first() {
+        on_both(|db| {
+            assert_eq!(count(db).unwrap(), 0);
+            assert!(owner(db).unwrap().is_none());
+            let at = "2026-11-25T10:00:00.000Z";
+            assert!(create_owner(db, "ana@example.cl", "hash-a", at, Some("browser")).unwrap());
+            assert!(!create_owner(db, "eva@example.cl", "hash-e", at, None).unwrap());
+            assert_eq!(count(db).unwrap(), 1);
+            let owner = owner(db).unwrap().unwrap();
+            assert_eq!(
+                (owner.email.as_str(), owner.role),
+                ("ana@example.cl", Role::Admin)
+            );
+            assert!(!owner.password_change_required);
+            assert_eq!(
+                by_email(db, "ana@example.cl").unwrap().unwrap().id,
+                owner.id
+            );
+            assert_eq!(id_by_email(db, "ana@example.cl").unwrap(), Some(owner.id));
+            assert_eq!(id_by_email(db, "nadie@example.cl").unwrap(), None);
+            // The setup is the staff audit's first record.
+            let verified = crate::store::staff_audit::verify(db).unwrap();
+            assert_eq!((verified.records, verified.broken), (1, None));
+        });
+    }
+
+    #[test]
+    fn sessions_are_read_touched_and_ended_but_the_one_kept() {
+        on_both(|db| {
+            let at = "2026-11-25T10:00:00.000Z";
+            create_owner(db, "ana@example.cl", "hash-a", at, None).unwrap();
+            let id = id_by_email(db, "ana@example.cl").unwrap().unwrap();
+            for token in ["t1", "t2", "t3"] {
+                session_of(db, token, id);
+            }
+            touch_session(db, "t1", "2026-11-25T11:00:00.000Z").unwrap();
+            let live = session(db, "t1").unwrap().unwrap();
+            assert_eq!(live.last_seen_at, "2026-11-25T11:00:00.000Z");
+            assert_eq!(live.staff.email, "ana@example.cl");
+
+            assert_eq!(end_sessions(db, id, Some("t2")).unwrap(), 2);
+            assert!(session(db, "t1").unwrap().is_none());
+            assert!(session(db, "t2").unwrap().is_some());
+            delete_session(db, "t2").unwrap();
+            assert!(session(db, "t2").unwrap().is_none());
+
+            session_of(db, "t4", id);
+            assert_eq!(end_sessions(db, id, None).unwrap(), 1);
+        });
+    }
+
+    #[test]
+    fn a_temporary_password_is_marked_for_change() {
+        on_both(|db| {
+            let at = "2026-11-25T10:00:00.000Z";
+            create_owner(db, "ana@example.cl", "hash-a", at, None).unwrap();
+            let id = id_by_email(db, "ana@example.cl").unwrap().unwrap();
+            assert!(set_password(db, id, "hash-b", true).unwrap());
+            let member = by_email(db, "ana@example.cl").unwrap().unwrap();
+            assert_eq!(member.password_hash, "hash-b");
+            assert!(member.password_change_required);
+            assert!(!set_password(db, id + 100, "hash-c", false).unwrap());
+        });
+    }
+}

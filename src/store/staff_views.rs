@@ -266,8 +266,8 @@ const CUSTOMER_TERMS: &str = "c.first_name || ' ' || c.last_name || ' ' || \
     coalesce(c.second_last_name, '') || ' ' || c.user_id || ' ' || c.id || ' ' || c.rut || ' ' || \
     replace(c.rut, '-', '') || ' ' || c.email";
 
-/// What a mandate is found by, as `mandates_search` indexes it.
-const MANDATE_TERMS: &str = "m.external_id || ' ' || m.id || ' ' || m.name";
+/// What a mandate (`x`, in a subquery) is found by, as `mandates_search` indexes it.
+const MANDATE_TERMS: &str = "x.external_id || ' ' || x.id || ' ' || x.name";
 
 /// A search text as an FTS5 query over the trigram indexes of `0020_staff_search.sql`:
 /// every word must appear (in any order), each as a substring; a RUT-looking word also
@@ -819,9 +819,12 @@ fn mandate_conditions(q: &mut Query, filter: &MandateFilter) {
                 let (in_mandate, mut args) = trigram_match(MANDATE_TERMS, &words);
                 let (in_customer, customer_args) = trigram_match(CUSTOMER_TERMS, &words);
                 args.extend(customer_args);
+                // One set of matching mandates, each half read through its trigram index (an
+                // OR of the two would read every mandate).
                 q.and(
                     &format!(
-                        "(({in_mandate}) OR m.customer_seq IN \
+                        "m.seq IN (SELECT x.seq FROM mandates x WHERE {in_mandate} \
+                         UNION SELECT x.seq FROM mandates x WHERE x.customer_seq IN \
                          (SELECT c.seq FROM customers c WHERE {in_customer}))"
                     ),
                     args,
@@ -1698,5 +1701,177 @@ mod tests {
             plan("SELECT seq FROM customers c ORDER BY c.last_name COLLATE NOCASE, c.seq LIMIT 51");
         assert!(p.contains("customers_by_last_name"), "{p}");
         assert!(!p.contains("TEMP B-TREE"), "{p}");
+    }
+
+    #[test]
+    fn customers_sorted_by_last_name_page_alike_on_both_backends() {
+        on_both_seeded(|db| {
+            db.execute_batch(
+                "INSERT INTO customers (seq, id, commerce_id, user_id, rut, first_name, last_name, email, created_at, updated_at)
+                   VALUES (4, 'usr_4', 1, 'cust-4', '22222222-2', 'Eva', 'soto', 'eva@example.cl', '2026-01-04T00:00:00.000Z', '2026-01-04T00:00:00.000Z'),
+                          (5, 'usr_5', 1, 'cust-5', '33333333-3', 'Iván', 'Álvarez', 'ivan@example.cl', '2026-01-05T00:00:00.000Z', '2026-01-05T00:00:00.000Z'),
+                          (6, 'usr_6', 1, 'cust-6', '44444444-4', 'Olga', 'de la Fuente', 'olga@example.cl', '2026-01-06T00:00:00.000Z', '2026-01-06T00:00:00.000Z'),
+                          (7, 'usr_7', 1, 'cust-7', '55555555-5', 'Ugo', 'Zapata', 'ugo@example.cl', '2026-01-07T00:00:00.000Z', '2026-01-07T00:00:00.000Z');",
+            )
+            .unwrap();
+            for descending in [false, true] {
+                let sort = Sort {
+                    column: CustomerColumn::LastName,
+                    descending,
+                };
+                let mut seen = Vec::new();
+                let mut after = None;
+                loop {
+                    let filter = CustomerFilter {
+                        sort,
+                        after: after.clone(),
+                        limit: 2,
+                        ..Default::default()
+                    };
+                    let page = search_customers(db, &filter).unwrap();
+                    let Some(last) = page.last() else { break };
+                    after = Some(Keyset {
+                        key: sort.column.key_of(&last.customer),
+                        seq: last.customer.seq,
+                    });
+                    seen.extend(page.into_iter().map(|c| c.customer.seq));
+                }
+                // ASCII letters fold, other characters compare as bytes (after every ASCII
+                // letter), and equal names keep their creation order.
+                let mut expected = vec![6, 3, 1, 2, 4, 7, 5];
+                if descending {
+                    expected.reverse();
+                }
+                assert_eq!(seen, expected, "descending: {descending}");
+            }
+        });
+    }
+
+    #[test]
+    fn staff_audit_filters_by_email_in_any_case_and_by_action_family() {
+        on_both_seeded(|db| {
+            for (email, action) in [
+                ("Ana@Example.cl", "mandate.cancel"),
+                ("eva@example.cl", "mandate.retry"),
+                ("ana@example.cl", "settings.retention"),
+            ] {
+                crate::store::staff_audit::append(
+                    db,
+                    "2026-11-25T10:00:00.000Z",
+                    email,
+                    action,
+                    None,
+                    None,
+                )
+                .unwrap();
+            }
+            let actions = |filter: StaffAuditFilter| -> Vec<String> {
+                staff_audit(
+                    db,
+                    &StaffAuditFilter {
+                        limit: 10,
+                        ..filter
+                    },
+                )
+                .unwrap()
+                .into_iter()
+                .map(|l| l.action)
+                .collect()
+            };
+            let by_email = StaffAuditFilter {
+                email: Some("ANA@example.CL".into()),
+                ..Default::default()
+            };
+            assert_eq!(actions(by_email), ["settings.retention", "mandate.cancel"]);
+            let family = StaffAuditFilter {
+                action: Some("mandate.".into()),
+                ..Default::default()
+            };
+            assert_eq!(actions(family), ["mandate.retry", "mandate.cancel"]);
+            let literal = StaffAuditFilter {
+                action: Some("mandate%".into()),
+                ..Default::default()
+            };
+            assert!(actions(literal).is_empty());
+        });
+    }
+
+    #[test]
+    fn settings_lists_read_alike_on_both_backends() {
+        on_both_seeded(|db| {
+            db.execute_batch(
+                "INSERT INTO commerces (id, code, name, password_hash, payment_methods, webhook_secret, created_at)
+                   VALUES (2, 'C2', 'Dos', 'x', '[3]', 's', '2026-01-01T00:00:00.000Z');
+                 INSERT INTO api_keys (id, prefix, key_hash, all_commerces, created_at)
+                   VALUES (1, 'mk_all', 'h1', 1, '2026-11-25T10:00:00.000Z'),
+                          (2, 'mk_two', 'h2', 0, '2026-11-25T11:00:00.000Z');
+                 INSERT INTO api_key_commerces (api_key_id, commerce_id) VALUES (2, 1), (2, 2);
+                 INSERT INTO staff (email, password_hash, role, created_at)
+                   VALUES ('ana@example.cl', 'h', 'admin', '2026-11-25T10:00:00.000Z');",
+            )
+            .unwrap();
+            let keys = api_keys(db).unwrap();
+            assert_eq!(keys[0].prefix, "mk_two");
+            let mut scope = keys[0].commerces.clone();
+            scope.sort();
+            assert_eq!(scope, ["C1", "C2"]);
+            assert!(keys[1].commerces.is_empty() && keys[1].all_commerces);
+
+            assert!(set_retry_policy(db, "C1", Some("{\"maxAttempts\":2}")).unwrap());
+            assert!(!set_retry_policy(db, "C9", None).unwrap());
+            let lines = commerces(db).unwrap();
+            assert_eq!(
+                lines[0].retry_policy.as_deref(),
+                Some("{\"maxAttempts\":2}")
+            );
+
+            assert_eq!(active_admins(db).unwrap(), 1);
+            assert!(update_staff(db, "ana@example.cl", "viewer", Some("t1")).unwrap());
+            assert_eq!(active_admins(db).unwrap(), 0);
+            let member = staff_member(db, "ana@example.cl").unwrap().unwrap();
+            assert_eq!(
+                (member.role.as_str(), member.disabled_at.as_deref()),
+                ("viewer", Some("t1"))
+            );
+            assert_eq!(staff_members(db).unwrap().len(), 1);
+
+            let counts = mandate_counts(db, Some(1)).unwrap();
+            assert_eq!(counts.iter().map(|(_, n)| n).sum::<i64>(), 30);
+            assert!(mandate_counts(db, Some(2)).unwrap().is_empty());
+            assert!(failing_webhooks(db, 5).unwrap().recent.is_empty());
+            assert_eq!(mandates_of_customer(db, 2).unwrap().len(), 15);
+        });
+    }
+
+    #[test]
+    fn postgres_searches_read_the_trigram_indexes() {
+        let database = crate::store::pg_test::database();
+        let pg = database.connect();
+        pg.transaction(|db| {
+            seed(db);
+            db.execute_batch("SET LOCAL enable_seqscan = off")?;
+            let mut q = Query::new(Backend::Postgres, "EXPLAIN SELECT c.seq FROM customers c");
+            customer_conditions(
+                &mut q,
+                &CustomerFilter {
+                    text: Some("munoz jose".into()),
+                    ..Default::default()
+                },
+            );
+            let plan = q.rows(db, |r| r.get::<String>(0))?.join("\n");
+            assert!(plan.contains("customers_search"), "{plan}");
+            let mut q = Query::new(Backend::Postgres, "EXPLAIN SELECT m.seq FROM mandates m");
+            mandate_conditions(
+                &mut q,
+                &MandateFilter {
+                    text: Some("M-25".into()),
+                    ..Default::default()
+                },
+            );
+            let plan = q.rows(db, |r| r.get::<String>(0))?.join("\n");
+            assert!(plan.contains("mandates_search"), "{plan}");
+            Ok::<(), db::Error>(())
+        })
+        .unwrap();
     }
 }
