@@ -118,3 +118,54 @@ pub fn sealed_document<'c>(
         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::mandates::tests::mandate;
+    use crate::store::pg_test::on_both;
+    use crate::store::signatures::{self, tests::process};
+
+    #[test]
+    fn a_mandate_knows_its_latest_process_and_why_it_failed() {
+        on_both(|db| {
+            let mandate = mandate(db, "m-1");
+            assert!(latest_of_mandate(db, mandate.seq).unwrap().is_none());
+            let first = process(db, mandate.commerce_id, "sig_1", "Mandato");
+            let second = process(db, mandate.commerce_id, "sig_2", "Mandato");
+            let method = serde_json::json!({"type": "CREDIT_CARD"});
+            insert(db, mandate.seq, first.seq, &method, "t1").unwrap();
+            insert(db, mandate.seq, second.seq, &method, "t2").unwrap();
+
+            let latest = latest_of_mandate(db, mandate.seq).unwrap().unwrap();
+            assert_eq!(
+                (latest.process_id.as_str(), latest.process_state),
+                ("sig_2", ProcessState::Pending)
+            );
+            assert_eq!(latest.enrolled_method, method);
+            assert_eq!(latest.sealed_sha256, None);
+
+            let of_first = by_process(db, first.seq).unwrap().unwrap();
+            set_failure(db, of_first.seq, ActivationFailure::SignatureExpired, "t3").unwrap();
+            let failed = by_process(db, first.seq).unwrap().unwrap();
+            assert_eq!(failed.failure, Some(ActivationFailure::SignatureExpired));
+            assert_eq!(failed.failed_at.as_deref(), Some("t3"));
+            assert!(
+                by_process(db, first.seq + second.seq + 1)
+                    .unwrap()
+                    .is_none()
+            );
+
+            assert!(sealed_document(db, second.seq).unwrap().is_none());
+            let document = signatures::documents_of(db, second.seq).unwrap().remove(0);
+            signatures::set_sealed(db, document.seq, b"sealed", "sha").unwrap();
+            let (name, bytes, sha) = sealed_document(db, second.seq).unwrap().unwrap();
+            assert_eq!(
+                (name.as_str(), bytes.as_slice(), sha.as_str()),
+                ("mandato.pdf", &b"sealed"[..], "sha")
+            );
+            let latest = latest_of_mandate(db, mandate.seq).unwrap().unwrap();
+            assert_eq!(latest.sealed_sha256.as_deref(), Some("sha"));
+        });
+    }
+}

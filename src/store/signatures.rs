@@ -891,7 +891,7 @@ pub(crate) mod tests {
             },
         )
         .unwrap();
-        let customer_seq = customer(db, commerce_id, "u-1", "12345678-5", "José");
+        let customer_seq = customer(db, commerce_id, "cust-01", "12345678-5", "José");
         let signatory = insert_signatory(
             db,
             &NewSignatoryRow {
@@ -951,7 +951,7 @@ pub(crate) mod tests {
             let signatories = signatories_of(db, created.seq).unwrap();
             assert_eq!(signatories.len(), 1);
             assert_eq!(signatories[0].kind, SignatureType::Fes);
-            assert_eq!(signatories[0].user_id, "u-1");
+            assert_eq!(signatories[0].user_id, "cust-01");
             let by_token = signatory_by_token(db, "tok-sig_1").unwrap().unwrap();
             assert_eq!(by_token.seq, signatories[0].seq);
 

@@ -602,14 +602,13 @@ fn customer_conditions(q: &mut Query, filter: &CustomerFilter) {
     let Some(text) = search_text(filter.text.as_deref()) else {
         return;
     };
-    let words = search_words(&text);
     match (q.backend, search_terms(&text)) {
         (Backend::Sqlite, Some(terms)) => q.and(
             "c.seq IN (SELECT rowid FROM customer_search WHERE customer_search MATCH ?)",
             [terms.into()],
         ),
         (Backend::Postgres, Some(_)) => {
-            let (clause, args) = trigram_match(CUSTOMER_TERMS, &words);
+            let (clause, args) = trigram_match(CUSTOMER_TERMS, &search_words(&text));
             q.and(&clause, args);
         }
         // One or two characters: too short for a trigram, so the rows are read.
@@ -807,7 +806,6 @@ fn mandate_conditions(q: &mut Query, filter: &MandateFilter) {
         );
     }
     if let Some(text) = search_text(filter.text.as_deref()) {
-        let words = search_words(&text);
         match (q.backend, search_terms(&text)) {
             (Backend::Sqlite, Some(terms)) => q.and(
                 "(m.seq IN (SELECT rowid FROM mandate_search WHERE mandate_search MATCH ?) \
@@ -816,6 +814,7 @@ fn mandate_conditions(q: &mut Query, filter: &MandateFilter) {
                 [terms.clone().into(), terms.into()],
             ),
             (Backend::Postgres, Some(_)) => {
+                let words = search_words(&text);
                 let (in_mandate, mut args) = trigram_match(MANDATE_TERMS, &words);
                 let (in_customer, customer_args) = trigram_match(CUSTOMER_TERMS, &words);
                 args.extend(customer_args);
