@@ -744,8 +744,15 @@ fn like_escape(text: &str) -> String {
 
 /// `(folded text pattern, RUT pattern)` of a search: the RUT pattern only when the text looks
 /// like (part of) a RUT, so that a few digits of a name or e-mail do not match every RUT.
+/// Control characters count as spaces: no stored text holds one, and PostgreSQL refuses a NUL
+/// in any text.
 fn text_patterns(text: Option<&str>) -> (Option<String>, Option<String>) {
-    let Some(text) = text.map(str::trim).filter(|t| !t.is_empty()) else {
+    let spaced: Option<String> = text.map(|t| {
+        t.chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect()
+    });
+    let Some(text) = spaced.as_deref().map(str::trim).filter(|t| !t.is_empty()) else {
         return (None, None);
     };
     let folded = format!("%{}%", like_escape(&search::fold(text)));
@@ -844,6 +851,11 @@ pub(crate) mod tests {
         assert_eq!(patterns("José Muñoz"), (Some("%jose munoz%".into()), None));
         assert_eq!(patterns("50%_off"), (Some("%50\\%\\_off%".into()), None));
         assert_eq!(text_patterns(Some("   ")), (None, None));
+        assert_eq!(text_patterns(Some("\u{0}\t\u{1b}")), (None, None));
+        assert_eq!(
+            patterns("ana\u{0}pérez"),
+            (Some("%ana perez%".into()), None)
+        );
         assert_eq!(text_patterns(None), (None, None));
     }
 
@@ -1028,6 +1040,17 @@ pub(crate) mod tests {
             assert_eq!(find("12.345.678"), vec![second.seq, first.seq]);
             assert_eq!(find("sig_1"), vec![first.seq]);
             assert_eq!(find("50%"), Vec::<i64>::new());
+            for hostile in [
+                "\u{0}",
+                "jos\u{0}e",
+                "'; DROP TABLE x; --",
+                "\\",
+                "_",
+                "%%",
+                "ñ̃ñ",
+            ] {
+                find(hostile);
+            }
 
             let all = ProcessFilter::default();
             let page = list_processes(db, &all, None, 1).unwrap();

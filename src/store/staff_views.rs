@@ -202,11 +202,25 @@ impl Query {
         self.args.iter().map(Arg::param).collect()
     }
 
+    /// A filter value holding a NUL selects nothing: no stored text holds one, and PostgreSQL
+    /// refuses one in any text it is sent, so neither backend is asked.
+    fn selects_nothing(&self) -> bool {
+        self.args
+            .iter()
+            .any(|arg| matches!(arg, Arg::Text(text) if text.contains('\0')))
+    }
+
     fn count(self, db: Db<'_>) -> db::Result<i64> {
+        if self.selects_nothing() {
+            return Ok(0);
+        }
         db.query_row(&self.sql, &self.params(), |r| r.get(0))
     }
 
     fn rows<T>(self, db: Db<'_>, f: impl FnMut(&Row<'_>) -> db::Result<T>) -> db::Result<Vec<T>> {
+        if self.selects_nothing() {
+            return Ok(Vec::new());
+        }
         db.query_map(&self.sql, &self.params(), f)
     }
 }
@@ -1872,5 +1886,47 @@ mod tests {
             Ok::<(), db::Error>(())
         })
         .unwrap();
+    }
+
+    #[test]
+    fn a_filter_value_with_a_nul_selects_nothing_on_both_backends() {
+        on_both_seeded(|db| {
+            let by_id = MandateFilter {
+                id: Some("man_1\u{0}".into()),
+                limit: 5,
+                ..Default::default()
+            };
+            assert!(list_mandates(db, &by_id).unwrap().is_empty());
+            assert_eq!(count_mandates(db, &by_id).unwrap(), 0);
+            let after = MandateFilter {
+                after: Some(Keyset {
+                    key: "2026\u{0}".into(),
+                    seq: 3,
+                }),
+                limit: 5,
+                ..Default::default()
+            };
+            assert!(list_mandates(db, &after).unwrap().is_empty());
+            let email = StaffAuditFilter {
+                email: Some("ana\u{0}@example.cl".into()),
+                limit: 5,
+                ..Default::default()
+            };
+            assert!(staff_audit(db, &email).unwrap().is_empty());
+            let path = RequestAuditFilter {
+                path: Some("/api\u{0}".into()),
+                correlation_id: Some("\u{0}".into()),
+                limit: 5,
+                ..Default::default()
+            };
+            assert!(request_audit(db, &path).unwrap().is_empty());
+            // Search text is cut into words at control characters instead.
+            let text = CustomerFilter {
+                text: Some("soto\u{0}luis".into()),
+                limit: 5,
+                ..Default::default()
+            };
+            assert_eq!(count_customers(db, &text).unwrap(), 1);
+        });
     }
 }
