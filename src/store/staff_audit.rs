@@ -55,11 +55,11 @@ impl Record {
     }
 }
 
-/// Appends a staff action to the chain, in the caller's transaction.
 /// The advisory lock PostgreSQL's appends take, held until their transaction ends: any constant
 /// no other lock of the application uses.
 const APPEND_LOCK_KEY: i64 = 0x6d61_6e64_6174_6f02;
 
+/// Appends a staff action to the chain, in the caller's transaction.
 pub fn append<'c>(
     db: impl Into<Db<'c>>,
     at: &str,
@@ -482,5 +482,53 @@ mod tests {
         );
         append_n(Db::Sqlite(&conn), 1);
         assert_eq!(verify(&conn).unwrap().records, 2501);
+    }
+
+    #[test]
+    fn concurrent_postgres_appends_follow_one_another() {
+        let database = crate::store::pg_test::database();
+        let appended = std::sync::Barrier::new(2);
+        std::thread::scope(|scope| {
+            let first = scope.spawn(|| {
+                database.connect().transaction(|db| {
+                    append(
+                        db,
+                        "2026-11-25T10:00:00.000Z",
+                        "ana@example.cl",
+                        "a",
+                        None,
+                        None,
+                    )?;
+                    appended.wait();
+                    // The second append is waiting for this transaction's lock meanwhile.
+                    std::thread::sleep(std::time::Duration::from_millis(300));
+                    Ok::<(), db::Error>(())
+                })
+            });
+            let second = scope.spawn(|| {
+                let conn = database.connect();
+                appended.wait();
+                conn.transaction(|db| {
+                    append(
+                        db,
+                        "2026-11-25T10:00:01.000Z",
+                        "eva@example.cl",
+                        "b",
+                        None,
+                        None,
+                    )
+                })
+            });
+            first.join().unwrap().unwrap();
+            second.join().unwrap().unwrap();
+        });
+        let verified = database.connect().transaction(|db| verify(db)).unwrap();
+        assert_eq!(
+            verified,
+            Verification {
+                records: 2,
+                broken: None
+            }
+        );
     }
 }
