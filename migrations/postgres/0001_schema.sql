@@ -544,6 +544,17 @@ CREATE FUNCTION mandato_search_fold(terms TEXT) RETURNS TEXT
     LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
     RETURN lower(public.unaccent('public.unaccent'::regdictionary, terms));
 
+-- The functions SQLite's connections register (`store/search.rs`), for the searches that fold
+-- a column as they read it (the staff list of signature processes): `search_fold` folds case
+-- and accents, `rut_key` keeps a RUT's digits and check digit, lowercased.
+CREATE FUNCTION search_fold(terms TEXT) RETURNS TEXT
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
+    RETURN mandato_search_fold(terms);
+
+CREATE FUNCTION rut_key(terms TEXT) RETURNS TEXT
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
+    RETURN lower(regexp_replace(terms, '[^0-9kK]', '', 'g'));
+
 -- A customer is found by name, userId, our id, e-mail, and RUT with or without the dash.
 CREATE INDEX customers_search ON customers USING gin (mandato_search_fold(
     first_name || ' ' || last_name || ' ' || coalesce(second_last_name, '')
@@ -556,5 +567,8 @@ CREATE INDEX mandates_search ON mandates USING gin (mandato_search_fold(
     external_id || ' ' || id || ' ' || name
 ) gin_trgm_ops);
 
--- The staff lists sorted by last name, case-insensitively (SQLite: COLLATE NOCASE).
-CREATE INDEX customers_by_last_name ON customers(lower(last_name), seq);
+-- The staff lists sorted by last name, case-insensitively (SQLite: COLLATE NOCASE), and by the
+-- merchant's mandate id, both compared as bytes whatever the database's collation (SQLite's
+-- BINARY), so a keyset page follows the same order on both backends.
+CREATE INDEX customers_by_last_name ON customers((lower(last_name) COLLATE "C"), seq);
+CREATE INDEX mandates_by_external_id_bytes ON mandates((external_id COLLATE "C"), seq);

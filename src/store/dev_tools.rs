@@ -2,9 +2,7 @@
 //! commerces, API keys and trusted roots (never a secret but the one asked for), and the
 //! commerce's own webhook URL, where `mandato trigger` sends its events.
 
-use rusqlite::{Connection, params};
-
-use super::optional;
+use super::db::{self, Db, Row, params};
 
 #[derive(Clone, Debug)]
 pub struct CommerceListing {
@@ -25,7 +23,7 @@ const LISTING: &str = "SELECT c.code, c.name, c.created_at, c.webhook_url, c.cha
         (SELECT count(*) FROM mandates WHERE commerce_id = c.id)
     FROM commerces c";
 
-fn listing(row: &rusqlite::Row<'_>) -> rusqlite::Result<CommerceListing> {
+fn listing(row: &Row<'_>) -> db::Result<CommerceListing> {
     let channels: Option<String> = row.get(4)?;
     let methods: String = row.get(5)?;
     Ok(CommerceListing {
@@ -42,34 +40,40 @@ fn listing(row: &rusqlite::Row<'_>) -> rusqlite::Result<CommerceListing> {
 }
 
 /// Every commerce, in the order they were registered.
-pub fn commerces(conn: &Connection) -> rusqlite::Result<Vec<CommerceListing>> {
-    conn.prepare(&format!("{LISTING} ORDER BY c.id"))?
-        .query_map([], listing)?
-        .collect()
+pub fn commerces<'c>(db: impl Into<Db<'c>>) -> db::Result<Vec<CommerceListing>> {
+    db.into()
+        .query_map(&format!("{LISTING} ORDER BY c.id"), &params![], listing)
 }
 
-pub fn commerce(conn: &Connection, code: &str) -> rusqlite::Result<Option<CommerceListing>> {
-    optional(
-        conn.prepare(&format!("{LISTING} WHERE c.code = ?1"))?
-            .query_row([code], listing),
+pub fn commerce<'c>(db: impl Into<Db<'c>>, code: &str) -> db::Result<Option<CommerceListing>> {
+    db.into().query_opt(
+        &format!("{LISTING} WHERE c.code = ?1"),
+        &params![code],
+        listing,
     )
 }
 
 /// Sets (or with `None` clears) the commerce's webhook URL; `false` when no commerce has `code`.
-pub fn set_webhook_url(conn: &Connection, code: &str, url: Option<&str>) -> rusqlite::Result<bool> {
-    Ok(conn.execute(
+pub fn set_webhook_url<'c>(
+    db: impl Into<Db<'c>>,
+    code: &str,
+    url: Option<&str>,
+) -> db::Result<bool> {
+    Ok(db.into().execute(
         "UPDATE commerces SET webhook_url = ?2 WHERE code = ?1",
-        params![code, url],
+        &params![code, url],
     )? > 0)
 }
 
-pub fn webhook_url(conn: &Connection, commerce_id: i64) -> rusqlite::Result<Option<String>> {
-    Ok(optional(conn.query_row(
-        "SELECT webhook_url FROM commerces WHERE id = ?1",
-        [commerce_id],
-        |r| r.get::<_, Option<String>>(0),
-    ))?
-    .flatten())
+pub fn webhook_url<'c>(db: impl Into<Db<'c>>, commerce_id: i64) -> db::Result<Option<String>> {
+    Ok(db
+        .into()
+        .query_opt(
+            "SELECT webhook_url FROM commerces WHERE id = ?1",
+            &params![commerce_id],
+            |r| r.get::<Option<String>>(0),
+        )?
+        .flatten())
 }
 
 #[derive(Clone, Debug)]
@@ -82,33 +86,38 @@ pub struct ApiKeyListing {
 }
 
 /// Every API key ever made, oldest first: its prefix and scope, never its hash.
-pub fn api_keys(conn: &Connection) -> rusqlite::Result<Vec<ApiKeyListing>> {
-    let mut scope = conn.prepare(
-        "SELECT c.code FROM api_key_commerces k JOIN commerces c ON c.id = k.commerce_id
-         WHERE k.api_key_id = ?1 ORDER BY c.code",
-    )?;
-    let keys = conn
-        .prepare(
-            "SELECT id, prefix, all_commerces, created_at, revoked_at FROM api_keys ORDER BY id",
-        )?
-        .query_map([], |r| {
+pub fn api_keys<'c>(db: impl Into<Db<'c>>) -> db::Result<Vec<ApiKeyListing>> {
+    let db = db.into();
+    let keys = db.query_map(
+        "SELECT id, prefix, all_commerces, created_at, revoked_at FROM api_keys ORDER BY id",
+        &params![],
+        |r| {
             Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, bool>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, Option<String>>(4)?,
+                r.get::<i64>(0)?,
+                r.get::<String>(1)?,
+                r.get::<bool>(2)?,
+                r.get::<String>(3)?,
+                r.get::<Option<String>>(4)?,
             ))
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+        },
+    )?;
     keys.into_iter()
         .map(|(id, prefix, all, created_at, revoked_at)| {
             let commerces = if all {
                 Vec::new()
             } else {
-                scope
-                    .query_map([id], |r| r.get(0))?
-                    .collect::<rusqlite::Result<Vec<String>>>()?
+                // Codes sort as bytes on both backends, whatever the database's collation.
+                let sql = match db.backend() {
+                    db::Backend::Sqlite => {
+                        "SELECT c.code FROM api_key_commerces k JOIN commerces c ON c.id = k.commerce_id
+                         WHERE k.api_key_id = ?1 ORDER BY c.code"
+                    }
+                    db::Backend::Postgres => {
+                        "SELECT c.code FROM api_key_commerces k JOIN commerces c ON c.id = k.commerce_id
+                         WHERE k.api_key_id = ?1 ORDER BY c.code COLLATE \"C\""
+                    }
+                };
+                db.query_map(sql, &params![id], |r| r.get(0))?
             };
             Ok(ApiKeyListing {
                 prefix,
@@ -131,24 +140,89 @@ pub struct EventListing {
 }
 
 /// The events of one mandate or signature process, in the order they were written.
-pub fn events_of(
-    conn: &Connection,
+pub fn events_of<'c>(
+    db: impl Into<Db<'c>>,
     mandate_seq: Option<i64>,
     process_seq: Option<i64>,
-) -> rusqlite::Result<Vec<EventListing>> {
-    conn.prepare(
+) -> db::Result<Vec<EventListing>> {
+    db.into().query_map(
         "SELECT id, kind, sequence, url, body, created_at FROM events
          WHERE mandate_seq = ?1 OR signature_process_seq = ?2 ORDER BY seq",
-    )?
-    .query_map(params![mandate_seq, process_seq], |r| {
-        Ok(EventListing {
-            id: r.get(0)?,
-            kind: r.get(1)?,
-            sequence: r.get(2)?,
-            url: r.get(3)?,
-            body: r.get(4)?,
-            created_at: r.get(5)?,
-        })
-    })?
-    .collect()
+        &params![mandate_seq, process_seq],
+        |r| {
+            Ok(EventListing {
+                id: r.get(0)?,
+                kind: r.get(1)?,
+                sequence: r.get(2)?,
+                url: r.get(3)?,
+                body: r.get(4)?,
+                created_at: r.get(5)?,
+            })
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::commerces::tests::commerce;
+    use crate::store::pg_test::on_both;
+
+    #[test]
+    fn commerces_are_listed_with_their_counts_and_webhook_url() {
+        on_both(|db| {
+            let first = commerce(db, "76123456-0");
+            commerce(db, "77123456-K");
+            let listed = commerces(db).unwrap();
+            let codes: Vec<&str> = listed.iter().map(|c| c.code.as_str()).collect();
+            assert_eq!(codes, ["76123456-0", "77123456-K"]);
+            assert_eq!((listed[0].customers, listed[0].mandates), (0, 0));
+            assert!(listed[0].authorization_required);
+
+            assert!(set_webhook_url(db, "76123456-0", Some("https://example.cl/hook")).unwrap());
+            assert!(!set_webhook_url(db, "11111111-1", None).unwrap());
+            assert_eq!(
+                webhook_url(db, first.id).unwrap().as_deref(),
+                Some("https://example.cl/hook")
+            );
+            let one = commerce_listing(db, "76123456-0");
+            assert_eq!(one.webhook_url.as_deref(), Some("https://example.cl/hook"));
+            assert!(super::commerce(db, "11111111-1").unwrap().is_none());
+            set_webhook_url(db, "76123456-0", None).unwrap();
+            assert_eq!(webhook_url(db, first.id).unwrap(), None);
+            assert!(events_of(db, Some(1), None).unwrap().is_empty());
+        });
+    }
+
+    fn commerce_listing(db: Db<'_>, code: &str) -> CommerceListing {
+        super::commerce(db, code).unwrap().unwrap()
+    }
+
+    #[test]
+    fn api_keys_list_their_scope_in_code_order() {
+        on_both(|db| {
+            let b = commerce(db, "77123456-K");
+            let a = commerce(db, "76123456-0");
+            db.execute_batch(
+                "INSERT INTO api_keys (id, prefix, key_hash, all_commerces, created_at)
+                 VALUES (1, 'mk_all', 'h1', 1, '2026-11-25T10:00:00.000Z'),
+                        (2, 'mk_two', 'h2', 0, '2026-11-25T11:00:00.000Z')",
+            )
+            .unwrap();
+            for id in [b.id, a.id] {
+                db.execute(
+                    "INSERT INTO api_key_commerces (api_key_id, commerce_id) VALUES (2, ?1)",
+                    &params![id],
+                )
+                .unwrap();
+            }
+            let keys = api_keys(db).unwrap();
+            assert_eq!(keys.len(), 2);
+            assert_eq!(
+                (keys[0].prefix.as_str(), keys[0].commerces.len()),
+                ("mk_all", 0)
+            );
+            assert_eq!(keys[1].commerces, ["76123456-0", "77123456-K"]);
+        });
+    }
 }

@@ -7,11 +7,10 @@
 
 use std::str::FromStr;
 
-use rusqlite::{Connection, Row, params};
 use rust_decimal::Decimal;
 use rust_decimal::prelude::ToPrimitive;
 
-use super::optional;
+use super::db::{self, Backend, Db, Row, params};
 use crate::domain::ledger::EntryKind;
 use crate::domain::money::Currency;
 
@@ -60,10 +59,10 @@ impl EntryRow {
     }
 }
 
-fn e4(amount: Decimal) -> rusqlite::Result<i64> {
-    (amount * Decimal::from(10_000))
-        .to_i64()
-        .ok_or_else(|| rusqlite::Error::ToSqlConversionFailure("amount out of range".into()))
+fn e4(amount: Decimal) -> crate::error::Result<i64> {
+    (amount * Decimal::from(10_000)).to_i64().ok_or_else(|| {
+        crate::error::Error::Internal(anyhow::anyhow!("ledger amount {amount} out of range"))
+    })
 }
 
 fn from_e4(units: i64) -> Decimal {
@@ -71,37 +70,38 @@ fn from_e4(units: i64) -> Decimal {
 }
 
 /// Appends an entry; returns its id (`led_...`).
-pub fn insert(conn: &Connection, e: &NewEntry<'_>) -> rusqlite::Result<String> {
+pub fn insert<'c>(db: impl Into<Db<'c>>, e: &NewEntry<'_>) -> crate::error::Result<String> {
     let id = crate::ids::new_id("led");
     let net = e.fee.map(|fee| e.amount - fee);
     let text = |d: Option<Decimal>| d.map(|d| d.normalize().to_string());
-    conn.prepare_cached(
+    let (amount, fee, net_text) = (e.amount.normalize().to_string(), text(e.fee), text(net));
+    db.into().execute(
         "INSERT INTO ledger_entries (id, commerce_id, kind, amount, currency, fee, net,
                 amount_e4, fee_e4, net_e4, payment_method, mandate_id, mandate_external_id,
                 installment_id, installment_external_id, acquirer_reference, business_date,
                 created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
-    )?
-    .execute(params![
-        id,
-        e.commerce_id,
-        e.kind.as_str(),
-        e.amount.normalize().to_string(),
-        e.currency.code(),
-        text(e.fee),
-        text(net),
-        e4(e.amount)?,
-        e.fee.map(e4).transpose()?.unwrap_or(0),
-        e4(net.unwrap_or(e.amount))?,
-        e.payment_method,
-        e.mandate_id,
-        e.mandate_external_id,
-        e.installment_id,
-        e.installment_external_id,
-        e.acquirer_reference,
-        e.business_date,
-        e.created_at,
-    ])?;
+        &params![
+            &id,
+            e.commerce_id,
+            e.kind.as_str(),
+            &amount,
+            e.currency.code(),
+            &fee,
+            &net_text,
+            e4(e.amount)?,
+            e.fee.map(e4).transpose()?.unwrap_or(0),
+            e4(net.unwrap_or(e.amount))?,
+            e.payment_method,
+            e.mandate_id,
+            e.mandate_external_id,
+            e.installment_id,
+            e.installment_external_id,
+            e.acquirer_reference,
+            e.business_date,
+            e.created_at,
+        ],
+    )?;
     Ok(id)
 }
 
@@ -109,17 +109,17 @@ const COLUMNS: &str = "seq, id, kind, amount, currency, fee, net, payment_method
     mandate_external_id, installment_id, installment_external_id, acquirer_reference, \
     business_date, created_at";
 
-fn conversion(index: usize, message: String) -> rusqlite::Error {
-    rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, message.into())
+fn conversion(index: usize, message: String) -> db::Error {
+    db::Error::Column { index, message }
 }
 
-fn decimal(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<Decimal>> {
-    row.get::<_, Option<String>>(index)?
+fn decimal(row: &Row<'_>, index: usize) -> db::Result<Option<Decimal>> {
+    row.get::<Option<String>>(index)?
         .map(|text| Decimal::from_str(&text).map_err(|e| conversion(index, e.to_string())))
         .transpose()
 }
 
-fn from_row(row: &Row<'_>) -> rusqlite::Result<EntryRow> {
+fn from_row(row: &Row<'_>) -> db::Result<EntryRow> {
     let kind: String = row.get(2)?;
     let currency: String = row.get(4)?;
     Ok(EntryRow {
@@ -154,16 +154,18 @@ pub struct EntryFilter<'a> {
     pub limit: i64,
 }
 
-pub fn list(conn: &Connection, f: &EntryFilter<'_>) -> rusqlite::Result<Vec<EntryRow>> {
-    let mut stmt = conn.prepare_cached(&format!(
+pub fn list<'c>(db: impl Into<Db<'c>>, f: &EntryFilter<'_>) -> db::Result<Vec<EntryRow>> {
+    let sql = format!(
         "SELECT {COLUMNS} FROM ledger_entries
-         WHERE commerce_id = ?1 AND (?2 IS NULL OR business_date >= ?2)
-           AND (?3 IS NULL OR business_date <= ?3) AND (?4 IS NULL OR kind = ?4)
+         WHERE commerce_id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR business_date >= ?2)
+           AND (CAST(?3 AS TEXT) IS NULL OR business_date <= ?3)
+           AND (CAST(?4 AS TEXT) IS NULL OR kind = ?4)
            AND seq > ?5
          ORDER BY seq LIMIT ?6"
-    ))?;
-    stmt.query_map(
-        params![
+    );
+    db.into().query_map(
+        &sql,
+        &params![
             f.commerce_id,
             f.from,
             f.to,
@@ -172,8 +174,7 @@ pub fn list(conn: &Connection, f: &EntryFilter<'_>) -> rusqlite::Result<Vec<Entr
             f.limit
         ],
         from_row,
-    )?
-    .collect()
+    )
 }
 
 /// One day's money of one payment method and currency.
@@ -190,22 +191,37 @@ pub struct SettlementRow {
 
 /// The commerce's daily settlements between two business dates (inclusive): every cash
 /// movement (annulments move none), summed per date, payment method and currency.
-pub fn settlements(
-    conn: &Connection,
+pub fn settlements<'c>(
+    db: impl Into<Db<'c>>,
     commerce_id: i64,
     from: Option<&str>,
     to: Option<&str>,
-) -> rusqlite::Result<Vec<SettlementRow>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT business_date, payment_method, currency, sum(amount_e4), sum(fee_e4),
+) -> db::Result<Vec<SettlementRow>> {
+    let db = db.into();
+    // PostgreSQL's sum of BIGINT is NUMERIC: cast back (the e4 sums fit, as SQLite's do), and
+    // order the texts as bytes, as SQLite does, whatever the database's collation.
+    let sql = match db.backend() {
+        Backend::Sqlite => {
+            "SELECT business_date, payment_method, currency, sum(amount_e4), sum(fee_e4),
                 sum(net_e4), count(*)
          FROM ledger_entries
          WHERE commerce_id = ?1 AND kind <> 'ANNULMENT'
            AND (?2 IS NULL OR business_date >= ?2) AND (?3 IS NULL OR business_date <= ?3)
          GROUP BY business_date, payment_method, currency
-         ORDER BY business_date, payment_method, currency",
-    )?;
-    stmt.query_map(params![commerce_id, from, to], |r| {
+         ORDER BY business_date, payment_method, currency"
+        }
+        Backend::Postgres => {
+            "SELECT business_date, payment_method, currency, CAST(sum(amount_e4) AS BIGINT),
+                CAST(sum(fee_e4) AS BIGINT), CAST(sum(net_e4) AS BIGINT), count(*)
+         FROM ledger_entries
+         WHERE commerce_id = ?1 AND kind <> 'ANNULMENT'
+           AND (CAST(?2 AS TEXT) IS NULL OR business_date >= ?2)
+           AND (CAST(?3 AS TEXT) IS NULL OR business_date <= ?3)
+         GROUP BY business_date, payment_method, currency
+         ORDER BY business_date COLLATE \"C\", payment_method COLLATE \"C\", currency COLLATE \"C\""
+        }
+    };
+    db.query_map(sql, &params![commerce_id, from, to], |r| {
         let currency: String = r.get(2)?;
         Ok(SettlementRow {
             business_date: r.get(0)?,
@@ -216,50 +232,52 @@ pub fn settlements(
             net: from_e4(r.get(5)?),
             count: r.get(6)?,
         })
-    })?
-    .collect()
+    })
 }
 
 /// Entries the acquirer settles (charges and reversals) that a payout report may name: those
 /// of the business dates `from..=to`, and any carrying one of `references`.
-pub fn acquirer_entries(
-    conn: &Connection,
+pub fn acquirer_entries<'c>(
+    db: impl Into<Db<'c>>,
     commerce_id: i64,
     from: &str,
     to: &str,
     references: &[&str],
-) -> rusqlite::Result<Vec<EntryRow>> {
-    let references = serde_json::to_string(references)
-        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.into()))?;
-    let mut stmt = conn.prepare_cached(&format!(
+) -> crate::error::Result<Vec<EntryRow>> {
+    let db = db.into();
+    let references = serde_json::to_string(references)?;
+    // The references travel as one JSON array, read back as rows by each dialect's function.
+    let each_reference = match db.backend() {
+        Backend::Sqlite => "SELECT value FROM json_each(?4)",
+        Backend::Postgres => "SELECT json_array_elements_text(CAST(?4 AS JSON))",
+    };
+    let sql = format!(
         "SELECT {COLUMNS} FROM ledger_entries
          WHERE commerce_id = ?1 AND kind IN ('CHARGE', 'REVERSAL')
            AND acquirer_reference IS NOT NULL AND business_date BETWEEN ?2 AND ?3
          UNION
          SELECT {COLUMNS} FROM ledger_entries
          WHERE commerce_id = ?1 AND kind IN ('CHARGE', 'REVERSAL')
-           AND acquirer_reference IN (SELECT value FROM json_each(?4))
+           AND acquirer_reference IN ({each_reference})
          ORDER BY seq"
-    ))?;
-    stmt.query_map(params![commerce_id, from, to, references], from_row)?
-        .collect()
+    );
+    Ok(db.query_map(&sql, &params![commerce_id, from, to, &references], from_row)?)
 }
 
 /// The latest payment entry (charge or manual payment) of an installment: what a reversal
 /// takes back.
-pub fn last_charge_of(
-    conn: &Connection,
+pub fn last_charge_of<'c>(
+    db: impl Into<Db<'c>>,
     commerce_id: i64,
     installment_id: &str,
-) -> rusqlite::Result<Option<EntryRow>> {
-    optional(
-        conn.prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM ledger_entries
+) -> db::Result<Option<EntryRow>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM ledger_entries
              WHERE commerce_id = ?1 AND installment_id = ?2 AND kind IN ('CHARGE', 'MANUAL_PAYMENT')
              ORDER BY seq DESC LIMIT 1"
-        ))?
-        .query_row(params![commerce_id, installment_id], from_row),
-    )
+    );
+    db.into()
+        .query_opt(&sql, &params![commerce_id, installment_id], from_row)
 }
 
 /// A stored reconciliation (the result as answered, JSON).
@@ -283,67 +301,69 @@ pub struct NewReconciliation<'a> {
     pub created_at: &'a str,
 }
 
-pub fn insert_reconciliation(conn: &Connection, r: &NewReconciliation<'_>) -> rusqlite::Result<()> {
-    conn.prepare_cached(
+pub fn insert_reconciliation<'c>(
+    db: impl Into<Db<'c>>,
+    r: &NewReconciliation<'_>,
+) -> db::Result<()> {
+    db.into().execute(
         "INSERT INTO reconciliations (id, commerce_id, lines, matched, unpaid, unknown, result,
                 created_by, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    )?
-    .execute(params![
-        r.id,
-        r.commerce_id,
-        r.lines,
-        r.matched,
-        r.unpaid,
-        r.unknown,
-        r.result,
-        r.created_by,
-        r.created_at
-    ])?;
+        &params![
+            r.id,
+            r.commerce_id,
+            r.lines,
+            r.matched,
+            r.unpaid,
+            r.unknown,
+            r.result,
+            r.created_by,
+            r.created_at
+        ],
+    )?;
     Ok(())
 }
 
 /// The commerce's imports, newest first.
-pub fn reconciliations(
-    conn: &Connection,
+pub fn reconciliations<'c>(
+    db: impl Into<Db<'c>>,
     commerce_id: i64,
     limit: i64,
-) -> rusqlite::Result<Vec<ReconciliationRow>> {
-    let mut stmt = conn.prepare_cached(
+) -> db::Result<Vec<ReconciliationRow>> {
+    db.into().query_map(
         "SELECT id, result, created_by, created_at FROM reconciliations
          WHERE commerce_id = ?1 ORDER BY seq DESC LIMIT ?2",
-    )?;
-    stmt.query_map(params![commerce_id, limit], |r| {
-        Ok(ReconciliationRow {
-            id: r.get(0)?,
-            result: r.get(1)?,
-            created_by: r.get(2)?,
-            created_at: r.get(3)?,
-        })
-    })?
-    .collect()
+        &params![commerce_id, limit],
+        |r| {
+            Ok(ReconciliationRow {
+                id: r.get(0)?,
+                result: r.get(1)?,
+                created_by: r.get(2)?,
+                created_at: r.get(3)?,
+            })
+        },
+    )
 }
 
 /// Removes the commerce's entries and imports, for the sandbox reset only: the permit row lets
 /// the delete trigger through and is gone again before the caller's transaction commits.
-pub fn erase_for_sandbox_reset<'c>(
-    db: impl Into<super::db::Db<'c>>,
-    commerce_id: i64,
-) -> super::db::Result<u64> {
+pub fn erase_for_sandbox_reset<'c>(db: impl Into<Db<'c>>, commerce_id: i64) -> db::Result<u64> {
     let db = db.into();
-    let params = super::db::params![commerce_id];
     db.execute(
         "INSERT INTO ledger_erasure_permits (commerce_id) VALUES (?1)",
-        &params,
+        &params![commerce_id],
     )?;
-    let removed = db.execute("DELETE FROM ledger_entries WHERE commerce_id = ?1", &params)?;
+    let removed = db.execute(
+        "DELETE FROM ledger_entries WHERE commerce_id = ?1",
+        &params![commerce_id],
+    )?;
     db.execute(
         "DELETE FROM reconciliations WHERE commerce_id = ?1",
-        &params,
+        &params![commerce_id],
     )?;
     db.execute(
         "DELETE FROM ledger_erasure_permits WHERE commerce_id = ?1",
-        &params,
+        &params![commerce_id],
     )?;
     Ok(removed)
 }
@@ -351,6 +371,7 @@ pub fn erase_for_sandbox_reset<'c>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::pg_test::on_both;
 
     fn entry(commerce_id: i64, amount: i64, fee: Option<i64>) -> NewEntry<'static> {
         NewEntry {
@@ -370,52 +391,106 @@ mod tests {
         }
     }
 
-    fn database() -> Connection {
-        let mut conn = Connection::open_in_memory().unwrap();
-        super::super::migrations::run(&mut conn).unwrap();
-        conn.execute_batch(
+    fn two_commerces(db: Db<'_>) {
+        db.execute_batch(
             "INSERT INTO commerces (id, code, name, password_hash, payment_methods, webhook_secret, created_at)
              VALUES (1, 'a', 'A', 'x', '[]', 'whsec_a', '2026-01-01T00:00:00Z'),
                     (2, 'b', 'B', 'x', '[]', 'whsec_b', '2026-01-01T00:00:00Z')",
         )
         .unwrap();
-        conn
+    }
+
+    /// The statement's error, with the transaction still usable afterwards: a PostgreSQL
+    /// transaction is aborted by a failed statement unless it ran inside a savepoint.
+    fn refused(db: Db<'_>, sql: &str) -> String {
+        db.execute_batch("SAVEPOINT refused").unwrap();
+        let error = format!("{:?}", db.execute(sql, &params![]).unwrap_err());
+        db.execute_batch("ROLLBACK TO SAVEPOINT refused; RELEASE SAVEPOINT refused")
+            .unwrap();
+        error
     }
 
     #[test]
     fn entries_refuse_update_and_delete_except_the_sandbox_reset() {
-        let conn = database();
-        insert(&conn, &entry(1, 10_000, Some(351))).unwrap();
-        insert(&conn, &entry(2, 5_000, None)).unwrap();
-        let update = conn.execute("UPDATE ledger_entries SET amount = '1'", []);
-        assert!(update.unwrap_err().to_string().contains("append-only"));
-        let delete = conn.execute("DELETE FROM ledger_entries WHERE commerce_id = 1", []);
-        assert!(delete.unwrap_err().to_string().contains("append-only"));
-        assert_eq!(erase_for_sandbox_reset(&conn, 1).unwrap(), 1);
-        let left: i64 = conn
-            .query_row("SELECT count(*) FROM ledger_entries", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(left, 1);
-        let delete = conn.execute("DELETE FROM ledger_entries", []);
-        assert!(delete.is_err(), "the permit does not outlive the reset");
+        on_both(|db| {
+            two_commerces(db);
+            insert(db, &entry(1, 10_000, Some(351))).unwrap();
+            insert(db, &entry(2, 5_000, None)).unwrap();
+            let update = refused(db, "UPDATE ledger_entries SET amount = '1'");
+            assert!(update.contains("append-only"), "{update}");
+            let delete = refused(db, "DELETE FROM ledger_entries WHERE commerce_id = 1");
+            assert!(delete.contains("append-only"), "{delete}");
+            assert_eq!(erase_for_sandbox_reset(db, 1).unwrap(), 1);
+            let left = db
+                .query_row("SELECT count(*) FROM ledger_entries", &params![], |r| {
+                    r.get::<i64>(0)
+                })
+                .unwrap();
+            assert_eq!(left, 1);
+            let delete = refused(db, "DELETE FROM ledger_entries");
+            assert!(
+                delete.contains("append-only"),
+                "the permit does not outlive the reset"
+            );
+        });
     }
 
     #[test]
     fn settlements_sum_exactly_per_day_and_method() {
-        let conn = database();
-        insert(&conn, &entry(1, 10_000, Some(351))).unwrap();
-        insert(&conn, &entry(1, 2_990, Some(105))).unwrap();
-        let rows = settlements(&conn, 1, None, None).unwrap();
-        assert_eq!(rows.len(), 1);
-        let row = &rows[0];
-        assert_eq!(
-            (row.gross, row.fees, row.net, row.count),
-            (
-                Decimal::from(12_990),
-                Decimal::from(456),
-                Decimal::from(12_534),
-                2
+        on_both(|db| {
+            two_commerces(db);
+            insert(db, &entry(1, 10_000, Some(351))).unwrap();
+            insert(db, &entry(1, 2_990, Some(105))).unwrap();
+            let rows = settlements(db, 1, None, None).unwrap();
+            assert_eq!(rows.len(), 1);
+            let row = &rows[0];
+            assert_eq!(
+                (row.gross, row.fees, row.net, row.count),
+                (
+                    Decimal::from(12_990),
+                    Decimal::from(456),
+                    Decimal::from(12_534),
+                    2
+                )
+            );
+            let later = settlements(db, 1, Some("2026-12-02"), None).unwrap();
+            assert!(later.is_empty());
+        });
+    }
+
+    #[test]
+    fn entries_are_listed_and_named_by_acquirer_reference() {
+        on_both(|db| {
+            two_commerces(db);
+            let first = insert(db, &entry(1, 10_000, Some(351))).unwrap();
+            let mut other_day = entry(1, 2_990, None);
+            other_day.business_date = "2026-12-05";
+            other_day.acquirer_reference = Some("AUT-9");
+            let second = insert(db, &other_day).unwrap();
+            insert(db, &entry(2, 5_000, None)).unwrap();
+
+            let ids = |rows: Vec<EntryRow>| rows.into_iter().map(|e| e.id).collect::<Vec<_>>();
+            let day = acquirer_entries(db, 1, "2026-12-01", "2026-12-01", &[]).unwrap();
+            assert_eq!(ids(day), vec![first.clone()]);
+            let named = acquirer_entries(db, 1, "2026-12-01", "2026-12-01", &["AUT-9"]).unwrap();
+            assert_eq!(ids(named), vec![first.clone(), second.clone()]);
+
+            let page = list(
+                db,
+                &EntryFilter {
+                    commerce_id: 1,
+                    from: None,
+                    to: None,
+                    kind: Some(EntryKind::Charge),
+                    after_seq: None,
+                    limit: 1,
+                },
             )
-        );
+            .unwrap();
+            assert_eq!(ids(page.clone()), vec![first.clone()]);
+            assert_eq!(page[0].net, Some(Decimal::from(9_649)));
+            let last = last_charge_of(db, 1, "ins_1").unwrap().unwrap();
+            assert_eq!(last.id, second);
+        });
     }
 }

@@ -85,7 +85,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
 /// What a migration needs that SQL cannot compute, run in its transaction right after its SQL.
 fn after(name: &str, tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
     match name {
-        "0016_staff_audit_chain" => super::staff_audit::chain_existing(tx),
+        "0016_staff_audit_chain" => super::staff_audit::chain_existing(tx).map_err(|e| match e {
+            super::db::Error::Sqlite(e) => e,
+            other => rusqlite::Error::ToSqlConversionFailure(Box::new(other)),
+        }),
         _ => Ok(()),
     }
 }

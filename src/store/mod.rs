@@ -217,12 +217,3 @@ pub(crate) fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
     search::register(&conn)?;
     Ok(conn)
 }
-
-/// `Some(row)` or `None` for a query expected to match at most one row.
-pub(crate) fn optional<T>(result: rusqlite::Result<T>) -> rusqlite::Result<Option<T>> {
-    match result {
-        Ok(v) => Ok(Some(v)),
-        Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
-        Err(e) => Err(e),
-    }
-}

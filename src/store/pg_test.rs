@@ -102,6 +102,8 @@ pub fn on_both(check: impl Fn(super::db::Db<'_>)) {
     sqlite
         .execute_batch("PRAGMA foreign_keys = ON")
         .expect("foreign keys are enforced");
+    // As every connection `Store` opens: PostgreSQL's schema defines the same functions.
+    super::search::register(&sqlite).expect("the search functions register");
     check(super::db::Db::Sqlite(&sqlite));
 
     let database = database();

@@ -40,4 +40,32 @@ mod tests {
             ("jose munoz", "12345678k", None)
         );
     }
+
+    #[test]
+    fn postgres_functions_fold_as_sqlite_s_do() {
+        let database = crate::store::pg_test::database();
+        let pg = database.connect();
+        let samples = [
+            "José Muñoz",
+            "ÑUÑOA",
+            "Ágata Güell Çelik",
+            "ana@Example.cl",
+            "Jose\u{301}",
+            "12.345.678-K",
+            "",
+        ];
+        pg.transaction(|db| {
+            for sample in samples {
+                let (folded, rut) = db.query_row(
+                    "SELECT search_fold(?1), rut_key(?1)",
+                    &crate::store::db::params![sample],
+                    |r| Ok((r.get::<String>(0)?, r.get::<String>(1)?)),
+                )?;
+                assert_eq!(folded, search::fold(sample), "{sample}");
+                assert_eq!(rut, search::rut_key(sample), "{sample}");
+            }
+            Ok::<(), crate::store::db::Error>(())
+        })
+        .unwrap();
+    }
 }

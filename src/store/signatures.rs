@@ -1,10 +1,9 @@
 //! Signature processes: the process, its signatories, documents (original and sealed bytes),
 //! placements and audit trail. Every merchant lookup filters on the commerce.
 
-use rusqlite::{Connection, Row, params};
 use serde_json::Value;
 
-use super::optional;
+use super::db::{self, Db, Param, Row, params};
 use crate::domain::search;
 use crate::error::{Error, Result};
 use crate::esign::{Placement, ProcessState, SignatoryState, SignatureType};
@@ -32,7 +31,7 @@ const PROCESS_COLUMNS: &str = "seq, id, commerce_id, process_name, external_proc
     request_user, state, url_callback, url_webhook, expires_at, rejection_reason, created_at, \
     updated_at, finished_at";
 
-fn process_from_row(r: &Row<'_>) -> rusqlite::Result<ProcessRow> {
+fn process_from_row(r: &Row<'_>) -> db::Result<ProcessRow> {
     let state: i64 = r.get(6)?;
     Ok(ProcessRow {
         seq: r.get(0)?,
@@ -52,12 +51,11 @@ fn process_from_row(r: &Row<'_>) -> rusqlite::Result<ProcessRow> {
     })
 }
 
-fn bad_value(column: usize, what: &str) -> rusqlite::Error {
-    rusqlite::Error::FromSqlConversionFailure(
-        column,
-        rusqlite::types::Type::Integer,
-        format!("unknown {what}").into(),
-    )
+fn bad_value(index: usize, what: &str) -> db::Error {
+    db::Error::Column {
+        index,
+        message: format!("unknown {what}"),
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -97,7 +95,7 @@ const SIGNATORY_COLUMNS: &str = "s.seq, s.id, s.process_seq, s.position, s.custo
     s.code_verified_at, s.identity_confirmed_at, s.failures, s.signed_at, s.rejected_at, \
     s.rejection_reason";
 
-fn signatory_from_row(r: &Row<'_>) -> rusqlite::Result<SignatoryRow> {
+fn signatory_from_row(r: &Row<'_>) -> db::Result<SignatoryRow> {
     let kind: String = r.get(8)?;
     let state: i64 = r.get(9)?;
     Ok(SignatoryRow {
@@ -147,7 +145,7 @@ pub struct DocumentRow {
 const DOCUMENT_COLUMNS: &str =
     "seq, id, process_seq, position, name, page_count, sha256, size_bytes, sealed_sha256";
 
-fn document_from_row(r: &Row<'_>) -> rusqlite::Result<DocumentRow> {
+fn document_from_row(r: &Row<'_>) -> db::Result<DocumentRow> {
     Ok(DocumentRow {
         seq: r.get(0)?,
         id: r.get(1)?,
@@ -195,25 +193,28 @@ pub struct NewProcess<'a> {
     pub now: &'a str,
 }
 
-pub fn insert_process(conn: &Connection, new: &NewProcess<'_>) -> Result<ProcessRow> {
-    conn.prepare_cached(
+pub fn insert_process<'c>(db: impl Into<Db<'c>>, new: &NewProcess<'_>) -> Result<ProcessRow> {
+    let db = db.into();
+    let seq: i64 = db.query_row(
         "INSERT INTO signature_processes (id, commerce_id, process_name, external_process_id,
                 request_user, state, url_callback, url_webhook, expires_at, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)",
-    )?
-    .execute(params![
-        new.id,
-        new.commerce_id,
-        new.process_name,
-        new.external_process_id,
-        new.request_user,
-        ProcessState::Pending.id(),
-        new.url_callback,
-        new.url_webhook,
-        new.expires_at,
-        new.now,
-    ])?;
-    process_by_seq(conn, conn.last_insert_rowid())
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)
+         RETURNING seq",
+        &params![
+            new.id,
+            new.commerce_id,
+            new.process_name,
+            new.external_process_id,
+            new.request_user,
+            ProcessState::Pending.id(),
+            new.url_callback,
+            new.url_webhook,
+            new.expires_at,
+            new.now,
+        ],
+        |r| r.get(0),
+    )?;
+    process_by_seq(db, seq)
 }
 
 pub struct NewSignatoryRow<'a> {
@@ -229,26 +230,27 @@ pub struct NewSignatoryRow<'a> {
     pub email: &'a str,
 }
 
-pub fn insert_signatory(conn: &Connection, new: &NewSignatoryRow<'_>) -> Result<i64> {
-    conn.prepare_cached(
+pub fn insert_signatory<'c>(db: impl Into<Db<'c>>, new: &NewSignatoryRow<'_>) -> Result<i64> {
+    Ok(db.into().query_row(
         "INSERT INTO signature_signatories (id, process_seq, position, customer_seq, sign_order,
                 type, state, token, full_name, rut, email)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-    )?
-    .execute(params![
-        new.id,
-        new.process_seq,
-        new.position,
-        new.customer_seq,
-        new.order,
-        new.kind.name(),
-        SignatoryState::Pending.id(),
-        new.token,
-        new.full_name,
-        new.rut,
-        new.email,
-    ])?;
-    Ok(conn.last_insert_rowid())
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+         RETURNING seq",
+        &params![
+            new.id,
+            new.process_seq,
+            new.position,
+            new.customer_seq,
+            new.order,
+            new.kind.name(),
+            SignatoryState::Pending.id(),
+            new.token,
+            new.full_name,
+            new.rut,
+            new.email,
+        ],
+        |r| r.get(0),
+    )?)
 }
 
 pub struct NewDocumentRow<'a> {
@@ -261,27 +263,28 @@ pub struct NewDocumentRow<'a> {
     pub sha256: &'a str,
 }
 
-pub fn insert_document(conn: &Connection, new: &NewDocumentRow<'_>) -> Result<i64> {
-    conn.prepare_cached(
+pub fn insert_document<'c>(db: impl Into<Db<'c>>, new: &NewDocumentRow<'_>) -> Result<i64> {
+    Ok(db.into().query_row(
         "INSERT INTO signature_documents (id, process_seq, position, name, page_count, original,
                 sha256, size_bytes)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    )?
-    .execute(params![
-        new.id,
-        new.process_seq,
-        new.position,
-        new.name,
-        new.page_count,
-        new.bytes,
-        new.sha256,
-        new.bytes.len() as i64,
-    ])?;
-    Ok(conn.last_insert_rowid())
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+         RETURNING seq",
+        &params![
+            new.id,
+            new.process_seq,
+            new.position,
+            new.name,
+            new.page_count,
+            new.bytes,
+            new.sha256,
+            new.bytes.len() as i64,
+        ],
+        |r| r.get(0),
+    )?)
 }
 
-pub fn insert_placement(
-    conn: &Connection,
+pub fn insert_placement<'c>(
+    db: impl Into<Db<'c>>,
     document_seq: i64,
     signatory_seq: i64,
     placement: &Placement,
@@ -302,125 +305,123 @@ pub fn insert_placement(
         ),
         Placement::LastPage => (None, None, None, None, None),
     };
-    conn.prepare_cached(
+    db.into().execute(
         "INSERT INTO signature_placements (document_seq, signatory_seq, mode, page, x, y, width,
                 height)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    )?
-    .execute(params![
-        document_seq,
-        signatory_seq,
-        placement.mode(),
-        page,
-        x,
-        y,
-        width,
-        height
-    ])?;
+        &params![
+            document_seq,
+            signatory_seq,
+            placement.mode(),
+            page,
+            x,
+            y,
+            width,
+            height
+        ],
+    )?;
     Ok(())
 }
 
-pub fn process_by_seq(conn: &Connection, seq: i64) -> Result<ProcessRow> {
+pub fn process_by_seq<'c>(db: impl Into<Db<'c>>, seq: i64) -> Result<ProcessRow> {
     let sql = format!("SELECT {PROCESS_COLUMNS} FROM signature_processes WHERE seq = ?1");
-    Ok(conn
-        .prepare_cached(&sql)?
-        .query_row([seq], process_from_row)?)
+    Ok(db.into().query_row(&sql, &params![seq], process_from_row)?)
 }
 
 /// The commerce's process with this internal id; another commerce's is absent.
-pub fn process_by_internal_id(
-    conn: &Connection,
+pub fn process_by_internal_id<'c>(
+    db: impl Into<Db<'c>>,
     commerce_id: i64,
     id: &str,
 ) -> Result<Option<ProcessRow>> {
     let sql = format!(
         "SELECT {PROCESS_COLUMNS} FROM signature_processes WHERE id = ?1 AND commerce_id = ?2"
     );
-    Ok(optional(
-        conn.prepare_cached(&sql)?
-            .query_row(params![id, commerce_id], process_from_row),
-    )?)
+    Ok(db
+        .into()
+        .query_opt(&sql, &params![id, commerce_id], process_from_row)?)
 }
 
 /// Any commerce's process (staff).
-pub fn process_by_id_any(conn: &Connection, id: &str) -> Result<Option<ProcessRow>> {
+pub fn process_by_id_any<'c>(db: impl Into<Db<'c>>, id: &str) -> Result<Option<ProcessRow>> {
     let sql = format!("SELECT {PROCESS_COLUMNS} FROM signature_processes WHERE id = ?1");
-    Ok(optional(
-        conn.prepare_cached(&sql)?.query_row([id], process_from_row),
-    )?)
+    Ok(db.into().query_opt(&sql, &params![id], process_from_row)?)
 }
 
-pub fn signatories_of(conn: &Connection, process_seq: i64) -> Result<Vec<SignatoryRow>> {
+pub fn signatories_of<'c>(db: impl Into<Db<'c>>, process_seq: i64) -> Result<Vec<SignatoryRow>> {
     let sql = format!(
         "SELECT {SIGNATORY_COLUMNS} FROM signature_signatories s
          JOIN customers c ON c.seq = s.customer_seq
          WHERE s.process_seq = ?1 ORDER BY s.position"
     );
-    let rows = conn
-        .prepare_cached(&sql)?
-        .query_map([process_seq], signatory_from_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
+    Ok(db
+        .into()
+        .query_map(&sql, &params![process_seq], signatory_from_row)?)
 }
 
 /// The signatory a signing link opens, of any commerce.
-pub fn signatory_by_token(conn: &Connection, token: &str) -> Result<Option<SignatoryRow>> {
+pub fn signatory_by_token<'c>(db: impl Into<Db<'c>>, token: &str) -> Result<Option<SignatoryRow>> {
     let sql = format!(
         "SELECT {SIGNATORY_COLUMNS} FROM signature_signatories s
          JOIN customers c ON c.seq = s.customer_seq
          WHERE s.token = ?1"
     );
-    Ok(optional(
-        conn.prepare_cached(&sql)?
-            .query_row([token], signatory_from_row),
-    )?)
+    Ok(db
+        .into()
+        .query_opt(&sql, &params![token], signatory_from_row)?)
 }
 
-pub fn documents_of(conn: &Connection, process_seq: i64) -> Result<Vec<DocumentRow>> {
+pub fn documents_of<'c>(db: impl Into<Db<'c>>, process_seq: i64) -> Result<Vec<DocumentRow>> {
     let sql = format!(
         "SELECT {DOCUMENT_COLUMNS} FROM signature_documents WHERE process_seq = ?1 ORDER BY position"
     );
-    let rows = conn
-        .prepare_cached(&sql)?
-        .query_map([process_seq], document_from_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
+    Ok(db
+        .into()
+        .query_map(&sql, &params![process_seq], document_from_row)?)
 }
 
 /// The bytes as uploaded.
-pub fn original_bytes(conn: &Connection, document_seq: i64) -> Result<Vec<u8>> {
-    Ok(conn
-        .prepare_cached("SELECT original FROM signature_documents WHERE seq = ?1")?
-        .query_row([document_seq], |r| r.get(0))?)
+pub fn original_bytes<'c>(db: impl Into<Db<'c>>, document_seq: i64) -> Result<Vec<u8>> {
+    Ok(db.into().query_row(
+        "SELECT original FROM signature_documents WHERE seq = ?1",
+        &params![document_seq],
+        |r| r.get(0),
+    )?)
 }
 
 /// The sealed bytes, once the process completed.
-pub fn sealed_bytes(conn: &Connection, document_seq: i64) -> Result<Option<Vec<u8>>> {
-    Ok(conn
-        .prepare_cached("SELECT sealed FROM signature_documents WHERE seq = ?1")?
-        .query_row([document_seq], |r| r.get(0))?)
+pub fn sealed_bytes<'c>(db: impl Into<Db<'c>>, document_seq: i64) -> Result<Option<Vec<u8>>> {
+    Ok(db.into().query_row(
+        "SELECT sealed FROM signature_documents WHERE seq = ?1",
+        &params![document_seq],
+        |r| r.get(0),
+    )?)
 }
 
-pub fn set_sealed(conn: &Connection, document_seq: i64, bytes: &[u8], sha256: &str) -> Result<()> {
-    conn.prepare_cached(
+pub fn set_sealed<'c>(
+    db: impl Into<Db<'c>>,
+    document_seq: i64,
+    bytes: &[u8],
+    sha256: &str,
+) -> Result<()> {
+    db.into().execute(
         "UPDATE signature_documents SET sealed = ?2, sealed_sha256 = ?3 WHERE seq = ?1",
-    )?
-    .execute(params![document_seq, bytes, sha256])?;
+        &params![document_seq, bytes, sha256],
+    )?;
     Ok(())
 }
 
-pub fn placements_of(conn: &Connection, document_seq: i64) -> Result<Vec<PlacementRow>> {
-    let mut stmt = conn.prepare_cached(
+pub fn placements_of<'c>(db: impl Into<Db<'c>>, document_seq: i64) -> Result<Vec<PlacementRow>> {
+    let rows = db.into().query_map(
         "SELECT document_seq, signatory_seq, mode, page, x, y, width, height
          FROM signature_placements WHERE document_seq = ?1 ORDER BY seq",
-    )?;
-    let rows = stmt
-        .query_map([document_seq], |r| {
+        &params![document_seq],
+        |r| {
             let mode: String = r.get(2)?;
             let placement = if mode == "MANUAL" {
                 let page: i64 = r.get(3)?;
                 Placement::Manual {
-                    page: page as u32,
+                    page: u32::try_from(page).map_err(|_| bad_value(3, "page"))?,
                     x: r.get(4)?,
                     y: r.get(5)?,
                     width: r.get(6)?,
@@ -434,45 +435,46 @@ pub fn placements_of(conn: &Connection, document_seq: i64) -> Result<Vec<Placeme
                 signatory_seq: r.get(1)?,
                 placement,
             })
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+        },
+    )?;
     Ok(rows)
 }
 
 /// Moves the process to `state`; `finished` stamps `finished_at`.
-pub fn set_process_state(
-    conn: &Connection,
+pub fn set_process_state<'c>(
+    db: impl Into<Db<'c>>,
     seq: i64,
     state: ProcessState,
     reason: Option<&str>,
     now: &str,
 ) -> Result<()> {
     let finished = !state.is_open();
-    conn.prepare_cached(
+    db.into().execute(
         "UPDATE signature_processes SET state = ?2, updated_at = ?3,
                 finished_at = CASE WHEN ?4 THEN ?3 ELSE finished_at END,
                 rejection_reason = COALESCE(?5, rejection_reason)
          WHERE seq = ?1",
-    )?
-    .execute(params![seq, state.id(), now, finished, reason])?;
+        &params![seq, state.id(), now, finished, reason],
+    )?;
     Ok(())
 }
 
 /// The next number of the process's event sequence, taken in the transaction that writes it.
-pub fn next_event_sequence(conn: &Connection, process_seq: i64) -> Result<i64> {
-    Ok(conn
-        .prepare_cached(
-            "UPDATE signature_processes SET event_sequence = event_sequence + 1 WHERE seq = ?1
+pub fn next_event_sequence<'c>(db: impl Into<Db<'c>>, process_seq: i64) -> Result<i64> {
+    Ok(db.into().query_row(
+        "UPDATE signature_processes SET event_sequence = event_sequence + 1 WHERE seq = ?1
              RETURNING event_sequence",
-        )?
-        .query_row([process_seq], |r| r.get(0))?)
+        &params![process_seq],
+        |r| r.get(0),
+    )?)
 }
 
 /// Ties an outbox event to its process.
-pub fn link_event(conn: &Connection, event_id: &str, process_seq: i64) -> Result<()> {
-    let changed = conn
-        .prepare_cached("UPDATE events SET signature_process_seq = ?2 WHERE id = ?1")?
-        .execute(params![event_id, process_seq])?;
+pub fn link_event<'c>(db: impl Into<Db<'c>>, event_id: &str, process_seq: i64) -> Result<()> {
+    let changed = db.into().execute(
+        "UPDATE events SET signature_process_seq = ?2 WHERE id = ?1",
+        &params![event_id, process_seq],
+    )?;
     if changed != 1 {
         return Err(Error::Internal(anyhow::anyhow!(
             "event {event_id} is not in the outbox"
@@ -482,95 +484,93 @@ pub fn link_event(conn: &Connection, event_id: &str, process_seq: i64) -> Result
 }
 
 /// `(sequence, body)` of a process's events, in order.
-pub fn event_bodies(conn: &Connection, process_seq: i64) -> Result<Vec<(i64, String)>> {
-    let rows = conn
-        .prepare_cached(
-            "SELECT sequence, body FROM events WHERE signature_process_seq = ?1 ORDER BY sequence",
-        )?
-        .query_map([process_seq], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
+pub fn event_bodies<'c>(db: impl Into<Db<'c>>, process_seq: i64) -> Result<Vec<(i64, String)>> {
+    Ok(db.into().query_map(
+        "SELECT sequence, body FROM events WHERE signature_process_seq = ?1 ORDER BY sequence",
+        &params![process_seq],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?)
 }
 
 // ----- signatory steps -----
 
-pub fn set_viewed(conn: &Connection, seq: i64, at: &str) -> Result<()> {
-    conn.prepare_cached(
+pub fn set_viewed<'c>(db: impl Into<Db<'c>>, seq: i64, at: &str) -> Result<()> {
+    db.into().execute(
         "UPDATE signature_signatories SET viewed_at = COALESCE(viewed_at, ?2) WHERE seq = ?1",
-    )?
-    .execute(params![seq, at])?;
+        &params![seq, at],
+    )?;
     Ok(())
 }
 
 /// A fresh one-time code: the previous one stops working and its attempts start over.
-pub fn set_code(
-    conn: &Connection,
+pub fn set_code<'c>(
+    db: impl Into<Db<'c>>,
     seq: i64,
     code_hash: &str,
     code_plain: Option<&str>,
     expires_at: &str,
 ) -> Result<()> {
-    conn.prepare_cached(
+    db.into().execute(
         "UPDATE signature_signatories SET code_hash = ?2, code_plain = ?3, code_expires_at = ?4,
                 code_attempts = 0, codes_sent = codes_sent + 1
          WHERE seq = ?1",
-    )?
-    .execute(params![seq, code_hash, code_plain, expires_at])?;
+        &params![seq, code_hash, code_plain, expires_at],
+    )?;
     Ok(())
 }
 
 /// A wrong RUT, code or identity answer; `code` also counts against the current code.
-pub fn add_failure(conn: &Connection, seq: i64, code: bool) -> Result<()> {
-    conn.prepare_cached(
+pub fn add_failure<'c>(db: impl Into<Db<'c>>, seq: i64, code: bool) -> Result<()> {
+    db.into().execute(
         "UPDATE signature_signatories SET failures = failures + 1,
                 code_attempts = code_attempts + CASE WHEN ?2 THEN 1 ELSE 0 END
          WHERE seq = ?1",
-    )?
-    .execute(params![seq, code])?;
+        &params![seq, code],
+    )?;
     Ok(())
 }
 
-pub fn set_code_verified(conn: &Connection, seq: i64, at: &str) -> Result<()> {
-    conn.prepare_cached(
+pub fn set_code_verified<'c>(db: impl Into<Db<'c>>, seq: i64, at: &str) -> Result<()> {
+    db.into().execute(
         "UPDATE signature_signatories SET code_verified_at = ?2, code_hash = NULL WHERE seq = ?1",
-    )?
-    .execute(params![seq, at])?;
+        &params![seq, at],
+    )?;
     Ok(())
 }
 
-pub fn set_identity_confirmed(conn: &Connection, seq: i64, at: &str) -> Result<()> {
-    conn.prepare_cached(
+pub fn set_identity_confirmed<'c>(db: impl Into<Db<'c>>, seq: i64, at: &str) -> Result<()> {
+    db.into().execute(
         "UPDATE signature_signatories SET identity_confirmed_at = ?2 WHERE seq = ?1",
-    )?
-    .execute(params![seq, at])?;
+        &params![seq, at],
+    )?;
     Ok(())
 }
 
-pub fn set_signed(conn: &Connection, seq: i64, at: &str) -> Result<()> {
-    conn.prepare_cached(
+pub fn set_signed<'c>(db: impl Into<Db<'c>>, seq: i64, at: &str) -> Result<()> {
+    db.into().execute(
         "UPDATE signature_signatories SET state = ?2, signed_at = ?3 WHERE seq = ?1 AND state = ?4",
-    )?
-    .execute(params![
-        seq,
-        SignatoryState::Signed.id(),
-        at,
-        SignatoryState::Pending.id()
-    ])?;
+        &params![
+            seq,
+            SignatoryState::Signed.id(),
+            at,
+            SignatoryState::Pending.id()
+        ],
+    )?;
     Ok(())
 }
 
-pub fn set_rejected(conn: &Connection, seq: i64, at: &str, reason: &str) -> Result<()> {
-    conn.prepare_cached(
+pub fn set_rejected<'c>(db: impl Into<Db<'c>>, seq: i64, at: &str, reason: &str) -> Result<()> {
+    db.into().execute(
         "UPDATE signature_signatories SET state = ?2, rejected_at = ?3, rejection_reason = ?4
          WHERE seq = ?1 AND state = ?5",
-    )?
-    .execute(params![
-        seq,
-        SignatoryState::Rejected.id(),
-        at,
-        reason,
-        SignatoryState::Pending.id()
-    ])?;
+        &params![
+            seq,
+            SignatoryState::Rejected.id(),
+            at,
+            reason,
+            SignatoryState::Pending.id()
+        ],
+    )?;
     Ok(())
 }
 
@@ -582,63 +582,72 @@ pub struct NewAudit<'a> {
 }
 
 /// `(position, hash)` of the process's last audit record.
-pub fn last_audit(conn: &Connection, process_seq: i64) -> Result<Option<(i64, String)>> {
-    Ok(optional(
-        conn.prepare_cached(
-            "SELECT position, hash FROM signature_audit WHERE process_seq = ?1
+pub fn last_audit<'c>(db: impl Into<Db<'c>>, process_seq: i64) -> Result<Option<(i64, String)>> {
+    Ok(db.into().query_opt(
+        "SELECT position, hash FROM signature_audit WHERE process_seq = ?1
              ORDER BY position DESC LIMIT 1",
-        )?
-        .query_row([process_seq], |r| Ok((r.get(0)?, r.get(1)?))),
+        &params![process_seq],
+        |r| Ok((r.get(0)?, r.get(1)?)),
     )?)
 }
 
-pub fn insert_audit(conn: &Connection, new: &NewAudit<'_>) -> Result<()> {
+pub fn insert_audit<'c>(db: impl Into<Db<'c>>, new: &NewAudit<'_>) -> Result<()> {
     let r = new.row;
-    conn.prepare_cached(
+    let documents = serde_json::to_string(&r.documents)?;
+    let detail = serde_json::to_string(&r.detail)?;
+    db.into().execute(
         "INSERT INTO signature_audit (process_seq, position, at, action, signatory_id, ip,
                 user_agent, documents, detail, prev_hash, hash)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-    )?
-    .execute(params![
-        new.process_seq,
-        r.position,
-        r.at,
-        r.action,
-        r.signatory_id,
-        r.ip,
-        r.user_agent,
-        serde_json::to_string(&r.documents)?,
-        serde_json::to_string(&r.detail)?,
-        r.prev_hash,
-        r.hash,
-    ])?;
+        &params![
+            new.process_seq,
+            r.position,
+            &r.at,
+            &r.action,
+            &r.signatory_id,
+            &r.ip,
+            &r.user_agent,
+            &documents,
+            &detail,
+            &r.prev_hash,
+            &r.hash,
+        ],
+    )?;
     Ok(())
 }
 
-/// Calls `f` with the `(seq, id)` of every signature process, oldest first, reading one row at
-/// a time.
-pub fn for_each_process(
-    conn: &Connection,
+/// Calls `f` with the `(seq, id)` of every signature process, oldest first, reading a batch of
+/// rows at a time (memory stays flat however many there are).
+pub fn for_each_process<'c>(
+    db: impl Into<Db<'c>>,
     mut f: impl FnMut(i64, &str) -> Result<()>,
 ) -> Result<()> {
-    let mut statement = conn.prepare("SELECT seq, id FROM signature_processes ORDER BY seq")?;
-    let mut rows = statement.query([])?;
-    while let Some(row) = rows.next()? {
-        let seq: i64 = row.get(0)?;
-        let id: String = row.get(1)?;
-        f(seq, &id)?;
+    const BATCH: i64 = 1000;
+    let db = db.into();
+    let mut after = i64::MIN;
+    loop {
+        let batch: Vec<(i64, String)> = db.query_map(
+            "SELECT seq, id FROM signature_processes WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+            &params![after, BATCH],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        let Some((last, _)) = batch.last() else {
+            return Ok(());
+        };
+        after = *last;
+        for (seq, id) in &batch {
+            f(*seq, id)?;
+        }
     }
-    Ok(())
 }
 
-pub fn audit_of(conn: &Connection, process_seq: i64) -> Result<Vec<AuditRow>> {
-    let rows = conn
-        .prepare_cached(
-            "SELECT position, at, action, signatory_id, ip, user_agent, documents, detail,
+pub fn audit_of<'c>(db: impl Into<Db<'c>>, process_seq: i64) -> Result<Vec<AuditRow>> {
+    Ok(db.into().query_map(
+        "SELECT position, at, action, signatory_id, ip, user_agent, documents, detail,
                     prev_hash, hash
              FROM signature_audit WHERE process_seq = ?1 ORDER BY position",
-        )?
-        .query_map([process_seq], |r| {
+        &params![process_seq],
+        |r| {
             let documents: String = r.get(6)?;
             let detail: String = r.get(7)?;
             Ok(AuditRow {
@@ -653,52 +662,47 @@ pub fn audit_of(conn: &Connection, process_seq: i64) -> Result<Vec<AuditRow>> {
                 prev_hash: r.get(8)?,
                 hash: r.get(9)?,
             })
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
+        },
+    )?)
 }
 
 // ----- expiry and staff listing -----
 
 /// Open processes whose expiry (business time) is at or before `business_now`.
-pub fn expired_open(conn: &Connection, business_now: &str, limit: i64) -> Result<Vec<i64>> {
-    let rows = conn
-        .prepare_cached(
-            "SELECT seq FROM signature_processes
+pub fn expired_open<'c>(db: impl Into<Db<'c>>, business_now: &str, limit: i64) -> Result<Vec<i64>> {
+    Ok(db.into().query_map(
+        "SELECT seq FROM signature_processes
              WHERE state IN (1, 2) AND expires_at <= ?1
                AND EXISTS (SELECT 1 FROM signature_signatories s
                            WHERE s.process_seq = signature_processes.seq AND s.state <> 2)
              ORDER BY expires_at LIMIT ?2",
-        )?
-        .query_map(params![business_now, limit], |r| r.get(0))?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
+        &params![business_now, limit],
+        |r| r.get(0),
+    )?)
 }
 
 /// Whether every signatory of the process has signed.
-pub fn all_signed(conn: &Connection, process_seq: i64) -> Result<bool> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT NOT EXISTS (SELECT 1 FROM signature_signatories
+pub fn all_signed<'c>(db: impl Into<Db<'c>>, process_seq: i64) -> Result<bool> {
+    Ok(db.into().query_row(
+        "SELECT NOT EXISTS (SELECT 1 FROM signature_signatories
                                 WHERE process_seq = ?1 AND state <> 2)",
-        )?
-        .query_row([process_seq], |r| r.get(0))?)
+        &params![process_seq],
+        |r| r.get(0),
+    )?)
 }
 
 /// Open processes whose signatories have all signed: they await their seal (a crash between
 /// the last signature and the seal leaves them so), oldest first.
-pub fn awaiting_seal(conn: &Connection, limit: i64) -> Result<Vec<i64>> {
-    let rows = conn
-        .prepare_cached(
-            "SELECT p.seq FROM signature_processes p
+pub fn awaiting_seal<'c>(db: impl Into<Db<'c>>, limit: i64) -> Result<Vec<i64>> {
+    Ok(db.into().query_map(
+        "SELECT p.seq FROM signature_processes p
              WHERE p.state IN (1, 2)
                AND NOT EXISTS (SELECT 1 FROM signature_signatories s
                                WHERE s.process_seq = p.seq AND s.state <> 2)
              ORDER BY p.seq LIMIT ?1",
-        )?
-        .query_map([limit], |r| r.get(0))?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
+        &params![limit],
+        |r| r.get(0),
+    )?)
 }
 
 /// What the staff list of processes shows: every filter is optional.
@@ -717,11 +721,11 @@ pub struct ProcessFilter {
 
 /// The `WHERE` clause of the staff list and its count, on `signature_processes p`; its
 /// parameters are those of [`filter_params`].
-const FILTER_SQL: &str = "(?1 IS NULL OR p.commerce_id = ?1)
-    AND (?2 IS NULL OR p.state = ?2)
-    AND (?3 IS NULL OR p.created_at >= ?3)
-    AND (?4 IS NULL OR p.created_at < ?4)
-    AND (?5 IS NULL
+const FILTER_SQL: &str = "(CAST(?1 AS BIGINT) IS NULL OR p.commerce_id = ?1)
+    AND (CAST(?2 AS BIGINT) IS NULL OR p.state = ?2)
+    AND (CAST(?3 AS TEXT) IS NULL OR p.created_at >= ?3)
+    AND (CAST(?4 AS TEXT) IS NULL OR p.created_at < ?4)
+    AND (CAST(?5 AS TEXT) IS NULL
          OR search_fold(p.id) LIKE ?5 ESCAPE '\\'
          OR search_fold(p.process_name) LIKE ?5 ESCAPE '\\'
          OR search_fold(p.external_process_id) LIKE ?5 ESCAPE '\\'
@@ -729,7 +733,7 @@ const FILTER_SQL: &str = "(?1 IS NULL OR p.commerce_id = ?1)
                     WHERE s.process_seq = p.seq
                       AND (search_fold(s.full_name) LIKE ?5 ESCAPE '\\'
                            OR search_fold(s.email) LIKE ?5 ESCAPE '\\'
-                           OR (?6 IS NOT NULL AND rut_key(s.rut) LIKE ?6))))";
+                           OR (CAST(?6 AS TEXT) IS NOT NULL AND rut_key(s.rut) LIKE ?6))))";
 
 /// LIKE pattern characters matched literally.
 fn like_escape(text: &str) -> String {
@@ -740,8 +744,15 @@ fn like_escape(text: &str) -> String {
 
 /// `(folded text pattern, RUT pattern)` of a search: the RUT pattern only when the text looks
 /// like (part of) a RUT, so that a few digits of a name or e-mail do not match every RUT.
+/// Control characters count as spaces: no stored text holds one, and PostgreSQL refuses a NUL
+/// in any text.
 fn text_patterns(text: Option<&str>) -> (Option<String>, Option<String>) {
-    let Some(text) = text.map(str::trim).filter(|t| !t.is_empty()) else {
+    let spaced: Option<String> = text.map(|t| {
+        t.chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect()
+    });
+    let Some(text) = spaced.as_deref().map(str::trim).filter(|t| !t.is_empty()) else {
         return (None, None);
     };
     let folded = format!("%{}%", like_escape(&search::fold(text)));
@@ -753,24 +764,45 @@ fn text_patterns(text: Option<&str>) -> (Option<String>, Option<String>) {
     (Some(folded), rut)
 }
 
-fn filter_params(filter: &ProcessFilter) -> [rusqlite::types::Value; 6] {
-    use rusqlite::types::Value as V;
-    let text = |t: Option<String>| t.map_or(V::Null, V::Text);
-    let (pattern, rut) = text_patterns(filter.text.as_deref());
-    [
-        filter.commerce_id.map_or(V::Null, V::Integer),
-        filter.state.map_or(V::Null, |s| V::Integer(s.id())),
-        text(filter.created_from.clone()),
-        text(filter.created_to.clone()),
-        text(pattern),
-        text(rut),
-    ]
+/// The owned values of [`FILTER_SQL`]'s parameters `?1` to `?6`.
+struct FilterValues {
+    commerce_id: Option<i64>,
+    state: Option<i64>,
+    created_from: Option<String>,
+    created_to: Option<String>,
+    pattern: Option<String>,
+    rut: Option<String>,
+}
+
+impl FilterValues {
+    fn of(filter: &ProcessFilter) -> FilterValues {
+        let (pattern, rut) = text_patterns(filter.text.as_deref());
+        FilterValues {
+            commerce_id: filter.commerce_id,
+            state: filter.state.map(ProcessState::id),
+            created_from: filter.created_from.clone(),
+            created_to: filter.created_to.clone(),
+            pattern,
+            rut,
+        }
+    }
+
+    fn params(&self) -> [Param<'_>; 6] {
+        params![
+            self.commerce_id,
+            self.state,
+            &self.created_from,
+            &self.created_to,
+            &self.pattern,
+            &self.rut
+        ]
+    }
 }
 
 /// One page of the processes `filter` selects, newest first, with the commerce's code:
 /// `limit` rows created before the process `before_seq` (from the newest when `None`).
-pub fn list_processes(
-    conn: &Connection,
+pub fn list_processes<'c>(
+    db: impl Into<Db<'c>>,
     filter: &ProcessFilter,
     before_seq: Option<i64>,
     limit: i64,
@@ -781,35 +813,34 @@ pub fn list_processes(
         .collect();
     let sql = format!(
         "SELECT {}, c.code FROM signature_processes p JOIN commerces c ON c.id = p.commerce_id
-         WHERE {FILTER_SQL} AND (?7 IS NULL OR p.seq < ?7)
+         WHERE {FILTER_SQL} AND (CAST(?7 AS BIGINT) IS NULL OR p.seq < ?7)
          ORDER BY p.seq DESC LIMIT ?8",
         columns.join(", ")
     );
-    use rusqlite::types::Value as V;
-    let paging = [before_seq.map_or(V::Null, V::Integer), V::Integer(limit)];
-    let values = filter_params(filter).into_iter().chain(paging);
-    let rows = conn
-        .prepare_cached(&sql)?
-        .query_map(rusqlite::params_from_iter(values), |r| {
-            Ok((process_from_row(r)?, r.get(14)?))
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
+    let values = FilterValues::of(filter);
+    let [a, b, c, d, e, f] = values.params();
+    let all = params![a, b, c, d, e, f, before_seq, limit];
+    Ok(db
+        .into()
+        .query_map(&sql, &all, |r| Ok((process_from_row(r)?, r.get(14)?)))?)
 }
 
 /// How many processes `filter` selects, on every page.
-pub fn count_processes(conn: &Connection, filter: &ProcessFilter) -> Result<i64> {
+pub fn count_processes<'c>(db: impl Into<Db<'c>>, filter: &ProcessFilter) -> Result<i64> {
     let sql = format!("SELECT count(*) FROM signature_processes p WHERE {FILTER_SQL}");
-    Ok(conn
-        .prepare_cached(&sql)?
-        .query_row(rusqlite::params_from_iter(filter_params(filter)), |r| {
-            r.get(0)
-        })?)
+    let values = FilterValues::of(filter);
+    Ok(db.into().query_row(&sql, &values.params(), |r| r.get(0))?)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::text_patterns;
+pub(crate) mod tests {
+    use super::*;
+    use crate::domain::contact::Email;
+    use crate::domain::external_id::ExternalId;
+    use crate::domain::rut::Rut;
+    use crate::store::commerces::tests::commerce;
+    use crate::store::customers::{self, CustomerInput, Upserted};
+    use crate::store::pg_test::on_both;
 
     fn patterns(text: &str) -> (Option<String>, Option<String>) {
         text_patterns(Some(text))
@@ -820,6 +851,11 @@ mod tests {
         assert_eq!(patterns("José Muñoz"), (Some("%jose munoz%".into()), None));
         assert_eq!(patterns("50%_off"), (Some("%50\\%\\_off%".into()), None));
         assert_eq!(text_patterns(Some("   ")), (None, None));
+        assert_eq!(text_patterns(Some("\u{0}\t\u{1b}")), (None, None));
+        assert_eq!(
+            patterns("ana\u{0}pérez"),
+            (Some("%ana perez%".into()), None)
+        );
         assert_eq!(text_patterns(None), (None, None));
     }
 
@@ -831,5 +867,205 @@ mod tests {
         assert_eq!(patterns("12").1, None);
         assert_eq!(patterns("ana 123").1, None);
         assert_eq!(patterns("sig_0193").1, None);
+    }
+
+    fn customer(db: Db<'_>, commerce_id: i64, user_id: &str, rut: &str, name: &str) -> i64 {
+        let input = CustomerInput {
+            user_id: ExternalId::parse(user_id).unwrap(),
+            rut: Rut::parse(rut).unwrap(),
+            first_name: name.to_string(),
+            last_name: "Muñoz".to_string(),
+            second_last_name: None,
+            address: None,
+            email: Email::parse("firma@example.cl").unwrap(),
+            phone: None,
+        };
+        match customers::upsert(db, commerce_id, &input, "2026-11-25T10:00:00.000Z").unwrap() {
+            Upserted::Created(row) | Upserted::Updated(row) => row.seq,
+        }
+    }
+
+    /// A process of `commerce_id` with one signatory, its document and a placement.
+    pub(crate) fn process(db: Db<'_>, commerce_id: i64, id: &str, name: &str) -> ProcessRow {
+        let now = "2026-11-25T10:00:00.000Z";
+        let process = insert_process(
+            db,
+            &NewProcess {
+                id,
+                commerce_id,
+                process_name: name,
+                external_process_id: Some("EXT-1"),
+                request_user: None,
+                url_callback: "https://example.cl/back",
+                url_webhook: "https://example.cl/hook",
+                expires_at: "2026-12-01T10:00:00",
+                now,
+            },
+        )
+        .unwrap();
+        let customer_seq = customer(db, commerce_id, "cust-01", "12345678-5", "José");
+        let signatory = insert_signatory(
+            db,
+            &NewSignatoryRow {
+                id: &format!("sgn-{id}"),
+                process_seq: process.seq,
+                position: 0,
+                customer_seq,
+                order: 1,
+                kind: SignatureType::Fes,
+                token: &format!("tok-{id}"),
+                full_name: "José Muñoz",
+                rut: "12345678-5",
+                email: "firma@example.cl",
+            },
+        )
+        .unwrap();
+        let document = insert_document(
+            db,
+            &NewDocumentRow {
+                id: &format!("doc-{id}"),
+                process_seq: process.seq,
+                position: 0,
+                name: "mandato.pdf",
+                page_count: 2,
+                bytes: b"%PDF-1.7 \x00\xff",
+                sha256: "abc",
+            },
+        )
+        .unwrap();
+        let placement = Placement::Manual {
+            page: 2,
+            x: 10.5,
+            y: 20.25,
+            width: 100.0,
+            height: 40.0,
+        };
+        insert_placement(db, document, signatory, &placement).unwrap();
+        process
+    }
+
+    #[test]
+    fn a_process_keeps_its_signatories_documents_and_placements() {
+        on_both(|db| {
+            let shop = commerce(db, "76123456-0");
+            let created = process(db, shop.id, "sig_1", "Mandato PAC");
+            assert_eq!(created.state, ProcessState::Pending);
+            let found = process_by_internal_id(db, shop.id, "sig_1")
+                .unwrap()
+                .unwrap();
+            assert_eq!(found.seq, created.seq);
+            assert!(
+                process_by_internal_id(db, shop.id + 1, "sig_1")
+                    .unwrap()
+                    .is_none()
+            );
+
+            let signatories = signatories_of(db, created.seq).unwrap();
+            assert_eq!(signatories.len(), 1);
+            assert_eq!(signatories[0].kind, SignatureType::Fes);
+            assert_eq!(signatories[0].user_id, "cust-01");
+            let by_token = signatory_by_token(db, "tok-sig_1").unwrap().unwrap();
+            assert_eq!(by_token.seq, signatories[0].seq);
+
+            let documents = documents_of(db, created.seq).unwrap();
+            assert_eq!(documents[0].size_bytes, 11);
+            assert_eq!(
+                original_bytes(db, documents[0].seq).unwrap(),
+                b"%PDF-1.7 \x00\xff"
+            );
+            assert_eq!(sealed_bytes(db, documents[0].seq).unwrap(), None);
+            set_sealed(db, documents[0].seq, b"sealed", "def").unwrap();
+            assert_eq!(
+                sealed_bytes(db, documents[0].seq).unwrap().unwrap(),
+                b"sealed"
+            );
+            let placements = placements_of(db, documents[0].seq).unwrap();
+            assert!(matches!(
+                placements[0].placement,
+                Placement::Manual { page: 2, x, .. } if x == 10.5
+            ));
+
+            let seq = signatories[0].seq;
+            add_failure(db, seq, true).unwrap();
+            add_failure(db, seq, false).unwrap();
+            set_code(db, seq, "hash", None, "2026-11-25T10:10:00.000Z").unwrap();
+            set_signed(db, seq, "2026-11-25T10:05:00.000Z").unwrap();
+            let signed = signatories_of(db, created.seq).unwrap().remove(0);
+            assert_eq!(
+                (signed.failures, signed.code_attempts, signed.codes_sent),
+                (2, 0, 1)
+            );
+            assert_eq!(signed.state, SignatoryState::Signed);
+            assert!(all_signed(db, created.seq).unwrap());
+            assert_eq!(awaiting_seal(db, 10).unwrap(), vec![created.seq]);
+            assert_eq!(next_event_sequence(db, created.seq).unwrap(), 1);
+            assert_eq!(next_event_sequence(db, created.seq).unwrap(), 2);
+
+            set_process_state(db, created.seq, ProcessState::Completed, None, "t1").unwrap();
+            let done = process_by_seq(db, created.seq).unwrap();
+            assert_eq!(
+                (done.state, done.finished_at.as_deref()),
+                (ProcessState::Completed, Some("t1"))
+            );
+            assert!(awaiting_seal(db, 10).unwrap().is_empty());
+
+            let mut seen = Vec::new();
+            for_each_process(db, |seq, id| {
+                seen.push((seq, id.to_string()));
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(seen, vec![(created.seq, "sig_1".to_string())]);
+        });
+    }
+
+    #[test]
+    fn the_staff_list_finds_processes_by_folded_text_and_rut() {
+        on_both(|db| {
+            let shop = commerce(db, "76123456-0");
+            let first = process(db, shop.id, "sig_1", "Mandato PAC");
+            let second = process(db, shop.id, "sig_2", "Contrato Ñuñoa");
+            let find = |text: &str| -> Vec<i64> {
+                let filter = ProcessFilter {
+                    text: Some(text.to_string()),
+                    ..Default::default()
+                };
+                let page = list_processes(db, &filter, None, 10).unwrap();
+                assert_eq!(count_processes(db, &filter).unwrap(), page.len() as i64);
+                page.into_iter().map(|(p, _)| p.seq).collect()
+            };
+            assert_eq!(find("nunoa"), vec![second.seq]);
+            assert_eq!(find("CONTRATO ñuñoa"), vec![second.seq]);
+            assert_eq!(find("jose munoz"), vec![second.seq, first.seq]);
+            assert_eq!(find("12.345.678"), vec![second.seq, first.seq]);
+            assert_eq!(find("sig_1"), vec![first.seq]);
+            assert_eq!(find("50%"), Vec::<i64>::new());
+            for hostile in [
+                "\u{0}",
+                "jos\u{0}e",
+                "'; DROP TABLE x; --",
+                "\\",
+                "_",
+                "%%",
+                "ñ̃ñ",
+            ] {
+                find(hostile);
+            }
+
+            let all = ProcessFilter::default();
+            let page = list_processes(db, &all, None, 1).unwrap();
+            assert_eq!(page[0].0.seq, second.seq);
+            assert_eq!(page[0].1, "76123456-0");
+            let next = list_processes(db, &all, Some(second.seq), 10).unwrap();
+            assert_eq!(next.len(), 1);
+            let pending = ProcessFilter {
+                state: Some(ProcessState::Pending),
+                commerce_id: Some(shop.id),
+                created_from: Some("2026-11-25T00:00:00.000Z".into()),
+                created_to: Some("2026-11-26T00:00:00.000Z".into()),
+                ..Default::default()
+            };
+            assert_eq!(count_processes(db, &pending).unwrap(), 2);
+        });
     }
 }

@@ -7,11 +7,13 @@
 //! head as the previous append left it. A unique index on `prev_hash` makes a fork impossible
 //! even so. `staff_audit_head` keeps the last record's `seq` and hash, which lets [`verify`]
 //! notice records removed from the end as well.
+//!
+//! On PostgreSQL several engines write at once, each change in its own transaction: an append
+//! first takes a transaction-level advisory lock, so appends follow one another there too.
 
-use rusqlite::{Connection, Row, params};
 use serde_json::{Map, Value, json};
 
-use super::optional;
+use super::db::{self, Backend, Db, Row, params};
 use crate::chain::{self, Fault, GENESIS, Walk};
 
 /// One staff action as stored (without its hashes).
@@ -26,7 +28,7 @@ struct Record {
 
 impl Record {
     /// From `SELECT seq, at, staff_email, action, target, detail`.
-    fn from_row(r: &Row<'_>) -> rusqlite::Result<Record> {
+    fn from_row(r: &Row<'_>) -> db::Result<Record> {
         Ok(Record {
             seq: r.get(0)?,
             at: r.get(1)?,
@@ -53,24 +55,39 @@ impl Record {
     }
 }
 
+/// The advisory lock PostgreSQL's appends take, held until their transaction ends: any constant
+/// no other lock of the application uses.
+const APPEND_LOCK_KEY: i64 = 0x6d61_6e64_6174_6f02;
+
 /// Appends a staff action to the chain, in the caller's transaction.
-pub fn append(
-    conn: &Connection,
+pub fn append<'c>(
+    db: impl Into<Db<'c>>,
     at: &str,
     staff_email: &str,
     action: &str,
     target: Option<&str>,
     detail: Option<&str>,
-) -> rusqlite::Result<()> {
+) -> db::Result<()> {
+    let conn = db.into();
+    if conn.backend() == Backend::Postgres {
+        // SQLite's single writer already orders the appends; here concurrent transactions
+        // would read the same head (the unique `prev_hash` would refuse the second).
+        conn.execute(
+            "SELECT pg_advisory_xact_lock(?1)",
+            &params![APPEND_LOCK_KEY],
+        )?;
+    }
     let prev_hash = match head(conn)? {
         Some((_, hash)) => hash,
         // A database whose head row went missing still chains on its last record rather than
         // refusing every staff action; `verify` reports the gap.
         None => last_hash(conn)?.unwrap_or_else(|| GENESIS.to_string()),
     };
-    let seq: i64 = conn
-        .prepare_cached("SELECT coalesce(max(seq), 0) + 1 FROM staff_audit")?
-        .query_row([], |r| r.get(0))?;
+    let seq: i64 = conn.query_row(
+        "SELECT coalesce(max(seq), 0) + 1 FROM staff_audit",
+        &params![],
+        |r| r.get(0),
+    )?;
     let record = Record {
         seq,
         at: at.to_string(),
@@ -80,69 +97,74 @@ pub fn append(
         detail: detail.map(str::to_string),
     };
     let hash = chain::link_hash(record.fields(), &prev_hash);
-    conn.prepare_cached(
+    conn.execute(
         "INSERT INTO staff_audit (seq, at, staff_email, action, target, detail, prev_hash, hash)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    )?
-    .execute(params![
-        seq,
-        record.at,
-        record.staff_email,
-        record.action,
-        record.target,
-        record.detail,
-        prev_hash,
-        hash
-    ])?;
+        &params![
+            seq,
+            &record.at,
+            &record.staff_email,
+            &record.action,
+            &record.target,
+            &record.detail,
+            &prev_hash,
+            &hash
+        ],
+    )?;
     set_head(conn, seq, &hash)
 }
 
-fn head(conn: &Connection) -> rusqlite::Result<Option<(i64, String)>> {
-    optional(
-        conn.prepare_cached("SELECT seq, hash FROM staff_audit_head WHERE id = 1")?
-            .query_row([], |r| Ok((r.get(0)?, r.get(1)?))),
+fn head(db: Db<'_>) -> db::Result<Option<(i64, String)>> {
+    db.query_opt(
+        "SELECT seq, hash FROM staff_audit_head WHERE id = 1",
+        &params![],
+        |r| Ok((r.get(0)?, r.get(1)?)),
     )
 }
 
-fn last_hash(conn: &Connection) -> rusqlite::Result<Option<String>> {
-    Ok(optional(
-        conn.prepare_cached("SELECT hash FROM staff_audit ORDER BY seq DESC LIMIT 1")?
-            .query_row([], |r| r.get::<_, Option<String>>(0)),
-    )?
-    .flatten())
+fn last_hash(db: Db<'_>) -> db::Result<Option<String>> {
+    Ok(db
+        .query_opt(
+            "SELECT hash FROM staff_audit ORDER BY seq DESC LIMIT 1",
+            &params![],
+            |r| r.get::<Option<String>>(0),
+        )?
+        .flatten())
 }
 
-fn set_head(conn: &Connection, seq: i64, hash: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(
+fn set_head(db: Db<'_>, seq: i64, hash: &str) -> db::Result<()> {
+    db.execute(
         "INSERT INTO staff_audit_head (id, seq, hash) VALUES (1, ?1, ?2)
          ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
-    )?
-    .execute(params![seq, hash])?;
+        &params![seq, hash],
+    )?;
     Ok(())
 }
 
 /// Chains the records an installation wrote before the chain existed, in `seq` order, a batch
 /// at a time (memory stays flat however many there are). Run once, by the migration that
 /// added the chain, in its transaction.
-pub(super) fn chain_existing(conn: &Connection) -> rusqlite::Result<()> {
+pub(super) fn chain_existing<'c>(db: impl Into<Db<'c>>) -> db::Result<()> {
     const BATCH: i64 = 1000;
+    let conn = db.into();
     let mut prev_hash = GENESIS.to_string();
     let mut last_seq = None;
     loop {
-        let batch = conn
-            .prepare_cached(
-                "SELECT seq, at, staff_email, action, target, detail FROM staff_audit
+        let batch = conn.query_map(
+            "SELECT seq, at, staff_email, action, target, detail FROM staff_audit
                  WHERE seq > ?1 ORDER BY seq LIMIT ?2",
-            )?
-            .query_map(params![last_seq.unwrap_or(0), BATCH], Record::from_row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+            &params![last_seq.unwrap_or(0), BATCH],
+            Record::from_row,
+        )?;
         if batch.is_empty() {
             break;
         }
         for record in batch {
             let hash = chain::link_hash(record.fields(), &prev_hash);
-            conn.prepare_cached("UPDATE staff_audit SET prev_hash = ?2, hash = ?3 WHERE seq = ?1")?
-                .execute(params![record.seq, prev_hash, hash])?;
+            conn.execute(
+                "UPDATE staff_audit SET prev_hash = ?2, hash = ?3 WHERE seq = ?1",
+                &params![record.seq, &prev_hash, &hash],
+            )?;
             prev_hash = hash;
             last_seq = Some(record.seq);
         }
@@ -220,29 +242,40 @@ pub struct Verification {
     pub broken: Option<Broken>,
 }
 
-/// Recomputes the chain in `seq` order, one row at a time (constant memory), and names the
-/// first record that does not hold. Run it in one read transaction, so that it sees one state.
-pub fn verify(conn: &Connection) -> rusqlite::Result<Verification> {
+/// Recomputes the chain in `seq` order, a batch of rows at a time (constant memory), and names
+/// the first record that does not hold. Run it in one read transaction, so that it sees one
+/// state.
+pub fn verify<'c>(db: impl Into<Db<'c>>) -> db::Result<Verification> {
+    const BATCH: i64 = 1000;
+    let conn = db.into();
     let mut walk = Walk::default();
     let mut last: Option<(i64, String)> = None;
-    let mut statement = conn.prepare(
-        "SELECT seq, at, staff_email, action, target, detail, prev_hash, hash
-         FROM staff_audit ORDER BY seq",
-    )?;
-    let mut rows = statement.query([])?;
-    while let Some(row) = rows.next()? {
-        let record = Record::from_row(row)?;
-        let prev_hash: Option<String> = row.get(6)?;
-        let hash: Option<String> = row.get(7)?;
-        if let Err(fault) = walk.step(record.fields(), prev_hash.as_deref(), hash.as_deref()) {
-            return Ok(broken(
-                walk.records(),
-                record.seq,
-                Some(record.at),
-                fault.into(),
-            ));
+    loop {
+        let after = last.as_ref().map_or(i64::MIN, |(seq, _)| *seq);
+        let batch = conn.query_map(
+            "SELECT seq, at, staff_email, action, target, detail, prev_hash, hash
+             FROM staff_audit WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+            &params![after, BATCH],
+            |row| {
+                let prev_hash: Option<String> = row.get(6)?;
+                let hash: Option<String> = row.get(7)?;
+                Ok((Record::from_row(row)?, prev_hash, hash))
+            },
+        )?;
+        if batch.is_empty() {
+            break;
         }
-        last = Some((record.seq, record.at));
+        for (record, prev_hash, hash) in batch {
+            if let Err(fault) = walk.step(record.fields(), prev_hash.as_deref(), hash.as_deref()) {
+                return Ok(broken(
+                    walk.records(),
+                    record.seq,
+                    Some(record.at),
+                    fault.into(),
+                ));
+            }
+            last = Some((record.seq, record.at));
+        }
     }
     let end = match (head(conn)?, last) {
         (None, None) => None,
@@ -279,18 +312,13 @@ fn broken(records: u64, seq: i64, at: Option<String>, problem: Problem) -> Verif
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::pg_test::on_both;
 
-    fn database() -> Connection {
-        let mut conn = Connection::open_in_memory().unwrap();
-        super::super::migrations::run(&mut conn).unwrap();
-        conn
-    }
-
-    fn append_n(conn: &Connection, n: usize) {
+    fn append_n(db: Db<'_>, n: usize) {
         for i in 0..n {
             let at = format!("2026-11-25T10:00:0{i}.000Z");
             append(
-                conn,
+                db,
                 &at,
                 "ana@example.cl",
                 "mandate.cancel",
@@ -301,113 +329,143 @@ mod tests {
         }
     }
 
-    fn broken_at(conn: &Connection) -> Option<(i64, Problem)> {
-        verify(conn).unwrap().broken.map(|b| (b.seq, b.problem))
+    fn broken_at(db: Db<'_>) -> Option<(i64, Problem)> {
+        verify(db).unwrap().broken.map(|b| (b.seq, b.problem))
+    }
+
+    fn run(db: Db<'_>, sql: &str) {
+        db.execute_batch(sql).unwrap();
     }
 
     #[test]
     fn appended_records_verify() {
-        let conn = database();
-        assert_eq!(verify(&conn).unwrap().records, 0);
-        append_n(&conn, 4);
-        let v = verify(&conn).unwrap();
-        assert_eq!(
-            v,
-            Verification {
-                records: 4,
-                broken: None
+        on_both(|db| {
+            assert_eq!(verify(db).unwrap().records, 0);
+            append_n(db, 4);
+            let v = verify(db).unwrap();
+            assert_eq!(
+                v,
+                Verification {
+                    records: 4,
+                    broken: None
+                }
+            );
+        });
+    }
+
+    #[test]
+    fn a_long_chain_verifies_across_batches() {
+        on_both(|db| {
+            for i in 0..1100 {
+                append(
+                    db,
+                    "2026-11-25T10:00:00.000Z",
+                    "ana@example.cl",
+                    "x",
+                    None,
+                    Some(&i.to_string()),
+                )
+                .unwrap();
             }
-        );
+            assert_eq!(verify(db).unwrap().records, 1100);
+            run(
+                db,
+                "UPDATE staff_audit SET detail = 'changed' WHERE seq = 1050",
+            );
+            assert_eq!(broken_at(db), Some((1050, Problem::HashMismatch)));
+        });
     }
 
     #[test]
     fn a_changed_field_is_a_hash_mismatch_at_that_record() {
-        let conn = database();
-        append_n(&conn, 4);
-        conn.execute("UPDATE staff_audit SET target = 'man_2' WHERE seq = 2", [])
-            .unwrap();
-        assert_eq!(broken_at(&conn), Some((2, Problem::HashMismatch)));
-        assert_eq!(verify(&conn).unwrap().records, 1);
+        on_both(|db| {
+            append_n(db, 4);
+            run(db, "UPDATE staff_audit SET target = 'man_2' WHERE seq = 2");
+            assert_eq!(broken_at(db), Some((2, Problem::HashMismatch)));
+            assert_eq!(verify(db).unwrap().records, 1);
+        });
     }
 
     #[test]
     fn a_removed_record_breaks_the_link_of_the_next() {
-        let conn = database();
-        append_n(&conn, 4);
-        conn.execute("DELETE FROM staff_audit WHERE seq = 2", [])
-            .unwrap();
-        assert_eq!(broken_at(&conn), Some((3, Problem::BrokenLink)));
+        on_both(|db| {
+            append_n(db, 4);
+            run(db, "DELETE FROM staff_audit WHERE seq = 2");
+            assert_eq!(broken_at(db), Some((3, Problem::BrokenLink)));
+        });
     }
 
     #[test]
     fn records_removed_from_the_end_are_missing() {
-        let conn = database();
-        append_n(&conn, 4);
-        conn.execute("DELETE FROM staff_audit WHERE seq >= 3", [])
-            .unwrap();
-        assert_eq!(broken_at(&conn), Some((3, Problem::RecordsMissing)));
-        conn.execute("DELETE FROM staff_audit", []).unwrap();
-        assert_eq!(broken_at(&conn), Some((1, Problem::RecordsMissing)));
+        on_both(|db| {
+            append_n(db, 4);
+            run(db, "DELETE FROM staff_audit WHERE seq >= 3");
+            assert_eq!(broken_at(db), Some((3, Problem::RecordsMissing)));
+            run(db, "DELETE FROM staff_audit");
+            assert_eq!(broken_at(db), Some((1, Problem::RecordsMissing)));
+        });
     }
 
     #[test]
     fn a_record_added_outside_the_chain_is_not_the_head() {
-        let conn = database();
-        append_n(&conn, 2);
-        conn.execute(
-            "INSERT INTO staff_audit (at, staff_email, action) VALUES ('x', 'y', 'z')",
-            [],
-        )
-        .unwrap();
-        assert_eq!(broken_at(&conn), Some((3, Problem::BrokenLink)));
+        on_both(|db| {
+            append_n(db, 2);
+            run(
+                db,
+                "INSERT INTO staff_audit (seq, at, staff_email, action) VALUES (3, 'x', 'y', 'z')",
+            );
+            assert_eq!(broken_at(db), Some((3, Problem::BrokenLink)));
+        });
     }
 
     #[test]
     fn a_last_record_that_is_not_the_recorded_head_is_named() {
-        let conn = database();
-        append_n(&conn, 3);
-        conn.execute("UPDATE staff_audit_head SET hash = ?1", [GENESIS])
-            .unwrap();
-        let v = verify(&conn).unwrap();
-        assert_eq!(v.records, 2);
-        assert_eq!(
-            v.broken.map(|b| (b.seq, b.problem)),
-            Some((3, Problem::HeadMismatch))
-        );
+        on_both(|db| {
+            append_n(db, 3);
+            db.execute("UPDATE staff_audit_head SET hash = ?1", &params![GENESIS])
+                .unwrap();
+            let v = verify(db).unwrap();
+            assert_eq!(v.records, 2);
+            assert_eq!(
+                v.broken.map(|b| (b.seq, b.problem)),
+                Some((3, Problem::HeadMismatch))
+            );
+        });
     }
 
     #[test]
     fn swapped_contents_break_the_chain() {
-        let conn = database();
-        append_n(&conn, 3);
-        conn.execute_batch(
-            "UPDATE staff_audit SET seq = -1 WHERE seq = 1;
-             UPDATE staff_audit SET seq = 1 WHERE seq = 2;
-             UPDATE staff_audit SET seq = 2 WHERE seq = -1;",
-        )
-        .unwrap();
-        assert_eq!(broken_at(&conn), Some((1, Problem::BrokenLink)));
+        on_both(|db| {
+            append_n(db, 3);
+            run(
+                db,
+                "UPDATE staff_audit SET seq = -1 WHERE seq = 1;
+                 UPDATE staff_audit SET seq = 1 WHERE seq = 2;
+                 UPDATE staff_audit SET seq = 2 WHERE seq = -1;",
+            );
+            assert_eq!(broken_at(db), Some((1, Problem::BrokenLink)));
+        });
     }
 
     #[test]
     fn a_new_record_after_removed_ones_still_shows_the_gap() {
-        let conn = database();
-        append_n(&conn, 4);
-        conn.execute("DELETE FROM staff_audit WHERE seq >= 3", [])
-            .unwrap();
-        append_n(&conn, 1);
-        assert_eq!(broken_at(&conn), Some((3, Problem::BrokenLink)));
+        on_both(|db| {
+            append_n(db, 4);
+            run(db, "DELETE FROM staff_audit WHERE seq >= 3");
+            append_n(db, 1);
+            assert_eq!(broken_at(db), Some((3, Problem::BrokenLink)));
+        });
     }
 
     #[test]
     fn rows_of_an_older_installation_are_chained_by_the_migration() {
-        let mut conn = Connection::open_in_memory().unwrap();
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
         super::super::migrations::run_before(&mut conn, "0016_staff_audit_chain").unwrap();
         for i in 0..2500 {
             conn.execute(
                 "INSERT INTO staff_audit (at, staff_email, action, target, detail)
                  VALUES (?1, 'ana@example.cl', 'settings.retention', NULL, ?2)",
-                params![
+                rusqlite::params![
                     format!("2026-01-01T00:00:00.{:03}Z", i % 1000),
                     i.to_string()
                 ],
@@ -422,7 +480,55 @@ mod tests {
                 broken: None
             }
         );
-        append_n(&conn, 1);
+        append_n(Db::Sqlite(&conn), 1);
         assert_eq!(verify(&conn).unwrap().records, 2501);
+    }
+
+    #[test]
+    fn concurrent_postgres_appends_follow_one_another() {
+        let database = crate::store::pg_test::database();
+        let appended = std::sync::Barrier::new(2);
+        std::thread::scope(|scope| {
+            let first = scope.spawn(|| {
+                database.connect().transaction(|db| {
+                    append(
+                        db,
+                        "2026-11-25T10:00:00.000Z",
+                        "ana@example.cl",
+                        "a",
+                        None,
+                        None,
+                    )?;
+                    appended.wait();
+                    // The second append is waiting for this transaction's lock meanwhile.
+                    std::thread::sleep(std::time::Duration::from_millis(300));
+                    Ok::<(), db::Error>(())
+                })
+            });
+            let second = scope.spawn(|| {
+                let conn = database.connect();
+                appended.wait();
+                conn.transaction(|db| {
+                    append(
+                        db,
+                        "2026-11-25T10:00:01.000Z",
+                        "eva@example.cl",
+                        "b",
+                        None,
+                        None,
+                    )
+                })
+            });
+            first.join().unwrap().unwrap();
+            second.join().unwrap().unwrap();
+        });
+        let verified = database.connect().transaction(|db| verify(db)).unwrap();
+        assert_eq!(
+            verified,
+            Verification {
+                records: 2,
+                broken: None
+            }
+        );
     }
 }

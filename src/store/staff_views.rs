@@ -7,11 +7,8 @@
 //! filter its rows already in that order; `0020_staff_search.sql` adds the other sorts' indexes
 //! and the trigram indexes text searches read.
 
-use rusqlite::types::Value as SqlValue;
-use rusqlite::{Connection, Row, params, params_from_iter};
-
 use super::customers::CustomerRow;
-use super::optional;
+use super::db::{self, Backend, Db, Param, Row, params};
 
 /// Where a page starts: the sort key and `seq` of the last row of the previous page.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,10 +60,13 @@ pub enum MandateColumn {
 }
 
 impl MandateColumn {
-    fn expression(self) -> &'static str {
-        match self {
-            MandateColumn::CreatedAt => "m.created_at",
-            MandateColumn::MandateId => "m.external_id",
+    /// The column as the query orders it: texts compare as bytes on both backends (SQLite's
+    /// BINARY), whatever PostgreSQL's database collation.
+    fn expression(self, backend: Backend) -> &'static str {
+        match (self, backend) {
+            (MandateColumn::CreatedAt, _) => "m.created_at",
+            (MandateColumn::MandateId, Backend::Sqlite) => "m.external_id",
+            (MandateColumn::MandateId, Backend::Postgres) => "m.external_id COLLATE \"C\"",
         }
     }
 
@@ -89,10 +89,16 @@ pub enum CustomerColumn {
 }
 
 impl CustomerColumn {
-    fn expression(self) -> &'static str {
-        match self {
-            CustomerColumn::CreatedAt => "c.created_at",
-            CustomerColumn::LastName => "c.last_name COLLATE NOCASE",
+    /// The column as the query orders it, and the cursor key as it is compared with it.
+    /// SQLite's NOCASE folds ASCII letters and compares bytes; PostgreSQL's lower case under
+    /// the "C" collation does the same (`customers_by_last_name` holds that expression).
+    fn expression(self, backend: Backend) -> (&'static str, &'static str) {
+        match (self, backend) {
+            (CustomerColumn::CreatedAt, _) => ("c.created_at", "?"),
+            (CustomerColumn::LastName, Backend::Sqlite) => ("c.last_name COLLATE NOCASE", "?"),
+            (CustomerColumn::LastName, Backend::Postgres) => {
+                ("lower(c.last_name) COLLATE \"C\"", "lower(CAST(? AS TEXT))")
+            }
         }
     }
 
@@ -105,21 +111,51 @@ impl CustomerColumn {
     }
 }
 
+/// An argument of a query built from its parts, owned by the query.
+#[derive(Debug, Clone)]
+enum Arg {
+    Int(i64),
+    Text(String),
+}
+
+impl From<i64> for Arg {
+    fn from(v: i64) -> Self {
+        Arg::Int(v)
+    }
+}
+
+impl From<String> for Arg {
+    fn from(v: String) -> Self {
+        Arg::Text(v)
+    }
+}
+
+impl Arg {
+    fn param(&self) -> Param<'_> {
+        match self {
+            Arg::Int(v) => Param::Int(*v),
+            Arg::Text(v) => Param::Text(v),
+        }
+    }
+}
+
 /// Builds a `WHERE` clause and its arguments one condition at a time.
 struct Query {
+    backend: Backend,
     sql: String,
-    args: Vec<SqlValue>,
+    args: Vec<Arg>,
 }
 
 impl Query {
-    fn new(select: &str) -> Self {
+    fn new(backend: Backend, select: &str) -> Self {
         Query {
+            backend,
             sql: format!("{select} WHERE 1 = 1"),
             args: Vec::new(),
         }
     }
 
-    fn and(&mut self, clause: &str, values: impl IntoIterator<Item = SqlValue>) {
+    fn and(&mut self, clause: &str, values: impl IntoIterator<Item = Arg>) {
         self.sql.push_str(" AND ");
         self.sql.push_str(clause);
         self.args.extend(values);
@@ -129,16 +165,25 @@ impl Query {
         let marks = vec!["?"; values.len()].join(", ");
         self.and(
             &format!("{column} IN ({marks})"),
-            values.iter().map(|v| SqlValue::from(*v)),
+            values.iter().map(|v| Arg::from(*v)),
         );
     }
 
-    /// Rows strictly after the keyset in the sort's order.
-    fn after(&mut self, key: &str, seq: &str, keyset: Option<&Keyset>, descending: bool) {
+    /// Rows strictly after the keyset in the sort's order; `key_arg` is how the cursor's key
+    /// is compared with the column (`?`, or the same folding the column has).
+    fn after(
+        &mut self,
+        (key, key_arg): (&str, &str),
+        seq: &str,
+        keyset: Option<&Keyset>,
+        descending: bool,
+    ) {
         if let Some(k) = keyset {
             let (beyond_or_at, beyond) = if descending { ("<=", "<") } else { (">=", ">") };
             self.and(
-                &format!("{key} {beyond_or_at} ? AND ({key} {beyond} ? OR {seq} {beyond} ?)"),
+                &format!(
+                    "{key} {beyond_or_at} {key_arg} AND ({key} {beyond} {key_arg} OR {seq} {beyond} ?)"
+                ),
                 [k.key.clone().into(), k.key.clone().into(), k.seq.into()],
             );
         }
@@ -153,11 +198,90 @@ impl Query {
         self.args.push(limit.into());
     }
 
-    fn count(self, conn: &Connection) -> rusqlite::Result<i64> {
-        conn.prepare_cached(&self.sql)?
-            .query_row(params_from_iter(self.args), |r| r.get(0))
+    fn params(&self) -> Vec<Param<'_>> {
+        self.args.iter().map(Arg::param).collect()
+    }
+
+    /// A filter value holding a NUL selects nothing: no stored text holds one, and PostgreSQL
+    /// refuses one in any text it is sent, so neither backend is asked.
+    fn selects_nothing(&self) -> bool {
+        self.args
+            .iter()
+            .any(|arg| matches!(arg, Arg::Text(text) if text.contains('\0')))
+    }
+
+    fn count(self, db: Db<'_>) -> db::Result<i64> {
+        if self.selects_nothing() {
+            return Ok(0);
+        }
+        db.query_row(&self.sql, &self.params(), |r| r.get(0))
+    }
+
+    fn rows<T>(self, db: Db<'_>, f: impl FnMut(&Row<'_>) -> db::Result<T>) -> db::Result<Vec<T>> {
+        if self.selects_nothing() {
+            return Ok(Vec::new());
+        }
+        db.query_map(&self.sql, &self.params(), f)
     }
 }
+
+/// The words of a search text, each with the spellings that may match it: the word itself and,
+/// for a RUT-looking word, the RUT without its dots and dash. Control characters separate words
+/// as spaces do (a NUL never reaches either backend); words shorter than the three characters
+/// a trigram needs are left out.
+fn search_words(text: &str) -> Vec<Vec<String>> {
+    text.split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| w.chars().count() >= 3)
+        .map(|word| {
+            let compact = rut_prefix(word)
+                .map(|rut| rut.replace('-', ""))
+                .filter(|rut| rut.len() >= 3 && rut != word);
+            std::iter::once(word.to_string()).chain(compact).collect()
+        })
+        .collect()
+}
+
+/// A search text with its control characters as spaces, trimmed; `None` when nothing is left.
+fn search_text(text: Option<&str>) -> Option<String> {
+    let text: String = text?
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_string())
+}
+
+/// PostgreSQL's counterpart of an FTS5 match over the trigram indexes: every word (any of
+/// its spellings) appears in `terms`, the expression a `pg_trgm` index of `0001_schema.sql`
+/// holds, folded as the index folds it.
+fn trigram_match(terms: &str, words: &[Vec<String>]) -> (String, Vec<Arg>) {
+    let mut args = Vec::new();
+    let clauses: Vec<String> = words
+        .iter()
+        .map(|spellings| {
+            let alternatives: Vec<String> = spellings
+                .iter()
+                .map(|spelling| {
+                    args.push(Arg::Text(like_escape(spelling)));
+                    format!(
+                        "mandato_search_fold({terms}) LIKE \
+                         '%' || mandato_search_fold(CAST(? AS TEXT)) || '%' ESCAPE '\\'"
+                    )
+                })
+                .collect();
+            format!("({})", alternatives.join(" OR "))
+        })
+        .collect();
+    (clauses.join(" AND "), args)
+}
+
+/// What a customer is found by, as `customers_search` indexes it.
+const CUSTOMER_TERMS: &str = "c.first_name || ' ' || c.last_name || ' ' || \
+    coalesce(c.second_last_name, '') || ' ' || c.user_id || ' ' || c.id || ' ' || c.rut || ' ' || \
+    replace(c.rut, '-', '') || ' ' || c.email";
+
+/// What a mandate (`x`, in a subquery) is found by, as `mandates_search` indexes it.
+const MANDATE_TERMS: &str = "x.external_id || ' ' || x.id || ' ' || x.name";
 
 /// A search text as an FTS5 query over the trigram indexes of `0020_staff_search.sql`:
 /// every word must appear (in any order), each as a substring; a RUT-looking word also
@@ -165,18 +289,13 @@ impl Query {
 /// needs; those searches fall back to reading the rows.
 pub fn search_terms(text: &str) -> Option<String> {
     let quoted = |word: &str| format!("\"{}\"", word.replace('"', "\"\""));
-    let words: Vec<String> = text
-        // Control characters separate words like spaces do: FTS5 reads its query as a C
-        // string, so a NUL inside a quoted word would end it ("unterminated string").
-        .split(|c: char| c.is_whitespace() || c.is_control())
-        .filter(|w| w.chars().count() >= 3)
-        .map(|word| {
-            let compact = rut_prefix(word)
-                .map(|rut| rut.replace('-', ""))
-                .filter(|rut| rut.len() >= 3 && rut != word);
-            match compact {
-                Some(rut) => format!("({} OR {})", quoted(word), quoted(&rut)),
-                None => quoted(word),
+    let words: Vec<String> = search_words(text)
+        .iter()
+        .map(|spellings| match spellings.as_slice() {
+            [word] => quoted(word),
+            spellings => {
+                let quoted: Vec<String> = spellings.iter().map(|s| quoted(s)).collect();
+                format!("({})", quoted.join(" OR "))
             }
         })
         .collect();
@@ -186,33 +305,35 @@ pub fn search_terms(text: &str) -> Option<String> {
 // Dashboard.
 
 /// `(state id, count)` of mandates, optionally of one commerce.
-pub fn mandate_counts(
-    conn: &Connection,
+pub fn mandate_counts<'c>(
+    db: impl Into<Db<'c>>,
     commerce_id: Option<i64>,
-) -> rusqlite::Result<Vec<(i64, i64)>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT state, count(*) FROM mandates WHERE (?1 IS NULL OR commerce_id = ?1) GROUP BY state",
-    )?;
-    stmt.query_map([commerce_id], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect()
+) -> db::Result<Vec<(i64, i64)>> {
+    db.into().query_map(
+        "SELECT state, count(*) FROM mandates WHERE (CAST(?1 AS BIGINT) IS NULL OR commerce_id = ?1) GROUP BY state",
+        &params![commerce_id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
 }
 
 /// `(state id, count)` of installments, optionally of one commerce.
-pub fn installment_counts(
-    conn: &Connection,
+pub fn installment_counts<'c>(
+    db: impl Into<Db<'c>>,
     commerce_id: Option<i64>,
-) -> rusqlite::Result<Vec<(i64, i64)>> {
+) -> db::Result<Vec<(i64, i64)>> {
+    let db = db.into();
+    let pair = |r: &Row<'_>| Ok((r.get(0)?, r.get(1)?));
     match commerce_id {
-        None => conn
-            .prepare_cached("SELECT state, count(*) FROM installments GROUP BY state")?
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect(),
-        Some(id) => conn
-            .prepare_cached(
-                "SELECT state, count(*) FROM installments WHERE commerce_id = ?1 GROUP BY state",
-            )?
-            .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect(),
+        None => db.query_map(
+            "SELECT state, count(*) FROM installments GROUP BY state",
+            &params![],
+            pair,
+        ),
+        Some(id) => db.query_map(
+            "SELECT state, count(*) FROM installments WHERE commerce_id = ?1 GROUP BY state",
+            &params![id],
+            pair,
+        ),
     }
 }
 
@@ -226,68 +347,66 @@ pub struct DatedAmount {
 }
 
 /// Installments in `state` whose latest state change is at or after `since`.
-pub fn amounts_in_state_since(
-    conn: &Connection,
+pub fn amounts_in_state_since<'c>(
+    db: impl Into<Db<'c>>,
     state: i64,
     since: &str,
     commerce_id: Option<i64>,
-) -> rusqlite::Result<Vec<DatedAmount>> {
-    let mut stmt = conn.prepare_cached(
+) -> db::Result<Vec<DatedAmount>> {
+    db.into().query_map(
         "SELECT state_at, amount, currency FROM installments
-         WHERE state = ?1 AND state_at >= ?2 AND (?3 IS NULL OR commerce_id = ?3)",
-    )?;
-    stmt.query_map(params![state, since, commerce_id], |r| {
-        Ok(DatedAmount {
-            at: r.get(0)?,
-            amount: r.get(1)?,
-            currency: r.get(2)?,
-        })
-    })?
-    .collect()
+         WHERE state = ?1 AND state_at >= ?2 AND (CAST(?3 AS BIGINT) IS NULL OR commerce_id = ?3)",
+        &params![state, since, commerce_id],
+        |r| {
+            Ok(DatedAmount {
+                at: r.get(0)?,
+                amount: r.get(1)?,
+                currency: r.get(2)?,
+            })
+        },
+    )
 }
 
 /// Rejected charge attempts on business dates from `since` on.
-pub fn rejected_attempts_since(
-    conn: &Connection,
+pub fn rejected_attempts_since<'c>(
+    db: impl Into<Db<'c>>,
     since: &str,
     commerce_id: Option<i64>,
-) -> rusqlite::Result<Vec<DatedAmount>> {
-    let mut stmt = conn.prepare_cached(
+) -> db::Result<Vec<DatedAmount>> {
+    db.into().query_map(
         "SELECT a.business_date, a.amount, a.currency FROM charge_attempts a
          JOIN installments i ON i.seq = a.installment_seq
-         WHERE a.state = 'REJECTED' AND a.business_date >= ?1 AND (?2 IS NULL OR i.commerce_id = ?2)",
-    )?;
-    stmt.query_map(params![since, commerce_id], |r| {
+         WHERE a.state = 'REJECTED' AND a.business_date >= ?1 AND (CAST(?2 AS BIGINT) IS NULL OR i.commerce_id = ?2)",
+        &params![since, commerce_id], |r| {
         Ok(DatedAmount {
             at: r.get(0)?,
             amount: r.get(1)?,
             currency: r.get(2)?,
         })
-    })?
-    .collect()
+    })
 }
 
 /// Unpaid installments (PENDING, or REJECTED and waiting for a retry) of ACTIVE mandates due
 /// before `today`; `at` is the due date. Read through `installments_due` (state, due_date).
-pub fn overdue_amounts(
-    conn: &Connection,
+pub fn overdue_amounts<'c>(
+    db: impl Into<Db<'c>>,
     today: &str,
     commerce_id: Option<i64>,
-) -> rusqlite::Result<Vec<DatedAmount>> {
-    let mut stmt = conn.prepare_cached(
+) -> db::Result<Vec<DatedAmount>> {
+    db.into().query_map(
         "SELECT i.due_date, i.amount, i.currency FROM installments i
          JOIN mandates m ON m.seq = i.mandate_seq
          WHERE i.state IN (1, -99) AND i.due_date < ?1 AND m.state = 2
-           AND (?2 IS NULL OR i.commerce_id = ?2)",
-    )?;
-    stmt.query_map(params![today, commerce_id], |r| {
-        Ok(DatedAmount {
-            at: r.get(0)?,
-            amount: r.get(1)?,
-            currency: r.get(2)?,
-        })
-    })?
-    .collect()
+           AND (CAST(?2 AS BIGINT) IS NULL OR i.commerce_id = ?2)",
+        &params![today, commerce_id],
+        |r| {
+            Ok(DatedAmount {
+                at: r.get(0)?,
+                amount: r.get(1)?,
+                currency: r.get(2)?,
+            })
+        },
+    )
 }
 
 /// An installment with what identifies it on a list: its mandate, customer and commerce.
@@ -307,22 +426,21 @@ pub struct InstallmentLine {
 }
 
 /// The next installments the engine will charge: PENDING ones of ACTIVE mandates, by due date.
-pub fn next_charges(
-    conn: &Connection,
+pub fn next_charges<'c>(
+    db: impl Into<Db<'c>>,
     limit: i64,
     commerce_id: Option<i64>,
-) -> rusqlite::Result<Vec<InstallmentLine>> {
-    let mut stmt = conn.prepare_cached(
+) -> db::Result<Vec<InstallmentLine>> {
+    db.into().query_map(
         "SELECT i.id, i.external_id, i.amount, i.currency, i.due_date, i.state, m.id, m.external_id,
                 m.name, co.code, c.first_name || ' ' || c.last_name
          FROM installments i
          JOIN mandates m ON m.seq = i.mandate_seq
          JOIN customers c ON c.seq = m.customer_seq
          JOIN commerces co ON co.id = m.commerce_id
-         WHERE i.state = 1 AND m.state = 2 AND (?2 IS NULL OR i.commerce_id = ?2)
+         WHERE i.state = 1 AND m.state = 2 AND (CAST(?2 AS BIGINT) IS NULL OR i.commerce_id = ?2)
          ORDER BY i.due_date, i.seq LIMIT ?1",
-    )?;
-    stmt.query_map(params![limit, commerce_id], |r| {
+        &params![limit, commerce_id], |r| {
         Ok(InstallmentLine {
             installment_id: r.get(0)?,
             external_id: r.get(1)?,
@@ -336,8 +454,7 @@ pub fn next_charges(
             commerce_code: r.get(9)?,
             customer_name: r.get(10)?,
         })
-    })?
-    .collect()
+    })
 }
 
 /// Webhooks in trouble: how many FAILED, how many PENDING after a failed attempt, and the
@@ -366,16 +483,19 @@ pub struct FailingEvent {
     pub last_status: Option<i64>,
 }
 
-pub fn failing_webhooks(conn: &Connection, limit: i64) -> rusqlite::Result<FailingWebhooks> {
-    let failed = conn
-        .prepare_cached("SELECT count(*) FROM events WHERE delivery_state = 'FAILED'")?
-        .query_row([], |r| r.get(0))?;
-    let retrying = conn
-        .prepare_cached(
-            "SELECT count(*) FROM events WHERE delivery_state = 'PENDING' AND attempts > 0",
-        )?
-        .query_row([], |r| r.get(0))?;
-    let mut stmt = conn.prepare_cached(
+pub fn failing_webhooks<'c>(db: impl Into<Db<'c>>, limit: i64) -> db::Result<FailingWebhooks> {
+    let db = db.into();
+    let failed = db.query_row(
+        "SELECT count(*) FROM events WHERE delivery_state = 'FAILED'",
+        &params![],
+        |r| r.get(0),
+    )?;
+    let retrying = db.query_row(
+        "SELECT count(*) FROM events WHERE delivery_state = 'PENDING' AND attempts > 0",
+        &params![],
+        |r| r.get(0),
+    )?;
+    let recent = db.query_map(
         "SELECT e.id, e.kind, e.url, e.delivery_state, e.attempts, e.created_at, m.id, c.code,
                 m.external_id, cu.first_name || ' ' || cu.last_name,
                 (SELECT coalesce(a.error, a.response_excerpt) FROM delivery_attempts a
@@ -388,14 +508,13 @@ pub fn failing_webhooks(conn: &Connection, limit: i64) -> rusqlite::Result<Faili
          LEFT JOIN customers cu ON cu.seq = m.customer_seq
          WHERE e.seq IN (
              SELECT seq FROM (SELECT seq FROM events WHERE delivery_state = 'FAILED'
-                              ORDER BY seq DESC LIMIT ?1)
+                              ORDER BY seq DESC LIMIT ?1) AS failed
              UNION ALL
              SELECT seq FROM (SELECT seq FROM events WHERE delivery_state = 'PENDING' AND attempts > 0
-                              ORDER BY seq DESC LIMIT ?1))
+                              ORDER BY seq DESC LIMIT ?1) AS retrying)
          ORDER BY e.seq DESC LIMIT ?1",
-    )?;
-    let recent = stmt
-        .query_map([limit], |r| {
+        &params![limit],
+        |r| {
             Ok(FailingEvent {
                 event_id: r.get(0)?,
                 kind: r.get(1)?,
@@ -410,8 +529,8 @@ pub fn failing_webhooks(conn: &Connection, limit: i64) -> rusqlite::Result<Faili
                 last_error: r.get(10)?,
                 last_status: r.get(11)?,
             })
-        })?
-        .collect::<rusqlite::Result<_>>()?;
+        },
+    )?;
     Ok(FailingWebhooks {
         failed,
         retrying,
@@ -441,7 +560,7 @@ pub struct CustomerLine {
 const CUSTOMER_COLUMNS: &str = "c.seq, c.id, c.commerce_id, c.user_id, c.rut, c.first_name, \
     c.last_name, c.second_last_name, c.address, c.email, c.phone, c.created_at, c.updated_at";
 
-fn customer_from_row(row: &Row<'_>) -> rusqlite::Result<CustomerRow> {
+fn customer_from_row(row: &Row<'_>) -> db::Result<CustomerRow> {
     let address: Option<String> = row.get(8)?;
     Ok(CustomerRow {
         seq: row.get(0)?,
@@ -494,90 +613,109 @@ fn customer_conditions(q: &mut Query, filter: &CustomerFilter) {
     if let Some(id) = filter.commerce_id {
         q.and("c.commerce_id = ?", [id.into()]);
     }
-    let Some(text) = filter
-        .text
-        .as_deref()
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-    else {
+    let Some(text) = search_text(filter.text.as_deref()) else {
         return;
     };
-    match search_terms(text) {
-        Some(terms) => q.and(
+    match (q.backend, search_terms(&text)) {
+        (Backend::Sqlite, Some(terms)) => q.and(
             "c.seq IN (SELECT rowid FROM customer_search WHERE customer_search MATCH ?)",
             [terms.into()],
         ),
+        (Backend::Postgres, Some(_)) => {
+            let (clause, args) = trigram_match(CUSTOMER_TERMS, &search_words(&text));
+            q.and(&clause, args);
+        }
         // One or two characters: too short for a trigram, so the rows are read.
-        None => q.and(
-            "(c.id = ? OR c.user_id LIKE ? ESCAPE '\\' OR c.rut LIKE ? ESCAPE '\\' OR \
-             (c.first_name || ' ' || c.last_name || ' ' || coalesce(c.second_last_name, '')) \
-             LIKE ? ESCAPE '\\')",
+        (backend, None) => q.and(
+            &format!(
+                "(c.id = ? OR c.user_id {like} ? ESCAPE '\\' OR c.rut {like} ? ESCAPE '\\' OR \
+                 (c.first_name || ' ' || c.last_name || ' ' || coalesce(c.second_last_name, '')) \
+                 {like} ? ESCAPE '\\')",
+                like = case_insensitive_like(backend)
+            ),
             [
-                text.to_string().into(),
-                format!("{}%", like_escape(text)).into(),
-                format!("{}%", like_escape(text)).into(),
-                format!("%{}%", like_escape(text)).into(),
+                text.clone().into(),
+                format!("{}%", like_escape(&text)).into(),
+                format!("{}%", like_escape(&text)).into(),
+                format!("%{}%", like_escape(&text)).into(),
             ],
         ),
     }
 }
 
+/// SQLite's LIKE ignores the case of ASCII letters; PostgreSQL's ILIKE is its counterpart.
+fn case_insensitive_like(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => "LIKE",
+        Backend::Postgres => "ILIKE",
+    }
+}
+
 /// A page of customers in the filter's order.
-pub fn search_customers(
-    conn: &Connection,
+pub fn search_customers<'c>(
+    db: impl Into<Db<'c>>,
     filter: &CustomerFilter,
-) -> rusqlite::Result<Vec<CustomerLine>> {
-    let mut q = Query::new(&format!(
-        "SELECT {CUSTOMER_COLUMNS}, co.code,
+) -> db::Result<Vec<CustomerLine>> {
+    let db = db.into();
+    let join = match db.backend() {
+        Backend::Sqlite => "CROSS JOIN",
+        Backend::Postgres => "JOIN",
+    };
+    let mut q = Query::new(
+        db.backend(),
+        &format!(
+            "SELECT {CUSTOMER_COLUMNS}, co.code,
                 (SELECT count(*) FROM mandates m WHERE m.customer_seq = c.seq)
-         FROM customers c CROSS JOIN commerces co ON co.id = c.commerce_id"
-    ));
+         FROM customers c {join} commerces co ON co.id = c.commerce_id"
+        ),
+    );
     customer_conditions(&mut q, filter);
-    let key = filter.sort.column.expression();
+    let key = filter.sort.column.expression(db.backend());
     q.after(key, "c.seq", filter.after.as_ref(), filter.sort.descending);
-    q.order_and_limit(key, "c.seq", filter.sort.descending, filter.limit);
-    let mut stmt = conn.prepare_cached(&q.sql)?;
-    stmt.query_map(params_from_iter(q.args), |r| {
+    q.order_and_limit(key.0, "c.seq", filter.sort.descending, filter.limit);
+    q.rows(db, |r| {
         Ok(CustomerLine {
             customer: customer_from_row(r)?,
             commerce_code: r.get(13)?,
             mandates: r.get(14)?,
         })
-    })?
-    .collect()
+    })
 }
 
 /// How many customers the filter selects, every page together.
-pub fn count_customers(conn: &Connection, filter: &CustomerFilter) -> rusqlite::Result<i64> {
-    let mut q = Query::new("SELECT count(*) FROM customers c");
+pub fn count_customers<'c>(db: impl Into<Db<'c>>, filter: &CustomerFilter) -> db::Result<i64> {
+    let db = db.into();
+    let mut q = Query::new(db.backend(), "SELECT count(*) FROM customers c");
     customer_conditions(&mut q, filter);
-    q.count(conn)
+    q.count(db)
 }
 
 /// A customer of any commerce by our id, with its commerce's code.
-pub fn customer_by_id(
-    conn: &Connection,
+pub fn customer_by_id<'c>(
+    db: impl Into<Db<'c>>,
     id: &str,
-) -> rusqlite::Result<Option<(CustomerRow, String)>> {
+) -> db::Result<Option<(CustomerRow, String)>> {
     let sql = format!(
         "SELECT {CUSTOMER_COLUMNS}, co.code FROM customers c JOIN commerces co ON co.id = c.commerce_id
          WHERE c.id = ?1"
     );
-    optional(
-        conn.prepare_cached(&sql)?
-            .query_row([id], |r| Ok((customer_from_row(r)?, r.get(13)?))),
-    )
+    db.into().query_opt(&sql, &params![id], |r| {
+        Ok((customer_from_row(r)?, r.get(13)?))
+    })
 }
 
 /// The customers a mandate filter's text names: by usr_ id, userId or RUT, in any commerce.
-pub fn customer_seqs_matching(conn: &Connection, text: &str) -> rusqlite::Result<Vec<i64>> {
-    let text = text.trim();
-    let rut = rut_prefix(text).filter(|r| r.contains('-'));
-    let mut stmt = conn.prepare_cached(
-        "SELECT seq FROM customers WHERE id = ?1 OR user_id = ?1 OR (?2 IS NOT NULL AND rut = ?2)
+pub fn customer_seqs_matching<'c>(db: impl Into<Db<'c>>, text: &str) -> db::Result<Vec<i64>> {
+    let Some(text) = search_text(Some(text)) else {
+        return Ok(Vec::new());
+    };
+    let rut = rut_prefix(&text).filter(|r| r.contains('-'));
+    db.into().query_map(
+        "SELECT seq FROM customers WHERE id = ?1 OR user_id = ?1 OR (CAST(?2 AS TEXT) IS NOT NULL AND rut = ?2)
          LIMIT 1000",
-    )?;
-    stmt.query_map(params![text, rut], |r| r.get(0))?.collect()
+        &params![&text, &rut],
+        |r| r.get(0),
+    )
 }
 
 // Mandates.
@@ -619,7 +757,7 @@ pub struct MandateLine {
     pub customer_name: String,
 }
 
-fn mandate_line(r: &Row<'_>) -> rusqlite::Result<MandateLine> {
+fn mandate_line(r: &Row<'_>) -> db::Result<MandateLine> {
     let charges: String = r.get(6)?;
     Ok(MandateLine {
         seq: r.get(0)?,
@@ -647,6 +785,20 @@ const MANDATE_LINE_SELECT: &str = "SELECT m.seq, m.id, m.external_id, m.type, m.
     FROM mandates m CROSS JOIN commerces co ON co.id = m.commerce_id \
     CROSS JOIN customers c ON c.seq = m.customer_seq";
 
+/// PostgreSQL has no `CROSS JOIN ... ON`, and its planner chooses the join order itself.
+const MANDATE_LINE_SELECT_PG: &str = "SELECT m.seq, m.id, m.external_id, m.type, m.state, m.name, \
+    m.charges, m.created_at, m.updated_at, co.code, c.id, c.user_id, c.rut, \
+    c.first_name || ' ' || c.last_name \
+    FROM mandates m JOIN commerces co ON co.id = m.commerce_id \
+    JOIN customers c ON c.seq = m.customer_seq";
+
+fn mandate_line_select(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => MANDATE_LINE_SELECT,
+        Backend::Postgres => MANDATE_LINE_SELECT_PG,
+    }
+}
+
 /// Adds the filter's conditions (not its page) to a query over `mandates m`.
 fn mandate_conditions(q: &mut Query, filter: &MandateFilter) {
     if !filter.states.is_empty() {
@@ -667,25 +819,39 @@ fn mandate_conditions(q: &mut Query, filter: &MandateFilter) {
             [id.clone().into(), id.clone().into()],
         );
     }
-    if let Some(text) = filter
-        .text
-        .as_deref()
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-    {
-        match search_terms(text) {
-            Some(terms) => q.and(
+    if let Some(text) = search_text(filter.text.as_deref()) {
+        match (q.backend, search_terms(&text)) {
+            (Backend::Sqlite, Some(terms)) => q.and(
                 "(m.seq IN (SELECT rowid FROM mandate_search WHERE mandate_search MATCH ?) \
                  OR m.customer_seq IN \
                  (SELECT rowid FROM customer_search WHERE customer_search MATCH ?))",
                 [terms.clone().into(), terms.into()],
             ),
+            (Backend::Postgres, Some(_)) => {
+                let words = search_words(&text);
+                let (in_mandate, mut args) = trigram_match(MANDATE_TERMS, &words);
+                let (in_customer, customer_args) = trigram_match(CUSTOMER_TERMS, &words);
+                args.extend(customer_args);
+                // One set of matching mandates, each half read through its trigram index (an
+                // OR of the two would read every mandate).
+                q.and(
+                    &format!(
+                        "m.seq IN (SELECT x.seq FROM mandates x WHERE {in_mandate} \
+                         UNION SELECT x.seq FROM mandates x WHERE x.customer_seq IN \
+                         (SELECT c.seq FROM customers c WHERE {in_customer}))"
+                    ),
+                    args,
+                );
+            }
             // One or two characters: too short for a trigram; a mandateId that starts so.
-            None => q.and(
-                "(m.id = ? OR m.external_id LIKE ? ESCAPE '\\')",
+            (backend, None) => q.and(
+                &format!(
+                    "(m.id = ? OR m.external_id {} ? ESCAPE '\\')",
+                    case_insensitive_like(backend)
+                ),
                 [
-                    text.to_string().into(),
-                    format!("{}%", like_escape(text)).into(),
+                    text.clone().into(),
+                    format!("{}%", like_escape(&text)).into(),
                 ],
             ),
         }
@@ -704,62 +870,70 @@ fn mandate_conditions(q: &mut Query, filter: &MandateFilter) {
 /// and costs what it finds: at 200,000 mandates a mandateId, RUT or name found in a few dozen
 /// rows takes 1 to 3 ms (page and count), a word found in every mandate (a plan's name) about
 /// 0.4 s, since every match is collected before the page is cut.
-pub fn list_mandates(
-    conn: &Connection,
+pub fn list_mandates<'c>(
+    db: impl Into<Db<'c>>,
     filter: &MandateFilter,
-) -> rusqlite::Result<Vec<MandateLine>> {
+) -> db::Result<Vec<MandateLine>> {
     if filter.customer_seqs.as_ref().is_some_and(Vec::is_empty) {
         return Ok(Vec::new());
     }
-    let mut q = Query::new(MANDATE_LINE_SELECT);
+    let db = db.into();
+    let mut q = Query::new(db.backend(), mandate_line_select(db.backend()));
     mandate_conditions(&mut q, filter);
-    let key = filter.sort.column.expression();
-    q.after(key, "m.seq", filter.after.as_ref(), filter.sort.descending);
+    let key = filter.sort.column.expression(db.backend());
+    q.after(
+        (key, "?"),
+        "m.seq",
+        filter.after.as_ref(),
+        filter.sort.descending,
+    );
     q.order_and_limit(key, "m.seq", filter.sort.descending, filter.limit);
-    let mut stmt = conn.prepare_cached(&q.sql)?;
-    stmt.query_map(params_from_iter(q.args), mandate_line)?
-        .collect()
+    q.rows(db, mandate_line)
 }
 
 /// How many mandates the filter selects, every page together.
-pub fn count_mandates(conn: &Connection, filter: &MandateFilter) -> rusqlite::Result<i64> {
+pub fn count_mandates<'c>(db: impl Into<Db<'c>>, filter: &MandateFilter) -> db::Result<i64> {
     if filter.customer_seqs.as_ref().is_some_and(Vec::is_empty) {
         return Ok(0);
     }
-    let mut q = Query::new("SELECT count(*) FROM mandates m");
+    let db = db.into();
+    let mut q = Query::new(db.backend(), "SELECT count(*) FROM mandates m");
     mandate_conditions(&mut q, filter);
-    q.count(conn)
+    q.count(db)
 }
 
 /// Every mandate of a customer, newest first.
-pub fn mandates_of_customer(
-    conn: &Connection,
+pub fn mandates_of_customer<'c>(
+    db: impl Into<Db<'c>>,
     customer_seq: i64,
-) -> rusqlite::Result<Vec<MandateLine>> {
+) -> db::Result<Vec<MandateLine>> {
+    let db = db.into();
     let sql = format!(
-        "{MANDATE_LINE_SELECT} WHERE m.customer_seq = ?1 ORDER BY m.created_at DESC, m.seq DESC"
+        "{} WHERE m.customer_seq = ?1 ORDER BY m.created_at DESC, m.seq DESC",
+        mandate_line_select(db.backend())
     );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    stmt.query_map([customer_seq], mandate_line)?.collect()
+    db.query_map(&sql, &params![customer_seq], mandate_line)
 }
 
 /// `(seq, commerce id)` of a mandate of any commerce, by our id.
-pub fn mandate_owner(conn: &Connection, id: &str) -> rusqlite::Result<Option<(i64, i64)>> {
-    optional(
-        conn.prepare_cached("SELECT seq, commerce_id FROM mandates WHERE id = ?1")?
-            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?))),
+pub fn mandate_owner<'c>(db: impl Into<Db<'c>>, id: &str) -> db::Result<Option<(i64, i64)>> {
+    db.into().query_opt(
+        "SELECT seq, commerce_id FROM mandates WHERE id = ?1",
+        &params![id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
     )
 }
 
 /// `(seq, created_at)` of each installment of a mandate: where its history starts.
-pub fn installment_creation(
-    conn: &Connection,
+pub fn installment_creation<'c>(
+    db: impl Into<Db<'c>>,
     mandate_seq: i64,
-) -> rusqlite::Result<Vec<(i64, String)>> {
-    let mut stmt =
-        conn.prepare_cached("SELECT seq, created_at FROM installments WHERE mandate_seq = ?1")?;
-    stmt.query_map([mandate_seq], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect()
+) -> db::Result<Vec<(i64, String)>> {
+    db.into().query_map(
+        "SELECT seq, created_at FROM installments WHERE mandate_seq = ?1",
+        &params![mandate_seq],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
 }
 
 /// One charge attempt of an installment, for its history.
@@ -777,31 +951,31 @@ pub struct AttemptLine {
     pub finished_at: Option<String>,
 }
 
-pub fn attempts_of_mandate(
-    conn: &Connection,
+pub fn attempts_of_mandate<'c>(
+    db: impl Into<Db<'c>>,
     mandate_seq: i64,
-) -> rusqlite::Result<Vec<AttemptLine>> {
-    let mut stmt = conn.prepare_cached(
+) -> db::Result<Vec<AttemptLine>> {
+    db.into().query_map(
         "SELECT a.installment_seq, a.attempt_no, a.business_date, a.state, a.amount, a.currency,
                 a.authorization_code, a.rejection_code, a.created_at, a.finished_at
          FROM charge_attempts a JOIN installments i ON i.seq = a.installment_seq
          WHERE i.mandate_seq = ?1 ORDER BY a.seq",
-    )?;
-    stmt.query_map([mandate_seq], |r| {
-        Ok(AttemptLine {
-            installment_seq: r.get(0)?,
-            attempt_no: r.get(1)?,
-            business_date: r.get(2)?,
-            state: r.get(3)?,
-            amount: r.get(4)?,
-            currency: r.get(5)?,
-            authorization_code: r.get(6)?,
-            rejection_code: r.get(7)?,
-            created_at: r.get(8)?,
-            finished_at: r.get(9)?,
-        })
-    })?
-    .collect()
+        &params![mandate_seq],
+        |r| {
+            Ok(AttemptLine {
+                installment_seq: r.get(0)?,
+                attempt_no: r.get(1)?,
+                business_date: r.get(2)?,
+                state: r.get(3)?,
+                amount: r.get(4)?,
+                currency: r.get(5)?,
+                authorization_code: r.get(6)?,
+                rejection_code: r.get(7)?,
+                created_at: r.get(8)?,
+                finished_at: r.get(9)?,
+            })
+        },
+    )
 }
 
 // Settings.
@@ -820,37 +994,37 @@ pub struct CommerceLine {
     pub activation_mode: String,
 }
 
-pub fn commerces(conn: &Connection) -> rusqlite::Result<Vec<CommerceLine>> {
-    let mut stmt = conn.prepare_cached(
+pub fn commerces<'c>(db: impl Into<Db<'c>>) -> db::Result<Vec<CommerceLine>> {
+    db.into().query_map(
         "SELECT code, name, channels, payment_methods, authorization_required, retry_policy,
                 previous_secret_expires_at, created_at, activation_mode
          FROM commerces ORDER BY id",
-    )?;
-    stmt.query_map([], |r| {
-        Ok(CommerceLine {
-            code: r.get(0)?,
-            name: r.get(1)?,
-            channels: r.get(2)?,
-            payment_methods: r.get(3)?,
-            authorization_required: r.get(4)?,
-            retry_policy: r.get(5)?,
-            previous_secret_expires_at: r.get(6)?,
-            created_at: r.get(7)?,
-            activation_mode: r.get(8)?,
-        })
-    })?
-    .collect()
+        &params![],
+        |r| {
+            Ok(CommerceLine {
+                code: r.get(0)?,
+                name: r.get(1)?,
+                channels: r.get(2)?,
+                payment_methods: r.get(3)?,
+                authorization_required: r.get(4)?,
+                retry_policy: r.get(5)?,
+                previous_secret_expires_at: r.get(6)?,
+                created_at: r.get(7)?,
+                activation_mode: r.get(8)?,
+            })
+        },
+    )
 }
 
 /// Sets (or with `None` clears) a commerce's retry policy JSON; `false` for an unknown code.
-pub fn set_retry_policy(
-    conn: &Connection,
+pub fn set_retry_policy<'c>(
+    db: impl Into<Db<'c>>,
     code: &str,
     policy: Option<&str>,
-) -> rusqlite::Result<bool> {
-    Ok(conn.execute(
+) -> db::Result<bool> {
+    Ok(db.into().execute(
         "UPDATE commerces SET retry_policy = ?2 WHERE code = ?1",
-        params![code, policy],
+        &params![code, policy],
     )? > 0)
 }
 
@@ -865,15 +1039,26 @@ pub struct ApiKeyLine {
     pub revoked_at: Option<String>,
 }
 
-pub fn api_keys(conn: &Connection) -> rusqlite::Result<Vec<ApiKeyLine>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT k.prefix, k.all_commerces, k.created_at, k.revoked_at,
+pub fn api_keys<'c>(db: impl Into<Db<'c>>) -> db::Result<Vec<ApiKeyLine>> {
+    let db = db.into();
+    // The commerces a key is limited to, as one comma-separated text.
+    let sql = match db.backend() {
+        Backend::Sqlite => {
+            "SELECT k.prefix, k.all_commerces, k.created_at, k.revoked_at,
                 (SELECT group_concat(c.code, ',') FROM api_key_commerces x
                   JOIN commerces c ON c.id = x.commerce_id WHERE x.api_key_id = k.id),
                 k.name, k.last_used_at
-         FROM api_keys k ORDER BY k.id DESC",
-    )?;
-    stmt.query_map([], |r| {
+         FROM api_keys k ORDER BY k.id DESC"
+        }
+        Backend::Postgres => {
+            "SELECT k.prefix, k.all_commerces, k.created_at, k.revoked_at,
+                (SELECT string_agg(c.code, ',') FROM api_key_commerces x
+                  JOIN commerces c ON c.id = x.commerce_id WHERE x.api_key_id = k.id),
+                k.name, k.last_used_at
+         FROM api_keys k ORDER BY k.id DESC"
+        }
+    };
+    db.query_map(sql, &params![], |r| {
         let codes: Option<String> = r.get(4)?;
         Ok(ApiKeyLine {
             prefix: r.get(0)?,
@@ -886,8 +1071,7 @@ pub fn api_keys(conn: &Connection) -> rusqlite::Result<Vec<ApiKeyLine>> {
                 .map(|c| c.split(',').map(str::to_string).collect())
                 .unwrap_or_default(),
         })
-    })?
-    .collect()
+    })
 }
 
 #[derive(Debug, Clone)]
@@ -897,24 +1081,25 @@ pub struct RootLine {
     pub added_at: String,
 }
 
-pub fn trusted_roots(conn: &Connection) -> rusqlite::Result<Vec<RootLine>> {
-    let mut stmt = conn
-        .prepare_cached("SELECT fingerprint, subject, added_at FROM trusted_roots ORDER BY seq")?;
-    stmt.query_map([], |r| {
-        Ok(RootLine {
-            fingerprint: r.get(0)?,
-            subject: r.get(1)?,
-            added_at: r.get(2)?,
-        })
-    })?
-    .collect()
+pub fn trusted_roots<'c>(db: impl Into<Db<'c>>) -> db::Result<Vec<RootLine>> {
+    db.into().query_map(
+        "SELECT fingerprint, subject, added_at FROM trusted_roots ORDER BY seq",
+        &params![],
+        |r| {
+            Ok(RootLine {
+                fingerprint: r.get(0)?,
+                subject: r.get(1)?,
+                added_at: r.get(2)?,
+            })
+        },
+    )
 }
 
 /// Stops trusting a root; `false` when it was not trusted.
-pub fn remove_trusted_root(conn: &Connection, fingerprint: &str) -> rusqlite::Result<bool> {
-    Ok(conn.execute(
+pub fn remove_trusted_root<'c>(db: impl Into<Db<'c>>, fingerprint: &str) -> db::Result<bool> {
+    Ok(db.into().execute(
         "DELETE FROM trusted_roots WHERE fingerprint = ?1",
-        [fingerprint],
+        &params![fingerprint],
     )? > 0)
 }
 
@@ -928,62 +1113,57 @@ pub struct StaffLine {
     pub password_change_required: bool,
 }
 
-pub fn staff_members(conn: &Connection) -> rusqlite::Result<Vec<StaffLine>> {
-    let mut stmt =
-        conn.prepare_cached("SELECT email, role, created_at, disabled_at, password_change_required FROM staff ORDER BY id")?;
-    stmt.query_map([], |r| {
-        Ok(StaffLine {
-            email: r.get(0)?,
-            role: r.get(1)?,
-            created_at: r.get(2)?,
-            disabled_at: r.get(3)?,
-            password_change_required: r.get(4)?,
-        })
-    })?
-    .collect()
+pub fn staff_members<'c>(db: impl Into<Db<'c>>) -> db::Result<Vec<StaffLine>> {
+    db.into().query_map(
+        "SELECT email, role, created_at, disabled_at, password_change_required FROM staff ORDER BY id",
+        &params![],
+        staff_line,
+    )
 }
 
-pub fn staff_member(conn: &Connection, email: &str) -> rusqlite::Result<Option<StaffLine>> {
-    optional(
-        conn.prepare_cached(
-            "SELECT email, role, created_at, disabled_at, password_change_required FROM staff WHERE email = ?1",
-        )?
-        .query_row([email], |r| {
-            Ok(StaffLine {
-                email: r.get(0)?,
-                role: r.get(1)?,
-                created_at: r.get(2)?,
-                disabled_at: r.get(3)?,
-                password_change_required: r.get(4)?,
-            })
-        }),
+fn staff_line(r: &Row<'_>) -> db::Result<StaffLine> {
+    Ok(StaffLine {
+        email: r.get(0)?,
+        role: r.get(1)?,
+        created_at: r.get(2)?,
+        disabled_at: r.get(3)?,
+        password_change_required: r.get(4)?,
+    })
+}
+
+pub fn staff_member<'c>(db: impl Into<Db<'c>>, email: &str) -> db::Result<Option<StaffLine>> {
+    db.into().query_opt(
+        "SELECT email, role, created_at, disabled_at, password_change_required FROM staff WHERE email = ?1",
+        &params![email],
+        staff_line,
     )
 }
 
 /// Admin accounts that can still sign in.
-pub fn active_admins(conn: &Connection) -> rusqlite::Result<i64> {
-    conn.query_row(
+pub fn active_admins<'c>(db: impl Into<Db<'c>>) -> db::Result<i64> {
+    db.into().query_row(
         "SELECT count(*) FROM staff WHERE role = 'admin' AND disabled_at IS NULL",
-        [],
+        &params![],
         |r| r.get(0),
     )
 }
 
 /// Changes a staff member's role and whether it is disabled; disabling ends its sessions.
-pub fn update_staff(
-    conn: &Connection,
+pub fn update_staff<'c>(
+    db: impl Into<Db<'c>>,
     email: &str,
     role: &str,
     disabled_at: Option<&str>,
-) -> rusqlite::Result<bool> {
-    let changed = conn.execute(
+) -> db::Result<bool> {
+    let db = db.into();
+    let changed = db.execute(
         "UPDATE staff SET role = ?2, disabled_at = ?3 WHERE email = ?1",
-        params![email, role, disabled_at],
+        &params![email, role, disabled_at],
     )?;
     if disabled_at.is_some() {
-        conn.execute(
+        db.execute(
             "DELETE FROM staff_sessions WHERE staff_id = (SELECT id FROM staff WHERE email = ?1)",
-            [email],
+            &params![email],
         )?;
     }
     Ok(changed > 0)
@@ -1013,17 +1193,28 @@ pub struct StaffAuditLine {
     pub detail: Option<String>,
 }
 
-pub fn staff_audit(
-    conn: &Connection,
+pub fn staff_audit<'c>(
+    db: impl Into<Db<'c>>,
     filter: &StaffAuditFilter,
-) -> rusqlite::Result<Vec<StaffAuditLine>> {
-    let mut q = Query::new("SELECT seq, at, staff_email, action, target, detail FROM staff_audit");
+) -> db::Result<Vec<StaffAuditLine>> {
+    let db = db.into();
+    let mut q = Query::new(
+        db.backend(),
+        "SELECT seq, at, staff_email, action, target, detail FROM staff_audit",
+    );
     if let Some(v) = &filter.email {
-        q.and("staff_email = ? COLLATE NOCASE", [v.clone().into()]);
+        let same_email = match db.backend() {
+            Backend::Sqlite => "staff_email = ? COLLATE NOCASE",
+            Backend::Postgres => "lower(staff_email) = lower(CAST(? AS TEXT))",
+        };
+        q.and(same_email, [v.clone().into()]);
     }
     if let Some(v) = &filter.action {
         q.and(
-            "(action = ? OR action LIKE ? ESCAPE '\\')",
+            &format!(
+                "(action = ? OR action {} ? ESCAPE '\\')",
+                case_insensitive_like(db.backend())
+            ),
             [v.clone().into(), format!("{}%", like_escape(v)).into()],
         );
     }
@@ -1041,8 +1232,7 @@ pub fn staff_audit(
     }
     q.sql.push_str(" ORDER BY seq DESC LIMIT ?");
     q.args.push(filter.limit.into());
-    let mut stmt = conn.prepare_cached(&q.sql)?;
-    stmt.query_map(params_from_iter(q.args), |r| {
+    q.rows(db, |r| {
         Ok(StaffAuditLine {
             seq: r.get(0)?,
             at: r.get(1)?,
@@ -1051,8 +1241,7 @@ pub fn staff_audit(
             target: r.get(4)?,
             detail: r.get(5)?,
         })
-    })?
-    .collect()
+    })
 }
 
 #[derive(Debug, Default)]
@@ -1085,11 +1274,13 @@ pub struct RequestAuditLine {
     pub peer: Option<String>,
 }
 
-pub fn request_audit(
-    conn: &Connection,
+pub fn request_audit<'c>(
+    db: impl Into<Db<'c>>,
     filter: &RequestAuditFilter,
-) -> rusqlite::Result<Vec<RequestAuditLine>> {
+) -> db::Result<Vec<RequestAuditLine>> {
+    let db = db.into();
     let mut q = Query::new(
+        db.backend(),
         "SELECT seq, at, method, path, status, duration_ms, commerce, correlation_id, api_key_prefix,
                 headers, peer FROM audit_log",
     );
@@ -1101,7 +1292,7 @@ pub fn request_audit(
     }
     if let Some(v) = &filter.path {
         q.and(
-            "path LIKE ? ESCAPE '\\'",
+            &format!("path {} ? ESCAPE '\\'", case_insensitive_like(db.backend())),
             [format!("%{}%", like_escape(v)).into()],
         );
     }
@@ -1111,12 +1302,18 @@ pub fn request_audit(
     if let Some(v) = &filter.correlation_id {
         // The index is by day first (`0021_day_local_request_keys.sql`): one seek per day the
         // log holds.
+        let next_day = match db.backend() {
+            Backend::Sqlite => "date(day, '+1 day')",
+            Backend::Postgres => "to_char(CAST(day AS DATE) + 1, 'YYYY-MM-DD')",
+        };
         q.and(
-            "substr(at, 1, 10) IN (WITH RECURSIVE days(day) AS (
+            &format!(
+                "substr(at, 1, 10) IN (WITH RECURSIVE days(day) AS (
                  SELECT substr((SELECT min(at) FROM audit_log), 1, 10)
-                 UNION ALL SELECT date(day, '+1 day') FROM days
+                 UNION ALL SELECT {next_day} FROM days
                  WHERE day < substr((SELECT max(at) FROM audit_log), 1, 10))
-               SELECT day FROM days) AND correlation_id = ?",
+               SELECT day FROM days) AND correlation_id = ?"
+            ),
             [v.clone().into()],
         );
     }
@@ -1131,8 +1328,7 @@ pub fn request_audit(
     }
     q.sql.push_str(" ORDER BY seq DESC LIMIT ?");
     q.args.push(filter.limit.into());
-    let mut stmt = conn.prepare_cached(&q.sql)?;
-    stmt.query_map(params_from_iter(q.args), |r| {
+    q.rows(db, |r| {
         Ok(RequestAuditLine {
             seq: r.get(0)?,
             at: r.get(1)?,
@@ -1146,13 +1342,13 @@ pub fn request_audit(
             headers: r.get(9)?,
             peer: r.get(10)?,
         })
-    })?
-    .collect()
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::pg_test::on_both;
 
     #[test]
     fn rut_prefixes_are_normalized_like_stored_ruts() {
@@ -1180,10 +1376,8 @@ mod tests {
         assert_eq!(Keyset::decode("x.2026-11-22T08:00:00.123Z"), None);
     }
 
-    fn seeded() -> Connection {
-        let mut conn = Connection::open_in_memory().unwrap();
-        super::super::migrations::run(&mut conn).unwrap();
-        conn.execute_batch(
+    fn seed(db: Db<'_>) {
+        db.execute_batch(
             "INSERT INTO commerces (id, code, name, password_hash, payment_methods, webhook_secret, created_at)
                VALUES (1, 'C1', 'Uno', 'x', '[3]', 's', '2026-01-01T00:00:00.000Z');
              INSERT INTO customers (seq, id, commerce_id, user_id, rut, first_name, last_name, email, created_at, updated_at)
@@ -1192,127 +1386,149 @@ mod tests {
                       (3, 'usr_3', 1, 'cust-010', '11111111-1', 'José', 'Muñoz', 'jose@example.cl', '2026-01-03T00:00:00.000Z', '2026-01-03T00:00:00.000Z');",
         )
         .unwrap();
-        for n in 1..=30 {
-            conn.execute(
+        for n in 1..=30_i64 {
+            db.execute(
                 "INSERT INTO mandates (seq, id, commerce_id, customer_seq, external_id, type, state, name,
                         terminate_when_charged, charges, payment_methods, magic_link_token,
                         magic_link_expires_at, created_at, updated_at)
-                 VALUES (?1, 'man_' || ?1, 1, ?2, 'M-' || ?1, ?3, ?4, 'Plan', 0, '{}', '[3]', 'tok' || ?1,
-                         '2027-01-01T00:00:00.000Z', ?5, ?5)",
-                params![
+                 VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, 'Plan', 0, '{}', '[3]', ?7,
+                         '2027-01-01T00:00:00.000Z', ?8, ?8)",
+                &params![
                     n,
+                    &format!("man_{n}"),
                     1 + n % 2,
+                    &format!("M-{n}"),
                     1 + n % 4,
                     1 + n % 3,
-                    format!("2026-02-{:02}T00:00:00.000Z", n)
+                    &format!("tok{n}"),
+                    &format!("2026-02-{:02}T00:00:00.000Z", n)
                 ],
             )
             .unwrap();
         }
+    }
+
+    /// Runs `check` on both backends, each seeded with the same rows.
+    fn on_both_seeded(check: impl Fn(Db<'_>)) {
+        on_both(|db| {
+            seed(db);
+            check(db);
+        });
+    }
+
+    /// A seeded SQLite database, for what only SQLite has (its query plans).
+    fn sqlite_seeded() -> rusqlite::Connection {
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        super::super::migrations::run(&mut conn).unwrap();
+        seed(Db::Sqlite(&conn));
         conn
     }
 
     #[test]
     fn mandate_pages_cover_every_row_once_newest_first() {
-        let conn = seeded();
-        let mut seen = Vec::new();
-        let mut before = None;
-        loop {
-            let page = list_mandates(
-                &conn,
-                &MandateFilter {
-                    states: vec![1, 2],
-                    after: before.clone(),
-                    limit: 7,
-                    ..Default::default()
-                },
-            )
-            .unwrap();
-            if page.is_empty() {
-                break;
+        on_both_seeded(|conn| {
+            let mut seen = Vec::new();
+            let mut before = None;
+            loop {
+                let page = list_mandates(
+                    conn,
+                    &MandateFilter {
+                        states: vec![1, 2],
+                        after: before.clone(),
+                        limit: 7,
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
+                if page.is_empty() {
+                    break;
+                }
+                before = page.last().map(|m| Keyset {
+                    key: m.created_at.clone(),
+                    seq: m.seq,
+                });
+                seen.extend(page.into_iter().map(|m| m.seq));
             }
-            before = page.last().map(|m| Keyset {
-                key: m.created_at.clone(),
-                seq: m.seq,
-            });
-            seen.extend(page.into_iter().map(|m| m.seq));
-        }
-        let expected: Vec<i64> = (1..=30).rev().filter(|n| n % 3 < 2).collect();
-        assert_eq!(seen, expected);
+            let expected: Vec<i64> = (1..=30).rev().filter(|n| n % 3 < 2).collect();
+            assert_eq!(seen, expected);
+        });
     }
 
     #[test]
     fn customers_are_found_by_name_rut_and_user_id() {
-        let conn = seeded();
-        let find = |text: &str| -> Vec<String> {
-            search_customers(
-                &conn,
-                &CustomerFilter {
-                    text: Some(text.into()),
-                    limit: 10,
-                    ..Default::default()
-                },
-            )
-            .unwrap()
-            .into_iter()
-            .map(|c| c.customer.user_id)
-            .collect()
-        };
-        assert_eq!(find("pérez"), vec!["cust-1"]);
-        assert_eq!(find("PEREZ"), vec!["cust-1"]);
-        assert_eq!(find("munoz"), vec!["cust-010"]);
-        assert_eq!(find("muñoz jose"), vec!["cust-010"]);
-        assert_eq!(find("12.345.678-5"), vec!["cust-1"]);
-        assert_eq!(find("123456785"), vec!["cust-1"]);
-        assert_eq!(find("12.345"), vec!["cust-1"]);
-        assert_eq!(find("1234"), vec!["cust-1"]);
-        assert_eq!(find("cust-2"), vec!["cust-2"]);
-        assert_eq!(find("cust-01"), vec!["cust-010"]);
-        assert_eq!(find("usr_2"), vec!["cust-2"]);
-        assert_eq!(find("So"), vec!["cust-2"]);
-        assert!(find("nadie").is_empty());
-        assert!(find("\"").is_empty());
-        assert_eq!(find("pérez\u{0}cust-1"), vec!["cust-1"]);
+        on_both_seeded(|conn| {
+            let find = |text: &str| -> Vec<String> {
+                search_customers(
+                    conn,
+                    &CustomerFilter {
+                        text: Some(text.into()),
+                        limit: 10,
+                        ..Default::default()
+                    },
+                )
+                .unwrap()
+                .into_iter()
+                .map(|c| c.customer.user_id)
+                .collect()
+            };
+            assert_eq!(find("pérez"), vec!["cust-1"]);
+            assert_eq!(find("PEREZ"), vec!["cust-1"]);
+            assert_eq!(find("munoz"), vec!["cust-010"]);
+            assert_eq!(find("muñoz jose"), vec!["cust-010"]);
+            assert_eq!(find("12.345.678-5"), vec!["cust-1"]);
+            assert_eq!(find("123456785"), vec!["cust-1"]);
+            assert_eq!(find("12.345"), vec!["cust-1"]);
+            assert_eq!(find("1234"), vec!["cust-1"]);
+            assert_eq!(find("cust-2"), vec!["cust-2"]);
+            assert_eq!(find("cust-01"), vec!["cust-010"]);
+            assert_eq!(find("usr_2"), vec!["cust-2"]);
+            assert_eq!(find("So"), vec!["cust-2"]);
+            assert!(find("nadie").is_empty());
+            assert!(find("\"").is_empty());
+            assert_eq!(find("pérez\u{0}cust-1"), vec!["cust-1"]);
+        });
     }
 
     #[test]
     fn request_audit_finds_a_correlation_id_on_every_day_through_its_index() {
-        let conn = seeded();
-        for (at, id) in [
-            ("2026-03-01T23:59:59.999Z", "c-1"),
-            ("2026-03-02T00:00:00.000Z", "c-2"),
-            ("2026-03-05T10:00:00.000Z", "c-1"),
-            ("2026-03-09T08:00:00.000Z", "c-1"),
-        ] {
-            conn.execute(
-                "INSERT INTO audit_log (at, method, path, status, duration_ms, correlation_id, headers)
-                 VALUES (?1, 'GET', '/api/v1/mandate/id/x', 200, 1.0, ?2, '{}')",
-                [at, id],
-            )
-            .unwrap();
-        }
-        let filter = |id: &str| RequestAuditFilter {
-            correlation_id: Some(id.into()),
-            limit: 10,
-            ..Default::default()
-        };
-        let found = |id: &str| -> Vec<String> {
-            request_audit(&conn, &filter(id))
-                .unwrap()
-                .into_iter()
-                .map(|l| l.at)
-                .collect()
-        };
-        assert_eq!(
-            found("c-1"),
-            [
-                "2026-03-09T08:00:00.000Z",
-                "2026-03-05T10:00:00.000Z",
-                "2026-03-01T23:59:59.999Z"
-            ]
-        );
-        assert_eq!(found("c-2"), ["2026-03-02T00:00:00.000Z"]);
-        assert!(found("c-3").is_empty());
+        on_both_seeded(|conn| {
+            for (at, id) in [
+                ("2026-03-01T23:59:59.999Z", "c-1"),
+                ("2026-03-02T00:00:00.000Z", "c-2"),
+                ("2026-03-05T10:00:00.000Z", "c-1"),
+                ("2026-03-09T08:00:00.000Z", "c-1"),
+            ] {
+                conn.execute(
+                    "INSERT INTO audit_log (at, method, path, status, duration_ms, correlation_id, headers)
+                     VALUES (?1, 'GET', '/api/v1/mandate/id/x', 200, 1.0, ?2, '{}')",
+                    &params![at, id],
+                )
+                .unwrap();
+            }
+            let filter = |id: &str| RequestAuditFilter {
+                correlation_id: Some(id.into()),
+                limit: 10,
+                ..Default::default()
+            };
+            let found = |id: &str| -> Vec<String> {
+                request_audit(conn, &filter(id))
+                    .unwrap()
+                    .into_iter()
+                    .map(|l| l.at)
+                    .collect()
+            };
+            assert_eq!(
+                found("c-1"),
+                [
+                    "2026-03-09T08:00:00.000Z",
+                    "2026-03-05T10:00:00.000Z",
+                    "2026-03-01T23:59:59.999Z"
+                ]
+            );
+            assert_eq!(found("c-2"), ["2026-03-02T00:00:00.000Z"]);
+            assert!(found("c-3").is_empty());
+        });
+        let conn = sqlite_seeded();
         let plan: Vec<String> = conn
             .prepare(
                 "EXPLAIN QUERY PLAN SELECT seq FROM audit_log WHERE substr(at, 1, 10) IN
@@ -1332,131 +1548,138 @@ mod tests {
 
     #[test]
     fn search_text_never_reaches_fts5_as_syntax() {
-        let conn = seeded();
-        for text in [
-            "\"",
-            "\"\"\"",
-            "***",
-            "AND",
-            "OR x",
-            "NEAR(a b)",
-            "col:val",
-            "^abc",
-            "-abc",
-            "a\"b c",
-            "(((",
-            "ñ̃ñ",
-            "usr_2 OR 1=1",
-            "\u{1b}\u{7bd69}\u{98}\u{0}\u{8a55b}",
-            "abc\u{0}def",
-            "\u{0}\u{0}\u{0}",
-        ] {
-            let filter = CustomerFilter {
-                text: Some(text.into()),
-                limit: 5,
-                ..Default::default()
-            };
-            search_customers(&conn, &filter).unwrap_or_else(|e| panic!("{text}: {e}"));
-            let filter = MandateFilter {
-                text: Some(text.into()),
-                limit: 5,
-                ..Default::default()
-            };
-            list_mandates(&conn, &filter).unwrap_or_else(|e| panic!("{text}: {e}"));
-        }
+        on_both_seeded(|conn| {
+            for text in [
+                "\"",
+                "\"\"\"",
+                "***",
+                "AND",
+                "OR x",
+                "NEAR(a b)",
+                "col:val",
+                "^abc",
+                "-abc",
+                "a\"b c",
+                "(((",
+                "ñ̃ñ",
+                "usr_2 OR 1=1",
+                "\u{1b}\u{7bd69}\u{98}\u{0}\u{8a55b}",
+                "abc\u{0}def",
+                "\u{0}\u{0}\u{0}",
+            ] {
+                let filter = CustomerFilter {
+                    text: Some(text.into()),
+                    limit: 5,
+                    ..Default::default()
+                };
+                search_customers(conn, &filter).unwrap_or_else(|e| panic!("{text}: {e}"));
+                let filter = MandateFilter {
+                    text: Some(text.into()),
+                    limit: 5,
+                    ..Default::default()
+                };
+                list_mandates(conn, &filter).unwrap_or_else(|e| panic!("{text}: {e}"));
+            }
+        });
     }
 
     #[test]
     fn search_follows_updates_and_deletes() {
-        let conn = seeded();
-        let count = |text: &str| {
-            count_customers(
-                &conn,
-                &CustomerFilter {
-                    text: Some(text.into()),
-                    ..Default::default()
-                },
+        on_both_seeded(|conn| {
+            let count = |text: &str| {
+                count_customers(
+                    conn,
+                    &CustomerFilter {
+                        text: Some(text.into()),
+                        ..Default::default()
+                    },
+                )
+                .unwrap()
+            };
+            conn.execute(
+                "UPDATE customers SET last_name = 'Núñez' WHERE seq = 1",
+                &params![],
             )
-            .unwrap()
-        };
-        conn.execute("UPDATE customers SET last_name = 'Núñez' WHERE seq = 1", [])
             .unwrap();
-        assert_eq!((count("perez"), count("nunez")), (0, 1));
-        conn.execute("DELETE FROM customers WHERE seq = 3", [])
-            .unwrap();
-        assert_eq!(count("munoz"), 0);
+            assert_eq!((count("perez"), count("nunez")), (0, 1));
+            conn.execute("DELETE FROM customers WHERE seq = 3", &params![])
+                .unwrap();
+            assert_eq!(count("munoz"), 0);
+        });
     }
 
     #[test]
     fn mandates_are_found_by_part_of_their_id_or_their_customer() {
-        let conn = seeded();
-        let find = |text: &str| -> Vec<i64> {
-            list_mandates(
-                &conn,
-                &MandateFilter {
-                    text: Some(text.into()),
-                    limit: 50,
-                    ..Default::default()
-                },
-            )
-            .unwrap()
-            .into_iter()
-            .map(|m| m.seq)
-            .collect()
-        };
-        assert_eq!(find("M-25"), vec![25]);
-        assert_eq!(find("m-2"), (20..=29).rev().chain([2]).collect::<Vec<_>>());
-        assert_eq!(find("man_7"), vec![7]);
-        // Customer 2 (Luis Soto) holds the odd mandates.
-        assert_eq!(find("soto").len(), 15);
-        assert_eq!(find("M-"), (1..=30).rev().collect::<Vec<_>>());
+        on_both_seeded(|conn| {
+            let find = |text: &str| -> Vec<i64> {
+                list_mandates(
+                    conn,
+                    &MandateFilter {
+                        text: Some(text.into()),
+                        limit: 50,
+                        ..Default::default()
+                    },
+                )
+                .unwrap()
+                .into_iter()
+                .map(|m| m.seq)
+                .collect()
+            };
+            assert_eq!(find("M-25"), vec![25]);
+            assert_eq!(find("m-2"), (20..=29).rev().chain([2]).collect::<Vec<_>>());
+            assert_eq!(find("man_7"), vec![7]);
+            // Customer 2 (Luis Soto) holds the odd mandates.
+            assert_eq!(find("soto").len(), 15);
+            assert_eq!(find("M-"), (1..=30).rev().collect::<Vec<_>>());
+        });
     }
 
     #[test]
     fn sorted_pages_cover_every_row_once_in_order() {
-        let conn = seeded();
-        for descending in [false, true] {
-            let mut seen = Vec::new();
-            let mut after = None;
-            loop {
-                let sort = Sort {
-                    column: MandateColumn::MandateId,
-                    descending,
-                };
-                let page = list_mandates(
-                    &conn,
-                    &MandateFilter {
-                        sort,
-                        after: after.clone(),
-                        limit: 4,
-                        ..Default::default()
-                    },
-                )
-                .unwrap();
-                let Some(last) = page.last() else { break };
-                after = Some(Keyset {
-                    key: sort.column.key_of(last),
-                    seq: last.seq,
-                });
-                seen.extend(page.into_iter().map(|m| m.external_id));
+        on_both_seeded(|conn| {
+            for descending in [false, true] {
+                let mut seen = Vec::new();
+                let mut after = None;
+                loop {
+                    let sort = Sort {
+                        column: MandateColumn::MandateId,
+                        descending,
+                    };
+                    let page = list_mandates(
+                        conn,
+                        &MandateFilter {
+                            sort,
+                            after: after.clone(),
+                            limit: 4,
+                            ..Default::default()
+                        },
+                    )
+                    .unwrap();
+                    let Some(last) = page.last() else { break };
+                    after = Some(Keyset {
+                        key: sort.column.key_of(last),
+                        seq: last.seq,
+                    });
+                    seen.extend(page.into_iter().map(|m| m.external_id));
+                }
+                let mut expected: Vec<String> = (1..=30).map(|n| format!("M-{n}")).collect();
+                expected.sort();
+                if descending {
+                    expected.reverse();
+                }
+                assert_eq!(seen, expected);
             }
-            let mut expected: Vec<String> = (1..=30).map(|n| format!("M-{n}")).collect();
-            expected.sort();
-            if descending {
-                expected.reverse();
-            }
-            assert_eq!(seen, expected);
-        }
-        let filter = MandateFilter {
-            states: vec![2],
-            ..Default::default()
-        };
-        assert_eq!(count_mandates(&conn, &filter).unwrap(), 10);
+            let filter = MandateFilter {
+                states: vec![2],
+                ..Default::default()
+            };
+            assert_eq!(count_mandates(conn, &filter).unwrap(), 10);
+        });
     }
 
     #[test]
     fn filters_use_the_staff_indexes() {
-        let conn = seeded();
+        let conn = sqlite_seeded();
         let plan = |sql: &str| -> String {
             let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
             stmt.query_map([], |r| r.get::<_, String>(3))
@@ -1491,5 +1714,219 @@ mod tests {
             plan("SELECT seq FROM customers c ORDER BY c.last_name COLLATE NOCASE, c.seq LIMIT 51");
         assert!(p.contains("customers_by_last_name"), "{p}");
         assert!(!p.contains("TEMP B-TREE"), "{p}");
+    }
+
+    #[test]
+    fn customers_sorted_by_last_name_page_alike_on_both_backends() {
+        on_both_seeded(|db| {
+            db.execute_batch(
+                "INSERT INTO customers (seq, id, commerce_id, user_id, rut, first_name, last_name, email, created_at, updated_at)
+                   VALUES (4, 'usr_4', 1, 'cust-4', '22222222-2', 'Eva', 'soto', 'eva@example.cl', '2026-01-04T00:00:00.000Z', '2026-01-04T00:00:00.000Z'),
+                          (5, 'usr_5', 1, 'cust-5', '33333333-3', 'Iván', 'Álvarez', 'ivan@example.cl', '2026-01-05T00:00:00.000Z', '2026-01-05T00:00:00.000Z'),
+                          (6, 'usr_6', 1, 'cust-6', '44444444-4', 'Olga', 'de la Fuente', 'olga@example.cl', '2026-01-06T00:00:00.000Z', '2026-01-06T00:00:00.000Z'),
+                          (7, 'usr_7', 1, 'cust-7', '55555555-5', 'Ugo', 'Zapata', 'ugo@example.cl', '2026-01-07T00:00:00.000Z', '2026-01-07T00:00:00.000Z');",
+            )
+            .unwrap();
+            for descending in [false, true] {
+                let sort = Sort {
+                    column: CustomerColumn::LastName,
+                    descending,
+                };
+                let mut seen = Vec::new();
+                let mut after = None;
+                loop {
+                    let filter = CustomerFilter {
+                        sort,
+                        after: after.clone(),
+                        limit: 2,
+                        ..Default::default()
+                    };
+                    let page = search_customers(db, &filter).unwrap();
+                    let Some(last) = page.last() else { break };
+                    after = Some(Keyset {
+                        key: sort.column.key_of(&last.customer),
+                        seq: last.customer.seq,
+                    });
+                    seen.extend(page.into_iter().map(|c| c.customer.seq));
+                }
+                // ASCII letters fold, other characters compare as bytes (after every ASCII
+                // letter), and equal names keep their creation order.
+                let mut expected = vec![6, 3, 1, 2, 4, 7, 5];
+                if descending {
+                    expected.reverse();
+                }
+                assert_eq!(seen, expected, "descending: {descending}");
+            }
+        });
+    }
+
+    #[test]
+    fn staff_audit_filters_by_email_in_any_case_and_by_action_family() {
+        on_both_seeded(|db| {
+            for (email, action) in [
+                ("Ana@Example.cl", "mandate.cancel"),
+                ("eva@example.cl", "mandate.retry"),
+                ("ana@example.cl", "settings.retention"),
+            ] {
+                crate::store::staff_audit::append(
+                    db,
+                    "2026-11-25T10:00:00.000Z",
+                    email,
+                    action,
+                    None,
+                    None,
+                )
+                .unwrap();
+            }
+            let actions = |filter: StaffAuditFilter| -> Vec<String> {
+                staff_audit(
+                    db,
+                    &StaffAuditFilter {
+                        limit: 10,
+                        ..filter
+                    },
+                )
+                .unwrap()
+                .into_iter()
+                .map(|l| l.action)
+                .collect()
+            };
+            let by_email = StaffAuditFilter {
+                email: Some("ANA@example.CL".into()),
+                ..Default::default()
+            };
+            assert_eq!(actions(by_email), ["settings.retention", "mandate.cancel"]);
+            let family = StaffAuditFilter {
+                action: Some("mandate.".into()),
+                ..Default::default()
+            };
+            assert_eq!(actions(family), ["mandate.retry", "mandate.cancel"]);
+            let literal = StaffAuditFilter {
+                action: Some("mandate%".into()),
+                ..Default::default()
+            };
+            assert!(actions(literal).is_empty());
+        });
+    }
+
+    #[test]
+    fn settings_lists_read_alike_on_both_backends() {
+        on_both_seeded(|db| {
+            db.execute_batch(
+                "INSERT INTO commerces (id, code, name, password_hash, payment_methods, webhook_secret, created_at)
+                   VALUES (2, 'C2', 'Dos', 'x', '[3]', 's', '2026-01-01T00:00:00.000Z');
+                 INSERT INTO api_keys (id, prefix, key_hash, all_commerces, created_at)
+                   VALUES (1, 'mk_all', 'h1', 1, '2026-11-25T10:00:00.000Z'),
+                          (2, 'mk_two', 'h2', 0, '2026-11-25T11:00:00.000Z');
+                 INSERT INTO api_key_commerces (api_key_id, commerce_id) VALUES (2, 1), (2, 2);
+                 INSERT INTO staff (email, password_hash, role, created_at)
+                   VALUES ('ana@example.cl', 'h', 'admin', '2026-11-25T10:00:00.000Z');",
+            )
+            .unwrap();
+            let keys = api_keys(db).unwrap();
+            assert_eq!(keys[0].prefix, "mk_two");
+            let mut scope = keys[0].commerces.clone();
+            scope.sort();
+            assert_eq!(scope, ["C1", "C2"]);
+            assert!(keys[1].commerces.is_empty() && keys[1].all_commerces);
+
+            assert!(set_retry_policy(db, "C1", Some("{\"maxAttempts\":2}")).unwrap());
+            assert!(!set_retry_policy(db, "C9", None).unwrap());
+            let lines = commerces(db).unwrap();
+            assert_eq!(
+                lines[0].retry_policy.as_deref(),
+                Some("{\"maxAttempts\":2}")
+            );
+
+            assert_eq!(active_admins(db).unwrap(), 1);
+            assert!(update_staff(db, "ana@example.cl", "viewer", Some("t1")).unwrap());
+            assert_eq!(active_admins(db).unwrap(), 0);
+            let member = staff_member(db, "ana@example.cl").unwrap().unwrap();
+            assert_eq!(
+                (member.role.as_str(), member.disabled_at.as_deref()),
+                ("viewer", Some("t1"))
+            );
+            assert_eq!(staff_members(db).unwrap().len(), 1);
+
+            let counts = mandate_counts(db, Some(1)).unwrap();
+            assert_eq!(counts.iter().map(|(_, n)| n).sum::<i64>(), 30);
+            assert!(mandate_counts(db, Some(2)).unwrap().is_empty());
+            assert!(failing_webhooks(db, 5).unwrap().recent.is_empty());
+            assert_eq!(mandates_of_customer(db, 2).unwrap().len(), 15);
+        });
+    }
+
+    #[test]
+    fn postgres_searches_read_the_trigram_indexes() {
+        let database = crate::store::pg_test::database();
+        let pg = database.connect();
+        pg.transaction(|db| {
+            seed(db);
+            db.execute_batch("SET LOCAL enable_seqscan = off")?;
+            let mut q = Query::new(Backend::Postgres, "EXPLAIN SELECT c.seq FROM customers c");
+            customer_conditions(
+                &mut q,
+                &CustomerFilter {
+                    text: Some("munoz jose".into()),
+                    ..Default::default()
+                },
+            );
+            let plan = q.rows(db, |r| r.get::<String>(0))?.join("\n");
+            assert!(plan.contains("customers_search"), "{plan}");
+            let mut q = Query::new(Backend::Postgres, "EXPLAIN SELECT m.seq FROM mandates m");
+            mandate_conditions(
+                &mut q,
+                &MandateFilter {
+                    text: Some("M-25".into()),
+                    ..Default::default()
+                },
+            );
+            let plan = q.rows(db, |r| r.get::<String>(0))?.join("\n");
+            assert!(plan.contains("mandates_search"), "{plan}");
+            Ok::<(), db::Error>(())
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn a_filter_value_with_a_nul_selects_nothing_on_both_backends() {
+        on_both_seeded(|db| {
+            let by_id = MandateFilter {
+                id: Some("man_1\u{0}".into()),
+                limit: 5,
+                ..Default::default()
+            };
+            assert!(list_mandates(db, &by_id).unwrap().is_empty());
+            assert_eq!(count_mandates(db, &by_id).unwrap(), 0);
+            let after = MandateFilter {
+                after: Some(Keyset {
+                    key: "2026\u{0}".into(),
+                    seq: 3,
+                }),
+                limit: 5,
+                ..Default::default()
+            };
+            assert!(list_mandates(db, &after).unwrap().is_empty());
+            let email = StaffAuditFilter {
+                email: Some("ana\u{0}@example.cl".into()),
+                limit: 5,
+                ..Default::default()
+            };
+            assert!(staff_audit(db, &email).unwrap().is_empty());
+            let path = RequestAuditFilter {
+                path: Some("/api\u{0}".into()),
+                correlation_id: Some("\u{0}".into()),
+                limit: 5,
+                ..Default::default()
+            };
+            assert!(request_audit(db, &path).unwrap().is_empty());
+            // Search text is cut into words at control characters instead.
+            let text = CustomerFilter {
+                text: Some("soto\u{0}luis".into()),
+                limit: 5,
+                ..Default::default()
+            };
+            assert_eq!(count_customers(db, &text).unwrap(), 1);
+        });
     }
 }
