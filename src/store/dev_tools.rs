@@ -75,10 +75,14 @@ pub fn webhook_url(conn: &Connection, commerce_id: i64) -> rusqlite::Result<Opti
 #[derive(Clone, Debug)]
 pub struct ApiKeyListing {
     pub prefix: String,
+    /// What staff or the CLI called it, if anything.
+    pub name: Option<String>,
     /// Empty: valid for every commerce.
     pub commerces: Vec<String>,
     pub created_at: String,
     pub revoked_at: Option<String>,
+    /// The latest accepted request made with it (recorded within seconds of the request).
+    pub last_used_at: Option<String>,
 }
 
 /// Every API key ever made, oldest first: its prefix and scope, never its hash.
@@ -89,33 +93,32 @@ pub fn api_keys(conn: &Connection) -> rusqlite::Result<Vec<ApiKeyListing>> {
     )?;
     let keys = conn
         .prepare(
-            "SELECT id, prefix, all_commerces, created_at, revoked_at FROM api_keys ORDER BY id",
+            "SELECT id, prefix, all_commerces, created_at, revoked_at, name, last_used_at
+             FROM api_keys ORDER BY id",
         )?
         .query_map([], |r| {
             Ok((
                 r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
                 r.get::<_, bool>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, Option<String>>(4)?,
+                ApiKeyListing {
+                    prefix: r.get(1)?,
+                    name: r.get(5)?,
+                    commerces: Vec::new(),
+                    created_at: r.get(3)?,
+                    revoked_at: r.get(4)?,
+                    last_used_at: r.get(6)?,
+                },
             ))
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     keys.into_iter()
-        .map(|(id, prefix, all, created_at, revoked_at)| {
-            let commerces = if all {
-                Vec::new()
-            } else {
-                scope
+        .map(|(id, all, mut listing)| {
+            if !all {
+                listing.commerces = scope
                     .query_map([id], |r| r.get(0))?
-                    .collect::<rusqlite::Result<Vec<String>>>()?
-            };
-            Ok(ApiKeyListing {
-                prefix,
-                commerces,
-                created_at,
-                revoked_at,
-            })
+                    .collect::<rusqlite::Result<Vec<String>>>()?;
+            }
+            Ok(listing)
         })
         .collect()
 }
