@@ -53,6 +53,7 @@ mod search;
 pub mod settings;
 pub mod signatures;
 pub mod sim_acquirer;
+pub(crate) mod sqlite_setup;
 pub mod staff;
 pub mod staff_audit;
 pub mod staff_views;
@@ -247,6 +248,7 @@ pub(crate) fn return_freed_memory() {
 
 /// A read-write connection with the pragmas every connection of ours needs.
 pub fn open_connection(path: &Path, durability: Durability) -> rusqlite::Result<Connection> {
+    sqlite_setup::configure();
     let conn = Connection::open(path)?;
     conn.busy_timeout(Duration::from_secs(10))?;
     let sync = match durability {
@@ -261,6 +263,7 @@ pub fn open_connection(path: &Path, durability: Durability) -> rusqlite::Result<
 }
 
 pub(crate) fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
+    sqlite_setup::configure();
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY
