@@ -89,3 +89,30 @@ unsafe extern "C" fn x_init(_: *mut c_void) -> c_int {
 }
 
 unsafe extern "C" fn x_shutdown(_: *mut c_void) {}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::Connection;
+
+    /// `.cargo/config.toml` builds SQLite without the shared page-cache LRU and without memory
+    /// statistics; a build that lost those flags would be slower without failing otherwise.
+    #[test]
+    fn sqlite_is_built_with_the_projects_flags() {
+        let conn = Connection::open_in_memory().unwrap();
+        let options: Vec<String> = conn
+            .prepare("PRAGMA compile_options")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(
+            !options.iter().any(|o| o == "ENABLE_MEMORY_MANAGEMENT"),
+            "{options:?}"
+        );
+        assert!(
+            options.iter().any(|o| o == "DEFAULT_MEMSTATUS=0"),
+            "{options:?}"
+        );
+    }
+}
