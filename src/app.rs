@@ -225,6 +225,7 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
         };
         tokio::spawn(schedule.run(Arc::clone(&schedule_wake), Arc::clone(&schedule_stop)))
     });
+    tokio::spawn(release_memory_when_idle(Arc::downgrade(&store)));
     let backup_task = config.backups.enabled.then(|| {
         let stop = Arc::new(Notify::new());
         let task = tokio::spawn(crate::backups::run(
@@ -509,6 +510,20 @@ pub fn without_huge_pages() {
     // SAFETY: PR_SET_THP_DISABLE takes integer arguments and changes only this process's flag.
     unsafe {
         libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+}
+
+/// Twice a second, hands the store's caches back to the system once it has been idle for a
+/// whole period (`Store::release_memory_if_idle`); ends with the store.
+async fn release_memory_when_idle(store: std::sync::Weak<Store>) {
+    let mut ticks = tokio::time::interval(std::time::Duration::from_millis(500));
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let Some(store) = store.upgrade() else {
+            return;
+        };
+        store.release_memory_if_idle();
     }
 }
 

@@ -340,6 +340,7 @@ fn lower_own_priority() {
 /// and leaves it a single self-contained file (rollback journal, no WAL). Answers its schema
 /// version.
 pub fn check_database(path: &Path) -> anyhow::Result<i64> {
+    crate::store::sqlite_setup::configure();
     let conn = Connection::open(path)?;
     let mode: String = conn
         .query_row("PRAGMA journal_mode = DELETE", [], |r| r.get(0))
@@ -511,6 +512,7 @@ fn unused_replaced_name(data_dir: &Path, now: DateTime<Utc>) -> PathBuf {
 /// Folds the WAL into the database file, so the replaced file is whole on its own. A database
 /// too damaged to open keeps its WAL beside it instead.
 fn checkpoint(database: &Path) {
+    crate::store::sqlite_setup::configure();
     let folded = Connection::open(database).and_then(|conn| {
         conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
             r.get::<_, i64>(0)

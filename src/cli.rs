@@ -346,10 +346,13 @@ pub enum ApiKeyCommand {
         /// Limit the key to this commerce; repeat for several (default: every commerce).
         #[arg(long = "commerce")]
         commerces: Vec<String>,
+        /// What the key is for (at most 100 characters), shown in lists and in the staff UI.
+        #[arg(long)]
+        name: Option<String>,
     },
     /// Revoke the key with this prefix (its first 8 characters).
     Revoke { prefix: String },
-    /// List the keys: prefix, commerces, created, revoked (never the key).
+    /// List the keys: prefix, name, commerces, created, revoked, last use (never the key).
     List,
 }
 
@@ -621,15 +624,26 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
                 format!("{} UF values imported", values.len()),
             );
         }
-        Command::Apikey(ApiKeyCommand::Create { commerces: codes }) => {
+        Command::Apikey(ApiKeyCommand::Create {
+            commerces: codes,
+            name,
+        }) => {
+            let name = dev::api_key_name(name.as_deref())?;
             let store = Store::open(&config.database_path())?;
             let key = api_key::generate();
             store
-                .write(|tx| commerces::insert_api_key(tx, &key.prefix, &key.hash, &codes, &now()))
+                .write(|tx| {
+                    commerces::insert_api_key(tx, &key.prefix, &key.hash, &codes, &now())?;
+                    match &name {
+                        Some(name) => commerces::name_api_key(tx, &key.hash, name),
+                        None => Ok(()),
+                    }
+                })
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             print(
                 json_mode,
-                json!({"apiKey": key.key.expose(), "prefix": key.prefix, "commerces": codes}),
+                json!({"apiKey": key.key.expose(), "prefix": key.prefix, "commerces": codes,
+                       "name": name}),
                 format!(
                     "API key (shown once): {}\nprefix: {}",
                     key.key.expose(),

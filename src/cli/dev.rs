@@ -375,6 +375,23 @@ pub fn commerce_set_activation(
     Ok(())
 }
 
+/// An API key's name as given on the command line: trimmed, blank meaning none, held to the
+/// staff API's rules (at most 100 characters, none that would disguise what is shown).
+pub fn api_key_name(name: Option<&str>) -> anyhow::Result<Option<String>> {
+    let Some(name) = name.map(str::trim).filter(|n| !n.is_empty()) else {
+        return Ok(None);
+    };
+    if name.chars().count() > 100 {
+        return Err(fail(
+            "INVALID_NAME",
+            "the name has more than 100 characters",
+        ));
+    }
+    crate::domain::text::check_shown_text(name)
+        .map_err(|e| fail("INVALID_NAME", format!("the name {e}")))?;
+    Ok(Some(name.to_string()))
+}
+
 pub fn apikey_list(config: &Config, json_mode: bool) -> anyhow::Result<()> {
     let store = Store::open(&config.database_path())?;
     let keys = store.read(|c| Ok(dev_tools::api_keys(c)?))?;
@@ -382,16 +399,18 @@ pub fn apikey_list(config: &Config, json_mode: bool) -> anyhow::Result<()> {
         let items: Vec<Value> = keys
             .iter()
             .map(|k| {
-                json!({"prefix": k.prefix, "commerces": k.commerces, "createdAt": k.created_at,
-                       "revokedAt": k.revoked_at, "active": k.revoked_at.is_none()})
+                json!({"prefix": k.prefix, "name": k.name, "commerces": k.commerces,
+                       "createdAt": k.created_at, "revokedAt": k.revoked_at,
+                       "lastUsedAt": k.last_used_at, "active": k.revoked_at.is_none()})
             })
             .collect();
         out(format_args!("{}", json!({"apiKeys": items})));
     } else {
         for k in &keys {
             out(format_args!(
-                "{}\t{}\tcreated {}\t{}",
+                "{}\t{}\t{}\tcreated {}\t{}\t{}",
                 k.prefix,
+                k.name.as_deref().unwrap_or("-"),
                 if k.commerces.is_empty() {
                     "every commerce".to_string()
                 } else {
@@ -401,7 +420,11 @@ pub fn apikey_list(config: &Config, json_mode: bool) -> anyhow::Result<()> {
                 k.revoked_at
                     .as_deref()
                     .map(|at| format!("revoked {at}"))
-                    .unwrap_or_else(|| "active".into())
+                    .unwrap_or_else(|| "active".into()),
+                k.last_used_at
+                    .as_deref()
+                    .map(|at| format!("last used {at}"))
+                    .unwrap_or_else(|| "never used".into()),
             ));
         }
     }

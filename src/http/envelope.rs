@@ -1,6 +1,6 @@
 //! The success envelope: `{"statusCode", "name", "message", "payload"}` (CONTRACT 3).
 
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -34,10 +34,30 @@ impl<T: Serialize> Envelope<T> {
     }
 }
 
+/// The first allocation for an answer's body: a mandate with twelve installments is about 5 KB.
+const BODY_CAPACITY: usize = 8 * 1024;
+
 impl<T: Serialize> IntoResponse for Envelope<T> {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.status_code).unwrap_or(StatusCode::OK);
-        (status, axum::Json(self)).into_response()
+        // One buffer sized for a mandate with a year of installments. axum's `Json` starts at
+        // 128 bytes and writes each fragment through `BytesMut`'s writer: in the lookup profile
+        // that bookkeeping and its regrowth were a third of the serialisation's cost.
+        let mut body = Vec::with_capacity(BODY_CAPACITY);
+        match serde_json::to_writer(&mut body, &self) {
+            Ok(()) => (
+                status,
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                )],
+                body,
+            )
+                .into_response(),
+            Err(e) => {
+                super::error::ApiError(crate::error::Error::Internal(e.into())).into_response()
+            }
+        }
     }
 }
 

@@ -499,6 +499,9 @@ const PRUNE_EVERY: Duration = Duration::from_secs(3_600);
 /// written between steps.
 const PRUNE_BATCH: i64 = 500;
 
+/// How long the writer waits for a record before it gives its page cache back.
+const IDLE_AFTER: Duration = Duration::from_secs(1);
+
 fn write_loop(
     mut conn: Connection,
     receiver: Receiver<Record>,
@@ -506,10 +509,14 @@ fn write_loop(
     mut pruner: Pruner,
 ) {
     let mut open = true;
+    // Whether this connection wrote since it last gave its page cache back.
+    let mut holds_cache = false;
     while open {
         // While a pruning round is under way the loop only looks for records between steps.
         let wait = if pruner.busy() {
             Duration::ZERO
+        } else if holds_cache {
+            IDLE_AFTER
         } else {
             Duration::from_secs(60)
         };
@@ -518,7 +525,14 @@ fn write_loop(
             Err(RecvTimeoutError::Timeout) => None,
             Err(RecvTimeoutError::Disconnected) => return,
         };
+        if first.is_none() && holds_cache && !pruner.busy() {
+            // No request for a while: the cache goes back to the system until the next batch.
+            let _ = conn.release_memory();
+            super::return_freed_memory();
+            holds_cache = false;
+        }
         if let Some(first) = first {
+            holds_cache = true;
             // Sleeping rather than blocking on the channel lets senders skip waking this thread.
             if matches!(first, Record::Audit(_) | Record::Correlation { .. }) {
                 std::thread::sleep(GATHER);

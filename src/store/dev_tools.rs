@@ -79,33 +79,41 @@ pub fn webhook_url<'c>(db: impl Into<Db<'c>>, commerce_id: i64) -> db::Result<Op
 #[derive(Clone, Debug)]
 pub struct ApiKeyListing {
     pub prefix: String,
+    /// What staff or the CLI called it, if anything.
+    pub name: Option<String>,
     /// Empty: valid for every commerce.
     pub commerces: Vec<String>,
     pub created_at: String,
     pub revoked_at: Option<String>,
+    /// The latest accepted request made with it (recorded within seconds of the request).
+    pub last_used_at: Option<String>,
 }
 
 /// Every API key ever made, oldest first: its prefix and scope, never its hash.
 pub fn api_keys<'c>(db: impl Into<Db<'c>>) -> db::Result<Vec<ApiKeyListing>> {
     let db = db.into();
     let keys = db.query_map(
-        "SELECT id, prefix, all_commerces, created_at, revoked_at FROM api_keys ORDER BY id",
+        "SELECT id, prefix, all_commerces, created_at, revoked_at, name, last_used_at
+         FROM api_keys ORDER BY id",
         &params![],
         |r| {
             Ok((
                 r.get::<i64>(0)?,
-                r.get::<String>(1)?,
                 r.get::<bool>(2)?,
-                r.get::<String>(3)?,
-                r.get::<Option<String>>(4)?,
+                ApiKeyListing {
+                    prefix: r.get(1)?,
+                    name: r.get(5)?,
+                    commerces: Vec::new(),
+                    created_at: r.get(3)?,
+                    revoked_at: r.get(4)?,
+                    last_used_at: r.get(6)?,
+                },
             ))
         },
     )?;
     keys.into_iter()
-        .map(|(id, prefix, all, created_at, revoked_at)| {
-            let commerces = if all {
-                Vec::new()
-            } else {
+        .map(|(id, all, mut listing)| {
+            if !all {
                 // Codes sort as bytes on both backends, whatever the database's collation.
                 let sql = match db.backend() {
                     db::Backend::Sqlite => {
@@ -117,14 +125,9 @@ pub fn api_keys<'c>(db: impl Into<Db<'c>>) -> db::Result<Vec<ApiKeyListing>> {
                          WHERE k.api_key_id = ?1 ORDER BY c.code COLLATE \"C\""
                     }
                 };
-                db.query_map(sql, &params![id], |r| r.get(0))?
-            };
-            Ok(ApiKeyListing {
-                prefix,
-                commerces,
-                created_at,
-                revoked_at,
-            })
+                listing.commerces = db.query_map(sql, &params![id], |r| r.get(0))?;
+            }
+            Ok(listing)
         })
         .collect()
 }

@@ -100,6 +100,7 @@ impl Store {
         T: Send + 'static,
         F: FnOnce(&Transaction<'_>) -> Result<T, Error> + Send + 'static,
     {
+        self.note_use();
         let (reply, answer) = oneshot::channel();
         let job = Box::new(Pending {
             operation: Some(operation),

@@ -493,7 +493,19 @@ fn lists_show_what_is_there_and_never_a_key() {
     let shown = mandato(data, &["commerce", "show", "SHOP-2"], None);
     assert_eq!(shown["webhookUrl"], "https://localhost:9443/hooks");
 
-    let every = mandato(data, &["apikey", "create"], None);
+    let every = mandato(data, &["apikey", "create", "--name", "  Tienda web "], None);
+    assert_eq!(every["name"], "Tienda web");
+    let long_name = "x".repeat(101);
+    assert_refused(
+        data,
+        &["apikey", "create", "--name", &long_name],
+        "INVALID_NAME",
+    );
+    assert_refused(
+        data,
+        &["apikey", "create", "--name", "caja\u{202e}1"],
+        "INVALID_NAME",
+    );
     let limited = mandato(data, &["apikey", "create", "--commerce", "SHOP-2"], None);
     let prefix = limited["prefix"].as_str().unwrap();
     mandato(data, &["apikey", "revoke", prefix], None);
@@ -508,8 +520,11 @@ fn lists_show_what_is_there_and_never_a_key() {
     let keys = keys["apiKeys"].as_array().unwrap();
     assert_eq!(keys.len(), 2);
     assert_eq!(keys[0]["prefix"], every["prefix"]);
+    assert_eq!(keys[0]["name"], "Tienda web");
     assert_eq!(keys[0]["commerces"], json!([]));
     assert_eq!(keys[0]["revokedAt"], Value::Null);
+    assert_eq!(keys[0]["lastUsedAt"], Value::Null, "never used yet");
+    assert_eq!(keys[1]["name"], Value::Null);
     assert_eq!(keys[1]["commerces"], json!(["SHOP-2"]));
     assert!(keys[1]["revokedAt"].is_string());
 
