@@ -266,7 +266,7 @@ fn fill_fresh(config: &Config, customers: u64, mandates: u64, per_mandate: u64) 
         })
         .expect("commerce and API key");
     let commerce_id: i64 = store
-        .read(|c| {
+        .read_sqlite(|c| {
             Ok(c.query_row(
                 "SELECT id FROM commerces WHERE code = ?1",
                 [COMMERCE],

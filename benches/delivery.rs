@@ -348,7 +348,8 @@ fn fill_outbox(store: &Store, commerce: &Commerce, url: &str, n: usize) -> Vec<S
     while next < n {
         let end = (next + ROWS_PER_TRANSACTION).min(n);
         store
-            .write(|tx| {
+            .write(|db| {
+                let tx = db.as_sqlite().expect("the benchmark's store is SQLite");
                 let mut insert = tx.prepare_cached(
                     "INSERT INTO events (id, commerce_id, mandate_seq, installment_seq, kind,
                             sequence, url, body, delivery_state, next_attempt_at, created_at)
@@ -377,7 +378,7 @@ fn fill_outbox(store: &Store, commerce: &Commerce, url: &str, n: usize) -> Vec<S
 
 fn count(store: &Store, sql: &str) -> i64 {
     store
-        .read(|c| Ok(c.query_row(sql, [], |r| r.get(0))?))
+        .read(|c| Ok(c.query_row(sql, &[], |r| r.get(0))?))
         .expect("count")
 }
 

@@ -26,8 +26,7 @@ use tokio::sync::Notify;
 
 /// Opens the store and loads (or, on first start, generates) the environment's keys.
 pub fn open(config: &Config) -> anyhow::Result<(Arc<Store>, Keys)> {
-    let store = Store::open(&config.database_path())
-        .with_context(|| format!("opening {}", config.database_path().display()))?;
+    let store = config.open_store()?;
     let keys = load_or_create_keys(&store)?;
     Ok((Arc::new(store), keys))
 }
@@ -92,7 +91,7 @@ pub struct Running {
     backups: Option<(Arc<Notify>, tokio::task::JoinHandle<()>)>,
     /// Copies the WAL back into the database file off the commit path; its last checkpoint
     /// runs when the engine is dropped, before the data directory's lock is released.
-    _checkpointer: crate::store::Checkpointer,
+    _checkpointer: Option<crate::store::Checkpointer>,
     /// The shared lock on the data directory that keeps `restore` out while the engine runs;
     /// released when the engine has stopped.
     _lock: crate::backups::EngineLock,
@@ -175,9 +174,12 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
             )?)
         })
     })?;
-    let checkpointer = tokio::task::block_in_place(|| store.start_checkpointer())?;
+    let checkpointer = match store.sqlite() {
+        Some(sqlite) => Some(tokio::task::block_in_place(|| sqlite.start_checkpointer())?),
+        None => None,
+    };
     let audit = AuditWriter::start(
-        store.path(),
+        &store,
         config.correlation_retention_days,
         Arc::clone(&clock),
     )?;
@@ -200,7 +202,7 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
         config.environment.is_sandbox(),
         crate::notify::destination::Destinations::of(&config),
     );
-    let processor: Arc<dyn Processor> = Arc::new(SimulatedProcessor::open(store.path())?);
+    let processor: Arc<dyn Processor> = Arc::new(SimulatedProcessor::open(&store)?);
     let deliverer = Arc::new(deliverer);
     let wake_deliverer = Arc::clone(&deliverer);
     let charger = Arc::new(Charger::new(

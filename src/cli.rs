@@ -33,6 +33,15 @@ pub struct Cli {
     /// Where the database lives (default: the platform's data directory).
     #[arg(long, global = true, env = "MANDATO_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
+    /// Keep the data in this PostgreSQL database (postgres://user:password@host:port/db)
+    /// instead of SQLite in the data directory.
+    #[arg(
+        long,
+        global = true,
+        env = "MANDATO_DATABASE_URL",
+        hide_env_values = true
+    )]
+    pub database_url: Option<String>,
     /// Print one JSON object on stdout instead of text.
     #[arg(long, global = true)]
     pub json: bool,
@@ -369,8 +378,10 @@ pub enum StaffCommand {
     },
 }
 
-pub fn config_for(data_dir: Option<PathBuf>) -> Config {
-    Config::new(data_dir.unwrap_or_else(default_data_dir))
+pub fn config_for(data_dir: Option<PathBuf>, database_url: Option<String>) -> Config {
+    let mut config = Config::new(data_dir.unwrap_or_else(default_data_dir));
+    config.database_url = database_url.map(crate::secret::Secret::new);
+    config
 }
 
 fn print(json_mode: bool, value: serde_json::Value, text: String) {
@@ -421,9 +432,20 @@ fn now() -> String {
     crate::clock::timestamp(chrono::Utc::now())
 }
 
+/// The backup commands work on SQLite's file; on PostgreSQL they name the tools that do it.
+fn refuse_on_postgres(config: &Config, command: &str) -> anyhow::Result<()> {
+    if config.uses_postgres() {
+        return Err(dev::fail(
+            "NOT_ON_POSTGRES",
+            format!("mandato {command}: {}", crate::store::BACKUP_ON_POSTGRES),
+        ));
+    }
+    Ok(())
+}
+
 /// Runs every command but `serve`.
 pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
-    let config = config_for(cli.data_dir.clone());
+    let config = config_for(cli.data_dir.clone(), cli.database_url.clone());
     let json_mode = cli.json;
     match cli.command {
         Command::Serve(_) => unreachable!("serve is run by main"),
@@ -458,7 +480,7 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             };
             let secret = api_key::generate_webhook_secret();
             let hash = password::hash_password(&password);
-            let store = Store::open(&config.database_path())?;
+            let store = config.open_store()?;
             let channels = (!channels.is_empty()).then_some(channels);
             store
                 .write(|tx| {
@@ -492,7 +514,7 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             code,
             overlap_hours,
         }) => {
-            let store = Store::open(&config.database_path())?;
+            let store = config.open_store()?;
             let secret = api_key::generate_webhook_secret();
             let until = crate::clock::timestamp(
                 chrono::Utc::now() + chrono::Duration::hours(overlap_hours.into()),
@@ -516,7 +538,7 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             );
         }
         Command::DevCert { out } => {
-            let store = Store::open(&config.database_path())?;
+            let store = config.open_store()?;
             let ca = dev_ca(&store)?;
             let dir = out.unwrap_or_else(|| config.data_dir.join("dev-cert"));
             let files = tls::write_localhost_cert(&ca, &dir)?;
@@ -535,7 +557,7 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             let pem = std::fs::read_to_string(&file)
                 .with_context(|| format!("reading {}", file.display()))?;
             let roots = tls::parse_roots(&pem)?;
-            let store = Store::open(&config.database_path())?;
+            let store = config.open_store()?;
             let at = now();
             let added = store
                 .write(|tx| {
@@ -566,7 +588,7 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             );
         }
         Command::ChargeRun { date } => {
-            let store = Arc::new(Store::open(&config.database_path())?);
+            let store = Arc::new(config.open_store()?);
             let clock: Arc<dyn crate::clock::Clock> = Arc::new(crate::clock::SystemClock);
             let offset = store.read(|c| Ok(settings::get(c, settings::SANDBOX_OFFSET_DAYS)?))?;
             let calendar = crate::clock::BusinessCalendar::new(
@@ -575,7 +597,7 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             );
             let date = date.unwrap_or_else(|| calendar.today(clock.now()));
             let processor = Arc::new(crate::charging::simulated::SimulatedProcessor::open(
-                store.path(),
+                &store,
             )?);
             // A running server's webhook worker picks the events up on its next look.
             let charger =
@@ -605,7 +627,7 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("reading {}", file.display()))?;
             let values = parse_uf_csv(&text)?;
-            let store = Store::open(&config.database_path())?;
+            let store = config.open_store()?;
             store
                 .write(|tx| {
                     for (date, value) in &values {
@@ -629,7 +651,7 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             name,
         }) => {
             let name = dev::api_key_name(name.as_deref())?;
-            let store = Store::open(&config.database_path())?;
+            let store = config.open_store()?;
             let key = api_key::generate();
             store
                 .write(|tx| {
@@ -652,7 +674,7 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             );
         }
         Command::Apikey(ApiKeyCommand::Revoke { prefix }) => {
-            let store = Store::open(&config.database_path())?;
+            let store = config.open_store()?;
             let revoked = store
                 .write(|tx| commerces::revoke_api_key(tx, &prefix, &now()))
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -681,7 +703,7 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
                 (generated_password(), true)
             };
             let hash = password::hash_password(&password);
-            let store = Store::open(&config.database_path())?;
+            let store = config.open_store()?;
             store
                 .write(|tx| commerces::insert_staff(tx, email.as_str(), &hash, &role, &now()))
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -727,6 +749,7 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             },
         )?,
         Command::Backups => {
+            refuse_on_postgres(&config, "backups")?;
             let dir = crate::backups::directory(&config.data_dir);
             let backups =
                 crate::backups::list(&dir).with_context(|| format!("reading {}", dir.display()))?;
@@ -760,6 +783,7 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             );
         }
         Command::Restore { file } => {
+            refuse_on_postgres(&config, "restore")?;
             let restored = crate::backups::restore(&config.data_dir, &file, chrono::Utc::now())?;
             let latest = crate::store::migrations::latest_version();
             let mut text = format!(
@@ -794,7 +818,8 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
                 "{} already exists; choose a new file",
                 file.display()
             );
-            let store = Store::open(&config.database_path())?;
+            refuse_on_postgres(&config, "backup")?;
+            let store = config.open_store()?;
             store.backup_to(&file)?;
             print(
                 json_mode,
@@ -927,14 +952,24 @@ pub fn dev_ca(store: &Store) -> anyhow::Result<tls::DevCa> {
 }
 
 /// Runs `serve` until Ctrl-C or SIGTERM.
-pub async fn serve(data_dir: Option<PathBuf>, args: ServeArgs) -> anyhow::Result<()> {
-    let mut config = config_for(data_dir);
+pub async fn serve(
+    data_dir: Option<PathBuf>,
+    database_url: Option<String>,
+    args: ServeArgs,
+) -> anyhow::Result<()> {
+    let mut config = config_for(data_dir, database_url);
+    // The automatic backups copy SQLite's file; PostgreSQL's are pg_dump's.
+    if config.uses_postgres() && config.backups.enabled {
+        tracing::info!(
+            "automatic backups are off on PostgreSQL: back the database up with pg_dump"
+        );
+    }
     config.listen = args.listen;
     config.allow_non_loopback = args.allow_non_loopback;
     config.public_host = args.public_host;
     config.allow_private_webhooks = args.allow_private_webhooks;
     config.public_url = args.public_url;
-    config.backups.enabled = !args.no_backups;
+    config.backups.enabled = !args.no_backups && !config.uses_postgres();
     if args.business_days == "every-day" {
         config.business_days = crate::config::BusinessDays::EveryDay;
     }

@@ -36,6 +36,8 @@ impl Environment {
 #[derive(Clone, Debug)]
 pub struct Config {
     pub data_dir: PathBuf,
+    /// A PostgreSQL database (`--database-url`) instead of SQLite's file in `data_dir`.
+    pub database_url: Option<crate::secret::Secret<String>>,
     pub listen: SocketAddr,
     /// Binding anything but loopback must be asked for explicitly.
     pub allow_non_loopback: bool,
@@ -118,6 +120,7 @@ impl Config {
     pub fn new(data_dir: PathBuf) -> Self {
         Config {
             data_dir,
+            database_url: None,
             listen: "127.0.0.1:7420".parse().expect("valid default address"),
             allow_non_loopback: false,
             environment: Environment::Sandbox,
@@ -141,6 +144,30 @@ impl Config {
 
     pub fn database_path(&self) -> PathBuf {
         self.data_dir.join("mandato.db")
+    }
+
+    /// Where the data lives: the PostgreSQL database of `database_url`, or SQLite's file.
+    pub fn database_location(&self) -> anyhow::Result<crate::store::Location> {
+        crate::store::Location::from_url(
+            self.database_url.as_ref().map(|url| url.expose().as_str()),
+            self.database_path(),
+        )
+    }
+
+    /// Opens the store where the data lives, naming the place (never the URL, which may hold a
+    /// password) when it cannot.
+    pub fn open_store(&self) -> anyhow::Result<crate::store::Store> {
+        use anyhow::Context;
+        let location = self.database_location()?;
+        crate::store::Store::open_at(&location).with_context(|| match &location {
+            crate::store::Location::Sqlite(path) => format!("opening {}", path.display()),
+            crate::store::Location::Postgres(_) => "opening the PostgreSQL database".to_string(),
+        })
+    }
+
+    /// Whether the data lives in PostgreSQL.
+    pub fn uses_postgres(&self) -> bool {
+        self.database_url.is_some()
     }
 }
 

@@ -12,6 +12,7 @@
 //! database). A payment scenario runs today's charge, as `POST /sandbox/charging/run` does, so
 //! anything else of the installation due today is charged too.
 
+use crate::store::db::Db;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -141,10 +142,7 @@ pub fn run(config: &Config, json_mode: bool, args: TriggerArgs) -> anyhow::Resul
             ),
         ));
     }
-    let store = Arc::new(
-        Store::open(&config.database_path())
-            .with_context(|| format!("opening {}", config.database_path().display()))?,
-    );
+    let store = Arc::new(config.open_store()?);
     crate::cli::require_sandbox(&store, "trigger")?;
     let commerce = crate::cli::resolve_commerce(&store, args.commerce.as_deref())?;
     let url = store.read(|c| Ok(dev_tools::webhook_url(c, commerce.id)?))?;
@@ -169,7 +167,7 @@ pub fn run(config: &Config, json_mode: bool, args: TriggerArgs) -> anyhow::Resul
         config.time_zone,
         offset.and_then(|o| o.parse().ok()).unwrap_or(0),
     );
-    let processor = Arc::new(SimulatedProcessor::open(store.path())?);
+    let processor = Arc::new(SimulatedProcessor::open(&store)?);
     let session = Session {
         store,
         commerce,
@@ -293,10 +291,7 @@ impl Session {
     }
 
     /// Runs `f` in one write transaction, acting for the commerce now.
-    fn write<T>(
-        &self,
-        f: impl FnOnce(&rusqlite::Transaction<'_>, &Ctx<'_>) -> Result<T, Error>,
-    ) -> anyhow::Result<T> {
+    fn write<T>(&self, f: impl FnOnce(Db<'_>, &Ctx<'_>) -> Result<T, Error>) -> anyhow::Result<T> {
         let now = self.now();
         let ctx = Ctx {
             commerce: &self.commerce,

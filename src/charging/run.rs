@@ -19,8 +19,8 @@ use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
+use crate::store::db::Db;
 use chrono::NaiveDate;
-use rusqlite::Connection;
 use rust_decimal::Decimal;
 use rust_decimal::prelude::RoundingStrategy;
 
@@ -284,7 +284,7 @@ impl Charger {
     /// (attempted meanwhile, no instrument, or a UF amount without the day's UF value).
     fn begin(
         &self,
-        tx: &Connection,
+        tx: Db<'_>,
         cache: &mut Cache,
         installment_seq: i64,
         date: NaiveDate,
@@ -376,7 +376,7 @@ impl Charger {
     #[allow(clippy::too_many_arguments)]
     fn apply(
         &self,
-        tx: &Connection,
+        tx: Db<'_>,
         cache: &mut Cache,
         attempt: &OpenAttempt,
         known: Option<Known>,
@@ -501,7 +501,7 @@ impl Charger {
     /// The payment event of the installment's current state, for its mandate and customer.
     fn record_event(
         &self,
-        tx: &Connection,
+        tx: Db<'_>,
         cache: &mut Cache,
         mandate: &MandateRow,
         customer: &CustomerRow,
@@ -646,7 +646,7 @@ impl Charger {
 /// The ledger entry of an approved charge, in the outcome's transaction: the amount charged
 /// (CLP for UF installments, as `begin_charge` recorded it) by the installment's method.
 fn record_charge_entry(
-    tx: &Connection,
+    tx: Db<'_>,
     mandate: &MandateRow,
     installment: &installments::InstallmentRow,
     authorization_code: &str,
@@ -693,7 +693,7 @@ fn record_charge_entry(
 }
 
 /// The commerce's retry policy (days after the first rejection), or the default.
-fn retry_days(tx: &Connection, commerce_id: i64) -> Result<Vec<i64>> {
+fn retry_days(tx: Db<'_>, commerce_id: i64) -> Result<Vec<i64>> {
     let stored = store::retry_policy(tx, commerce_id)?;
     Ok(stored
         .and_then(|p| serde_json::from_str::<serde_json::Value>(&p).ok())
@@ -714,7 +714,7 @@ struct Cache {
 }
 
 impl Cache {
-    fn commerce(&mut self, conn: &Connection, id: i64) -> Result<&CommerceTerms> {
+    fn commerce(&mut self, conn: Db<'_>, id: i64) -> Result<&CommerceTerms> {
         Ok(match self.commerces.entry(id) {
             std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
             std::collections::hash_map::Entry::Vacant(slot) => slot.insert(CommerceTerms {

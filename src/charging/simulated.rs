@@ -17,7 +17,7 @@
 //! zero to the currency's decimals. A bank debit's fee is fixed when it is submitted and
 //! reported when it settles approved.
 
-use std::path::Path;
+use std::sync::Arc;
 use std::sync::Mutex;
 
 use rusqlite::{Connection, TransactionBehavior};
@@ -27,26 +27,46 @@ use crate::clock::timestamp;
 use crate::domain::instrument::{InstrumentInput, card_brand};
 use crate::domain::ledger::acquirer_fee;
 use crate::domain::state::RejectionCode;
+use crate::store::db::Db;
 use crate::store::sim_acquirer::SimCharge;
-use crate::store::{Durability, open_connection, sim_acquirer};
+use crate::store::{Durability, Store, open_connection, sim_acquirer};
 
 pub struct SimulatedProcessor {
-    conn: Mutex<Connection>,
+    ledger: Ledger,
+}
+
+/// Where the acquirer's ledger is written. On SQLite, a connection of its own (outside the
+/// engine's transactions, as a real acquirer would be); on PostgreSQL, transactions of the
+/// store's pool, which are already each their own.
+enum Ledger {
+    Sqlite(Mutex<Connection>),
+    Postgres(Arc<Store>),
 }
 
 impl SimulatedProcessor {
-    pub fn open(db_path: &Path) -> anyhow::Result<Self> {
-        Ok(SimulatedProcessor {
-            conn: Mutex::new(open_connection(db_path, Durability::Full)?),
-        })
+    pub fn open(store: &Arc<Store>) -> anyhow::Result<Self> {
+        let ledger = match store.path() {
+            Some(path) => Ledger::Sqlite(Mutex::new(open_connection(path, Durability::Full)?)),
+            None => Ledger::Postgres(Arc::clone(store)),
+        };
+        Ok(SimulatedProcessor { ledger })
     }
 
+    /// Runs `f` in one transaction of the ledger (on SQLite, `f`'s statements each commit).
     fn with<T>(
         &self,
-        f: impl FnOnce(&Connection) -> crate::store::db::Result<T>,
+        f: impl FnOnce(Db<'_>) -> crate::store::db::Result<T>,
     ) -> Result<T, ProcessorError> {
-        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        f(&conn).map_err(|e| ProcessorError::Unavailable(e.to_string()))
+        let outcome = match &self.ledger {
+            Ledger::Sqlite(conn) => {
+                let conn = conn.lock().unwrap_or_else(|p| p.into_inner());
+                f(Db::Sqlite(&conn)).map_err(|e| e.to_string())
+            }
+            Ledger::Postgres(store) => store
+                .write(|db| Ok(f(db)?))
+                .map_err(|e: crate::error::Error| e.to_string()),
+        };
+        outcome.map_err(ProcessorError::Unavailable)
     }
 }
 
@@ -120,21 +140,33 @@ impl Processor for SimulatedProcessor {
                 .map(|_| Err(ProcessorError::Unavailable(e.to_string())))
                 .collect()
         };
-        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
-            Ok(tx) => tx,
-            Err(e) => return unavailable(&e),
-        };
-        let mut results = Vec::with_capacity(requests.len());
-        for request in requests {
-            match decide(&tx, request) {
-                Ok(result) => results.push(result),
-                Err(e) => return unavailable(&e),
+        let decide_all = |db: Db<'_>| {
+            let mut results = Vec::with_capacity(requests.len());
+            for request in requests {
+                results.push(decide(db, request)?);
             }
-        }
-        match tx.commit() {
-            Ok(()) => results,
-            Err(e) => unavailable(&e),
+            Ok::<_, crate::store::db::Error>(results)
+        };
+        match &self.ledger {
+            Ledger::Sqlite(conn) => {
+                let mut conn = conn.lock().unwrap_or_else(|p| p.into_inner());
+                let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+                    Ok(tx) => tx,
+                    Err(e) => return unavailable(&e),
+                };
+                let results = match decide_all(Db::Sqlite(&tx)) {
+                    Ok(results) => results,
+                    Err(e) => return unavailable(&e),
+                };
+                match tx.commit() {
+                    Ok(()) => results,
+                    Err(e) => unavailable(&e),
+                }
+            }
+            Ledger::Postgres(store) => match store.write(|db| Ok(decide_all(db)?)) {
+                Ok(results) => results,
+                Err(e) => unavailable(&e),
+            },
         }
     }
 
@@ -163,7 +195,7 @@ impl Processor for SimulatedProcessor {
 /// Decides and records one charge on the acquirer's ledger (`conn`); a repeated key answers
 /// the charge recorded first.
 fn decide(
-    c: &Connection,
+    c: Db<'_>,
     request: &ChargeRequest<'_>,
 ) -> crate::store::db::Result<Result<ChargeResult, ProcessorError>> {
     let Some((kind, last4)) = sim_acquirer::instrument(c, request.token)? else {

@@ -7,19 +7,18 @@ use serde_json::{Value, json};
 use super::out;
 use crate::config::Config;
 use crate::esign::audit::{self as signature_audit, Trails};
-use crate::store::Store;
 use crate::store::staff_audit::{self, Verification};
 
 pub fn verify(config: &Config, json_mode: bool) -> anyhow::Result<()> {
     let database = config.database_path();
     // Opening a missing database would make an empty one, whose chain is trivially intact.
-    if !database.exists() {
+    if !config.uses_postgres() && !database.exists() {
         return Err(super::dev::fail(
             "DATABASE_NOT_FOUND",
             format!("no database at {}", database.display()),
         ));
     }
-    let store = Store::open(&database)?;
+    let store = config.open_store()?;
     // One read transaction: both checks see the same state of the file.
     let (staff, trails) = store.read(|c| {
         let staff = staff_audit::verify(c)?;

@@ -227,7 +227,7 @@ fn commerce_json(c: &dev_tools::CommerceListing) -> Value {
 }
 
 pub fn commerce_list(config: &Config, json_mode: bool) -> anyhow::Result<()> {
-    let store = Store::open(&config.database_path())?;
+    let store = config.open_store()?;
     let all = store.read(|c| Ok(dev_tools::commerces(c)?))?;
     if json_mode {
         let items: Vec<Value> = all.iter().map(commerce_json).collect();
@@ -253,7 +253,7 @@ pub fn commerce_show(
     code: &str,
     secret: bool,
 ) -> anyhow::Result<()> {
-    let store = Store::open(&config.database_path())?;
+    let store = config.open_store()?;
     let commerce = resolve_commerce(&store, Some(code))?;
     let listing = store
         .read(|c| Ok(dev_tools::commerce(c, &commerce.code)?))?
@@ -320,7 +320,7 @@ pub fn commerce_set_webhook(
         }
         None => None,
     };
-    let store = Store::open(&config.database_path())?;
+    let store = config.open_store()?;
     let commerce = resolve_commerce(&store, Some(code))?;
     store
         .write(|tx| {
@@ -355,7 +355,7 @@ pub fn commerce_set_activation(
             format!("unknown activation mode {mode:?}: use direct or signature"),
         )
     })?;
-    let store = Store::open(&config.database_path())?;
+    let store = config.open_store()?;
     let commerce = resolve_commerce(&store, Some(code))?;
     store
         .write(|tx| Ok(commerces::set_activation_mode(tx, &commerce.code, mode)?))
@@ -393,7 +393,7 @@ pub fn api_key_name(name: Option<&str>) -> anyhow::Result<Option<String>> {
 }
 
 pub fn apikey_list(config: &Config, json_mode: bool) -> anyhow::Result<()> {
-    let store = Store::open(&config.database_path())?;
+    let store = config.open_store()?;
     let keys = store.read(|c| Ok(dev_tools::api_keys(c)?))?;
     if json_mode {
         let items: Vec<Value> = keys
@@ -432,7 +432,7 @@ pub fn apikey_list(config: &Config, json_mode: bool) -> anyhow::Result<()> {
 }
 
 pub fn trust_list(config: &Config, json_mode: bool) -> anyhow::Result<()> {
-    let store = Store::open(&config.database_path())?;
+    let store = config.open_store()?;
     let roots = store.read(|c| Ok(crate::store::staff_views::trusted_roots(c)?))?;
     if json_mode {
         let items: Vec<Value> = roots
@@ -476,7 +476,7 @@ pub fn trust_remove(config: &Config, json_mode: bool, target: &str) -> anyhow::R
         }
         vec![hex]
     };
-    let store = Store::open(&config.database_path())?;
+    let store = config.open_store()?;
     let removed = store
         .write(|tx| {
             let mut removed = Vec::new();
@@ -512,7 +512,7 @@ pub fn sandbox_reset(
     commerce: Option<&str>,
     keep_customers: bool,
 ) -> anyhow::Result<()> {
-    let store = Store::open(&config.database_path())?;
+    let store = config.open_store()?;
     require_sandbox(&store, "sandbox reset")?;
     let commerce = resolve_commerce(&store, commerce)?;
     let c = store

@@ -10,7 +10,7 @@ use crate::config::Config;
 use crate::domain::holidays::{
     ChargingRule, FIRST_YEAR, Holiday, HolidayCalendar, HolidayYear, LAST_YEAR,
 };
-use crate::store::{Store, calendar};
+use crate::store::calendar;
 
 #[derive(Subcommand, Debug)]
 pub enum HolidaysCommand {
@@ -47,7 +47,7 @@ fn add(config: &Config, json_mode: bool, date: &str, name: &str) -> anyhow::Resu
         let all: Vec<String> = errors.iter().map(ToString::to_string).collect();
         fail(first.code(), all.join("; "))
     })?;
-    let store = Store::open(&config.database_path())?;
+    let store = config.open_store()?;
     let now = timestamp(crate::clock::Clock::now(&SystemClock));
     let added = store.write(|tx| Ok(calendar::add(tx, holiday.date, &holiday.name, &now)?))?;
     if !added {
@@ -68,7 +68,7 @@ fn remove(config: &Config, json_mode: bool, date: &str) -> anyhow::Result<()> {
     let day = crate::domain::date::Date::parse(date)
         .map_err(|_| fail("INVALID_DATE", "the date must be YYYY-MM-DD"))?
         .naive();
-    let store = Store::open(&config.database_path())?;
+    let store = config.open_store()?;
     let removed = store.write(|tx| Ok(calendar::remove(tx, day)?))?;
     if !removed {
         return Err(fail(
@@ -91,7 +91,7 @@ fn list(config: &Config, json_mode: bool, year: &str) -> anyhow::Result<()> {
             format!("the year must be from {FIRST_YEAR} to {LAST_YEAR}"),
         )
     })?;
-    let store = Store::open(&config.database_path())?;
+    let store = config.open_store()?;
     let added = store.read(|c| Ok(calendar::added(c)?))?;
     let payload = crate::http::calendar::holidays_payload(&HolidayCalendar::new(added), year);
     let text = payload
@@ -113,7 +113,7 @@ pub fn set_charging_rule(
 ) -> anyhow::Result<()> {
     let rule = ChargingRule::parse(rule)
         .ok_or_else(|| fail("INVALID_RULE", "the rule must be next or previous"))?;
-    let store = Store::open(&config.database_path())?;
+    let store = config.open_store()?;
     let commerce = resolve_commerce(&store, Some(code))?;
     store.write(|tx| Ok(calendar::set_charging_rule(tx, commerce.id, rule)?))?;
     print(

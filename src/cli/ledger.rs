@@ -25,7 +25,7 @@ pub enum ExportFormat {
 }
 
 fn open(config: &Config) -> anyhow::Result<Arc<Store>> {
-    Ok(Arc::new(Store::open(&config.database_path())?))
+    Ok(Arc::new(config.open_store()?))
 }
 
 /// A date the store compares as text must be a `Date` (1900 to 9999).

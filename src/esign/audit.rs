@@ -8,7 +8,7 @@
 //! or reordering records breaks the links. [`verify`] recomputes the chain and names the first
 //! record that does not hold. The hashing rule is `crate::chain`'s, shared with the staff audit.
 
-use rusqlite::Connection;
+use crate::store::db::Db;
 use serde_json::{Value, json};
 
 use crate::chain;
@@ -117,7 +117,7 @@ fn hash_of(
 
 /// Appends an act to the process's chain, in the caller's transaction.
 pub fn append(
-    conn: &Connection,
+    conn: Db<'_>,
     process_seq: i64,
     process_id: &str,
     entry: Entry<'_>,
@@ -219,7 +219,7 @@ pub struct Trails {
 
 /// Verifies the trail of every signature process, one process in memory at a time. Every
 /// process has at least its `CREATED` act, so an empty trail is a broken one.
-pub fn verify_all(conn: &Connection) -> Result<Trails> {
+pub fn verify_all(conn: Db<'_>) -> Result<Trails> {
     let mut trails = Trails::default();
     signatures::for_each_process(conn, |process_seq, process_id| {
         let records = signatures::audit_of(conn, process_seq)?;

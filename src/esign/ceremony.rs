@@ -6,9 +6,9 @@
 //! recorded (the failure counter, the audit record, an expiry it found): those functions return
 //! `Ok(Err(StepError))`, and only a fault of ours is an `Err`.
 
+use crate::store::db::Db;
 use chrono::{DateTime, Duration, Utc};
 use rand::Rng;
-use rusqlite::Connection;
 use serde_json::{Value, json};
 
 use super::audit::{self, Action, Entry};
@@ -52,7 +52,7 @@ impl Act<'_> {
     }
 }
 
-pub fn load_view(conn: &Connection, process: ProcessRow) -> Result<ProcessView> {
+pub fn load_view(conn: Db<'_>, process: ProcessRow) -> Result<ProcessView> {
     Ok(ProcessView {
         signatories: signatures::signatories_of(conn, process.seq)?,
         documents: signatures::documents_of(conn, process.seq)?,
@@ -60,7 +60,7 @@ pub fn load_view(conn: &Connection, process: ProcessRow) -> Result<ProcessView> 
     })
 }
 
-fn reload(conn: &Connection, seq: i64) -> Result<ProcessView> {
+fn reload(conn: Db<'_>, seq: i64) -> Result<ProcessView> {
     load_view(conn, signatures::process_by_seq(conn, seq)?)
 }
 
@@ -74,7 +74,7 @@ fn documents_json(documents: &[DocumentRow]) -> Value {
 }
 
 fn record(
-    conn: &Connection,
+    conn: Db<'_>,
     view: &ProcessView,
     act: &Act<'_>,
     action: Action,
@@ -103,7 +103,7 @@ fn record(
 
 /// Creates the process, its signatories (each with a signing link) and documents.
 pub fn create(
-    conn: &Connection,
+    conn: Db<'_>,
     commerce: &Commerce,
     act: &Act<'_>,
     cmd: CreateProcess,
@@ -197,7 +197,7 @@ pub fn create(
 /// The commerce's process, expired first if its time has come (so a lookup never shows an
 /// open process past its expiry).
 pub fn find(
-    conn: &Connection,
+    conn: Db<'_>,
     commerce: &Commerce,
     act: &Act<'_>,
     internal_id: &str,
@@ -210,7 +210,7 @@ pub fn find(
 
 /// Makes an open process past its expiry EXPIRED, with its audit record and event.
 pub fn expire_if_due(
-    conn: &Connection,
+    conn: Db<'_>,
     commerce: &Commerce,
     process_seq: i64,
     act: &Act<'_>,
@@ -239,7 +239,7 @@ pub fn expire_if_due(
 }
 
 /// Expires up to `limit` open processes past their expiry, of every commerce.
-pub fn sweep(conn: &Connection, act: &Act<'_>, limit: i64) -> Result<usize> {
+pub fn sweep(conn: Db<'_>, act: &Act<'_>, limit: i64) -> Result<usize> {
     let due = signatures::expired_open(conn, &timestamp(act.business_now), limit)?;
     let mut expired = 0;
     for seq in due {
@@ -264,7 +264,7 @@ pub enum CancelOutcome {
 
 /// PENDING or IN_PROGRESS → CANCELLED. Documents and the audit trail are kept.
 pub fn cancel(
-    conn: &Connection,
+    conn: Db<'_>,
     commerce: &Commerce,
     act: &Act<'_>,
     internal_id: &str,
@@ -276,7 +276,7 @@ pub fn cancel(
 /// Cancels the process of `view` (read in this transaction) when it is open; `by` names who
 /// cancelled it in the audit trail.
 pub fn cancel_process(
-    conn: &Connection,
+    conn: Db<'_>,
     commerce: &Commerce,
     act: &Act<'_>,
     view: ProcessView,
@@ -366,7 +366,7 @@ pub enum StepError {
 
 pub type Step<T> = std::result::Result<T, StepError>;
 
-fn load_ceremony(conn: &Connection, token: &str) -> Result<Option<Ceremony>> {
+fn load_ceremony(conn: Db<'_>, token: &str) -> Result<Option<Ceremony>> {
     let Some(me) = signatures::signatory_by_token(conn, token)? else {
         return Ok(None);
     };
@@ -384,7 +384,7 @@ fn load_ceremony(conn: &Connection, token: &str) -> Result<Option<Ceremony>> {
 }
 
 /// Opens the link for its page: expires the process if due, and records the first view.
-pub fn open(conn: &Connection, token: &str, act: &Act<'_>) -> Result<Option<Ceremony>> {
+pub fn open(conn: Db<'_>, token: &str, act: &Act<'_>) -> Result<Option<Ceremony>> {
     let Some(c) = load_ceremony(conn, token)? else {
         return Ok(None);
     };
@@ -411,13 +411,13 @@ pub fn open(conn: &Connection, token: &str, act: &Act<'_>) -> Result<Option<Cere
 }
 
 /// Reads the link without writing (document downloads).
-pub fn peek(conn: &Connection, token: &str) -> Result<Option<Ceremony>> {
+pub fn peek(conn: Db<'_>, token: &str) -> Result<Option<Ceremony>> {
     load_ceremony(conn, token)
 }
 
 /// What every step checks first: the link, expiry, the process open, the signatory pending,
 /// not locked, and its turn.
-fn prelude(conn: &Connection, token: &str, act: &Act<'_>) -> Result<Step<Ceremony>> {
+fn prelude(conn: Db<'_>, token: &str, act: &Act<'_>) -> Result<Step<Ceremony>> {
     let Some(c) = load_ceremony(conn, token)? else {
         return Ok(Err(StepError::UnknownLink));
     };
@@ -457,7 +457,7 @@ pub fn mask_email(email: &str) -> String {
 }
 
 /// Step 1: the RUT of the signatory, then a one-time code is issued.
-pub fn send_code(conn: &Connection, token: &str, act: &Act<'_>, rut: &str) -> Result<Step<()>> {
+pub fn send_code(conn: Db<'_>, token: &str, act: &Act<'_>, rut: &str) -> Result<Step<()>> {
     let c = match prelude(conn, token, act)? {
         Ok(c) => c,
         Err(e) => return Ok(Err(e)),
@@ -503,7 +503,7 @@ pub fn send_code(conn: &Connection, token: &str, act: &Act<'_>, rut: &str) -> Re
 }
 
 /// Step 2: the one-time code. For FES it completes the identity check.
-pub fn verify_code(conn: &Connection, token: &str, act: &Act<'_>, code: &str) -> Result<Step<()>> {
+pub fn verify_code(conn: Db<'_>, token: &str, act: &Act<'_>, code: &str) -> Result<Step<()>> {
     let c = match prelude(conn, token, act)? {
         Ok(c) => c,
         Err(e) => return Ok(Err(e)),
@@ -566,7 +566,7 @@ pub fn verify_code(conn: &Connection, token: &str, act: &Act<'_>, code: &str) ->
 /// Step 3 of FEA and FAO: the identity card's serial number, checked by the (simulated)
 /// identity provider.
 pub fn confirm_identity(
-    conn: &Connection,
+    conn: Db<'_>,
     token: &str,
     act: &Act<'_>,
     serial: &str,
@@ -633,7 +633,7 @@ pub struct Signed {
 }
 
 /// Signs: the signatory's consent, then the seal when it was the last signature.
-pub fn sign(conn: &Connection, token: &str, act: &Act<'_>, accepted: bool) -> Result<Step<Signed>> {
+pub fn sign(conn: Db<'_>, token: &str, act: &Act<'_>, accepted: bool) -> Result<Step<Signed>> {
     let c = match prelude(conn, token, act)? {
         Ok(c) => c,
         Err(e) => return Ok(Err(e)),
@@ -694,7 +694,7 @@ pub fn sign(conn: &Connection, token: &str, act: &Act<'_>, accepted: bool) -> Re
 }
 
 /// Rejects with a reason: the process ends REJECTED.
-pub fn reject(conn: &Connection, token: &str, act: &Act<'_>, reason: &str) -> Result<Step<Signed>> {
+pub fn reject(conn: Db<'_>, token: &str, act: &Act<'_>, reason: &str) -> Result<Step<Signed>> {
     let c = match prelude(conn, token, act)? {
         Ok(c) => c,
         Err(e) => return Ok(Err(e)),
@@ -843,13 +843,13 @@ impl SealJob {
 
 /// Whether the process is open with every signature in: it is waiting for its seal. Such a
 /// process does not expire (its signatories are done); [`prepare_seal`] finishes it.
-pub fn awaiting_seal(conn: &Connection, process_seq: i64) -> Result<bool> {
+pub fn awaiting_seal(conn: Db<'_>, process_seq: i64) -> Result<bool> {
     let process = signatures::process_by_seq(conn, process_seq)?;
     Ok(process.state.is_open() && signatures::all_signed(conn, process_seq)?)
 }
 
 /// Reads what sealing the process needs, when it is awaiting its seal (`None` otherwise).
-pub fn prepare_seal(conn: &Connection, process_seq: i64, act: &Act<'_>) -> Result<Option<SealJob>> {
+pub fn prepare_seal(conn: Db<'_>, process_seq: i64, act: &Act<'_>) -> Result<Option<SealJob>> {
     if !awaiting_seal(conn, process_seq)? {
         return Ok(None);
     }
@@ -930,7 +930,7 @@ pub fn prepare_seal(conn: &Connection, process_seq: i64, act: &Act<'_>) -> Resul
 /// Stores the sealed documents, makes the process COMPLETED and records its audit act and
 /// `SIGNATURE_COMPLETED`, all in the caller's (short) transaction. `false` when the process
 /// moved on meanwhile (already sealed, cancelled, or its trail grew): nothing is written.
-pub fn complete_seal(conn: &Connection, sealed: Sealed, act: &Act<'_>) -> Result<bool> {
+pub fn complete_seal(conn: Db<'_>, sealed: Sealed, act: &Act<'_>) -> Result<bool> {
     if !awaiting_seal(conn, sealed.process_seq)? {
         return Ok(false);
     }

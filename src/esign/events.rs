@@ -12,8 +12,8 @@
 //!  "rejection": null, "dateTime": "...", "signature": "..."}
 //! ```
 
+use crate::store::db::Db;
 use chrono::{DateTime, Utc};
-use rusqlite::Connection;
 use serde_json::{Value, json};
 
 use super::ceremony::ProcessView;
@@ -67,7 +67,7 @@ pub fn signatory_json(s: &SignatoryRow) -> Value {
 
 /// Writes the event of a change to the outbox; `view` is the process after the change.
 pub fn record(
-    conn: &Connection,
+    conn: Db<'_>,
     commerce: &Commerce,
     view: &ProcessView,
     kind: EventKind,

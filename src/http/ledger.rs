@@ -4,10 +4,10 @@
 
 use std::collections::HashMap;
 
+use crate::store::db::Db;
 use axum::extract::{OriginalUri, Query, State};
 use axum::http::{HeaderMap, HeaderName, Uri, header};
 use axum::response::{AppendHeaders, IntoResponse, Response};
-use rusqlite::Connection;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -307,7 +307,7 @@ pub fn parse_filter(query: &HashMap<String, String>) -> Result<ListFilter, Error
 }
 
 /// One page of a commerce's entries, oldest first, and the cursor of the next.
-pub fn page(conn: &Connection, filter: &EntryFilter<'_>) -> Result<LedgerPage, Error> {
+pub fn page(conn: Db<'_>, filter: &EntryFilter<'_>) -> Result<LedgerPage, Error> {
     let mut rows = store::list(
         conn,
         &EntryFilter {
@@ -634,7 +634,7 @@ impl Reconciliation {
 /// Matches a payout report against the acting commerce's ledger and stores the import with
 /// its result (the API, the staff screen and the CLI share it).
 pub fn import_report(
-    tx: &Connection,
+    tx: Db<'_>,
     ctx: &Ctx<'_>,
     report: &str,
     created_by: &str,
@@ -800,7 +800,7 @@ fn text(value: &impl Serialize) -> String {
 
 /// Every entry of a commerce in a period, oldest first, page by page (exports).
 pub fn all_entries(
-    conn: &Connection,
+    conn: Db<'_>,
     commerce_id: i64,
     from: Option<&str>,
     to: Option<&str>,

@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use crate::store::db::Db;
 use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -29,7 +30,6 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::{Extension, Form, Router};
 use chrono::{DateTime, Datelike, Utc};
-use rusqlite::Transaction;
 
 use super::AppState;
 use crate::charging::processor::{
@@ -296,10 +296,7 @@ fn load(state: &AppState, token: &str) -> Result<Option<Loaded>> {
 }
 
 /// Everything a page (or the sandbox's activation) shows about `mandate`.
-pub(crate) fn load_mandate(
-    conn: &rusqlite::Connection,
-    mandate: mandates::MandateRow,
-) -> Result<Loaded> {
+pub(crate) fn load_mandate(conn: Db<'_>, mandate: mandates::MandateRow) -> Result<Loaded> {
     let commerce = commerces::by_id(conn, mandate.commerce_id)?.ok_or_else(|| {
         Error::Internal(anyhow::anyhow!("mandate {} has no commerce", mandate.id))
     })?;
@@ -391,7 +388,7 @@ fn card_update_page(
 /// events it wrote.
 async fn write<T: Send + 'static>(
     state: &AppState,
-    f: impl FnOnce(&Transaction<'_>) -> Result<T> + Send + 'static,
+    f: impl FnOnce(Db<'_>) -> Result<T> + Send + 'static,
 ) -> Result<T> {
     let store = Arc::clone(&state.store);
     let result = tokio::task::spawn_blocking(move || store.write(f))

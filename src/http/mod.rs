@@ -33,11 +33,11 @@ pub mod wire;
 
 use std::sync::Arc;
 
+use crate::store::db::Db;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
 use chrono::NaiveDate;
-use rusqlite::{Connection, Transaction};
 use utoipa::OpenApi;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa_axum::router::OpenApiRouter;
@@ -125,7 +125,7 @@ impl AppState {
     pub async fn write<T: Send + 'static>(
         &self,
         commerce: Arc<Commerce>,
-        operation: impl FnOnce(&Transaction<'_>, &Ctx<'_>) -> Result<T> + Send + 'static,
+        operation: impl FnOnce(Db<'_>, &Ctx<'_>) -> Result<T> + Send + 'static,
     ) -> Result<T, ApiError> {
         let state = self.clone();
         let value = self
@@ -145,7 +145,7 @@ impl AppState {
     pub fn read<T>(
         &self,
         commerce: &Commerce,
-        operation: impl FnOnce(&Connection, &Ctx<'_>) -> Result<T>,
+        operation: impl FnOnce(Db<'_>, &Ctx<'_>) -> Result<T>,
     ) -> Result<T, ApiError> {
         let ctx = self.ctx(commerce);
         self.store

@@ -58,7 +58,7 @@ pub fn list(config: &Config, options: EventsOptions) -> anyhow::Result<()> {
         "--limit must be 1 to {}",
         crate::http::events::MAX_LIMIT
     );
-    let store = Store::open(&config.database_path())?;
+    let store = config.open_store()?;
     let (commerce_id, _) = super::resolve_commerce(&store, options.commerce.as_deref())?;
     let mut filter = CommerceEventFilter {
         commerce_id,
@@ -113,7 +113,7 @@ pub fn resend(
     event_id: &str,
     json_mode: bool,
 ) -> anyhow::Result<()> {
-    let store = Store::open(&config.database_path())?;
+    let store = config.open_store()?;
     let commerce_id = match commerce {
         Some(code) => Some(super::resolve_commerce(&store, Some(code))?.0),
         None => None,

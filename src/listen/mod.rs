@@ -118,7 +118,7 @@ pub fn run(config: &Config, options: ListenOptions) -> anyhow::Result<()> {
 }
 
 async fn listen(config: &Config, options: ListenOptions) -> anyhow::Result<()> {
-    let store = Arc::new(Store::open(&config.database_path())?);
+    let store = Arc::new(config.open_store()?);
     let (commerce_id, code) = resolve_commerce(&store, options.commerce.as_deref())?;
     let types = parse_types(options.events.as_deref())?;
     let forward_to = options

@@ -14,6 +14,7 @@
 //! the next retry time (which looks at every pending event) runs only when there is nothing
 //! to do. Database reads run on the blocking pool, never on the runtime's threads.
 
+use crate::store::db::Db;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -342,7 +343,7 @@ impl Worker {
     /// Runs a read on the blocking pool: SQLite must not stall the runtime's threads.
     async fn read<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&rusqlite::Connection) -> Result<T, crate::error::Error> + Send + 'static,
+        f: impl FnOnce(Db<'_>) -> Result<T, crate::error::Error> + Send + 'static,
     ) -> anyhow::Result<T> {
         let store = Arc::clone(&self.store);
         Ok(tokio::task::spawn_blocking(move || store.read(f)).await??)

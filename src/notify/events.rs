@@ -1,7 +1,7 @@
 //! The bodies of activation and payment events (CONTRACT 7), signed and written to the outbox.
 
+use crate::store::db::Db;
 use chrono::{DateTime, Utc};
-use rusqlite::Connection;
 use serde_json::{Value, json};
 
 use super::signing;
@@ -25,7 +25,7 @@ fn customer_ref(customer: &CustomerRow) -> Value {
 /// A payment event: one per installment state change. `charge_dates`: the commerce's calendar
 /// and rule (`store::calendar::charge_dates`), read once by callers that record many events.
 pub fn record_payment(
-    conn: &Connection,
+    conn: Db<'_>,
     commerce: &Commerce,
     charge_dates: &ChargeDates,
     mandate: &MandateRow,
@@ -82,7 +82,7 @@ pub fn record_payment(
 /// An activation event: sent when a mandate becomes active and when it is cancelled.
 /// `file_base64` is the EPAC mandate document, when there is one.
 pub fn record_activation(
-    conn: &Connection,
+    conn: Db<'_>,
     commerce: &Commerce,
     mandate: &MandateRow,
     customer: &CustomerRow,
@@ -105,7 +105,7 @@ pub struct SignedDocument<'a> {
 /// The activation event of a mandate activated by its completed signature process: the same
 /// body plus `signedDocument`, so the merchant can check the sealed PDF it fetches.
 pub fn record_signed_activation(
-    conn: &Connection,
+    conn: Db<'_>,
     commerce: &Commerce,
     mandate: &MandateRow,
     customer: &CustomerRow,
@@ -145,7 +145,7 @@ fn activation_body(
 /// Numbers the event within its mandate, signs it and writes it to the outbox.
 #[allow(clippy::too_many_arguments)]
 fn record(
-    conn: &Connection,
+    conn: Db<'_>,
     commerce: &Commerce,
     mandate: &MandateRow,
     installment_seq: Option<i64>,

@@ -6,6 +6,7 @@
 //! copy that fails is not retried: the listener is a developer's terminal, not a receiver the
 //! contract promises delivery to. Leases past their expiry are swept with their copies.
 
+use crate::store::db::Db;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,7 +46,7 @@ pub(super) async fn run(
 
 async fn read<T: Send + 'static>(
     store: &Arc<Store>,
-    f: impl FnOnce(&rusqlite::Connection) -> Result<T, crate::error::Error> + Send + 'static,
+    f: impl FnOnce(Db<'_>) -> Result<T, crate::error::Error> + Send + 'static,
 ) -> anyhow::Result<T> {
     let store = Arc::clone(store);
     Ok(tokio::task::spawn_blocking(move || store.read(f)).await??)

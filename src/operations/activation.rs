@@ -2,8 +2,8 @@
 //! mandate becomes ACTIVE, the acceptance is recorded and the activation event written, all
 //! in one transaction (the enrolment itself happens before, at the processor).
 
+use crate::store::db::Db;
 use chrono::{DateTime, Utc};
-use rusqlite::Connection;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -96,7 +96,7 @@ pub struct Enrolment<'a> {
 
 /// Activates a PENDING mandate whose instrument the processor has just enrolled.
 pub fn activate(
-    conn: &Connection,
+    conn: Db<'_>,
     commerce: &Commerce,
     mandate: &MandateRow,
     enrolment: &Enrolment<'_>,
@@ -161,7 +161,7 @@ pub fn enrolled_method(instrument: &InstrumentInput, enrolled: &Enrolled) -> ser
 /// Stores the enrolled instrument (through `store_instrument`: a first insert, or the
 /// replacement of an earlier enrolment's) and the customer's acceptance.
 pub(crate) fn store_enrolment(
-    conn: &Connection,
+    conn: Db<'_>,
     mandate_seq: i64,
     enrolment: &Enrolment<'_>,
     document_sha256: Option<&str>,
@@ -192,7 +192,7 @@ pub(crate) fn store_enrolment(
         InstrumentInput::Card { .. } => (None, None, None),
     };
     store_instrument(
-        conn.into(),
+        conn,
         &NewInstrument {
             mandate_seq,
             method_id: method.id(),
@@ -234,7 +234,7 @@ pub struct PortalClaim(i64);
 /// wall time `now`. Refused with the time the link accepts attempts again when it already has
 /// [`PORTAL_DECLINES_PER_WINDOW`] declines (or attempts under way) in the last hour.
 pub fn claim_portal_attempt(
-    conn: &Connection,
+    conn: Db<'_>,
     mandate_seq: i64,
     now: DateTime<Utc>,
 ) -> Result<std::result::Result<PortalClaim, DateTime<Utc>>> {
@@ -256,6 +256,6 @@ pub fn claim_portal_attempt(
 }
 
 /// The claimed attempt did not end in a decline: it does not count against the link.
-pub fn release_portal_attempt(conn: &Connection, claim: PortalClaim) -> Result<()> {
+pub fn release_portal_attempt(conn: Db<'_>, claim: PortalClaim) -> Result<()> {
     Ok(mandate_store::release_portal_attempt(conn, claim.0)?)
 }

@@ -3,8 +3,8 @@
 //! rejected installments are retried at the next charging run; the contract defines no event
 //! for a change of instrument, so none is sent (the next payment event names the method).
 
+use crate::store::db::Db;
 use chrono::{DateTime, NaiveDate, Utc};
-use rusqlite::Connection;
 
 use super::activation::{Enrolment, enrolled_method, store_enrolment};
 use crate::clock::timestamp;
@@ -39,7 +39,7 @@ pub fn check_replaceable(mandate: &MandateRow) -> Result<()> {
 /// enrolled instrument, and schedules the rejected installments for the run of `today` (or
 /// the next one, when today's already attempted them).
 pub fn replace_card(
-    conn: &Connection,
+    conn: Db<'_>,
     mandate: &MandateRow,
     enrolment: &Enrolment<'_>,
     today: NaiveDate,

@@ -1,18 +1,18 @@
 //! Registering customers.
 
-use rusqlite::Connection;
+use crate::store::db::Db;
 
 use super::{Ctx, CustomerRef};
 use crate::error::{Error, Result};
 use crate::store::customers::{self, CustomerInput, CustomerRow, Upserted};
 
-pub fn register(conn: &Connection, ctx: &Ctx<'_>, input: &CustomerInput) -> Result<Upserted> {
+pub fn register(conn: Db<'_>, ctx: &Ctx<'_>, input: &CustomerInput) -> Result<Upserted> {
     customers::upsert(conn, ctx.commerce.id, input, &ctx.timestamp())
 }
 
 /// Finds the commerce's customer; `field` is the JSON path named when it does not exist.
 pub fn find(
-    conn: &Connection,
+    conn: Db<'_>,
     ctx: &Ctx<'_>,
     customer: &CustomerRef,
     field: &str,

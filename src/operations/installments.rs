@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use rusqlite::Connection;
+use crate::store::db::Db;
 use serde_json::{Value, json};
 
 use super::{Ctx, CustomerRef, MandateRef, ledger};
@@ -78,7 +78,7 @@ fn stored_limits(mandate: &MandateRow) -> Result<(Currency, Option<Money>)> {
     Ok((currency, max))
 }
 
-pub fn add(conn: &Connection, ctx: &Ctx<'_>, cmd: AddInstallments) -> Result<Added> {
+pub fn add(conn: Db<'_>, ctx: &Ctx<'_>, cmd: AddInstallments) -> Result<Added> {
     let mandate = super::mandates::find_row(conn, ctx, &cmd.product)?;
     let owner = customers::by_seq(conn, mandate.customer_seq)?;
     let owned = match &cmd.customer {
@@ -172,7 +172,7 @@ pub struct Changed {
     pub installments: Vec<InstallmentRow>,
 }
 
-pub fn change_status(conn: &Connection, ctx: &Ctx<'_>, cmd: ChangeStatus) -> Result<Changed> {
+pub fn change_status(conn: Db<'_>, ctx: &Ctx<'_>, cmd: ChangeStatus) -> Result<Changed> {
     let mandate = super::mandates::find_row(conn, ctx, &cmd.product)?;
     if matches!(
         mandate.state,
@@ -319,7 +319,7 @@ fn check_evidence(
 
 /// SUBSCRIPTION mandates, and ONEPAY ones that terminate when charged, finish once every
 /// installment is final.
-pub fn finish_if_complete(conn: &Connection, mandate: MandateRow, now: &str) -> Result<MandateRow> {
+pub fn finish_if_complete(conn: Db<'_>, mandate: MandateRow, now: &str) -> Result<MandateRow> {
     let finishes = match mandate.mandate_type {
         MandateType::Subscription => true,
         MandateType::Onepay => mandate.terminate_when_charged,
@@ -340,7 +340,7 @@ pub fn finish_if_complete(conn: &Connection, mandate: MandateRow, now: &str) -> 
 /// event and its ledger entry. The sandbox's `REVERSED` outcome and `mandato trigger
 /// payment.reversed`.
 pub fn reverse(
-    conn: &Connection,
+    conn: Db<'_>,
     ctx: &Ctx<'_>,
     row: &InstallmentRow,
     mandate: &MandateRow,

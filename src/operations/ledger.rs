@@ -2,8 +2,8 @@
 //! state change that causes it (the `record_*` functions take that transaction), and payout
 //! reports are matched against the entries.
 
+use crate::store::db::Db;
 use chrono::NaiveDate;
-use rusqlite::Connection;
 use rust_decimal::Decimal;
 
 use super::Ctx;
@@ -44,7 +44,7 @@ struct Line<'a> {
     reference: Option<&'a str>,
 }
 
-fn append(conn: &Connection, at: &Movement<'_>, line: Line<'_>) -> Result<()> {
+fn append(conn: Db<'_>, at: &Movement<'_>, line: Line<'_>) -> Result<()> {
     store::insert(
         conn,
         &NewEntry {
@@ -67,7 +67,7 @@ fn append(conn: &Connection, at: &Movement<'_>, line: Line<'_>) -> Result<()> {
 }
 
 /// A charge the processor approved (charging run, settled bank debit, Magic Link portal).
-pub fn record_charge(conn: &Connection, at: &Movement<'_>, approval: &Approval<'_>) -> Result<()> {
+pub fn record_charge(conn: Db<'_>, at: &Movement<'_>, approval: &Approval<'_>) -> Result<()> {
     append(
         conn,
         at,
@@ -84,7 +84,7 @@ pub fn record_charge(conn: &Connection, at: &Movement<'_>, approval: &Approval<'
 
 /// A paid installment taken back: minus what its payment brought in, under the charge's
 /// authorization code (the acquirer deducts it under that reference; its fee is not refunded).
-pub fn record_reversal(conn: &Connection, at: &Movement<'_>) -> Result<()> {
+pub fn record_reversal(conn: Db<'_>, at: &Movement<'_>) -> Result<()> {
     let paid = store::last_charge_of(conn, at.mandate.commerce_id, &at.installment.id)?;
     let (amount, currency, method, reference) = match &paid {
         Some(entry) => (
@@ -140,7 +140,7 @@ pub fn record_reversal(conn: &Connection, at: &Movement<'_>) -> Result<()> {
 
 /// A payment the merchant recorded by hand: the installment's amount, outside the acquirer.
 pub fn record_manual_payment(
-    conn: &Connection,
+    conn: Db<'_>,
     at: &Movement<'_>,
     authorization_code: Option<&str>,
 ) -> Result<()> {
@@ -160,7 +160,7 @@ pub fn record_manual_payment(
 
 /// An annulled installment: no cash moves, the receivable is written off. Kept in the ledger
 /// so the write-off is visible beside the money; settlements and reconciliation leave it out.
-pub fn record_annulment(conn: &Connection, at: &Movement<'_>) -> Result<()> {
+pub fn record_annulment(conn: Db<'_>, at: &Movement<'_>) -> Result<()> {
     append(
         conn,
         at,
@@ -201,7 +201,7 @@ pub struct Reconciled {
 
 /// Reads a payout report and matches it against the acting commerce's ledger. Every bad cell
 /// is a validation error at `csv.line[N].<column>`.
-pub fn reconcile(conn: &Connection, ctx: &Ctx<'_>, report: &str) -> Result<Reconciled> {
+pub fn reconcile(conn: Db<'_>, ctx: &Ctx<'_>, report: &str) -> Result<Reconciled> {
     let lines = ledger::parse_payout_report(report).map_err(|e| Error::Validation(e.into_vec()))?;
     let period = ledger::report_period(&lines);
     let entries = match period {
@@ -263,11 +263,7 @@ pub fn reconcile(conn: &Connection, ctx: &Ctx<'_>, report: &str) -> Result<Recon
 
 /// The simulated acquirer's payout report of `date` for the commerce: one line per charge of
 /// that business date, net of its fee, and one per reversal, deducted.
-pub fn sandbox_payout_report(
-    conn: &Connection,
-    commerce_id: i64,
-    date: NaiveDate,
-) -> Result<String> {
+pub fn sandbox_payout_report(conn: Db<'_>, commerce_id: i64, date: NaiveDate) -> Result<String> {
     let day = date.to_string();
     let entries = store::acquirer_entries(conn, commerce_id, &day, &day, &[])?;
     let lines: Vec<(NaiveDate, String, Decimal)> = entries

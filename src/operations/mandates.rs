@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use crate::domain::holidays::ChargeDates;
 use crate::store::calendar;
-use rusqlite::Connection;
+use crate::store::db::Db;
 use serde_json::Value;
 
 use super::{Ctx, CustomerRef, MandateRef};
@@ -60,7 +60,7 @@ pub struct MagicLinkPolicy {
 }
 
 pub fn create(
-    conn: &Connection,
+    conn: Db<'_>,
     ctx: &Ctx<'_>,
     cmd: CreateMandate,
     link: &MagicLinkPolicy,
@@ -163,7 +163,7 @@ fn sorted(mut rows: Vec<InstallmentRow>) -> Vec<InstallmentRow> {
     rows
 }
 
-pub fn find_row(conn: &Connection, ctx: &Ctx<'_>, mandate: &MandateRef) -> Result<MandateRow> {
+pub fn find_row(conn: Db<'_>, ctx: &Ctx<'_>, mandate: &MandateRef) -> Result<MandateRow> {
     let found = match mandate {
         MandateRef::External(id) => mandates::by_external_id(conn, ctx.commerce.id, id)?,
         MandateRef::Internal(id) => mandates::by_internal_id(conn, ctx.commerce.id, id)?,
@@ -172,13 +172,13 @@ pub fn find_row(conn: &Connection, ctx: &Ctx<'_>, mandate: &MandateRef) -> Resul
 }
 
 /// The mandate with its customer, installments and signature process.
-pub fn view(conn: &Connection, mandate: MandateRow) -> Result<MandateView> {
+pub fn view(conn: Db<'_>, mandate: MandateRow) -> Result<MandateView> {
     let charge_dates = Arc::new(calendar::charge_dates(conn, mandate.commerce_id)?);
     view_with(conn, mandate, charge_dates)
 }
 
 fn view_with(
-    conn: &Connection,
+    conn: Db<'_>,
     mandate: MandateRow,
     charge_dates: Arc<ChargeDates>,
 ) -> Result<MandateView> {
@@ -198,13 +198,13 @@ fn view_with(
     })
 }
 
-pub fn find(conn: &Connection, ctx: &Ctx<'_>, mandate: &MandateRef) -> Result<MandateView> {
+pub fn find(conn: Db<'_>, ctx: &Ctx<'_>, mandate: &MandateRef) -> Result<MandateView> {
     let row = find_row(conn, ctx, mandate)?;
     view_with(conn, row, ctx.charge_dates(conn)?)
 }
 
 /// The ONEPAY confirm lookup: a mandate of any other type is not found here.
-pub fn find_onepay(conn: &Connection, ctx: &Ctx<'_>, external_id: &str) -> Result<MandateView> {
+pub fn find_onepay(conn: Db<'_>, ctx: &Ctx<'_>, external_id: &str) -> Result<MandateView> {
     let row = find_row(conn, ctx, &MandateRef::External(external_id.to_string()))?;
     if row.mandate_type != MandateType::Onepay {
         return Err(Error::not_found("ONEPAY mandate"));
@@ -216,7 +216,7 @@ pub fn find_onepay(conn: &Connection, ctx: &Ctx<'_>, external_id: &str) -> Resul
 /// for charge are annulled (each with its payment event), then the activation event tells the
 /// merchant the mandate is CANCELLED.
 pub fn cancel(
-    conn: &Connection,
+    conn: Db<'_>,
     ctx: &Ctx<'_>,
     mandate: &MandateRef,
     customer: &CustomerRef,

@@ -14,7 +14,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 
 use std::sync::Arc;
 
-use rusqlite::Connection;
+use crate::store::db::Db;
 
 use crate::domain::holidays::ChargeDates;
 use crate::store::calendar::ChargeDatesCache;
@@ -37,7 +37,7 @@ impl Ctx<'_> {
     }
 
     /// The acting commerce's calendar and charging rule.
-    pub fn charge_dates(&self, conn: &Connection) -> crate::store::db::Result<Arc<ChargeDates>> {
+    pub fn charge_dates(&self, conn: Db<'_>) -> crate::store::db::Result<Arc<ChargeDates>> {
         self.charge_dates.get(conn, self.commerce.id)
     }
 }

@@ -9,9 +9,9 @@
 //! - [`process_ended`] when the process is rejected, expires or is cancelled: the mandate stays
 //!   PENDING with that reason, and its Magic Link can start a new process.
 
+use crate::store::db::Db;
 use base64::Engine;
 use chrono::{DateTime, Utc};
-use rusqlite::Connection;
 
 use super::activation::{self, Enrolment};
 use crate::clock::timestamp;
@@ -52,7 +52,7 @@ impl CancelledBy {
 /// of an earlier enrolment is cancelled first; one whose signature is already in (its seal
 /// under way) refuses the new enrolment with `SIGNATURE_IN_PROGRESS`.
 pub fn start(
-    conn: &Connection,
+    conn: Db<'_>,
     commerce: &Commerce,
     mandate: &MandateRow,
     enrolment: &Enrolment<'_>,
@@ -94,7 +94,7 @@ pub fn start(
 /// becomes ACTIVE with the enrolled instrument and its activation event is written, carrying
 /// the sealed document's hash (and, for EPAC, the sealed document as `fileBase64`).
 pub fn process_completed(
-    conn: &Connection,
+    conn: Db<'_>,
     commerce: &Commerce,
     view: &ProcessView,
     now: DateTime<Utc>,
@@ -144,7 +144,7 @@ pub fn process_completed(
 
 /// The process of `view` has just been rejected, expired or cancelled: a mandate that awaited
 /// it keeps PENDING, with the reason shown in its lookup.
-pub fn process_ended(conn: &Connection, view: &ProcessView, at: &str) -> Result<()> {
+pub fn process_ended(conn: Db<'_>, view: &ProcessView, at: &str) -> Result<()> {
     let failure = match view.process.state {
         ProcessState::Rejected => ActivationFailure::SignatureRejected,
         ProcessState::Expired => ActivationFailure::SignatureExpired,
@@ -160,7 +160,7 @@ pub fn process_ended(conn: &Connection, view: &ProcessView, at: &str) -> Result<
 /// The mandate is being cancelled (or activated without its signature): its open signature
 /// process, if any, is cancelled with it.
 pub fn cancel_open_process(
-    conn: &Connection,
+    conn: Db<'_>,
     commerce: &Commerce,
     mandate_seq: i64,
     now: DateTime<Utc>,
@@ -194,7 +194,7 @@ pub struct SignedMandateDocument {
 
 /// The commerce's mandate's sealed document; not found while no signature completed.
 pub fn signed_document(
-    conn: &Connection,
+    conn: Db<'_>,
     ctx: &super::Ctx<'_>,
     mandate: &super::MandateRef,
 ) -> Result<SignedMandateDocument> {

@@ -14,7 +14,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, RandomState};
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -210,12 +209,26 @@ impl SeenFilter {
     /// Inserts every stored id, then lets `may_contain` answer. All of them, not only those
     /// of the current window: a wall clock set back would bring older ones into it again
     /// (pruning keeps the table to the window anyway).
-    fn load(&self, conn: &Connection) -> rusqlite::Result<()> {
-        let mut stmt =
-            conn.prepare("SELECT commerce_id, correlation_id FROM correlation_claims")?;
-        let mut rows = stmt.query([])?;
-        while let Some(row) = rows.next()? {
-            self.insert(row.get(0)?, row.get_ref(1)?.as_str()?);
+    fn load(&self, conn: &WriterConn) -> db::Result<()> {
+        const SQL: &str = "SELECT commerce_id, correlation_id FROM correlation_claims";
+        match conn {
+            WriterConn::Sqlite(conn) => {
+                let load = || -> rusqlite::Result<()> {
+                    let mut stmt = conn.prepare(SQL)?;
+                    let mut rows = stmt.query([])?;
+                    while let Some(row) = rows.next()? {
+                        self.insert(row.get(0)?, row.get_ref(1)?.as_str()?);
+                    }
+                    Ok(())
+                };
+                load()?;
+            }
+            WriterConn::Postgres(conn) => {
+                Db::Postgres(conn).query_map(SQL, &[], |row| {
+                    self.insert(row.get(0)?, &row.get::<String>(1)?);
+                    Ok(())
+                })?;
+            }
         }
         self.loaded.store(true, Ordering::Release);
         Ok(())
@@ -313,24 +326,44 @@ pub enum Reservation {
 impl AuditWriter {
     /// `retention_days` is the correlationIds' (replays are refused that long); the audit log's
     /// own retention is a setting staff change (`set_retention_days`).
+    /// The writer keeps a connection of its own: on SQLite a second writer with `NORMAL`
+    /// durability, on PostgreSQL one outside the store's pool.
     pub fn start(
-        db_path: &Path,
+        store: &Store,
         retention_days: i64,
         clock: Arc<dyn Clock>,
     ) -> anyhow::Result<AuditWriter> {
-        let conn = open_connection(db_path, Durability::Normal)?;
-        // A batch inserts into today's part of the correlationId claims and of the audit log's
-        // correlationId index (`0021_day_local_request_keys.sql`), at random places within it:
-        // 8 MiB of cache (SQLite's default is 2 MiB) keeps those pages between batches.
-        conn.pragma_update(None, "cache_size", -8192)?;
-        // The engine's checkpoint thread copies the WAL back (`Store::start_checkpointer`).
-        conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+        let (conn, reader) = match store.path() {
+            Some(db_path) => {
+                let conn = open_connection(db_path, Durability::Normal)?;
+                // A batch inserts into today's part of the correlationId claims and of the
+                // audit log's correlationId index (`0021_day_local_request_keys.sql`), at
+                // random places within it: 8 MiB of cache (SQLite's default is 2 MiB) keeps
+                // those pages between batches.
+                conn.pragma_update(None, "cache_size", -8192)?;
+                // The engine's checkpoint thread copies the WAL back
+                // (`SqliteStore::start_checkpointer`).
+                conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+                let reader = super::open_reader(db_path)?;
+                (WriterConn::Sqlite(conn), WriterConn::Sqlite(reader))
+            }
+            None => {
+                let connect = || {
+                    store
+                        .postgres_connection()
+                        .expect("a store without a SQLite file is on PostgreSQL")
+                };
+                (
+                    WriterConn::Postgres(Box::new(connect()?)),
+                    WriterConn::Postgres(Box::new(connect()?)),
+                )
+            }
+        };
         let pending = Arc::new(Pending::new());
         let seen = Arc::new(SeenFilter::new());
         {
             // Ids committed before this start; the request path looks every id up meanwhile.
             let seen = Arc::clone(&seen);
-            let reader = super::open_reader(db_path)?;
             std::thread::Builder::new()
                 .name("correlation-load".into())
                 .spawn(move || {
@@ -502,8 +535,33 @@ const PRUNE_BATCH: i64 = 500;
 /// How long the writer waits for a record before it gives its page cache back.
 const IDLE_AFTER: Duration = Duration::from_secs(1);
 
+/// The audit writer's own connection.
+enum WriterConn {
+    Sqlite(Connection),
+    /// Boxed: a PostgreSQL client is several times a SQLite handle's size.
+    Postgres(Box<super::db::PgConn>),
+}
+
+impl WriterConn {
+    /// Outside any transaction: each statement commits on its own.
+    fn db(&self) -> Db<'_> {
+        match self {
+            WriterConn::Sqlite(conn) => Db::Sqlite(conn),
+            WriterConn::Postgres(conn) => Db::Postgres(conn),
+        }
+    }
+
+    /// Gives SQLite's page cache back; PostgreSQL's is the server's.
+    fn release_memory(&self) {
+        if let WriterConn::Sqlite(conn) = self {
+            let _ = conn.release_memory();
+            super::return_freed_memory();
+        }
+    }
+}
+
 fn write_loop(
-    mut conn: Connection,
+    mut conn: WriterConn,
     receiver: Receiver<Record>,
     pending: &Pending,
     mut pruner: Pruner,
@@ -527,8 +585,7 @@ fn write_loop(
         };
         if first.is_none() && holds_cache && !pruner.busy() {
             // No request for a while: the cache goes back to the system until the next batch.
-            let _ = conn.release_memory();
-            super::return_freed_memory();
+            conn.release_memory();
             holds_cache = false;
         }
         if let Some(first) = first {
@@ -563,20 +620,28 @@ fn write_loop(
                 let _ = done.send(());
             }
         }
-        pruner.step(&conn);
+        pruner.step(conn.db());
     }
 }
 
+/// One batch in one transaction.
 fn write_batch(
-    conn: &mut Connection,
+    conn: &mut WriterConn,
     batch: Vec<Record>,
     flushes: &mut Vec<Sender<()>>,
     written: &mut Vec<CorrelationKey>,
     pruner: &mut Pruner,
 ) -> db::Result<()> {
-    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    write_records(Db::from(&tx), batch, flushes, written, pruner)?;
-    Ok(tx.commit()?)
+    match conn {
+        WriterConn::Sqlite(conn) => {
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            write_records(Db::from(&tx), batch, flushes, written, pruner)?;
+            Ok(tx.commit()?)
+        }
+        WriterConn::Postgres(conn) => {
+            conn.transaction(|db| write_records(db, batch, flushes, written, pruner))
+        }
+    }
 }
 
 /// One batch's records, in the writer's transaction.
@@ -667,7 +732,7 @@ impl Pruner {
         self.waiters.extend(done);
     }
 
-    fn step(&mut self, conn: &Connection) {
+    fn step(&mut self, conn: Db<'_>) {
         if self.cutoffs.is_none() {
             if !self.busy() {
                 return;
@@ -683,7 +748,7 @@ impl Pruner {
         let Some((audit_cutoff, correlation_cutoff)) = &self.cutoffs else {
             return;
         };
-        let deleted = prune_batch(Db::from(conn), audit_cutoff, correlation_cutoff);
+        let deleted = prune_batch(conn, audit_cutoff, correlation_cutoff);
         let finished = match deleted {
             Ok(n) => n == 0,
             Err(e) => {

@@ -81,10 +81,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("mandato.db");
         let store = Store::open(&db).unwrap();
-        let checkpointer = store.start_checkpointer().unwrap();
+        let checkpointer = store.sqlite().unwrap().start_checkpointer().unwrap();
         let before = file_size(&db);
         store
-            .write(|tx| {
+            .write(|db| {
+                let tx = db.as_sqlite().unwrap();
                 tx.execute_batch("CREATE TABLE filler (b BLOB NOT NULL)")?;
                 let mut insert = tx.prepare("INSERT INTO filler (b) VALUES (zeroblob(4096))")?;
                 for _ in 0..512 {

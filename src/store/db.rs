@@ -351,6 +351,15 @@ impl<'a> From<&'a PgConn> for Db<'a> {
 }
 
 impl<'a> Db<'a> {
+    /// The SQLite connection underneath, for SQLite's own machinery (and tests that fill a
+    /// SQLite store directly); `None` on PostgreSQL.
+    pub fn as_sqlite(self) -> Option<&'a rusqlite::Connection> {
+        match self {
+            Db::Sqlite(conn) => Some(conn),
+            Db::Postgres(_) => None,
+        }
+    }
+
     pub fn backend(self) -> Backend {
         match self {
             Db::Sqlite(_) => Backend::Sqlite,
@@ -585,6 +594,12 @@ impl PgPool {
 }
 
 impl PgPool {
+    /// A connection of its own, outside the pool, for a thread that keeps one (the audit
+    /// writer).
+    pub fn connect(&self) -> Result<PgConn> {
+        PgConn::connect(self.url.expose())
+    }
+
     /// A connection inside a new transaction: an idle one that still answers, or a new one.
     fn begin(&self) -> Result<PgConn> {
         loop {

@@ -17,8 +17,9 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 use tokio::sync::oneshot;
 
-use super::Store;
 use super::audit::{CorrelationClaim, record_claim};
+use super::db::Db;
+use super::{Engine, SqliteStore, Store};
 use crate::error::Error;
 
 /// The most operations committed together; more wait for the next commit.
@@ -50,17 +51,18 @@ struct Pending<T, F> {
 impl<T, F> Job for Pending<T, F>
 where
     T: Send,
-    F: FnOnce(&Transaction<'_>) -> Result<T, Error> + Send,
+    F: FnOnce(Db<'_>) -> Result<T, Error> + Send,
 {
     fn run(&mut self, tx: &Transaction<'_>) -> bool {
         let Some(operation) = self.operation.take() else {
             return false;
         };
-        let outcome = catch_unwind(AssertUnwindSafe(|| operation(tx))).unwrap_or_else(|_| {
-            Err(Error::Internal(anyhow::anyhow!(
-                "the write operation panicked"
-            )))
-        });
+        let outcome =
+            catch_unwind(AssertUnwindSafe(|| operation(Db::Sqlite(tx)))).unwrap_or_else(|_| {
+                Err(Error::Internal(anyhow::anyhow!(
+                    "the write operation panicked"
+                )))
+            });
         let outcome = match (outcome, &self.claim) {
             (Ok(value), Some(claim)) => record_claim(tx, claim)
                 .map(|()| value)
@@ -92,30 +94,56 @@ where
 
 impl Store {
     /// Runs `operation` in its own savepoint of the next group commit and answers after that
-    /// commit: `Ok` means durably committed, an error means none of it was written.
+    /// commit: `Ok` means durably committed, an error means none of it was written. On
+    /// PostgreSQL, which groups concurrent commits' WAL flushes itself, the operation runs in
+    /// a transaction of its own, and the merchant request's correlationId commits in it.
     ///
     /// Needs a Tokio runtime: the group is run and synced on a blocking thread.
     pub async fn write_grouped<T, F>(self: &Arc<Self>, operation: F) -> Result<T, Error>
     where
         T: Send + 'static,
-        F: FnOnce(&Transaction<'_>) -> Result<T, Error> + Send + 'static,
+        F: FnOnce(Db<'_>) -> Result<T, Error> + Send + 'static,
     {
-        self.note_use();
+        let claim = CorrelationClaim::current();
+        let Engine::Sqlite(sqlite) = &self.engine else {
+            let store = Arc::clone(self);
+            return tokio::task::spawn_blocking(move || {
+                store.write(|db| {
+                    let value = operation(db)?;
+                    if let Some(claim) = &claim {
+                        record_claim(db, claim).map_err(|e| Error::Internal(e.into()))?;
+                    }
+                    Ok(value)
+                })
+            })
+            .await
+            .unwrap_or_else(|_| {
+                Err(Error::Internal(anyhow::anyhow!(
+                    "the write operation panicked"
+                )))
+            });
+        };
+        sqlite.note_use();
         let (reply, answer) = oneshot::channel();
         let job = Box::new(Pending {
             operation: Some(operation),
-            claim: CorrelationClaim::current(),
+            claim,
             outcome: None,
             reply,
         });
-        self.group
+        sqlite
+            .group
             .jobs
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push_back(job);
-        if !self.group.draining.swap(true, Ordering::AcqRel) {
+        if !sqlite.group.draining.swap(true, Ordering::AcqRel) {
             let store = Arc::clone(self);
-            tokio::task::spawn_blocking(move || store.drain());
+            tokio::task::spawn_blocking(move || {
+                if let Some(sqlite) = store.sqlite() {
+                    sqlite.drain();
+                }
+            });
         }
         answer.await.unwrap_or_else(|_| {
             Err(Error::Internal(anyhow::anyhow!(
@@ -123,7 +151,9 @@ impl Store {
             )))
         })
     }
+}
 
+impl SqliteStore {
     /// Commits groups until the queue is empty. Only one drainer runs at a time.
     fn drain(&self) {
         loop {

@@ -70,7 +70,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 pub use checkpoint::Checkpointer;
-use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::error::Error;
 
@@ -83,22 +83,87 @@ pub enum Durability {
 }
 
 pub struct Store {
-    path: PathBuf,
-    writer: Mutex<Connection>,
-    readers: Mutex<Vec<Connection>>,
-    group: group::Queue,
+    engine: Engine,
     /// The request path's cache of API keys and commerces (`commerces::CredentialCache`).
     pub credentials: commerces::CredentialCache,
     /// The request path's cache of calendars and charging rules (`calendar::ChargeDatesCache`).
     pub charge_dates: calendar::ChargeDatesCache,
+}
+
+/// The database behind a `Store`. A match on it is the whole cost of having two backends: the
+/// SQLite path allocates and dispatches exactly as it did alone.
+enum Engine {
+    Sqlite(SqliteStore),
+    Postgres(db::PgPool),
+}
+
+/// SQLite's machinery: the single writer, the pool of readers, the group commit's queue.
+pub struct SqliteStore {
+    path: PathBuf,
+    writer: Mutex<Connection>,
+    readers: Mutex<Vec<Connection>>,
+    group: group::Queue,
     /// Whether a read or write ran since `release_memory_if_idle` last looked.
     used: AtomicBool,
     /// Whether the connections' memory was released since they were last used.
     released: AtomicBool,
 }
 
+/// Where the data lives: SQLite's file (the default) or a PostgreSQL database.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Location {
+    Sqlite(PathBuf),
+    /// A `postgres://` URL; it may hold a password, so it is never printed.
+    Postgres(crate::secret::Secret<String>),
+}
+
+impl Location {
+    /// `url` when one was given (it must be a PostgreSQL URL), otherwise SQLite's `file`.
+    pub fn from_url(url: Option<&str>, file: PathBuf) -> anyhow::Result<Location> {
+        match url {
+            None => Ok(Location::Sqlite(file)),
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => Ok(
+                Location::Postgres(crate::secret::Secret::new(url.to_string())),
+            ),
+            Some(_) => anyhow::bail!(
+                "--database-url must be a PostgreSQL URL (postgres://user:password@host:port/database); \
+                 without it the engine uses SQLite in its data directory"
+            ),
+        }
+    }
+}
+
+/// PostgreSQL connections kept open between transactions; more are opened under load.
+const PG_IDLE_CONNECTIONS: usize = 16;
+
 impl Store {
-    /// Opens (creating if needed) the database and brings its schema up to date.
+    /// Opens the store at `location`: SQLite's file (see `open`) or a PostgreSQL database,
+    /// whose schema is brought up to date (`pg_migrations`).
+    pub fn open_at(location: &Location) -> anyhow::Result<Store> {
+        match location {
+            Location::Sqlite(path) => Store::open(path),
+            Location::Postgres(url) => Store::open_postgres(url.expose()),
+        }
+    }
+
+    /// Connects to the PostgreSQL database at `url` and migrates it.
+    pub fn open_postgres(url: &str) -> anyhow::Result<Store> {
+        let pool = db::PgPool::open(url, PG_IDLE_CONNECTIONS)
+            .map_err(|e| anyhow::anyhow!("could not connect to PostgreSQL: {e}"))?;
+        let conn = db::PgConn::connect(url)?;
+        pg_migrations::run(&conn)?;
+        Ok(Store::with_engine(Engine::Postgres(pool)))
+    }
+
+    fn with_engine(engine: Engine) -> Store {
+        Store {
+            engine,
+            credentials: commerces::CredentialCache::default(),
+            charge_dates: calendar::ChargeDatesCache::default(),
+        }
+    }
+
+    /// Opens (creating if needed) the SQLite database and brings its schema up to date.
     pub fn open(path: &Path) -> anyhow::Result<Store> {
         private_files::prepare(path)?;
         let mut writer = open_connection(path, Durability::Full)?;
@@ -114,18 +179,107 @@ impl Store {
         // back to the database file less often.
         writer.execute_batch("PRAGMA cache_size = -16384; PRAGMA wal_autocheckpoint = 10000;")?;
         migrations::run(&mut writer)?;
-        Ok(Store {
+        Ok(Store::with_engine(Engine::Sqlite(SqliteStore {
             path: path.to_path_buf(),
             writer: Mutex::new(writer),
             readers: Mutex::new(Vec::new()),
             group: group::Queue::default(),
-            credentials: commerces::CredentialCache::default(),
-            charge_dates: calendar::ChargeDatesCache::default(),
             used: AtomicBool::new(false),
             released: AtomicBool::new(false),
-        })
+        })))
     }
 
+    /// SQLite's own machinery (its file, backups, checkpoints), or `None` on PostgreSQL.
+    pub fn sqlite(&self) -> Option<&SqliteStore> {
+        match &self.engine {
+            Engine::Sqlite(sqlite) => Some(sqlite),
+            Engine::Postgres(_) => None,
+        }
+    }
+
+    pub fn backend(&self) -> db::Backend {
+        match &self.engine {
+            Engine::Sqlite(_) => db::Backend::Sqlite,
+            Engine::Postgres(_) => db::Backend::Postgres,
+        }
+    }
+
+    /// A PostgreSQL connection outside the pool, for a thread that keeps one; `None` on SQLite.
+    pub(crate) fn postgres_connection(&self) -> Option<db::Result<db::PgConn>> {
+        match &self.engine {
+            Engine::Sqlite(_) => None,
+            Engine::Postgres(pool) => Some(pool.connect()),
+        }
+    }
+
+    /// SQLite's file, or `None` on PostgreSQL.
+    pub fn path(&self) -> Option<&Path> {
+        self.sqlite().map(SqliteStore::path)
+    }
+
+    /// Gives idle SQLite connections' memory back (`SqliteStore::release_memory_if_idle`);
+    /// PostgreSQL's caches are the server's.
+    pub fn release_memory_if_idle(&self) {
+        if let Some(sqlite) = self.sqlite() {
+            sqlite.release_memory_if_idle();
+        }
+    }
+
+    /// Runs `f` in one write transaction: committed if it returns `Ok`, rolled back otherwise.
+    /// On SQLite it is the writer's `BEGIN IMMEDIATE`; on PostgreSQL a pooled connection's.
+    pub fn write<T>(&self, f: impl FnOnce(db::Db<'_>) -> Result<T, Error>) -> Result<T, Error> {
+        match &self.engine {
+            Engine::Sqlite(sqlite) => sqlite.write(f),
+            Engine::Postgres(pool) => pool.transaction(f),
+        }
+    }
+
+    /// Runs `f` in one read transaction: every statement of `f` sees the same snapshot. On
+    /// PostgreSQL the transaction commits when `f` succeeds, so a read that claims work (the
+    /// delivery worker's due events) keeps its claim.
+    pub fn read<T>(&self, f: impl FnOnce(db::Db<'_>) -> Result<T, Error>) -> Result<T, Error> {
+        match &self.engine {
+            Engine::Sqlite(sqlite) => sqlite.read(f),
+            Engine::Postgres(pool) => pool.transaction(f),
+        }
+    }
+
+    /// `read` with SQLite's own connection, for what reaches into the file itself (tests that
+    /// inspect or damage it); an error on PostgreSQL.
+    pub fn read_sqlite<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        self.read(|db| f(db.as_sqlite().ok_or_else(not_sqlite)?))
+    }
+
+    /// `write` with SQLite's own transaction; an error on PostgreSQL.
+    pub fn write_sqlite<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        self.write(|db| f(db.as_sqlite().ok_or_else(not_sqlite)?))
+    }
+
+    /// A consistent copy of the live SQLite database, safe while other connections write.
+    /// PostgreSQL's copies are `pg_dump`'s.
+    pub fn backup_to(&self, dest: &Path) -> anyhow::Result<()> {
+        match self.sqlite() {
+            Some(sqlite) => sqlite.backup_to(dest),
+            None => anyhow::bail!(BACKUP_ON_POSTGRES),
+        }
+    }
+}
+
+fn not_sqlite() -> Error {
+    Error::Internal(anyhow::anyhow!("this works on SQLite's file only"))
+}
+
+/// Why backups refuse on PostgreSQL.
+pub const BACKUP_ON_POSTGRES: &str = "mandato's backups copy its SQLite file; on PostgreSQL \
+     back the database up with pg_dump (and restore it with pg_restore or psql)";
+
+impl SqliteStore {
     /// Notes a read or write for `release_memory_if_idle`. Loaded first, so that a busy store
     /// does not write the shared flag on every request.
     fn note_use(&self) {
@@ -181,23 +335,18 @@ impl Store {
         Ok(checkpointer)
     }
 
-    /// Runs `f` in one write transaction: committed if it returns `Ok`, rolled back otherwise.
-    pub fn write<T>(
-        &self,
-        f: impl FnOnce(&Transaction<'_>) -> Result<T, Error>,
-    ) -> Result<T, Error> {
+    fn write<T>(&self, f: impl FnOnce(db::Db<'_>) -> Result<T, Error>) -> Result<T, Error> {
         self.note_use();
         let mut conn = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let value = f(&tx)?;
+        let value = f(db::Db::Sqlite(&tx))?;
         tx.commit()?;
         Ok(value)
     }
 
-    /// Runs `f` in one read transaction on a read-only connection from the pool (opening one
-    /// when none is free): every statement of `f` sees the same snapshot, and the WAL read lock
-    /// is taken once rather than once per statement.
-    pub fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T, Error>) -> Result<T, Error> {
+    /// On a read-only connection from the pool (opening one when none is free); the WAL read
+    /// lock is taken once rather than once per statement.
+    fn read<T>(&self, f: impl FnOnce(db::Db<'_>) -> Result<T, Error>) -> Result<T, Error> {
         self.note_use();
         let pooled = self.readers.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let conn = match pooled {
@@ -205,7 +354,7 @@ impl Store {
             None => open_reader(&self.path)?,
         };
         conn.prepare_cached("BEGIN")?.execute([])?;
-        let result = f(&conn);
+        let result = f(db::Db::Sqlite(&conn));
         if conn.prepare_cached("COMMIT")?.execute([]).is_err() {
             // A connection left inside a transaction must not go back to the pool.
             let _ = conn.execute_batch("ROLLBACK");
@@ -220,8 +369,7 @@ impl Store {
         result
     }
 
-    /// A consistent copy of the live database, safe while other connections write.
-    pub fn backup_to(&self, dest: &Path) -> anyhow::Result<()> {
+    fn backup_to(&self, dest: &Path) -> anyhow::Result<()> {
         let src = open_reader(&self.path)?;
         // The copy holds the same keys and secrets as the database: private from its first byte.
         private_files::create_private(dest)?;
@@ -287,7 +435,7 @@ mod tests {
     use super::*;
 
     fn pooled_readers(store: &Store) -> usize {
-        store.readers.lock().unwrap().len()
+        store.sqlite().unwrap().readers.lock().unwrap().len()
     }
 
     #[test]
@@ -310,13 +458,13 @@ mod tests {
         // The store works as before, and a new burst fills the pool again.
         store
             .read(|_| {
-                store.read(|c| {
-                    Ok(c.query_row("SELECT count(*) FROM commerces", [], |r| r.get::<_, i64>(0))?)
+                store.read(|db| {
+                    Ok(db.query_row("SELECT count(*) FROM commerces", &[], |r| r.get::<i64>(0))?)
                 })
             })
             .unwrap();
         store
-            .write(|tx| Ok(tx.execute("DELETE FROM holidays", [])?))
+            .write(|db| Ok(db.execute("DELETE FROM holidays", &[])?))
             .unwrap();
         assert_eq!(pooled_readers(&store), 2);
         store.release_memory_if_idle();

@@ -227,7 +227,7 @@ fn rows(app: &TestApp, sql: &str) -> Vec<Vec<String>> {
     app.running
         .state
         .store
-        .read(|conn| {
+        .read_sqlite(|conn| {
             let mut statement = conn.prepare(sql)?;
             let width = statement.column_count();
             let rows = statement
@@ -404,7 +404,7 @@ async fn uf_installments_wait_for_the_days_value_then_charge_in_pesos() {
         .running
         .state
         .store
-        .read(|c| Ok(c.query_row("SELECT amount FROM sim_charges", [], |r| r.get(0))?))
+        .read_sqlite(|c| Ok(c.query_row("SELECT amount FROM sim_charges", [], |r| r.get(0))?))
         .unwrap();
     assert_eq!(
         amount, "58685",

@@ -214,7 +214,7 @@ async fn requests_are_audited_without_secrets() {
         .running
         .state
         .store
-        .read(|conn| {
+        .read_sqlite(|conn| {
             let mut stmt =
                 conn.prepare("SELECT method, path, status, headers FROM audit_log ORDER BY seq")?;
             let rows = stmt

@@ -300,7 +300,7 @@ impl TestApp {
     pub fn events_of(&self, mandate_internal_id: &str) -> Vec<Value> {
         let store = &self.running.state.store;
         store
-            .read(|conn| {
+            .read_sqlite(|conn| {
                 let seq: i64 = conn.query_row(
                     "SELECT seq FROM mandates WHERE id = ?1",
                     [mandate_internal_id],

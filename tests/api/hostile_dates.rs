@@ -39,7 +39,7 @@ fn installment_count(app: &TestApp) -> i64 {
     app.running
         .state
         .store
-        .read(|c| Ok(c.query_row("SELECT count(*) FROM installments", [], |r| r.get(0))?))
+        .read_sqlite(|c| Ok(c.query_row("SELECT count(*) FROM installments", [], |r| r.get(0))?))
         .unwrap()
 }
 
@@ -212,7 +212,7 @@ async fn the_run_of_today_does_not_charge_a_far_future_installment() {
     app.running
         .state
         .store
-        .write(|tx| {
+        .write_sqlite(|tx| {
             tx.execute(
                 "INSERT INTO installments (id, mandate_seq, commerce_id, external_id, amount,
                         currency, due_date, state, state_at, created_at)

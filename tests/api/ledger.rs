@@ -81,7 +81,7 @@ fn count(app: &TestApp, sql: &str) -> i64 {
     app.running
         .state
         .store
-        .read(|c| Ok(c.query_row(sql, [], |r| r.get(0))?))
+        .read_sqlite(|c| Ok(c.query_row(sql, [], |r| r.get(0))?))
         .unwrap()
 }
 
@@ -219,7 +219,7 @@ async fn a_failed_operation_leaves_no_entry() {
     // An annulment whose transaction fails after the operation ran: neither the state nor
     // the entry survives.
     let store = &app.running.state.store;
-    let failed = store.write(|tx| {
+    let failed = store.write_sqlite(|tx| {
         let commerce = mandato::store::commerces::by_code(tx, COMMERCE)?.unwrap();
         let ctx = Ctx {
             commerce: &commerce,
@@ -228,7 +228,7 @@ async fn a_failed_operation_leaves_no_entry() {
             today: app.today(),
         };
         change_status(
-            tx,
+            tx.into(),
             &ctx,
             ChangeStatus {
                 product: MandateRef::External("M-1".into()),
@@ -254,9 +254,10 @@ async fn a_failed_operation_leaves_no_entry() {
     app.put(CHANGE, &annulment_body("M-1", &["c1"]))
         .await
         .expect(200, "INSTALLMENTS_STATUS_CHANGE_OK");
-    let refused = store.write(|tx| Ok(tx.execute("UPDATE ledger_entries SET amount = '1'", [])?));
+    let refused =
+        store.write_sqlite(|tx| Ok(tx.execute("UPDATE ledger_entries SET amount = '1'", [])?));
     assert!(refused.is_err());
-    let refused = store.write(|tx| Ok(tx.execute("DELETE FROM ledger_entries", [])?));
+    let refused = store.write_sqlite(|tx| Ok(tx.execute("DELETE FROM ledger_entries", [])?));
     assert!(refused.is_err());
     assert_eq!(count(&app, "SELECT count(*) FROM ledger_entries"), 1);
 }

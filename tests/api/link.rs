@@ -106,7 +106,7 @@ impl Linked {
             .running
             .state
             .store
-            .read(|conn| {
+            .read_sqlite(|conn| {
                 Ok(mandato::store::sim_acquirer::charges_per_key_prefix(
                     conn,
                     &format!("portal-{installment}-"),
@@ -353,7 +353,7 @@ async fn a_card_activates_the_mandate_and_only_its_last_four_are_kept() {
         .running
         .state
         .store
-        .read(|conn| {
+        .read_sqlite(|conn| {
             let mut rows = Vec::new();
             let mut stmt = conn.prepare(
                 "SELECT processor_token || '|' || COALESCE(brand, '') || '|' || last4 FROM instruments",
@@ -550,7 +550,7 @@ async fn epac_sends_the_mandate_document_with_the_account_masked() {
         .running
         .state
         .store
-        .read(|conn| {
+        .read_sqlite(|conn| {
             Ok(conn.query_row(
                 "SELECT terms_sha256, document_sha256, user_agent FROM acceptances",
                 [],

@@ -18,6 +18,7 @@ mod hostile_logins;
 mod hostile_webhooks;
 mod jwt;
 mod openapi;
+mod postgres;
 mod process;
 mod receiver;
 mod refusals;

@@ -68,7 +68,7 @@ fn count(app: &TestApp, sql: &str) -> i64 {
     app.running
         .state
         .store
-        .read(|c| Ok(c.query_row(sql, [], |r| r.get::<_, Option<i64>>(0))?))
+        .read_sqlite(|c| Ok(c.query_row(sql, [], |r| r.get::<_, Option<i64>>(0))?))
         .unwrap()
         .unwrap_or(0)
 }
@@ -165,7 +165,7 @@ async fn request_logs_past_their_retention_are_pruned() {
     app.running
         .state
         .store
-        .write(|tx| {
+        .write_sqlite(|tx| {
             for days in [400, 91, 30, 1] {
                 tx.execute(
                     "INSERT INTO audit_log (at, method, path, status, duration_ms, headers)
@@ -245,7 +245,7 @@ async fn pruning_goes_in_small_batches_and_takes_everything() {
     app.running
         .state
         .store
-        .write(|tx| {
+        .write_sqlite(|tx| {
             let mut insert = tx.prepare(
                 "INSERT INTO audit_log (at, method, path, status, duration_ms, headers)
                  VALUES (?1, 'GET', '/api/v1/x', 200, 1.0, '{}')",

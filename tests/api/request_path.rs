@@ -56,7 +56,7 @@ async fn correlation_ids_of_every_day_of_the_window_stay_refused() {
         .running
         .state
         .store
-        .read(|c| {
+        .read_sqlite(|c| {
             Ok(c.query_row(
                 "SELECT id FROM commerces WHERE code = ?1",
                 [COMMERCE],
@@ -81,7 +81,7 @@ async fn correlation_ids_of_every_day_of_the_window_stay_refused() {
     app.running
         .state
         .store
-        .write(|tx| {
+        .write_sqlite(|tx| {
             for (id, at) in within.iter().chain([&outside]) {
                 tx.execute(
                     "INSERT INTO correlation_claims (day, commerce_id, correlation_id, seen_at)
@@ -143,7 +143,7 @@ async fn a_key_revoked_by_another_process_is_refused_soon_after() {
         .expect(404, "MANDATE_NOT_FOUND");
     // Another process (the CLI) revokes the key: its change reaches this engine only through
     // the database, so the cached key is read again once its time to live has passed.
-    let conn = rusqlite::Connection::open(app.running.state.store.path()).unwrap();
+    let conn = rusqlite::Connection::open(app.running.state.store.path().unwrap()).unwrap();
     conn.busy_timeout(Duration::from_secs(10)).unwrap();
     let revoked = conn
         .execute(

@@ -73,7 +73,7 @@ fn rows_of(app: &TestApp, commerce: &str) -> Value {
     app.running
         .state
         .store
-        .read(|c| {
+        .read_sqlite(|c| {
             let id: i64 =
                 c.query_row("SELECT id FROM commerces WHERE code = ?1", [commerce], |r| {
                     r.get(0)
@@ -153,7 +153,7 @@ async fn reset_removes_only_the_callers_data_and_ids_can_be_used_again() {
         .running
         .state
         .store
-        .read(|c| {
+        .read_sqlite(|c| {
             let mut stmt = c.prepare("PRAGMA foreign_key_check")?;
             let rows = stmt
                 .query_map([], |r| r.get::<_, String>(0))?

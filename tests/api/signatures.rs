@@ -207,7 +207,7 @@ fn signature_events(app: &TestApp, process_id: &str) -> Vec<(Value, String)> {
     app.running
         .state
         .store
-        .read(|c| {
+        .read_sqlite(|c| {
             let seq: i64 = c.query_row(
                 "SELECT seq FROM signature_processes WHERE id = ?1",
                 [process_id],
@@ -951,7 +951,7 @@ async fn signed_in_order_with_parallel_equals_then_sealed_with_stamps_on_their_p
     app.running
         .state
         .store
-        .write(|tx| {
+        .write_sqlite(|tx| {
             tx.execute(
                 "UPDATE signature_audit SET ip = '10.9.9.9' WHERE position = 3
                  AND process_seq = (SELECT seq FROM signature_processes WHERE id = ?1)",

@@ -280,7 +280,7 @@ async fn events_are_listed_filtered_inspected_and_redelivered() {
     app.running
         .state
         .store
-        .write(|tx| {
+        .write_sqlite(|tx| {
             tx.execute(
                 "UPDATE events SET body = json_set(body, '$.fileBase64', 'JVBERi0xLjcgc2VjcmV0') WHERE kind = 'activation'",
                 [],
@@ -403,7 +403,7 @@ async fn events_are_listed_filtered_inspected_and_redelivered() {
         .running
         .state
         .store
-        .read(|c| {
+        .read_sqlite(|c| {
             Ok(c.query_row(
                 "SELECT count(*) FROM staff_audit WHERE action = 'commerce.reveal-secret'",
                 [],
@@ -463,7 +463,7 @@ async fn charging_runs_progress_clock_and_uf_for_staff() {
         .running
         .state
         .store
-        .read(|c| {
+        .read_sqlite(|c| {
             Ok(c.query_row(
                 "SELECT value FROM uf_values WHERE date = '2026-12-01'",
                 [],

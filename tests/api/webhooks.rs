@@ -366,7 +366,7 @@ async fn http_urls_are_never_contacted() {
         .running
         .state
         .store
-        .write(|tx| {
+        .write_sqlite(|tx| {
             tx.execute(
                 "UPDATE mandates SET url_payment_webhook = ?1 WHERE id = ?2",
                 rusqlite::params![format!("http://127.0.0.1:{port}/hooks"), internal],

@@ -7,10 +7,10 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use crate::store::db::Db;
 use axum::extract::{Path, Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
@@ -414,7 +414,7 @@ fn event_state(value: &Value) -> Option<EventState> {
 
 /// The mandate as staff see it, by its sequence number, at `now` (business date `today`).
 fn load_detail(
-    conn: &Connection,
+    conn: Db<'_>,
     seq: i64,
     base_url: &str,
     now: chrono::DateTime<chrono::Utc>,
@@ -623,7 +623,7 @@ async fn act(
     internal_id: &str,
     action: &'static str,
     detail: Option<String>,
-    operation: impl FnOnce(&rusqlite::Transaction<'_>, &Ctx<'_>) -> Result<()> + Send + 'static,
+    operation: impl FnOnce(Db<'_>, &Ctx<'_>) -> Result<()> + Send + 'static,
 ) -> ApiResult<Envelope<MandateDetail>> {
     staff.require(Role::Operator)?;
     let (seq, commerce_id) = owner(state, internal_id)?;
@@ -675,7 +675,7 @@ fn installment_ids(ids: Option<&Vec<String>>, errors: &mut FieldErrors) -> Optio
 /// field), several as a `VALIDATION_ERROR` listing each. An id that is not the mandate's is a
 /// 404, and a cancelled or deleted mandate is left to the operation, which refuses it whole.
 fn check_selection(
-    conn: &Connection,
+    conn: Db<'_>,
     ctx: &Ctx<'_>,
     mandate_id: &str,
     ids: &[String],

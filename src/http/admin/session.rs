@@ -1,6 +1,7 @@
 //! Staff sign-in: first-start setup of the owner account, sessions, and the `Staff` extractor
 //! every other staff operation starts with.
 
+use crate::store::db::Db;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Mutex;
 
@@ -73,7 +74,7 @@ impl Staff {
     /// Writes the action to the staff audit log, in the operation's transaction.
     pub fn record(
         &self,
-        conn: &rusqlite::Connection,
+        conn: Db<'_>,
         now: DateTime<Utc>,
         action: &str,
         target: Option<&str>,

@@ -3,6 +3,7 @@
 //! and staff accounts. Reading is open to every role (staff accounts to admins); every change
 //! is the admin's, and is recorded in the staff audit log in its own transaction.
 
+use crate::store::db::Db;
 use axum::extract::{Path, State};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -30,7 +31,7 @@ use crate::store::{commerces, deliveries};
 const DEFAULT_RETRY_DAYS: [i64; 3] = [1, 3, 7];
 
 pub(super) fn record(
-    tx: &rusqlite::Connection,
+    tx: Db<'_>,
     staff: &Staff,
     now: chrono::DateTime<chrono::Utc>,
     action: &str,

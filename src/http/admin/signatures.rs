@@ -4,6 +4,7 @@
 //! download. The sandbox's one-time codes are shown to operators and admins only: reading one
 //! to a customer lets that customer sign.
 
+use crate::store::db::Db;
 use std::collections::HashMap;
 
 use axum::extract::{Path, Query, State};
@@ -451,7 +452,7 @@ fn audit_dto(trail: Vec<AuditRow>, commerce: &str, view: &ProcessView) -> AuditT
 }
 
 fn activated_mandate(
-    c: &rusqlite::Connection,
+    c: Db<'_>,
     process_seq: i64,
 ) -> crate::error::Result<Option<ActivatedMandateDto>> {
     let Some(link) = mandate_signatures::by_process(c, process_seq)? else {

@@ -4,6 +4,7 @@
 //! straight to the signing page. The process's callback is this Magic Link, so after signing
 //! (or rejecting) the customer comes back to a page that says where the mandate stands.
 
+use crate::store::db::Db;
 use axum::http::StatusCode;
 use axum::response::Response;
 use chrono::{DateTime, Utc};
@@ -37,7 +38,7 @@ pub(super) struct Enrolling {
 
 /// Where a signature-gated mandate's signature stands, for its page (`None`: no process yet,
 /// or the mandate is not signature-gated).
-pub(super) fn signing_of(conn: &rusqlite::Connection, loaded: &Loaded) -> Result<Option<Signing>> {
+pub(super) fn signing_of(conn: Db<'_>, loaded: &Loaded) -> Result<Option<Signing>> {
     let Some(row) = mandate_signatures::latest_of_mandate(conn, loaded.mandate.seq)? else {
         return Ok(None);
     };

@@ -15,6 +15,7 @@
 
 mod render;
 
+use crate::store::db::Db;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -247,7 +248,7 @@ fn plausible(token: &str) -> bool {
 /// events it may have written.
 async fn write<T: Send + 'static>(
     state: &AppState,
-    f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T> + Send + 'static,
+    f: impl FnOnce(Db<'_>) -> Result<T> + Send + 'static,
 ) -> Result<T> {
     let store = Arc::clone(&state.store);
     let result = tokio::task::spawn_blocking(move || store.write(f))
@@ -734,7 +735,7 @@ step_handler!(reject, "motivo", |tx, token, act, reason| {
         .map(|done| callback_location(&done, &signatory, "REJECTED")))
 });
 
-fn signatory_id(conn: &rusqlite::Connection, token: &str) -> Result<String> {
+fn signatory_id(conn: Db<'_>, token: &str) -> Result<String> {
     Ok(signatures::signatory_by_token(conn, token)?
         .map(|s| s.id)
         .unwrap_or_default())
