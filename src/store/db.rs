@@ -594,6 +594,12 @@ impl PgPool {
 }
 
 impl PgPool {
+    /// Closes the idle connections (the pool stays usable: later work opens new ones).
+    pub fn close_idle(&self) {
+        let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(|p| p.into_inner()));
+        drop(idle);
+    }
+
     /// A connection of its own, outside the pool, for a thread that keeps one (the audit
     /// writer).
     pub fn connect(&self) -> Result<PgConn> {

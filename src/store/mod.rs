@@ -148,11 +148,13 @@ impl Store {
 
     /// Connects to the PostgreSQL database at `url` and migrates it.
     pub fn open_postgres(url: &str) -> anyhow::Result<Store> {
-        let pool = db::PgPool::open(url, PG_IDLE_CONNECTIONS)
-            .map_err(|e| anyhow::anyhow!("could not connect to PostgreSQL: {e}"))?;
-        let conn = db::PgConn::connect(url)?;
-        pg_migrations::run(&conn)?;
-        Ok(Store::with_engine(Engine::Postgres(pool)))
+        off_async(|| {
+            let pool = db::PgPool::open(url, PG_IDLE_CONNECTIONS)
+                .map_err(|e| anyhow::anyhow!("could not connect to PostgreSQL: {e}"))?;
+            let conn = db::PgConn::connect(url)?;
+            pg_migrations::run(&conn)?;
+            Ok(Store::with_engine(Engine::Postgres(pool)))
+        })
     }
 
     fn with_engine(engine: Engine) -> Store {
@@ -208,7 +210,7 @@ impl Store {
     pub(crate) fn postgres_connection(&self) -> Option<db::Result<db::PgConn>> {
         match &self.engine {
             Engine::Sqlite(_) => None,
-            Engine::Postgres(pool) => Some(pool.connect()),
+            Engine::Postgres(pool) => Some(off_async(|| pool.connect())),
         }
     }
 
@@ -230,7 +232,7 @@ impl Store {
     pub fn write<T>(&self, f: impl FnOnce(db::Db<'_>) -> Result<T, Error>) -> Result<T, Error> {
         match &self.engine {
             Engine::Sqlite(sqlite) => sqlite.write(f),
-            Engine::Postgres(pool) => pool.transaction(f),
+            Engine::Postgres(pool) => off_async(|| pool.transaction(f)),
         }
     }
 
@@ -240,7 +242,7 @@ impl Store {
     pub fn read<T>(&self, f: impl FnOnce(db::Db<'_>) -> Result<T, Error>) -> Result<T, Error> {
         match &self.engine {
             Engine::Sqlite(sqlite) => sqlite.read(f),
-            Engine::Postgres(pool) => pool.transaction(f),
+            Engine::Postgres(pool) => off_async(|| pool.transaction(f)),
         }
     }
 
@@ -268,6 +270,28 @@ impl Store {
             Some(sqlite) => sqlite.backup_to(dest),
             None => anyhow::bail!(BACKUP_ON_POSTGRES),
         }
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        // Closing a PostgreSQL connection waits for the server, like any of its calls.
+        if let Engine::Postgres(pool) = &self.engine {
+            off_async(|| pool.close_idle());
+        }
+    }
+}
+
+/// Runs blocking PostgreSQL work from wherever the caller is. The synchronous client drives
+/// each call on a small runtime of its own, which cannot run on a thread that drives async
+/// tasks: on such a thread (a multi-threaded runtime's worker) the work first moves the
+/// thread's tasks elsewhere (`block_in_place`); on blocking or plain threads it just runs.
+fn off_async<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
     }
 }
 

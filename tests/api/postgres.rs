@@ -92,7 +92,8 @@ fn ok(data: &std::path::Path, url: &str, args: &[&str], stdin: Option<&str>) -> 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_merchant_journey_on_postgresql() {
-    let url = fresh_database();
+    // The synchronous client blocks: off the test's async threads.
+    let url = tokio::task::spawn_blocking(fresh_database).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path();
 
