@@ -82,7 +82,14 @@ pub async fn spawn_app() -> TestApp {
 
 pub async fn spawn_app_with(options: Options) -> TestApp {
     let dir = tempfile::tempdir().expect("temp dir");
-    let config = test_config(dir.path(), &options);
+    let mut config = test_config(dir.path(), &options);
+    if crate::postgres::chosen() {
+        // A database of its own; the synchronous client connects off the test's runtime.
+        let url = std::thread::spawn(crate::postgres::fresh_database)
+            .join()
+            .expect("a fresh PostgreSQL database");
+        config.database_url = Some(Secret::new(url));
+    }
     let clock = Arc::new(ShiftedClock::new());
     let running = app::start(config, clock.clone() as Arc<dyn Clock>)
         .await

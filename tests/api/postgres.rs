@@ -1,6 +1,8 @@
 //! The real `mandato` binary on PostgreSQL: `serve --database-url` on a fresh database of a
 //! throwaway cluster (`scripts/pg.sh`), a merchant's journey over HTTP, and the CLI on the
-//! same database.
+//! same database. With `MANDATO_TEST_BACKEND=postgres`, `spawn_app()` runs every engine it
+//! starts on a fresh PostgreSQL database too (the engine's own blocking calls need the
+//! multi-threaded runtime: `#[tokio::test(flavor = "multi_thread")]`).
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -43,8 +45,15 @@ fn server_url() -> &'static str {
     })
 }
 
-/// A new, empty database on the cluster (the engine migrates it at start); its URL.
-fn fresh_database() -> String {
+/// Whether `spawn_app()` runs its engines on PostgreSQL (`MANDATO_TEST_BACKEND=postgres`);
+/// SQLite otherwise.
+pub fn chosen() -> bool {
+    std::env::var("MANDATO_TEST_BACKEND").is_ok_and(|backend| backend == "postgres")
+}
+
+/// A new, empty database on the cluster (the engine migrates it at start); its URL. It
+/// blocks: call it off async threads.
+pub fn fresh_database() -> String {
     let name = format!("api_{}", uuid::Uuid::new_v4().simple());
     let mut admin =
         postgres::Client::connect(server_url(), postgres::NoTls).expect("the cluster answers");
