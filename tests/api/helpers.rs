@@ -307,13 +307,13 @@ impl TestApp {
     pub fn events_of(&self, mandate_internal_id: &str) -> Vec<Value> {
         let store = &self.running.state.store;
         store
-            .read_sqlite(|conn| {
-                let seq: i64 = conn.query_row(
+            .read(|db| {
+                let seq: i64 = db.query_row(
                     "SELECT seq FROM mandates WHERE id = ?1",
-                    [mandate_internal_id],
+                    &[mandate_internal_id.into()],
                     |r| r.get(0),
                 )?;
-                let events = mandato::store::events::for_mandate(conn, seq)?;
+                let events = mandato::store::events::for_mandate(db, seq)?;
                 Ok(events
                     .into_iter()
                     .map(|e| serde_json::from_str(&e.body).unwrap())

@@ -106,7 +106,7 @@ impl Linked {
             .running
             .state
             .store
-            .read_sqlite(|conn| {
+            .read(|conn| {
                 Ok(mandato::store::sim_acquirer::charges_per_key_prefix(
                     conn,
                     &format!("portal-{installment}-"),
@@ -353,21 +353,14 @@ async fn a_card_activates_the_mandate_and_only_its_last_four_are_kept() {
         .running
         .state
         .store
-        .read_sqlite(|conn| {
+        .read(|db| {
             let mut rows = Vec::new();
-            let mut stmt = conn.prepare(
+            for sql in [
                 "SELECT processor_token || '|' || COALESCE(brand, '') || '|' || last4 FROM instruments",
-            )?;
-            for row in stmt.query_map([], |r| r.get::<_, String>(0))? {
-                rows.push(row?);
-            }
-            let mut stmt = conn.prepare("SELECT body FROM events")?;
-            for row in stmt.query_map([], |r| r.get::<_, String>(0))? {
-                rows.push(row?);
-            }
-            let mut stmt = conn.prepare("SELECT terms || COALESCE(user_agent, '') FROM acceptances")?;
-            for row in stmt.query_map([], |r| r.get::<_, String>(0))? {
-                rows.push(row?);
+                "SELECT body FROM events",
+                "SELECT terms || COALESCE(user_agent, '') FROM acceptances",
+            ] {
+                rows.extend(db.query_map(sql, &[], |r| r.get::<String>(0))?);
             }
             Ok(rows)
         })
@@ -550,10 +543,10 @@ async fn epac_sends_the_mandate_document_with_the_account_masked() {
         .running
         .state
         .store
-        .read_sqlite(|conn| {
-            Ok(conn.query_row(
+        .read(|db| {
+            Ok(db.query_row(
                 "SELECT terms_sha256, document_sha256, user_agent FROM acceptances",
-                [],
+                &[],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )?)
         })
