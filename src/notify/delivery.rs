@@ -483,6 +483,7 @@ impl Worker {
         let first_new = window.len();
         let mut reorder = false;
         let mut claimed = Vec::new();
+        let mut held = Vec::new();
         for event in due {
             walk.after = walk.after.max(event.seq);
             if claimed_before.contains(&event.seq) {
@@ -500,6 +501,7 @@ impl Worker {
                     // Left unclaimed: a later walk reads it again.
                     walk.held_until =
                         Some(walk.held_until.map_or(held_until, |h| h.min(held_until)));
+                    held.push(event.seq);
                     continue;
                 }
             }
@@ -515,6 +517,16 @@ impl Worker {
         if reorder {
             // Sandbox: each batch of due events newest first.
             window.make_contiguous()[first_new..].reverse();
+        }
+        if !held.is_empty() && self.store.backend() == crate::store::db::Backend::Postgres {
+            // PostgreSQL's read claimed them for its lease: given back, the walk after the
+            // delay finds them.
+            let store = Arc::clone(&self.store);
+            tokio::task::spawn_blocking(move || {
+                if let Err(e) = store.write(|db| Ok(deliveries::release_claims(db, &held)?)) {
+                    tracing::warn!(error = %e, "could not give back held events");
+                }
+            });
         }
         self.claimed
             .lock()

@@ -107,6 +107,23 @@ fn due_event(r: &Row<'_>) -> db::Result<DueEvent> {
     })
 }
 
+/// Gives back events `due` claimed that the worker decided not to send yet (the sandbox's
+/// `delaySeconds`), so that its next read finds them again rather than after the lease. Only
+/// PostgreSQL claims in the database; on SQLite there is nothing to give back.
+pub fn release_claims<'c>(db: impl Into<Db<'c>>, seqs: &[i64]) -> db::Result<()> {
+    let db = db.into();
+    if db.backend() == Backend::Sqlite {
+        return Ok(());
+    }
+    for &seq in seqs {
+        db.execute(
+            "UPDATE events SET claimed_until = NULL WHERE seq = ?1",
+            &params![seq],
+        )?;
+    }
+    Ok(())
+}
+
 /// When the earliest pending event falls due, to sleep until then (the first entry of the
 /// `events_pending_due` index).
 ///

@@ -338,13 +338,14 @@ impl TestApp {
             commerce,
             ..
         } = self;
+        // The same database: the data directory's file, or the PostgreSQL database.
+        let database_url = running.state.config.database_url.clone();
         running.shutdown().await.expect("graceful shutdown");
-        let running = app::start(
-            test_config(dir.path(), &options),
-            clock.clone() as Arc<dyn Clock>,
-        )
-        .await
-        .expect("engine starts again");
+        let mut config = test_config(dir.path(), &options);
+        config.database_url = database_url;
+        let running = app::start(config, clock.clone() as Arc<dyn Clock>)
+            .await
+            .expect("engine starts again");
         TestApp {
             base: running.base_url(),
             running,
