@@ -1012,4 +1012,15 @@ mod tests {
         // evt_03's lease (taken a second after NOW) has ended by then too.
         assert_eq!(claim(&pg, retry_at, 10), ["evt_02", "evt_03"]);
     }
+
+    #[test]
+    fn a_held_event_given_back_is_due_again_at_once() {
+        let database = shared_outbox(2);
+        let pg = database.connect();
+        assert_eq!(claim(&pg, NOW, 10), ["evt_01", "evt_02"]);
+        // The worker holds evt_02 back (the sandbox's delay) and gives its claim back.
+        pg.transaction(|db| release_claims(db, &[seq_of(db, "evt_02")]))
+            .unwrap();
+        assert_eq!(claim(&pg, "2026-11-25T00:00:02.000Z", 10), ["evt_02"]);
+    }
 }
