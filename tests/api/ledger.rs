@@ -81,7 +81,7 @@ fn count(app: &TestApp, sql: &str) -> i64 {
     app.running
         .state
         .store
-        .read_sqlite(|c| Ok(c.query_row(sql, [], |r| r.get(0))?))
+        .read(|c| Ok(c.query_row(sql, &[], |r| r.get(0))?))
         .unwrap()
 }
 

@@ -68,7 +68,7 @@ fn count(app: &TestApp, sql: &str) -> i64 {
     app.running
         .state
         .store
-        .read_sqlite(|c| Ok(c.query_row(sql, [], |r| r.get::<_, Option<i64>>(0))?))
+        .read(|c| Ok(c.query_row(sql, &[], |r| r.get::<Option<i64>>(0))?))
         .unwrap()
         .unwrap_or(0)
 }

@@ -73,12 +73,14 @@ fn rows_of(app: &TestApp, commerce: &str) -> Value {
     app.running
         .state
         .store
-        .read_sqlite(|c| {
+        .read(|c| {
             let id: i64 =
-                c.query_row("SELECT id FROM commerces WHERE code = ?1", [commerce], |r| {
+                c.query_row("SELECT id FROM commerces WHERE code = ?1", &[commerce.into()], |r| {
                     r.get(0)
                 })?;
-            let count = |sql: &str| -> rusqlite::Result<i64> { c.query_row(sql, [id], |r| r.get(0)) };
+            let count = |sql: &str| -> mandato::store::db::Result<i64> {
+                c.query_row(sql, &[id.into()], |r| r.get(0))
+            };
             Ok(json!({
                 "customers": count("SELECT count(*) FROM customers WHERE commerce_id = ?1")?,
                 "mandates": count("SELECT count(*) FROM mandates WHERE commerce_id = ?1")?,

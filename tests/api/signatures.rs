@@ -207,10 +207,10 @@ fn signature_events(app: &TestApp, process_id: &str) -> Vec<(Value, String)> {
     app.running
         .state
         .store
-        .read_sqlite(|c| {
+        .read(|c| {
             let seq: i64 = c.query_row(
                 "SELECT seq FROM signature_processes WHERE id = ?1",
-                [process_id],
+                &[process_id.into()],
                 |r| r.get(0),
             )?;
             Ok(mandato::store::signatures::event_bodies(c, seq)?
