@@ -19,12 +19,12 @@
 // leaves that step out for a release build (scripts/package-test.sh, the installed package).
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
-import { randomUUID } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { businessDate, merchantApi } from "../../ui/e2e/harness.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repoRoot = resolve(here, "..", "..");
@@ -74,40 +74,12 @@ async function wd(base, method, path, body) {
 
 const COMMERCE = { code: "76.123.456-0", normalized: "76123456-0", password: "clave-secreta-1" };
 
-function businessDate(daysFromToday) {
-  const today = new Intl.DateTimeFormat("en-CA", { timeZone: "America/Santiago" }).format(new Date());
-  const d = new Date(`${today}T12:00:00Z`);
-  d.setUTCDate(d.getUTCDate() + daysFromToday);
-  return d.toISOString().slice(0, 10);
-}
-
 const FIRST = { userId: "cust-001", rut: "12.345.678-5", firstName: "Ana", mandateId: "GYM-2026-001" };
 const SECOND = { userId: "cust-002", rut: "11.111.111-1", firstName: "Berta", mandateId: "GYM-2026-002" };
 
 /** A customer and a monthly mandate through the merchant API, as a merchant's backend would. */
 async function createMandate(engine, apiKey, who = FIRST) {
-  let token = null;
-  const call = async (method, path, body) => {
-    const headers = {
-      "content-type": "application/json",
-      country: "CL",
-      commerce: COMMERCE.normalized,
-      channel: "WEB",
-      requestDateTime: new Date().toISOString(),
-      correlationId: randomUUID(),
-      processId: "HYBRID",
-      salesExecutiveId: "SE-01",
-      "x-api-key": apiKey,
-    };
-    if (token) headers.authorization = `Bearer ${token}`;
-    const r = await fetch(`${engine}/api/v1${path}`, { method, headers, body: body ? JSON.stringify(body) : undefined });
-    const json = await r.json();
-    assert.ok(r.ok, `${method} ${path}: ${r.status} ${JSON.stringify(json)}`);
-    return json.payload;
-  };
-  const key = await (await fetch(`${engine}/api/v1/.well-known/jwe-public-key`)).json();
-  const { token: jwe } = await call("POST", "/jwe/encrypt", { password: COMMERCE.password, publicKey: key.payload.publicKey });
-  token = (await call("POST", "/login", { username: COMMERCE.normalized, password: jwe })).token;
+  const call = await merchantApi(engine, { commerce: COMMERCE.normalized, password: COMMERCE.password, apiKey });
   await call("POST", "/user", {
     customer: {
       userId: who.userId,

@@ -411,8 +411,9 @@ impl SqliteStore {
     }
 }
 
-/// Hands the heap this thread freed back to the system: the Rust heap's (mimalloc, when it is
-/// the global allocator) and the C heap's, where SQLite's page caches live.
+/// Hands the heap this thread freed back to the system: mimalloc's, which holds SQLite's page
+/// caches (`sqlite_setup`) and the Rust side's when it is the global allocator, and the C
+/// library's, which holds them instead when SQLite was initialised before the store.
 pub(crate) fn return_freed_memory() {
     // SAFETY: `mi_collect` only frees this thread's unused allocator pages; with another global
     // allocator, mimalloc's heap of this thread is empty and nothing happens.

@@ -7,8 +7,8 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { chromium } from "playwright-core";
 import { startServer } from "../scripts/server.mjs";
+import { CHROMIUM } from "./harness.mjs";
 
-const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"];
 const OWNER = { email: "duena@gimnasio.cl", password: "una clave larga 123" };
 

@@ -7,11 +7,9 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { chromium } from "playwright-core";
-import { mandato, repoRoot, startServer } from "../scripts/server.mjs";
+import { mandato, startServer } from "../scripts/server.mjs";
+import { CHROMIUM, FLAGS, SHOTS } from "./harness.mjs";
 
-const SHOTS = join(repoRoot, "target", "ui-screenshots");
-const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
-const FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"];
 const OWNER = { email: "duena@gimnasio.cl", password: "una clave larga 123" };
 const COMMERCE = "76123456-0";
 const YEAR = new Date().getFullYear();

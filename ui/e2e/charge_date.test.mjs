@@ -3,16 +3,13 @@
 // Debian's Chromium: an installment due on a Saturday is shown on the Magic Link with the
 // Monday it is charged on, and the dashboard's next charges name that Monday too.
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { chromium } from "playwright-core";
-import { mandato, repoRoot, startServer } from "../scripts/server.mjs";
+import { mandato, startServer } from "../scripts/server.mjs";
+import { CHROMIUM, FLAGS, SHOTS, merchantApi } from "./harness.mjs";
 
-const SHOTS = join(repoRoot, "target", "ui-screenshots");
-const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
-const FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"];
 const OWNER = { email: "duena@gimnasio.cl", password: "una clave larga 123" };
 const COMMERCE = "76123456-0";
 
@@ -20,32 +17,7 @@ let server;
 let browser;
 let page;
 
-/** The merchant API for one commerce and key, with the common headers and a session token. */
-async function merchant(base, password, apiKey) {
-  let token = null;
-  const call = async (method, path, body) => {
-    const headers = {
-      "content-type": "application/json",
-      country: "CL",
-      commerce: COMMERCE,
-      channel: "WEB",
-      requestDateTime: new Date().toISOString(),
-      correlationId: randomUUID(),
-      processId: "HYBRID",
-      salesExecutiveId: "SE-01",
-      "x-api-key": apiKey,
-    };
-    if (token) headers.authorization = `Bearer ${token}`;
-    const r = await fetch(`${base}/api/v1${path}`, { method, headers, body: body ? JSON.stringify(body) : undefined });
-    const json = await r.json();
-    assert.ok(r.ok, `${method} ${path}: ${r.status} ${JSON.stringify(json)}`);
-    return json.payload;
-  };
-  const key = await (await fetch(`${base}/api/v1/.well-known/jwe-public-key`)).json();
-  const { token: jwe } = await call("POST", "/jwe/encrypt", { password, publicKey: key.payload.publicKey });
-  token = (await call("POST", "/login", { username: COMMERCE, password: jwe })).token;
-  return call;
-}
+const merchant = (base, password, apiKey) => merchantApi(base, { commerce: COMMERCE, password, apiKey });
 
 /** `YYYY-MM-DD` of a UTC-noon date. */
 const iso = (d) => d.toISOString().slice(0, 10);

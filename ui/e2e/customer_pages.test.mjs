@@ -4,16 +4,13 @@
 // Link, pays the rejected installment in the portal and opens its printable receipt.
 // Screenshots at 390 px (and 1440 px) go to target/ui-screenshots/.
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { chromium } from "playwright-core";
-import { mandato, repoRoot, startServer } from "../scripts/server.mjs";
+import { mandato, startServer } from "../scripts/server.mjs";
+import { CHROMIUM, FLAGS, SHOTS, businessDate, merchantApi } from "./harness.mjs";
 
-const SHOTS = join(repoRoot, "target", "ui-screenshots");
-const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
-const FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"];
 const COMMERCE = { code: "76123456-0", name: "Gimnasio Los Andes", password: "clave-secreta-1" };
 
 let server;
@@ -32,39 +29,8 @@ async function shots(name) {
   await page.setViewportSize({ width: 390, height: 844 });
 }
 
-/** The merchant API with the common headers, logged in as the commerce. */
-async function merchant(base, apiKey) {
-  let token = null;
-  const request = async (method, path, body) => {
-    const headers = {
-      "content-type": "application/json",
-      country: "CL",
-      commerce: COMMERCE.code,
-      channel: "WEB",
-      requestDateTime: new Date().toISOString(),
-      correlationId: randomUUID(),
-      processId: "HYBRID",
-      salesExecutiveId: "SE-01",
-      "x-api-key": apiKey,
-    };
-    if (token) headers.authorization = `Bearer ${token}`;
-    const r = await fetch(`${base}/api/v1${path}`, { method, headers, body: body ? JSON.stringify(body) : undefined });
-    const json = await r.json();
-    assert.ok(r.ok, `${method} ${path}: ${r.status} ${JSON.stringify(json)}`);
-    return json.payload;
-  };
-  const key = await (await fetch(`${base}/api/v1/.well-known/jwe-public-key`)).json();
-  const { token: jwe } = await request("POST", "/jwe/encrypt", { password: COMMERCE.password, publicKey: key.payload.publicKey });
-  token = (await request("POST", "/login", { username: COMMERCE.code, password: jwe })).token;
-  return request;
-}
-
-function businessDate(daysFromToday) {
-  const today = new Intl.DateTimeFormat("en-CA", { timeZone: "America/Santiago" }).format(new Date());
-  const d = new Date(`${today}T12:00:00Z`);
-  d.setUTCDate(d.getUTCDate() + daysFromToday);
-  return d.toISOString().slice(0, 10);
-}
+const merchant = (base, apiKey) =>
+  merchantApi(base, { commerce: COMMERCE.code, password: COMMERCE.password, apiKey });
 
 let failed = false;
 function step(name, fn) {

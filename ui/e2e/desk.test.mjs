@@ -14,10 +14,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { chromium } from "playwright-core";
-import { freePort, mandato, repoRoot, startServer } from "../scripts/server.mjs";
+import { freePort, mandato, startServer } from "../scripts/server.mjs";
+import { CHROMIUM, SHOTS, businessDate } from "./harness.mjs";
 
-const SHOTS = join(repoRoot, "target", "ui-screenshots");
-const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const FLAGS = [
   "--no-sandbox",
   "--disable-gpu",
@@ -75,13 +74,6 @@ function merchant(base) {
       token = (await call("POST", "/login", { username: COMMERCE.normalized, password: jwe })).token;
     },
   };
-}
-
-function businessDate(daysFromToday) {
-  const today = new Intl.DateTimeFormat("en-CA", { timeZone: "America/Santiago" }).format(new Date());
-  const d = new Date(`${today}T12:00:00Z`);
-  d.setUTCDate(d.getUTCDate() + daysFromToday);
-  return d.toISOString().slice(0, 10);
 }
 
 async function waitFor(check, what, timeoutMs = 20_000) {

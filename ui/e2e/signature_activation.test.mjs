@@ -5,16 +5,13 @@
 // signing pages, and the mandate's detail shows the mode, the completed signature process and
 // the sealed PDF, which downloads as a PDF. Screenshots go to target/ui-screenshots/.
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { chromium } from "playwright-core";
-import { mandato, repoRoot, startServer } from "../scripts/server.mjs";
+import { mandato, startServer } from "../scripts/server.mjs";
+import { CHROMIUM, FLAGS, SHOTS, businessDate, merchantApi } from "./harness.mjs";
 
-const SHOTS = join(repoRoot, "target", "ui-screenshots");
-const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
-const FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"];
 const OWNER = { email: "duena@gimnasio.cl", password: "una clave larga 123" };
 const COMMERCE = { code: "76123456-0", name: "Gimnasio Firma", password: "clave-secreta-1" };
 const RUT = "12.345.678-5";
@@ -29,32 +26,8 @@ async function shot(name) {
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 }
 
-/** The merchant API with the common headers, logged in as the commerce. */
-async function merchant(base, apiKey) {
-  let token = null;
-  const call = async (method, path, body) => {
-    const headers = {
-      "content-type": "application/json",
-      country: "CL",
-      commerce: COMMERCE.code,
-      channel: "WEB",
-      requestDateTime: new Date().toISOString(),
-      correlationId: randomUUID(),
-      processId: "HYBRID",
-      salesExecutiveId: "SE-01",
-      "x-api-key": apiKey,
-    };
-    if (token) headers.authorization = `Bearer ${token}`;
-    const r = await fetch(`${base}/api/v1${path}`, { method, headers, body: body ? JSON.stringify(body) : undefined });
-    const json = await r.json();
-    assert.ok(r.ok, `${method} ${path}: ${r.status} ${JSON.stringify(json)}`);
-    return json.payload;
-  };
-  const key = await (await fetch(`${base}/api/v1/.well-known/jwe-public-key`)).json();
-  const { token: jwe } = await call("POST", "/jwe/encrypt", { password: COMMERCE.password, publicKey: key.payload.publicKey });
-  token = (await call("POST", "/login", { username: COMMERCE.code, password: jwe })).token;
-  return call;
-}
+const merchant = (base, apiKey) =>
+  merchantApi(base, { commerce: COMMERCE.code, password: COMMERCE.password, apiKey });
 
 /** Posts a form the way a browser does, without following the redirect. */
 async function postForm(url, fields) {
@@ -66,13 +39,6 @@ async function postForm(url, fields) {
   });
   assert.equal(r.status, 303, `${url}: ${r.status} ${await r.text()}`);
   return r.headers.get("location");
-}
-
-function businessDate(daysFromToday) {
-  const today = new Intl.DateTimeFormat("en-CA", { timeZone: "America/Santiago" }).format(new Date());
-  const d = new Date(`${today}T12:00:00Z`);
-  d.setUTCDate(d.getUTCDate() + daysFromToday);
-  return d.toISOString().slice(0, 10);
 }
 
 let failed = false;
