@@ -228,7 +228,8 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
         tokio::spawn(schedule.run(Arc::clone(&schedule_wake), Arc::clone(&schedule_stop)))
     });
     tokio::spawn(release_memory_when_idle(Arc::downgrade(&store)));
-    let backup_task = config.backups.enabled.then(|| {
+    // PostgreSQL's backups are the server's (`pg_dump`), never the engine's.
+    let backup_task = (config.backups.enabled && store.sqlite().is_some()).then(|| {
         let stop = Arc::new(Notify::new());
         let task = tokio::spawn(crate::backups::run(
             Arc::clone(&store),

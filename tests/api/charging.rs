@@ -222,18 +222,15 @@ async fn sandbox_epac_activation_sends_the_mandate_document() {
     assert!(!document.get_pages().is_empty());
 }
 
-/// Rows of a query on the app's database, each row's columns as text.
-fn rows(app: &TestApp, sql: &str) -> Vec<Vec<String>> {
+/// Rows of a query on the app's database (either backend), each row's `width` text columns.
+fn rows(app: &TestApp, sql: &str, width: usize) -> Vec<Vec<String>> {
     app.running
         .state
         .store
-        .read_sqlite(|conn| {
-            let mut statement = conn.prepare(sql)?;
-            let width = statement.column_count();
-            let rows = statement
-                .query_map([], |r| (0..width).map(|i| r.get::<_, String>(i)).collect())?
-                .collect::<rusqlite::Result<Vec<Vec<String>>>>()?;
-            Ok(rows)
+        .read(|db| {
+            Ok(db.query_map(sql, &[], |r| {
+                (0..width).map(|i| r.get::<String>(i)).collect()
+            })?)
         })
         .expect("query")
 }
@@ -274,6 +271,7 @@ async fn dates_missed_while_closed_run_at_start_in_order() {
         let runs = rows(
             &app,
             "SELECT business_date, trigger FROM charge_runs WHERE state = 'FINISHED' ORDER BY seq",
+            2,
         );
         if runs.len() >= expected_runs.len() || std::time::Instant::now() > deadline {
             break runs;
@@ -285,6 +283,7 @@ async fn dates_missed_while_closed_run_at_start_in_order() {
         &app,
         "SELECT i.external_id, a.business_date, a.state FROM charge_attempts a
          JOIN installments i ON i.seq = a.installment_seq ORDER BY a.seq",
+        3,
     );
     let on = |d: i64| (d0 + Duration::days(d)).to_string();
     assert_eq!(
@@ -404,7 +403,7 @@ async fn uf_installments_wait_for_the_days_value_then_charge_in_pesos() {
         .running
         .state
         .store
-        .read_sqlite(|c| Ok(c.query_row("SELECT amount FROM sim_charges", [], |r| r.get(0))?))
+        .read(|db| Ok(db.query_row("SELECT amount FROM sim_charges", &[], |r| r.get(0))?))
         .unwrap();
     assert_eq!(
         amount, "58685",

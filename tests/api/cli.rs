@@ -9,9 +9,7 @@ use serde_json::{Value, json};
 const BIN: &str = env!("CARGO_BIN_EXE_mandato");
 
 pub fn mandato(dir: &std::path::Path, args: &[&str], stdin: Option<&str>) -> Value {
-    let mut child = Command::new(BIN)
-        .arg("--data-dir")
-        .arg(dir)
+    let mut child = crate::helpers::cli_command(dir)
         .arg("--json")
         .args(args)
         .stdin(Stdio::piped())

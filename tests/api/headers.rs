@@ -214,13 +214,12 @@ async fn requests_are_audited_without_secrets() {
         .running
         .state
         .store
-        .read_sqlite(|conn| {
-            let mut stmt =
-                conn.prepare("SELECT method, path, status, headers FROM audit_log ORDER BY seq")?;
-            let rows = stmt
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(rows)
+        .read(|db| {
+            Ok(db.query_map(
+                "SELECT method, path, status, headers FROM audit_log ORDER BY seq",
+                &[],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )?)
         })
         .unwrap();
     assert!(

@@ -1,8 +1,11 @@
 //! The test harness: `spawn_app()` starts the real engine on port 0 with a fresh database in a
-#![allow(dead_code)] // Not every test module uses every helper.
 //! temporary directory, and talks to it over loopback HTTP like any client.
+#![allow(dead_code)] // Not every test module uses every helper.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use chrono::{Duration, Utc};
 use mandato::app::{self, Running};
@@ -18,6 +21,34 @@ use serde_json::{Value, json};
 pub const COMMERCE: &str = "76123456-0";
 pub const OTHER_COMMERCE: &str = "77000111-2";
 pub const PASSWORD: &str = "correct horse battery";
+
+/// The PostgreSQL database of each test engine's data directory: a CLI command or a second
+/// store opened on that directory must reach the engine's database, as an operator passes
+/// the same `--database-url` to both.
+static DATABASES: LazyLock<Mutex<HashMap<PathBuf, String>>> = LazyLock::new(Mutex::default);
+
+/// The database URL of the engine whose data directory is `dir`, if it runs on PostgreSQL.
+pub fn database_url_of(dir: &Path) -> Option<String> {
+    DATABASES.lock().unwrap().get(dir).cloned()
+}
+
+/// `mandato --data-dir DIR`, on the database of the engine that runs there.
+pub fn cli_command(dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mandato"));
+    command.arg("--data-dir").arg(dir);
+    if let Some(url) = database_url_of(dir) {
+        command.env("MANDATO_DATABASE_URL", url);
+    }
+    command
+}
+
+/// A second store on the database of the engine that runs in `dir`, as another process
+/// would open it.
+pub fn store_of(dir: &Path) -> mandato::store::Store {
+    let mut config = Config::new(dir.to_path_buf());
+    config.database_url = database_url_of(dir).map(Secret::new);
+    config.open_store().expect("the engine's database opens")
+}
 
 pub struct TestApp {
     pub running: Running,
@@ -88,6 +119,10 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
         let url = std::thread::spawn(crate::postgres::fresh_database)
             .join()
             .expect("a fresh PostgreSQL database");
+        DATABASES
+            .lock()
+            .unwrap()
+            .insert(dir.path().to_path_buf(), url.clone());
         config.database_url = Some(Secret::new(url));
     }
     let clock = Arc::new(ShiftedClock::new());

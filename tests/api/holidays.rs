@@ -3,7 +3,7 @@
 //! rule) through the sandbox clock. The 2024-2027 official tables are unit tests of
 //! `domain::holidays`.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use chrono::{Datelike, Duration, NaiveDate, Weekday};
 use mandato::domain::holidays::{HolidayCalendar, HolidayYear, national_holidays};
@@ -12,7 +12,6 @@ use serde_json::{Value, json};
 use crate::cli::mandato as run_cli;
 use crate::helpers::*;
 
-const BIN: &str = env!("CARGO_BIN_EXE_mandato");
 
 async fn chilean_app() -> TestApp {
     let mut app = spawn_app_with(Options {
@@ -124,9 +123,7 @@ async fn the_endpoint_lists_a_years_holidays_and_refuses_a_bad_year() {
 
 /// Runs `mandato --json ARGS`, which must fail: its JSON error and exit code.
 fn refused(dir: &std::path::Path, args: &[&str]) -> (Value, i32) {
-    let out = Command::new(BIN)
-        .arg("--data-dir")
-        .arg(dir)
+    let out = crate::helpers::cli_command(dir)
         .arg("--json")
         .args(args)
         .stdin(Stdio::null())

@@ -39,7 +39,7 @@ fn installment_count(app: &TestApp) -> i64 {
     app.running
         .state
         .store
-        .read_sqlite(|c| Ok(c.query_row("SELECT count(*) FROM installments", [], |r| r.get(0))?))
+        .read(|db| Ok(db.query_row("SELECT count(*) FROM installments", &[], |r| r.get(0))?))
         .unwrap()
 }
 
@@ -212,13 +212,13 @@ async fn the_run_of_today_does_not_charge_a_far_future_installment() {
     app.running
         .state
         .store
-        .write_sqlite(|tx| {
-            tx.execute(
+        .write(|db| {
+            db.execute(
                 "INSERT INTO installments (id, mandate_seq, commerce_id, external_id, amount,
                         currency, due_date, state, state_at, created_at)
                  SELECT 'ins_legacy', seq, commerce_id, 'legacy', '5000', 'CLP', '+10000-12-01',
                         1, created_at, created_at FROM mandates WHERE id = ?1",
-                [&internal],
+                &[internal.as_str().into()],
             )?;
             Ok(())
         })

@@ -220,8 +220,12 @@ async fn bombs_are_refused_as_too_complex_at_their_document_in_bounded_memory() 
         .running
         .state
         .store
-        .read_sqlite(|c| {
-            Ok(c.query_row("SELECT COUNT(*) FROM signature_processes", [], |r| r.get(0))?)
+        .read(|db| {
+            Ok(
+                db.query_row("SELECT COUNT(*) FROM signature_processes", &[], |r| {
+                    r.get(0)
+                })?,
+            )
         })
         .unwrap();
     assert_eq!(stored, 0);

@@ -3,15 +3,12 @@
 //! keyset pages, daily settlements, the sandbox payout report reconciled back (and planted
 //! mismatches reported on their side), the CLI export, and one commerce never seeing another's.
 
-use std::process::Command;
-
 use serde_json::{Value, json};
 
 use crate::helpers::*;
 
 const APPROVE: &str = "4111111111111111";
 const CHANGE: &str = "/installments/status/change";
-const BIN: &str = env!("CARGO_BIN_EXE_mandato");
 
 /// A logged-in app with cust-1 and a DYNAMIC mandate M-1 with these installments
 /// (`[id, amount, days from today]`), activated with an approving credit card.
@@ -219,8 +216,8 @@ async fn a_failed_operation_leaves_no_entry() {
     // An annulment whose transaction fails after the operation ran: neither the state nor
     // the entry survives.
     let store = &app.running.state.store;
-    let failed = store.write_sqlite(|tx| {
-        let commerce = mandato::store::commerces::by_code(tx, COMMERCE)?.unwrap();
+    let failed = store.write(|db| {
+        let commerce = mandato::store::commerces::by_code(db, COMMERCE)?.unwrap();
         let ctx = Ctx {
             commerce: &commerce,
             charge_dates: &store.charge_dates,
@@ -228,7 +225,7 @@ async fn a_failed_operation_leaves_no_entry() {
             today: app.today(),
         };
         change_status(
-            tx.into(),
+            db,
             &ctx,
             ChangeStatus {
                 product: MandateRef::External("M-1".into()),
@@ -237,8 +234,8 @@ async fn a_failed_operation_leaves_no_entry() {
             },
         )?;
         assert_eq!(
-            tx.query_row("SELECT count(*) FROM ledger_entries", [], |r| r
-                .get::<_, i64>(0))?,
+            db.query_row("SELECT count(*) FROM ledger_entries", &[], |r| r
+                .get::<i64>(0))?,
             2,
             "the entries are written in the operation's transaction"
         );
@@ -254,10 +251,9 @@ async fn a_failed_operation_leaves_no_entry() {
     app.put(CHANGE, &annulment_body("M-1", &["c1"]))
         .await
         .expect(200, "INSTALLMENTS_STATUS_CHANGE_OK");
-    let refused =
-        store.write_sqlite(|tx| Ok(tx.execute("UPDATE ledger_entries SET amount = '1'", [])?));
+    let refused = store.write(|db| Ok(db.execute("UPDATE ledger_entries SET amount = '1'", &[])?));
     assert!(refused.is_err());
-    let refused = store.write_sqlite(|tx| Ok(tx.execute("DELETE FROM ledger_entries", [])?));
+    let refused = store.write(|db| Ok(db.execute("DELETE FROM ledger_entries", &[])?));
     assert!(refused.is_err());
     assert_eq!(count(&app, "SELECT count(*) FROM ledger_entries"), 1);
 }
@@ -440,16 +436,8 @@ async fn the_sandbox_payout_report_reconciles_and_mismatches_land_on_their_side(
         .expect(400, "VALIDATION_ERROR");
 
     // The CLI exports the same entries as CSV, and reconciles a file.
-    let dir = app.dir.path().to_str().unwrap().to_string();
-    let out = Command::new(BIN)
-        .args([
-            "--data-dir",
-            &dir,
-            "ledger",
-            "export",
-            "--commerce",
-            COMMERCE,
-        ])
+    let out = crate::helpers::cli_command(app.dir.path())
+        .args(["ledger", "export", "--commerce", COMMERCE])
         .output()
         .unwrap();
     assert!(
@@ -492,10 +480,8 @@ async fn the_sandbox_payout_report_reconciles_and_mismatches_land_on_their_side(
     );
     assert_eq!(as_json["csv"].as_str().unwrap().lines().count(), 5);
     let file = app.dir.path().join("payout.csv");
-    let cli_report = Command::new(BIN)
+    let cli_report = crate::helpers::cli_command(app.dir.path())
         .args([
-            "--data-dir",
-            &dir,
             "sandbox",
             "payout-report",
             "--commerce",

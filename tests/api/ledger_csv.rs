@@ -3,8 +3,6 @@
 //! `mandato ledger export`, formula-like cells neutralised; errors stay JSON; an `Accept` the
 //! listing cannot serve is 406; one commerce never sees another's entries.
 
-use std::process::Command;
-
 use reqwest::Method;
 use serde_json::json;
 
@@ -12,7 +10,6 @@ use crate::helpers::*;
 use crate::ledger::fixture;
 
 const CHANGE: &str = "/installments/status/change";
-const BIN: &str = env!("CARGO_BIN_EXE_mandato");
 /// A manual payment's reference that a spreadsheet would run as a formula.
 const FORMULA: &str = "=HYPERLINK(\"http://evil.example\",\"pay\")";
 
@@ -114,16 +111,8 @@ async fn csv_pages_follow_the_cursor_header_and_match_the_cli_export() {
             None => break,
         }
     }
-    let dir = app.dir.path().to_str().unwrap().to_string();
-    let out = Command::new(BIN)
-        .args([
-            "--data-dir",
-            &dir,
-            "ledger",
-            "export",
-            "--commerce",
-            COMMERCE,
-        ])
+    let out = crate::helpers::cli_command(app.dir.path())
+        .args(["ledger", "export", "--commerce", COMMERCE])
         .output()
         .unwrap();
     assert!(

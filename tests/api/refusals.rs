@@ -128,7 +128,7 @@ async fn a_thousand_bad_api_keys_make_no_rows_and_one_count() {
     assert_eq!(
         count(
             &app,
-            "SELECT sum(count) FROM audit_refusals WHERE reason = 'INVALID_API_KEY'"
+            "SELECT CAST(sum(count) AS BIGINT) FROM audit_refusals WHERE reason = 'INVALID_API_KEY'"
         ),
         1_000
     );
@@ -165,24 +165,27 @@ async fn request_logs_past_their_retention_are_pruned() {
     app.running
         .state
         .store
-        .write_sqlite(|tx| {
+        .write(|db| {
             for days in [400, 91, 30, 1] {
-                tx.execute(
+                db.execute(
                     "INSERT INTO audit_log (at, method, path, status, duration_ms, headers)
                      VALUES (?1, 'GET', '/api/v1/mandate/id/x', 200, 1.0, '{}')",
-                    [ago(days)],
+                    &[ago(days).as_str().into()],
                 )?;
-                tx.execute(
+                db.execute(
                     "INSERT INTO audit_refusals (minute, reason, count)
                      VALUES (?1, 'INVALID_API_KEY', 3)",
-                    [minute(days)],
+                    &[minute(days).as_str().into()],
                 )?;
             }
             for (i, days) in [8, 1].into_iter().enumerate() {
-                tx.execute(
+                db.execute(
                     "INSERT INTO correlation_claims (day, commerce_id, correlation_id, seen_at)
                      VALUES (substr(?2, 1, 10), 1, ?1, ?2)",
-                    [format!("old-or-new-{i}"), ago(days)],
+                    &[
+                        format!("old-or-new-{i}").as_str().into(),
+                        ago(days).as_str().into(),
+                    ],
                 )?;
             }
             Ok(())
@@ -245,13 +248,13 @@ async fn pruning_goes_in_small_batches_and_takes_everything() {
     app.running
         .state
         .store
-        .write_sqlite(|tx| {
-            let mut insert = tx.prepare(
-                "INSERT INTO audit_log (at, method, path, status, duration_ms, headers)
-                 VALUES (?1, 'GET', '/api/v1/x', 200, 1.0, '{}')",
-            )?;
+        .write(|db| {
             for _ in 0..2_345 {
-                insert.execute([&old])?;
+                db.execute(
+                    "INSERT INTO audit_log (at, method, path, status, duration_ms, headers)
+                     VALUES (?1, 'GET', '/api/v1/x', 200, 1.0, '{}')",
+                    &[old.as_str().into()],
+                )?;
             }
             Ok(())
         })

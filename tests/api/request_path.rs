@@ -56,11 +56,11 @@ async fn correlation_ids_of_every_day_of_the_window_stay_refused() {
         .running
         .state
         .store
-        .read_sqlite(|c| {
-            Ok(c.query_row(
+        .read(|db| {
+            Ok(db.query_row(
                 "SELECT id FROM commerces WHERE code = ?1",
-                [COMMERCE],
-                |r| r.get::<_, i64>(0),
+                &[COMMERCE.into()],
+                |r| r.get::<i64>(0),
             )?)
         })
         .unwrap();
@@ -81,12 +81,12 @@ async fn correlation_ids_of_every_day_of_the_window_stay_refused() {
     app.running
         .state
         .store
-        .write_sqlite(|tx| {
+        .write(|db| {
             for (id, at) in within.iter().chain([&outside]) {
-                tx.execute(
+                db.execute(
                     "INSERT INTO correlation_claims (day, commerce_id, correlation_id, seen_at)
                      VALUES (substr(?3, 1, 10), ?1, ?2, ?3)",
-                    rusqlite::params![commerce_id, id, at],
+                    &[commerce_id.into(), id.into(), at.into()],
                 )?;
             }
             Ok(())
@@ -143,13 +143,14 @@ async fn a_key_revoked_by_another_process_is_refused_soon_after() {
         .expect(404, "MANDATE_NOT_FOUND");
     // Another process (the CLI) revokes the key: its change reaches this engine only through
     // the database, so the cached key is read again once its time to live has passed.
-    let conn = rusqlite::Connection::open(app.running.state.store.path().unwrap()).unwrap();
-    conn.busy_timeout(Duration::from_secs(10)).unwrap();
-    let revoked = conn
-        .execute(
-            "UPDATE api_keys SET revoked_at = '2026-01-02T00:00:00.000Z' WHERE revoked_at IS NULL",
-            [],
-        )
+    let other = app.running.state.config.open_store().unwrap();
+    let revoked = other
+        .write(|db| {
+            Ok(db.execute(
+                "UPDATE api_keys SET revoked_at = '2026-01-02T00:00:00.000Z' WHERE revoked_at IS NULL",
+                &[],
+            )?)
+        })
         .unwrap();
     assert_eq!(revoked, 1);
     let mut last = String::new();

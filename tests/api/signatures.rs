@@ -951,11 +951,11 @@ async fn signed_in_order_with_parallel_equals_then_sealed_with_stamps_on_their_p
     app.running
         .state
         .store
-        .write_sqlite(|tx| {
-            tx.execute(
+        .write(|db| {
+            db.execute(
                 "UPDATE signature_audit SET ip = '10.9.9.9' WHERE position = 3
                  AND process_seq = (SELECT seq FROM signature_processes WHERE id = ?1)",
-                [&id],
+                &[id.as_str().into()],
             )?;
             Ok(())
         })

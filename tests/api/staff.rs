@@ -1,6 +1,7 @@
 //! The staff API: first-start setup, sessions (cookie + CSRF), roles, the origin guard, and the
 //! notifications screens' operations.
 
+use mandato::store::db::Backend;
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -280,11 +281,16 @@ async fn events_are_listed_filtered_inspected_and_redelivered() {
     app.running
         .state
         .store
-        .write_sqlite(|tx| {
-            tx.execute(
-                "UPDATE events SET body = json_set(body, '$.fileBase64', 'JVBERi0xLjcgc2VjcmV0') WHERE kind = 'activation'",
-                [],
-            )?;
+        .write(|db| {
+            let sql = match db.backend() {
+                Backend::Sqlite => {
+                    "UPDATE events SET body = json_set(body, '$.fileBase64', 'JVBERi0xLjcgc2VjcmV0') WHERE kind = 'activation'"
+                }
+                Backend::Postgres => {
+                    "UPDATE events SET body = jsonb_set(body::jsonb, '{fileBase64}', '\"JVBERi0xLjcgc2VjcmV0\"')::text WHERE kind = 'activation'"
+                }
+            };
+            db.execute(sql, &[])?;
             Ok(())
         })
         .unwrap();
@@ -403,10 +409,10 @@ async fn events_are_listed_filtered_inspected_and_redelivered() {
         .running
         .state
         .store
-        .read_sqlite(|c| {
-            Ok(c.query_row(
+        .read(|db| {
+            Ok(db.query_row(
                 "SELECT count(*) FROM staff_audit WHERE action = 'commerce.reveal-secret'",
-                [],
+                &[],
                 |r| r.get(0),
             )?)
         })
@@ -463,10 +469,10 @@ async fn charging_runs_progress_clock_and_uf_for_staff() {
         .running
         .state
         .store
-        .read_sqlite(|c| {
-            Ok(c.query_row(
+        .read(|db| {
+            Ok(db.query_row(
                 "SELECT value FROM uf_values WHERE date = '2026-12-01'",
-                [],
+                &[],
                 |r| r.get(0),
             )?)
         })

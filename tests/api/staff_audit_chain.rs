@@ -6,7 +6,7 @@
 //! The command checks the signature processes' trails as well.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use mandato::backups;
 use reqwest::StatusCode;
@@ -15,7 +15,6 @@ use serde_json::{Value, json};
 use crate::cli::{mandato, serve};
 use crate::helpers::*;
 
-const BIN: &str = env!("CARGO_BIN_EXE_mandato");
 
 /// The command's report when every chain holds: `records` staff actions, no signature process.
 fn intact(records: i64) -> Value {
@@ -118,9 +117,7 @@ impl Desk {
 
 /// `mandato audit verify` with `--json`: its JSON and exit code.
 fn cli_verify(data: &Path) -> (Value, i32) {
-    let out = Command::new(BIN)
-        .arg("--data-dir")
-        .arg(data)
+    let out = crate::helpers::cli_command(data)
         .args(["--json", "audit", "verify"])
         .stdin(Stdio::null())
         .output()
@@ -132,9 +129,7 @@ fn cli_verify(data: &Path) -> (Value, i32) {
 
 /// `mandato audit verify` without `--json`: its text and exit code.
 fn cli_verify_text(data: &Path) -> (String, i32) {
-    let out = Command::new(BIN)
-        .arg("--data-dir")
-        .arg(data)
+    let out = crate::helpers::cli_command(data)
         .args(["audit", "verify"])
         .stdin(Stdio::null())
         .output()
@@ -150,8 +145,8 @@ fn open(data: &Path) -> rusqlite::Connection {
 }
 
 fn count(data: &Path) -> i64 {
-    open(data)
-        .query_row("SELECT count(*) FROM staff_audit", [], |r| r.get(0))
+    crate::helpers::store_of(data)
+        .read(|db| Ok(db.query_row("SELECT count(*) FROM staff_audit", &[], |r| r.get(0))?))
         .unwrap()
 }
 
@@ -336,14 +331,15 @@ async fn concurrent_staff_actions_never_fork_the_chain() {
         json!({"ok": true, "records": records, "broken": null})
     );
     // One line: every record follows exactly the one before it.
-    let conn = open(data);
-    let links: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM staff_audit a JOIN staff_audit b ON b.prev_hash = a.hash
-             WHERE b.seq = a.seq + 1",
-            [],
-            |r| r.get(0),
-        )
+    let links: i64 = crate::helpers::store_of(data)
+        .read(|db| {
+            Ok(db.query_row(
+                "SELECT count(*) FROM staff_audit a JOIN staff_audit b ON b.prev_hash = a.hash
+                 WHERE b.seq = a.seq + 1",
+                &[],
+                |r| r.get(0),
+            )?)
+        })
         .unwrap();
     assert_eq!(links, records - 1);
 }
@@ -375,12 +371,14 @@ async fn a_changed_signature_act_is_named_by_its_process() {
     );
 
     let id = second["process"]["internalId"].as_str().unwrap();
-    open(data)
-        .execute(
-            "UPDATE signature_audit SET ip = '203.0.113.9' WHERE position = 1 AND process_seq =
-             (SELECT seq FROM signature_processes WHERE id = ?1)",
-            [id],
-        )
+    crate::helpers::store_of(data)
+        .write(|db| {
+            Ok(db.execute(
+                "UPDATE signature_audit SET ip = '203.0.113.9' WHERE position = 1 AND process_seq =
+                 (SELECT seq FROM signature_processes WHERE id = ?1)",
+                &[id.into()],
+            )?)
+        })
         .unwrap();
     let (report, code) = cli_verify(data);
     assert_eq!(code, 1, "{report}");

@@ -600,14 +600,16 @@ async fn the_chain_check_finds_a_record_changed_in_the_file() {
     assert!(intact["checkedAt"].is_string());
 
     // The viewing act's IP, changed behind the engine's back.
-    let database = rusqlite::Connection::open(app.dir.path().join("mandato.db")).unwrap();
+    let database = crate::helpers::store_of(app.dir.path());
     let changed = database
-        .execute(
-            "UPDATE signature_audit SET ip = '203.0.113.9'
-             WHERE position = 2
-               AND process_seq = (SELECT seq FROM signature_processes WHERE id = ?1)",
-            [&id],
-        )
+        .write(|db| {
+            Ok(db.execute(
+                "UPDATE signature_audit SET ip = '203.0.113.9'
+                 WHERE position = 2
+                   AND process_seq = (SELECT seq FROM signature_processes WHERE id = ?1)",
+                &[id.as_str().into()],
+            )?)
+        })
         .unwrap();
     assert_eq!(changed, 1);
     let broken = desk.verify(&id).await;
@@ -622,11 +624,13 @@ async fn the_chain_check_finds_a_record_changed_in_the_file() {
 
     // A trail without any record does not hold either.
     database
-        .execute(
-            "DELETE FROM signature_audit
-             WHERE process_seq = (SELECT seq FROM signature_processes WHERE id = ?1)",
-            [&other],
-        )
+        .write(|db| {
+            Ok(db.execute(
+                "DELETE FROM signature_audit
+                 WHERE process_seq = (SELECT seq FROM signature_processes WHERE id = ?1)",
+                &[other.as_str().into()],
+            )?)
+        })
         .unwrap();
     let emptied = desk.verify(&other).await;
     assert_eq!(

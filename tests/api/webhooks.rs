@@ -366,10 +366,13 @@ async fn http_urls_are_never_contacted() {
         .running
         .state
         .store
-        .write_sqlite(|tx| {
-            tx.execute(
+        .write(|db| {
+            db.execute(
                 "UPDATE mandates SET url_payment_webhook = ?1 WHERE id = ?2",
-                rusqlite::params![format!("http://127.0.0.1:{port}/hooks"), internal],
+                &[
+                    format!("http://127.0.0.1:{port}/hooks").as_str().into(),
+                    internal.into(),
+                ],
             )?;
             Ok(())
         })

@@ -29,7 +29,8 @@ pub struct BackupDto {
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BackupsDto {
-    /// Whether the engine takes a backup every day (`serve --no-backups` turns it off).
+    /// Whether the engine takes a backup every day (`serve --no-backups` turns it off; on
+    /// PostgreSQL it never does: the server's `pg_dump` does).
     pub enabled: bool,
     /// Where the backups are, beside the database.
     pub directory: String,
@@ -70,7 +71,7 @@ pub async fn list(State(state): State<AppState>, _staff: Staff) -> ApiResult<Env
         "BACKUPS_OK",
         "backups",
         BackupsDto {
-            enabled: state.config.backups.enabled,
+            enabled: state.config.backups.enabled && state.store.sqlite().is_some(),
             directory: dir.display().to_string(),
             last,
             items,
