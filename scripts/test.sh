@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every check that must pass before anything lands: formatting, lints, and all tests (unit
-# tests and the integration tests over real HTTP), then the staff UI's: its API types
+# tests and the integration tests over real HTTP, on SQLite and again on PostgreSQL), then the staff UI's: its API types
 # regenerated from the built server and checked by tsc, Vitest, and the browser tests; last, the
 # desktop app (scripts/desktop-test.sh: its build, lints, and its end-to-end test in a window),
 # and its .deb (scripts/package-test.sh: built, installed, launched, removed).
@@ -16,6 +16,8 @@ echo "== cargo clippy"
 cargo clippy --all-targets --locked -- -D warnings
 echo "== cargo test"
 cargo test --locked
+echo "== cargo test: the integration suite again, every engine on PostgreSQL (scripts/pg.sh)"
+MANDATO_TEST_BACKEND=postgres cargo test --locked --test api
 echo "== ui: API types from the built server's /openapi.json, then tsc"
 cargo build --locked --bin mandato
 (cd ui && npm run gen:api --silent && npm run typecheck --silent)

@@ -487,6 +487,11 @@ impl Worker {
         for event in due {
             walk.after = walk.after.max(event.seq);
             if claimed_before.contains(&event.seq) {
+                // Still being sent when the read began: the commit of its result wakes a later
+                // walk, which takes it if it is due again (a redelivery asked for meanwhile).
+                // PostgreSQL's read has claimed it, so the claim is given back below; kept, it
+                // would hold the event until the lease ends.
+                held.push(event.seq);
                 continue;
             }
             let faults = self.faults_of(&event);
@@ -519,8 +524,8 @@ impl Worker {
             window.make_contiguous()[first_new..].reverse();
         }
         if !held.is_empty() && self.store.backend() == crate::store::db::Backend::Postgres {
-            // PostgreSQL's read claimed them for its lease: given back, the walk after the
-            // delay finds them.
+            // PostgreSQL's read claimed them for its lease: given back, a later walk finds
+            // them.
             let store = Arc::clone(&self.store);
             tokio::task::spawn_blocking(move || {
                 if let Err(e) = store.write(|db| Ok(deliveries::release_claims(db, &held)?)) {
