@@ -268,6 +268,36 @@ pub fn record_claim<'c>(db: impl Into<Db<'c>>, claim: &CorrelationClaim) -> db::
     Ok(())
 }
 
+/// Claims a correlationId in the database for the engine serving the request (PostgreSQL,
+/// where several engines share it): `false` when the commerce used it at `cutoff` or later. A
+/// transaction-scoped advisory lock on the id makes concurrent claims of one id (on any engine,
+/// across a day boundary too) take turns, so exactly one of them finds it unused.
+fn claim_shared<'c>(
+    db: impl Into<Db<'c>>,
+    commerce_id: i64,
+    correlation_id: &str,
+    cutoff: &str,
+    seen_at: &str,
+) -> db::Result<bool> {
+    let db = db.into();
+    db.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended(CAST(?1 AS TEXT), ?2))",
+        &params![correlation_id, commerce_id],
+    )?;
+    if was_seen(db, commerce_id, correlation_id, cutoff)? {
+        return Ok(false);
+    }
+    record_claim(
+        db,
+        &CorrelationClaim {
+            commerce_id,
+            correlation_id: correlation_id.to_string(),
+            seen_at: seen_at.to_string(),
+        },
+    )?;
+    Ok(true)
+}
+
 /// Whether the commerce used the correlationId at `cutoff` or later.
 fn was_seen<'c>(
     db: impl Into<Db<'c>>,
@@ -426,8 +456,20 @@ impl AuditWriter {
             return Ok(Reservation::Replayed);
         }
         let cutoff = crate::clock::timestamp(now - chrono::Duration::days(self.retention_days));
-        let maybe_seen = self.seen.may_contain(commerce_id, correlation_id);
-        let seen = if !maybe_seen {
+        let seen = if store.backend() == Backend::Postgres {
+            // Engines that share the database know each other's ids only from it: the claim
+            // is taken there before the request goes on, so of several engines one wins.
+            let seen_at = crate::clock::timestamp(now);
+            store.write(|db| {
+                Ok(!claim_shared(
+                    db,
+                    commerce_id,
+                    correlation_id,
+                    &cutoff,
+                    &seen_at,
+                )?)
+            })
+        } else if !self.seen.may_contain(commerce_id, correlation_id) {
             Ok(false)
         } else {
             store.read(|conn| Ok(was_seen(conn, commerce_id, correlation_id, &cutoff)?))
