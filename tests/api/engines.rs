@@ -226,7 +226,11 @@ async fn business_today(api: &Api) -> String {
 async fn engines_charge_one_date_together(engines: usize) {
     const MANDATES: usize = 30;
     const PER_MANDATE: usize = 10;
+    /// Every fifth mandate's card is declined (a soft decline, retried on a later date).
+    const DECLINED: usize = MANDATES / 5;
     let total = (MANDATES * PER_MANDATE) as i64;
+    let rejected = (DECLINED * PER_MANDATE) as i64;
+    let paid = total - rejected;
     let mut installation = Installation::new().await;
     installation.start_engines(engines);
     let mut apis = Vec::new();
@@ -250,11 +254,16 @@ async fn engines_charge_one_date_together(engines: usize) {
             .as_str()
             .unwrap()
             .to_string();
+        let card = if m % 5 == 4 {
+            "4000000000000002"
+        } else {
+            "4111111111111111"
+        };
         api.call(
             Method::POST,
             &format!("/sandbox/mandates/{internal}/activate"),
             Some(json!({"paymentMethodId": 3,
-                "card": {"number": "4111111111111111", "expiry": "12/30", "cvv": "123"}})),
+                "card": {"number": card, "expiry": "12/30", "cvv": "123"}})),
         )
         .await;
     }
@@ -266,14 +275,19 @@ async fn engines_charge_one_date_together(engines: usize) {
         "nothing is charged before the runs"
     );
 
-    // Every engine runs today's charging at the same moment.
+    // Every engine runs today's charging at the same moment: each run starts before any ends.
     let runs = on_every_engine(&apis, |api| async move {
-        api.call(Method::POST, "/sandbox/charging/run", None).await
+        let started = tokio::time::Instant::now();
+        let run = api.call(Method::POST, "/sandbox/charging/run", None).await;
+        (started, run, tokio::time::Instant::now())
     })
     .await;
+    let last_start = runs.iter().map(|(started, _, _)| *started).max().unwrap();
+    let first_end = runs.iter().map(|(_, _, ended)| *ended).min().unwrap();
+    assert!(last_start < first_end, "the runs overlapped");
     let attempted: Vec<i64> = runs
         .iter()
-        .map(|run| {
+        .map(|(_, run, _)| {
             assert_eq!(run["payload"]["date"], today.as_str(), "{run}");
             run["payload"]["attempted"].as_i64().unwrap()
         })
@@ -327,40 +341,47 @@ async fn engines_charge_one_date_together(engines: usize) {
                  WHERE kind = 'CHARGE' GROUP BY installment_id HAVING count(*) = 1) once"
             )
             .await,
-        total,
-        "one ledger CHARGE entry for every installment"
+        paid,
+        "one ledger CHARGE entry for every installment paid"
     );
     assert_eq!(
         installation
             .count("SELECT count(*) FROM ledger_entries WHERE kind = 'CHARGE'")
             .await,
-        total,
+        paid,
         "and no other"
     );
     assert_eq!(
         installation
             .count("SELECT count(*) FROM installments WHERE state = 2")
             .await,
-        total,
-        "every installment is PAID"
+        paid,
+        "every installment with an approving card is PAID"
+    );
+    assert_eq!(
+        installation
+            .count("SELECT count(*) FROM installments WHERE state = -99")
+            .await,
+        rejected,
+        "and every one with a declining card REJECTED"
     );
     assert_eq!(
         installation
             .count(
                 "SELECT count(*) FROM (SELECT installment_seq FROM events
                  WHERE kind = 'payment'
-                   AND CAST(body AS JSON) #>> '{installment,state,name}' = 'PAID'
+                   AND CAST(body AS JSON) #>> '{installment,state,name}' IN ('PAID', 'REJECTED')
                  GROUP BY installment_seq HAVING count(*) = 1) once"
             )
             .await,
         total,
-        "one PAID payment event for every installment"
+        "one payment event with its outcome for every installment"
     );
     assert_eq!(
         installation
             .count(
                 "SELECT count(*) FROM events WHERE kind = 'payment'
-                   AND CAST(body AS JSON) #>> '{installment,state,name}' = 'PAID'"
+                   AND CAST(body AS JSON) #>> '{installment,state,name}' IN ('PAID', 'REJECTED')"
             )
             .await,
         total,
