@@ -479,6 +479,16 @@ impl SlowReceiver {
             .collect()
     }
 
+    /// No event was ever in flight twice at once (from two engines, or twice from one).
+    fn assert_never_twice_in_flight(&self) {
+        for (id, deliveries) in self.seen.lock().unwrap().iter() {
+            assert_eq!(
+                deliveries.most_in_flight, 1,
+                "{id} was in flight twice at once"
+            );
+        }
+    }
+
     fn received(&self) -> HashSet<String> {
         self.seen.lock().unwrap().keys().cloned().collect()
     }
@@ -582,6 +592,7 @@ async fn an_engine_killed_mid_delivery_leaves_its_events_to_another_after_its_le
     // B's own sends end and are recorded within moments; what stays PENDING of what was in
     // flight is A's, held by A's lease.
     tokio::time::sleep(Duration::from_secs(3)).await;
+    receiver.assert_never_twice_in_flight();
     let ids: Vec<String> = in_flight.iter().cloned().collect();
     let held: HashMap<String, String> = installation
         .sql(move |c| {
@@ -637,13 +648,8 @@ async fn an_engine_killed_mid_delivery_leaves_its_events_to_another_after_its_le
         "{} events DELIVERED without arriving",
         delivered_ids.difference(&received).count()
     );
+    receiver.assert_never_twice_in_flight();
     let seen = receiver.seen.lock().unwrap();
-    for (id, deliveries) in seen.iter() {
-        assert_eq!(
-            deliveries.most_in_flight, 1,
-            "{id} was in flight from two engines at once"
-        );
-    }
     for (id, until) in &held {
         let lease_end = parse_time(until);
         let again: Vec<&SystemTime> = seen[id]
