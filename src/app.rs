@@ -539,7 +539,7 @@ async fn follow_sandbox_clock(store: std::sync::Weak<Store>, calendar: Arc<Busin
         match stored {
             Ok(Ok(offset)) => {
                 if let Some(days) = offset.and_then(|o| o.parse().ok()) {
-                    calendar.set_offset_days(days);
+                    calendar.catch_up_to(days);
                 }
             }
             Ok(Err(e)) => tracing::warn!(error = %e, "could not read the sandbox clock"),

@@ -511,7 +511,7 @@ pub async fn follow_stored_clock(state: &AppState) -> Result<(), Error> {
     .await
     .map_err(|e| Error::Internal(e.into()))??;
     if let Some(days) = stored.and_then(|o| o.parse().ok()) {
-        state.calendar.set_offset_days(days);
+        state.calendar.catch_up_to(days);
     }
     Ok(())
 }
