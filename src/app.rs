@@ -228,6 +228,12 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
         tokio::spawn(schedule.run(Arc::clone(&schedule_wake), Arc::clone(&schedule_stop)))
     });
     tokio::spawn(release_memory_when_idle(Arc::downgrade(&store)));
+    if config.environment.is_sandbox() && store.backend() == crate::store::db::Backend::Postgres {
+        tokio::spawn(follow_sandbox_clock(
+            Arc::downgrade(&store),
+            Arc::clone(&calendar),
+        ));
+    }
     // PostgreSQL's backups are the server's (`pg_dump`), never the engine's.
     let backup_task = (config.backups.enabled && store.sqlite().is_some()).then(|| {
         let stop = Arc::new(Notify::new());
@@ -513,6 +519,33 @@ pub fn without_huge_pages() {
     // SAFETY: PR_SET_THP_DISABLE takes integer arguments and changes only this process's flag.
     unsafe {
         libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+}
+
+/// Once a second, takes the sandbox clock as stored: engines that share a PostgreSQL database
+/// share one clock, which any of them may move (the sandbox's own operations also read it before
+/// they use it). Ends with the store.
+async fn follow_sandbox_clock(store: std::sync::Weak<Store>, calendar: Arc<BusinessCalendar>) {
+    let mut ticks = tokio::time::interval(std::time::Duration::from_secs(1));
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let Some(store) = store.upgrade() else {
+            return;
+        };
+        let stored = tokio::task::spawn_blocking(move || {
+            store.read(|c| Ok(settings::get(c, settings::SANDBOX_OFFSET_DAYS)?))
+        })
+        .await;
+        match stored {
+            Ok(Ok(offset)) => {
+                if let Some(days) = offset.and_then(|o| o.parse().ok()) {
+                    calendar.catch_up_to(days);
+                }
+            }
+            Ok(Err(e)) => tracing::warn!(error = %e, "could not read the sandbox clock"),
+            Err(e) => tracing::warn!(error = %e, "could not read the sandbox clock"),
+        }
     }
 }
 

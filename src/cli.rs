@@ -267,6 +267,12 @@ pub struct ServeArgs {
     /// installation that charges on any date).
     #[arg(long, env = "MANDATO_BUSINESS_DAYS", default_value = "chile", value_parser = ["chile", "every-day"])]
     pub business_days: String,
+    /// On PostgreSQL, how many seconds an engine holds the webhook events it took to send;
+    /// those of an engine that dies go to the others when it ends. Longer than a send (15 s)
+    /// plus its wait for a slot, so that no event is sent by two engines at once.
+    #[arg(long, env = "MANDATO_DELIVERY_LEASE_SECS", default_value_t = 300,
+          value_parser = clap::value_parser!(u64).range(20..=3600))]
+    pub delivery_lease_secs: u64,
 }
 
 fn parse_public_url(text: &str) -> Result<url::Url, String> {
@@ -973,6 +979,7 @@ pub async fn serve(
     if args.business_days == "every-day" {
         config.business_days = crate::config::BusinessDays::EveryDay;
     }
+    config.delivery.claim_lease = std::time::Duration::from_secs(args.delivery_lease_secs);
     config.backups.keep_daily = args.backup_keep_daily;
     config.backups.keep_weekly = args.backup_keep_weekly;
     config.environment = Environment::parse(&args.environment).expect("clap checked the value");

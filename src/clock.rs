@@ -68,6 +68,12 @@ impl BusinessCalendar {
         self.offset_days.store(days, Ordering::Relaxed);
     }
 
+    /// Moves the offset forward to `days`, never back: the sandbox clock only moves forward,
+    /// so a stored offset read before a newer one was set cannot undo it.
+    pub fn catch_up_to(&self, days: i64) {
+        self.offset_days.fetch_max(days, Ordering::Relaxed);
+    }
+
     /// Business "now": the wall clock moved forward by the sandbox offset.
     pub fn now(&self, wall: DateTime<Utc>) -> DateTime<Utc> {
         wall + Duration::days(self.offset_days())
@@ -96,6 +102,15 @@ mod tests {
         assert_eq!(cal.today(wall).to_string(), "2026-11-30");
         cal.set_offset_days(2);
         assert_eq!(cal.today(wall).to_string(), "2026-12-02");
+    }
+
+    #[test]
+    fn a_stored_offset_only_moves_the_clock_forward() {
+        let cal = BusinessCalendar::new(chrono_tz::America::Santiago, 3);
+        cal.catch_up_to(2);
+        assert_eq!(cal.offset_days(), 3, "an older stored offset is ignored");
+        cal.catch_up_to(5);
+        assert_eq!(cal.offset_days(), 5);
     }
 
     #[test]

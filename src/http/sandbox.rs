@@ -398,6 +398,7 @@ pub async fn get_clock(
     _authed: Authed,
 ) -> ApiResult<Envelope<ClockPayload>> {
     sandbox_only(&state)?;
+    follow_stored_clock(&state).await?;
     Ok(Envelope::ok(
         "SANDBOX_CLOCK_OK",
         "business clock",
@@ -433,6 +434,7 @@ pub async fn advance_clock(
     Body(body): Body<AdvanceRequest>,
 ) -> ApiResult<Envelope<ClockPayload>> {
     sandbox_only(&state)?;
+    follow_stored_clock(&state).await?;
     let target = advance_target(&body, state.today())?;
     let runs = advance_business_clock(&state, target).await?;
     Ok(Envelope::ok(
@@ -494,6 +496,26 @@ pub fn advance_target(
     }
 }
 
+/// Takes the business clock as stored: engines that share a PostgreSQL database share one
+/// sandbox clock, and another engine may have moved it since this one last looked.
+pub async fn follow_stored_clock(state: &AppState) -> Result<(), Error> {
+    let store = std::sync::Arc::clone(&state.store);
+    let stored = tokio::task::spawn_blocking(move || {
+        store.read(|c| {
+            Ok(crate::store::settings::get(
+                c,
+                crate::store::settings::SANDBOX_OFFSET_DAYS,
+            )?)
+        })
+    })
+    .await
+    .map_err(|e| Error::Internal(e.into()))??;
+    if let Some(days) = stored.and_then(|o| o.parse().ok()) {
+        state.calendar.catch_up_to(days);
+    }
+    Ok(())
+}
+
 /// Moves the business clock a day at a time up to `target`, running the charging engine for
 /// each date crossed, in order; the offset is stored so that it survives a restart.
 pub async fn advance_business_clock(
@@ -505,11 +527,12 @@ pub async fn advance_business_clock(
     // Each day's offset commits on its own; the request's correlationId commits with the
     // first, so an answered advance cannot be replayed after a crash.
     let mut claim = crate::store::audit::CorrelationClaim::current();
+    let mut offset = state.calendar.offset_days();
     for date in (today + chrono::Duration::days(1))
         .iter_days()
         .take_while(|d| *d <= target)
     {
-        let offset = state.calendar.offset_days() + 1;
+        offset += 1;
         state.calendar.set_offset_days(offset);
         let store = std::sync::Arc::clone(&state.store);
         let claim = claim.take();
@@ -555,6 +578,7 @@ pub async fn run_charging(
     _authed: Authed,
 ) -> ApiResult<Envelope<RunSummaryDto>> {
     sandbox_only(&state)?;
+    follow_stored_clock(&state).await?;
     let date = state.today();
     let charger = std::sync::Arc::clone(&state.charger);
     let summary = tokio::task::spawn_blocking(move || {

@@ -63,6 +63,9 @@ pub struct DeliveryConfig {
     pub poll_interval: Duration,
     /// Retry-After values beyond this are capped.
     pub max_retry_after: Duration,
+    /// How long an engine holds the events it read (PostgreSQL, where engines share the
+    /// outbox); see `deliveries::CLAIM_LEASE`.
+    pub claim_lease: Duration,
 }
 
 impl Default for DeliveryConfig {
@@ -75,6 +78,7 @@ impl Default for DeliveryConfig {
             jitter: 0.1,
             poll_interval: Duration::from_secs(1),
             max_retry_after: Duration::from_secs(24 * 3600),
+            claim_lease: deliveries::CLAIM_LEASE,
         }
     }
 }
@@ -439,8 +443,9 @@ impl Worker {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         let (store, now_text, after) = (Arc::clone(&self.store), timestamp(now), walk.after);
+        let lease = self.config.claim_lease;
         let task = tokio::task::spawn_blocking(move || {
-            store.read(|c| Ok(deliveries::due(c, &now_text, after, limit)?))
+            store.read(|c| Ok(deliveries::due(c, &now_text, after, limit, lease)?))
         });
         Reading {
             task,
@@ -523,16 +528,8 @@ impl Worker {
             // Sandbox: each batch of due events newest first.
             window.make_contiguous()[first_new..].reverse();
         }
-        if !held.is_empty() && self.store.backend() == crate::store::db::Backend::Postgres {
-            // PostgreSQL's read claimed them for its lease: given back, a later walk finds
-            // them.
-            let store = Arc::clone(&self.store);
-            tokio::task::spawn_blocking(move || {
-                if let Err(e) = store.write(|db| Ok(deliveries::release_claims(db, &held)?)) {
-                    tracing::warn!(error = %e, "could not give back held events");
-                }
-            });
-        }
+        // PostgreSQL's read claimed them for its lease: given back, a later walk finds them.
+        self.give_back(held);
         self.claimed
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -602,10 +599,28 @@ impl Worker {
             }
             keep
         });
-        let mut claimed = self.claimed.lock().unwrap_or_else(|p| p.into_inner());
-        for seq in released {
-            claimed.remove(&seq);
+        {
+            let mut claimed = self.claimed.lock().unwrap_or_else(|p| p.into_inner());
+            for seq in &released {
+                claimed.remove(seq);
+            }
         }
+        // Never sent by this engine: on PostgreSQL any engine may take them at once, rather
+        // than when this one's lease ends.
+        self.give_back(released);
+    }
+
+    /// Ends this engine's database claim (PostgreSQL) on events it read but did not send.
+    fn give_back(&self, seqs: Vec<i64>) {
+        if seqs.is_empty() || self.store.backend() != crate::store::db::Backend::Postgres {
+            return;
+        }
+        let store = Arc::clone(&self.store);
+        tokio::task::spawn_blocking(move || {
+            if let Err(e) = store.write(|db| Ok(deliveries::release_claims(db, &seqs)?)) {
+                tracing::warn!(error = %e, "could not give back claimed events");
+            }
+        });
     }
 
     fn faults_of(&self, event: &DueEvent) -> Faults {

@@ -209,26 +209,12 @@ impl SeenFilter {
     /// Inserts every stored id, then lets `may_contain` answer. All of them, not only those
     /// of the current window: a wall clock set back would bring older ones into it again
     /// (pruning keeps the table to the window anyway).
-    fn load(&self, conn: &WriterConn) -> db::Result<()> {
-        const SQL: &str = "SELECT commerce_id, correlation_id FROM correlation_claims";
-        match conn {
-            WriterConn::Sqlite(conn) => {
-                let load = || -> rusqlite::Result<()> {
-                    let mut stmt = conn.prepare(SQL)?;
-                    let mut rows = stmt.query([])?;
-                    while let Some(row) = rows.next()? {
-                        self.insert(row.get(0)?, row.get_ref(1)?.as_str()?);
-                    }
-                    Ok(())
-                };
-                load()?;
-            }
-            WriterConn::Postgres(conn) => {
-                Db::Postgres(conn).query_map(SQL, &[], |row| {
-                    self.insert(row.get(0)?, &row.get::<String>(1)?);
-                    Ok(())
-                })?;
-            }
+    fn load(&self, conn: &Connection) -> rusqlite::Result<()> {
+        let mut stmt =
+            conn.prepare("SELECT commerce_id, correlation_id FROM correlation_claims")?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            self.insert(row.get(0)?, row.get_ref(1)?.as_str()?);
         }
         self.loaded.store(true, Ordering::Release);
         Ok(())
@@ -266,6 +252,36 @@ pub fn record_claim<'c>(db: impl Into<Db<'c>>, claim: &CorrelationClaim) -> db::
         &params![claim.commerce_id, &claim.correlation_id, &claim.seen_at],
     )?;
     Ok(())
+}
+
+/// Claims a correlationId in the database for the engine serving the request (PostgreSQL,
+/// where several engines share it): `false` when the commerce used it at `cutoff` or later. A
+/// transaction-scoped advisory lock on the id makes concurrent claims of one id (on any engine,
+/// across a day boundary too) take turns, so exactly one of them finds it unused.
+fn claim_shared<'c>(
+    db: impl Into<Db<'c>>,
+    commerce_id: i64,
+    correlation_id: &str,
+    cutoff: &str,
+    seen_at: &str,
+) -> db::Result<bool> {
+    let db = db.into();
+    db.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended(CAST(?1 AS TEXT), ?2))",
+        &params![correlation_id, commerce_id],
+    )?;
+    if was_seen(db, commerce_id, correlation_id, cutoff)? {
+        return Ok(false);
+    }
+    record_claim(
+        db,
+        &CorrelationClaim {
+            commerce_id,
+            correlation_id: correlation_id.to_string(),
+            seen_at: seen_at.to_string(),
+        },
+    )?;
+    Ok(true)
 }
 
 /// Whether the commerce used the correlationId at `cutoff` or later.
@@ -345,32 +361,32 @@ impl AuditWriter {
                 // (`SqliteStore::start_checkpointer`).
                 conn.pragma_update(None, "wal_autocheckpoint", 0)?;
                 let reader = super::open_reader(db_path)?;
-                (WriterConn::Sqlite(conn), WriterConn::Sqlite(reader))
+                (WriterConn::Sqlite(conn), Some(reader))
             }
             None => {
-                let connect = || {
-                    store
-                        .postgres_connection()
-                        .expect("a store without a SQLite file is on PostgreSQL")
-                };
-                (
-                    WriterConn::Postgres(Box::new(connect()?)),
-                    WriterConn::Postgres(Box::new(connect()?)),
-                )
+                let conn = store
+                    .postgres_connection()
+                    .expect("a store without a SQLite file is on PostgreSQL")?;
+                (WriterConn::Postgres(Box::new(conn)), None)
             }
         };
         let pending = Arc::new(Pending::new());
         let seen = Arc::new(SeenFilter::new());
-        {
-            // Ids committed before this start; the request path looks every id up meanwhile.
-            let seen = Arc::clone(&seen);
-            std::thread::Builder::new()
-                .name("correlation-load".into())
-                .spawn(move || {
-                    if let Err(e) = seen.load(&reader) {
-                        tracing::error!(error = %e, "could not load the recent correlationIds");
-                    }
-                })?;
+        match reader {
+            Some(reader) => {
+                // Ids committed before this start; the request path looks every id up
+                // meanwhile.
+                let seen = Arc::clone(&seen);
+                std::thread::Builder::new()
+                    .name("correlation-load".into())
+                    .spawn(move || {
+                        if let Err(e) = seen.load(&reader) {
+                            tracing::error!(error = %e, "could not load the recent correlationIds");
+                        }
+                    })?;
+            }
+            // PostgreSQL: the database decides every claim (`claim_shared`), nothing to load.
+            None => seen.loaded.store(true, Ordering::Release),
         }
         let (sender, receiver) = mpsc::channel();
         let thread_pending = Arc::clone(&pending);
@@ -426,8 +442,28 @@ impl AuditWriter {
             return Ok(Reservation::Replayed);
         }
         let cutoff = crate::clock::timestamp(now - chrono::Duration::days(self.retention_days));
-        let maybe_seen = self.seen.may_contain(commerce_id, correlation_id);
-        let seen = if !maybe_seen {
+        if store.backend() == Backend::Postgres {
+            // Engines that share the database know each other's ids only from it: the claim
+            // is taken there before the request goes on, so of several engines one wins. It
+            // is committed already, so neither the in-memory filter nor the batch has a part.
+            let seen_at = crate::clock::timestamp(now);
+            let fresh = store.write(|db| {
+                Ok(claim_shared(
+                    db,
+                    commerce_id,
+                    correlation_id,
+                    &cutoff,
+                    &seen_at,
+                )?)
+            });
+            self.pending.release(&key);
+            return Ok(if fresh? {
+                Reservation::Fresh
+            } else {
+                Reservation::Replayed
+            });
+        }
+        let seen = if !self.seen.may_contain(commerce_id, correlation_id) {
             Ok(false)
         } else {
             store.read(|conn| Ok(was_seen(conn, commerce_id, correlation_id, &cutoff)?))
@@ -1031,5 +1067,59 @@ mod tests {
         assert!(filter.may_contain(1, "never-seen"));
         filter.loaded.store(true, Ordering::Release);
         assert!(!filter.may_contain(1, "never-seen"));
+    }
+
+    #[test]
+    fn engines_sharing_postgresql_accept_a_correlation_id_once() {
+        let database = crate::store::pg_test::database();
+        let claim = |url: String, seen_at: &'static str| {
+            let conn = db::PgConn::connect(&url).unwrap();
+            conn.transaction(|db| claim_shared(db, 1, "id-1", "2026-11-20T00:00:00.000Z", seen_at))
+                .unwrap()
+        };
+        // Eight engines given the same id at the same moment: exactly one accepts it.
+        let accepted = (0..8)
+            .map(|_| {
+                let url = database.url().to_string();
+                std::thread::spawn(move || claim(url, "2026-11-25T12:00:00.000Z"))
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|engine| engine.join().unwrap())
+            .filter(|&fresh| fresh)
+            .count();
+        assert_eq!(accepted, 1);
+        // On a later day of the window it is still refused; another commerce's is its own.
+        assert!(!claim(
+            database.url().to_string(),
+            "2026-11-27T08:00:00.000Z"
+        ));
+        let other = database
+            .connect()
+            .transaction(|db| {
+                claim_shared(
+                    db,
+                    2,
+                    "id-1",
+                    "2026-11-20T00:00:00.000Z",
+                    "2026-11-25T12:00:00.000Z",
+                )
+            })
+            .unwrap();
+        assert!(other);
+        // Past the window's cutoff, the id may be used again.
+        let after_window = database
+            .connect()
+            .transaction(|db| {
+                claim_shared(
+                    db,
+                    1,
+                    "id-1",
+                    "2026-11-26T00:00:00.000Z",
+                    "2026-12-03T12:00:00.000Z",
+                )
+            })
+            .unwrap();
+        assert!(after_window);
     }
 }

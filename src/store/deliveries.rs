@@ -9,8 +9,8 @@ use super::db::{self, Backend, Db, Param, Row, params};
 use crate::clock::timestamp;
 use crate::secret::Secret;
 
-/// How long an engine keeps the events it took to send (PostgreSQL only, where several engines
-/// share the outbox): long enough for an event to wait in the sending window for its host and
+/// How long an engine keeps the events it took to send, unless `serve --delivery-lease-secs`
+/// says otherwise (PostgreSQL only, where several engines share the outbox): long enough for an event to wait in the sending window for its host and
 /// be attempted (15 s at most by default), short enough that the events of an engine that died
 /// go to the others soon. An event held past its lease may be sent by another engine as well;
 /// receivers tell repeats apart by `webhook-id`, as the retries already require.
@@ -36,7 +36,7 @@ pub struct DueEvent {
 /// Pending events whose time has come, oldest first, from the one after `after_seq` on (0:
 /// from the first). The partial index of pending events serves both the order and the start.
 ///
-/// On PostgreSQL the same read claims the events for this engine until `now + CLAIM_LEASE`:
+/// On PostgreSQL the same read claims the events for this engine until `now + lease`:
 /// several engines share the outbox there, and an event is handed to one of them at a time.
 /// Rows another engine is claiming at that moment are skipped (`SKIP LOCKED`), not waited for;
 /// an event whose lease has passed (its engine died) is due again. `record_attempts` ends the
@@ -47,6 +47,7 @@ pub fn due<'c>(
     now: &str,
     after_seq: i64,
     limit: usize,
+    lease: Duration,
 ) -> db::Result<Vec<DueEvent>> {
     let db = db.into();
     match db.backend() {
@@ -73,19 +74,19 @@ pub fn due<'c>(
                 c.webhook_secret, c.previous_webhook_secret, c.previous_secret_expires_at, c.delivery_faults
              FROM claimed e JOIN commerces c ON c.id = e.commerce_id
              ORDER BY e.seq",
-            &params![now, limit as i64, after_seq, lease_end(now)?.as_str()],
+            &params![now, limit as i64, after_seq, lease_end(now, lease)?.as_str()],
             due_event,
         ),
     }
 }
 
-/// When a claim taken at `now` (a timestamp the store wrote) lapses.
-fn lease_end(now: &str) -> db::Result<String> {
+/// When a claim taken at `now` (a timestamp the store wrote) for `lease` lapses.
+fn lease_end(now: &str, lease: Duration) -> db::Result<String> {
     let now = DateTime::parse_from_rfc3339(now).map_err(|e| db::Error::Column {
         index: 0,
         message: format!("the time {now:?} is not RFC 3339: {e}"),
     })?;
-    let lease = chrono::Duration::from_std(CLAIM_LEASE).unwrap_or(chrono::Duration::MAX);
+    let lease = chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX);
     Ok(timestamp((now + lease).to_utc()))
 }
 
@@ -799,9 +800,9 @@ mod tests {
         on_both(|db| {
             let shop = pending_events(db, &["evt_1", "evt_2", "evt_3"]);
             assert_eq!(next_due_at(db).unwrap().as_deref(), Some(CREATED));
-            let after_first = due(db, NOW, seq_of(db, "evt_1"), 1).unwrap();
+            let after_first = due(db, NOW, seq_of(db, "evt_1"), 1, CLAIM_LEASE).unwrap();
             assert_eq!(ids(&after_first), ["evt_2"]);
-            let due_now = due(db, NOW, 0, 10).unwrap();
+            let due_now = due(db, NOW, 0, 10, CLAIM_LEASE).unwrap();
             match db.backend() {
                 Backend::Sqlite => assert_eq!(ids(&due_now), ["evt_1", "evt_2", "evt_3"]),
                 // The first read claimed evt_2: it is not handed out again meanwhile.
@@ -818,7 +819,7 @@ mod tests {
             )
             .unwrap();
             assert!(
-                due(db, "2026-11-25T00:01:00.000Z", 0, 10)
+                due(db, "2026-11-25T00:01:00.000Z", 0, 10, CLAIM_LEASE)
                     .unwrap()
                     .is_empty()
             );
@@ -827,10 +828,10 @@ mod tests {
             // A redelivery asked for by the commerce makes the event due at once, marked manual.
             assert!(request_redelivery(db, Some(shop), "evt_2", NOW).unwrap());
             assert!(!request_redelivery(db, Some(shop + 1), "evt_2", NOW).unwrap());
-            let manual = due(db, NOW, 0, 10).unwrap();
+            let manual = due(db, NOW, 0, 10, CLAIM_LEASE).unwrap();
             assert_eq!(ids(&manual), ["evt_2"]);
             assert!(manual[0].manual);
-            assert_eq!(due(db, later, 0, 10).unwrap().len(), 3);
+            assert_eq!(due(db, later, 0, 10, CLAIM_LEASE).unwrap().len(), 3);
             let listed = list_for_commerce(
                 db,
                 &CommerceEventFilter {
@@ -946,7 +947,7 @@ mod tests {
     }
 
     fn claim(pg: &PgConn, now: &str, limit: usize) -> Vec<String> {
-        pg.transaction(|db| due(db, now, 0, limit))
+        pg.transaction(|db| due(db, now, 0, limit, CLAIM_LEASE))
             .unwrap()
             .into_iter()
             .map(|e| e.id)
@@ -960,7 +961,10 @@ mod tests {
         let (mine, theirs) = first
             .transaction(|db| {
                 // This engine's claim is not committed yet when the other one reads.
-                let mine: Vec<String> = due(db, NOW, 0, 4)?.into_iter().map(|e| e.id).collect();
+                let mine: Vec<String> = due(db, NOW, 0, 4, CLAIM_LEASE)?
+                    .into_iter()
+                    .map(|e| e.id)
+                    .collect();
                 let url = database.url().to_string();
                 let theirs =
                     std::thread::spawn(move || claim(&PgConn::connect(&url).unwrap(), NOW, 10))
@@ -983,7 +987,7 @@ mod tests {
         // Another engine, a moment later, takes only what nobody holds.
         let other = database.connect();
         assert_eq!(claim(&other, "2026-11-25T00:00:02.000Z", 10), ["evt_03"]);
-        let lease_end = lease_end(NOW).unwrap();
+        let lease_end = lease_end(NOW, CLAIM_LEASE).unwrap();
         assert_eq!(lease_end, "2026-11-25T00:05:01.000Z");
         // The engine waits for a lease to end rather than asks for events it cannot take.
         let next = pg.transaction(|db| next_due_at(db)).unwrap();

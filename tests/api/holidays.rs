@@ -12,7 +12,6 @@ use serde_json::{Value, json};
 use crate::cli::mandato as run_cli;
 use crate::helpers::*;
 
-
 async fn chilean_app() -> TestApp {
     let mut app = spawn_app_with(Options {
         business_days: mandato::config::BusinessDays::Chile,

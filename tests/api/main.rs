@@ -10,6 +10,7 @@ mod charging;
 mod cli;
 mod crash;
 mod desk_sign_in;
+mod engines;
 mod files;
 mod headers;
 mod hostile_http;

@@ -15,7 +15,6 @@ use serde_json::{Value, json};
 use crate::cli::{mandato, serve};
 use crate::helpers::*;
 
-
 /// The command's report when every chain holds: `records` staff actions, no signature process.
 fn intact(records: i64) -> Value {
     json!({"ok": true, "records": records,

@@ -206,6 +206,7 @@ pub async fn advance_clock(
     use crate::http::sandbox;
     sandbox::sandbox_only(&state)?;
     staff.require(Role::Admin)?;
+    sandbox::follow_stored_clock(&state).await?;
     let target = sandbox::advance_target(&body, state.today())?;
     let now = state.clock.now();
     state
