@@ -1,0 +1,318 @@
+//! How the engine reaches its PostgreSQL server: the URL's settings, the bounds the engine adds
+//! to them (connect and statement timeouts) and TLS.
+//!
+//! TLS follows the URL's `sslmode` (the `postgres` crate reads `disable`, `prefer` and
+//! `require`; `prefer` when absent) and the CA file the installation names
+//! (`--database-ca-file`):
+//! - `disable`: plain TCP.
+//! - `prefer`: TLS when the server offers it, plain TCP when it does not. Without a CA file
+//!   the server's certificate is not checked (it keeps passive listeners out, not an active
+//!   attacker, who could also refuse TLS); with one it is checked as under `require`.
+//! - `require`: TLS or no connection, and the server's certificate must chain to the CA file
+//!   (only to it) or, without one, to the system's roots, and name the host of the URL
+//!   (libpq's `verify-full`).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
+use openssl::x509::X509;
+use openssl::x509::store::X509StoreBuilder;
+use postgres::config::{Host, SslMode};
+use postgres_openssl::MakeTlsConnector;
+
+use super::db::{Error, PgConn, Result};
+
+/// Connections a pool keeps open at once by default. Each request or worker holds one for
+/// the length of its transaction and SQLite's engine serves everything through one writer,
+/// so a handful covers an engine's concurrency; several engines on one server each count
+/// theirs against its `max_connections` (100 by default).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 16;
+
+/// What an installation may set about its PostgreSQL connections besides the URL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PgSettings {
+    /// Connections the engine's pool has open at once, idle ones included. The audit
+    /// writer's two connections are its own, outside this count.
+    pub max_connections: usize,
+    /// How long a transaction waits for a free connection before it is refused as busy.
+    pub acquire_timeout: Duration,
+    /// How long opening a connection may take, when the URL sets no `connect_timeout`.
+    pub connect_timeout: Duration,
+    /// Any one statement of the pool's transactions is cancelled after this; `None` lets it
+    /// run. Migrations and the audit writer's bulk loads run without it.
+    pub statement_timeout: Option<Duration>,
+    /// The certificates that may sign the server's, instead of the system's roots.
+    pub ca_file: Option<PathBuf>,
+}
+
+impl Default for PgSettings {
+    fn default() -> Self {
+        PgSettings {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            acquire_timeout: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(5),
+            statement_timeout: Some(Duration::from_secs(30)),
+            ca_file: None,
+        }
+    }
+}
+
+/// A server to connect to, parsed and checked once: the URL's settings with the engine's
+/// timeouts added, and the TLS connector its `sslmode` asks for.
+pub struct PgTarget {
+    /// For the pool: the statement timeout applies.
+    pooled: postgres::Config,
+    /// For migrations and bulk work: no statement timeout.
+    unbounded: postgres::Config,
+    tls: Option<Tls>,
+    /// Where, for messages: hosts, ports, database and user; never the password.
+    place: String,
+}
+
+impl PgTarget {
+    /// Parses `url` and prepares what connecting to it needs (its CA file read now, so a bad
+    /// one is found at start).
+    pub fn new(url: &str, settings: &PgSettings) -> Result<PgTarget> {
+        let mut unbounded: postgres::Config = url.parse()?;
+        if unbounded.get_connect_timeout().is_none() {
+            unbounded.connect_timeout(settings.connect_timeout);
+        }
+        let mut pooled = unbounded.clone();
+        if let Some(timeout) = settings.statement_timeout {
+            // The URL's own options come after ours, so a `statement_timeout` it sets wins.
+            let ours = format!("-c statement_timeout={}", timeout.as_millis().max(1));
+            match unbounded.get_options() {
+                Some(own) => pooled.options(&format!("{ours} {own}")),
+                None => pooled.options(&ours),
+            };
+        }
+        let tls = tls_connector(unbounded.get_ssl_mode(), settings.ca_file.as_deref())?;
+        if tls.as_ref().is_some_and(|tls| tls.verifies) && !names_a_tcp_host(&unbounded) {
+            // OpenSSL checks a name only when it is given one: a URL with only `hostaddr`
+            // would pass unchecked.
+            return Err(Error::Tls(
+                "checking the server's certificate needs its host name in the URL".into(),
+            ));
+        }
+        let place = describe(&unbounded);
+        Ok(PgTarget {
+            pooled,
+            unbounded,
+            tls,
+            place,
+        })
+    }
+
+    /// A connection for the pool, its statements bounded by the statement timeout.
+    pub fn connect(&self) -> Result<PgConn> {
+        self.open(&self.pooled)
+    }
+
+    /// A connection without the statement timeout, for work that may rightly run long.
+    pub fn connect_unbounded(&self) -> Result<PgConn> {
+        self.open(&self.unbounded)
+    }
+
+    /// The server, database and user, for messages (never the password).
+    pub fn place(&self) -> &str {
+        &self.place
+    }
+
+    fn open(&self, config: &postgres::Config) -> Result<PgConn> {
+        let client = match &self.tls {
+            None => config.connect(postgres::NoTls),
+            Some(tls) => config.connect(tls.connector.clone()),
+        };
+        client
+            .map(PgConn::from_client)
+            .map_err(|source| Error::Connect {
+                place: self.place.clone(),
+                source,
+            })
+    }
+}
+
+/// OpenSSL's connector, and whether it checks the server's certificate.
+struct Tls {
+    connector: MakeTlsConnector,
+    verifies: bool,
+}
+
+/// The connector `mode` asks for: none for `disable`; otherwise OpenSSL's, checking the
+/// certificate (chain and host name) under `require` or whenever a CA file is named.
+fn tls_connector(mode: SslMode, ca_file: Option<&Path>) -> Result<Option<Tls>> {
+    if mode == SslMode::Disable {
+        return Ok(None);
+    }
+    let mut builder =
+        SslConnector::builder(SslMethod::tls_client()).map_err(|e| Error::Tls(e.to_string()))?;
+    if let Some(path) = ca_file {
+        builder.set_cert_store(ca_store(path)?);
+    }
+    let verifies = mode == SslMode::Require || ca_file.is_some();
+    if !verifies {
+        builder.set_verify(SslVerifyMode::NONE);
+    }
+    let mut connector = MakeTlsConnector::new(builder.build());
+    if !verifies {
+        connector.set_callback(|ssl, _| {
+            ssl.set_verify_hostname(false);
+            Ok(())
+        });
+    }
+    Ok(Some(Tls {
+        connector,
+        verifies,
+    }))
+}
+
+/// Whether the URL names a host reached over TCP (whose name a certificate must hold).
+fn names_a_tcp_host(config: &postgres::Config) -> bool {
+    config
+        .get_hosts()
+        .iter()
+        .any(|host| matches!(host, Host::Tcp(_)))
+}
+
+/// The certificates of the PEM file at `path`, as the only roots a server's chain may end in.
+fn ca_store(path: &Path) -> Result<openssl::x509::store::X509Store> {
+    let unreadable = |message: String| Error::CaFile {
+        path: path.to_path_buf(),
+        message,
+    };
+    let pem = std::fs::read(path).map_err(|e| unreadable(e.to_string()))?;
+    let certificates = X509::stack_from_pem(&pem).map_err(|e| unreadable(e.to_string()))?;
+    if certificates.is_empty() {
+        return Err(unreadable("it holds no PEM certificate".into()));
+    }
+    let mut store = X509StoreBuilder::new().map_err(|e| Error::Tls(e.to_string()))?;
+    for certificate in certificates {
+        store
+            .add_cert(certificate)
+            .map_err(|e| unreadable(e.to_string()))?;
+    }
+    Ok(store.build())
+}
+
+/// `host:port` for each host, then the database and user: what an operator needs to find
+/// the server a message is about.
+fn describe(config: &postgres::Config) -> String {
+    let ports = config.get_ports();
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, host)| {
+            let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+            match host {
+                Host::Tcp(name) => format!("{name}:{port}"),
+                #[cfg(unix)]
+                Host::Unix(dir) => format!("{}/.s.PGSQL.{port}", dir.display()),
+            }
+        })
+        .collect();
+    let hosts = if hosts.is_empty() {
+        "the default host".to_string()
+    } else {
+        hosts.join(", ")
+    };
+    let mut place = hosts;
+    if let Some(dbname) = config.get_dbname() {
+        place.push_str(&format!(" (database {dbname}"));
+        if let Some(user) = config.get_user() {
+            place.push_str(&format!(", user {user}"));
+        }
+        place.push(')');
+    } else if let Some(user) = config.get_user() {
+        place.push_str(&format!(" (user {user})"));
+    }
+    place
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_place_names_hosts_database_and_user_but_never_the_password() {
+        let config: postgres::Config = "postgres://app:hunter2@db.example:6432/mandato"
+            .parse()
+            .unwrap();
+        let place = describe(&config);
+        assert_eq!(place, "db.example:6432 (database mandato, user app)");
+        let config: postgres::Config = "postgres://app@h1,h2:5433/x".parse().unwrap();
+        assert_eq!(describe(&config), "h1:5432, h2:5433 (database x, user app)");
+    }
+
+    #[test]
+    fn the_url_keeps_its_own_connect_timeout_and_options() {
+        let settings = PgSettings::default();
+        let target = PgTarget::new(
+            "postgres://u@127.0.0.1/db?connect_timeout=2&options=-c%20statement_timeout%3D7",
+            &settings,
+        )
+        .unwrap();
+        assert_eq!(
+            target.unbounded.get_connect_timeout(),
+            Some(&Duration::from_secs(2))
+        );
+        assert_eq!(
+            target.pooled.get_options(),
+            Some("-c statement_timeout=30000 -c statement_timeout=7")
+        );
+        assert_eq!(
+            target.unbounded.get_options(),
+            Some("-c statement_timeout=7")
+        );
+
+        let target = PgTarget::new("postgres://u@127.0.0.1/db", &settings).unwrap();
+        assert_eq!(
+            target.pooled.get_connect_timeout(),
+            Some(&Duration::from_secs(5))
+        );
+        assert_eq!(target.unbounded.get_options(), None);
+    }
+
+    #[test]
+    fn a_ca_file_without_certificates_is_refused_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ca.pem");
+        std::fs::write(&path, "not a certificate").unwrap();
+        let settings = PgSettings {
+            ca_file: Some(path.clone()),
+            ..PgSettings::default()
+        };
+        let error = PgTarget::new("postgres://u@localhost/db?sslmode=require", &settings)
+            .err()
+            .expect("refused");
+        assert!(
+            error.to_string().contains(&path.display().to_string()),
+            "{error}"
+        );
+        let settings = PgSettings {
+            ca_file: Some(dir.path().join("missing.pem")),
+            ..PgSettings::default()
+        };
+        assert!(PgTarget::new("postgres://u@localhost/db", &settings).is_err());
+    }
+
+    #[test]
+    fn a_closed_port_fails_at_once_naming_the_server_and_not_the_password() {
+        let port = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        let url = format!("postgres://app:hunter2@127.0.0.1:{port}/mandato");
+        let target = PgTarget::new(&url, &PgSettings::default()).unwrap();
+        let started = std::time::Instant::now();
+        let error = target.connect().err().expect("nothing listens there");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        let message = error.to_string();
+        assert!(
+            message.contains(&format!("127.0.0.1:{port} (database mandato, user app)")),
+            "{message}"
+        );
+        assert!(!message.contains("hunter2"), "{message}");
+    }
+}
