@@ -1090,6 +1090,173 @@ mod tests {
         assert_eq!(pool.transaction(backend_pid).unwrap(), fresh);
     }
 
+    fn bounded_pool(url: &str, max_connections: usize, acquire_timeout: Duration) -> PgPool {
+        let settings = PgSettings {
+            max_connections,
+            acquire_timeout,
+            ..PgSettings::default()
+        };
+        PgPool::open(url, &settings).unwrap()
+    }
+
+    /// Holds a pooled connection for `hold`, answering its backend's pid.
+    fn hold(pool: &PgPool, hold: Duration) -> Result<i64> {
+        pool.transaction(|db| {
+            let pid = db.query_row("SELECT pg_backend_pid()", &params![], |r| r.get::<i64>(0))?;
+            std::thread::sleep(hold);
+            Ok(pid)
+        })
+    }
+
+    #[test]
+    fn the_pool_never_opens_more_than_its_bound() {
+        let database = pg_test::empty_database();
+        let pool = bounded_pool(database.url(), 2, Duration::from_secs(30));
+        let in_use = std::sync::atomic::AtomicUsize::new(0);
+        let most_in_use = std::sync::atomic::AtomicUsize::new(0);
+        let pids: Vec<i64> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..6)
+                .map(|_| {
+                    scope.spawn(|| {
+                        pool.transaction(|db| {
+                            let now = in_use.fetch_add(1, Ordering::SeqCst) + 1;
+                            most_in_use.fetch_max(now, Ordering::SeqCst);
+                            assert!(pool.open_connections() <= 2);
+                            std::thread::sleep(Duration::from_millis(150));
+                            in_use.fetch_sub(1, Ordering::SeqCst);
+                            db.query_row("SELECT pg_backend_pid()", &params![], |r| r.get::<i64>(0))
+                        })
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().unwrap().unwrap())
+                .collect()
+        });
+        assert_eq!(most_in_use.load(Ordering::SeqCst), 2);
+        let mut distinct = pids.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert!(distinct.len() <= 2, "{pids:?}");
+        assert_eq!(pool.open_connections(), 2);
+        // The server agrees: two sessions on this database.
+        let sessions = PgConn::connect(database.url())
+            .unwrap()
+            .transaction(|db| {
+                db.query_row(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                     AND pid <> pg_backend_pid()",
+                    &params![],
+                    |r| r.get::<i64>(0),
+                )
+            })
+            .unwrap();
+        assert_eq!(sessions, 2);
+    }
+
+    #[test]
+    fn a_waiter_gets_the_connection_given_back() {
+        let database = pg_test::empty_database();
+        let pool = bounded_pool(database.url(), 1, Duration::from_secs(10));
+        let (started, holding) = std::sync::mpsc::channel();
+        let (held, waited) = std::thread::scope(|scope| {
+            let holder = scope.spawn(|| {
+                pool.transaction(|db| {
+                    started.send(()).unwrap();
+                    std::thread::sleep(Duration::from_millis(400));
+                    db.query_row("SELECT pg_backend_pid()", &params![], |r| r.get::<i64>(0))
+                })
+            });
+            holding.recv().unwrap();
+            let asked = Instant::now();
+            let waited = hold(&pool, Duration::ZERO).unwrap();
+            assert!(asked.elapsed() >= Duration::from_millis(200));
+            (holder.join().unwrap().unwrap(), waited)
+        });
+        assert_eq!(held, waited, "the one connection served both");
+        assert_eq!(pool.open_connections(), 1);
+    }
+
+    #[test]
+    fn a_waiter_past_the_bound_is_refused_as_busy() {
+        let database = pg_test::empty_database();
+        let pool = bounded_pool(database.url(), 1, Duration::from_millis(200));
+        let (started, holding) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            let holder = scope.spawn(|| {
+                pool.transaction(|db| {
+                    started.send(()).unwrap();
+                    std::thread::sleep(Duration::from_millis(1500));
+                    db.execute("SELECT 1", &params![])
+                })
+            });
+            holding.recv().unwrap();
+            let asked = Instant::now();
+            let refused = hold(&pool, Duration::ZERO).unwrap_err();
+            assert!(matches!(refused, Error::Busy { max: 1, .. }), "{refused}");
+            assert!(asked.elapsed() >= Duration::from_millis(200));
+            assert!(asked.elapsed() < Duration::from_millis(1400));
+            // An operation answers it as 503 SERVICE_BUSY, never as a fault.
+            let answered = crate::error::Error::from(refused);
+            assert!(
+                matches!(answered, crate::error::Error::Unavailable { name, .. } if name == crate::error::SERVICE_BUSY),
+                "{answered}"
+            );
+            holder.join().unwrap().unwrap();
+        });
+        // Given back, the connection serves again.
+        hold(&pool, Duration::ZERO).unwrap();
+    }
+
+    #[test]
+    fn a_transaction_inside_another_does_not_wait_for_the_bound() {
+        let database = pg_test::empty_database();
+        let pool = bounded_pool(database.url(), 1, Duration::from_millis(100));
+        let (outer, inner) = pool
+            .transaction(|outer| {
+                let inner = hold(&pool, Duration::ZERO)?;
+                let outer =
+                    outer.query_row("SELECT pg_backend_pid()", &params![], |r| r.get::<i64>(0))?;
+                Ok::<_, Error>((outer, inner))
+            })
+            .unwrap();
+        assert_ne!(outer, inner);
+        // The nested one closed on its way back: the bound holds again.
+        assert_eq!(pool.open_connections(), 1);
+    }
+
+    #[test]
+    fn a_statement_past_the_timeout_is_cancelled_and_the_connection_serves_on() {
+        let database = pg_test::empty_database();
+        let settings = PgSettings {
+            max_connections: 1,
+            statement_timeout: Some(Duration::from_millis(300)),
+            ..PgSettings::default()
+        };
+        let pool = PgPool::open(database.url(), &settings).unwrap();
+        let started = Instant::now();
+        let cancelled = pool
+            .transaction(|db| db.execute("SELECT pg_sleep(5)", &params![]))
+            .unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(3));
+        assert!(cancelled.is_busy(), "{cancelled}");
+        assert!(matches!(
+            crate::error::Error::from(cancelled),
+            crate::error::Error::Unavailable { .. }
+        ));
+        // The same connection (the only one the pool may open) works afterwards.
+        assert_eq!(
+            hold(&pool, Duration::ZERO).unwrap(),
+            hold(&pool, Duration::ZERO).unwrap()
+        );
+        // Outside the pool (migrations) nothing is cut short.
+        let unbounded = pool.connect().unwrap();
+        unbounded
+            .transaction(|db| db.execute("SELECT pg_sleep(0.5)", &params![]))
+            .unwrap();
+    }
+
     #[test]
     fn a_postgres_transaction_commits_on_ok_and_rolls_back_on_error() {
         let database = pg_test::empty_database();

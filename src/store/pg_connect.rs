@@ -233,6 +233,9 @@ fn describe(config: &postgres::Config) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::notify::tls::DevCa;
+    use crate::store::db::params;
+    use crate::store::pg_test::OwnCluster;
 
     #[test]
     fn the_place_names_hosts_database_and_user_but_never_the_password() {
@@ -314,5 +317,106 @@ mod tests {
             "{message}"
         );
         assert!(!message.contains("hunter2"), "{message}");
+    }
+
+    /// A server of its own speaking TLS with a certificate for `localhost` and `127.0.0.1`
+    /// signed by `ca`, its settings changed and reloaded as an operator would.
+    fn tls_cluster(ca: &DevCa) -> OwnCluster {
+        use std::os::unix::fs::PermissionsExt;
+        let cluster = OwnCluster::start();
+        let (cert, key) = ca.issue_localhost().unwrap();
+        let data = cluster.data_dir();
+        std::fs::write(data.join("server.crt"), cert).unwrap();
+        std::fs::write(data.join("server.key"), key.expose()).unwrap();
+        std::fs::set_permissions(
+            data.join("server.key"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
+        // The server reads them as the user it runs as (`postgres` when the tests run as
+        // root), who must own the key.
+        let owned = std::process::Command::new("chown")
+            .arg("--reference")
+            .arg(&data)
+            .arg(data.join("server.crt"))
+            .arg(data.join("server.key"))
+            .status()
+            .unwrap();
+        assert!(owned.success());
+        let admin = PgConn::connect(&cluster.url).unwrap();
+        admin.batch("ALTER SYSTEM SET ssl = on").unwrap();
+        admin.batch("SELECT pg_reload_conf()").unwrap();
+        // The reload is asynchronous: new sessions speak TLS once it is done.
+        let prefer = PgTarget::new(&cluster.url, &PgSettings::default()).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !uses_tls(&prefer.connect().unwrap()) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server did not turn TLS on: {}",
+                std::fs::read_to_string(cluster.dir.join("server.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        cluster
+    }
+
+    fn uses_tls(conn: &PgConn) -> bool {
+        conn.transaction(|db| {
+            db.query_row(
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                &params![],
+                |r| r.get::<bool>(0),
+            )
+        })
+        .unwrap()
+    }
+
+    fn connect(url: &str, ca_file: Option<&Path>) -> Result<PgConn> {
+        let settings = PgSettings {
+            ca_file: ca_file.map(Path::to_path_buf),
+            ..PgSettings::default()
+        };
+        PgTarget::new(url, &settings)?.connect()
+    }
+
+    #[test]
+    fn each_sslmode_encrypts_and_checks_the_server_as_documented() {
+        let ca = DevCa::generate().unwrap();
+        let cluster = tls_cluster(&ca);
+        let files = tempfile::tempdir().unwrap();
+        let ca_file = files.path().join("ca.pem");
+        std::fs::write(&ca_file, &ca.cert_pem).unwrap();
+        let other_ca_file = files.path().join("other-ca.pem");
+        std::fs::write(&other_ca_file, DevCa::generate().unwrap().cert_pem).unwrap();
+        let url = |mode: &str| format!("{}?sslmode={mode}", cluster.url);
+
+        // require with the CA that signed the certificate: encrypted, by address or by name.
+        let conn = connect(&url("require"), Some(&ca_file)).unwrap();
+        assert!(uses_tls(&conn));
+        let by_name = url("require").replace("127.0.0.1", "localhost");
+        assert!(uses_tls(&connect(&by_name, Some(&ca_file)).unwrap()));
+
+        // Another CA, or the system's roots (which do not hold this CA): refused.
+        let refused = connect(&url("require"), Some(&other_ca_file))
+            .err()
+            .expect("a certificate of another CA is refused");
+        assert!(
+            format!("{:?}", refused).contains("certificate verify failed"),
+            "{refused:?}"
+        );
+        assert!(refused.to_string().contains("127.0.0.1"), "{refused}");
+        assert!(connect(&url("require"), None).is_err());
+        // Under prefer, a CA file is checked just the same.
+        assert!(connect(&url("prefer"), Some(&other_ca_file)).is_err());
+
+        // prefer without a CA file (and no sslmode at all): encrypted, the certificate
+        // unchecked.
+        assert!(uses_tls(&connect(&url("prefer"), None).unwrap()));
+        assert!(uses_tls(&connect(&cluster.url, None).unwrap()));
+
+        // disable: plain, even with a CA file.
+        assert!(!uses_tls(
+            &connect(&url("disable"), Some(&ca_file)).unwrap()
+        ));
     }
 }
