@@ -612,7 +612,8 @@ impl PgConn {
 /// first could wait for itself. Such a nested connection is counted, may go past the bound
 /// for as long as it is held, and is closed when it comes back.
 pub struct PgPool {
-    target: PgTarget,
+    /// Boxed: two parsed configurations and a TLS connector are large beside SQLite's store.
+    target: Box<PgTarget>,
     /// Tells this pool's connections held by a thread from another pool's.
     id: u64,
     slots: Mutex<Slots>,
@@ -638,7 +639,7 @@ static NEXT_POOL_ID: AtomicU64 = AtomicU64::new(1);
 impl PgPool {
     /// A pool for `url`, checked by opening its first connection.
     pub fn open(url: &str, settings: &PgSettings) -> Result<PgPool> {
-        let target = PgTarget::new(url, settings)?;
+        let target = Box::new(PgTarget::new(url, settings)?);
         let first = target.connect()?;
         Ok(PgPool {
             target,
