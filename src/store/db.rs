@@ -49,12 +49,13 @@ pub enum Error {
     /// A column held a value the Rust type cannot represent.
     #[error("column {index}: {message}")]
     Column { index: usize, message: String },
-    /// A new PostgreSQL connection failed; `place` names the server, never the password.
-    #[error("could not connect to PostgreSQL at {place}: {source}")]
+    /// A new PostgreSQL connection failed; `place` names the server, never the password. The
+    /// message carries the causes (refused, timed out, the certificate's fault), which the
+    /// driver's own message leaves to its sources.
+    #[error("could not connect to PostgreSQL at {place}: {}", with_causes(cause))]
     Connect {
         place: String,
-        #[source]
-        source: postgres::Error,
+        cause: postgres::Error,
     },
     /// Every connection the pool may open was in use for as long as a caller waits.
     #[error("all {max} PostgreSQL connections stayed in use for {waited:?}")]
@@ -65,6 +66,9 @@ pub enum Error {
     /// TLS to the server cannot be set up as asked.
     #[error("PostgreSQL TLS: {0}")]
     Tls(String),
+    /// The PostgreSQL URL cannot be read (the message never repeats the URL).
+    #[error("the PostgreSQL URL: {0}")]
+    Url(String),
 }
 
 impl Error {
@@ -88,7 +92,7 @@ impl Error {
         use postgres::error::SqlState;
         let code = match self {
             Error::Busy { .. } => return true,
-            Error::Postgres(e) | Error::Connect { source: e, .. } => e.code(),
+            Error::Postgres(e) | Error::Connect { cause: e, .. } => e.code(),
             _ => None,
         };
         code.is_some_and(|code| {
@@ -100,6 +104,22 @@ impl Error {
             .contains(code)
         })
     }
+}
+
+/// `error` and each of its sources, as one line.
+pub(super) fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        // Some causes repeat their parent's text.
+        if !text.ends_with(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 impl From<Error> for crate::error::Error {

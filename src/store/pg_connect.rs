@@ -74,7 +74,7 @@ impl PgTarget {
     /// Parses `url` and prepares what connecting to it needs (its CA file read now, so a bad
     /// one is found at start).
     pub fn new(url: &str, settings: &PgSettings) -> Result<PgTarget> {
-        let mut unbounded: postgres::Config = url.parse()?;
+        let mut unbounded: postgres::Config = url.parse().map_err(unreadable_url)?;
         if unbounded.get_connect_timeout().is_none() {
             unbounded.connect_timeout(settings.connect_timeout);
         }
@@ -126,11 +126,26 @@ impl PgTarget {
         };
         client
             .map(PgConn::from_client)
-            .map_err(|source| Error::Connect {
+            .map_err(|cause| Error::Connect {
                 place: self.place.clone(),
-                source,
+                cause,
             })
     }
+}
+
+/// Why a URL cannot be read, with what the engine takes instead of libpq's TLS settings.
+fn unreadable_url(error: postgres::Error) -> Error {
+    let mut message = super::db::with_causes(&error);
+    if message.contains("sslmode") {
+        message
+            .push_str(" (sslmode is disable, prefer or require; require checks the certificate)");
+    } else if message.contains("sslrootcert")
+        || message.contains("sslcert")
+        || message.contains("sslkey")
+    {
+        message.push_str(" (name the server's CA with --database-ca-file)");
+    }
+    Error::Url(message)
 }
 
 /// OpenSSL's connector, and whether it checks the server's certificate.
@@ -278,6 +293,25 @@ mod tests {
     }
 
     #[test]
+    fn libpq_tls_settings_are_refused_with_what_to_use_instead() {
+        let settings = PgSettings::default();
+        let refused = |url: &str| {
+            PgTarget::new(url, &settings)
+                .err()
+                .expect("refused")
+                .to_string()
+        };
+        let message = refused("postgres://u:pw@h/db?sslmode=verify-full");
+        assert!(
+            message.contains("sslmode is disable, prefer or require"),
+            "{message}"
+        );
+        let message = refused("postgres://u:pw@h/db?sslrootcert=/ca.pem");
+        assert!(message.contains("--database-ca-file"), "{message}");
+        assert!(!message.contains("pw"), "{message}");
+    }
+
+    #[test]
     fn a_ca_file_without_certificates_is_refused_at_start() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ca.pem");
@@ -316,6 +350,7 @@ mod tests {
             message.contains(&format!("127.0.0.1:{port} (database mandato, user app)")),
             "{message}"
         );
+        assert!(message.contains("Connection refused"), "{message}");
         assert!(!message.contains("hunter2"), "{message}");
     }
 
@@ -401,8 +436,8 @@ mod tests {
             .err()
             .expect("a certificate of another CA is refused");
         assert!(
-            format!("{:?}", refused).contains("certificate verify failed"),
-            "{refused:?}"
+            refused.to_string().contains("certificate verify failed"),
+            "{refused}"
         );
         assert!(refused.to_string().contains("127.0.0.1"), "{refused}");
         assert!(connect(&url("require"), None).is_err());

@@ -81,6 +81,7 @@ fn an_unreachable_server_is_named_at_once_and_its_password_never() {
         )),
         "{text}"
     );
+    assert!(text.contains("Connection refused"), "{text}");
     assert!(!text.contains("s3cret-pw"), "{text}");
 
     // `serve` gives up as fast, with the same message in its log.
