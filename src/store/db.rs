@@ -57,6 +57,9 @@ pub enum Error {
         place: String,
         cause: postgres::Error,
     },
+    /// The server did not finish a new connection in time (it accepted TCP and went quiet).
+    #[error("could not connect to PostgreSQL at {place}: {why}")]
+    ConnectTimeout { place: String, why: String },
     /// Every connection the pool may open was in use for as long as a caller waits.
     #[error("all {max} PostgreSQL connections stayed in use for {waited:?}")]
     Busy { max: usize, waited: Duration },
@@ -86,12 +89,12 @@ impl Error {
     }
 
     /// The database is overloaded rather than broken: no free connection in time, a statement
-    /// cancelled by the statement timeout, or a server with no connection slot left. Worth
-    /// trying again shortly; nothing was written.
+    /// cancelled by the statement timeout, a server with no connection slot left or too slow
+    /// to finish a new connection. Worth trying again shortly; nothing was written.
     pub fn is_busy(&self) -> bool {
         use postgres::error::SqlState;
         let code = match self {
-            Error::Busy { .. } => return true,
+            Error::Busy { .. } | Error::ConnectTimeout { .. } => return true,
             Error::Postgres(e) | Error::Connect { cause: e, .. } => e.code(),
             _ => None,
         };

@@ -13,6 +13,8 @@
 //!   (libpq's `verify-full`).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::time::Duration;
 
 use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
@@ -68,6 +70,12 @@ pub struct PgTarget {
     tls: Option<Tls>,
     /// Where, for messages: hosts, ports, database and user; never the password.
     place: String,
+    /// How long a whole connection (TCP, TLS, authentication) may take.
+    handshake_timeout: Duration,
+    /// Connection attempts under way, given up on or not.
+    unanswered: Arc<AtomicUsize>,
+    /// Attempts under way beyond which new ones are refused at once.
+    max_unanswered: usize,
 }
 
 impl PgTarget {
@@ -96,11 +104,19 @@ impl PgTarget {
             ));
         }
         let place = describe(&unbounded);
+        let per_host = *unbounded
+            .get_connect_timeout()
+            .unwrap_or(&settings.connect_timeout);
+        let hosts = u32::try_from(unbounded.get_hosts().len().max(1)).unwrap_or(u32::MAX);
         Ok(PgTarget {
             pooled,
             unbounded,
             tls,
             place,
+            handshake_timeout: per_host.saturating_mul(hosts),
+            unanswered: Arc::new(AtomicUsize::new(0)),
+            // The pool's connections, the audit writer's two and a migration's.
+            max_unanswered: settings.max_connections.max(1) + 3,
         })
     }
 
@@ -119,17 +135,54 @@ impl PgTarget {
         &self.place
     }
 
+    /// Connects on a thread of its own, given up after the connect timeout (once per host):
+    /// the driver bounds reaching the server, but a server that accepts the connection and
+    /// then never answers would hold the caller forever. A given-up thread ends when the
+    /// server answers or drops it; while as many as the pool's bound are still waiting, new
+    /// attempts are refused at once rather than pile up more threads.
     fn open(&self, config: &postgres::Config) -> Result<PgConn> {
-        let client = match &self.tls {
-            None => config.connect(postgres::NoTls),
-            Some(tls) => config.connect(tls.connector.clone()),
-        };
-        client
-            .map(PgConn::from_client)
-            .map_err(|cause| Error::Connect {
-                place: self.place.clone(),
-                cause,
-            })
+        let waiting = Arc::clone(&self.unanswered);
+        if waiting.load(AtomicOrdering::SeqCst) >= self.max_unanswered {
+            return Err(self.gave_up("earlier attempts are still unanswered"));
+        }
+        let (sender, answer) = std::sync::mpsc::sync_channel(1);
+        let config = config.clone();
+        let tls = self.tls.as_ref().map(|tls| tls.connector.clone());
+        waiting.fetch_add(1, AtomicOrdering::SeqCst);
+        let spawned = std::thread::Builder::new()
+            .name("pg-connect".into())
+            .spawn(move || {
+                let client = match tls {
+                    None => config.connect(postgres::NoTls),
+                    Some(tls) => config.connect(tls),
+                };
+                waiting.fetch_sub(1, AtomicOrdering::SeqCst);
+                // Nobody listens once the attempt was given up: the client just closes.
+                let _ = sender.send(client);
+            });
+        if let Err(e) = spawned {
+            self.unanswered.fetch_sub(1, AtomicOrdering::SeqCst);
+            return Err(self.gave_up(&format!("no thread to connect on: {e}")));
+        }
+        match answer.recv_timeout(self.handshake_timeout) {
+            Ok(client) => client
+                .map(PgConn::from_client)
+                .map_err(|cause| Error::Connect {
+                    place: self.place.clone(),
+                    cause,
+                }),
+            Err(_) => Err(self.gave_up(&format!(
+                "no answer within {}s",
+                self.handshake_timeout.as_secs_f64()
+            ))),
+        }
+    }
+
+    fn gave_up(&self, why: &str) -> Error {
+        Error::ConnectTimeout {
+            place: self.place.clone(),
+            why: why.to_string(),
+        }
     }
 }
 
@@ -309,6 +362,39 @@ mod tests {
         let message = refused("postgres://u:pw@h/db?sslrootcert=/ca.pem");
         assert!(message.contains("--database-ca-file"), "{message}");
         assert!(!message.contains("pw"), "{message}");
+    }
+
+    #[test]
+    fn a_server_that_never_answers_is_given_up_after_the_connect_timeout() {
+        // The kernel accepts connections to a listening socket nobody serves: TCP is made,
+        // and PostgreSQL's startup waits for an answer that never comes.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = silent.local_addr().unwrap().port();
+        let url = format!("postgres://app:hunter2@127.0.0.1:{port}/db?connect_timeout=1");
+        let settings = PgSettings {
+            max_connections: 1,
+            ..PgSettings::default()
+        };
+        let target = PgTarget::new(&url, &settings).unwrap();
+        let started = std::time::Instant::now();
+        let error = target.connect().err().expect("given up");
+        let elapsed = started.elapsed();
+        assert!(elapsed >= Duration::from_millis(900), "{elapsed:?}");
+        assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
+        let message = error.to_string();
+        assert!(message.contains(&format!("127.0.0.1:{port}")), "{message}");
+        assert!(message.contains("no answer within 1s"), "{message}");
+        assert!(!message.contains("hunter2"), "{message}");
+
+        // The given-up attempts still wait; past the bound, new ones are refused at once.
+        for _ in 0..3 {
+            let _ = target.connect();
+        }
+        let started = std::time::Instant::now();
+        let error = target.connect().err().expect("refused");
+        assert!(started.elapsed() < Duration::from_millis(500));
+        assert!(error.to_string().contains("still unanswered"), "{error}");
+        drop(silent);
     }
 
     #[test]
