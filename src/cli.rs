@@ -42,11 +42,63 @@ pub struct Cli {
         hide_env_values = true
     )]
     pub database_url: Option<String>,
+    #[command(flatten)]
+    pub postgres: PostgresArgs,
     /// Print one JSON object on stdout instead of text.
     #[arg(long, global = true)]
     pub json: bool,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// How the engine connects to PostgreSQL (with `--database-url`; SQLite ignores them).
+#[derive(Args, Debug, Clone, Default)]
+pub struct PostgresArgs {
+    /// Connections the engine's pool keeps open at once, idle ones included [default: 16].
+    /// Past it, work waits up to 5 s for a connection, then is answered 503 SERVICE_BUSY.
+    #[arg(
+        long,
+        global = true,
+        env = "MANDATO_DATABASE_MAX_CONNECTIONS",
+        value_name = "N",
+        value_parser = clap::value_parser!(u16).range(1..=1000)
+    )]
+    pub database_max_connections: Option<u16>,
+    /// Seconds any one statement may run before PostgreSQL cancels it; 0 for no limit
+    /// [default: 30]. Migrations are not limited.
+    #[arg(
+        long,
+        global = true,
+        env = "MANDATO_DATABASE_STATEMENT_TIMEOUT",
+        value_name = "SECONDS",
+        value_parser = clap::value_parser!(u32).range(0..=86_400)
+    )]
+    pub database_statement_timeout: Option<u32>,
+    /// PEM file of the CA certificates that may sign the server's certificate, instead of the
+    /// system's roots; with it the certificate and host name are always checked.
+    #[arg(
+        long,
+        global = true,
+        env = "MANDATO_DATABASE_CA_FILE",
+        value_name = "FILE"
+    )]
+    pub database_ca_file: Option<PathBuf>,
+}
+
+impl PostgresArgs {
+    /// The defaults, with what was given in their place.
+    pub fn settings(&self) -> crate::store::db::PgSettings {
+        let mut settings = crate::store::db::PgSettings::default();
+        if let Some(max) = self.database_max_connections {
+            settings.max_connections = usize::from(max);
+        }
+        if let Some(secs) = self.database_statement_timeout {
+            settings.statement_timeout =
+                (secs > 0).then(|| std::time::Duration::from_secs(u64::from(secs)));
+        }
+        settings.ca_file.clone_from(&self.database_ca_file);
+        settings
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -384,9 +436,14 @@ pub enum StaffCommand {
     },
 }
 
-pub fn config_for(data_dir: Option<PathBuf>, database_url: Option<String>) -> Config {
+pub fn config_for(
+    data_dir: Option<PathBuf>,
+    database_url: Option<String>,
+    postgres: &PostgresArgs,
+) -> Config {
     let mut config = Config::new(data_dir.unwrap_or_else(default_data_dir));
     config.database_url = database_url.map(crate::secret::Secret::new);
+    config.postgres = postgres.settings();
     config
 }
 
@@ -451,7 +508,11 @@ fn refuse_on_postgres(config: &Config, command: &str) -> anyhow::Result<()> {
 
 /// Runs every command but `serve`.
 pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
-    let config = config_for(cli.data_dir.clone(), cli.database_url.clone());
+    let config = config_for(
+        cli.data_dir.clone(),
+        cli.database_url.clone(),
+        &cli.postgres,
+    );
     let json_mode = cli.json;
     match cli.command {
         Command::Serve(_) => unreachable!("serve is run by main"),
@@ -961,9 +1022,10 @@ pub fn dev_ca(store: &Store) -> anyhow::Result<tls::DevCa> {
 pub async fn serve(
     data_dir: Option<PathBuf>,
     database_url: Option<String>,
+    postgres: PostgresArgs,
     args: ServeArgs,
 ) -> anyhow::Result<()> {
-    let mut config = config_for(data_dir, database_url);
+    let mut config = config_for(data_dir, database_url, &postgres);
     // The automatic backups copy SQLite's file; PostgreSQL's are pg_dump's.
     if config.uses_postgres() && config.backups.enabled {
         tracing::info!(

@@ -38,6 +38,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// A PostgreSQL database (`--database-url`) instead of SQLite's file in `data_dir`.
     pub database_url: Option<crate::secret::Secret<String>>,
+    /// How the engine connects to PostgreSQL: its pool's bound, timeouts and CA file.
+    pub postgres: crate::store::db::PgSettings,
     pub listen: SocketAddr,
     /// Binding anything but loopback must be asked for explicitly.
     pub allow_non_loopback: bool,
@@ -121,6 +123,7 @@ impl Config {
         Config {
             data_dir,
             database_url: None,
+            postgres: crate::store::db::PgSettings::default(),
             listen: "127.0.0.1:7420".parse().expect("valid default address"),
             allow_non_loopback: false,
             environment: Environment::Sandbox,
@@ -159,7 +162,7 @@ impl Config {
     pub fn open_store(&self) -> anyhow::Result<crate::store::Store> {
         use anyhow::Context;
         let location = self.database_location()?;
-        crate::store::Store::open_at(&location).with_context(|| match &location {
+        crate::store::Store::open_at(&location, &self.postgres).with_context(|| match &location {
             crate::store::Location::Sqlite(path) => format!("opening {}", path.display()),
             crate::store::Location::Postgres(_) => "opening the PostgreSQL database".to_string(),
         })

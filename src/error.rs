@@ -89,9 +89,19 @@ pub enum Error {
     Gone { name: &'static str, message: String },
     /// 406 `NOT_ACCEPTABLE`: the request's `Accept` admits none of the operation's media types.
     NotAcceptable { message: String },
+    /// 503 with `Retry-After`: the engine is overloaded for a moment (`SERVICE_BUSY`: every
+    /// database connection in use, or a statement past its time limit). Nothing was written.
+    Unavailable {
+        name: &'static str,
+        message: String,
+        retry_after_secs: u64,
+    },
     /// 500: a fault of ours. The details go to the log, never to the client.
     Internal(anyhow::Error),
 }
+
+/// The name of a 503 for an overloaded engine.
+pub const SERVICE_BUSY: &str = "SERVICE_BUSY";
 
 impl Error {
     pub fn refused(name: &'static str, message: impl Into<String>) -> Self {
@@ -128,6 +138,17 @@ impl Error {
     pub fn validation(field: impl Into<String>, code: &str, message: impl Into<String>) -> Self {
         Error::Validation(vec![FieldError::new(field, code, message)])
     }
+
+    /// 503 `SERVICE_BUSY` for a database too busy to take the operation now (`cause` goes to
+    /// the log only).
+    pub fn busy(cause: &dyn std::error::Error) -> Self {
+        tracing::warn!(error = %cause, "refused an operation: the database is busy");
+        Error::Unavailable {
+            name: SERVICE_BUSY,
+            message: "the service is busy; try again in a moment".to_string(),
+            retry_after_secs: 1,
+        }
+    }
 }
 
 impl fmt::Display for Error {
@@ -142,6 +163,7 @@ impl fmt::Display for Error {
             Error::Unauthenticated { .. } => write!(f, "not signed in"),
             Error::Gone { name, .. } => write!(f, "{name}"),
             Error::NotAcceptable { message } => write!(f, "NOT_ACCEPTABLE: {message}"),
+            Error::Unavailable { name, message, .. } => write!(f, "{name}: {message}"),
             Error::Internal(e) => write!(f, "internal error: {e:#}"),
         }
     }
@@ -163,7 +185,11 @@ impl From<serde_json::Error> for Error {
 
 impl From<anyhow::Error> for Error {
     fn from(e: anyhow::Error) -> Self {
-        Error::Internal(e)
+        // A store error may reach an operation wrapped: a busy database is still a 503.
+        match e.downcast_ref::<crate::store::db::Error>() {
+            Some(db) if db.is_busy() => Error::busy(db),
+            _ => Error::Internal(e),
+        }
     }
 }
 

@@ -19,7 +19,14 @@ fn main() -> std::process::ExitCode {
             .on_thread_park(mandato::app::release_idle_memory)
             .build()
             .map_err(anyhow::Error::from)
-            .and_then(|rt| rt.block_on(mandato::cli::serve(cli.data_dir, cli.database_url, args))),
+            .and_then(|rt| {
+                rt.block_on(mandato::cli::serve(
+                    cli.data_dir,
+                    cli.database_url,
+                    cli.postgres,
+                    args,
+                ))
+            }),
         _ => mandato::cli::run_admin(cli),
     };
     match result {

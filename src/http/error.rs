@@ -53,6 +53,7 @@ impl ApiError {
             Error::NotFound { .. } => StatusCode::NOT_FOUND,
             Error::Gone { .. } => StatusCode::GONE,
             Error::NotAcceptable { .. } => StatusCode::NOT_ACCEPTABLE,
+            Error::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -75,7 +76,9 @@ impl ApiError {
                     .collect();
                 (name.to_string(), message.clone(), errors)
             }
-            Error::Forbidden { name, message } | Error::Gone { name, message } => {
+            Error::Forbidden { name, message }
+            | Error::Gone { name, message }
+            | Error::Unavailable { name, message, .. } => {
                 (name.to_string(), message.clone(), Vec::new())
             }
             Error::Unauthenticated { message } => {
@@ -116,7 +119,17 @@ impl IntoResponse for ApiError {
         if let Error::Internal(e) = &self.0 {
             tracing::error!(error = %e, correlation_id = ?current_correlation_id(), "request failed");
         }
-        (self.status(), axum::Json(self.body())).into_response()
+        let mut response = (self.status(), axum::Json(self.body())).into_response();
+        if let Error::Unavailable {
+            retry_after_secs, ..
+        } = &self.0
+        {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(*retry_after_secs),
+            );
+        }
+        response
     }
 }
 

@@ -19,12 +19,15 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use postgres::types::{IsNull, ToSql as PgToSql, Type};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 
-use crate::secret::Secret;
+pub use super::pg_connect::{PgSettings, PgTarget};
 
 /// Which database a [`Db`] talks to, for the few statements written twice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +49,29 @@ pub enum Error {
     /// A column held a value the Rust type cannot represent.
     #[error("column {index}: {message}")]
     Column { index: usize, message: String },
+    /// A new PostgreSQL connection failed; `place` names the server, never the password. The
+    /// message carries the causes (refused, timed out, the certificate's fault), which the
+    /// driver's own message leaves to its sources.
+    #[error("could not connect to PostgreSQL at {place}: {}", with_causes(cause))]
+    Connect {
+        place: String,
+        cause: postgres::Error,
+    },
+    /// The server did not finish a new connection in time (it accepted TCP and went quiet).
+    #[error("could not connect to PostgreSQL at {place}: {why}")]
+    ConnectTimeout { place: String, why: String },
+    /// Every connection the pool may open was in use for as long as a caller waits.
+    #[error("all {max} PostgreSQL connections stayed in use for {waited:?}")]
+    Busy { max: usize, waited: Duration },
+    /// The CA file named for the server's certificate cannot be used.
+    #[error("the PostgreSQL CA file {}: {message}", path.display())]
+    CaFile { path: PathBuf, message: String },
+    /// TLS to the server cannot be set up as asked.
+    #[error("PostgreSQL TLS: {0}")]
+    Tls(String),
+    /// The PostgreSQL URL cannot be read (the message never repeats the URL).
+    #[error("the PostgreSQL URL: {0}")]
+    Url(String),
 }
 
 impl Error {
@@ -61,11 +87,51 @@ impl Error {
             _ => false,
         }
     }
+
+    /// The database is overloaded rather than broken: no free connection in time, a statement
+    /// cancelled by the statement timeout, a server with no connection slot left or too slow
+    /// to finish a new connection. Worth trying again shortly; nothing was written.
+    pub fn is_busy(&self) -> bool {
+        use postgres::error::SqlState;
+        let code = match self {
+            Error::Busy { .. } | Error::ConnectTimeout { .. } => return true,
+            Error::Postgres(e) | Error::Connect { cause: e, .. } => e.code(),
+            _ => None,
+        };
+        code.is_some_and(|code| {
+            [
+                SqlState::QUERY_CANCELED,
+                SqlState::TOO_MANY_CONNECTIONS,
+                SqlState::CANNOT_CONNECT_NOW,
+            ]
+            .contains(code)
+        })
+    }
+}
+
+/// `error` and each of its sources, as one line.
+pub(super) fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        // Some causes repeat their parent's text.
+        if !text.ends_with(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 impl From<Error> for crate::error::Error {
     fn from(e: Error) -> Self {
-        crate::error::Error::Internal(e.into())
+        if e.is_busy() {
+            crate::error::Error::busy(&e)
+        } else {
+            crate::error::Error::Internal(e.into())
+        }
     }
 }
 
@@ -474,15 +540,19 @@ struct PgInner {
 }
 
 impl PgConn {
-    /// Connects to `url` (`postgres://user@host:port/database`, or with `?host=/socket/dir`).
+    /// Connects to `url` (`postgres://user@host:port/database`, or with `?host=/socket/dir`)
+    /// with the default settings and no statement timeout: migrations, tests, admin work.
     pub fn connect(url: &str) -> Result<PgConn> {
-        let client = postgres::Client::connect(url, postgres::NoTls)?;
-        Ok(PgConn {
+        PgTarget::new(url, &PgSettings::default())?.connect_unbounded()
+    }
+
+    pub(super) fn from_client(client: postgres::Client) -> PgConn {
+        PgConn {
             inner: RefCell::new(PgInner {
                 client,
                 statements: HashMap::new(),
             }),
-        })
+        }
     }
 
     /// Runs `f` in one transaction: committed if it returns `Ok`, rolled back otherwise.
@@ -554,70 +624,216 @@ impl PgConn {
 
 /// PostgreSQL connections for one database, reused from one transaction to the next. A
 /// closure runs on the caller's (blocking) thread with a connection of its own, as a SQLite
-/// read takes a reader from `Store`'s pool; up to `max_idle` connections wait for the next.
+/// read takes a reader from `Store`'s pool.
+///
+/// At most `max_connections` are open at once, idle ones included, so a busy engine never
+/// makes the server refuse it with "too many clients": a caller finding them all in use waits
+/// up to `acquire_timeout` for one to come back, then gets [`Error::Busy`] (answered 503
+/// `SERVICE_BUSY` with `Retry-After`). A transaction opened inside another on the same thread
+/// (an operation that reads through the store while it writes) does not wait: its thread
+/// already holds a connection of this pool, and waiting for a second one while holding the
+/// first could wait for itself. Such a nested connection is counted, may go past the bound
+/// for as long as it is held, and is closed when it comes back.
 pub struct PgPool {
-    /// It may hold the database password.
-    url: Secret<String>,
-    idle: Mutex<Vec<PgConn>>,
-    max_idle: usize,
+    /// Boxed: two parsed configurations and a TLS connector are large beside SQLite's store.
+    target: Box<PgTarget>,
+    /// Tells this pool's connections held by a thread from another pool's.
+    id: u64,
+    slots: Mutex<Slots>,
+    /// Signalled whenever a connection comes back or closes.
+    returned: Condvar,
+    max_connections: usize,
+    acquire_timeout: Duration,
 }
+
+struct Slots {
+    idle: Vec<PgConn>,
+    /// This pool's connections that exist: the idle ones and those in use.
+    open: usize,
+}
+
+thread_local! {
+    /// The pools (by id) this thread holds connections of, once per connection held.
+    static HELD: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+}
+
+static NEXT_POOL_ID: AtomicU64 = AtomicU64::new(1);
 
 impl PgPool {
     /// A pool for `url`, checked by opening its first connection.
-    pub fn open(url: &str, max_idle: usize) -> Result<PgPool> {
-        let first = PgConn::connect(url)?;
+    pub fn open(url: &str, settings: &PgSettings) -> Result<PgPool> {
+        let target = Box::new(PgTarget::new(url, settings)?);
+        let first = target.connect()?;
         Ok(PgPool {
-            url: Secret::new(url.to_string()),
-            idle: Mutex::new(vec![first]),
-            max_idle,
+            target,
+            id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed),
+            slots: Mutex::new(Slots {
+                idle: vec![first],
+                open: 1,
+            }),
+            returned: Condvar::new(),
+            max_connections: settings.max_connections.max(1),
+            acquire_timeout: settings.acquire_timeout,
         })
     }
 
-    /// Runs `f` in one transaction on a pooled connection (a new one when none is idle). An
-    /// idle connection the server ended meanwhile (a restart, an idle timeout) fails its
-    /// `BEGIN`, before any work: it is dropped and the next one tried. A connection that broke
-    /// during the work, or whose closure panicked (it unwinds past this frame), is not kept.
+    /// Runs `f` in one transaction on a pooled connection (a new one when none is idle and
+    /// the bound allows). An idle connection the server ended meanwhile (a restart, an idle
+    /// timeout) fails its `BEGIN`, before any work: it is closed and the next one tried. A
+    /// connection that broke during the work, or whose closure panicked, is not kept.
     pub fn transaction<T, E: From<Error>>(
         &self,
         f: impl FnOnce(Db<'_>) -> std::result::Result<T, E>,
     ) -> std::result::Result<T, E> {
-        let conn = self.begin()?;
-        let result = conn.finish(f(Db::Postgres(&conn)));
-        if !conn.is_closed() {
-            let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-            if idle.len() < self.max_idle {
-                idle.push(conn);
-            }
-        }
-        result
+        let lease = self.begin()?;
+        lease.conn().finish(f(Db::Postgres(lease.conn())))
     }
-}
 
-impl PgPool {
     /// Closes the idle connections (the pool stays usable: later work opens new ones).
     pub fn close_idle(&self) {
-        let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(|p| p.into_inner()));
+        let idle = {
+            let mut slots = self.lock();
+            let idle = std::mem::take(&mut slots.idle);
+            slots.open -= idle.len();
+            idle
+        };
         drop(idle);
+        self.returned.notify_all();
     }
 
-    /// A connection of its own, outside the pool, for a thread that keeps one (the audit
-    /// writer).
+    /// A connection of its own, outside the pool and its bound, for a thread that keeps one
+    /// (the audit writer, whose start-up load and pruning may rightly run long).
     pub fn connect(&self) -> Result<PgConn> {
-        PgConn::connect(self.url.expose())
+        self.target.connect_unbounded()
     }
 
     /// A connection inside a new transaction: an idle one that still answers, or a new one.
-    fn begin(&self) -> Result<PgConn> {
+    fn begin(&self) -> Result<Lease<'_>> {
         loop {
-            let pooled = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-            let Some(conn) = pooled else {
-                let conn = PgConn::connect(self.url.expose())?;
-                conn.batch("BEGIN")?;
-                return Ok(conn);
-            };
-            if conn.batch("BEGIN").is_ok() {
-                return Ok(conn);
+            let mut lease = self.acquire()?;
+            match lease.conn().batch("BEGIN") {
+                Ok(()) => return Ok(lease),
+                Err(e) if lease.fresh => {
+                    lease.keep = false;
+                    return Err(e);
+                }
+                Err(_) => lease.keep = false,
             }
+        }
+    }
+
+    /// An idle connection, or a new one while fewer than the bound are open; otherwise waits
+    /// for one to come back, for `acquire_timeout` at most.
+    fn acquire(&self) -> Result<Lease<'_>> {
+        let nested = HELD.with(|held| held.borrow().contains(&self.id));
+        let started = Instant::now();
+        let mut slots = self.lock();
+        loop {
+            if let Some(conn) = slots.idle.pop() {
+                return Ok(Lease::new(self, conn, false));
+            }
+            if slots.open < self.max_connections || nested {
+                slots.open += 1;
+                drop(slots);
+                return match self.target.connect() {
+                    Ok(conn) => Ok(Lease::new(self, conn, true)),
+                    Err(e) => {
+                        self.forget_one();
+                        Err(e)
+                    }
+                };
+            }
+            let waited = started.elapsed();
+            let left = self.acquire_timeout.saturating_sub(waited);
+            if left.is_zero() {
+                return Err(Error::Busy {
+                    max: self.max_connections,
+                    waited,
+                });
+            }
+            slots = self
+                .returned
+                .wait_timeout(slots, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// Takes back a connection that was in use: idle again, or closed.
+    fn give_back(&self, conn: PgConn, keep: bool) {
+        if keep {
+            let mut slots = self.lock();
+            // A nested connection beyond the bound closes rather than stay idle.
+            if slots.open <= self.max_connections {
+                slots.idle.push(conn);
+                drop(slots);
+                self.returned.notify_one();
+                return;
+            }
+        }
+        // Closing talks to the server: outside the lock.
+        drop(conn);
+        self.forget_one();
+    }
+
+    /// One connection fewer exists: a waiter may open another.
+    fn forget_one(&self) {
+        self.lock().open -= 1;
+        self.returned.notify_one();
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Slots> {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Connections open now, idle ones included.
+    #[cfg(test)]
+    fn open_connections(&self) -> usize {
+        self.lock().open
+    }
+}
+
+/// A connection taken from the pool, given back when dropped (also when its closure panics).
+struct Lease<'p> {
+    pool: &'p PgPool,
+    /// Always `Some` until the lease is dropped.
+    conn: Option<PgConn>,
+    /// Opened for this lease rather than taken idle.
+    fresh: bool,
+    /// Whether the connection may serve again; a failed `BEGIN` says it may not.
+    keep: bool,
+}
+
+impl<'p> Lease<'p> {
+    fn new(pool: &'p PgPool, conn: PgConn, fresh: bool) -> Lease<'p> {
+        HELD.with(|held| held.borrow_mut().push(pool.id));
+        Lease {
+            pool,
+            conn: Some(conn),
+            fresh,
+            keep: true,
+        }
+    }
+
+    fn conn(&self) -> &PgConn {
+        self.conn
+            .as_ref()
+            .expect("a lease holds its connection until dropped")
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        HELD.with(|held| {
+            let mut held = held.borrow_mut();
+            if let Some(at) = held.iter().rposition(|&id| id == self.pool.id) {
+                held.swap_remove(at);
+            }
+        });
+        if let Some(conn) = self.conn.take() {
+            // A closure that panicked left its transaction open.
+            let keep = self.keep && !std::thread::panicking() && !conn.is_closed();
+            self.pool.give_back(conn, keep);
         }
     }
 }
@@ -860,7 +1076,11 @@ mod tests {
     #[test]
     fn the_pool_reuses_its_connections_and_drops_broken_ones() {
         let database = pg_test::empty_database();
-        let pool = PgPool::open(database.url(), 2).unwrap();
+        let settings = PgSettings {
+            max_connections: 2,
+            ..PgSettings::default()
+        };
+        let pool = PgPool::open(database.url(), &settings).unwrap();
         let backend_pid =
             |db: Db<'_>| db.query_row("SELECT pg_backend_pid()", &params![], |r| r.get::<i64>(0));
         let first = pool.transaction(backend_pid).unwrap();
@@ -892,6 +1112,173 @@ mod tests {
         let fresh = pool.transaction(backend_pid).unwrap();
         assert!(fresh != nested.0 && fresh != nested.1);
         assert_eq!(pool.transaction(backend_pid).unwrap(), fresh);
+    }
+
+    fn bounded_pool(url: &str, max_connections: usize, acquire_timeout: Duration) -> PgPool {
+        let settings = PgSettings {
+            max_connections,
+            acquire_timeout,
+            ..PgSettings::default()
+        };
+        PgPool::open(url, &settings).unwrap()
+    }
+
+    /// Holds a pooled connection for `hold`, answering its backend's pid.
+    fn hold(pool: &PgPool, hold: Duration) -> Result<i64> {
+        pool.transaction(|db| {
+            let pid = db.query_row("SELECT pg_backend_pid()", &params![], |r| r.get::<i64>(0))?;
+            std::thread::sleep(hold);
+            Ok(pid)
+        })
+    }
+
+    #[test]
+    fn the_pool_never_opens_more_than_its_bound() {
+        let database = pg_test::empty_database();
+        let pool = bounded_pool(database.url(), 2, Duration::from_secs(30));
+        let in_use = std::sync::atomic::AtomicUsize::new(0);
+        let most_in_use = std::sync::atomic::AtomicUsize::new(0);
+        let pids: Vec<i64> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..6)
+                .map(|_| {
+                    scope.spawn(|| {
+                        pool.transaction(|db| {
+                            let now = in_use.fetch_add(1, Ordering::SeqCst) + 1;
+                            most_in_use.fetch_max(now, Ordering::SeqCst);
+                            assert!(pool.open_connections() <= 2);
+                            std::thread::sleep(Duration::from_millis(150));
+                            in_use.fetch_sub(1, Ordering::SeqCst);
+                            db.query_row("SELECT pg_backend_pid()", &params![], |r| r.get::<i64>(0))
+                        })
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().unwrap().unwrap())
+                .collect()
+        });
+        assert_eq!(most_in_use.load(Ordering::SeqCst), 2);
+        let mut distinct = pids.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert!(distinct.len() <= 2, "{pids:?}");
+        assert_eq!(pool.open_connections(), 2);
+        // The server agrees: two sessions on this database.
+        let sessions = PgConn::connect(database.url())
+            .unwrap()
+            .transaction(|db| {
+                db.query_row(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                     AND pid <> pg_backend_pid()",
+                    &params![],
+                    |r| r.get::<i64>(0),
+                )
+            })
+            .unwrap();
+        assert_eq!(sessions, 2);
+    }
+
+    #[test]
+    fn a_waiter_gets_the_connection_given_back() {
+        let database = pg_test::empty_database();
+        let pool = bounded_pool(database.url(), 1, Duration::from_secs(10));
+        let (started, holding) = std::sync::mpsc::channel();
+        let (held, waited) = std::thread::scope(|scope| {
+            let holder = scope.spawn(|| {
+                pool.transaction(|db| {
+                    started.send(()).unwrap();
+                    std::thread::sleep(Duration::from_millis(400));
+                    db.query_row("SELECT pg_backend_pid()", &params![], |r| r.get::<i64>(0))
+                })
+            });
+            holding.recv().unwrap();
+            let asked = Instant::now();
+            let waited = hold(&pool, Duration::ZERO).unwrap();
+            assert!(asked.elapsed() >= Duration::from_millis(200));
+            (holder.join().unwrap().unwrap(), waited)
+        });
+        assert_eq!(held, waited, "the one connection served both");
+        assert_eq!(pool.open_connections(), 1);
+    }
+
+    #[test]
+    fn a_waiter_past_the_bound_is_refused_as_busy() {
+        let database = pg_test::empty_database();
+        let pool = bounded_pool(database.url(), 1, Duration::from_millis(200));
+        let (started, holding) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            let holder = scope.spawn(|| {
+                pool.transaction(|db| {
+                    started.send(()).unwrap();
+                    std::thread::sleep(Duration::from_millis(1500));
+                    db.execute("SELECT 1", &params![])
+                })
+            });
+            holding.recv().unwrap();
+            let asked = Instant::now();
+            let refused = hold(&pool, Duration::ZERO).unwrap_err();
+            assert!(matches!(refused, Error::Busy { max: 1, .. }), "{refused}");
+            assert!(asked.elapsed() >= Duration::from_millis(200));
+            assert!(asked.elapsed() < Duration::from_millis(1400));
+            // An operation answers it as 503 SERVICE_BUSY, never as a fault.
+            let answered = crate::error::Error::from(refused);
+            assert!(
+                matches!(answered, crate::error::Error::Unavailable { name, .. } if name == crate::error::SERVICE_BUSY),
+                "{answered}"
+            );
+            holder.join().unwrap().unwrap();
+        });
+        // Given back, the connection serves again.
+        hold(&pool, Duration::ZERO).unwrap();
+    }
+
+    #[test]
+    fn a_transaction_inside_another_does_not_wait_for_the_bound() {
+        let database = pg_test::empty_database();
+        let pool = bounded_pool(database.url(), 1, Duration::from_millis(100));
+        let (outer, inner) = pool
+            .transaction(|outer| {
+                let inner = hold(&pool, Duration::ZERO)?;
+                let outer =
+                    outer.query_row("SELECT pg_backend_pid()", &params![], |r| r.get::<i64>(0))?;
+                Ok::<_, Error>((outer, inner))
+            })
+            .unwrap();
+        assert_ne!(outer, inner);
+        // The nested one closed on its way back: the bound holds again.
+        assert_eq!(pool.open_connections(), 1);
+    }
+
+    #[test]
+    fn a_statement_past_the_timeout_is_cancelled_and_the_connection_serves_on() {
+        let database = pg_test::empty_database();
+        let settings = PgSettings {
+            max_connections: 1,
+            statement_timeout: Some(Duration::from_millis(300)),
+            ..PgSettings::default()
+        };
+        let pool = PgPool::open(database.url(), &settings).unwrap();
+        let started = Instant::now();
+        let cancelled = pool
+            .transaction(|db| db.execute("SELECT pg_sleep(5)", &params![]))
+            .unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(3));
+        assert!(cancelled.is_busy(), "{cancelled}");
+        assert!(matches!(
+            crate::error::Error::from(cancelled),
+            crate::error::Error::Unavailable { .. }
+        ));
+        // The same connection (the only one the pool may open) works afterwards.
+        assert_eq!(
+            hold(&pool, Duration::ZERO).unwrap(),
+            hold(&pool, Duration::ZERO).unwrap()
+        );
+        // Outside the pool (migrations) nothing is cut short.
+        let unbounded = pool.connect().unwrap();
+        unbounded
+            .transaction(|db| db.execute("SELECT pg_sleep(0.5)", &params![]))
+            .unwrap();
     }
 
     #[test]

@@ -51,6 +51,7 @@ pub mod login_throttle;
 pub mod mandate_signatures;
 pub mod mandates;
 pub mod migrations;
+mod pg_connect;
 pub mod pg_migrations;
 #[cfg(test)]
 pub(crate) mod pg_test;
@@ -133,26 +134,23 @@ impl Location {
     }
 }
 
-/// PostgreSQL connections kept open between transactions; more are opened under load.
-const PG_IDLE_CONNECTIONS: usize = 16;
-
 impl Store {
     /// Opens the store at `location`: SQLite's file (see `open`) or a PostgreSQL database,
-    /// whose schema is brought up to date (`pg_migrations`).
-    pub fn open_at(location: &Location) -> anyhow::Result<Store> {
+    /// whose schema is brought up to date (`pg_migrations`), connected as `postgres` says.
+    pub fn open_at(location: &Location, postgres: &db::PgSettings) -> anyhow::Result<Store> {
         match location {
             Location::Sqlite(path) => Store::open(path),
-            Location::Postgres(url) => Store::open_postgres(url.expose()),
+            Location::Postgres(url) => Store::open_postgres(url.expose(), postgres),
         }
     }
 
-    /// Connects to the PostgreSQL database at `url` and migrates it.
-    pub fn open_postgres(url: &str) -> anyhow::Result<Store> {
+    /// Connects to the PostgreSQL database at `url` and migrates it. The migrations run on a
+    /// connection of their own, without the statement timeout: a schema change may rightly
+    /// take long.
+    pub fn open_postgres(url: &str, settings: &db::PgSettings) -> anyhow::Result<Store> {
         off_async(|| {
-            let pool = db::PgPool::open(url, PG_IDLE_CONNECTIONS)
-                .map_err(|e| anyhow::anyhow!("could not connect to PostgreSQL: {e}"))?;
-            let conn = db::PgConn::connect(url)?;
-            pg_migrations::run(&conn)?;
+            let pool = db::PgPool::open(url, settings)?;
+            pg_migrations::run(&pool.connect()?)?;
             Ok(Store::with_engine(Engine::Postgres(pool)))
         })
     }

@@ -20,8 +20,15 @@ fn server_url() -> &'static str {
     })
 }
 
+const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/pg.sh");
+
 fn start_cluster() -> String {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/pg.sh");
+    started_cluster().0
+}
+
+/// Starts a cluster with `scripts/pg.sh`: its URL and its directory.
+fn started_cluster() -> (String, String) {
+    let script = SCRIPT;
     let output = Command::new("nice")
         .args(["-n", "19", script, "start", "--owner-pid"])
         .arg(std::process::id().to_string())
@@ -32,11 +39,46 @@ fn start_cluster() -> String {
         "scripts/pg.sh start failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .find_map(|line| line.strip_prefix("MANDATO_TEST_DATABASE_URL="))
-        .expect("scripts/pg.sh prints the database URL")
-        .to_string()
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let printed = |name: &str| {
+        stdout
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .unwrap_or_else(|| panic!("scripts/pg.sh prints {name}"))
+            .to_string()
+    };
+    (
+        printed("MANDATO_TEST_DATABASE_URL="),
+        printed("MANDATO_TEST_PG_DIR="),
+    )
+}
+
+/// A server of its own for a test that changes the server's settings (TLS), stopped and
+/// removed when dropped.
+pub struct OwnCluster {
+    pub url: String,
+    pub dir: std::path::PathBuf,
+}
+
+impl OwnCluster {
+    pub fn start() -> OwnCluster {
+        let (url, dir) = started_cluster();
+        OwnCluster {
+            url,
+            dir: dir.into(),
+        }
+    }
+
+    /// The server's data directory (where `server.crt` and `server.key` go).
+    pub fn data_dir(&self) -> std::path::PathBuf {
+        self.dir.join("data")
+    }
+}
+
+impl Drop for OwnCluster {
+    fn drop(&mut self) {
+        let _ = Command::new(SCRIPT).arg("stop").arg(&self.dir).status();
+    }
 }
 
 /// The same server, another database.

@@ -20,6 +20,7 @@ mod hostile_webhooks;
 mod jwt;
 mod openapi;
 mod postgres;
+mod postgres_connections;
 mod process;
 mod receiver;
 mod refusals;
