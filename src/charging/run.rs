@@ -49,6 +49,10 @@ use crate::store::{Store, calendar, customers, instruments, mandates};
 /// them, one transaction writes their outcomes.
 const BATCH: usize = 1000;
 
+/// How long after it was recorded an IN_PROCESS attempt counts as abandoned by its engine:
+/// well past the longest a processor call may take.
+const ABANDONED_AFTER: chrono::Duration = chrono::Duration::minutes(10);
+
 /// Default retry policy: days after the first rejection, for soft declines only.
 pub const DEFAULT_RETRY_DAYS: [i64; 3] = [1, 3, 7];
 
@@ -160,6 +164,7 @@ impl Charger {
             .map_err(|e| Error::refused(crate::domain::date::DATE_OUT_OF_RANGE, e.to_string()))?
             .to_string();
         let _one_at_a_time = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        self.settle_abandoned()?;
         let run_seq = self
             .store
             .write(|tx| Ok(store::insert_run(tx, &day, trigger.as_str(), &self.now())?))?;
@@ -250,6 +255,7 @@ impl Charger {
                         business_date: day.clone(),
                         amount: String::new(),
                         currency: String::new(),
+                        state: "IN_PROCESS".to_string(),
                     };
                     self.apply(
                         tx,
@@ -397,6 +403,11 @@ impl Charger {
                 return Ok(());
             }
         };
+        if !store::take_open_attempt(tx, attempt.seq, &attempt.state)? {
+            // Another engine moved it on meanwhile (PostgreSQL), with the processor's same
+            // answer for the same key: this outcome is already applied.
+            return Ok(());
+        }
         let installment = installments::by_seq(tx, attempt.installment_seq)?;
         let (mandate, customer) = match known {
             Some(Known {
@@ -588,8 +599,29 @@ impl Charger {
         let open = self
             .store
             .read(|c| Ok(store::open_attempts(c, "IN_PROCESS", None)?))?;
+        self.settle_in_process(&open)
+    }
+
+    /// On PostgreSQL, before a run: attempts another engine left IN_PROCESS longer ago than
+    /// any processor call takes (it died between recording them and their outcome) are
+    /// settled here, as its own restart would; otherwise only some engine's start would.
+    /// Settling takes each attempt first (`take_open_attempt`), so one still in flight
+    /// elsewhere is settled once, with the processor's one answer for its key.
+    fn settle_abandoned(&self) -> Result<usize> {
+        if self.store.backend() != crate::store::db::Backend::Postgres {
+            return Ok(0);
+        }
+        let cutoff = timestamp(self.clock.now() - ABANDONED_AFTER);
+        let abandoned = self
+            .store
+            .read(|c| Ok(store::in_process_created_before(c, &cutoff)?))?;
+        self.settle_in_process(&abandoned)
+    }
+
+    /// Settles attempts left IN_PROCESS by asking the processor with their idempotency keys.
+    fn settle_in_process(&self, open: &[OpenAttempt]) -> Result<usize> {
         let mut cache = Cache::default();
-        for attempt in &open {
+        for attempt in open {
             let (token, method, forced) = self.store.read(|c| {
                 let installment = installments::by_seq(c, attempt.installment_seq)?;
                 let instrument = instruments::for_mandate(c, installment.mandate_seq)?;

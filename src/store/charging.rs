@@ -126,6 +126,8 @@ pub struct OpenAttempt {
     pub business_date: String,
     pub amount: String,
     pub currency: String,
+    /// IN_PROCESS or IN_VALIDATION, as read: settling takes the attempt only from it.
+    pub state: String,
 }
 
 /// Attempts in `state` (IN_PROCESS: unfinished by a crash; IN_VALIDATION: awaiting the bank)
@@ -136,20 +138,23 @@ pub fn open_attempts<'c>(
     before_date: Option<&str>,
 ) -> db::Result<Vec<OpenAttempt>> {
     db.into().query_map(
-        "SELECT seq, installment_seq, idempotency_key, business_date, amount, currency FROM charge_attempts
-         WHERE state = ?1 AND (CAST(?2 AS TEXT) IS NULL OR business_date < ?2) ORDER BY seq",
+        "SELECT seq, installment_seq, idempotency_key, business_date, amount, currency, state
+         FROM charge_attempts WHERE state = ?1 AND (CAST(?2 AS TEXT) IS NULL OR business_date < ?2) ORDER BY seq",
         &params![state, before_date],
-        |r| {
-        Ok(OpenAttempt {
-            seq: r.get(0)?,
-            installment_seq: r.get(1)?,
-            idempotency_key: r.get(2)?,
-            business_date: r.get(3)?,
-            amount: r.get(4)?,
-            currency: r.get(5)?,
-        })
-        },
+        open_attempt,
     )
+}
+
+fn open_attempt(r: &db::Row<'_>) -> db::Result<OpenAttempt> {
+    Ok(OpenAttempt {
+        seq: r.get(0)?,
+        installment_seq: r.get(1)?,
+        idempotency_key: r.get(2)?,
+        business_date: r.get(3)?,
+        amount: r.get(4)?,
+        currency: r.get(5)?,
+        state: r.get(6)?,
+    })
 }
 
 pub struct NewAttempt<'a> {
@@ -193,6 +198,38 @@ pub fn insert_attempt<'c>(db: impl Into<Db<'c>>, a: &NewAttempt<'_>) -> db::Resu
         ],
         |r| r.get(0),
     )
+}
+
+/// Attempts still IN_PROCESS that were recorded before `cutoff`.
+pub fn in_process_created_before<'c>(
+    db: impl Into<Db<'c>>,
+    cutoff: &str,
+) -> db::Result<Vec<OpenAttempt>> {
+    db.into().query_map(
+        "SELECT seq, installment_seq, idempotency_key, business_date, amount, currency, state
+         FROM charge_attempts WHERE state = 'IN_PROCESS' AND created_at < ?1 ORDER BY seq",
+        &params![cutoff],
+        open_attempt,
+    )
+}
+
+/// Takes an open attempt for settling, in the settling transaction: `false` when it is no
+/// longer in `state` (the state it was read in: IN_PROCESS, or IN_VALIDATION awaiting the
+/// bank). Engines sharing PostgreSQL may both hold an outcome for one attempt (a starting
+/// engine reconciles what another still has in flight; two runs settle the same bank debits);
+/// the row lock makes the second wait for the first's commit and then find the attempt moved
+/// on, so an outcome is applied once. SQLite's single writer already serialises them.
+pub fn take_open_attempt<'c>(db: impl Into<Db<'c>>, seq: i64, state: &str) -> db::Result<bool> {
+    let db = db.into();
+    let sql = match db.backend() {
+        Backend::Sqlite => "SELECT 1 FROM charge_attempts WHERE seq = ?1 AND state = ?2",
+        Backend::Postgres => {
+            "SELECT 1 FROM charge_attempts WHERE seq = ?1 AND state = ?2 FOR UPDATE"
+        }
+    };
+    Ok(db
+        .query_opt(sql, &params![seq, state], |_| Ok(()))?
+        .is_some())
 }
 
 pub fn finish_attempt<'c>(
@@ -814,5 +851,63 @@ mod tests {
             })
             .unwrap();
         assert_eq!(attempts, 6);
+    }
+
+    #[test]
+    fn an_attempt_two_engines_settle_at_once_is_settled_once() {
+        let database = pg_test::database();
+        let attempt_seq = database
+            .connect()
+            .transaction(|db| {
+                let seqs = due_installments(db, &[DAY]);
+                let seq = insert_attempt(db, &attempt(seqs[0], "ins-0-2026-12-01"))?.unwrap();
+                Ok::<_, db::Error>(seq)
+            })
+            .unwrap();
+        // The first engine takes it and, before committing its outcome, the second tries.
+        let first = database.connect();
+        let second = first
+            .transaction(|db| {
+                assert!(take_open_attempt(db, attempt_seq, "IN_PROCESS")?);
+                let url = database.url().to_string();
+                let second = std::thread::spawn(move || {
+                    db::PgConn::connect(&url)
+                        .unwrap()
+                        .transaction(|db| take_open_attempt(db, attempt_seq, "IN_PROCESS"))
+                        .unwrap()
+                });
+                // The second waits on the row until the first commits.
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                assert!(!second.is_finished());
+                finish_attempt(db, attempt_seq, "PAID", Some("AUTH-1"), None, "t2")?;
+                Ok::<_, db::Error>(second)
+            })
+            .unwrap();
+        assert!(!second.join().unwrap(), "the outcome is applied once");
+        on_both(|db| {
+            let seqs = due_installments(db, &[DAY]);
+            let seq = insert_attempt(db, &attempt(seqs[0], "k")).unwrap().unwrap();
+            assert!(take_open_attempt(db, seq, "IN_PROCESS").unwrap());
+            assert_eq!(
+                in_process_created_before(db, "2026-12-01T12:00:00.001Z")
+                    .unwrap()
+                    .iter()
+                    .map(|a| a.seq)
+                    .collect::<Vec<_>>(),
+                [seq]
+            );
+            assert!(
+                in_process_created_before(db, "2026-12-01T12:00:00.000Z")
+                    .unwrap()
+                    .is_empty()
+            );
+            finish_attempt(db, seq, "REJECTED", None, Some("CARD_DECLINED"), "t2").unwrap();
+            assert!(!take_open_attempt(db, seq, "IN_PROCESS").unwrap());
+            assert!(
+                in_process_created_before(db, "2026-12-02T00:00:00.000Z")
+                    .unwrap()
+                    .is_empty()
+            );
+        });
     }
 }
