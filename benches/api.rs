@@ -1331,6 +1331,9 @@ struct BackendRow {
     backend: &'static str,
     engines: usize,
     stats: Stats,
+    /// PostgreSQL sessions the engines opened per request during the scenario (warm-up
+    /// included): a pool that keeps too few connections for the load opens new ones.
+    sessions_per_request: Option<f64>,
 }
 
 /// `MANDATO_BENCH_BACKEND=postgres`: the lookup and create loads against `mandato serve` on
@@ -1415,6 +1418,8 @@ fn compare_backends(p: &Params, dir: &Path, layout: Layout, api_key: &str, mode:
                 "running {} on {backend} with {engines} engine(s) for {:?} (+{:?} warm-up) at {} connections",
                 s.name, p.duration, p.warmup, p.connections
             );
+            let sessions = || on_postgres.then(|| cluster.sessions(&url));
+            let mut before = sessions();
             let mut stats = client_rt.block_on(run_scenario(s, p));
             let mut retries = 0;
             while !p.wait_quiet.is_zero() && stats.other_cores > 0.2 && retries < 2 {
@@ -1424,8 +1429,15 @@ fn compare_backends(p: &Params, dir: &Path, layout: Layout, api_key: &str, mode:
                     stats.other_cores, s.name
                 );
                 wait_for_quiet(p.wait_quiet);
+                before = sessions();
                 stats = client_rt.block_on(run_scenario(s, p));
             }
+            // The statistics reach pg_stat_database within a second.
+            std::thread::sleep(Duration::from_millis(1500));
+            let sessions_per_request = before.zip(sessions()).map(|(a, b)| {
+                let sent = stats.rps * (p.duration + p.warmup).as_secs_f64();
+                (b - a) as f64 / sent.max(1.0)
+            });
             eprintln!(
                 "  {:.0} req/s, p99 {:.2} ms, errors {}; engines {:.0} us/req, database {} us/req; others {:.2}{}",
                 stats.rps,
@@ -1442,10 +1454,14 @@ fn compare_backends(p: &Params, dir: &Path, layout: Layout, api_key: &str, mode:
                     .map(|e| format!(" (first: {e})"))
                     .unwrap_or_default()
             );
+            if let Some(per) = sessions_per_request {
+                eprintln!("  PostgreSQL sessions opened per request: {per:.3}");
+            }
             rows.push(BackendRow {
                 backend,
                 engines,
                 stats,
+                sessions_per_request,
             });
             std::thread::sleep(Duration::from_millis(500));
         }
@@ -1486,7 +1502,7 @@ fn compare_backends(p: &Params, dir: &Path, layout: Layout, api_key: &str, mode:
     );
     let _ = writeln!(
         out,
-        "\n{:<8} {:<9} {:>7} {:>9} {:>8} {:>8} {:>7} {:>9} {:>8} {:>9} {:>8} {:>8}",
+        "\n{:<8} {:<9} {:>7} {:>9} {:>8} {:>8} {:>7} {:>9} {:>8} {:>9} {:>9} {:>8} {:>8}",
         "load",
         "backend",
         "engines",
@@ -1496,6 +1512,7 @@ fn compare_backends(p: &Params, dir: &Path, layout: Layout, api_key: &str, mode:
         "errors",
         "engine us",
         "db us",
+        "sessions/r",
         "own cores",
         "others*",
         "/ sqlite"
@@ -1504,7 +1521,7 @@ fn compare_backends(p: &Params, dir: &Path, layout: Layout, api_key: &str, mode:
         let s = &r.stats;
         let _ = writeln!(
             out,
-            "{:<8} {:<9} {:>7} {:>9.0} {:>8.2} {:>8.2} {:>7} {:>9.0} {:>8} {:>9.2} {:>8.2} {:>8}{}",
+            "{:<8} {:<9} {:>7} {:>9.0} {:>8.2} {:>8.2} {:>7} {:>9.0} {:>8} {:>9} {:>9.2} {:>8.2} {:>8}{}",
             s.name,
             r.backend,
             r.engines,
@@ -1515,6 +1532,8 @@ fn compare_backends(p: &Params, dir: &Path, layout: Layout, api_key: &str, mode:
             s.engine_cpu_us,
             s.database_cpu_us
                 .map_or("n/a".into(), |us| format!("{us:.0}")),
+            r.sessions_per_request
+                .map_or("n/a".into(), |x| format!("{x:.3}")),
             s.own_cores,
             s.other_cores,
             ratio(r).map_or("n/a".into(), |x| format!("{x:.3}")),
@@ -1553,6 +1572,7 @@ fn compare_backends(p: &Params, dir: &Path, layout: Layout, api_key: &str, mode:
             row["backend"] = json!(r.backend);
             row["engines"] = json!(r.engines);
             row["ratio_to_sqlite"] = json!(ratio(r).map(round3));
+            row["postgres_sessions_per_request"] = json!(r.sessions_per_request.map(round3));
             row
         }).collect::<Vec<_>>(),
     });

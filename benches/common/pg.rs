@@ -97,8 +97,9 @@ impl Cluster {
             .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
     }
 
-    /// CPU ticks used so far by the server's processes (the postmaster and its children), when
-    /// this process started the cluster; `None` for an outside server.
+    /// CPU ticks used so far by the server's processes, when this process started the cluster
+    /// (`None` for an outside server): the postmaster's own and its ended children's (a
+    /// connection's backend that exits is counted there), and its live children's.
     pub fn server_ticks(&self) -> Option<u64> {
         let pid_file = self.dir.as_ref()?.join("data/postmaster.pid");
         let postmaster: u32 = std::fs::read_to_string(pid_file)
@@ -124,11 +125,25 @@ impl Cluster {
                 .rsplit_once(')')
                 .and_then(|(_, rest)| rest.split_whitespace().nth(1))
                 .and_then(|v| v.parse::<u32>().ok());
-            if pid == postmaster || parent == Some(postmaster) {
+            if pid == postmaster {
+                ticks += stat_ticks(&stat).unwrap_or(0) + ended_children_ticks(&stat).unwrap_or(0);
+            } else if parent == Some(postmaster) {
                 ticks += stat_ticks(&stat).unwrap_or(0);
             }
         }
         Some(ticks)
+    }
+
+    /// Sessions opened so far on the database at `url` (`pg_stat_database.sessions`, which the
+    /// server's statistics update within about a second).
+    pub fn sessions(&self, url: &str) -> i64 {
+        let mut c = Client::connect(url, NoTls).expect("connect for the statistics");
+        c.query_one(
+            "SELECT sessions FROM pg_stat_database WHERE datname = current_database()",
+            &[],
+        )
+        .map(|r| r.get(0))
+        .unwrap_or(0)
     }
 
     /// The disk's price of one durable commit as PostgreSQL pays it now: the median time of
@@ -149,6 +164,12 @@ impl Cluster {
         lat.sort_by(|a, b| a.total_cmp(b));
         lat[lat.len() / 2]
     }
+}
+
+/// cutime + cstime of a `/proc/.../stat` line: the ticks of the children it has waited for.
+fn ended_children_ticks(stat: &str) -> Option<u64> {
+    let v: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    Some(v.get(13)?.parse::<u64>().ok()? + v.get(14)?.parse::<u64>().ok()?)
 }
 
 impl Drop for Cluster {
