@@ -982,7 +982,8 @@ fn verify_postgres(url: &str, p: &Params, date: NaiveDate) -> Vec<(String, i64, 
 
 /// `MANDATO_BENCH_BACKEND=postgres`: the filled SQLite database is copied into a PostgreSQL
 /// database whose schema the engine's migrations made (the same rows as SQLite's run), kept
-/// as a template; each run charges a fresh copy of it, with one engine and then with two.
+/// as a template; each run charges a fresh copy of it, with one engine and then with two (a
+/// single run charges it directly).
 fn charging_on_postgres(p: &Params, dir: &Path, date: NaiveDate, fill_wall_ms: f64, mode: &str) {
     let cluster = common::pg::Cluster::start();
     let template = "charging_filled";
@@ -1002,9 +1003,15 @@ fn charging_on_postgres(p: &Params, dir: &Path, date: NaiveDate, fill_wall_ms: f
             let _ = std::fs::remove_file(dir.join(format!("{DB_FILE}{suffix}")));
         }
     }
+    // A single run charges the filled database itself: no second copy of the rows on disk.
+    let single = p.pg_engines.len() == 1;
     let mut runs: Vec<PgRun> = Vec::new();
     for &engines in &p.pg_engines {
-        let url = cluster.create_database("charging_run", Some(template));
+        let url = if single {
+            url.clone()
+        } else {
+            cluster.create_database("charging_run", Some(template))
+        };
         if !p.wait_quiet.is_zero() {
             wait_for_quiet(p.wait_quiet);
         }
@@ -1016,7 +1023,9 @@ fn charging_on_postgres(p: &Params, dir: &Path, date: NaiveDate, fill_wall_ms: f
             charge_run_postgres(dir, &url, date, engines, &cluster);
         eprintln!("[run] {secs:.1} s, others {other_cores:.2} cores; checking...");
         let checks = verify_postgres(&url, p, date);
-        cluster.drop_database("charging_run");
+        if !single {
+            cluster.drop_database("charging_run");
+        }
         runs.push(PgRun {
             engines,
             secs,
