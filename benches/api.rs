@@ -70,6 +70,9 @@ struct Params {
     scenarios: Vec<String>,
     keep_db: Option<PathBuf>,
     wait_quiet: Duration,
+    /// `MANDATO_BENCH_BACKEND=postgres`: compare the backends (see `compare_backends`)
+    /// instead of the SQLite run.
+    postgres: bool,
 }
 
 fn env_secs(name: &str) -> Option<Duration> {
@@ -116,6 +119,11 @@ impl Params {
                 .collect(),
             keep_db: std::env::var_os("MANDATO_BENCH_DB_DIR").map(PathBuf::from),
             wait_quiet: env_secs("MANDATO_BENCH_WAIT_QUIET_SECS").unwrap_or(Duration::ZERO),
+            postgres: match std::env::var("MANDATO_BENCH_BACKEND").as_deref() {
+                Ok("postgres") => true,
+                Ok("sqlite") | Err(_) => false,
+                Ok(other) => panic!("MANDATO_BENCH_BACKEND is sqlite or postgres, not {other}"),
+            },
         }
     }
 
@@ -727,9 +735,63 @@ type MakeRequest = Arc<dyn Fn(&mut TaskCtx) -> Request<Full<Bytes>> + Send + Syn
 
 struct Scenario {
     name: &'static str,
-    addr: SocketAddr,
+    /// The engines' addresses: connection `i` goes to `addrs[i % addrs.len()]`, so the load is
+    /// split evenly between engines that share one database.
+    addrs: Vec<SocketAddr>,
     expect: u16,
     make: MakeRequest,
+    meter: Meter,
+}
+
+/// Where the serving side's CPU time is read.
+#[derive(Clone)]
+enum Meter {
+    /// The engine runs in this process: this process minus the load generator's threads.
+    InProcess,
+    /// The engines are `mandato serve` processes, and their database server may be a
+    /// PostgreSQL cluster this process started (whose processes are read too).
+    Processes {
+        engines: Vec<u32>,
+        cluster: Option<Arc<common::pg::Cluster>>,
+    },
+}
+
+impl Meter {
+    fn sample(&self) -> CpuSample {
+        let mut sample = cpu_sample();
+        if let Meter::Processes { engines, cluster } = self {
+            sample.engines = engines
+                .iter()
+                .filter_map(|pid| {
+                    stat_ticks(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+                })
+                .sum();
+            sample.database = cluster.as_ref().and_then(|c| c.server_ticks());
+        }
+        sample
+    }
+
+    /// (own cores, other cores, engine cores, database cores) between two samples `secs` apart.
+    fn split(&self, a: &CpuSample, b: &CpuSample, secs: f64) -> (f64, f64, f64, Option<f64>) {
+        match self {
+            Meter::InProcess => {
+                let (own, other, engine) = cpu_split(*a, *b, secs);
+                (own, other, engine, None)
+            }
+            Meter::Processes { .. } => {
+                let cores = |x: u64, y: u64| y.saturating_sub(x) as f64 / TICKS_PER_S / secs;
+                let own = cores(a.own, b.own);
+                let busy = cores(a.busy, b.busy);
+                let engines = cores(a.engines, b.engines);
+                let database = match (a.database, b.database) {
+                    (Some(x), Some(y)) => Some(cores(x, y)),
+                    _ => None,
+                };
+                let other = busy - own - engines - database.unwrap_or(0.0);
+                (own, other.max(0.0), engines, database)
+            }
+        }
+    }
 }
 
 #[derive(Default)]
@@ -762,6 +824,9 @@ struct Stats {
     /// CPU time of the serving side per request (this process minus the load generator's
     /// threads), in microseconds: less sensitive to a busy machine than requests/s.
     engine_cpu_us: f64,
+    /// CPU time of the PostgreSQL server's processes per request, in microseconds, when the
+    /// engines run on a cluster this process started.
+    database_cpu_us: Option<f64>,
 }
 
 impl Stats {
@@ -772,6 +837,15 @@ impl Stats {
                "first_error": self.first_error, "own_cores": round3(self.own_cores),
                "other_cores": round3(self.other_cores), "engine_cpu_us_per_request": round1(self.engine_cpu_us),
                "valid": self.errors == 0})
+        .as_object()
+        .cloned()
+        .map(|mut row| {
+            if let Some(us) = self.database_cpu_us {
+                row.insert("database_cpu_us_per_request".into(), json!(round1(us)));
+            }
+            Value::Object(row)
+        })
+        .expect("an object")
     }
 }
 
@@ -783,6 +857,10 @@ struct CpuSample {
     own: u64,
     /// Ticks of the load generator's threads (named `loadgen`), to tell the engine's share.
     loadgen: u64,
+    /// Ticks of engines running as processes of their own (see `Meter`).
+    engines: u64,
+    /// Ticks of the PostgreSQL server's processes, when known.
+    database: Option<u64>,
 }
 
 fn loadgen_ticks() -> u64 {
@@ -807,6 +885,8 @@ fn cpu_sample() -> CpuSample {
         busy: machine_busy_ticks(),
         own,
         loadgen: loadgen_ticks(),
+        engines: 0,
+        database: None,
     }
 }
 
@@ -833,16 +913,17 @@ async fn run_scenario(s: &Scenario, p: &Params) -> Stats {
     let begin = Instant::now();
     let measure_from = begin + p.warmup;
     let end = measure_from + p.duration;
+    let meter = s.meter.clone();
     let sampler = tokio::spawn(async move {
         tokio::time::sleep_until(measure_from.into()).await;
-        let a = cpu_sample();
+        let a = meter.sample();
         tokio::time::sleep_until(end.into()).await;
-        (a, cpu_sample())
+        (a, meter.sample())
     });
     let mut handles = Vec::with_capacity(p.connections);
     for task in 0..p.connections {
         let make = Arc::clone(&s.make);
-        let addr = s.addr;
+        let addr = s.addrs[task % s.addrs.len()];
         let expect = s.expect;
         handles.push(tokio::spawn(async move {
             let mut out = TaskResult {
@@ -922,15 +1003,20 @@ async fn run_scenario(s: &Scenario, p: &Params) -> Stats {
     };
     let requests = all.len() as u64;
     let (a, b) = sampler.await.expect("sampler");
-    let (own_cores, other_cores, engine_cores) = cpu_split(a, b, p.duration.as_secs_f64());
+    let (own_cores, other_cores, engine_cores, database_cores) =
+        s.meter.split(&a, &b, p.duration.as_secs_f64());
+    let per_request_us = |cores: f64| {
+        if requests > 0 {
+            cores * p.duration.as_secs_f64() * 1e6 / requests as f64
+        } else {
+            f64::NAN
+        }
+    };
     Stats {
         own_cores,
         other_cores,
-        engine_cpu_us: if requests > 0 {
-            engine_cores * p.duration.as_secs_f64() * 1e6 / requests as f64
-        } else {
-            f64::NAN
-        },
+        engine_cpu_us: per_request_us(engine_cores),
+        database_cpu_us: database_cores.map(per_request_us),
         name: s.name,
         requests,
         rps: requests as f64 / p.duration.as_secs_f64(),
@@ -1119,10 +1205,16 @@ fn start_engine(
 }
 
 /// `GET /api/v1/mandate/internalId/{random filled mandate}` with the eight headers and the JWT.
-fn lookup_scenario(addr: SocketAddr, creds: Arc<Credentials>, layout: Layout) -> Scenario {
+fn lookup_scenario(
+    addrs: &[SocketAddr],
+    meter: Meter,
+    creds: Arc<Credentials>,
+    layout: Layout,
+) -> Scenario {
     Scenario {
         name: "lookup",
-        addr,
+        addrs: addrs.to_vec(),
+        meter,
         expect: 200,
         make: Arc::new(move |ctx| {
             let m = ctx.next() % layout.mandates + 1;
@@ -1137,12 +1229,18 @@ fn lookup_scenario(addr: SocketAddr, creds: Arc<Credentials>, layout: Layout) ->
 }
 
 /// `POST /api/v1/mandate`: SUBSCRIPTION x12 for a random filled customer, a never-repeated id.
-fn create_scenario(addr: SocketAddr, creds: Arc<Credentials>, layout: Layout) -> Scenario {
+fn create_scenario(
+    addrs: &[SocketAddr],
+    meter: Meter,
+    creds: Arc<Credentials>,
+    layout: Layout,
+) -> Scenario {
     let run = Utc::now().timestamp_millis();
     let start = (Utc::now().date_naive() + chrono::Duration::days(7)).to_string();
     Scenario {
         name: "create",
-        addr,
+        addrs: addrs.to_vec(),
+        meter,
         expect: 201,
         make: Arc::new(move |ctx| {
             let c = ctx.next() % layout.customers + 1;
@@ -1181,6 +1279,309 @@ fn proc_status_mb(pid: u32, field: &str) -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
+/// A `mandato serve` process on `127.0.0.1:0` without automatic backups (which would copy the
+/// file during the load), on SQLite's file in `data_dir` or on the PostgreSQL database at
+/// `database_url`.
+struct ServeProcess {
+    child: std::process::Child,
+    pid: u32,
+    addr: SocketAddr,
+}
+
+impl ServeProcess {
+    fn start(data_dir: &Path, database_url: Option<&str>) -> ServeProcess {
+        use std::io::BufRead;
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mandato"));
+        command.arg("--data-dir").arg(data_dir);
+        if let Some(url) = database_url {
+            command.args(["--database-url", url]);
+        }
+        let mut child = command
+            .args(["serve", "--listen", "127.0.0.1:0", "--no-backups"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("mandato serve starts");
+        let pid = child.id();
+        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let url = loop {
+            let line = lines.next().expect("serve logs its URL").unwrap();
+            if let Some(rest) = line.split("url=").nth(1) {
+                break rest.split_whitespace().next().unwrap().to_string();
+            }
+        };
+        std::thread::spawn(move || for _ in lines {});
+        let addr = url
+            .trim_start_matches("http://")
+            .parse()
+            .expect("serve's address");
+        ServeProcess { child, pid, addr }
+    }
+
+    /// SIGTERM: serve shuts down in order (the audit batch and, on SQLite, the WAL checkpoint
+    /// written).
+    fn stop(mut self) {
+        let _ = Command::new("kill").arg(self.pid.to_string()).status();
+        let _ = self.child.wait();
+    }
+}
+
+/// One row of the backend comparison.
+struct BackendRow {
+    backend: &'static str,
+    engines: usize,
+    stats: Stats,
+    /// PostgreSQL sessions the engines opened per request during the scenario (warm-up
+    /// included): a pool that keeps too few connections for the load opens new ones.
+    sessions_per_request: Option<f64>,
+}
+
+/// `MANDATO_BENCH_BACKEND=postgres`: the lookup and create loads against `mandato serve` on
+/// SQLite's filled file, then on a PostgreSQL database holding the same rows (copied from that
+/// file into a schema made by the engine's migrations) with one engine and with two engines on
+/// that one database, the connections alternating between them. Every engine is a process of
+/// its own, so each row's serving CPU is read the same way, and the PostgreSQL server's
+/// processes are read beside them.
+fn compare_backends(p: &Params, dir: &Path, layout: Layout, api_key: &str, mode: &str) {
+    let client_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(p.client_threads)
+        .thread_name("loadgen")
+        .enable_all()
+        .build()
+        .unwrap();
+    let cluster = Arc::new(common::pg::Cluster::start());
+    let url = cluster.create_database("mandato_bench", None);
+    let t = Instant::now();
+    drop(mandato::store::Store::open_postgres(&url).expect("the engine's migrations"));
+    let migrate_ms = t.elapsed().as_secs_f64() * 1000.0;
+    let copy = common::pg::copy_from_sqlite(&dir.join(DB_FILE), &url);
+    eprintln!(
+        "[pg] schema in {migrate_ms:.0} ms; {} rows of {} tables copied in {:.1} s",
+        copy.rows,
+        copy.tables,
+        copy.ms / 1000.0
+    );
+    let sqlite_commit_ms = fsync_probe(dir, 1.0);
+    let pg_commit_ms = cluster.commit_probe_ms(&url, 300);
+
+    let mut rows: Vec<BackendRow> = Vec::new();
+    for (backend, engines) in [("sqlite", 1), ("postgres", 1), ("postgres", 2)] {
+        let on_postgres = backend == "postgres";
+        if !on_postgres {
+            load_into_page_cache(dir);
+        }
+        let serving: Vec<ServeProcess> = (0..engines)
+            .map(|i| {
+                if on_postgres {
+                    let data_dir = dir.join(format!("pg-engine-{i}"));
+                    std::fs::create_dir_all(&data_dir).expect("engine data dir");
+                    ServeProcess::start(&data_dir, Some(&url))
+                } else {
+                    ServeProcess::start(dir, None)
+                }
+            })
+            .collect();
+        let addrs: Vec<SocketAddr> = serving.iter().map(|e| e.addr).collect();
+        let mut creds = Credentials {
+            host: addrs[0].to_string(),
+            api_key: api_key.to_string(),
+            jwt: None,
+        };
+        creds.jwt = Some(client_rt.block_on(login(addrs[0], &creds)).expect("login"));
+        let creds = Arc::new(creds);
+        let meter = Meter::Processes {
+            engines: serving.iter().map(|e| e.pid).collect(),
+            cluster: on_postgres.then(|| Arc::clone(&cluster)),
+        };
+        let mut scenarios = Vec::new();
+        if p.runs("lookup") {
+            scenarios.push(lookup_scenario(
+                &addrs,
+                meter.clone(),
+                Arc::clone(&creds),
+                layout,
+            ));
+        }
+        if p.runs("create") {
+            scenarios.push(create_scenario(
+                &addrs,
+                meter.clone(),
+                Arc::clone(&creds),
+                layout,
+            ));
+        }
+        for s in &scenarios {
+            if !p.wait_quiet.is_zero() {
+                wait_for_quiet(p.wait_quiet);
+            }
+            eprintln!(
+                "running {} on {backend} with {engines} engine(s) for {:?} (+{:?} warm-up) at {} connections",
+                s.name, p.duration, p.warmup, p.connections
+            );
+            let sessions = || on_postgres.then(|| cluster.sessions(&url));
+            let mut before = sessions();
+            let mut stats = client_rt.block_on(run_scenario(s, p));
+            let mut retries = 0;
+            while !p.wait_quiet.is_zero() && stats.other_cores > 0.2 && retries < 2 {
+                retries += 1;
+                eprintln!(
+                    "  disturbed ({:.2} cores used by other processes); running {} again",
+                    stats.other_cores, s.name
+                );
+                wait_for_quiet(p.wait_quiet);
+                before = sessions();
+                stats = client_rt.block_on(run_scenario(s, p));
+            }
+            // The statistics reach pg_stat_database within a second.
+            std::thread::sleep(Duration::from_millis(1500));
+            let sessions_per_request = before.zip(sessions()).map(|(a, b)| {
+                let sent = stats.rps * (p.duration + p.warmup).as_secs_f64();
+                (b - a) as f64 / sent.max(1.0)
+            });
+            eprintln!(
+                "  {:.0} req/s, p99 {:.2} ms, errors {}; engines {:.0} us/req, database {} us/req; others {:.2}{}",
+                stats.rps,
+                stats.p99_ms,
+                stats.errors,
+                stats.engine_cpu_us,
+                stats
+                    .database_cpu_us
+                    .map_or("n/a".into(), |us| format!("{us:.0}")),
+                stats.other_cores,
+                stats
+                    .first_error
+                    .as_ref()
+                    .map(|e| format!(" (first: {e})"))
+                    .unwrap_or_default()
+            );
+            if let Some(per) = sessions_per_request {
+                eprintln!("  PostgreSQL sessions opened per request: {per:.3}");
+            }
+            rows.push(BackendRow {
+                backend,
+                engines,
+                stats,
+                sessions_per_request,
+            });
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        for engine in serving {
+            engine.stop();
+        }
+    }
+    cluster.drop_database("mandato_bench");
+
+    let sqlite_rps = |name: &str| {
+        rows.iter()
+            .find(|r| r.backend == "sqlite" && r.stats.name == name)
+            .map(|r| r.stats.rps)
+    };
+    let ratio = |r: &BackendRow| sqlite_rps(r.stats.name).map(|base| r.stats.rps / base);
+    let mut out = String::new();
+    use std::fmt::Write;
+    let _ = writeln!(
+        out,
+        "\n== mandato API benchmark, SQLite and PostgreSQL ({mode}) =="
+    );
+    let _ = writeln!(
+        out,
+        "data: {} customers, {} mandates, {} installments per mandate; {} connections, {} client threads, {:?} measured after {:?} warm-up",
+        p.customers,
+        p.mandates,
+        p.installments_per_mandate,
+        p.connections,
+        p.client_threads,
+        p.duration,
+        p.warmup
+    );
+    let _ = writeln!(
+        out,
+        "PostgreSQL: schema by the engine's migrations in {migrate_ms:.0} ms, {} rows copied from the SQLite fill in {:.1} s",
+        copy.rows,
+        copy.ms / 1000.0
+    );
+    let _ = writeln!(
+        out,
+        "\n{:<8} {:<9} {:>7} {:>9} {:>8} {:>8} {:>7} {:>9} {:>8} {:>9} {:>9} {:>8} {:>8}",
+        "load",
+        "backend",
+        "engines",
+        "req/s",
+        "p50 ms",
+        "p99 ms",
+        "errors",
+        "engine us",
+        "db us",
+        "sessions/r",
+        "own cores",
+        "others*",
+        "/ sqlite"
+    );
+    for r in &rows {
+        let s = &r.stats;
+        let _ = writeln!(
+            out,
+            "{:<8} {:<9} {:>7} {:>9.0} {:>8.2} {:>8.2} {:>7} {:>9.0} {:>8} {:>9} {:>9.2} {:>8.2} {:>8}{}",
+            s.name,
+            r.backend,
+            r.engines,
+            s.rps,
+            s.p50_ms,
+            s.p99_ms,
+            s.errors,
+            s.engine_cpu_us,
+            s.database_cpu_us
+                .map_or("n/a".into(), |us| format!("{us:.0}")),
+            r.sessions_per_request
+                .map_or("n/a".into(), |x| format!("{x:.3}")),
+            s.own_cores,
+            s.other_cores,
+            ratio(r).map_or("n/a".into(), |x| format!("{x:.3}")),
+            if s.errors > 0 {
+                "  INVALID (errors)"
+            } else {
+                ""
+            }
+        );
+    }
+    let _ = writeln!(
+        out,
+        "engine us: CPU of the mandato serve processes per request; db us: CPU of the PostgreSQL server's processes per request (n/a: SQLite, or a server this run did not start)\n* cores used by other processes during the window (the load generator, engines and PostgreSQL excluded); above ~0.2 the row is not comparable"
+    );
+    let _ = writeln!(
+        out,
+        "durable commit now: SQLite's disk 4 KiB write + fdatasync median {sqlite_commit_ms:.2} ms; PostgreSQL single-row autocommit median {pg_commit_ms:.2} ms"
+    );
+    println!("{out}");
+
+    let report = json!({
+        "mode": mode,
+        "at": Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true),
+        "machine": {"cpus": std::thread::available_parallelism().map_or(0, |n| n.get())},
+        "params": {"customers": p.customers, "mandates": p.mandates,
+                   "installments_per_mandate": p.installments_per_mandate,
+                   "warmup_s": p.warmup.as_secs_f64(), "duration_s": p.duration.as_secs_f64(),
+                   "connections": p.connections, "client_threads": p.client_threads},
+        "postgres": {"migrate_ms": round1(migrate_ms), "copy_ms": round1(copy.ms), "copied_rows": copy.rows,
+                     "synchronous_commit": "on", "fsync": "on"},
+        "durable_commit_ms": {"sqlite_fdatasync_4k_median": round3(sqlite_commit_ms),
+                              "postgres_autocommit_insert_median": round3(pg_commit_ms)},
+        "rows": rows.iter().map(|r| {
+            let mut row = r.stats.to_json();
+            row["scenario"] = json!(r.stats.name);
+            row["backend"] = json!(r.backend);
+            row["engines"] = json!(r.engines);
+            row["ratio_to_sqlite"] = json!(ratio(r).map(round3));
+            row["postgres_sessions_per_request"] = json!(r.sessions_per_request.map(round3));
+            row
+        }).collect::<Vec<_>>(),
+    });
+    let path = common::results_path(&format!("bench-results-backends-{mode}.json"));
+    let _ = std::fs::create_dir_all(path.parent().unwrap());
+    std::fs::write(&path, serde_json::to_string_pretty(&report).unwrap()).expect("write results");
+    eprintln!("results written to {}", path.display());
+}
+
 /// The engine alone: the figures above share one process with the load generator and the
 /// reference servers, so the `mandato serve` binary is started on the same database (no
 /// automatic backup, which would copy the file during the load) and given the same lookups
@@ -1193,28 +1594,8 @@ fn engine_alone(
     layout: Layout,
     api_key: &str,
 ) -> Value {
-    use std::io::BufRead;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mandato"))
-        .arg("--data-dir")
-        .arg(dir)
-        .args(["serve", "--listen", "127.0.0.1:0", "--no-backups"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("mandato serve starts");
-    let pid = child.id();
-    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = lines.next().expect("serve logs its URL").unwrap();
-        if let Some(rest) = line.split("url=").nth(1) {
-            break rest.split_whitespace().next().unwrap().to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    let addr: SocketAddr = url
-        .trim_start_matches("http://")
-        .parse()
-        .expect("serve's address");
+    let engine = ServeProcess::start(dir, None);
+    let (pid, addr) = (engine.pid, engine.addr);
     let rss_after_start = proc_status_mb(pid, "VmRSS:");
     std::thread::sleep(Duration::from_secs(2));
     let rss_idle_before_load = proc_status_mb(pid, "VmRSS:");
@@ -1229,10 +1610,14 @@ fn engine_alone(
             .expect("login to serve"),
     );
     let creds = Arc::new(creds);
+    let meter = Meter::Processes {
+        engines: vec![pid],
+        cluster: None,
+    };
     let mut load = serde_json::Map::new();
     for scenario in [
-        lookup_scenario(addr, Arc::clone(&creds), layout),
-        create_scenario(addr, Arc::clone(&creds), layout),
+        lookup_scenario(&[addr], meter.clone(), Arc::clone(&creds), layout),
+        create_scenario(&[addr], meter.clone(), Arc::clone(&creds), layout),
     ] {
         eprintln!(
             "running {} against mandato serve (pid {pid})",
@@ -1252,9 +1637,7 @@ fn engine_alone(
     std::thread::sleep(Duration::from_secs(2));
     let rss_idle_after_load = proc_status_mb(pid, "VmRSS:");
     let rss_peak = proc_status_mb(pid, "VmHWM:");
-    // SIGTERM: serve shuts down in order (the audit batch and the WAL checkpoint written).
-    let _ = Command::new("kill").arg(pid.to_string()).status();
-    let _ = child.wait();
+    engine.stop();
     json!({"after_start": round1(rss_after_start), "idle_2s_before_load": round1(rss_idle_before_load),
            "idle_2s_after_load": round1(rss_idle_after_load), "peak": round1(rss_peak), "load": load})
 }
@@ -1306,6 +1689,10 @@ fn main() {
     };
     let api_key = fill["api_key"].as_str().unwrap().to_string();
     let stored_jwt = fill["jwt"].as_str().unwrap().to_string();
+    if p.postgres {
+        compare_backends(&p, &dir, layout, &api_key, mode);
+        return;
+    }
 
     let server_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(p.server_threads)
@@ -1386,7 +1773,8 @@ fn main() {
         let host = bare_addr.to_string();
         scenarios.push(Scenario {
             name: "bare",
-            addr: bare_addr,
+            addrs: vec![bare_addr],
+            meter: Meter::InProcess,
             expect: 200,
             make: Arc::new(move |_| plain_get(&host, "/bare")),
         });
@@ -1396,16 +1784,27 @@ fn main() {
         let n = p.mandates;
         scenarios.push(Scenario {
             name: "select",
-            addr: select_addr,
+            addrs: vec![select_addr],
+            meter: Meter::InProcess,
             expect: 200,
             make: Arc::new(move |ctx| plain_get(&host, &format!("/select/{}", ctx.next() % n + 1))),
         });
     }
     if p.runs("lookup") {
-        scenarios.push(lookup_scenario(addr, Arc::clone(&creds), layout));
+        scenarios.push(lookup_scenario(
+            &[addr],
+            Meter::InProcess,
+            Arc::clone(&creds),
+            layout,
+        ));
     }
     if p.runs("create") {
-        scenarios.push(create_scenario(addr, Arc::clone(&creds), layout));
+        scenarios.push(create_scenario(
+            &[addr],
+            Meter::InProcess,
+            Arc::clone(&creds),
+            layout,
+        ));
     }
     let mut results: Vec<Stats> = Vec::new();
     let mut quiet_before: Vec<(String, f64)> = Vec::new();

@@ -56,6 +56,12 @@ struct Params {
     keep_db: Option<PathBuf>,
     wait_quiet: Duration,
     skip_raw: bool,
+    /// `MANDATO_BENCH_BACKEND=postgres`: the runs on PostgreSQL (see `charging_on_postgres`)
+    /// instead of SQLite's.
+    postgres: bool,
+    /// The engine counts of the PostgreSQL runs, in order (`MANDATO_BENCH_PG_ENGINES`, default
+    /// `1,2`).
+    pg_engines: Vec<usize>,
 }
 
 impl Params {
@@ -73,6 +79,24 @@ impl Params {
             keep_db: std::env::var_os("MANDATO_BENCH_DB_DIR").map(PathBuf::from),
             wait_quiet: Duration::from_secs(env_u64("MANDATO_BENCH_WAIT_QUIET_SECS").unwrap_or(0)),
             skip_raw: std::env::var("MANDATO_BENCH_SKIP_RAW").is_ok_and(|v| v == "1"),
+            postgres: match std::env::var("MANDATO_BENCH_BACKEND").as_deref() {
+                Ok("postgres") => true,
+                Ok("sqlite") | Err(_) => false,
+                Ok(other) => panic!("MANDATO_BENCH_BACKEND is sqlite or postgres, not {other}"),
+            },
+            pg_engines: std::env::var("MANDATO_BENCH_PG_ENGINES")
+                .unwrap_or_else(|_| "1,2".into())
+                .split(',')
+                .map(|n| {
+                    n.trim()
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|&n| n >= 1)
+                        .unwrap_or_else(|| {
+                            panic!("MANDATO_BENCH_PG_ENGINES: {n:?} is not an engine count")
+                        })
+                })
+                .collect(),
         }
     }
 }
@@ -785,6 +809,332 @@ fn verify(db: &Path, p: &Params, date: NaiveDate) -> Vec<(String, i64, i64)> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// PostgreSQL: one and two engines charging one database
+// ---------------------------------------------------------------------------------------------
+
+/// A charging run on PostgreSQL by `engines` processes at once.
+struct PgRun {
+    engines: usize,
+    secs: f64,
+    /// Each process's JSON summary, in start order.
+    summaries: Vec<Value>,
+    /// Cores of the engine processes (and this process), and of the PostgreSQL server.
+    engine_cores: f64,
+    database_cores: Option<f64>,
+    other_cores: f64,
+    checks: Vec<(String, i64, i64)>,
+}
+
+/// `engines` real `mandato --database-url URL charge-run --date D` processes started together
+/// on one database, as engines whose daily schedules fire at the same moment; timed from the
+/// first spawn to the last exit, i.e. until every state and every event is committed.
+fn charge_run_postgres(
+    dir: &Path,
+    url: &str,
+    date: NaiveDate,
+    engines: usize,
+    cluster: &common::pg::Cluster,
+) -> (f64, Vec<Value>, f64, Option<f64>, f64) {
+    let bin = std::env::var_os("MANDATO_BENCH_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_mandato")));
+    let a = cpu_sample();
+    let db_a = cluster.server_ticks();
+    let started = Instant::now();
+    let children: Vec<(std::process::Child, PathBuf)> = (0..engines)
+        .map(|i| {
+            let data_dir = dir.join(format!("pg-engine-{i}"));
+            std::fs::create_dir_all(&data_dir).expect("engine data dir");
+            let log = data_dir.join("charge-run.log");
+            let child = Command::new(&bin)
+                .arg("--data-dir")
+                .arg(&data_dir)
+                .args(["--database-url", url, "--json"])
+                .args(["charge-run", "--date", &date.to_string()])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::from(std::fs::File::create(&log).expect("log file")))
+                .spawn()
+                .expect("mandato charge-run");
+            (child, log)
+        })
+        .collect();
+    let mut summaries = Vec::new();
+    for (child, log) in children {
+        let out = child.wait_with_output().expect("charge-run exits");
+        if !out.status.success() {
+            let log = std::fs::read_to_string(&log).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(20).collect();
+            panic!("charge-run failed ({}): {}", out.status, tail.join("\n"));
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        summaries.push(serde_json::from_str(text.trim()).unwrap_or(json!(text)));
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let b = cpu_sample();
+    let db_b = cluster.server_ticks();
+    let (own, busy_other) = cpu_split(a, b, secs);
+    let database = match (db_a, db_b) {
+        (Some(x), Some(y)) => Some(y.saturating_sub(x) as f64 / TICKS_PER_S / secs),
+        _ => None,
+    };
+    let other = (busy_other - database.unwrap_or(0.0)).max(0.0);
+    (secs, summaries, own, database, other)
+}
+
+/// The checks of [`verify`] in PostgreSQL's dialect, and that two engines never charged one
+/// installment twice: every check as (name, expected, found).
+fn verify_postgres(url: &str, p: &Params, date: NaiveDate) -> Vec<(String, i64, i64)> {
+    let mut pg = postgres::Client::connect(url, postgres::NoTls).expect("verify connection");
+    let n = p.count as i64;
+    let day = date.to_string();
+    let mut checks = Vec::new();
+    let mut check = |name: &str, expected: i64, sql: &str| {
+        let uses_day = sql.contains("$1");
+        let row = if uses_day {
+            pg.query_one(sql, &[&day])
+        } else {
+            pg.query_one(sql, &[])
+        }
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        checks.push((name.to_string(), expected, row.get::<_, i64>(0)));
+    };
+    check(
+        "due installments PAID after one attempt, with an authorization code",
+        n,
+        "SELECT count(*) FROM installments WHERE due_date = $1 AND state = 2 AND attempts = 1
+           AND last_attempt_date = $1 AND payment_method_id = 3 AND authorization_code LIKE 'AUT-%'",
+    );
+    check(
+        "installments not due left untouched (PENDING, no attempt)",
+        n * (p.per_mandate as i64 - 1),
+        "SELECT count(*) FROM installments WHERE due_date > $1 AND state = 1 AND attempts = 0
+           AND last_attempt_date IS NULL",
+    );
+    check(
+        "charge attempts (one per due installment, attempt 1, PAID, finished)",
+        n,
+        "SELECT count(*) FROM charge_attempts a JOIN installments i ON i.seq = a.installment_seq
+         WHERE a.business_date = $1 AND i.due_date = $1 AND a.attempt_no = 1 AND a.state = 'PAID'
+           AND a.finished_at IS NOT NULL AND a.idempotency_key = i.id || '-' || $1",
+    );
+    check(
+        "installments with an attempt",
+        n,
+        "SELECT count(DISTINCT installment_seq) FROM charge_attempts",
+    );
+    check("attempts in all", n, "SELECT count(*) FROM charge_attempts");
+    check(
+        "installments with more than one attempt (charged twice)",
+        0,
+        "SELECT count(*) FROM (SELECT installment_seq FROM charge_attempts
+           GROUP BY installment_seq HAVING count(*) > 1) twice",
+    );
+    check(
+        "attempts left IN_PROCESS",
+        0,
+        "SELECT count(*) FROM charge_attempts WHERE state <> 'PAID'",
+    );
+    check(
+        "acquirer charges, approved (one per idempotency key)",
+        n,
+        "SELECT count(*) FROM sim_charges s JOIN charge_attempts a ON a.idempotency_key = s.idempotency_key
+         WHERE s.result = 'APPROVED' AND a.business_date = $1",
+    );
+    check(
+        "acquirer charges in all",
+        n,
+        "SELECT count(*) FROM sim_charges",
+    );
+    check(
+        "payment events (IN_PROCESS and PAID per installment)",
+        2 * n,
+        "SELECT count(*) FROM events WHERE kind = 'payment' AND url IS NOT NULL
+           AND delivery_state = 'PENDING'",
+    );
+    check(
+        "installments with exactly one IN_PROCESS (seq 2) and one PAID (seq 3) event",
+        n,
+        "SELECT count(*) FROM (
+           SELECT e.installment_seq,
+                  count(*) FILTER (WHERE e.sequence = 2
+                      AND CAST(e.body AS json) #>> '{installment,state,name}' = 'IN_PROCESS') AS began,
+                  count(*) FILTER (WHERE e.sequence = 3
+                      AND CAST(e.body AS json) #>> '{installment,state,name}' = 'PAID'
+                      AND CAST(e.body AS json) #>> '{installment,attempt}' = '1') AS paid,
+                  count(*) AS events
+           FROM events e JOIN installments i ON i.seq = e.installment_seq
+           WHERE e.kind = 'payment' AND i.due_date = $1
+           GROUP BY e.installment_seq) per_installment
+         WHERE began = 1 AND paid = 1 AND events = 2",
+    );
+    check(
+        "mandates ACTIVE with event_sequence 3 (activation, IN_PROCESS, PAID)",
+        n,
+        "SELECT count(*) FROM mandates WHERE state = 2 AND event_sequence = 3",
+    );
+    check(
+        "installments PAID by the runs of the date, all engines together",
+        n,
+        "SELECT CAST(coalesce(sum(paid), 0) AS BIGINT) FROM charge_runs WHERE business_date = $1",
+    );
+    checks
+}
+
+/// `MANDATO_BENCH_BACKEND=postgres`: the filled SQLite database is copied into a PostgreSQL
+/// database whose schema the engine's migrations made (the same rows as SQLite's run), kept
+/// as a template; each run charges a fresh copy of it, with one engine and then with two (a
+/// single run charges it directly).
+fn charging_on_postgres(p: &Params, dir: &Path, date: NaiveDate, fill_wall_ms: f64, mode: &str) {
+    let cluster = common::pg::Cluster::start();
+    let template = "charging_filled";
+    let url = cluster.create_database(template, None);
+    let t = Instant::now();
+    drop(mandato::store::Store::open_postgres(&url).expect("the engine's migrations"));
+    let migrate_ms = t.elapsed().as_secs_f64() * 1000.0;
+    let copy = common::pg::copy_from_sqlite(&dir.join(DB_FILE), &url);
+    eprintln!(
+        "[pg] schema in {migrate_ms:.0} ms; {} rows copied in {:.1} s",
+        copy.rows,
+        copy.ms / 1000.0
+    );
+    if p.keep_db.is_none() {
+        // At a million mandates SQLite's file holds gigabytes the runs below do not read.
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(dir.join(format!("{DB_FILE}{suffix}")));
+        }
+    }
+    // A single run charges the filled database itself: no second copy of the rows on disk.
+    let single = p.pg_engines.len() == 1;
+    let mut runs: Vec<PgRun> = Vec::new();
+    for &engines in &p.pg_engines {
+        let url = if single {
+            url.clone()
+        } else {
+            cluster.create_database("charging_run", Some(template))
+        };
+        if !p.wait_quiet.is_zero() {
+            wait_for_quiet(p.wait_quiet);
+        }
+        eprintln!(
+            "[run] {engines} x mandato --database-url .. charge-run --date {date} over {} due installments...",
+            p.count
+        );
+        let (secs, summaries, engine_cores, database_cores, other_cores) =
+            charge_run_postgres(dir, &url, date, engines, &cluster);
+        eprintln!("[run] {secs:.1} s, others {other_cores:.2} cores; checking...");
+        let checks = verify_postgres(&url, p, date);
+        if !single {
+            cluster.drop_database("charging_run");
+        }
+        runs.push(PgRun {
+            engines,
+            secs,
+            summaries,
+            engine_cores,
+            database_cores,
+            other_cores,
+            checks,
+        });
+    }
+    cluster.drop_database(template);
+
+    let mut out = String::new();
+    use std::fmt::Write;
+    let _ = writeln!(
+        out,
+        "\ncharging run on PostgreSQL, {} due card installments ({} mandates x {} installments), date {date}, commit {}",
+        p.count,
+        p.count,
+        p.per_mandate,
+        git_commit()
+    );
+    let _ = writeln!(
+        out,
+        "fill {:.1} s (SQLite), schema by the engine's migrations {:.1} s, {} rows copied to PostgreSQL in {:.1} s",
+        fill_wall_ms / 1000.0,
+        migrate_ms / 1000.0,
+        copy.rows,
+        copy.ms / 1000.0
+    );
+    let _ = writeln!(
+        out,
+        "| engines | installments/s | seconds | / one engine | engines + this cores | PostgreSQL cores | others cores | checks |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
+    let one = runs
+        .iter()
+        .find(|r| r.engines == 1)
+        .map(|r| p.count as f64 / r.secs);
+    for r in &runs {
+        let rate = p.count as f64 / r.secs;
+        let failed = r.checks.iter().filter(|c| c.1 != c.2).count();
+        let _ = writeln!(
+            out,
+            "| {} | {:.0} | {:.1} | {} | {:.2} | {} | {:.2} | {} |",
+            r.engines,
+            rate,
+            r.secs,
+            one.map_or("-".into(), |o| format!("{:.2}", rate / o)),
+            r.engine_cores,
+            r.database_cores.map_or("n/a".into(), |c| format!("{c:.2}")),
+            r.other_cores,
+            if failed == 0 {
+                "all passed".to_string()
+            } else {
+                format!("{failed} FAILED")
+            }
+        );
+    }
+    for r in &runs {
+        let _ = writeln!(out, "{} engine(s):", r.engines);
+        for (name, expected, found) in &r.checks {
+            let _ = writeln!(
+                out,
+                "  [{}] {name}: expected {expected}, found {found}",
+                if expected == found { "ok" } else { "FAIL" }
+            );
+        }
+        for (i, s) in r.summaries.iter().enumerate() {
+            let _ = writeln!(out, "  engine {i}: {s}");
+        }
+    }
+    println!("{out}");
+
+    let report = json!({
+        "mode": mode,
+        "backend": "postgres",
+        "commit": git_commit(),
+        "date": date.to_string(),
+        "params": {"count": p.count, "per_mandate": p.per_mandate},
+        "fill_wall_ms": round1(fill_wall_ms),
+        "postgres": {"migrate_ms": round1(migrate_ms), "copy_ms": round1(copy.ms), "copied_rows": copy.rows,
+                     "synchronous_commit": "on", "fsync": "on"},
+        "runs": runs.iter().map(|r| json!({
+            "engines": r.engines,
+            "seconds": round3(r.secs),
+            "installments_per_s": round1(p.count as f64 / r.secs),
+            "engine_cores": round3(r.engine_cores),
+            "database_cores": r.database_cores.map(round3),
+            "other_cores": round3(r.other_cores),
+            "summaries": r.summaries,
+            "checks": r.checks.iter().map(|(n, e, f)| json!({"check": n, "expected": e, "found": f})).collect::<Vec<_>>(),
+            "checks_passed": r.checks.iter().all(|c| c.1 == c.2),
+        })).collect::<Vec<_>>(),
+    });
+    let path = common::results_path(&format!("charging-bench-results-postgres-{mode}.json"));
+    if let Some(parent) = path.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    std::fs::write(&path, serde_json::to_string_pretty(&report).unwrap()).expect("results file");
+    eprintln!("results written to {}", path.display());
+    let failed: Vec<_> = runs
+        .iter()
+        .flat_map(|r| r.checks.iter().filter(|c| c.1 != c.2))
+        .collect();
+    assert!(failed.is_empty(), "a run's result is wrong: {failed:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
 // Main
 // ---------------------------------------------------------------------------------------------
 
@@ -846,6 +1196,10 @@ fn main() {
     assert!(child.status.success(), "the fill failed");
     let fill: Value = serde_json::from_slice(&child.stdout).expect("fill report");
     let fill_wall_ms = t.elapsed().as_secs_f64() * 1000.0;
+    if p.postgres {
+        charging_on_postgres(&p, &dir, date, fill_wall_ms, mode);
+        return;
+    }
     let db = dir.join(DB_FILE);
     let commerce_id: i64 = Connection::open(&db)
         .unwrap()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL cluster for tests, from Debian's postgresql package.
 #
-#   scripts/pg.sh start [--owner-pid PID]   prints MANDATO_TEST_DATABASE_URL=... and
+#   scripts/pg.sh start [--owner-pid PID] [--durable] [--set NAME=VALUE]...
+#                                           prints MANDATO_TEST_DATABASE_URL=... and
 #                                           MANDATO_TEST_PG_DIR=... (for `eval`)
 #   scripts/pg.sh stop DIR                  stops the cluster in DIR and removes DIR
 #
@@ -9,6 +10,10 @@
 # socket in that directory, never in /var/run), trusts local connections, and holds one empty
 # database, `mandato_test`. With --owner-pid the cluster stops and is removed once that
 # process has exited, however it ends (a test binary that panics or is killed).
+#
+# Tests do not need durability, so the cluster runs without fsync and without synchronous
+# commits unless --durable is given (benchmarks measure durable commits: PostgreSQL's
+# defaults, every commit flushed). --set passes a server setting (e.g. max_connections=400).
 set -euo pipefail
 
 log() { echo "pg.sh: $*" >&2; }
@@ -45,9 +50,13 @@ port_is_free() {
 
 start() {
   local owner_pid=""
+  local settings="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+  local extra=""
   while [[ $# -gt 0 ]]; do
     case "$1" in
       --owner-pid) owner_pid="$2"; shift 2 ;;
+      --durable) settings=""; shift ;;
+      --set) extra="$extra -c $2"; shift 2 ;;
       *) log "unknown option $1"; exit 2 ;;
     esac
   done
@@ -64,7 +73,7 @@ start() {
     port=$((20000 + RANDOM % 40000))
     port_is_free "$port" || continue
     if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-      -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+      -o "-c listen_addresses=127.0.0.1 -p $port -k $dir $settings$extra" \
       start >/dev/null 2>&1; then
       started=true
       break
@@ -99,5 +108,5 @@ stop() {
 case "${1:-}" in
   start) shift; start "$@" ;;
   stop) shift; stop "$@" ;;
-  *) echo "usage: $0 start [--owner-pid PID] | stop DIR" >&2; exit 2 ;;
+  *) echo "usage: $0 start [--owner-pid PID] [--durable] [--set NAME=VALUE]... | stop DIR" >&2; exit 2 ;;
 esac

@@ -4,6 +4,8 @@
 //! Each benchmark is its own binary and uses a part of this module.
 #![allow(dead_code)]
 
+pub mod pg;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
