@@ -219,7 +219,15 @@ async fn a_burst_of_wrong_logins_does_not_take_the_memory() {
     );
     assert_eq!(statuses.len(), 256);
     assert!(statuses.iter().all(|s| *s == StatusCode::FORBIDDEN));
-    assert!(peak < 300 * 1024, "peak VmRSS {} MiB", peak / 1024);
+    // What the burst added, not the total: the test process also holds the engines of the
+    // tests running beside this one (more of them on PostgreSQL, with their connections).
+    // 256 hashes at 19 MiB each, all at once, would add nearly 5 GiB.
+    assert!(
+        peak - before < 256 * 1024,
+        "the burst took {} MiB (peak VmRSS {} MiB)",
+        (peak - before) / 1024,
+        peak / 1024
+    );
 }
 
 fn median(mut samples: Vec<StdDuration>) -> StdDuration {
