@@ -1352,7 +1352,10 @@ fn compare_backends(p: &Params, dir: &Path, layout: Layout, api_key: &str, mode:
     let cluster = Arc::new(common::pg::Cluster::start());
     let url = cluster.create_database("mandato_bench", None);
     let t = Instant::now();
-    drop(mandato::store::Store::open_postgres(&url).expect("the engine's migrations"));
+    drop(
+        mandato::store::Store::open_postgres(&url, &Default::default())
+            .expect("the engine's migrations"),
+    );
     let migrate_ms = t.elapsed().as_secs_f64() * 1000.0;
     let copy = common::pg::copy_from_sqlite(&dir.join(DB_FILE), &url);
     eprintln!(

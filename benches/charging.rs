@@ -989,7 +989,10 @@ fn charging_on_postgres(p: &Params, dir: &Path, date: NaiveDate, fill_wall_ms: f
     let template = "charging_filled";
     let url = cluster.create_database(template, None);
     let t = Instant::now();
-    drop(mandato::store::Store::open_postgres(&url).expect("the engine's migrations"));
+    drop(
+        mandato::store::Store::open_postgres(&url, &Default::default())
+            .expect("the engine's migrations"),
+    );
     let migrate_ms = t.elapsed().as_secs_f64() * 1000.0;
     let copy = common::pg::copy_from_sqlite(&dir.join(DB_FILE), &url);
     eprintln!(
