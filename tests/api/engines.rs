@@ -9,10 +9,7 @@
 //!   sandbox clock are the installation's, not one engine's.
 
 use std::collections::{HashMap, HashSet};
-use std::io::Write;
 use std::net::SocketAddr;
-use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -25,7 +22,6 @@ use crate::cli::headers;
 use crate::postgres::fresh_database;
 use crate::process::{Api, Server, kill, serve_logged, stop};
 
-const BIN: &str = env!("CARGO_BIN_EXE_mandato");
 const CODE: &str = "ENGINES-1";
 const PASSWORD: &str = "engines-password";
 /// The delivery lease the engines run with: the shortest `serve` accepts, so that a killed
@@ -54,7 +50,7 @@ impl Installation {
         let url = tokio::task::spawn_blocking(fresh_database).await.unwrap();
         let dir = tempfile::tempdir().unwrap();
         let cli_dir = dir.path().join("cli");
-        let added = mandato(
+        let added = crate::postgres::ok(
             &cli_dir,
             &url,
             &[
@@ -69,11 +65,11 @@ impl Installation {
             Some(&format!("{PASSWORD}\n")),
         );
         assert!(added["webhookSecret"].is_string(), "{added}");
-        let api_key = mandato(&cli_dir, &url, &["apikey", "create"], None)["apiKey"]
+        let api_key = crate::postgres::ok(&cli_dir, &url, &["apikey", "create"], None)["apiKey"]
             .as_str()
             .unwrap()
             .to_string();
-        let files = mandato(
+        let files = crate::postgres::ok(
             &cli_dir,
             &url,
             &["dev-cert", "--out", cli_dir.join("tls").to_str().unwrap()],
@@ -144,36 +140,6 @@ impl Installation {
             }
         }
     }
-}
-
-/// Runs a CLI command on the database; it must succeed. Its JSON output.
-fn mandato(data: &Path, url: &str, args: &[&str], stdin: Option<&str>) -> Value {
-    let mut child = Command::new(BIN)
-        .arg("--data-dir")
-        .arg(data)
-        .args(["--database-url", url, "--json"])
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("mandato runs");
-    if let Some(input) = stdin {
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "mandato {args:?} failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 fn customer() -> Value {

@@ -93,7 +93,8 @@ fn mandato(data: &std::path::Path, url: &str, args: &[&str], stdin: Option<&str>
     (out.status.success(), answer)
 }
 
-fn ok(data: &std::path::Path, url: &str, args: &[&str], stdin: Option<&str>) -> Value {
+/// Runs a CLI command on the PostgreSQL database; it must succeed. Its JSON output.
+pub fn ok(data: &std::path::Path, url: &str, args: &[&str], stdin: Option<&str>) -> Value {
     let (success, answer) = mandato(data, url, args, stdin);
     assert!(success, "mandato {args:?} failed: {answer}");
     answer
