@@ -6,7 +6,7 @@
 //! was asked, not business data), charging run summaries (installation-wide) and the simulated
 //! acquirer's ledger (keyed by idempotency keys that are never reused).
 
-use super::db::{self, Db, params};
+use super::db::{self, Backend, Db, params};
 
 /// How many rows of each kind a reset removed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -32,6 +32,18 @@ pub fn reset<'c>(
 ) -> db::Result<ResetCounts> {
     let db = db.into();
     let run = |sql: &str| db.execute(sql, &params![commerce_id]);
+    if db.backend() == Backend::Postgres {
+        // The delivery worker may be recording an attempt of one of these events right now.
+        // Its transaction is waited for here, before the attempts are read for removal: taken
+        // later, its committed attempt would still point at an event this reset removes. One
+        // that starts afterwards finds its event gone and records nothing. (SQLite's single
+        // writer runs the two one after the other anyway.)
+        db.query_map(
+            "SELECT seq FROM events WHERE commerce_id = ?1 FOR UPDATE",
+            &params![commerce_id],
+            |_| Ok(()),
+        )?;
+    }
     let mut counts = ResetCounts {
         delivery_attempts: run("DELETE FROM delivery_attempts WHERE event_seq IN
                 (SELECT seq FROM events WHERE commerce_id = ?1)")?,
