@@ -4,7 +4,6 @@
 //! starts on a fresh PostgreSQL database too (the engine's own blocking calls need the
 //! multi-threaded runtime: `#[tokio::test(flavor = "multi_thread")]`).
 
-use std::io::Write;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
@@ -65,13 +64,17 @@ pub fn fresh_database() -> String {
     url.to_string()
 }
 
-/// Runs a CLI command on the PostgreSQL database: its exit status and its output (JSON when
-/// it succeeded, the error text otherwise).
-fn mandato(data: &std::path::Path, url: &str, args: &[&str], stdin: Option<&str>) -> (bool, Value) {
+/// Runs a CLI command: whether it succeeded, and its JSON answer (or its output as text).
+pub fn run_cli<S: AsRef<std::ffi::OsStr>>(
+    data: &std::path::Path,
+    args: &[S],
+    stdin: Option<&str>,
+) -> (bool, Value) {
+    use std::io::Write;
     let mut child = Command::new(BIN)
         .arg("--data-dir")
         .arg(data)
-        .args(["--database-url", url, "--json"])
+        .arg("--json")
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -79,8 +82,12 @@ fn mandato(data: &std::path::Path, url: &str, args: &[&str], stdin: Option<&str>
         .spawn()
         .expect("mandato runs");
     if let Some(input) = stdin {
-        let mut pipe = child.stdin.take().unwrap();
-        pipe.write_all(input.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
     }
     let out = child.wait_with_output().unwrap();
     let answer = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
@@ -91,6 +98,16 @@ fn mandato(data: &std::path::Path, url: &str, args: &[&str], stdin: Option<&str>
         ))
     });
     (out.status.success(), answer)
+}
+
+/// Runs a CLI command on the PostgreSQL database at `url`, as `run_cli` does.
+fn mandato(data: &std::path::Path, url: &str, args: &[&str], stdin: Option<&str>) -> (bool, Value) {
+    let with_url: Vec<&str> = ["--database-url", url]
+        .iter()
+        .chain(args)
+        .copied()
+        .collect();
+    run_cli(data, &with_url, stdin)
 }
 
 /// Runs a CLI command on the PostgreSQL database; it must succeed. Its JSON output.

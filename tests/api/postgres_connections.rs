@@ -11,48 +11,12 @@ use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
 use crate::cli::headers;
-use crate::postgres::fresh_database;
+use crate::postgres::{fresh_database, run_cli as mandato};
 use crate::process::{Api, serve_logged, stop};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mandato");
 const CODE: &str = "PGC-1";
 const PASSWORD: &str = "pgc-password";
-
-/// Runs a CLI command: whether it succeeded, and its JSON answer (or its output as text).
-fn mandato<S: AsRef<std::ffi::OsStr>>(
-    data: &std::path::Path,
-    args: &[S],
-    stdin: Option<&str>,
-) -> (bool, Value) {
-    use std::io::Write;
-    let mut child = Command::new(BIN)
-        .arg("--data-dir")
-        .arg(data)
-        .arg("--json")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("mandato runs");
-    if let Some(input) = stdin {
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
-    let answer = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
-        Value::String(format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ))
-    });
-    (out.status.success(), answer)
-}
 
 /// A loopback port nothing listens on.
 fn closed_port() -> u16 {
