@@ -410,7 +410,7 @@ impl Session {
             valid_days: self.link_days,
             business_offset_days: self.calendar.offset_days(),
         };
-        self.write(|tx, ctx| crate::operations::mandates::create(tx, ctx, command, &policy))
+        self.write(|tx, ctx| crate::operations::mandates::create(tx, ctx, &command, &policy))
     }
 
     /// Enrols a test card as `POST /sandbox/mandates/{id}/activate` does.
@@ -534,7 +534,7 @@ impl Session {
             user_agent: Some("mandato trigger"),
             sandbox: true,
         };
-        let view = self.write(|tx, ctx| ceremony::create(tx, ctx.commerce, &act, command))?;
+        let view = self.write(|tx, ctx| ceremony::create(tx, ctx.commerce, &act, &command))?;
         let process_seq = view.process.seq;
         let token = view
             .signatories

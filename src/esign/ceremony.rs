@@ -106,7 +106,7 @@ pub fn create(
     conn: Db<'_>,
     commerce: &Commerce,
     act: &Act<'_>,
-    cmd: CreateProcess,
+    cmd: &CreateProcess,
 ) -> Result<ProcessView> {
     let id = crate::ids::new_id("sig");
     let now = act.at();

@@ -102,7 +102,7 @@ pub async fn add_installments(
     let command = parse_add(body, state.today())?;
     let dates = charge_dates(&state, &authed)?;
     let added = state
-        .write(authed.commerce, move |tx, ctx| ops::add(tx, ctx, command))
+        .write(authed.commerce, move |tx, ctx| ops::add(tx, ctx, &command))
         .await?;
     Ok(Envelope::created(
         "INSTALLMENTS_CREATE_OK",
@@ -267,7 +267,7 @@ pub async fn change_status(
     let dates = charge_dates(&state, &authed)?;
     let changed = state
         .write(authed.commerce, move |tx, ctx| {
-            ops::change_status(tx, ctx, command)
+            ops::change_status(tx, ctx, &command)
         })
         .await?;
     Ok(Envelope::ok(

@@ -147,7 +147,7 @@ pub async fn create_mandate(
     };
     let view = state
         .write(authed.commerce, move |tx, ctx| {
-            mandates::create(tx, ctx, command, &policy)
+            mandates::create(tx, ctx, &command, &policy)
         })
         .await?;
     Ok(Envelope::created(

@@ -121,11 +121,12 @@ impl Shared {
 
 impl AppState {
     /// Runs an operation all or nothing in the next group commit, off the async workers (a
-    /// durable commit waits for the disk); answers once it is durable.
+    /// durable commit waits for the disk); answers once it is durable. The operation may run
+    /// more than once (`Store::write_grouped`): it must change nothing but the database.
     pub async fn write<T: Send + 'static>(
         &self,
         commerce: Arc<Commerce>,
-        operation: impl FnOnce(Db<'_>, &Ctx<'_>) -> Result<T> + Send + 'static,
+        operation: impl Fn(Db<'_>, &Ctx<'_>) -> Result<T> + Send + 'static,
     ) -> Result<T, ApiError> {
         let state = self.clone();
         let value = self

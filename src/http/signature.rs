@@ -362,7 +362,7 @@ pub async fn create_signature(
                 user_agent: agent.as_deref(),
                 sandbox,
             };
-            ceremony::create(tx, ctx.commerce, &act, command)
+            ceremony::create(tx, ctx.commerce, &act, &command)
         })
         .await?;
     Ok(Envelope::created(

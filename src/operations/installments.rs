@@ -78,7 +78,7 @@ fn stored_limits(mandate: &MandateRow) -> Result<(Currency, Option<Money>)> {
     Ok((currency, max))
 }
 
-pub fn add(conn: Db<'_>, ctx: &Ctx<'_>, cmd: AddInstallments) -> Result<Added> {
+pub fn add(conn: Db<'_>, ctx: &Ctx<'_>, cmd: &AddInstallments) -> Result<Added> {
     let mandate = super::mandates::find_row(conn, ctx, &cmd.product)?;
     let owner = customers::by_seq(conn, mandate.customer_seq)?;
     let owned = match &cmd.customer {
@@ -172,7 +172,7 @@ pub struct Changed {
     pub installments: Vec<InstallmentRow>,
 }
 
-pub fn change_status(conn: Db<'_>, ctx: &Ctx<'_>, cmd: ChangeStatus) -> Result<Changed> {
+pub fn change_status(conn: Db<'_>, ctx: &Ctx<'_>, cmd: &ChangeStatus) -> Result<Changed> {
     let mandate = super::mandates::find_row(conn, ctx, &cmd.product)?;
     if matches!(
         mandate.state,

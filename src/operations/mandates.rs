@@ -62,7 +62,7 @@ pub struct MagicLinkPolicy {
 pub fn create(
     conn: Db<'_>,
     ctx: &Ctx<'_>,
-    cmd: CreateMandate,
+    cmd: &CreateMandate,
     link: &MagicLinkPolicy,
 ) -> Result<MandateView> {
     let customer = super::customers::find(conn, ctx, &cmd.customer, customer_field(&cmd.customer))?;
@@ -96,8 +96,10 @@ pub fn create(
             now: &now,
         },
     )?;
-    let planned = if cmd.installments.is_empty() {
-        cmd.charges
+    let scheduled: Vec<NewInstallment>;
+    let planned: &[NewInstallment] = if cmd.installments.is_empty() {
+        scheduled = cmd
+            .charges
             .scheduled_installments()
             .map_err(|e| Error::validation("mandate.charges", "INVALID_SCHEDULE", e.to_string()))?
             .into_iter()
@@ -106,15 +108,16 @@ pub fn create(
                 amount: p.amount,
                 due_date: p.due_date,
             })
-            .collect()
+            .collect();
+        &scheduled
     } else {
-        cmd.installments
+        &cmd.installments
     };
     let rows = installments::insert_many(
         conn,
         mandate.seq,
         ctx.commerce.id,
-        &planned,
+        planned,
         "installments",
         &now,
     )?;

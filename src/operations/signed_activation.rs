@@ -84,7 +84,7 @@ pub fn start(
         &stamp,
         instruments::replace,
     )?;
-    let view = ceremony::create(conn, commerce, act, process)?;
+    let view = ceremony::create(conn, commerce, act, &process)?;
     let method = activation::enrolled_method(enrolment.instrument, enrolment.enrolled);
     mandate_signatures::insert(conn, mandate.seq, view.process.seq, &method, &stamp)?;
     Ok(view)

@@ -40,6 +40,7 @@ pub struct InstallmentRow {
     pub charged_clp: Option<String>,
 }
 
+#[derive(Clone)]
 pub struct NewInstallment {
     pub external_id: String,
     pub amount: Money,

@@ -227,7 +227,7 @@ async fn a_failed_operation_leaves_no_entry() {
         change_status(
             db,
             &ctx,
-            ChangeStatus {
+            &ChangeStatus {
                 product: MandateRef::External("M-1".into()),
                 installments: OwnedRefs::External(vec!["c1".into(), "c2".into()]),
                 action: Action::Annulment,

@@ -623,7 +623,7 @@ async fn act(
     internal_id: &str,
     action: &'static str,
     detail: Option<String>,
-    operation: impl FnOnce(Db<'_>, &Ctx<'_>) -> Result<()> + Send + 'static,
+    operation: impl Fn(Db<'_>, &Ctx<'_>) -> Result<()> + Send + 'static,
 ) -> ApiResult<Envelope<MandateDetail>> {
     staff.require(Role::Operator)?;
     let (seq, commerce_id) = owner(state, internal_id)?;
@@ -798,7 +798,11 @@ pub async fn pay(
         "authorizationCode": evidence.authorization_code,
     })
     .to_string();
-    let product = MandateRef::Internal(internal_id.clone());
+    let command = ChangeStatus {
+        product: MandateRef::Internal(internal_id.clone()),
+        installments: OwnedRefs::Internal(ids.clone()),
+        action: Action::Payment(evidence),
+    };
     let mandate_id = internal_id.clone();
     act(
         &state,
@@ -808,16 +812,7 @@ pub async fn pay(
         Some(detail),
         move |tx, ctx| {
             check_selection(tx, ctx, &mandate_id, &ids, InstallmentState::Paid)?;
-            installment_ops::change_status(
-                tx,
-                ctx,
-                ChangeStatus {
-                    product,
-                    installments: OwnedRefs::Internal(ids),
-                    action: Action::Payment(evidence),
-                },
-            )
-            .map(drop)
+            installment_ops::change_status(tx, ctx, &command).map(drop)
         },
     )
     .await
@@ -854,7 +849,11 @@ pub async fn annul(
     errors.into_result()?;
     let ids = ids.expect("validated");
     let detail = serde_json::json!({"installments": ids}).to_string();
-    let product = MandateRef::Internal(internal_id.clone());
+    let command = ChangeStatus {
+        product: MandateRef::Internal(internal_id.clone()),
+        installments: OwnedRefs::Internal(ids.clone()),
+        action: Action::Annulment,
+    };
     let mandate_id = internal_id.clone();
     act(
         &state,
@@ -864,16 +863,7 @@ pub async fn annul(
         Some(detail),
         move |tx, ctx| {
             check_selection(tx, ctx, &mandate_id, &ids, InstallmentState::Annulled)?;
-            installment_ops::change_status(
-                tx,
-                ctx,
-                ChangeStatus {
-                    product,
-                    installments: OwnedRefs::Internal(ids),
-                    action: Action::Annulment,
-                },
-            )
-            .map(drop)
+            installment_ops::change_status(tx, ctx, &command).map(drop)
         },
     )
     .await
@@ -975,10 +965,10 @@ pub async fn add_installments(
             installment_ops::add(
                 tx,
                 ctx,
-                AddInstallments {
+                &AddInstallments {
                     customer: CustomerRef::InternalUserId(customer.id),
-                    product: MandateRef::Internal(id),
-                    installments: items,
+                    product: MandateRef::Internal(id.clone()),
+                    installments: items.clone(),
                 },
             )
             .map(drop)
@@ -1035,7 +1025,7 @@ pub async fn cancel(
             crate::operations::mandates::cancel(
                 tx,
                 ctx,
-                &MandateRef::Internal(id),
+                &MandateRef::Internal(id.clone()),
                 &CustomerRef::InternalUserId(customer.id),
                 &description,
             )
