@@ -560,6 +560,8 @@ fn fill_fresh(config: &Config, customers: u64, mandates: u64, per_mandate: u64) 
             );
         }
     }
+    // The staff search terms the store writes with each mandate.
+    mandato::store::mandates::index_filled_mandates(&conn).unwrap();
     let mandates_ms = t.elapsed().as_secs_f64() * 1000.0;
     let t = Instant::now();
     conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")

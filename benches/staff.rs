@@ -126,6 +126,8 @@ fn fill(config: &Config, mandates: i64) {
             }
         }
     }
+    // The staff search terms the store writes with each mandate.
+    mandato::store::mandates::index_filled_mandates(&tx).unwrap();
     tx.commit().unwrap();
     conn.execute_batch("PRAGMA optimize; PRAGMA wal_checkpoint(TRUNCATE);")
         .unwrap();

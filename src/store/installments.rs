@@ -106,34 +106,46 @@ pub fn insert_many<'c>(
     path_prefix: &str,
     now: &str,
 ) -> Result<Vec<InstallmentRow>> {
-    // RETURNING hands back the stored row in the same step, rather than a lookup by seq per
-    // installment; a conflicting external id inserts and returns nothing.
-    let sql = format!(
-        "INSERT INTO installments (id, mandate_seq, commerce_id, external_id, amount, currency,
-                due_date, state, state_at, created_at)
+    const INSERT: &str = "INSERT INTO installments (id, mandate_seq, commerce_id, external_id,
+            amount, currency, due_date, state, state_at, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)
-         ON CONFLICT (mandate_seq, external_id) DO NOTHING
-         RETURNING {COLUMNS}"
-    );
+         ON CONFLICT (mandate_seq, external_id) DO NOTHING";
     let db = db.into();
+    let returning = format!("{INSERT} RETURNING {COLUMNS}");
     let mut rows = Vec::with_capacity(items.len());
+    let mut first_seq = None;
     for (index, item) in items.iter().enumerate() {
-        let inserted = db.query_opt(
-            &sql,
-            &params![
-                &crate::ids::new_id("ins"),
-                mandate_seq,
-                commerce_id,
-                &item.external_id,
-                &item.amount.amount().normalize().to_string(),
-                item.amount.currency().code(),
-                &item.due_date.to_string(),
-                InstallmentState::Pending.id(),
-                now,
-            ],
-            from_row,
-        )?;
-        let Some(row) = inserted else {
+        let id = crate::ids::new_id("ins");
+        let amount = item.amount.amount().normalize().to_string();
+        let due_date = item.due_date.to_string();
+        let values = params![
+            &id,
+            mandate_seq,
+            commerce_id,
+            &item.external_id,
+            &amount,
+            item.amount.currency().code(),
+            &due_date,
+            InstallmentState::Pending.id(),
+            now,
+        ];
+        // A conflicting external id inserts nothing.
+        let inserted = match db.as_sqlite() {
+            // No RETURNING on SQLite: SQLite runs it as a trigger, which would open a
+            // statement journal per row and make FTS5 flush a segment (migration 0022). The
+            // rows are read back together below.
+            Some(conn) => {
+                let added = db.execute(INSERT, &values)? == 1;
+                first_seq = first_seq.or(added.then(|| conn.last_insert_rowid()));
+                added
+            }
+            None => {
+                let returned = db.query_opt(&returning, &values, from_row)?;
+                rows.extend(returned);
+                rows.len() == index + 1
+            }
+        };
+        if !inserted {
             return Err(Error::refused_at(
                 "DUPLICATED_INSTALLMENT_ID",
                 format!("{path_prefix}[{index}].id"),
@@ -142,8 +154,14 @@ pub fn insert_many<'c>(
                     item.external_id
                 ),
             ));
-        };
-        rows.push(row);
+        }
+    }
+    if let Some(first_seq) = first_seq {
+        // SQLite's one writer gives this transaction's rows the mandate's highest seqs.
+        let sql = format!(
+            "SELECT {COLUMNS} FROM installments WHERE mandate_seq = ?1 AND seq >= ?2 ORDER BY seq"
+        );
+        rows = db.query_map(&sql, &params![mandate_seq, first_seq], from_row)?;
     }
     Ok(rows)
 }

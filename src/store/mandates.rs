@@ -120,43 +120,72 @@ fn from_row(row: &Row<'_>) -> db::Result<MandateRow> {
     })
 }
 
+/// A new mandate's INSERT, without RETURNING (see `insert`).
+macro_rules! insert_mandate {
+    () => {
+        "INSERT INTO mandates (id, commerce_id, customer_seq, external_id, type, state, name,
+            detail, terminate_when_charged, charges, payment_methods, metadata, url_callback,
+            url_activation_webhook, url_payment_webhook, magic_link_token,
+            magic_link_expires_at, created_at, updated_at, activation_mode)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
+            ?18, ?19)
+         ON CONFLICT (commerce_id, external_id) DO NOTHING"
+    };
+}
+
+/// Inserts a PENDING mandate; `DUPLICATED_MANDATE_ID` when its commerce already uses its id.
 pub fn insert<'c>(db: impl Into<Db<'c>>, new: &NewMandate<'_>) -> Result<MandateRow> {
-    let sql = concat!(
-        "INSERT INTO mandates (id, commerce_id, customer_seq, external_id, type, state, name, detail,
-                terminate_when_charged, charges, payment_methods, metadata, url_callback,
-                url_activation_webhook, url_payment_webhook, magic_link_token,
-                magic_link_expires_at, created_at, updated_at, activation_mode)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?18, ?19)
-         ON CONFLICT (commerce_id, external_id) DO NOTHING
-         RETURNING ",
-        columns!()
-    );
+    let db = db.into();
+    let id = crate::ids::new_id("man");
+    let charges = serde_json::to_string(new.charges)?;
+    let payment_methods = serde_json::to_string(new.payment_methods)?;
     let metadata = new.metadata.map(serde_json::to_string).transpose()?;
-    let inserted = db.into().query_opt(
-        sql,
-        &params![
-            &crate::ids::new_id("man"),
-            new.commerce_id,
-            new.customer_seq,
-            new.external_id,
-            new.mandate_type.id(),
-            MandateState::Pending.id(),
-            new.name,
-            new.detail,
-            new.terminate_when_charged,
-            &serde_json::to_string(new.charges)?,
-            &serde_json::to_string(new.payment_methods)?,
-            &metadata,
-            new.url_callback,
-            new.url_activation_webhook,
-            new.url_payment_webhook,
-            new.magic_link_token,
-            new.magic_link_expires_at,
-            new.now,
-            new.activation_mode.name(),
-        ],
-        from_row,
-    )?;
+    let values = params![
+        &id,
+        new.commerce_id,
+        new.customer_seq,
+        new.external_id,
+        new.mandate_type.id(),
+        MandateState::Pending.id(),
+        new.name,
+        new.detail,
+        new.terminate_when_charged,
+        &charges,
+        &payment_methods,
+        &metadata,
+        new.url_callback,
+        new.url_activation_webhook,
+        new.url_payment_webhook,
+        new.magic_link_token,
+        new.magic_link_expires_at,
+        new.now,
+        new.activation_mode.name(),
+    ];
+    let inserted = match db.as_sqlite() {
+        // Neither RETURNING nor a trigger on SQLite: either would open a statement journal,
+        // which makes FTS5 write a segment per creation (migration 0022). The row is read back
+        // by its rowid instead, and its search terms written here.
+        Some(conn) => {
+            if db.execute(insert_mandate!(), &values)? == 0 {
+                None
+            } else {
+                let seq = conn.last_insert_rowid();
+                // VALUES, not INSERT ... SELECT, which would be a multi-row write. The terms
+                // are those of the update trigger (`0020_staff_search.sql`).
+                let terms = format!("{} {} {}", new.external_id, id, new.name);
+                db.execute(
+                    "INSERT INTO mandate_search (rowid, terms) VALUES (?1, ?2)",
+                    &params![seq, &terms],
+                )?;
+                Some(by_seq(db, seq)?)
+            }
+        }
+        None => db.query_opt(
+            concat!(insert_mandate!(), " RETURNING ", columns!()),
+            &values,
+            from_row,
+        )?,
+    };
     inserted.ok_or_else(|| {
         Error::refused_at(
             "DUPLICATED_MANDATE_ID",
@@ -167,6 +196,16 @@ pub fn insert<'c>(db: impl Into<Db<'c>>, new: &NewMandate<'_>) -> Result<Mandate
             ),
         )
     })
+}
+
+/// Writes the search terms of every mandate, for bulk fills with plain SQL (tests and
+/// benchmarks) into an empty index: `insert` writes a new mandate's terms itself. SQLite only.
+pub fn index_filled_mandates(conn: &rusqlite::Connection) -> rusqlite::Result<usize> {
+    conn.execute(
+        "INSERT INTO mandate_search (rowid, terms)
+         SELECT seq, external_id || ' ' || id || ' ' || name FROM mandates",
+        [],
+    )
 }
 
 pub fn by_seq<'c>(db: impl Into<Db<'c>>, seq: i64) -> db::Result<MandateRow> {

@@ -80,6 +80,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0021_day_local_request_keys",
         include_str!("../../migrations/0021_day_local_request_keys.sql"),
     ),
+    (
+        "0022_mandate_search_by_store",
+        include_str!("../../migrations/0022_mandate_search_by_store.sql"),
+    ),
 ];
 
 /// What a migration needs that SQL cannot compute, run in its transaction right after its SQL.

@@ -1406,6 +1406,10 @@ mod tests {
             )
             .unwrap();
         }
+        // The search terms `mandates::insert` writes with each mandate.
+        if let Some(conn) = db.as_sqlite() {
+            crate::store::mandates::index_filled_mandates(conn).unwrap();
+        }
     }
 
     /// Runs `check` on both backends, each seeded with the same rows.
