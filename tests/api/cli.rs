@@ -8,8 +8,14 @@ use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mandato");
 
-pub fn mandato(dir: &std::path::Path, args: &[&str], stdin: Option<&str>) -> Value {
-    let mut child = crate::helpers::cli_command(dir)
+/// Runs `command` (a `mandato` command line, its data directory set) with `--json` and
+/// `args`, `stdin` written to its input: what it exited with and printed.
+pub fn json_output<S: AsRef<std::ffi::OsStr>>(
+    mut command: Command,
+    args: &[S],
+    stdin: Option<&str>,
+) -> std::process::Output {
+    let mut child = command
         .arg("--json")
         .args(args)
         .stdin(Stdio::piped())
@@ -25,7 +31,13 @@ pub fn mandato(dir: &std::path::Path, args: &[&str], stdin: Option<&str>) -> Val
             .write_all(input.as_bytes())
             .unwrap();
     }
-    let out = child.wait_with_output().unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Runs a CLI command on the engine's database (`helpers::cli_command`); it must succeed.
+/// Its JSON output.
+pub fn mandato(dir: &std::path::Path, args: &[&str], stdin: Option<&str>) -> Value {
+    let out = json_output(crate::helpers::cli_command(dir), args, stdin);
     assert!(
         out.status.success(),
         "mandato {args:?} failed: {}",

@@ -4,7 +4,7 @@
 //! starts on a fresh PostgreSQL database too (the engine's own blocking calls need the
 //! multi-threaded runtime: `#[tokio::test(flavor = "multi_thread")]`).
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 
 use reqwest::{Method, StatusCode};
@@ -70,26 +70,9 @@ pub fn run_cli<S: AsRef<std::ffi::OsStr>>(
     args: &[S],
     stdin: Option<&str>,
 ) -> (bool, Value) {
-    use std::io::Write;
-    let mut child = Command::new(BIN)
-        .arg("--data-dir")
-        .arg(data)
-        .arg("--json")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("mandato runs");
-    if let Some(input) = stdin {
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
+    let mut command = Command::new(BIN);
+    command.arg("--data-dir").arg(data);
+    let out = crate::cli::json_output(command, args, stdin);
     let answer = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
         Value::String(format!(
             "{}{}",
