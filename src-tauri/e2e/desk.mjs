@@ -136,7 +136,10 @@ function descendants(pid, all = processes()) {
 }
 
 function memory(pid) {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  let status = "";
+  try {
+    status = readFileSync(`/proc/${pid}/status`, "utf8");
+  } catch {} // a helper process that exited since it was listed counts as nothing
   const rss = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0);
   let pss = 0;
   try {
@@ -145,7 +148,14 @@ function memory(pid) {
   return { rss, pss };
 }
 
-const alive = (pid) => existsSync(`/proc/${pid}`) && !/State:\s+Z/.test(readFileSync(`/proc/${pid}/status`, "utf8"));
+// A process may be reaped between any two reads of /proc, so a missing file means it is gone.
+const alive = (pid) => {
+  try {
+    return !/State:\s+Z/.test(readFileSync(`/proc/${pid}/status`, "utf8"));
+  } catch {
+    return false;
+  }
+};
 
 // ---- the test ----
 
