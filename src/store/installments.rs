@@ -12,7 +12,7 @@ use crate::domain::money::{Currency, Money};
 use crate::domain::state::InstallmentState;
 use crate::error::{Error, Result};
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct InstallmentRow {
     pub seq: i64,
     pub id: String,
@@ -111,9 +111,11 @@ pub fn insert_many<'c>(
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)
          ON CONFLICT (mandate_seq, external_id) DO NOTHING";
     let db = db.into();
-    let returning = format!("{INSERT} RETURNING {COLUMNS}");
+    let returning = match db.as_sqlite() {
+        Some(_) => String::new(),
+        None => format!("{INSERT} RETURNING {COLUMNS}"),
+    };
     let mut rows = Vec::with_capacity(items.len());
-    let mut first_seq = None;
     for (index, item) in items.iter().enumerate() {
         let id = crate::ids::new_id("ins");
         let amount = item.amount.amount().normalize().to_string();
@@ -133,10 +135,18 @@ pub fn insert_many<'c>(
         let inserted = match db.as_sqlite() {
             // No RETURNING on SQLite: SQLite runs it as a trigger, which would open a
             // statement journal per row and make FTS5 flush a segment (migration 0022). The
-            // rows are read back together below.
+            // row is made from what was inserted instead of read back.
             Some(conn) => {
                 let added = db.execute(INSERT, &values)? == 1;
-                first_seq = first_seq.or(added.then(|| conn.last_insert_rowid()));
+                if added {
+                    rows.push(inserted_row(
+                        conn.last_insert_rowid(),
+                        id,
+                        mandate_seq,
+                        item,
+                        now,
+                    ));
+                }
                 added
             }
             None => {
@@ -156,14 +166,40 @@ pub fn insert_many<'c>(
             ));
         }
     }
-    if let Some(first_seq) = first_seq {
-        // SQLite's one writer gives this transaction's rows the mandate's highest seqs.
-        let sql = format!(
-            "SELECT {COLUMNS} FROM installments WHERE mandate_seq = ?1 AND seq >= ?2 ORDER BY seq"
-        );
-        rows = db.query_map(&sql, &params![mandate_seq, first_seq], from_row)?;
-    }
     Ok(rows)
+}
+
+/// The row `insert_many` has just written, as `from_row` would read it: a PENDING installment
+/// whose other columns hold their defaults (a test holds the two equal).
+fn inserted_row(
+    seq: i64,
+    id: String,
+    mandate_seq: i64,
+    item: &NewInstallment,
+    now: &str,
+) -> InstallmentRow {
+    InstallmentRow {
+        seq,
+        id,
+        mandate_seq,
+        external_id: item.external_id.clone(),
+        amount: item.amount.clone(),
+        due_date: item.due_date.naive(),
+        state: InstallmentState::Pending,
+        state_at: now.to_string(),
+        attempts: 0,
+        payment_method_id: None,
+        authorization_code: None,
+        rejection_code: None,
+        rejection_message: None,
+        payment: None,
+        last_attempt_date: None,
+        next_retry_date: None,
+        retry_scheduled: false,
+        first_rejected_date: None,
+        forced_outcome: None,
+        charged_clp: None,
+    }
 }
 
 pub fn by_seq<'c>(db: impl Into<Db<'c>>, seq: i64) -> db::Result<InstallmentRow> {
@@ -399,6 +435,17 @@ mod tests {
         )
         .unwrap();
         (m, rows)
+    }
+
+    #[test]
+    fn the_rows_an_insert_answers_are_the_rows_stored() {
+        on_both(|db| {
+            let (_, rows) = three(db);
+            assert_eq!(rows.len(), 3);
+            for row in rows {
+                assert_eq!(row, by_seq(db, row.seq).unwrap());
+            }
+        });
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::domain::activation::ActivationMode;
 use crate::domain::state::{MandateState, MandateType};
 use crate::error::{Error, Result};
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct MandateRow {
     pub seq: i64,
     pub id: String,
@@ -133,6 +133,36 @@ macro_rules! insert_mandate {
     };
 }
 
+/// The row `insert` has just written, as `from_row` would read it: the columns it does not
+/// set are NULL (a test holds the two equal).
+fn inserted_row(seq: i64, id: String, new: &NewMandate<'_>) -> MandateRow {
+    MandateRow {
+        seq,
+        id,
+        commerce_id: new.commerce_id,
+        customer_seq: new.customer_seq,
+        external_id: new.external_id.to_string(),
+        mandate_type: new.mandate_type,
+        state: MandateState::Pending,
+        name: new.name.to_string(),
+        detail: new.detail.map(str::to_string),
+        terminate_when_charged: new.terminate_when_charged,
+        charges: new.charges.clone(),
+        payment_methods: new.payment_methods.to_vec(),
+        metadata: new.metadata.cloned(),
+        url_callback: new.url_callback.map(str::to_string),
+        url_activation_webhook: new.url_activation_webhook.map(str::to_string),
+        url_payment_webhook: new.url_payment_webhook.map(str::to_string),
+        magic_link_token: new.magic_link_token.to_string(),
+        magic_link_expires_at: new.magic_link_expires_at.to_string(),
+        enrolled_method: None,
+        cancel_description: None,
+        created_at: new.now.to_string(),
+        updated_at: new.now.to_string(),
+        activation_mode: new.activation_mode,
+    }
+}
+
 /// Inserts a PENDING mandate; `DUPLICATED_MANDATE_ID` when its commerce already uses its id.
 pub fn insert<'c>(db: impl Into<Db<'c>>, new: &NewMandate<'_>) -> Result<MandateRow> {
     let db = db.into();
@@ -163,8 +193,8 @@ pub fn insert<'c>(db: impl Into<Db<'c>>, new: &NewMandate<'_>) -> Result<Mandate
     ];
     let inserted = match db.as_sqlite() {
         // Neither RETURNING nor a trigger on SQLite: either would open a statement journal,
-        // which makes FTS5 write a segment per creation (migration 0022). The row is read back
-        // by its rowid instead, and its search terms written here.
+        // which makes FTS5 write a segment per creation (migration 0022). The search terms are
+        // written here, and the row is made from what was inserted rather than read back.
         Some(conn) => {
             if db.execute(insert_mandate!(), &values)? == 0 {
                 None
@@ -177,7 +207,7 @@ pub fn insert<'c>(db: impl Into<Db<'c>>, new: &NewMandate<'_>) -> Result<Mandate
                     "INSERT INTO mandate_search (rowid, terms) VALUES (?1, ?2)",
                     &params![seq, &terms],
                 )?;
-                Some(by_seq(db, seq)?)
+                Some(inserted_row(seq, id, new))
             }
         }
         None => db.query_opt(
@@ -449,6 +479,29 @@ pub(crate) mod tests {
             activation_mode: ActivationMode::Direct,
             now: "t0",
         }
+    }
+
+    #[test]
+    fn the_row_an_insert_answers_is_the_row_stored() {
+        on_both(|db| {
+            let shop = commerce(db, "76123456-0");
+            let first = mandate(db, "m-1");
+            let metadata = serde_json::json!({"plan": "oro", "n": 1.50, "list": [1, "a"]});
+            let charges = serde_json::json!({"amount": 12345.6789, "currency": "CLF", "count": 12});
+            let full = NewMandate {
+                detail: Some("detalle ñ"),
+                metadata: Some(&metadata),
+                charges: &charges,
+                url_activation_webhook: Some("https://tienda.cl/act"),
+                activation_mode: ActivationMode::Signature,
+                mandate_type: MandateType::Subscription,
+                terminate_when_charged: false,
+                ..new_mandate(shop.id, first.customer_seq, "m-2")
+            };
+            for created in [first, insert(db, &full).unwrap()] {
+                assert_eq!(created, by_seq(db, created.seq).unwrap());
+            }
+        });
     }
 
     #[test]
