@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 
 use super::db::{self, Backend, Db, params};
+use super::write_turn::{Turn, WriteTurn};
 use super::{Durability, Store, open_connection, settings};
 use crate::clock::Clock;
 use crate::error::Error;
@@ -361,7 +362,11 @@ impl AuditWriter {
                 // (`SqliteStore::start_checkpointer`).
                 conn.pragma_update(None, "wal_autocheckpoint", 0)?;
                 let reader = super::open_reader(db_path)?;
-                (WriterConn::Sqlite(conn), Some(reader))
+                let turn = store
+                    .sqlite()
+                    .expect("a store with a SQLite file")
+                    .write_turn();
+                (WriterConn::Sqlite(conn, turn), Some(reader))
             }
             None => {
                 let conn = store
@@ -568,12 +573,17 @@ const PRUNE_EVERY: Duration = Duration::from_secs(3_600);
 /// written between steps.
 const PRUNE_BATCH: i64 = 500;
 
+/// Records written, at most, before the audit writer lets a waiting group commit have the
+/// file (`write_turn`): about 5 ms of writing.
+const RECORDS_PER_TURN: usize = 500;
+
 /// How long the writer waits for a record before it gives its page cache back.
 const IDLE_AFTER: Duration = Duration::from_secs(1);
 
 /// The audit writer's own connection.
 enum WriterConn {
-    Sqlite(Connection),
+    /// With the turns it shares with the store's writer (`write_turn`).
+    Sqlite(Connection, Arc<WriteTurn>),
     /// Boxed: a PostgreSQL client is several times a SQLite handle's size.
     Postgres(Box<super::db::PgConn>),
 }
@@ -582,14 +592,22 @@ impl WriterConn {
     /// Outside any transaction: each statement commits on its own.
     fn db(&self) -> Db<'_> {
         match self {
-            WriterConn::Sqlite(conn) => Db::Sqlite(conn),
+            WriterConn::Sqlite(conn, _) => Db::Sqlite(conn),
             WriterConn::Postgres(conn) => Db::Postgres(conn),
+        }
+    }
+
+    /// A turn at writing SQLite's file (`write_turn`); PostgreSQL's writers need none.
+    fn turn(&self) -> Option<Turn<'_>> {
+        match self {
+            WriterConn::Sqlite(_, turn) => Some(turn.take()),
+            WriterConn::Postgres(_) => None,
         }
     }
 
     /// Gives SQLite's page cache back; PostgreSQL's is the server's.
     fn release_memory(&self) {
-        if let WriterConn::Sqlite(conn) = self {
+        if let WriterConn::Sqlite(conn, _) = self {
             let _ = conn.release_memory();
             super::return_freed_memory();
         }
@@ -656,6 +674,8 @@ fn write_loop(
                 let _ = done.send(());
             }
         }
+        // Each pruning step deletes in a statement of its own, so it takes its own turn.
+        let _turn = if pruner.busy() { conn.turn() } else { None };
         pruner.step(conn.db());
     }
 }
@@ -669,10 +689,26 @@ fn write_batch(
     pruner: &mut Pruner,
 ) -> db::Result<()> {
     match conn {
-        WriterConn::Sqlite(conn) => {
-            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            write_records(Db::from(&tx), batch, flushes, written, pruner)?;
-            Ok(tx.commit()?)
+        WriterConn::Sqlite(conn, turn) => {
+            // While the store's writer waits for the file (group commits), the batch commits
+            // in chunks and hands the turn over after each: a whole batch held creations up
+            // for tens of milliseconds. Alone, it commits at once, which writes each page of
+            // its random-keyed indexes once for many rows.
+            let mut records = batch.into_iter().peekable();
+            while records.peek().is_some() {
+                let _turn = turn.take();
+                let tx =
+                    conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+                loop {
+                    let chunk = records.by_ref().take(RECORDS_PER_TURN).collect();
+                    write_records(Db::from(&tx), chunk, flushes, written, pruner)?;
+                    if records.peek().is_none() || turn.awaited() {
+                        break;
+                    }
+                }
+                tx.commit()?;
+            }
+            Ok(())
         }
         WriterConn::Postgres(conn) => {
             conn.transaction(|db| write_records(db, batch, flushes, written, pruner))

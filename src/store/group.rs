@@ -187,6 +187,7 @@ impl SqliteStore {
                 return;
             }
             let mut conn = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+            let _turn = self.turn.take();
             commit_group(&mut conn, group);
         }
     }

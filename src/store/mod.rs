@@ -64,6 +64,7 @@ pub(crate) mod sqlite_setup;
 pub mod staff;
 pub mod staff_audit;
 pub mod staff_views;
+pub(crate) mod write_turn;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -104,6 +105,8 @@ pub struct SqliteStore {
     writer: Mutex<Connection>,
     readers: Mutex<Vec<Connection>>,
     group: group::Queue,
+    /// Shared with the audit writer's connection: whose turn it is to write the file.
+    turn: std::sync::Arc<write_turn::WriteTurn>,
     /// Whether a read or write ran since `release_memory_if_idle` last looked.
     used: AtomicBool,
     /// Whether the connections' memory was released since they were last used.
@@ -184,6 +187,7 @@ impl Store {
             writer: Mutex::new(writer),
             readers: Mutex::new(Vec::new()),
             group: group::Queue::default(),
+            turn: std::sync::Arc::default(),
             used: AtomicBool::new(false),
             released: AtomicBool::new(false),
         })))
@@ -345,6 +349,12 @@ impl SqliteStore {
         &self.path
     }
 
+    /// The turns at writing the file, for another connection of this engine that writes it
+    /// (the audit writer's).
+    pub(crate) fn write_turn(&self) -> std::sync::Arc<write_turn::WriteTurn> {
+        std::sync::Arc::clone(&self.turn)
+    }
+
     /// For a long-running engine: commits stop checkpointing the WAL themselves and a
     /// background thread does it (see `checkpoint.rs`) until the returned value is dropped.
     /// Connections that write besides the writer (the audit writer) turn theirs off too.
@@ -360,6 +370,7 @@ impl SqliteStore {
     fn write<T>(&self, f: impl FnOnce(db::Db<'_>) -> Result<T, Error>) -> Result<T, Error> {
         self.note_use();
         let mut conn = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let _turn = self.turn.take();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let value = f(db::Db::Sqlite(&tx))?;
         tx.commit()?;
