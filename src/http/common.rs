@@ -129,7 +129,7 @@ pub async fn layer(State(state): State<AppState>, request: Request, next: Next) 
     }
     audit.status = response.status().as_u16();
     audit.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
-    state.audit.log(audit);
+    state.audit.log(audit).await;
     response
 }
 

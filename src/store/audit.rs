@@ -21,6 +21,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
+use tokio::sync::Semaphore;
 
 use super::db::{self, Backend, Db, params};
 use super::write_turn::{Turn, WriteTurn};
@@ -322,6 +323,9 @@ fn was_seen<'c>(
 
 pub struct AuditWriter {
     sender: Mutex<Option<Sender<Record>>>,
+    /// Room for audit rows not yet written (`AUDIT_ROWS_QUEUED`): the writer gives a row's
+    /// place back once its batch is done.
+    queue_room: Arc<Semaphore>,
     pending: Arc<Pending>,
     seen: Arc<SeenFilter>,
     retention_days: i64,
@@ -332,6 +336,12 @@ pub struct AuditWriter {
 
 /// How often an API key's last use is written while it is in use.
 const KEY_USE_EVERY: Duration = Duration::from_secs(60);
+
+/// Audit rows that may wait for the writer, at most: about two seconds of a busy engine, a few
+/// hundred bytes each (their headers' JSON is most of it). When the writer falls that far
+/// behind (a load that leaves it too little CPU), requests wait for room before they answer,
+/// so the queue's memory stays bounded and every request keeps its row.
+const AUDIT_ROWS_QUEUED: usize = 32_768;
 
 /// Whether a correlationId may be used.
 #[derive(Debug, PartialEq, Eq)]
@@ -349,6 +359,15 @@ impl AuditWriter {
         store: &Store,
         retention_days: i64,
         clock: Arc<dyn Clock>,
+    ) -> anyhow::Result<AuditWriter> {
+        Self::start_with_room(store, retention_days, clock, AUDIT_ROWS_QUEUED)
+    }
+
+    fn start_with_room(
+        store: &Store,
+        retention_days: i64,
+        clock: Arc<dyn Clock>,
+        audit_rows_queued: usize,
     ) -> anyhow::Result<AuditWriter> {
         let (conn, reader) = match store.path() {
             Some(db_path) => {
@@ -395,6 +414,8 @@ impl AuditWriter {
         }
         let (sender, receiver) = mpsc::channel();
         let thread_pending = Arc::clone(&pending);
+        let queue_room = Arc::new(Semaphore::new(audit_rows_queued));
+        let thread_room = Arc::clone(&queue_room);
         let pruner = Pruner {
             clock,
             correlation_days: retention_days,
@@ -404,9 +425,14 @@ impl AuditWriter {
         };
         let thread = std::thread::Builder::new()
             .name("audit-writer".into())
-            .spawn(move || write_loop(conn, receiver, &thread_pending, pruner))?;
+            .spawn(move || {
+                // However the thread ends, requests stop waiting for room it will not give.
+                let _close = CloseOnDrop(&thread_room);
+                write_loop(conn, receiver, &thread_pending, &thread_room, pruner)
+            })?;
         Ok(AuditWriter {
             sender: Mutex::new(Some(sender)),
+            queue_room,
             pending,
             seen,
             retention_days,
@@ -498,7 +524,13 @@ impl AuditWriter {
         self.seen.loaded.load(Ordering::Acquire)
     }
 
-    pub fn log(&self, entry: AuditEntry) {
+    /// Queues a request's audit row; waits while `AUDIT_ROWS_QUEUED` rows are ahead of it.
+    pub async fn log(&self, entry: AuditEntry) {
+        // The writer gives the place back (`write_loop`). Once its thread has ended the
+        // semaphore is closed and the row goes nowhere, as after `shutdown`.
+        if let Ok(place) = self.queue_room.acquire().await {
+            place.forget();
+        }
         self.send(Record::Audit(entry));
     }
 
@@ -614,10 +646,19 @@ impl WriterConn {
     }
 }
 
+struct CloseOnDrop<'a>(&'a Semaphore);
+
+impl Drop for CloseOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
 fn write_loop(
     mut conn: WriterConn,
     receiver: Receiver<Record>,
     pending: &Pending,
+    queue_room: &Semaphore,
     mut pruner: Pruner,
 ) {
     let mut open = true;
@@ -659,9 +700,16 @@ fn write_loop(
                     }
                 }
             }
+            let audit_rows = batch
+                .iter()
+                .filter(|r| matches!(r, Record::Audit(_)))
+                .count();
             let mut flushes = Vec::new();
             let mut written = Vec::new();
-            match write_batch(&mut conn, batch, &mut flushes, &mut written, &mut pruner) {
+            let outcome = write_batch(&mut conn, batch, &mut flushes, &mut written, &mut pruner);
+            // Written or not, the batch's rows have left memory.
+            queue_room.add_permits(audit_rows);
+            match outcome {
                 // Only committed ids leave memory; after a failed batch they stay refused.
                 Ok(()) => {
                     for key in &written {
@@ -1157,5 +1205,48 @@ mod tests {
             })
             .unwrap();
         assert!(after_window);
+    }
+
+    #[test]
+    fn requests_wait_for_room_while_the_writer_is_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("mandato.db")).unwrap();
+        let clock = Arc::new(crate::clock::SystemClock);
+        let writer = AuditWriter::start_with_room(&store, 1, clock, 3).unwrap();
+        let entry = |n: usize| match audit_entry(&format!("2026-11-25T12:00:0{n}.000Z")) {
+            Record::Audit(entry) => entry,
+            _ => unreachable!(),
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        // The store's writer holds the file, so the audit writer cannot write.
+        let turn = store.sqlite().unwrap().write_turn();
+        let held = turn.take();
+        runtime.block_on(async {
+            for n in 0..3 {
+                writer.log(entry(n)).await;
+            }
+            let fourth = writer.log(entry(3));
+            tokio::pin!(fourth);
+            let waited = tokio::time::timeout(Duration::from_millis(600), &mut fourth).await;
+            assert!(
+                waited.is_err(),
+                "a fourth row found room in a queue of three"
+            );
+            drop(held);
+            tokio::time::timeout(Duration::from_secs(10), fourth)
+                .await
+                .expect("room once the writer has written");
+        });
+        writer.flush();
+        let rows: i64 = store
+            .read(
+                |db| Ok(db.query_row("SELECT count(*) FROM audit_log", &params![], |r| r.get(0))?),
+            )
+            .unwrap();
+        assert_eq!(rows, 4);
+        writer.shutdown();
     }
 }
