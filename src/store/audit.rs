@@ -81,10 +81,14 @@ enum Record {
         key: CorrelationKey,
         seen_at: String,
     },
+    /// `count` refusals for `reason` in the minute starting at `minute`.
     Refusal {
         minute: String,
         reason: Refusal,
+        count: i64,
     },
+    /// New counts wait in `RefusalCounts`.
+    Refusals,
     /// An API key accepted at `at` (its last use, kept in `api_keys.last_used_at`).
     KeyUsed {
         key_id: i64,
@@ -323,6 +327,9 @@ fn was_seen<'c>(
 
 pub struct AuditWriter {
     sender: Mutex<Option<Sender<Record>>>,
+    /// Refusals counted since the writer last took them: a flood of refused requests costs
+    /// one entry per minute and reason, and one `Record::Refusals` each.
+    refusals: Arc<RefusalCounts>,
     /// Room for audit rows not yet written (`AUDIT_ROWS_QUEUED`): the writer gives a row's
     /// place back once its batch is done.
     queue_room: Arc<Semaphore>,
@@ -334,14 +341,18 @@ pub struct AuditWriter {
     key_uses: Mutex<HashMap<i64, Instant>>,
 }
 
+/// Refusals per minute (its first millisecond, RFC 3339) and reason.
+type RefusalCounts = Mutex<HashMap<(String, Refusal), i64>>;
+
 /// How often an API key's last use is written while it is in use.
 const KEY_USE_EVERY: Duration = Duration::from_secs(60);
 
-/// Audit rows that may wait for the writer, at most: about two seconds of a busy engine, a few
-/// hundred bytes each (their headers' JSON is most of it). When the writer falls that far
-/// behind (a load that leaves it too little CPU), requests wait for room before they answer,
-/// so the queue's memory stays bounded and every request keeps its row.
-const AUDIT_ROWS_QUEUED: usize = 32_768;
+/// Audit rows that may wait for the writer, at most: 3 s of 22,000 lookups a second, past how
+/// far behind the bench's full lookup load leaves the writer (1.2 to 1.8 s), a few hundred
+/// bytes each (their headers' JSON is most of it). When the writer falls that far behind (a
+/// load that leaves it too little CPU), requests wait for room before they answer, so the
+/// queue's memory stays bounded and every request keeps its row.
+const AUDIT_ROWS_QUEUED: usize = 65_536;
 
 /// Whether a correlationId may be used.
 #[derive(Debug, PartialEq, Eq)]
@@ -416,6 +427,8 @@ impl AuditWriter {
         let thread_pending = Arc::clone(&pending);
         let queue_room = Arc::new(Semaphore::new(audit_rows_queued));
         let thread_room = Arc::clone(&queue_room);
+        let refusals = Arc::new(RefusalCounts::default());
+        let thread_refusals = Arc::clone(&refusals);
         let pruner = Pruner {
             clock,
             correlation_days: retention_days,
@@ -428,10 +441,16 @@ impl AuditWriter {
             .spawn(move || {
                 // However the thread ends, requests stop waiting for room it will not give.
                 let _close = CloseOnDrop(&thread_room);
-                write_loop(conn, receiver, &thread_pending, &thread_room, pruner)
+                let queues = Queues {
+                    pending: &thread_pending,
+                    room: &thread_room,
+                    refusals: &thread_refusals,
+                };
+                write_loop(conn, receiver, queues, pruner)
             })?;
         Ok(AuditWriter {
             sender: Mutex::new(Some(sender)),
+            refusals,
             queue_room,
             pending,
             seen,
@@ -557,10 +576,19 @@ impl AuditWriter {
     pub fn refused(&self, at: chrono::DateTime<chrono::Utc>, reason: Refusal) {
         use chrono::{DurationRound, TimeDelta};
         let minute = at.duration_trunc(TimeDelta::minutes(1)).unwrap_or(at);
-        self.send(Record::Refusal {
-            minute: crate::clock::timestamp(minute),
-            reason,
-        });
+        let first = {
+            let mut counts = self.refusals.lock().unwrap_or_else(|p| p.into_inner());
+            let count = counts
+                .entry((crate::clock::timestamp(minute), reason))
+                .or_default();
+            *count += 1;
+            *count == 1
+        };
+        // The writer takes every count there is when it meets this record, so one record per
+        // new entry is enough.
+        if first {
+            self.send(Record::Refusals);
+        }
     }
 
     /// Deletes what is past its retention now (rather than at the hourly round) and waits
@@ -654,11 +682,19 @@ impl Drop for CloseOnDrop<'_> {
     }
 }
 
+/// What the request path hands the writer besides its channel.
+struct Queues<'a> {
+    /// Correlation ids claimed, released once committed.
+    pending: &'a Pending,
+    /// The audit rows' places (`AUDIT_ROWS_QUEUED`).
+    room: &'a Semaphore,
+    refusals: &'a RefusalCounts,
+}
+
 fn write_loop(
     mut conn: WriterConn,
     receiver: Receiver<Record>,
-    pending: &Pending,
-    queue_room: &Semaphore,
+    queues: Queues,
     mut pruner: Pruner,
 ) {
     let mut open = true;
@@ -704,16 +740,29 @@ fn write_loop(
                 .iter()
                 .filter(|r| matches!(r, Record::Audit(_)))
                 .count();
+            if batch.iter().any(|r| matches!(r, Record::Refusals)) {
+                let counts =
+                    std::mem::take(&mut *queues.refusals.lock().unwrap_or_else(|p| p.into_inner()));
+                batch.extend(
+                    counts
+                        .into_iter()
+                        .map(|((minute, reason), count)| Record::Refusal {
+                            minute,
+                            reason,
+                            count,
+                        }),
+                );
+            }
             let mut flushes = Vec::new();
             let mut written = Vec::new();
             let outcome = write_batch(&mut conn, batch, &mut flushes, &mut written, &mut pruner);
             // Written or not, the batch's rows have left memory.
-            queue_room.add_permits(audit_rows);
+            queues.room.add_permits(audit_rows);
             match outcome {
                 // Only committed ids leave memory; after a failed batch they stay refused.
                 Ok(()) => {
                     for key in &written {
-                        pending.release(key);
+                        queues.pending.release(key);
                     }
                 }
                 Err(e) => tracing::error!(error = %e, "could not write the audit batch"),
@@ -797,9 +846,14 @@ fn write_records(
                 )?;
             }
             Record::Correlation { key, seen_at } => correlations.push((key, seen_at)),
-            Record::Refusal { minute, reason } => {
-                *refusals.entry((minute, reason)).or_default() += 1;
+            Record::Refusal {
+                minute,
+                reason,
+                count,
+            } => {
+                *refusals.entry((minute, reason)).or_default() += count;
             }
+            Record::Refusals => {}
             Record::KeyUsed { key_id, at } => key_uses.push((key_id, at)),
             Record::Flush(done) => flushes.push(done),
             Record::Prune(done) => pruner.start(done),
@@ -1013,6 +1067,7 @@ mod tests {
             let refusal = |minute: &str, reason| Record::Refusal {
                 minute: minute.to_string(),
                 reason,
+                count: 1,
             };
             let written = write(
                 db,
@@ -1247,6 +1302,49 @@ mod tests {
             )
             .unwrap();
         assert_eq!(rows, 4);
+        writer.shutdown();
+    }
+
+    #[test]
+    fn a_flood_of_refusals_is_counted_in_memory_and_written_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("mandato.db")).unwrap();
+        let writer = AuditWriter::start(&store, 1, Arc::new(crate::clock::SystemClock)).unwrap();
+        let at = |s: &str| s.parse::<chrono::DateTime<chrono::Utc>>().unwrap();
+        let totals = || {
+            store
+                .read(|db| Ok(refusal_totals(db, None, None)?))
+                .unwrap()
+        };
+        let turn = store.sqlite().unwrap().write_turn();
+        let held = turn.take();
+        for n in 0..1_000 {
+            let second = n % 60;
+            writer.refused(
+                at(&format!("2026-11-25T12:00:{second:02}Z")),
+                Refusal::InvalidApiKey,
+            );
+        }
+        for _ in 0..3 {
+            writer.refused(at("2026-11-25T12:01:30Z"), Refusal::InvalidHeaders);
+        }
+        // While the writer cannot write, the flood is two counts, not a thousand records.
+        assert_eq!(writer.refusals.lock().unwrap().len(), 2);
+        drop(held);
+        writer.flush();
+        let expected = |key_refusals| {
+            vec![
+                ("INVALID_API_KEY".to_string(), key_refusals),
+                ("INVALID_HEADERS".to_string(), 3),
+            ]
+        };
+        assert_eq!(totals(), expected(1_000));
+        // Counts made after the writer took the last ones reach it too.
+        for _ in 0..5 {
+            writer.refused(at("2026-11-25T12:00:10Z"), Refusal::InvalidApiKey);
+        }
+        writer.flush();
+        assert_eq!(totals(), expected(1_005));
         writer.shutdown();
     }
 }
