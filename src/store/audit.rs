@@ -76,7 +76,8 @@ pub struct AuditEntry {
 type CorrelationKey = (i64, String);
 
 enum Record {
-    Audit(AuditEntry),
+    /// A request's row, and whether it holds one of the queue's places (`AUDIT_ROWS_QUEUED`).
+    Audit(AuditEntry, Place),
     Correlation {
         key: CorrelationKey,
         seen_at: String,
@@ -545,12 +546,18 @@ impl AuditWriter {
 
     /// Queues a request's audit row; waits while `AUDIT_ROWS_QUEUED` rows are ahead of it.
     pub async fn log(&self, entry: AuditEntry) {
+        let mut unsent = UnsentRow {
+            writer: self,
+            entry: Some(entry),
+        };
         // The writer gives the place back (`write_loop`). Once its thread has ended the
         // semaphore is closed and the row goes nowhere, as after `shutdown`.
         if let Ok(place) = self.queue_room.acquire().await {
             place.forget();
+            if let Some(entry) = unsent.entry.take() {
+                self.send(Record::Audit(entry, Place::Held));
+            }
         }
-        self.send(Record::Audit(entry));
     }
 
     /// Notes that an API key was accepted: the first use, then one a minute, reaches the
@@ -674,6 +681,29 @@ impl WriterConn {
     }
 }
 
+/// Whether an audit row holds one of the queue's places, which the writer gives back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    Held,
+    /// Its request was dropped while it waited for a place (a timeout, a closed connection):
+    /// the row is queued all the same, beyond the bound by at most one row per connection.
+    None,
+}
+
+/// A row whose request may be dropped while it waits for a place; the row is queued anyway.
+struct UnsentRow<'a> {
+    writer: &'a AuditWriter,
+    entry: Option<AuditEntry>,
+}
+
+impl Drop for UnsentRow<'_> {
+    fn drop(&mut self) {
+        if let Some(entry) = self.entry.take() {
+            self.writer.send(Record::Audit(entry, Place::None));
+        }
+    }
+}
+
 struct CloseOnDrop<'a>(&'a Semaphore);
 
 impl Drop for CloseOnDrop<'_> {
@@ -722,7 +752,7 @@ fn write_loop(
         if let Some(first) = first {
             holds_cache = true;
             // Sleeping rather than blocking on the channel lets senders skip waking this thread.
-            if matches!(first, Record::Audit(_) | Record::Correlation { .. }) {
+            if matches!(first, Record::Audit(..) | Record::Correlation { .. }) {
                 std::thread::sleep(GATHER);
             }
             let mut batch = vec![first];
@@ -738,7 +768,7 @@ fn write_loop(
             }
             let audit_rows = batch
                 .iter()
-                .filter(|r| matches!(r, Record::Audit(_)))
+                .filter(|r| matches!(r, Record::Audit(_, Place::Held)))
                 .count();
             if batch.iter().any(|r| matches!(r, Record::Refusals)) {
                 let counts =
@@ -826,7 +856,7 @@ fn write_records(
     let mut key_uses = Vec::new();
     for record in batch {
         match record {
-            Record::Audit(e) => {
+            Record::Audit(e, _) => {
                 db.execute(
                     "INSERT INTO audit_log (at, method, path, status, duration_ms, commerce,
                             correlation_id, api_key_prefix, headers, peer)
@@ -1046,8 +1076,8 @@ mod tests {
         written
     }
 
-    fn audit_entry(at: &str) -> Record {
-        Record::Audit(AuditEntry {
+    fn entry(at: &str) -> AuditEntry {
+        AuditEntry {
             at: at.to_string(),
             method: "POST".to_string(),
             path: "/v1/mandates".to_string(),
@@ -1058,7 +1088,11 @@ mod tests {
             api_key_prefix: None,
             headers: "{}".to_string(),
             peer: None,
-        })
+        }
+    }
+
+    fn audit_entry(at: &str) -> Record {
+        Record::Audit(entry(at), Place::Held)
     }
 
     #[test]
@@ -1268,10 +1302,7 @@ mod tests {
         let store = Store::open(&dir.path().join("mandato.db")).unwrap();
         let clock = Arc::new(crate::clock::SystemClock);
         let writer = AuditWriter::start_with_room(&store, 1, clock, 3).unwrap();
-        let entry = |n: usize| match audit_entry(&format!("2026-11-25T12:00:0{n}.000Z")) {
-            Record::Audit(entry) => entry,
-            _ => unreachable!(),
-        };
+        let entry = |n: usize| entry(&format!("2026-11-25T12:00:0{n}.000Z"));
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
@@ -1290,6 +1321,11 @@ mod tests {
                 waited.is_err(),
                 "a fourth row found room in a queue of three"
             );
+            // A request dropped while it waits (its timeout, a closed connection) still has
+            // its row written, without taking a place.
+            let dropped = writer.log(entry(4));
+            let cancelled = tokio::time::timeout(Duration::from_millis(50), dropped).await;
+            assert!(cancelled.is_err());
             drop(held);
             tokio::time::timeout(Duration::from_secs(10), fourth)
                 .await
@@ -1301,7 +1337,9 @@ mod tests {
                 |db| Ok(db.query_row("SELECT count(*) FROM audit_log", &params![], |r| r.get(0))?),
             )
             .unwrap();
-        assert_eq!(rows, 4);
+        assert_eq!(rows, 5);
+        // Every place came back, and the dropped request's row made none.
+        assert_eq!(writer.queue_room.available_permits(), 3);
         writer.shutdown();
     }
 
@@ -1309,15 +1347,26 @@ mod tests {
     fn a_flood_of_refusals_is_counted_in_memory_and_written_whole() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("mandato.db")).unwrap();
-        let writer = AuditWriter::start(&store, 1, Arc::new(crate::clock::SystemClock)).unwrap();
         let at = |s: &str| s.parse::<chrono::DateTime<chrono::Utc>>().unwrap();
         let totals = || {
             store
                 .read(|db| Ok(refusal_totals(db, None, None)?))
                 .unwrap()
         };
+        // The store's writer holds the file from before the audit writer starts. Its first
+        // step, the pruning round every start begins with, then waits for the turn before it
+        // has taken any record.
         let turn = store.sqlite().unwrap().write_turn();
         let held = turn.take();
+        let writer = AuditWriter::start(&store, 1, Arc::new(crate::clock::SystemClock)).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !turn.awaited() {
+            assert!(
+                Instant::now() < deadline,
+                "the audit writer never asked for the turn"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
         for n in 0..1_000 {
             let second = n % 60;
             writer.refused(
@@ -1328,7 +1377,7 @@ mod tests {
         for _ in 0..3 {
             writer.refused(at("2026-11-25T12:01:30Z"), Refusal::InvalidHeaders);
         }
-        // While the writer cannot write, the flood is two counts, not a thousand records.
+        // While the writer cannot write, the flood is two counts in memory.
         assert_eq!(writer.refusals.lock().unwrap().len(), 2);
         drop(held);
         writer.flush();
