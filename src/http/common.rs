@@ -70,6 +70,8 @@ struct Validated {
 
 pub async fn layer(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
+    // Before any work: a request runs only when its audit row will have room (CONTRACT 2).
+    let audit_place = state.audit.place().await;
     let method = request.method().to_string();
     // Inside the nested router the URI lost its `/api/v1` prefix; audit the full path.
     let path = request.extensions().get::<OriginalUri>().map_or_else(
@@ -129,7 +131,7 @@ pub async fn layer(State(state): State<AppState>, request: Request, next: Next) 
     }
     audit.status = response.status().as_u16();
     audit.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
-    state.audit.log(audit).await;
+    state.audit.log(audit, audit_place);
     response
 }
 

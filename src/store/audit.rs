@@ -21,7 +21,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::db::{self, Backend, Db, params};
 use super::write_turn::{Turn, WriteTurn};
@@ -76,8 +76,12 @@ pub struct AuditEntry {
 type CorrelationKey = (i64, String);
 
 enum Record {
-    /// A request's row, and whether it holds one of the queue's places (`AUDIT_ROWS_QUEUED`).
-    Audit(AuditEntry, Place),
+    /// A request's row, with its place in the queue (`AUDIT_ROWS_QUEUED`): dropping the record
+    /// gives the place back.
+    Audit {
+        entry: AuditEntry,
+        _place: AuditPlace,
+    },
     Correlation {
         key: CorrelationKey,
         seen_at: String,
@@ -331,8 +335,8 @@ pub struct AuditWriter {
     /// Refusals counted since the writer last took them: a flood of refused requests costs
     /// one entry per minute and reason, and one `Record::Refusals` each.
     refusals: Arc<RefusalCounts>,
-    /// Room for audit rows not yet written (`AUDIT_ROWS_QUEUED`): the writer gives a row's
-    /// place back once its batch is done.
+    /// Places for audit rows not yet written (`AUDIT_ROWS_QUEUED`): a row's place is free
+    /// again once the writer has consumed its record.
     queue_room: Arc<Semaphore>,
     pending: Arc<Pending>,
     seen: Arc<SeenFilter>,
@@ -351,8 +355,8 @@ const KEY_USE_EVERY: Duration = Duration::from_secs(60);
 /// Audit rows that may wait for the writer, at most: 3 s of 22,000 lookups a second, past how
 /// far behind the bench's full lookup load leaves the writer (1.2 to 1.8 s), a few hundred
 /// bytes each (their headers' JSON is most of it). When the writer falls that far behind (a
-/// load that leaves it too little CPU), requests wait for room before they answer, so the
-/// queue's memory stays bounded and every request keeps its row.
+/// load that leaves it too little CPU), requests wait for a place before they run, so the
+/// queue's memory stays bounded and every request that runs keeps its row.
 const AUDIT_ROWS_QUEUED: usize = 65_536;
 
 /// Whether a correlationId may be used.
@@ -444,7 +448,6 @@ impl AuditWriter {
                 let _close = CloseOnDrop(&thread_room);
                 let queues = Queues {
                     pending: &thread_pending,
-                    room: &thread_room,
                     refusals: &thread_refusals,
                 };
                 write_loop(conn, receiver, queues, pruner)
@@ -544,20 +547,23 @@ impl AuditWriter {
         self.seen.loaded.load(Ordering::Acquire)
     }
 
-    /// Queues a request's audit row; waits while `AUDIT_ROWS_QUEUED` rows are ahead of it.
-    pub async fn log(&self, entry: AuditEntry) {
-        let mut unsent = UnsentRow {
-            writer: self,
-            entry: Some(entry),
-        };
-        // The writer gives the place back (`write_loop`). Once its thread has ended the
-        // semaphore is closed and the row goes nowhere, as after `shutdown`.
-        if let Ok(place) = self.queue_room.acquire().await {
-            place.forget();
-            if let Some(entry) = unsent.entry.take() {
-                self.send(Record::Audit(entry, Place::Held));
-            }
+    /// Waits for a place in the queue of audit rows (`AUDIT_ROWS_QUEUED`). A request takes it
+    /// before it runs, so a writer that falls behind holds requests back before they do any
+    /// work, and the rows queued never outnumber the places.
+    pub async fn place(&self) -> AuditPlace {
+        // Closed once the writer's thread has ended: the row will go nowhere, as after
+        // `shutdown`, and nothing is waited for.
+        AuditPlace {
+            _permit: Arc::clone(&self.queue_room).acquire_owned().await.ok(),
         }
+    }
+
+    /// Queues a request's audit row in the place it took.
+    pub fn log(&self, entry: AuditEntry, place: AuditPlace) {
+        self.send(Record::Audit {
+            entry,
+            _place: place,
+        });
     }
 
     /// Notes that an API key was accepted: the first use, then one a minute, reaches the
@@ -681,27 +687,9 @@ impl WriterConn {
     }
 }
 
-/// Whether an audit row holds one of the queue's places, which the writer gives back.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Place {
-    Held,
-    /// Its request was dropped while it waited for a place (a timeout, a closed connection):
-    /// the row is queued all the same, beyond the bound by at most one row per connection.
-    None,
-}
-
-/// A row whose request may be dropped while it waits for a place; the row is queued anyway.
-struct UnsentRow<'a> {
-    writer: &'a AuditWriter,
-    entry: Option<AuditEntry>,
-}
-
-impl Drop for UnsentRow<'_> {
-    fn drop(&mut self) {
-        if let Some(entry) = self.entry.take() {
-            self.writer.send(Record::Audit(entry, Place::None));
-        }
-    }
+/// A request's place in the queue of audit rows; dropped, it is free again.
+pub struct AuditPlace {
+    _permit: Option<OwnedSemaphorePermit>,
 }
 
 struct CloseOnDrop<'a>(&'a Semaphore);
@@ -716,8 +704,6 @@ impl Drop for CloseOnDrop<'_> {
 struct Queues<'a> {
     /// Correlation ids claimed, released once committed.
     pending: &'a Pending,
-    /// The audit rows' places (`AUDIT_ROWS_QUEUED`).
-    room: &'a Semaphore,
     refusals: &'a RefusalCounts,
 }
 
@@ -752,7 +738,7 @@ fn write_loop(
         if let Some(first) = first {
             holds_cache = true;
             // Sleeping rather than blocking on the channel lets senders skip waking this thread.
-            if matches!(first, Record::Audit(..) | Record::Correlation { .. }) {
+            if matches!(first, Record::Audit { .. } | Record::Correlation { .. }) {
                 std::thread::sleep(GATHER);
             }
             let mut batch = vec![first];
@@ -766,10 +752,6 @@ fn write_loop(
                     }
                 }
             }
-            let audit_rows = batch
-                .iter()
-                .filter(|r| matches!(r, Record::Audit(_, Place::Held)))
-                .count();
             if batch.iter().any(|r| matches!(r, Record::Refusals)) {
                 let counts =
                     std::mem::take(&mut *queues.refusals.lock().unwrap_or_else(|p| p.into_inner()));
@@ -785,10 +767,8 @@ fn write_loop(
             }
             let mut flushes = Vec::new();
             let mut written = Vec::new();
-            let outcome = write_batch(&mut conn, batch, &mut flushes, &mut written, &mut pruner);
-            // Written or not, the batch's rows have left memory.
-            queues.room.add_permits(audit_rows);
-            match outcome {
+            // Each record gives its place back as the batch consumes it, written or not.
+            match write_batch(&mut conn, batch, &mut flushes, &mut written, &mut pruner) {
                 // Only committed ids leave memory; after a failed batch they stay refused.
                 Ok(()) => {
                     for key in &written {
@@ -856,7 +836,7 @@ fn write_records(
     let mut key_uses = Vec::new();
     for record in batch {
         match record {
-            Record::Audit(e, _) => {
+            Record::Audit { entry: e, .. } => {
                 db.execute(
                     "INSERT INTO audit_log (at, method, path, status, duration_ms, commerce,
                             correlation_id, api_key_prefix, headers, peer)
@@ -1092,7 +1072,10 @@ mod tests {
     }
 
     fn audit_entry(at: &str) -> Record {
-        Record::Audit(entry(at), Place::Held)
+        Record::Audit {
+            entry: entry(at),
+            _place: AuditPlace { _permit: None },
+        }
     }
 
     #[test]
@@ -1312,24 +1295,25 @@ mod tests {
         let held = turn.take();
         runtime.block_on(async {
             for n in 0..3 {
-                writer.log(entry(n)).await;
+                let place = writer.place().await;
+                writer.log(entry(n), place);
             }
-            let fourth = writer.log(entry(3));
+            let fourth = writer.place();
             tokio::pin!(fourth);
             let waited = tokio::time::timeout(Duration::from_millis(600), &mut fourth).await;
             assert!(
                 waited.is_err(),
-                "a fourth row found room in a queue of three"
+                "a fourth request found room in a queue of three"
             );
-            // A request dropped while it waits (its timeout, a closed connection) still has
-            // its row written, without taking a place.
-            let dropped = writer.log(entry(4));
-            let cancelled = tokio::time::timeout(Duration::from_millis(50), dropped).await;
-            assert!(cancelled.is_err());
+            // A request dropped while it waits (its timeout, a closed connection) has done
+            // nothing yet, and holds no place.
+            let dropped = tokio::time::timeout(Duration::from_millis(50), writer.place()).await;
+            assert!(dropped.is_err());
             drop(held);
-            tokio::time::timeout(Duration::from_secs(10), fourth)
+            let place = tokio::time::timeout(Duration::from_secs(10), fourth)
                 .await
                 .expect("room once the writer has written");
+            writer.log(entry(3), place);
         });
         writer.flush();
         let rows: i64 = store
@@ -1337,8 +1321,8 @@ mod tests {
                 |db| Ok(db.query_row("SELECT count(*) FROM audit_log", &params![], |r| r.get(0))?),
             )
             .unwrap();
-        assert_eq!(rows, 5);
-        // Every place came back, and the dropped request's row made none.
+        assert_eq!(rows, 4);
+        // Every place came back.
         assert_eq!(writer.queue_room.available_permits(), 3);
         writer.shutdown();
     }
