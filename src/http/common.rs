@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{ConnectInfo, OriginalUri, Request, State};
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
@@ -15,8 +15,9 @@ use utoipa::IntoParams;
 
 use super::AppState;
 use super::error::{ApiError, CORRELATION_ID};
+use super::guard::Deadline;
 use crate::error::{Error, FieldErrors};
-use crate::store::audit::{AuditEntry, Refusal, Reservation};
+use crate::store::audit::{AuditEntry, AuditPlace, Refusal, Reservation};
 use crate::store::audit::{CORRELATION_CLAIM, CorrelationClaim};
 use crate::store::commerces::{self, Commerce};
 
@@ -70,6 +71,7 @@ struct Validated {
 
 pub async fn layer(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
+    let deadline = request.extensions().get::<Deadline>().copied();
     // Before any work: a request runs only when its audit row will have room (CONTRACT 2).
     let audit_place = state.audit.place().await;
     let method = request.method().to_string();
@@ -100,7 +102,19 @@ pub async fn layer(State(state): State<AppState>, request: Request, next: Next) 
     };
     // Admission reads the headers in place; the request moves on only afterwards.
     let admitted = admit(&state, headers, &mut audit);
-    let mut refusal = None;
+    let refusal = admitted
+        .as_ref()
+        .err()
+        .and_then(|e| unauthenticated_refusal(e, &audit));
+    let seen_at = audit.at.clone();
+    // From here the row is queued however the request ends; one refused before its key was
+    // accepted has none.
+    let row = refusal.is_none().then(|| UnansweredRow {
+        state: &state,
+        row: Some((audit, audit_place)),
+        started,
+        deadline,
+    });
     let response = CORRELATION_ID
         .scope(correlation.clone(), async {
             match admitted {
@@ -108,16 +122,13 @@ pub async fn layer(State(state): State<AppState>, request: Request, next: Next) 
                     let claim = CorrelationClaim {
                         commerce_id: merchant.commerce.id,
                         correlation_id: merchant.correlation_id.clone(),
-                        seen_at: audit.at.clone(),
+                        seen_at,
                     };
                     let mut request = request;
                     request.extensions_mut().insert(merchant);
                     CORRELATION_CLAIM.scope(claim, next.run(request)).await
                 }
-                Err(e) => {
-                    refusal = unauthenticated_refusal(&e, &audit);
-                    ApiError(e).into_response()
-                }
+                Err(e) => ApiError(e).into_response(),
             }
         })
         .await;
@@ -129,10 +140,52 @@ pub async fn layer(State(state): State<AppState>, request: Request, next: Next) 
         state.audit.refused(state.clock.now(), reason);
         return response;
     }
-    audit.status = response.status().as_u16();
-    audit.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
-    state.audit.log(audit, audit_place);
+    if let Some(row) = row {
+        row.answered(response.status().as_u16());
+    }
     response
+}
+
+/// The status a request's row keeps when the client closed its connection before the answer
+/// (nginx's, as log readers know it): no answer was sent.
+pub const CLIENT_CLOSED_REQUEST: u16 = 499;
+
+/// An admitted request's audit row until its answer is known. A request can be dropped before
+/// that: its time limit cut it (`guard::request_time_limit`, outside this layer) or its client
+/// closed the connection. Its row is queued then all the same (CONTRACT 2: every request), as
+/// 408 past its deadline, else `CLIENT_CLOSED_REQUEST`; a write it had queued may still have
+/// committed.
+struct UnansweredRow<'a> {
+    state: &'a AppState,
+    row: Option<(AuditEntry, AuditPlace)>,
+    started: Instant,
+    deadline: Option<Deadline>,
+}
+
+impl UnansweredRow<'_> {
+    fn answered(mut self, status: u16) {
+        self.queue(status);
+    }
+
+    fn queue(&mut self, status: u16) {
+        if let Some((mut audit, place)) = self.row.take() {
+            audit.status = status;
+            audit.duration_ms = self.started.elapsed().as_secs_f64() * 1000.0;
+            self.state.audit.log(audit, place);
+        }
+    }
+}
+
+impl Drop for UnansweredRow<'_> {
+    fn drop(&mut self) {
+        let cut = self.deadline.is_some_and(|d| d.passed());
+        let status = if cut {
+            StatusCode::REQUEST_TIMEOUT.as_u16()
+        } else {
+            CLIENT_CLOSED_REQUEST
+        };
+        self.queue(status);
+    }
 }
 
 /// A request refused before its API key was accepted is only counted (CONTRACT 2 keeps a row

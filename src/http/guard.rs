@@ -45,6 +45,17 @@ pub async fn host_guard(State(state): State<AppState>, request: Request, next: N
     next.run(request).await
 }
 
+/// When the request's time limit runs out, for the layers inside it: one that is dropped can
+/// tell a cut request from one whose client left.
+#[derive(Clone, Copy, Debug)]
+pub struct Deadline(std::time::Instant);
+
+impl Deadline {
+    pub fn passed(self) -> bool {
+        std::time::Instant::now() >= self.0
+    }
+}
+
 /// Answers or cuts every request within its time limit (CONTRACT 12, "HTTP"): 60 s, 120 s for
 /// `POST /api/v1/signature`. The limit covers reading the body, which the handler does, so a
 /// client that trickles its body is cut too. A cut request gets 408 `REQUEST_TIMEOUT` and the
@@ -52,7 +63,7 @@ pub async fn host_guard(State(state): State<AppState>, request: Request, next: N
 /// request had already queued may still commit: look the resource up before repeating it.
 pub async fn request_time_limit(
     State(limits): State<HttpLimits>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let limit = if request.method() == Method::POST && request.uri().path() == "/api/v1/signature" {
@@ -60,6 +71,9 @@ pub async fn request_time_limit(
     } else {
         limits.request_timeout
     };
+    request
+        .extensions_mut()
+        .insert(Deadline(std::time::Instant::now() + limit));
     let correlation_id = request
         .headers()
         .get("correlationId")

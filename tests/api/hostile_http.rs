@@ -118,6 +118,24 @@ async fn a_body_trickled_byte_by_byte_is_cut_at_the_request_limit() {
     assert_eq!(body["name"], "REQUEST_TIMEOUT");
     assert_eq!(body["statusCode"], 408);
     assert!(cut_after < Duration::from_secs(20));
+    // The cut request keeps its audit row (CONTRACT 2), with the status it was answered.
+    let audit = app.running.state.audit.clone();
+    tokio::task::spawn_blocking(move || audit.flush())
+        .await
+        .unwrap();
+    let statuses: Vec<i64> = app
+        .running
+        .state
+        .store
+        .read(|db| {
+            Ok(db.query_map(
+                "SELECT status FROM audit_log WHERE path = '/api/v1/login'",
+                &[],
+                |r| r.get(0),
+            )?)
+        })
+        .unwrap();
+    assert_eq!(statuses, vec![408]);
 }
 
 fn raise_open_file_limit(wanted: u64) {
