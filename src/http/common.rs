@@ -148,7 +148,7 @@ pub async fn layer(State(state): State<AppState>, request: Request, next: Next) 
 
 /// The status a request's row keeps when the client closed its connection before the answer
 /// (nginx's, as log readers know it): no answer was sent.
-pub const CLIENT_CLOSED_REQUEST: u16 = 499;
+const CLIENT_CLOSED_REQUEST: u16 = 499;
 
 /// An admitted request's audit row until its answer is known. A request can be dropped before
 /// that: its time limit cut it (`guard::request_time_limit`, outside this layer) or its client
