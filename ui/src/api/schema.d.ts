@@ -1851,7 +1851,10 @@ export interface components {
             sizeBytes: number;
         };
         BackupsDto: {
-            /** @description Whether the engine takes a backup every day (`serve --no-backups` turns it off). */
+            /**
+             * @description Whether the engine takes a backup every day (`serve --no-backups` turns it off; on
+             *     PostgreSQL it never does: the server's `pg_dump` does).
+             */
             enabled: boolean;
             /** @description Where the backups are, beside the database. */
             directory: string;
@@ -2215,7 +2218,10 @@ export interface components {
             name: string;
             message: string;
             payload: {
-                /** @description Whether the engine takes a backup every day (`serve --no-backups` turns it off). */
+                /**
+                 * @description Whether the engine takes a backup every day (`serve --no-backups` turns it off; on
+                 *     PostgreSQL it never does: the server's `pg_dump` does).
+                 */
                 enabled: boolean;
                 /** @description Where the backups are, beside the database. */
                 directory: string;
