@@ -112,7 +112,7 @@ impl Params {
                 })
                 .max(1) as usize,
             scenarios: std::env::var("MANDATO_BENCH_SCENARIOS")
-                .unwrap_or_else(|_| "bare,select,lookup,create".into())
+                .unwrap_or_else(|_| "bare,select,reads,lookup,create".into())
                 .split(',')
                 .map(|s| s.trim().to_string())
                 .filter(|s| !s.is_empty())
@@ -829,6 +829,10 @@ struct Stats {
     /// CPU time of the PostgreSQL server's processes per request, in microseconds, when the
     /// engines run on a cluster this process started.
     database_cpu_us: Option<f64>,
+    /// Of `engine_cpu_us`, the in-process engine's audit writer and checkpoint threads
+    /// (`None` for engines in processes of their own).
+    audit_writer_cpu_us: Option<f64>,
+    checkpoint_cpu_us: Option<f64>,
 }
 
 impl Stats {
@@ -845,6 +849,10 @@ impl Stats {
             if let Some(us) = self.database_cpu_us {
                 row.insert("database_cpu_us_per_request".into(), json!(round1(us)));
             }
+            if let (Some(audit), Some(checkpoint)) = (self.audit_writer_cpu_us, self.checkpoint_cpu_us) {
+                row.insert("audit_writer_cpu_us_per_request".into(), json!(round1(audit)));
+                row.insert("checkpoint_cpu_us_per_request".into(), json!(round1(checkpoint)));
+            }
             Value::Object(row)
         })
         .expect("an object")
@@ -859,21 +867,24 @@ struct CpuSample {
     own: u64,
     /// Ticks of the load generator's threads (named `loadgen`), to tell the engine's share.
     loadgen: u64,
+    /// Ticks of the in-process engine's audit writer and checkpoint threads (by their names),
+    /// to tell what the request threads spend from what the records they leave cost.
+    audit_writer: u64,
+    checkpoint: u64,
     /// Ticks of engines running as processes of their own (see `Meter`).
     engines: u64,
     /// Ticks of the PostgreSQL server's processes, when known.
     database: Option<u64>,
 }
 
-fn loadgen_ticks() -> u64 {
+/// User + system ticks of this process's threads named `name`.
+fn thread_ticks(name: &str) -> u64 {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return 0;
     };
     tasks
         .flatten()
-        .filter(|t| {
-            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == "loadgen")
-        })
+        .filter(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == name))
         .filter_map(|t| stat_ticks(&std::fs::read_to_string(t.path().join("stat")).ok()?))
         .sum()
 }
@@ -886,7 +897,9 @@ fn cpu_sample() -> CpuSample {
     CpuSample {
         busy: machine_busy_ticks(),
         own,
-        loadgen: loadgen_ticks(),
+        loadgen: thread_ticks("loadgen"),
+        audit_writer: thread_ticks("audit-writer"),
+        checkpoint: thread_ticks("checkpoint"),
         engines: 0,
         database: None,
     }
@@ -1014,11 +1027,19 @@ async fn run_scenario(s: &Scenario, p: &Params) -> Stats {
             f64::NAN
         }
     };
+    let thread_us = |ticks: fn(&CpuSample) -> u64| match s.meter {
+        Meter::InProcess => Some(per_request_us(
+            ticks(&b).saturating_sub(ticks(&a)) as f64 / TICKS_PER_S / p.duration.as_secs_f64(),
+        )),
+        Meter::Processes { .. } => None,
+    };
     Stats {
         own_cores,
         other_cores,
         engine_cpu_us: per_request_us(engine_cores),
         database_cpu_us: database_cores.map(per_request_us),
+        audit_writer_cpu_us: thread_us(|c| c.audit_writer),
+        checkpoint_cpu_us: thread_us(|c| c.checkpoint),
         name: s.name,
         requests,
         rps: requests as f64 / p.duration.as_secs_f64(),
@@ -1086,6 +1107,78 @@ async fn select_one(
     axum::Json(
         json!({"found": row.is_some(), "mandate": row.map(|r| json!({"internalId": r.0, "id": r.1, "state": r.2}))}),
     )
+}
+
+/// The lookup's reads and nothing else, the floor under its SQLite part.
+struct ReadsState {
+    pool: SelectPool,
+    layout: Layout,
+    commerce_id: i64,
+}
+
+/// The three statements a lookup runs (the mandate by our id in its commerce, its customer,
+/// its installments in order), in one read transaction on a pooled read-only connection as
+/// the engine's readers do; every column of every row is stepped over as SQLite's raw value,
+/// and nothing is decoded, checked or serialised beyond a tiny answer.
+async fn lookup_reads(
+    State(state): State<Arc<ReadsState>>,
+    UrlPath(m): UrlPath<u64>,
+) -> axum::Json<Value> {
+    let conn = state.pool.conns.lock().unwrap().pop();
+    let conn = conn.unwrap_or_else(|| {
+        Connection::open_with_flags(
+            &state.pool.path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .expect("reader")
+    });
+    let touch = |row: &rusqlite::Row<'_>| -> rusqlite::Result<usize> {
+        let mut bytes = 0;
+        for i in 0..row.as_ref().column_count() {
+            bytes += match row.get_ref(i)? {
+                rusqlite::types::ValueRef::Text(t) | rusqlite::types::ValueRef::Blob(t) => t.len(),
+                _ => 8,
+            };
+        }
+        Ok(bytes)
+    };
+    let read = || -> rusqlite::Result<(usize, usize)> {
+        conn.prepare_cached("BEGIN")?.execute([])?;
+        let (seq, customer_seq, mut bytes) = conn
+            .prepare_cached("SELECT * FROM mandates WHERE id = ?1 AND commerce_id = ?2")?
+            .query_row(
+                params![state.layout.mandate_id(m), state.commerce_id],
+                |r| {
+                    Ok((
+                        r.get::<_, i64>("seq")?,
+                        r.get::<_, i64>("customer_seq")?,
+                        touch(r)?,
+                    ))
+                },
+            )?;
+        bytes += conn
+            .prepare_cached("SELECT * FROM customers WHERE seq = ?1")?
+            .query_row([customer_seq], touch)?;
+        let mut installments = conn.prepare_cached(
+            "SELECT * FROM installments WHERE mandate_seq = ?1 ORDER BY due_date, seq",
+        )?;
+        let mut rows = installments.query([seq])?;
+        let mut count = 0;
+        while let Some(row) = rows.next()? {
+            bytes += touch(row)?;
+            count += 1;
+        }
+        drop(rows);
+        conn.prepare_cached("COMMIT")?.execute([])?;
+        Ok((count, bytes))
+    };
+    let answer = read();
+    if answer.is_err() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    state.pool.conns.lock().unwrap().push(conn);
+    let (installments, bytes) = answer.expect("the lookup's reads");
+    axum::Json(json!({"installments": installments, "bytes": bytes}))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1771,6 +1864,29 @@ fn main() {
             .route("/select/{seq}", axum::routing::get(select_one))
             .with_state(pool),
     ));
+    let commerce_id: i64 =
+        Connection::open_with_flags(config.database_path(), OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .and_then(|c| {
+                c.query_row(
+                    "SELECT id FROM commerces WHERE code = ?1",
+                    [COMMERCE],
+                    |r| r.get(0),
+                )
+            })
+            .expect("the commerce's id");
+    let reads = Arc::new(ReadsState {
+        pool: SelectPool {
+            path: config.database_path(),
+            conns: Mutex::new(Vec::new()),
+        },
+        layout,
+        commerce_id,
+    });
+    let reads_addr = server_rt.block_on(serve(
+        axum::Router::new()
+            .route("/reads/{m}", axum::routing::get(lookup_reads))
+            .with_state(reads),
+    ));
 
     // 3. Load.
     let mut scenarios: Vec<Scenario> = Vec::new();
@@ -1793,6 +1909,17 @@ fn main() {
             meter: Meter::InProcess,
             expect: 200,
             make: Arc::new(move |ctx| plain_get(&host, &format!("/select/{}", ctx.next() % n + 1))),
+        });
+    }
+    if p.runs("reads") {
+        let host = reads_addr.to_string();
+        let n = p.mandates;
+        scenarios.push(Scenario {
+            name: "reads",
+            addrs: vec![reads_addr],
+            meter: Meter::InProcess,
+            expect: 200,
+            make: Arc::new(move |ctx| plain_get(&host, &format!("/reads/{}", ctx.next() % n + 1))),
         });
     }
     if p.runs("lookup") {
@@ -1890,6 +2017,7 @@ fn main() {
     };
     let lookup_bare = ratio("lookup", "bare");
     let lookup_select = ratio("lookup", "select");
+    let reads_bare = ratio("reads", "bare");
     let verdict = |ok: Option<bool>| match ok {
         Some(true) => "PASS",
         Some(false) => "MISS",
@@ -1956,6 +2084,7 @@ fn main() {
         let label = match s.name {
             "bare" => "bare axum JSON handler",
             "select" => "axum + 1 SQLite PK SELECT",
+            "reads" => "axum + the lookup's 3 SELECTs",
             "lookup" => "GET /mandate/internalId/{id}",
             "create" => "POST /mandate (SUBSCRIPTION x12)",
             other => other,
@@ -1981,6 +2110,22 @@ fn main() {
             }
         );
     }
+    for s in results
+        .iter()
+        .filter(|s| matches!(s.name, "lookup" | "create"))
+    {
+        if let (Some(audit), Some(checkpoint)) = (s.audit_writer_cpu_us, s.checkpoint_cpu_us) {
+            let _ = writeln!(
+                out,
+                "{:<34} engine us/r {:.0} = request threads {:.0} + audit writer {:.0} + checkpoint {:.0}",
+                format!("  {} split", s.name),
+                s.engine_cpu_us,
+                s.engine_cpu_us - audit - checkpoint,
+                audit,
+                checkpoint
+            );
+        }
+    }
     let _ = writeln!(
         out,
         "engine us/r: CPU of the serving side (this process minus the load generator's threads) per request\n* cores used by other processes during the window (approx.); above ~0.2 the machine was shared and the row is not comparable"
@@ -1995,6 +2140,13 @@ fn main() {
     }
     if let Some(r) = lookup_bare {
         let _ = writeln!(out, "ratio lookup / bare:   {:.3}", r);
+    }
+    if let Some(r) = reads_bare {
+        let _ = writeln!(
+            out,
+            "ratio reads / bare:    {:.3} (the lookup's reads alone)",
+            r
+        );
     }
     if let Some(r) = lookup_select {
         let _ = writeln!(out, "ratio lookup / select: {:.3}", r);
@@ -2126,7 +2278,7 @@ fn main() {
                   "warm_app_start_ms": round3(warm.app_start_ms), "warm_first_request_ms": round3(warm.first_request_ms),
                   "warm_attempts": warm.attempts, "login_ms": round3(login_ms)},
         "load": results.iter().map(|s| (s.name.to_string(), s.to_json())).collect::<serde_json::Map<_, _>>(),
-        "ratios": {"lookup_over_bare": lookup_bare, "lookup_over_select": lookup_select},
+        "ratios": {"lookup_over_bare": lookup_bare, "lookup_over_select": lookup_select, "reads_over_bare": reads_bare},
         "disk": {"fdatasync_4k_median_ms": fsync_ms.map(round3),
                  "serial_commit_ceiling_per_s": fsync_ms.map(|ms| round1(1000.0 / ms))},
         "quiet_wait_other_cores": quiet_before.iter().map(|(n, c)| (n.clone(), json!(round3(*c)))).collect::<serde_json::Map<_, _>>(),
