@@ -1323,6 +1323,20 @@ fn lookup_scenario(
     }
 }
 
+/// `GET /{name}/{m}` on a reference server, for a random filled mandate `m`.
+fn mandate_reference_scenario(name: &'static str, addr: SocketAddr, mandates: u64) -> Scenario {
+    let host = addr.to_string();
+    Scenario {
+        name,
+        addrs: vec![addr],
+        meter: Meter::InProcess,
+        expect: 200,
+        make: Arc::new(move |ctx| {
+            plain_get(&host, &format!("/{name}/{}", ctx.next() % mandates + 1))
+        }),
+    }
+}
+
 /// `POST /api/v1/mandate`: SUBSCRIPTION x12 for a random filled customer, a never-repeated id.
 fn create_scenario(
     addrs: &[SocketAddr],
@@ -1900,27 +1914,10 @@ fn main() {
             make: Arc::new(move |_| plain_get(&host, "/bare")),
         });
     }
-    if p.runs("select") {
-        let host = select_addr.to_string();
-        let n = p.mandates;
-        scenarios.push(Scenario {
-            name: "select",
-            addrs: vec![select_addr],
-            meter: Meter::InProcess,
-            expect: 200,
-            make: Arc::new(move |ctx| plain_get(&host, &format!("/select/{}", ctx.next() % n + 1))),
-        });
-    }
-    if p.runs("reads") {
-        let host = reads_addr.to_string();
-        let n = p.mandates;
-        scenarios.push(Scenario {
-            name: "reads",
-            addrs: vec![reads_addr],
-            meter: Meter::InProcess,
-            expect: 200,
-            make: Arc::new(move |ctx| plain_get(&host, &format!("/reads/{}", ctx.next() % n + 1))),
-        });
+    for (name, addr) in [("select", select_addr), ("reads", reads_addr)] {
+        if p.runs(name) {
+            scenarios.push(mandate_reference_scenario(name, addr, p.mandates));
+        }
     }
     if p.runs("lookup") {
         scenarios.push(lookup_scenario(
