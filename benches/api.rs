@@ -1086,24 +1086,35 @@ struct SelectPool {
     conns: Mutex<Vec<Connection>>,
 }
 
+impl SelectPool {
+    /// A pooled read-only connection, or a new one when every pooled one is in use.
+    fn take(&self) -> Connection {
+        let pooled = self.conns.lock().unwrap().pop();
+        pooled.unwrap_or_else(|| {
+            Connection::open_with_flags(
+                &self.path,
+                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+            .expect("reader")
+        })
+    }
+
+    fn give_back(&self, conn: Connection) {
+        self.conns.lock().unwrap().push(conn);
+    }
+}
+
 async fn select_one(
     State(pool): State<Arc<SelectPool>>,
     UrlPath(seq): UrlPath<i64>,
 ) -> axum::Json<Value> {
-    let conn = pool.conns.lock().unwrap().pop();
-    let conn = conn.unwrap_or_else(|| {
-        Connection::open_with_flags(
-            &pool.path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .expect("reader")
-    });
+    let conn = pool.take();
     let row: Option<(String, String, i64)> = conn
         .prepare_cached("SELECT id, external_id, state FROM mandates WHERE seq = ?1")
         .unwrap()
         .query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .ok();
-    pool.conns.lock().unwrap().push(conn);
+    pool.give_back(conn);
     axum::Json(
         json!({"found": row.is_some(), "mandate": row.map(|r| json!({"internalId": r.0, "id": r.1, "state": r.2}))}),
     )
@@ -1124,14 +1135,7 @@ async fn lookup_reads(
     State(state): State<Arc<ReadsState>>,
     UrlPath(m): UrlPath<u64>,
 ) -> axum::Json<Value> {
-    let conn = state.pool.conns.lock().unwrap().pop();
-    let conn = conn.unwrap_or_else(|| {
-        Connection::open_with_flags(
-            &state.pool.path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .expect("reader")
-    });
+    let conn = state.pool.take();
     let touch = |row: &rusqlite::Row<'_>| -> rusqlite::Result<usize> {
         let mut bytes = 0;
         for i in 0..row.as_ref().column_count() {
@@ -1176,7 +1180,7 @@ async fn lookup_reads(
     if answer.is_err() {
         let _ = conn.execute_batch("ROLLBACK");
     }
-    state.pool.conns.lock().unwrap().push(conn);
+    state.pool.give_back(conn);
     let (installments, bytes) = answer.expect("the lookup's reads");
     axum::Json(json!({"installments": installments, "bytes": bytes}))
 }
