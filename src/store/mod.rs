@@ -359,7 +359,7 @@ impl SqliteStore {
     /// background thread does it (see `checkpoint.rs`) until the returned value is dropped.
     /// Connections that write besides the writer (the audit writer) turn theirs off too.
     pub fn start_checkpointer(&self) -> anyhow::Result<checkpoint::Checkpointer> {
-        let checkpointer = checkpoint::Checkpointer::start(&self.path)?;
+        let checkpointer = checkpoint::Checkpointer::start(&self.path, self.write_turn())?;
         self.writer
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -446,6 +446,12 @@ pub fn open_connection(path: &Path, durability: Durability) -> rusqlite::Result<
     conn.execute_batch(&format!(
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON;"
     ))?;
+    // A WAL that a burst of writes made large is cut back when it starts over (`checkpoint.rs`).
+    conn.pragma_update(
+        None,
+        "journal_size_limit",
+        checkpoint::WAL_KEPT_BYTES as i64,
+    )?;
     search::register(&conn)?;
     Ok(conn)
 }
