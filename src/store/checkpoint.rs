@@ -6,21 +6,20 @@
 //! this thread instead, once a second, so a commit only appends to the WAL.
 //!
 //! Copying frames back is not enough to bound the WAL: SQLite starts it over from its
-//! beginning only when a write begins after every frame in it was copied. A passive checkpoint
-//! never waits for the writers, so while they commit without pause (a saturating stream of
-//! mandate creations) it never catches up with them, and the WAL grows for as long as that
-//! lasts: about 200 MB a second on the bench machine (`bench/README.md`), until the disk is
-//! full. When the WAL passes `WAL_BOUND`, a round therefore chases the writers with passive
-//! passes, each copying what was committed during the one before, and copies the rest holding
-//! the write turn (`write_turn.rs`), so that the next write starts the WAL over. The writers
-//! wait for that last pass: at saturation it has as much to copy as the passes before it, and
-//! on the bench machine they waited about a third of a second, which cost a tenth of the
-//! creations of the 12 seconds around it (`bench/README.md`). The bound is therefore high
-//! (4 GiB, some 20 seconds of saturating creations there): a flood of writes ends in pauses
-//! rather than a full disk, and shorter bursts never pause. Short of saturation the writer is
-//! often idle between commits, a pass that ends then leaves every frame copied, and the next
-//! write starts the WAL over by itself. A WAL that grew is cut back to `WAL_KEPT_BYTES` when it
-//! starts over.
+//! beginning only when a write begins after every frame in it was copied, that is when the
+//! writers pause for longer than a checkpoint pass takes (an engine at rest, a trickle of
+//! writes). Under a steady stream of commits a passive checkpoint never catches up with them,
+//! and the WAL grows for as long as the stream lasts, until the disk is full: on the bench
+//! machine by about 200 MB a second, whether 64 clients create mandates as fast as they can or
+//! four do one after the other (1,700 a second; `bench/README.md`). When the WAL passes
+//! `WAL_BOUND`, a round therefore chases the writers with passive passes, each copying what was
+//! committed during the one before, and copies the rest holding the write turn
+//! (`write_turn.rs`), so that the next write starts the WAL over. The writers wait for that
+//! last pass, which under such a stream has as much to copy as the passes before it: on the
+//! bench machine about a third of a second, which cost a tenth of the creations of the 12
+//! seconds around it. The bound is therefore high (4 GiB, some 20 seconds of such a stream
+//! there): a flood of writes ends in short pauses rather than a full disk, and shorter bursts
+//! never pause. A WAL that grew is cut back to `WAL_KEPT_BYTES` when it starts over.
 //!
 //! Commands run by hand (the CLI) keep SQLite's automatic checkpoint.
 
