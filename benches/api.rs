@@ -42,6 +42,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// Numbers every created mandate of this process: a rerun of a disturbed `create` scenario
 /// (or a second scenario) never sends an id already used, which the engine would refuse.
 static NEXT_MANDATE: AtomicU64 = AtomicU64::new(1);
+/// The database's WAL file, whose size each scenario's window watches (set once the database
+/// directory is known).
+static WAL_FILE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
 
 use common::{
     TICKS_PER_S, env_u64, fsync_probe, id7, machine_busy_ticks, mix, round1, round3, stat_ticks, ts,
@@ -833,6 +836,9 @@ struct Stats {
     /// (`None` for engines in processes of their own).
     audit_writer_cpu_us: Option<f64>,
     checkpoint_cpu_us: Option<f64>,
+    /// The WAL file's largest size during the measured window, in MB (`None` on PostgreSQL,
+    /// where there is none).
+    wal_peak_mb: Option<f64>,
 }
 
 impl Stats {
@@ -848,6 +854,9 @@ impl Stats {
         .map(|mut row| {
             if let Some(us) = self.database_cpu_us {
                 row.insert("database_cpu_us_per_request".into(), json!(round1(us)));
+            }
+            if let Some(mb) = self.wal_peak_mb {
+                row.insert("wal_peak_mb".into(), json!(round1(mb)));
             }
             if let (Some(audit), Some(checkpoint)) = (self.audit_writer_cpu_us, self.checkpoint_cpu_us) {
                 row.insert("audit_writer_cpu_us_per_request".into(), json!(round1(audit)));
@@ -935,6 +944,21 @@ async fn run_scenario(s: &Scenario, p: &Params) -> Stats {
         tokio::time::sleep_until(end.into()).await;
         (a, meter.sample())
     });
+    let wal_watch = tokio::spawn(async move {
+        tokio::time::sleep_until(measure_from.into()).await;
+        let mut peak: Option<u64> = None;
+        while Instant::now() < end {
+            if let Some(len) = WAL_FILE
+                .get()
+                .and_then(|f| std::fs::metadata(f).ok())
+                .map(|m| m.len())
+            {
+                peak = Some(peak.map_or(len, |p| p.max(len)));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        peak
+    });
     let mut handles = Vec::with_capacity(p.connections);
     for task in 0..p.connections {
         let make = Arc::clone(&s.make);
@@ -1018,6 +1042,10 @@ async fn run_scenario(s: &Scenario, p: &Params) -> Stats {
     };
     let requests = all.len() as u64;
     let (a, b) = sampler.await.expect("sampler");
+    let wal_peak_mb = wal_watch
+        .await
+        .expect("WAL watch")
+        .map(|bytes| bytes as f64 / 1e6);
     let (own_cores, other_cores, engine_cores, database_cores) =
         s.meter.split(&a, &b, p.duration.as_secs_f64());
     let per_request_us = |cores: f64| {
@@ -1040,6 +1068,7 @@ async fn run_scenario(s: &Scenario, p: &Params) -> Stats {
         database_cpu_us: database_cores.map(per_request_us),
         audit_writer_cpu_us: thread_us(|c| c.audit_writer),
         checkpoint_cpu_us: thread_us(|c| c.checkpoint),
+        wal_peak_mb,
         name: s.name,
         requests,
         rps: requests as f64 / p.duration.as_secs_f64(),
@@ -1781,6 +1810,7 @@ fn main() {
             temp.path().to_path_buf()
         }
     };
+    let _ = WAL_FILE.set(dir.join(format!("{DB_FILE}-wal")));
     let t = Instant::now();
     let child = Command::new(std::env::current_exe().unwrap())
         .env("MANDATO_BENCH_PHASE", "fill")
@@ -2124,6 +2154,13 @@ fn main() {
                 s.engine_cpu_us - audit - checkpoint,
                 audit,
                 checkpoint
+            );
+        }
+        if let Some(mb) = s.wal_peak_mb {
+            let _ = writeln!(
+                out,
+                "{:<34} WAL file at most {mb:.0} MB during the window",
+                ""
             );
         }
     }
