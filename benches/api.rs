@@ -944,12 +944,19 @@ async fn run_scenario(s: &Scenario, p: &Params) -> Stats {
         tokio::time::sleep_until(end.into()).await;
         (a, meter.sample())
     });
+    // Engines on PostgreSQL have no WAL file of their own: the SQLite file's is not theirs.
+    let wal_file = match &s.meter {
+        Meter::Processes {
+            cluster: Some(_), ..
+        } => None,
+        _ => WAL_FILE.get().cloned(),
+    };
     let wal_watch = tokio::spawn(async move {
         tokio::time::sleep_until(measure_from.into()).await;
         let mut peak: Option<u64> = None;
         while Instant::now() < end {
-            if let Some(len) = WAL_FILE
-                .get()
+            if let Some(len) = wal_file
+                .as_ref()
                 .and_then(|f| std::fs::metadata(f).ok())
                 .map(|m| m.len())
             {
