@@ -545,7 +545,7 @@ impl Charger {
                     return Ok(());
                 }
                 let mandate = mandates::by_seq(tx, mandate_seq)?;
-                let charges = &mandate.charges;
+                let charges = mandate.charges.value();
                 let (Some(start), Some(periodicity), Some(currency), Some(amount)) = (
                     charges["startDate"]
                         .as_str()

@@ -3,12 +3,12 @@
 
 use crate::domain::holidays::ChargeDates;
 use serde::Serialize;
-use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::domain::activation::{ActivationFailure, ActivationMode};
 use crate::domain::state::MandateState;
 use crate::operations::mandates::MandateView;
+use crate::store::StoredJson;
 use crate::store::customers::CustomerRow;
 use crate::store::installments::InstallmentRow;
 use crate::store::mandate_signatures::MandateSignatureRow;
@@ -53,7 +53,7 @@ pub struct CustomerDto {
     pub identification_document: IdentificationDocumentDto,
     pub personal_information: PersonalInformationDto,
     #[schema(value_type = Option<Object>)]
-    pub address: Option<Value>,
+    pub address: Option<StoredJson>,
     pub contacts: ContactsDto,
     pub created_at: String,
     pub updated_at: String,
@@ -119,7 +119,7 @@ pub struct InstallmentDto {
     pub rejection: Option<RejectionDto>,
     /// Manual payment evidence, when marked paid by the merchant.
     #[schema(value_type = Option<Object>)]
-    pub payment: Option<Value>,
+    pub payment: Option<StoredJson>,
 }
 
 impl InstallmentDto {
@@ -180,10 +180,10 @@ pub struct MandateDto {
     /// The accepted charges: `currencyId`, `amount`, `periodicity`, `startDate`, `count`,
     /// `endDate`, `dueDate`, `maxAmount` (null where the type has none).
     #[schema(value_type = Object)]
-    pub charges: Value,
+    pub charges: StoredJson,
     pub payment_methods: Vec<i64>,
     #[schema(value_type = Option<Object>)]
-    pub metadata: Option<Value>,
+    pub metadata: Option<StoredJson>,
     pub urls: UrlsDto,
     /// Absolute URL of the customer's activation page.
     pub magic_link: String,
@@ -332,7 +332,7 @@ pub struct MandatePayload {
     pub customer: CustomerDto,
     /// The enrolled method (`id`, `name`, masked `instrument`); null before activation.
     #[schema(value_type = Option<Object>)]
-    pub payment_method: Option<Value>,
+    pub payment_method: Option<StoredJson>,
     /// Ordered by due date.
     pub installments: Vec<InstallmentDto>,
 }

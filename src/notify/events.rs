@@ -8,6 +8,7 @@ use super::signing;
 use crate::clock::timestamp;
 use crate::domain::holidays::ChargeDates;
 use crate::error::Result;
+use crate::store::StoredJson;
 use crate::store::commerces::Commerce;
 use crate::store::customers::CustomerRow;
 use crate::store::events::{self, NewEvent};
@@ -136,7 +137,7 @@ fn activation_body(
             "state": state_json(mandate.state.id(), mandate.state.name()),
         },
         "customer": customer_ref(customer),
-        "paymentMethod": mandate.enrolled_method.clone().unwrap_or(Value::Null),
+        "paymentMethod": mandate.enrolled_method.as_ref().map_or(Value::Null, StoredJson::value),
         "dateTime": mandate.updated_at,
         "fileBase64": file_base64,
     })

@@ -62,14 +62,15 @@ pub fn check_against_charges(
 
 /// The currency and per-installment maximum recorded in a mandate's charges.
 fn stored_limits(mandate: &MandateRow) -> Result<(Currency, Option<Money>)> {
-    let currency = mandate.charges["currencyId"]
+    let charges = mandate.charges.value();
+    let currency = charges["currencyId"]
         .as_str()
         .and_then(Currency::parse)
         .ok_or_else(|| {
             Error::Internal(anyhow::anyhow!("mandate {} has no currency", mandate.id))
         })?;
     let max =
-        match &mandate.charges["maxAmount"] {
+        match &charges["maxAmount"] {
             Value::Number(n) => Some(Money::parse(n, currency).map_err(|e| {
                 Error::Internal(anyhow::anyhow!("stored maxAmount unreadable: {e}"))
             })?),

@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use super::StoredJson;
 use super::db::{self, Db, Row, params};
 use crate::domain::contact::Email;
 use crate::domain::external_id::ExternalId;
@@ -18,7 +19,7 @@ pub struct CustomerRow {
     pub first_name: String,
     pub last_name: String,
     pub second_last_name: Option<String>,
-    pub address: Option<Value>,
+    pub address: Option<StoredJson>,
     pub email: String,
     pub phone: Option<String>,
     pub created_at: String,
@@ -65,7 +66,7 @@ fn from_row(row: &Row<'_>) -> db::Result<CustomerRow> {
         first_name: row.get(5)?,
         last_name: row.get(6)?,
         second_last_name: row.get(7)?,
-        address: address.and_then(|a| serde_json::from_str(&a).ok()),
+        address: address.and_then(|a| StoredJson::from_text(a).ok()),
         email: row.get(9)?,
         phone: row.get(10)?,
         created_at: row.get(11)?,
@@ -227,7 +228,9 @@ mod tests {
             assert!(created.id.starts_with("usr"));
             assert_eq!(
                 created.address,
-                Some(serde_json::json!({"city": "Santiago"}))
+                Some(StoredJson::from_value(
+                    &serde_json::json!({"city": "Santiago"})
+                ))
             );
             assert_eq!(created.second_last_name, None);
             assert_eq!(

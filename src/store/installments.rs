@@ -6,6 +6,7 @@ use chrono::NaiveDate;
 use rust_decimal::Decimal;
 use serde_json::Value;
 
+use super::StoredJson;
 use super::db::{self, Db, Param, Row, params};
 use crate::domain::date::Date;
 use crate::domain::money::{Currency, Money};
@@ -27,7 +28,7 @@ pub struct InstallmentRow {
     pub authorization_code: Option<String>,
     pub rejection_code: Option<String>,
     pub rejection_message: Option<String>,
-    pub payment: Option<Value>,
+    pub payment: Option<StoredJson>,
     /// Business date of the latest charge attempt.
     pub last_attempt_date: Option<String>,
     /// REJECTED with a soft decline: the business date of the next attempt.
@@ -94,7 +95,7 @@ fn from_row(row: &Row<'_>) -> db::Result<InstallmentRow> {
         authorization_code: row.get(11)?,
         rejection_code: row.get(12)?,
         rejection_message: row.get(13)?,
-        payment: payment.and_then(|p| serde_json::from_str(&p).ok()),
+        payment: payment.and_then(|p| StoredJson::from_text(p).ok()),
         last_attempt_date: row.get(15)?,
         next_retry_date: row.get(16)?,
         retry_scheduled: row.get(17)?,
@@ -539,7 +540,7 @@ mod tests {
             .unwrap();
             assert_eq!(paid.state, InstallmentState::Paid);
             assert_eq!(paid.state_at, "t1");
-            assert_eq!(paid.payment, Some(payment));
+            assert_eq!(paid.payment, Some(StoredJson::from_value(&payment)));
             assert_eq!(paid.authorization_code.as_deref(), Some("AUTH1"));
             assert_eq!(paid.payment_method_id, Some(3));
             assert_eq!(unsettled_count(db, m.seq).unwrap(), (3, 2));

@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use super::StoredJson;
 use super::db::{self, Backend, Db, Row, params};
 use crate::domain::activation::ActivationMode;
 use crate::domain::state::{MandateState, MandateType};
@@ -19,15 +20,15 @@ pub struct MandateRow {
     pub name: String,
     pub detail: Option<String>,
     pub terminate_when_charged: bool,
-    pub charges: Value,
+    pub charges: StoredJson,
     pub payment_methods: Vec<i64>,
-    pub metadata: Option<Value>,
+    pub metadata: Option<StoredJson>,
     pub url_callback: Option<String>,
     pub url_activation_webhook: Option<String>,
     pub url_payment_webhook: Option<String>,
     pub magic_link_token: String,
     pub magic_link_expires_at: String,
-    pub enrolled_method: Option<Value>,
+    pub enrolled_method: Option<StoredJson>,
     pub cancel_description: Option<String>,
     pub created_at: String,
     pub updated_at: String,
@@ -74,10 +75,10 @@ fn bad_column(index: usize, what: &str) -> db::Error {
     }
 }
 
-fn json_column(row: &Row<'_>, index: usize) -> db::Result<Option<Value>> {
+fn json_column(row: &Row<'_>, index: usize) -> db::Result<Option<StoredJson>> {
     let text: Option<String> = row.get(index)?;
     text.map(|t| {
-        serde_json::from_str(&t).map_err(|e| db::Error::Column {
+        StoredJson::from_text(t).map_err(|e| db::Error::Column {
             index,
             message: e.to_string(),
         })
@@ -99,10 +100,12 @@ fn from_row(row: &Row<'_>) -> db::Result<MandateRow> {
         name: row.get(7)?,
         detail: row.get(8)?,
         terminate_when_charged: row.get(9)?,
-        charges: json_column(row, 10)?.unwrap_or(Value::Null),
-        payment_methods: json_column(row, 11)?
-            .and_then(|v| serde_json::from_value(v).ok())
-            .unwrap_or_default(),
+        charges: json_column(row, 10)?.unwrap_or_else(|| StoredJson::from_value(&Value::Null)),
+        payment_methods: {
+            let text: Option<String> = row.get(11)?;
+            text.and_then(|t| serde_json::from_str(&t).ok())
+                .unwrap_or_default()
+        },
         metadata: json_column(row, 12)?,
         url_callback: row.get(13)?,
         url_activation_webhook: row.get(14)?,
@@ -135,7 +138,13 @@ macro_rules! insert_mandate {
 
 /// The row `insert` has just written, as `from_row` would read it: the columns it does not
 /// set are NULL (a test holds the two equal).
-fn inserted_row(seq: i64, id: String, new: &NewMandate<'_>) -> MandateRow {
+fn inserted_row(
+    seq: i64,
+    id: String,
+    new: &NewMandate<'_>,
+    charges: StoredJson,
+    metadata: Option<StoredJson>,
+) -> MandateRow {
     MandateRow {
         seq,
         id,
@@ -147,9 +156,9 @@ fn inserted_row(seq: i64, id: String, new: &NewMandate<'_>) -> MandateRow {
         name: new.name.to_string(),
         detail: new.detail.map(str::to_string),
         terminate_when_charged: new.terminate_when_charged,
-        charges: new.charges.clone(),
+        charges,
         payment_methods: new.payment_methods.to_vec(),
-        metadata: new.metadata.cloned(),
+        metadata,
         url_callback: new.url_callback.map(str::to_string),
         url_activation_webhook: new.url_activation_webhook.map(str::to_string),
         url_payment_webhook: new.url_payment_webhook.map(str::to_string),
@@ -167,9 +176,9 @@ fn inserted_row(seq: i64, id: String, new: &NewMandate<'_>) -> MandateRow {
 pub fn insert<'c>(db: impl Into<Db<'c>>, new: &NewMandate<'_>) -> Result<MandateRow> {
     let db = db.into();
     let id = crate::ids::new_id("man");
-    let charges = serde_json::to_string(new.charges)?;
+    let charges = StoredJson::from_value(new.charges);
     let payment_methods = serde_json::to_string(new.payment_methods)?;
-    let metadata = new.metadata.map(serde_json::to_string).transpose()?;
+    let metadata = new.metadata.map(StoredJson::from_value);
     let values = params![
         &id,
         new.commerce_id,
@@ -180,9 +189,9 @@ pub fn insert<'c>(db: impl Into<Db<'c>>, new: &NewMandate<'_>) -> Result<Mandate
         new.name,
         new.detail,
         new.terminate_when_charged,
-        &charges,
+        charges.text(),
         &payment_methods,
-        &metadata,
+        metadata.as_ref().map(StoredJson::text),
         new.url_callback,
         new.url_activation_webhook,
         new.url_payment_webhook,
@@ -207,7 +216,7 @@ pub fn insert<'c>(db: impl Into<Db<'c>>, new: &NewMandate<'_>) -> Result<Mandate
                     "INSERT INTO mandate_search (rowid, terms) VALUES (?1, ?2)",
                     &params![seq, &terms],
                 )?;
-                Some(inserted_row(seq, id, new))
+                Some(inserted_row(seq, id, new, charges, metadata))
             }
         }
         None => db.query_opt(
@@ -512,7 +521,7 @@ pub(crate) mod tests {
             assert_eq!(created.mandate_type, MandateType::Dynamic);
             assert!(created.terminate_when_charged);
             assert_eq!(created.payment_methods, vec![3, 14]);
-            assert_eq!(created.charges["count"], 3);
+            assert_eq!(created.charges.value()["count"], 3);
             assert_eq!(created.metadata, None);
 
             let again = insert(
@@ -543,7 +552,10 @@ pub(crate) mod tests {
             assert!(activate(db, row.seq, &method, "t1").unwrap());
             assert!(!activate(db, row.seq, &method, "t2").unwrap());
             assert!(set_enrolled_method(db, row.seq, &method, "t3").unwrap());
-            assert_eq!(by_seq(db, row.seq).unwrap().enrolled_method, Some(method));
+            assert_eq!(
+                by_seq(db, row.seq).unwrap().enrolled_method,
+                Some(StoredJson::from_value(&method))
+            );
 
             set_state(
                 db,

@@ -64,6 +64,7 @@ pub(crate) mod sqlite_setup;
 pub mod staff;
 pub mod staff_audit;
 pub mod staff_views;
+mod stored_json;
 pub(crate) mod write_turn;
 
 use std::path::{Path, PathBuf};
@@ -73,6 +74,7 @@ use std::time::Duration;
 
 pub use checkpoint::Checkpointer;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+pub use stored_json::StoredJson;
 
 use crate::error::Error;
 

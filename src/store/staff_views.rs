@@ -7,6 +7,7 @@
 //! filter its rows already in that order; `0020_staff_search.sql` adds the other sorts' indexes
 //! and the trigram indexes text searches read.
 
+use super::StoredJson;
 use super::customers::CustomerRow;
 use super::db::{self, Backend, Db, Param, Row, params};
 
@@ -571,7 +572,7 @@ fn customer_from_row(row: &Row<'_>) -> db::Result<CustomerRow> {
         first_name: row.get(5)?,
         last_name: row.get(6)?,
         second_last_name: row.get(7)?,
-        address: address.and_then(|a| serde_json::from_str(&a).ok()),
+        address: address.and_then(|a| StoredJson::from_text(a).ok()),
         email: row.get(9)?,
         phone: row.get(10)?,
         created_at: row.get(11)?,

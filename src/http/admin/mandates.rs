@@ -37,7 +37,7 @@ use crate::store::installments::NewInstallment;
 use crate::store::staff::{self, Role};
 use crate::store::staff_views::MandateColumn;
 use crate::store::staff_views::{self as views, Keyset, MandateFilter, MandateLine};
-use crate::store::{commerces, customers, events, installments, instruments, mandates};
+use crate::store::{StoredJson, commerces, customers, events, installments, instruments, mandates};
 
 #[derive(IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -369,7 +369,7 @@ pub struct MandateDetail {
     pub customer: CustomerDto,
     /// The enrolled method (`id`, `name`, masked `instrument`); null before activation.
     #[schema(value_type = Option<Object>)]
-    pub payment_method: Option<Value>,
+    pub payment_method: Option<StoredJson>,
     /// By due date: the schedule.
     pub installments: Vec<StaffInstallment>,
     /// Every event of the mandate, in sequence order.

@@ -13,6 +13,7 @@ use crate::domain::holidays::ChargeDates;
 use crate::domain::instrument::{ACCOUNT_TYPES, BANKS};
 use crate::domain::money::Currency;
 use crate::domain::state::{InstallmentState, MandateState, PaymentMethod};
+use crate::store::StoredJson;
 use crate::store::commerces::Commerce;
 use crate::store::customers::CustomerRow;
 use crate::store::installments::InstallmentRow;
@@ -59,7 +60,7 @@ pub enum Signing {
 
 impl Loaded {
     pub fn summary(&self) -> String {
-        spanish::charges_summary(self.mandate.mandate_type, &self.mandate.charges)
+        spanish::charges_summary(self.mandate.mandate_type, &self.mandate.charges.value())
     }
 
     /// The terms of the mandate with `method`, exactly as the page shows them.
@@ -504,7 +505,7 @@ fn mandate_section(s: &mut String, view: &View<'_>) {
     row("N° de mandato", &m.external_id);
     row("Tipo", spanish::mandate_type(m.mandate_type));
     row("Montos", &view.data.summary());
-    if let Some(method) = &m.enrolled_method
+    if let Some(method) = m.enrolled_method.as_ref().map(StoredJson::value)
         && let Some(instrument) = method["instrument"].as_str()
     {
         let name = method["id"]
@@ -1012,11 +1013,8 @@ pub fn receipt_page(
 /// (a portal card's number is never kept).
 fn paid_with(data: &Loaded, receipt: &Receipt<'_>) -> String {
     let installment = receipt.installment;
-    if let Some(method) = installment
-        .payment
-        .as_ref()
-        .and_then(|p| p["method"].as_str())
-    {
+    let payment = installment.payment.as_ref().map(StoredJson::value);
+    if let Some(method) = payment.as_ref().and_then(|p| p["method"].as_str()) {
         return format!("Pago registrado por el comercio ({method})");
     }
     let Some(method) = installment
@@ -1025,9 +1023,8 @@ fn paid_with(data: &Loaded, receipt: &Receipt<'_>) -> String {
     else {
         return "—".to_string();
     };
-    let enrolled = data
-        .mandate
-        .enrolled_method
+    let enrolled_method = data.mandate.enrolled_method.as_ref().map(StoredJson::value);
+    let enrolled = enrolled_method
         .as_ref()
         .filter(|m| receipt.current_instrument && m["id"].as_i64() == Some(method.id()))
         .and_then(|m| m["instrument"].as_str());
