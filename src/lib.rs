@@ -24,4 +24,5 @@ pub mod notify;
 pub mod operations;
 pub mod secret;
 pub mod store;
+pub mod thread_priority;
 pub mod trigger;
