@@ -317,13 +317,23 @@ async fn in_background_thread<T: Send + 'static>(
     let spawned = std::thread::Builder::new()
         .name("backup".into())
         .spawn(move || {
-            crate::thread_priority::lower_current_thread(crate::thread_priority::BACKUP);
+            lower_own_priority();
             let _ = done.send(work());
         });
     if let Err(e) = spawned {
         tracing::error!(error = %e, "could not start the backup thread");
     }
     outcome.await
+}
+
+/// Nice 19 for the calling thread (Linux keeps a nice value per thread); elsewhere, and if
+/// refused, the thread keeps the normal priority.
+fn lower_own_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority only reads its integer arguments; `who` 0 names the calling thread.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+    }
 }
 
 /// Checks that `path` is a sound mandato database this binary can open (after migrating it),

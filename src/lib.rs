@@ -24,5 +24,4 @@ pub mod notify;
 pub mod operations;
 pub mod secret;
 pub mod store;
-pub mod thread_priority;
 pub mod trigger;

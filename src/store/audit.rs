@@ -444,7 +444,6 @@ impl AuditWriter {
         let thread = std::thread::Builder::new()
             .name("audit-writer".into())
             .spawn(move || {
-                crate::thread_priority::lower_current_thread(crate::thread_priority::AUDIT_WRITER);
                 // However the thread ends, requests stop waiting for room it will not give.
                 let _close = CloseOnDrop(&thread_room);
                 let queues = Queues {
@@ -1278,28 +1277,6 @@ mod tests {
             })
             .unwrap();
         assert!(after_window);
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn the_writer_runs_below_the_request_threads_priority() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("mandato.db")).unwrap();
-        let writer = AuditWriter::start(&store, 1, Arc::new(crate::clock::SystemClock)).unwrap();
-        // The thread lowers its priority as it starts, perhaps after `start` returned.
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        let expected =
-            Some(crate::thread_priority::AUDIT_WRITER.max(crate::thread_priority::current_nice()));
-        while crate::thread_priority::nice_of_thread("audit-writer") != expected
-            && std::time::Instant::now() < deadline
-        {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        assert_eq!(
-            crate::thread_priority::nice_of_thread("audit-writer"),
-            expected
-        );
-        writer.shutdown();
     }
 
     #[test]
