@@ -86,6 +86,21 @@ fn json_column(row: &Row<'_>, index: usize) -> db::Result<Option<StoredJson>> {
     .transpose()
 }
 
+/// The allowed methods' ids, parsed straight into numbers: text that is not JSON fails the
+/// read, like the other JSON columns; JSON of another shape reads as none.
+fn payment_methods(row: &Row<'_>, index: usize) -> db::Result<Vec<i64>> {
+    let text: Option<String> = row.get(index)?;
+    match text.map(|t| serde_json::from_str::<Vec<i64>>(&t)) {
+        None => Ok(Vec::new()),
+        Some(Ok(ids)) => Ok(ids),
+        Some(Err(e)) if e.is_data() => Ok(Vec::new()),
+        Some(Err(e)) => Err(db::Error::Column {
+            index,
+            message: e.to_string(),
+        }),
+    }
+}
+
 fn from_row(row: &Row<'_>) -> db::Result<MandateRow> {
     let type_id: i64 = row.get(5)?;
     let state_id: i64 = row.get(6)?;
@@ -101,11 +116,7 @@ fn from_row(row: &Row<'_>) -> db::Result<MandateRow> {
         detail: row.get(8)?,
         terminate_when_charged: row.get(9)?,
         charges: json_column(row, 10)?.unwrap_or_else(|| StoredJson::from_value(&Value::Null)),
-        payment_methods: {
-            let text: Option<String> = row.get(11)?;
-            text.and_then(|t| serde_json::from_str(&t).ok())
-                .unwrap_or_default()
-        },
+        payment_methods: payment_methods(row, 11)?,
         metadata: json_column(row, 12)?,
         url_callback: row.get(13)?,
         url_activation_webhook: row.get(14)?,
@@ -510,6 +521,27 @@ pub(crate) mod tests {
             for created in [first, insert(db, &full).unwrap()] {
                 assert_eq!(created, by_seq(db, created.seq).unwrap());
             }
+        });
+    }
+
+    #[test]
+    fn a_damaged_json_column_fails_the_read_and_a_misshapen_one_reads_as_empty() {
+        on_both(|db| {
+            let created = mandate(db, "m-1");
+            let set = |column: &str, text: &str| {
+                let sql = format!("UPDATE mandates SET {column} = ?1 WHERE seq = ?2");
+                db.execute(&sql, &params![text, created.seq]).unwrap();
+            };
+            set("payment_methods", r#"[3, "x"]"#);
+            assert_eq!(
+                by_seq(db, created.seq).unwrap().payment_methods,
+                Vec::<i64>::new()
+            );
+            set("payment_methods", "[3, 14");
+            assert!(by_seq(db, created.seq).is_err());
+            set("payment_methods", "[3]");
+            set("charges", r#"{"amount": 1"#);
+            assert!(by_seq(db, created.seq).is_err());
         });
     }
 

@@ -1,12 +1,14 @@
 //! A JSON column's text, as stored: written into answers as it is, parsed only where a reader
 //! needs its fields.
 //!
-//! Every mandate lookup answers the mandate's `charges`, `metadata` and enrolled method, and
-//! each installment's `payment`. Parsed into `Value` trees (an allocation per key and string,
-//! an ordered map per object) and serialised back, those columns were 4% of a lookup's request
-//! threads (`bench/README.md`). The text is what the engine itself wrote with `serde_json`,
-//! compact and in the answer's key order, so the answer carries it unchanged; it is checked
-//! to be JSON when read, so a damaged column fails the read instead of the answer.
+//! Every mandate lookup answers the mandate's `charges`, `metadata` and enrolled method, each
+//! installment's `payment` and the customer's `address`. Parsed into `Value` trees (an
+//! allocation per key and string, an ordered map per object) and serialised back, those columns
+//! were 4% of a lookup's request threads (`bench/README.md`). The text is what the engine
+//! itself wrote with `serde_json`, compact and in the answer's key order, so the answer carries
+//! it unchanged. It is checked to be JSON when read, so a damaged column is never copied into an
+//! answer: the mandate's columns fail the read, as before; a damaged payment or address reads
+//! as absent, as before.
 
 use std::fmt;
 
