@@ -7,8 +7,9 @@
 //! 2. the engine is started with `app::start` over that file, once with the file evicted from
 //!    the page cache (cold) and once warm, timing start to the first authenticated lookup;
 //! 3. a keep-alive HTTP/1.1 load generator (hyper, one connection per tokio task) drives the
-//!    bare axum handler, an axum handler doing one SQLite point SELECT, the authenticated
-//!    mandate lookup and mandate creation, one after the other;
+//!    the reference handlers (bare, a lookup's HTTP exchange answered with stored bytes, one
+//!    SQLite point SELECT, the lookup's three SELECTs), the authenticated mandate lookup and
+//!    mandate creation, one after the other;
 //! 4. resident memory is read from `/proc/self/status`.
 //!
 //! Figures are printed as a table and written to `target/bench-results.json`.
@@ -115,7 +116,7 @@ impl Params {
                 })
                 .max(1) as usize,
             scenarios: std::env::var("MANDATO_BENCH_SCENARIOS")
-                .unwrap_or_else(|_| "bare,select,reads,lookup,create".into())
+                .unwrap_or_else(|_| "bare,answer,select,reads,lookup,create".into())
                 .split(',')
                 .map(|s| s.trim().to_string())
                 .filter(|s| !s.is_empty())
@@ -1341,13 +1342,14 @@ fn start_engine(
 
 /// `GET /api/v1/mandate/internalId/{random filled mandate}` with the eight headers and the JWT.
 fn lookup_scenario(
+    name: &'static str,
     addrs: &[SocketAddr],
     meter: Meter,
     creds: Arc<Credentials>,
     layout: Layout,
 ) -> Scenario {
     Scenario {
-        name: "lookup",
+        name,
         addrs: addrs.to_vec(),
         meter,
         expect: 200,
@@ -1548,6 +1550,7 @@ fn compare_backends(p: &Params, dir: &Path, layout: Layout, api_key: &str, mode:
         let mut scenarios = Vec::new();
         if p.runs("lookup") {
             scenarios.push(lookup_scenario(
+                "lookup",
                 &addrs,
                 meter.clone(),
                 Arc::clone(&creds),
@@ -1768,7 +1771,7 @@ fn engine_alone(
     };
     let mut load = serde_json::Map::new();
     for scenario in [
-        lookup_scenario(&[addr], meter.clone(), Arc::clone(&creds), layout),
+        lookup_scenario("lookup", &[addr], meter.clone(), Arc::clone(&creds), layout),
         create_scenario(&[addr], meter.clone(), Arc::clone(&creds), layout),
     ] {
         eprintln!(
@@ -1910,6 +1913,29 @@ fn main() {
     let bare_addr = server_rt.block_on(serve(
         axum::Router::new().route("/bare", axum::routing::get(bare)),
     ));
+    // The bytes of one real lookup answer, served as they are to the lookup's own requests:
+    // what the HTTP exchange of a lookup costs a handler that does nothing else.
+    let answer_body = client_rt.block_on(async {
+        let mut s = connect(addr).await.expect("connect for the answer");
+        let (status, body) = send(&mut s, merchant_request(&creds, Method::GET, &probe, None))
+            .await
+            .expect("the probe lookup");
+        assert_eq!(status, 200, "the probe lookup");
+        body
+    });
+    let answer_bytes = answer_body.len();
+    let answer_addr = server_rt.block_on(serve(axum::Router::new().route(
+        "/api/v1/mandate/internalId/{id}",
+        axum::routing::get(move || {
+            let body = answer_body.clone();
+            async move {
+                (
+                    [(axum::http::header::CONTENT_TYPE, "application/json")],
+                    body,
+                )
+            }
+        }),
+    )));
     let pool = Arc::new(SelectPool {
         path: config.database_path(),
         conns: Mutex::new(Vec::new()),
@@ -1955,6 +1981,15 @@ fn main() {
             make: Arc::new(move |_| plain_get(&host, "/bare")),
         });
     }
+    if p.runs("answer") {
+        scenarios.push(lookup_scenario(
+            "answer",
+            &[answer_addr],
+            Meter::InProcess,
+            Arc::clone(&creds),
+            layout,
+        ));
+    }
     for (name, addr) in [("select", select_addr), ("reads", reads_addr)] {
         if p.runs(name) {
             scenarios.push(mandate_reference_scenario(name, addr, p.mandates));
@@ -1962,6 +1997,7 @@ fn main() {
     }
     if p.runs("lookup") {
         scenarios.push(lookup_scenario(
+            "lookup",
             &[addr],
             Meter::InProcess,
             Arc::clone(&creds),
@@ -2056,6 +2092,7 @@ fn main() {
     let lookup_bare = ratio("lookup", "bare");
     let lookup_select = ratio("lookup", "select");
     let reads_bare = ratio("reads", "bare");
+    let answer_bare = ratio("answer", "bare");
     let verdict = |ok: Option<bool>| match ok {
         Some(true) => "PASS",
         Some(false) => "MISS",
@@ -2121,6 +2158,7 @@ fn main() {
     for s in &results {
         let label = match s.name {
             "bare" => "bare axum JSON handler",
+            "answer" => "bare axum, a lookup's HTTP exchange",
             "select" => "axum + 1 SQLite PK SELECT",
             "reads" => "axum + the lookup's 3 SELECTs",
             "lookup" => "GET /mandate/internalId/{id}",
@@ -2170,6 +2208,31 @@ fn main() {
                 ""
             );
         }
+    }
+    if get("answer").is_some() {
+        let _ = writeln!(
+            out,
+            "{:<34} the lookup's requests; its answer, {answer_bytes} bytes, sent as it is",
+            "  answer"
+        );
+    }
+    // What no lookup can do without: its reads, its HTTP exchange, and the records of §2.
+    if let (Some(reads), Some(answer), Some(bare), Some(lookup)) =
+        (get("reads"), get("answer"), get("bare"), get("lookup"))
+        && let (Some(audit), Some(checkpoint)) =
+            (lookup.audit_writer_cpu_us, lookup.checkpoint_cpu_us)
+    {
+        let exchange = answer.engine_cpu_us - bare.engine_cpu_us;
+        let _ = writeln!(
+            out,
+            "{:<34} engine us/r {:.0} = reads {:.0} + the larger HTTP exchange {:.0} + audit writer {:.0} + checkpoint {:.0}",
+            "  lookup floor",
+            reads.engine_cpu_us + exchange + audit + checkpoint,
+            reads.engine_cpu_us,
+            exchange,
+            audit,
+            checkpoint
+        );
     }
     let _ = writeln!(
         out,
@@ -2323,7 +2386,8 @@ fn main() {
                   "warm_app_start_ms": round3(warm.app_start_ms), "warm_first_request_ms": round3(warm.first_request_ms),
                   "warm_attempts": warm.attempts, "login_ms": round3(login_ms)},
         "load": results.iter().map(|s| (s.name.to_string(), s.to_json())).collect::<serde_json::Map<_, _>>(),
-        "ratios": {"lookup_over_bare": lookup_bare, "lookup_over_select": lookup_select, "reads_over_bare": reads_bare},
+        "ratios": {"lookup_over_bare": lookup_bare, "lookup_over_select": lookup_select, "reads_over_bare": reads_bare, "answer_over_bare": answer_bare},
+        "answer_bytes": answer_bytes,
         "disk": {"fdatasync_4k_median_ms": fsync_ms.map(round3),
                  "serial_commit_ceiling_per_s": fsync_ms.map(|ms| round1(1000.0 / ms))},
         "quiet_wait_other_cores": quiet_before.iter().map(|(n, c)| (n.clone(), json!(round3(*c)))).collect::<serde_json::Map<_, _>>(),
