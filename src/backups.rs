@@ -26,7 +26,7 @@ use rusqlite::Connection;
 use tokio::sync::Notify;
 
 use crate::clock::Clock;
-use crate::store::Store;
+use crate::store::{COMPANION_SUFFIXES, Store, companion};
 
 /// Whose calendar day decides whether today's backup exists: the merchant's, from the wall
 /// clock, whatever the sandbox's business offset says.
@@ -466,16 +466,16 @@ pub fn restore(data_dir: &Path, backup: &Path, now: DateTime<Utc>) -> anyhow::Re
         let replaced = unused_replaced_name(data_dir, now);
         fs::rename(&database, &replaced)?;
         // What the checkpoint could not fold in goes along, where SQLite looks for it.
-        for suffix in ["-wal", "-shm", "-journal"] {
-            let companion = with_suffix(&database, suffix);
-            if companion.exists() {
-                fs::rename(&companion, with_suffix(&replaced, suffix))?;
+        for suffix in COMPANION_SUFFIXES {
+            let beside = companion(&database, suffix);
+            if beside.exists() {
+                fs::rename(&beside, companion(&replaced, suffix))?;
             }
         }
         Some(replaced)
     } else {
-        for suffix in ["-wal", "-shm", "-journal"] {
-            remove_if_exists(&with_suffix(&database, suffix))?;
+        for suffix in COMPANION_SUFFIXES {
+            remove_if_exists(&companion(&database, suffix))?;
         }
         None
     };
@@ -493,12 +493,8 @@ pub fn restore(data_dir: &Path, backup: &Path, now: DateTime<Utc>) -> anyhow::Re
 /// within a second: a replaced database is never overwritten.
 fn unused_replaced_name(data_dir: &Path, now: DateTime<Utc>) -> PathBuf {
     let stamp = now.format("%Y%m%dT%H%M%SZ").to_string();
-    let taken = |p: &Path| {
-        p.exists()
-            || ["-wal", "-shm", "-journal"]
-                .iter()
-                .any(|s| with_suffix(p, s).exists())
-    };
+    let taken =
+        |p: &Path| p.exists() || COMPANION_SUFFIXES.iter().any(|s| companion(p, s).exists());
     let first = data_dir.join(format!("mandato.db.replaced-{stamp}"));
     if !taken(&first) {
         return first;
@@ -524,12 +520,6 @@ fn checkpoint(database: &Path) {
     }
 }
 
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    PathBuf::from(name)
-}
-
 fn remove_if_exists(path: &Path) -> io::Result<()> {
     match fs::remove_file(path) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
@@ -540,8 +530,8 @@ fn remove_if_exists(path: &Path) -> io::Result<()> {
 /// A temporary database and whatever journal SQLite left beside it.
 fn remove_with_companions(path: &Path) -> io::Result<()> {
     remove_if_exists(path)?;
-    for suffix in ["-wal", "-shm", "-journal"] {
-        remove_if_exists(&with_suffix(path, suffix))?;
+    for suffix in COMPANION_SUFFIXES {
+        remove_if_exists(&companion(path, suffix))?;
     }
     Ok(())
 }
@@ -601,7 +591,7 @@ mod tests {
         fs::write(&first, b"one").unwrap();
         let second = unused_replaced_name(dir.path(), now);
         assert!(second.ends_with("mandato.db.replaced-20261125T170000Z-2"));
-        fs::write(with_suffix(&second, "-wal"), b"wal").unwrap();
+        fs::write(companion(&second, "-wal"), b"wal").unwrap();
         let third = unused_replaced_name(dir.path(), now);
         assert!(third.ends_with("mandato.db.replaced-20261125T170000Z-3"));
     }
@@ -827,9 +817,9 @@ mod tests {
         for file in [&old, &young, &backup] {
             fs::write(file, b"pages").unwrap();
         }
-        fs::write(with_suffix(&old, "-journal"), b"journal").unwrap();
+        fs::write(companion(&old, "-journal"), b"journal").unwrap();
         assert_eq!(remove_abandoned_partials(dir.path(), now).unwrap(), 1);
-        assert!(!old.exists() && !with_suffix(&old, "-journal").exists());
+        assert!(!old.exists() && !companion(&old, "-journal").exists());
         assert!(young.exists() && backup.exists());
     }
 

@@ -75,9 +75,7 @@ impl Checkpointer {
         bound: WalBound,
     ) -> rusqlite::Result<Checkpointer> {
         let conn = open_connection(db, Durability::Full)?;
-        let mut wal = db.as_os_str().to_owned();
-        wal.push("-wal");
-        let wal = std::path::PathBuf::from(wal);
+        let wal = super::companion(db, "-wal");
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let signal = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
@@ -206,9 +204,7 @@ mod tests {
     }
 
     fn wal_of(db: &std::path::Path) -> std::path::PathBuf {
-        let mut wal = db.as_os_str().to_owned();
-        wal.push("-wal");
-        wal.into()
+        crate::store::companion(db, "-wal")
     }
 
     /// A store whose commits leave checkpoints to the test, with a table to fill.

@@ -78,6 +78,17 @@ pub use stored_json::StoredJson;
 
 use crate::error::Error;
 
+/// The files SQLite may keep beside a database: the write-ahead log, its shared-memory index
+/// and a rollback journal. Whoever moves, removes or protects a database does the same to them.
+pub const COMPANION_SUFFIXES: [&str; 3] = ["-wal", "-shm", "-journal"];
+
+/// The file SQLite names `<database><suffix>` (a suffix of `COMPANION_SUFFIXES`).
+pub fn companion(db: &Path, suffix: &str) -> PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
 /// How durable a commit is. `Full` survives a power cut once answered; the background audit
 /// writer uses `Normal`, which survives a crash of the process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

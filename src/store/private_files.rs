@@ -7,7 +7,7 @@
 use std::fs::{self, OpenOptions};
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const DIR_MODE: u32 = 0o700;
 const FILE_MODE: u32 = 0o600;
@@ -39,10 +39,8 @@ pub(super) fn prepare(db: &Path) -> io::Result<()> {
 
 /// Tightens the WAL and SHM files beside the database, where they exist.
 pub(super) fn tighten_companions(db: &Path) -> io::Result<()> {
-    for suffix in ["-wal", "-shm", "-journal"] {
-        let mut name = db.as_os_str().to_owned();
-        name.push(suffix);
-        let path = PathBuf::from(name);
+    for suffix in super::COMPANION_SUFFIXES {
+        let path = super::companion(db, suffix);
         if path.exists() {
             tighten_file(&path)?;
         }
