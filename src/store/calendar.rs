@@ -24,10 +24,7 @@ pub fn added<'c>(db: impl Into<Db<'c>>) -> db::Result<Vec<Holiday>> {
             Ok(Holiday {
                 date: date
                     .parse()
-                    .map_err(|e: chrono::ParseError| db::Error::Column {
-                        index: 0,
-                        message: e.to_string(),
-                    })?,
+                    .map_err(|e: chrono::ParseError| db::Error::column(0, e))?,
                 name: r.get(1)?,
             })
         },

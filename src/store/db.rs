@@ -75,6 +75,19 @@ pub enum Error {
 }
 
 impl Error {
+    /// Column `index` held a value its Rust type cannot represent, for the reason `message`.
+    pub fn column(index: usize, message: impl std::fmt::Display) -> Error {
+        Error::Column {
+            index,
+            message: message.to_string(),
+        }
+    }
+
+    /// Column `index` held an id that names no `what` (a state, a type) this build knows.
+    pub fn unknown(index: usize, what: &str) -> Error {
+        Error::column(index, format_args!("unknown {what}"))
+    }
+
     /// A `UNIQUE` (or primary key) constraint refused the row.
     pub fn is_unique_violation(&self) -> bool {
         match self {
@@ -384,10 +397,7 @@ impl Column for bool {
 }
 
 fn null_column(index: usize) -> Error {
-    Error::Column {
-        index,
-        message: "NULL where a value was expected".to_string(),
-    }
+    Error::column(index, "NULL where a value was expected")
 }
 
 /// A handle on a connection inside a transaction, of either backend. Cheap to copy: pass it

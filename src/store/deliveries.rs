@@ -82,10 +82,8 @@ pub fn due<'c>(
 
 /// When a claim taken at `now` (a timestamp the store wrote) for `lease` lapses.
 fn lease_end(now: &str, lease: Duration) -> db::Result<String> {
-    let now = DateTime::parse_from_rfc3339(now).map_err(|e| db::Error::Column {
-        index: 0,
-        message: format!("the time {now:?} is not RFC 3339: {e}"),
-    })?;
+    let now = DateTime::parse_from_rfc3339(now)
+        .map_err(|e| db::Error::column(0, format_args!("the time {now:?} is not RFC 3339: {e}")))?;
     let lease = chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX);
     Ok(timestamp((now + lease).to_utc()))
 }

@@ -64,31 +64,27 @@ const COLUMNS: &str = columns!();
 /// How many columns `from_row` reads; joined columns follow them.
 const COLUMN_COUNT: usize = 21;
 
-fn conversion(index: usize, message: String) -> db::Error {
-    db::Error::Column { index, message }
-}
-
 fn from_row(row: &Row<'_>) -> db::Result<InstallmentRow> {
     let amount: String = row.get(4)?;
     let currency: String = row.get(5)?;
     let due: String = row.get(6)?;
     let state: i64 = row.get(7)?;
     let payment: Option<String> = row.get(14)?;
-    let currency =
-        Currency::parse(&currency).ok_or_else(|| conversion(5, format!("currency {currency}")))?;
+    let currency = Currency::parse(&currency)
+        .ok_or_else(|| db::Error::column(5, format!("currency {currency}")))?;
     let amount = Decimal::from_str(&amount)
         .ok()
         .and_then(|d| Money::from_decimal(d, currency).ok())
-        .ok_or_else(|| conversion(4, format!("amount {amount}")))?;
+        .ok_or_else(|| db::Error::column(4, format!("amount {amount}")))?;
     Ok(InstallmentRow {
         seq: row.get(0)?,
         id: row.get(1)?,
         mandate_seq: row.get(2)?,
         external_id: row.get(3)?,
         amount,
-        due_date: NaiveDate::from_str(&due).map_err(|e| conversion(6, e.to_string()))?,
+        due_date: NaiveDate::from_str(&due).map_err(|e| db::Error::column(6, e))?,
         state: InstallmentState::from_id(state)
-            .ok_or_else(|| conversion(7, format!("state {state}")))?,
+            .ok_or_else(|| db::Error::column(7, format!("state {state}")))?,
         state_at: row.get(8)?,
         attempts: row.get(9)?,
         payment_method_id: row.get(10)?,

@@ -109,13 +109,9 @@ const COLUMNS: &str = "seq, id, kind, amount, currency, fee, net, payment_method
     mandate_external_id, installment_id, installment_external_id, acquirer_reference, \
     business_date, created_at";
 
-fn conversion(index: usize, message: String) -> db::Error {
-    db::Error::Column { index, message }
-}
-
 fn decimal(row: &Row<'_>, index: usize) -> db::Result<Option<Decimal>> {
     row.get::<Option<String>>(index)?
-        .map(|text| Decimal::from_str(&text).map_err(|e| conversion(index, e.to_string())))
+        .map(|text| Decimal::from_str(&text).map_err(|e| db::Error::column(index, e)))
         .transpose()
 }
 
@@ -125,9 +121,9 @@ fn from_row(row: &Row<'_>) -> db::Result<EntryRow> {
     Ok(EntryRow {
         seq: row.get(0)?,
         id: row.get(1)?,
-        kind: EntryKind::parse(&kind).ok_or_else(|| conversion(2, kind))?,
-        amount: decimal(row, 3)?.ok_or_else(|| conversion(3, "no amount".into()))?,
-        currency: Currency::parse(&currency).ok_or_else(|| conversion(4, currency))?,
+        kind: EntryKind::parse(&kind).ok_or_else(|| db::Error::column(2, kind))?,
+        amount: decimal(row, 3)?.ok_or_else(|| db::Error::column(3, "no amount"))?,
+        currency: Currency::parse(&currency).ok_or_else(|| db::Error::column(4, currency))?,
         fee: decimal(row, 5)?,
         net: decimal(row, 6)?,
         payment_method: row.get(7)?,
@@ -226,7 +222,7 @@ pub fn settlements<'c>(
         Ok(SettlementRow {
             business_date: r.get(0)?,
             payment_method: r.get(1)?,
-            currency: Currency::parse(&currency).ok_or_else(|| conversion(2, currency))?,
+            currency: Currency::parse(&currency).ok_or_else(|| db::Error::column(2, currency))?,
             gross: from_e4(r.get(3)?),
             fees: from_e4(r.get(4)?),
             net: from_e4(r.get(5)?),

@@ -32,10 +32,6 @@ const SELECT: &str = "SELECT m.seq, m.mandate_seq, m.process_seq, p.id, p.state,
     FROM mandate_signatures m JOIN signature_processes p ON p.seq = m.process_seq";
 
 fn from_row(row: &Row<'_>) -> db::Result<MandateSignatureRow> {
-    let bad = |index: usize, what: &str| db::Error::Column {
-        index,
-        message: format!("unknown {what}"),
-    };
     let state: i64 = row.get(4)?;
     let method: String = row.get(5)?;
     let failure: Option<String> = row.get(7)?;
@@ -44,14 +40,15 @@ fn from_row(row: &Row<'_>) -> db::Result<MandateSignatureRow> {
         mandate_seq: row.get(1)?,
         process_seq: row.get(2)?,
         process_id: row.get(3)?,
-        process_state: ProcessState::from_id(state).ok_or_else(|| bad(4, "process state"))?,
-        enrolled_method: serde_json::from_str(&method).map_err(|e| db::Error::Column {
-            index: 5,
-            message: e.to_string(),
-        })?,
+        process_state: ProcessState::from_id(state)
+            .ok_or_else(|| db::Error::unknown(4, "process state"))?,
+        enrolled_method: serde_json::from_str(&method).map_err(|e| db::Error::column(5, e))?,
         created_at: row.get(6)?,
         failure: failure
-            .map(|f| ActivationFailure::from_name(&f).ok_or_else(|| bad(7, "failure reason")))
+            .map(|f| {
+                ActivationFailure::from_name(&f)
+                    .ok_or_else(|| db::Error::unknown(7, "failure reason"))
+            })
             .transpose()?,
         failed_at: row.get(8)?,
         sealed_sha256: row.get(9)?,

@@ -68,22 +68,10 @@ macro_rules! columns {
 }
 
 /// A column that holds something the Rust type does not know.
-fn bad_column(index: usize, what: &str) -> db::Error {
-    db::Error::Column {
-        index,
-        message: format!("unknown {what}"),
-    }
-}
-
 fn json_column(row: &Row<'_>, index: usize) -> db::Result<Option<StoredJson>> {
     let text: Option<String> = row.get(index)?;
-    text.map(|t| {
-        StoredJson::from_text(t).map_err(|e| db::Error::Column {
-            index,
-            message: e.to_string(),
-        })
-    })
-    .transpose()
+    text.map(|t| StoredJson::from_text(t).map_err(|e| db::Error::column(index, e)))
+        .transpose()
 }
 
 /// The allowed methods' ids, parsed straight into numbers: text that is not JSON fails the
@@ -94,10 +82,7 @@ fn payment_methods(row: &Row<'_>, index: usize) -> db::Result<Vec<i64>> {
         None => Ok(Vec::new()),
         Some(Ok(ids)) => Ok(ids),
         Some(Err(e)) if e.is_data() => Ok(Vec::new()),
-        Some(Err(e)) => Err(db::Error::Column {
-            index,
-            message: e.to_string(),
-        }),
+        Some(Err(e)) => Err(db::Error::column(index, e)),
     }
 }
 
@@ -110,8 +95,10 @@ fn from_row(row: &Row<'_>) -> db::Result<MandateRow> {
         commerce_id: row.get(2)?,
         customer_seq: row.get(3)?,
         external_id: row.get(4)?,
-        mandate_type: MandateType::from_id(type_id).ok_or_else(|| bad_column(5, "mandate type"))?,
-        state: MandateState::from_id(state_id).ok_or_else(|| bad_column(6, "mandate state"))?,
+        mandate_type: MandateType::from_id(type_id)
+            .ok_or_else(|| db::Error::unknown(5, "mandate type"))?,
+        state: MandateState::from_id(state_id)
+            .ok_or_else(|| db::Error::unknown(6, "mandate state"))?,
         name: row.get(7)?,
         detail: row.get(8)?,
         terminate_when_charged: row.get(9)?,
@@ -129,7 +116,8 @@ fn from_row(row: &Row<'_>) -> db::Result<MandateRow> {
         updated_at: row.get(21)?,
         activation_mode: {
             let name: String = row.get(22)?;
-            ActivationMode::from_name(&name).ok_or_else(|| bad_column(22, "activation mode"))?
+            ActivationMode::from_name(&name)
+                .ok_or_else(|| db::Error::unknown(22, "activation mode"))?
         },
     })
 }
@@ -317,7 +305,7 @@ pub fn refresh_state<'c>(db: impl Into<Db<'c>>, mandate: &mut MandateRow) -> db:
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )?;
     mandate.state =
-        MandateState::from_id(state_id).ok_or_else(|| bad_column(0, "mandate state"))?;
+        MandateState::from_id(state_id).ok_or_else(|| db::Error::unknown(0, "mandate state"))?;
     mandate.cancel_description = cancel_description;
     mandate.updated_at = updated_at;
     Ok(())

@@ -40,7 +40,8 @@ fn process_from_row(r: &Row<'_>) -> db::Result<ProcessRow> {
         process_name: r.get(3)?,
         external_process_id: r.get(4)?,
         request_user: r.get(5)?,
-        state: ProcessState::from_id(state).ok_or_else(|| bad_value(6, "process state"))?,
+        state: ProcessState::from_id(state)
+            .ok_or_else(|| db::Error::unknown(6, "process state"))?,
         url_callback: r.get(7)?,
         url_webhook: r.get(8)?,
         expires_at: r.get(9)?,
@@ -49,13 +50,6 @@ fn process_from_row(r: &Row<'_>) -> db::Result<ProcessRow> {
         updated_at: r.get(12)?,
         finished_at: r.get(13)?,
     })
-}
-
-fn bad_value(index: usize, what: &str) -> db::Error {
-    db::Error::Column {
-        index,
-        message: format!("unknown {what}"),
-    }
 }
 
 #[derive(Debug, Clone)]
@@ -107,8 +101,9 @@ fn signatory_from_row(r: &Row<'_>) -> db::Result<SignatoryRow> {
         customer_id: r.get(5)?,
         user_id: r.get(6)?,
         order: r.get(7)?,
-        kind: SignatureType::parse(&kind).ok_or_else(|| bad_value(8, "signature type"))?,
-        state: SignatoryState::from_id(state).ok_or_else(|| bad_value(9, "signatory state"))?,
+        kind: SignatureType::parse(&kind).ok_or_else(|| db::Error::unknown(8, "signature type"))?,
+        state: SignatoryState::from_id(state)
+            .ok_or_else(|| db::Error::unknown(9, "signatory state"))?,
         token: r.get(10)?,
         full_name: r.get(11)?,
         rut: r.get(12)?,
@@ -421,7 +416,7 @@ pub fn placements_of<'c>(db: impl Into<Db<'c>>, document_seq: i64) -> Result<Vec
             let placement = if mode == "MANUAL" {
                 let page: i64 = r.get(3)?;
                 Placement::Manual {
-                    page: u32::try_from(page).map_err(|_| bad_value(3, "page"))?,
+                    page: u32::try_from(page).map_err(|_| db::Error::unknown(3, "page"))?,
                     x: r.get(4)?,
                     y: r.get(5)?,
                     width: r.get(6)?,
