@@ -119,23 +119,76 @@ async fn a_body_trickled_byte_by_byte_is_cut_at_the_request_limit() {
     assert_eq!(body["statusCode"], 408);
     assert!(cut_after < Duration::from_secs(20));
     // The cut request keeps its audit row (CONTRACT 2), with the status it was answered.
+    assert_eq!(login_audit_statuses(&app).await, vec![408]);
+}
+
+/// The statuses of the audit rows of `POST /api/v1/login`, in order, once the audit writer
+/// has written what it holds; waits up to 10 s for the first one (a request its client
+/// dropped queues its row when the server notices).
+async fn login_audit_statuses(app: &TestApp) -> Vec<i64> {
     let audit = app.running.state.audit.clone();
-    tokio::task::spawn_blocking(move || audit.flush())
-        .await
-        .unwrap();
-    let statuses: Vec<i64> = app
-        .running
+    let store = app.running.state.store.clone();
+    tokio::task::spawn_blocking(move || {
+        for _ in 0..200 {
+            audit.flush();
+            let statuses: Vec<i64> = store
+                .read(|db| {
+                    Ok(db.query_map(
+                        "SELECT status FROM audit_log WHERE path = '/api/v1/login' ORDER BY seq",
+                        &[],
+                        |r| r.get(0),
+                    )?)
+                })
+                .unwrap();
+            if !statuses.is_empty() {
+                return statuses;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Vec::new()
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_whose_client_leaves_before_the_answer_keeps_its_row_as_499() {
+    let app = spawn_app_with(limits(1, 30, 1024)).await;
+    // A stored hash of a hundred argon2 passes (the default is two): checking a login against
+    // it keeps the server busy for about a second, whatever the password.
+    let slow = format!(
+        "$argon2id$v=19$m=19456,t=100,p=1$c2FsdHNhbHRzYWx0c2FsdA${}",
+        "A".repeat(43)
+    );
+    let code = app.commerce.clone();
+    app.running
         .state
         .store
-        .read(|db| {
-            Ok(db.query_map(
-                "SELECT status FROM audit_log WHERE path = '/api/v1/login'",
-                &[],
-                |r| r.get(0),
+        .write(|db| {
+            Ok(db.execute(
+                "UPDATE commerces SET password_hash = ?1 WHERE code = ?2",
+                &[slow.as_str().into(), code.as_str().into()],
             )?)
         })
         .unwrap();
-    assert_eq!(statuses, vec![408]);
+    let body =
+        serde_json::json!({"username": app.commerce, "password": app.encrypt(PASSWORD).await})
+            .to_string();
+    let mut request = String::from("POST /api/v1/login HTTP/1.1\r\nHost: localhost\r\n");
+    for (name, value) in common_headers(&app) {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str(&format!(
+        "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    ));
+    let mut tcp = TcpStream::connect(app.running.addr).await.unwrap();
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    // Admitted, its password being checked: the client goes away before the answer.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    drop(tcp);
+    // CONTRACT 2 keeps a row for every admitted request; no answer was sent, and the row says so.
+    assert_eq!(login_audit_statuses(&app).await, vec![499]);
 }
 
 fn raise_open_file_limit(wanted: u64) {
