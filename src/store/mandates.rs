@@ -67,7 +67,8 @@ macro_rules! columns {
     };
 }
 
-/// A column that holds something the Rust type does not know.
+/// A JSON column's stored text, checked to be one JSON value: text that is not JSON fails the
+/// read rather than reaching an answer.
 fn json_column(row: &Row<'_>, index: usize) -> db::Result<Option<StoredJson>> {
     let text: Option<String> = row.get(index)?;
     text.map(|t| StoredJson::from_text(t).map_err(|e| db::Error::column(index, e)))
