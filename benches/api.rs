@@ -283,7 +283,8 @@ fn fill_fresh(config: &Config, customers: u64, mandates: u64, per_mandate: u64) 
                 "SELECT id FROM commerces WHERE code = ?1",
                 [COMMERCE],
                 |r| r.get(0),
-            )?)
+            )
+            .map_err(mandato::store::db::Error::from)?)
         })
         .expect("commerce id");
     drop(store);

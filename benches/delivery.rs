@@ -350,22 +350,26 @@ fn fill_outbox(store: &Store, commerce: &Commerce, url: &str, n: usize) -> Vec<S
         store
             .write(|db| {
                 let tx = db.as_sqlite().expect("the benchmark's store is SQLite");
-                let mut insert = tx.prepare_cached(
-                    "INSERT INTO events (id, commerce_id, mandate_seq, installment_seq, kind,
+                let mut insert = tx
+                    .prepare_cached(
+                        "INSERT INTO events (id, commerce_id, mandate_seq, installment_seq, kind,
                             sequence, url, body, delivery_state, next_attempt_at, created_at)
                      VALUES (?1, ?2, NULL, NULL, 'payment', ?3, ?4, ?5, 'PENDING', ?6, ?6)",
-                )?;
+                    )
+                    .map_err(mandato::store::db::Error::from)?;
                 for i in next..end {
                     let event_id = mandato::ids::new_id("evt");
                     let body = payment_body(commerce, i, &event_id, &created_at);
-                    insert.execute(params![
-                        event_id,
-                        commerce.id,
-                        (i % 36 + 2) as i64,
-                        url,
-                        body,
-                        created_at
-                    ])?;
+                    insert
+                        .execute(params![
+                            event_id,
+                            commerce.id,
+                            (i % 36 + 2) as i64,
+                            url,
+                            body,
+                            created_at
+                        ])
+                        .map_err(mandato::store::db::Error::from)?;
                     bodies.push(body);
                 }
                 Ok(())

@@ -12,7 +12,6 @@ use tokio::sync::{Semaphore, oneshot};
 
 use crate::auth::jwe::JweKeyPair;
 use crate::auth::jwt::JwtSigner;
-use crate::charging::processor::Processor;
 use crate::charging::run::Charger;
 use crate::charging::schedule::Schedule;
 use crate::charging::simulated::SimulatedProcessor;
@@ -22,6 +21,7 @@ use crate::http::{AppState, Keys};
 use crate::notify::delivery::Deliverer;
 use crate::store::audit::AuditWriter;
 use crate::store::{Store, settings};
+use mandato_core::processor::Processor;
 use tokio::sync::Notify;
 
 /// Opens the store and loads (or, on first start, generates) the environment's keys.

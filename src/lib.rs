@@ -8,20 +8,17 @@
 pub mod app;
 pub mod auth;
 pub mod backups;
-pub mod chain;
 pub mod charging;
 pub mod cli;
-pub mod clock;
 pub mod config;
 pub mod documents;
-pub mod domain;
-pub mod error;
 pub mod esign;
 pub mod http;
-pub mod ids;
 pub mod listen;
 pub mod notify;
 pub mod operations;
-pub mod secret;
 pub mod store;
 pub mod trigger;
+
+// The rules and value types, at the paths the rest of this crate and its tests use.
+pub use mandato_core::{chain, clock, domain, error, ids, secret};

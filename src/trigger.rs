@@ -19,7 +19,6 @@ use anyhow::Context;
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use serde_json::{Value, json};
 
-use crate::charging::processor::Processor;
 use crate::charging::run::{Charger, Trigger};
 use crate::charging::simulated::SimulatedProcessor;
 use crate::cli::{CliError, out};
@@ -38,6 +37,7 @@ use crate::operations::{Ctx, CustomerRef, MandateRef};
 use crate::store::commerces::Commerce;
 use crate::store::customers::{CustomerInput, CustomerRow, Upserted};
 use crate::store::{Store, dev_tools, settings};
+use mandato_core::processor::Processor;
 
 /// The command's arguments.
 #[derive(clap::Args, Debug)]

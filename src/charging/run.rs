@@ -24,7 +24,6 @@ use chrono::NaiveDate;
 use rust_decimal::Decimal;
 use rust_decimal::prelude::RoundingStrategy;
 
-use super::processor::{ChargeRequest, ChargeResult, Forced, Processor, ProcessorError};
 use crate::clock::{Clock, timestamp};
 use crate::domain::date::Date;
 use crate::domain::holidays::ChargeDates;
@@ -44,6 +43,7 @@ use crate::store::customers::CustomerRow;
 use crate::store::installments::{self, NewInstallment};
 use crate::store::mandates::MandateRow;
 use crate::store::{Store, calendar, customers, instruments, mandates};
+use mandato_core::processor::{ChargeRequest, ChargeResult, Forced, Processor, ProcessorError};
 
 /// Installments per page: one transaction writes their attempts, one acquirer call charges
 /// them, one transaction writes their outcomes.

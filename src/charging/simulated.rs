@@ -22,7 +22,6 @@ use std::sync::Mutex;
 
 use rusqlite::{Connection, TransactionBehavior};
 
-use super::processor::{ChargeRequest, ChargeResult, Enrolled, Forced, Processor, ProcessorError};
 use crate::clock::timestamp;
 use crate::domain::instrument::{InstrumentInput, card_brand};
 use crate::domain::ledger::acquirer_fee;
@@ -30,6 +29,9 @@ use crate::domain::state::RejectionCode;
 use crate::store::db::Db;
 use crate::store::sim_acquirer::SimCharge;
 use crate::store::{Durability, Store, open_connection, sim_acquirer};
+use mandato_core::processor::{
+    ChargeRequest, ChargeResult, Enrolled, Forced, Processor, ProcessorError,
+};
 
 pub struct SimulatedProcessor {
     ledger: Ledger,

@@ -291,7 +291,7 @@ mod tests {
             "documents": documents, "detail": {}, "prevHash": GENESIS,
         });
         let expected =
-            crate::esign::sha256_hex(crate::notify::jcs::canonicalize(&record).as_bytes());
+            crate::esign::sha256_hex(mandato_core::jcs::canonicalize(&record).as_bytes());
         let actual = hash_of(
             "sig_1",
             1,

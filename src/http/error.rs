@@ -40,7 +40,7 @@ impl From<Error> for ApiError {
 
 impl From<rusqlite::Error> for ApiError {
     fn from(e: rusqlite::Error) -> Self {
-        ApiError(e.into())
+        ApiError(crate::store::db::Error::from(e).into())
     }
 }
 

@@ -32,9 +32,6 @@ use axum::{Extension, Form, Router};
 use chrono::{DateTime, Datelike, Utc};
 
 use super::AppState;
-use crate::charging::processor::{
-    ChargeRequest, ChargeResult, Enrolled, Processor, ProcessorError,
-};
 use crate::clock::timestamp;
 use crate::documents::{
     self, ChargedInstrument, DocumentInstallment, LastFour, MandateDocument, spanish,
@@ -50,6 +47,7 @@ use crate::operations::installments::finish_if_complete;
 use crate::secret::Secret;
 use crate::store::installments::{self as installment_store, InstallmentRow, StateChange};
 use crate::store::{calendar, commerces, customers, mandates};
+use mandato_core::processor::{ChargeRequest, ChargeResult, Enrolled, Processor, ProcessorError};
 use render::{Loaded, Notice, Submitted, View, payable};
 
 /// Forms are a few fields; anything larger is not a browser filling them in.

@@ -91,7 +91,7 @@ pub struct Shared {
     /// `http://host:port` as customers reach this installation, for absolute Magic Links.
     pub public_base_url: Arc<str>,
     pub deliverer: Arc<crate::notify::delivery::Deliverer>,
-    pub processor: Arc<dyn crate::charging::processor::Processor>,
+    pub processor: Arc<dyn mandato_core::processor::Processor>,
     pub charger: Arc<crate::charging::run::Charger>,
     /// Tells the daily schedule to look again (the sandbox clock moved).
     pub schedule_wake: Arc<tokio::sync::Notify>,

@@ -6,7 +6,6 @@
 pub mod delivery;
 pub mod destination;
 pub mod events;
-pub mod jcs;
 pub mod listen;
 pub mod signing;
 pub mod tls;

@@ -7,8 +7,8 @@ use hmac::{Hmac, KeyInit, Mac};
 use serde_json::Value;
 use sha2::Sha256;
 
-use super::jcs;
 use crate::secret::Secret;
+use mandato_core::jcs;
 
 type HmacSha256 = Hmac<Sha256>;
 

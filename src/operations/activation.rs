@@ -8,7 +8,6 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::mandates::{self, MandateView};
-use crate::charging::processor::Enrolled;
 use crate::clock::timestamp;
 use crate::domain::instrument::{InstrumentInput, bank_name};
 use crate::domain::state::{MandateState, PaymentMethod};
@@ -19,6 +18,7 @@ use crate::store::commerces::Commerce;
 use crate::store::instruments::{self, NewAcceptance, NewInstrument};
 use crate::store::mandates::MandateRow;
 use crate::store::{customers, mandates as mandate_store};
+use mandato_core::processor::Enrolled;
 
 /// What the customer saw and where from, kept as proof of consent.
 pub struct Acceptance {

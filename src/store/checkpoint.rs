@@ -183,10 +183,13 @@ mod tests {
         store
             .write(|db| {
                 let tx = db.as_sqlite().unwrap();
-                tx.execute_batch("CREATE TABLE filler (b BLOB NOT NULL)")?;
-                let mut insert = tx.prepare("INSERT INTO filler (b) VALUES (zeroblob(4096))")?;
+                tx.execute_batch("CREATE TABLE filler (b BLOB NOT NULL)")
+                    .map_err(crate::store::db::Error::from)?;
+                let mut insert = tx
+                    .prepare("INSERT INTO filler (b) VALUES (zeroblob(4096))")
+                    .map_err(crate::store::db::Error::from)?;
                 for _ in 0..512 {
-                    insert.execute([])?;
+                    insert.execute([]).map_err(crate::store::db::Error::from)?;
                 }
                 Ok(())
             })
@@ -213,8 +216,10 @@ mod tests {
         store
             .write(|db| {
                 let tx = db.as_sqlite().unwrap();
-                tx.pragma_update(None, "wal_autocheckpoint", 0)?;
-                tx.execute_batch("CREATE TABLE filler (b BLOB NOT NULL)")?;
+                tx.pragma_update(None, "wal_autocheckpoint", 0)
+                    .map_err(crate::store::db::Error::from)?;
+                tx.execute_batch("CREATE TABLE filler (b BLOB NOT NULL)")
+                    .map_err(crate::store::db::Error::from)?;
                 Ok(())
             })
             .unwrap();
@@ -226,10 +231,11 @@ mod tests {
         store
             .write(|db| {
                 let tx = db.as_sqlite().unwrap();
-                let mut insert =
-                    tx.prepare_cached("INSERT INTO filler (b) VALUES (zeroblob(4000))")?;
+                let mut insert = tx
+                    .prepare_cached("INSERT INTO filler (b) VALUES (zeroblob(4000))")
+                    .map_err(crate::store::db::Error::from)?;
                 for _ in 0..pages {
-                    insert.execute([])?;
+                    insert.execute([]).map_err(crate::store::db::Error::from)?;
                 }
                 Ok(())
             })

@@ -384,9 +384,11 @@ impl SqliteStore {
         self.note_use();
         let mut conn = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let _turn = self.turn.take();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(db::Error::from)?;
         let value = f(db::Db::Sqlite(&tx))?;
-        tx.commit()?;
+        tx.commit().map_err(db::Error::from)?;
         Ok(value)
     }
 
@@ -397,11 +399,17 @@ impl SqliteStore {
         let pooled = self.readers.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let conn = match pooled {
             Some(conn) => conn,
-            None => open_reader(&self.path)?,
+            None => open_reader(&self.path).map_err(db::Error::from)?,
         };
-        conn.prepare_cached("BEGIN")?.execute([])?;
+        conn.prepare_cached("BEGIN")
+            .and_then(|mut begin| begin.execute([]))
+            .map_err(db::Error::from)?;
         let result = f(db::Db::Sqlite(&conn));
-        if conn.prepare_cached("COMMIT")?.execute([]).is_err() {
+        let committed = conn
+            .prepare_cached("COMMIT")
+            .map_err(db::Error::from)?
+            .execute([]);
+        if committed.is_err() {
             // A connection left inside a transaction must not go back to the pool.
             let _ = conn.execute_batch("ROLLBACK");
             if !conn.is_autocommit() {

@@ -18,6 +18,7 @@ mod hostile_input;
 mod hostile_logins;
 mod hostile_webhooks;
 mod jwt;
+mod layering;
 mod openapi;
 mod postgres;
 mod postgres_connections;

@@ -1400,7 +1400,7 @@ fn expected_signature(app: &TestApp, event: &Value) -> String {
     let mut body = event.clone();
     body.as_object_mut().unwrap().shift_remove("signature");
     let mut mac = Hmac::<sha2::Sha256>::new_from_slice(&key).unwrap();
-    mac.update(mandato::notify::jcs::canonicalize(&body).as_bytes());
+    mac.update(mandato_core::jcs::canonicalize(&body).as_bytes());
     hex::encode(mac.finalize().into_bytes())
 }
 

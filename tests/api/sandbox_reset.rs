@@ -157,11 +157,12 @@ async fn reset_removes_only_the_callers_data_and_ids_can_be_used_again() {
         .store
         .read(|db| match db.as_sqlite() {
             Some(c) => {
-                let mut stmt = c.prepare("PRAGMA foreign_key_check")?;
-                let rows = stmt
-                    .query_map([], |r| r.get::<_, String>(0))?
-                    .collect::<rusqlite::Result<Vec<_>>>()?;
-                Ok(rows)
+                let check = || -> rusqlite::Result<Vec<String>> {
+                    c.prepare("PRAGMA foreign_key_check")?
+                        .query_map([], |r| r.get::<_, String>(0))?
+                        .collect()
+                };
+                Ok(check().map_err(mandato::store::db::Error::from)?)
             }
             // PostgreSQL checks every foreign key at each statement: none can dangle.
             None => Ok(Vec::new()),

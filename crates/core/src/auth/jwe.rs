@@ -275,8 +275,8 @@ mod tests {
     use josekit::jwe::alg::rsaes::RsaesJweAlgorithm;
     use std::sync::OnceLock;
 
-    const FIXTURE_KEY: &str = include_str!("../../tests/fixtures/jwe/key.pem");
-    const FIXTURE_VECTORS: &str = include_str!("../../tests/fixtures/jwe/vectors.json");
+    const FIXTURE_KEY: &str = include_str!("../../../../tests/fixtures/jwe/key.pem");
+    const FIXTURE_VECTORS: &str = include_str!("../../../../tests/fixtures/jwe/vectors.json");
 
     /// RSA-3072 generation is slow-ish in debug builds: generate once for all tests.
     fn generated() -> &'static JweKeyPair {

@@ -171,12 +171,6 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-impl From<rusqlite::Error> for Error {
-    fn from(e: rusqlite::Error) -> Self {
-        Error::Internal(e.into())
-    }
-}
-
 impl From<serde_json::Error> for Error {
     fn from(e: serde_json::Error) -> Self {
         Error::Internal(e.into())
@@ -185,10 +179,11 @@ impl From<serde_json::Error> for Error {
 
 impl From<anyhow::Error> for Error {
     fn from(e: anyhow::Error) -> Self {
-        // A store error may reach an operation wrapped: a busy database is still a 503.
-        match e.downcast_ref::<crate::store::db::Error>() {
-            Some(db) if db.is_busy() => Error::busy(db),
-            _ => Error::Internal(e),
+        // An operation's own failure may come back wrapped (a task's result, a store helper
+        // that answers anyhow): it keeps its meaning, so a busy database is still a 503.
+        match e.downcast::<Error>() {
+            Ok(error) => error,
+            Err(e) => Error::Internal(e),
         }
     }
 }

@@ -11,7 +11,7 @@
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::notify::jcs;
+use crate::jcs;
 
 /// The `prevHash` of a chain's first record.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";

@@ -1,0 +1,107 @@
+//! The workspace's crate edges are its architecture (ARCHITECTURE.md): what a crate may not
+//! depend on, directly or through another crate, is checked here against `cargo metadata`'s
+//! resolved graph, so a forbidden edge fails the tests instead of waiting for a reader.
+
+use std::collections::{BTreeSet, HashMap};
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Crates that do I/O: sockets, files through a database driver, an async runtime.
+const IO_CRATES: &[&str] = &[
+    "tokio",
+    "axum",
+    "hyper",
+    "hyper-util",
+    "reqwest",
+    "rusqlite",
+    "postgres",
+    "tokio-postgres",
+];
+
+/// Each rule: a workspace crate and the crates it must not reach over normal dependencies.
+const RULES: &[(&str, &[&str])] = &[("mandato-core", IO_CRATES)];
+
+/// The resolved graph of normal (non-dev, non-build) dependencies, by package name.
+fn normal_dependency_graph() -> HashMap<String, Vec<String>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let output = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--locked"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        output.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: Value = serde_json::from_slice(&output.stdout).expect("cargo metadata's JSON");
+    let names: HashMap<&str, &str> = metadata["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .map(|p| (p["id"].as_str().unwrap(), p["name"].as_str().unwrap()))
+        .collect();
+    let mut graph = HashMap::new();
+    for node in metadata["resolve"]["nodes"].as_array().expect("resolve") {
+        let normal: Vec<String> = node["deps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|dep| {
+                dep["dep_kinds"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|kind| kind["kind"].is_null())
+            })
+            .map(|dep| names[dep["pkg"].as_str().unwrap()].to_string())
+            .collect();
+        graph.insert(names[node["id"].as_str().unwrap()].to_string(), normal);
+    }
+    graph
+}
+
+/// Every crate `root` reaches over normal dependencies, with the path it first reaches it by.
+fn reachable(graph: &HashMap<String, Vec<String>>, root: &str) -> HashMap<String, String> {
+    let mut seen = HashMap::from([(root.to_string(), root.to_string())]);
+    let mut queue = vec![root.to_string()];
+    while let Some(name) = queue.pop() {
+        let via = seen[&name].clone();
+        for dep in graph.get(&name).into_iter().flatten() {
+            if !seen.contains_key(dep) {
+                seen.insert(dep.clone(), format!("{via} -> {dep}"));
+                queue.push(dep.clone());
+            }
+        }
+    }
+    seen
+}
+
+#[test]
+fn no_crate_reaches_what_the_architecture_forbids() {
+    let graph = normal_dependency_graph();
+    let mut broken = BTreeSet::new();
+    for (krate, forbidden) in RULES {
+        assert!(
+            graph.contains_key(*krate),
+            "{krate} is not in the workspace"
+        );
+        let reached = reachable(&graph, krate);
+        for name in *forbidden {
+            if let Some(path) = reached.get(*name) {
+                broken.insert(format!("{krate} must not depend on {name}: {path}"));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "forbidden edges:\n{broken:#?}");
+}
+
+#[test]
+fn the_check_sees_a_forbidden_edge() {
+    // The graph the rules run on must be the real one: the binary reaches tokio and rusqlite.
+    let reached = reachable(&normal_dependency_graph(), "mandato");
+    for name in ["tokio", "rusqlite", "mandato-core"] {
+        assert!(reached.contains_key(name), "mandato does not reach {name}");
+    }
+}
