@@ -693,19 +693,10 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
         Command::Uf(UfCommand::Import { file }) => {
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("reading {}", file.display()))?;
-            let values = parse_uf_csv(&text)?;
+            let values = crate::domain::uf::parse_csv(&text)?;
             let store = config.open_store()?;
             store
-                .write(|tx| {
-                    for (date, value) in &values {
-                        crate::store::charging::upsert_uf(
-                            tx,
-                            &date.to_string(),
-                            &value.to_string(),
-                        )?;
-                    }
-                    Ok(())
-                })
+                .write(|tx| crate::operations::uf::import(tx, &values))
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             print(
                 json_mode,
@@ -941,46 +932,6 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
         Command::Audit(AuditCommand::Verify) => audit::verify(&config, json_mode)?,
     }
     Ok(())
-}
-
-/// Reads `date,value` lines; a header is skipped; `;` separators take a decimal comma
-/// (`2026-12-01;39.123,45`). Every line must be valid, or nothing is imported.
-pub fn parse_uf_csv(text: &str) -> anyhow::Result<Vec<(chrono::NaiveDate, rust_decimal::Decimal)>> {
-    use std::str::FromStr;
-    let mut values = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        let (date, value, decimal_comma) = match line.split_once(';') {
-            Some((d, v)) => (d, v, true),
-            None => match line.split_once(',') {
-                Some((d, v)) => (d, v, false),
-                None => anyhow::bail!("line {}: expected date,value", n + 1),
-            },
-        };
-        // A `Date`: stored dates are compared as text, so only `YYYY-MM-DD` up to 9999.
-        let Ok(date) = crate::domain::date::Date::parse(date.trim()).map(|d| d.naive()) else {
-            if n == 0 {
-                continue; // a header
-            }
-            anyhow::bail!("line {}: {date:?} is not a date YYYY-MM-DD", n + 1);
-        };
-        let value = value.trim().trim_matches('"');
-        let normalized = if decimal_comma {
-            value.replace('.', "").replace(',', ".")
-        } else {
-            value.to_string()
-        };
-        let value = rust_decimal::Decimal::from_str(&normalized)
-            .ok()
-            .filter(|v| *v > rust_decimal::Decimal::ZERO)
-            .ok_or_else(|| anyhow::anyhow!("line {}: {value:?} is not a positive amount", n + 1))?;
-        values.push((date, value.normalize()));
-    }
-    anyhow::ensure!(!values.is_empty(), "the file holds no UF values");
-    Ok(values)
 }
 
 /// The installation's development CA, made on first use and kept in the database.

@@ -1,24 +1,21 @@
 //! mandato: a self-contained payment-mandate service.
 //!
-//! Modules in reading order: `domain` (rules and value types, no I/O), `store` (SQLite, the
-//! only SQL), `auth` (JWE, JWT, API keys, passwords), `operations` (the merchant operations,
-//! one transaction each), `notify` (event bodies, signatures, the outbox), `http` (the axum
-//! listener: DTOs, envelope, errors), `app` (wires it all and runs it), `cli` (the commands).
+//! The crates below it, re-exported at the paths this crate and its tests use: `domain` and the
+//! other rules and value types (`mandato-core`, no I/O), `store` (`mandato-store`, the only
+//! SQL), `operations`, `charging`, `notify`, `esign`, `documents`, `config`, `backups`, `auth`
+//! (`mandato-engine`, the use cases). Its own modules: `http` (the axum listener: DTOs,
+//! envelope, errors, pages), `app` (wires it all and runs it), `cli`, `trigger` and `listen`
+//! (the commands).
 
 pub mod app;
-pub mod auth;
-pub mod backups;
-pub mod charging;
 pub mod cli;
-pub mod config;
-pub mod documents;
-pub mod esign;
 pub mod http;
 pub mod listen;
-pub mod notify;
-pub mod operations;
-pub mod store;
 pub mod trigger;
 
 // The rules and value types, at the paths the rest of this crate and its tests use.
 pub use mandato_core::{chain, clock, domain, error, ids, secret};
+// Storage, at the path the rest of this crate and its tests use.
+pub use mandato_store as store;
+// The use cases, at the paths the rest of this crate and its tests use.
+pub use mandato_engine::{auth, backups, charging, config, documents, esign, notify, operations};

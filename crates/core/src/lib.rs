@@ -6,6 +6,7 @@
 //! - [`error`]: the failures an operation can end in, independent of HTTP.
 //! - [`ids`], [`secret`], [`clock`]: internal ids, values that must never be printed, and
 //!   injected time (business dates in America/Santiago).
+//! - [`dev_ca`]: the development CA's certificates, name-constrained to loopback.
 //! - [`jcs`] and [`chain`]: RFC 8785 canonical JSON and the hash chains built on it.
 //! - [`signature`]: electronic signature processes as data (states, types, limits, turns).
 //! - [`processor`]: the acquirer port the charging engine talks to.
@@ -21,6 +22,7 @@
 pub mod auth;
 pub mod chain;
 pub mod clock;
+pub mod dev_ca;
 pub mod domain;
 pub mod error;
 pub mod ids;

@@ -165,13 +165,11 @@ pub async fn import_uf(
     let csv = body
         .csv
         .ok_or_else(|| Error::validation("csv", "REQUIRED", "is required"))?;
-    let values = crate::cli::parse_uf_csv(&csv)
+    let values = crate::domain::uf::parse_csv(&csv)
         .map_err(|e| Error::validation("csv", "INVALID_CSV", e.to_string()))?;
     let now = state.clock.now();
     state.store.write(|tx| {
-        for (date, value) in &values {
-            store::upsert_uf(tx, &date.to_string(), &value.to_string())?;
-        }
+        crate::operations::uf::import(tx, &values)?;
         staff.record(
             tx,
             now,

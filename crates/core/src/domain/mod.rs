@@ -15,3 +15,4 @@ pub mod schedule;
 pub mod search;
 pub mod state;
 pub mod text;
+pub mod uf;

@@ -1,0 +1,847 @@
+//! A charging run for one business date.
+//!
+//! On a day that is not a business day (`domain::holidays`) nothing is settled or charged.
+//!
+//! 1. Settle: direct debits left IN_VALIDATION by earlier dates get the bank's answer.
+//! 2. Charge: every installment due that date, in batches (a due date on a weekend or holiday
+//!    is charged by the next business day's run, or by the one before it for commerces whose
+//!    rule is `PREVIOUS`). Each attempt is first written
+//!    IN_PROCESS with its idempotency key (`{installment}-{date}`) and committed; only then is
+//!    the processor called; then the outcome is written. A crash between the two leaves the
+//!    attempt IN_PROCESS, and `reconcile` asks the processor with the same key, which never
+//!    charges twice. The UNIQUE (installment, date) attempt row means at most one attempt per
+//!    installment and business date, whoever runs it.
+//! 3. PERMANENT mandates are topped up to their 12 upcoming installments.
+//!
+//! Every state change writes its payment event in the same transaction.
+
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+
+use chrono::NaiveDate;
+use mandato_store::db::Db;
+use rust_decimal::Decimal;
+use rust_decimal::prelude::RoundingStrategy;
+
+use crate::notify::events;
+use crate::operations::installments::finish_if_complete;
+use crate::operations::ledger;
+use mandato_core::clock::{Clock, timestamp};
+use mandato_core::domain::date::Date;
+use mandato_core::domain::holidays::ChargeDates;
+use mandato_core::domain::mandate::PERMANENT_HORIZON;
+use mandato_core::domain::money::{Currency, Money};
+use mandato_core::domain::schedule::{Periodicity, nth_due_date};
+use mandato_core::domain::state::{InstallmentState, PaymentMethod, RejectionCode};
+use mandato_core::error::{Error, Result};
+use mandato_core::processor::{ChargeRequest, ChargeResult, Forced, Processor, ProcessorError};
+use mandato_store::charging::{
+    self as store, InstallmentOutcome, NewAttempt, OpenAttempt, RunCounts,
+};
+use mandato_store::commerces::{self, Commerce};
+use mandato_store::customers::CustomerRow;
+use mandato_store::installments::{self, NewInstallment};
+use mandato_store::mandates::MandateRow;
+use mandato_store::{Store, calendar, customers, instruments, mandates};
+
+/// Installments per page: one transaction writes their attempts, one acquirer call charges
+/// them, one transaction writes their outcomes.
+const BATCH: usize = 1000;
+
+/// How long after it was recorded an IN_PROCESS attempt counts as abandoned by its engine:
+/// well past the longest a processor call may take.
+const ABANDONED_AFTER: chrono::Duration = chrono::Duration::minutes(10);
+
+/// Default retry policy: days after the first rejection, for soft declines only.
+pub const DEFAULT_RETRY_DAYS: [i64; 3] = [1, 3, 7];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trigger {
+    Schedule,
+    CatchUp,
+    Manual,
+    Sandbox,
+}
+
+impl Trigger {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Schedule => "SCHEDULE",
+            Trigger::CatchUp => "CATCH_UP",
+            Trigger::Manual => "MANUAL",
+            Trigger::Sandbox => "SANDBOX",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct RunSummary {
+    pub date: NaiveDate,
+    pub counts: RunCounts,
+}
+
+/// The progress of the run under way, for the log and the staff API.
+#[derive(Debug, Clone, Default)]
+pub struct Progress {
+    pub date: Option<NaiveDate>,
+    pub done: i64,
+    pub total: i64,
+}
+
+pub struct Charger {
+    store: Arc<Store>,
+    processor: Arc<dyn Processor>,
+    clock: Arc<dyn Clock>,
+    /// Sandbox-forced outcomes are honoured only in the sandbox.
+    sandbox: bool,
+    /// Called after every committed batch, so the webhook worker sends at once.
+    on_events: Box<dyn Fn() + Send + Sync>,
+    /// One run at a time in this process (other processes are kept out by the attempt rows).
+    running: Mutex<()>,
+    progress: Mutex<Progress>,
+}
+
+/// An attempt written IN_PROCESS, ready for the processor.
+struct Begun {
+    attempt_seq: i64,
+    installment_seq: i64,
+    key: String,
+    token: String,
+    method: PaymentMethod,
+    amount: Money,
+    forced: Option<Forced>,
+    /// Read in the attempt's transaction, for the outcome's event (the mandate's state is read
+    /// again then: it is the only part that can change meanwhile).
+    known: Known,
+}
+
+/// The installment's mandate and customer, as read for its attempt.
+struct Known {
+    mandate: MandateRow,
+    customer: CustomerRow,
+}
+
+impl Charger {
+    pub fn new(
+        store: Arc<Store>,
+        processor: Arc<dyn Processor>,
+        clock: Arc<dyn Clock>,
+        sandbox: bool,
+        on_events: Box<dyn Fn() + Send + Sync>,
+    ) -> Charger {
+        Charger {
+            store,
+            processor,
+            clock,
+            sandbox,
+            on_events,
+            running: Mutex::new(()),
+            progress: Mutex::new(Progress::default()),
+        }
+    }
+
+    pub fn progress(&self) -> Progress {
+        self.progress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn set_progress(&self, date: Option<NaiveDate>, done: i64, total: i64) {
+        *self.progress.lock().unwrap_or_else(|p| p.into_inner()) = Progress { date, done, total };
+    }
+
+    fn now(&self) -> String {
+        timestamp(self.clock.now())
+    }
+
+    /// Runs the engine for `date`. Blocking: call it off the async workers.
+    pub fn run(&self, date: NaiveDate, trigger: Trigger) -> Result<RunSummary> {
+        // Every date the run writes or compares is this one or derived from it, as text: a
+        // day past 9999-12-31 would not order as a date there, so such a run never starts.
+        let day = Date::new(date)
+            .map_err(|e| {
+                Error::refused(mandato_core::domain::date::DATE_OUT_OF_RANGE, e.to_string())
+            })?
+            .to_string();
+        let _one_at_a_time = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        self.settle_abandoned()?;
+        let run_seq = self
+            .store
+            .write(|tx| Ok(store::insert_run(tx, &day, trigger.as_str(), &self.now())?))?;
+        let mut counts = RunCounts::default();
+        let mut cache = Cache::default();
+        // On a weekend or holiday nothing is charged and no bank answers: the run only
+        // records itself and tops up permanent mandates.
+        let calendar = self.store.read(|c| Ok(calendar::load(c)?))?;
+        let business_day = calendar.is_business_day(date);
+        let horizon = Date::new(calendar.previous_rule_horizon(date))
+            .unwrap_or(Date::MAX)
+            .to_string();
+        if !business_day {
+            tracing::info!(date = %day, "not a business day: nothing charged or settled");
+        }
+
+        let settling = if business_day {
+            self.store
+                .read(|c| Ok(store::open_attempts(c, "IN_VALIDATION", Some(&day))?))?
+        } else {
+            Vec::new()
+        };
+        for attempt in settling {
+            let result = self.processor.settle(&attempt.idempotency_key);
+            self.store.write(|tx| {
+                let mut ignored = RunCounts::default();
+                self.apply(tx, &mut cache, &attempt, None, result, date, &mut ignored)
+            })?;
+            counts.settled += 1;
+        }
+
+        counts.total = if business_day {
+            self.store
+                .read(|c| Ok(store::count_due(c, &day, &horizon)?))?
+        } else {
+            0
+        };
+        self.set_progress(Some(date), 0, counts.total);
+        tracing::info!(date = %day, due = counts.total, trigger = trigger.as_str(), "charging run started");
+        // Page by page in (due date, seq) order, so memory does not grow with the run.
+        let mut after: Option<(String, i64)> = None;
+        loop {
+            let page = if business_day {
+                self.store.read(|c| {
+                    let after = after.as_ref().map(|(d, s)| (d.as_str(), *s));
+                    Ok(store::due_page(c, &day, &horizon, after, BATCH)?)
+                })?
+            } else {
+                Vec::new()
+            };
+            let Some((last_seq, last_due)) = page.last() else {
+                break;
+            };
+            after = Some((last_due.clone(), *last_seq));
+            // 1. Every attempt of the page IN_PROCESS with its key, committed.
+            let begun = self.store.write(|tx| {
+                let mut begun = Vec::with_capacity(page.len());
+                for (seq, _) in &page {
+                    if let Some(b) = self.begin(tx, &mut cache, *seq, date, run_seq, &mut counts)? {
+                        begun.push(b);
+                    }
+                }
+                store::update_run(tx, run_seq, &counts, None)?;
+                Ok(begun)
+            })?;
+            (self.on_events)();
+            // 2. Only then the processor.
+            let results = {
+                let requests: Vec<ChargeRequest<'_>> = begun
+                    .iter()
+                    .map(|b| ChargeRequest {
+                        idempotency_key: &b.key,
+                        token: &b.token,
+                        method: b.method,
+                        amount: &b.amount,
+                        forced: b.forced,
+                    })
+                    .collect();
+                self.processor.charge_many(&requests)
+            };
+            // 3. The outcomes and their events, committed together.
+            self.store.write(|tx| {
+                for (b, result) in begun.into_iter().zip(results) {
+                    let open = OpenAttempt {
+                        seq: b.attempt_seq,
+                        installment_seq: b.installment_seq,
+                        idempotency_key: b.key,
+                        business_date: day.clone(),
+                        amount: String::new(),
+                        currency: String::new(),
+                        state: "IN_PROCESS".to_string(),
+                    };
+                    self.apply(
+                        tx,
+                        &mut cache,
+                        &open,
+                        Some(b.known),
+                        result,
+                        date,
+                        &mut counts,
+                    )?;
+                }
+                counts.done += page.len() as i64;
+                // Installments that fell due during the run are charged too.
+                counts.total = counts.total.max(counts.done);
+                store::update_run(tx, run_seq, &counts, None).map_err(Error::from)
+            })?;
+            (self.on_events)();
+            self.set_progress(Some(date), counts.done, counts.total);
+            tracing::info!(date = %day, done = counts.done, total = counts.total, "charging progress");
+        }
+
+        self.top_up_permanent(date)?;
+        self.store
+            .write(|tx| Ok(store::update_run(tx, run_seq, &counts, Some(&self.now()))?))?;
+        self.set_progress(None, counts.done, counts.total);
+        (self.on_events)();
+        tracing::info!(date = %day, ?counts, "charging run finished");
+        Ok(RunSummary { date, counts })
+    }
+
+    /// Writes one installment's attempt IN_PROCESS; `None` when it is not to be attempted
+    /// (attempted meanwhile, no instrument, or a UF amount without the day's UF value).
+    fn begin(
+        &self,
+        tx: Db<'_>,
+        cache: &mut Cache,
+        installment_seq: i64,
+        date: NaiveDate,
+        run_seq: i64,
+        counts: &mut RunCounts,
+    ) -> Result<Option<Begun>> {
+        let installment = installments::by_seq(tx, installment_seq)?;
+        let ready = matches!(
+            installment.state,
+            InstallmentState::Pending | InstallmentState::Rejected
+        ) && installment
+            .last_attempt_date
+            .as_deref()
+            .is_none_or(|d| d < date.to_string().as_str());
+        if !ready {
+            return Ok(None);
+        }
+        let mandate = mandates::by_seq(tx, installment.mandate_seq)?;
+        let Some(instrument) = instruments::for_mandate(tx, mandate.seq)? else {
+            tracing::warn!(mandate = %mandate.id, "active mandate without an instrument; not charged");
+            return Ok(None);
+        };
+        let Some(method) = PaymentMethod::from_id(instrument.method_id) else {
+            return Ok(None);
+        };
+        let (amount, charged_clp) = match installment.amount.currency() {
+            Currency::Clf => match store::uf_value(tx, &date.to_string())? {
+                Some(uf) => {
+                    let clp = uf_to_clp(installment.amount.amount(), &uf)?;
+                    let text = clp.amount().to_string();
+                    (clp, Some(text))
+                }
+                None => {
+                    counts.waiting_uf += 1;
+                    tracing::warn!(installment = %installment.id, date = %date, "no UF value for the date; the charge waits");
+                    return Ok(None);
+                }
+            },
+            _ => (installment.amount.clone(), None),
+        };
+        let key = format!("{}-{date}", installment.id);
+        let now = self.now();
+        let Some(attempt_seq) = store::insert_attempt(
+            tx,
+            &NewAttempt {
+                installment_seq,
+                run_seq: Some(run_seq),
+                attempt_no: installment.attempts + 1,
+                business_date: &date.to_string(),
+                idempotency_key: &key,
+                amount: &amount.amount().to_string(),
+                currency: amount.currency().code(),
+                now: &now,
+            },
+        )?
+        else {
+            return Ok(None);
+        };
+        store::begin_charge(
+            tx,
+            installment_seq,
+            &date.to_string(),
+            method.id(),
+            charged_clp.as_deref(),
+            &now,
+        )?;
+        let forced = if self.sandbox {
+            parse_forced(installment.forced_outcome.as_deref())
+        } else {
+            None
+        };
+        let customer = customers::by_seq(tx, mandate.customer_seq)?;
+        self.record_event(tx, cache, &mandate, &customer, installment_seq)?;
+        counts.attempted += 1;
+        Ok(Some(Begun {
+            attempt_seq,
+            installment_seq,
+            key,
+            token: instrument.processor_token,
+            method,
+            amount,
+            forced,
+            known: Known { mandate, customer },
+        }))
+    }
+
+    /// Writes an attempt's outcome on the installment and the attempt, with its event.
+    /// `known`: the mandate and customer read when the attempt began, if in this process.
+    #[allow(clippy::too_many_arguments)]
+    fn apply(
+        &self,
+        tx: Db<'_>,
+        cache: &mut Cache,
+        attempt: &OpenAttempt,
+        known: Option<Known>,
+        result: std::result::Result<ChargeResult, ProcessorError>,
+        date: NaiveDate,
+        counts: &mut RunCounts,
+    ) -> Result<()> {
+        let now = self.now();
+        let result = match result {
+            Ok(r) => r,
+            Err(ProcessorError::Refused(_)) => ChargeResult::Rejected {
+                code: RejectionCode::CardDeclined,
+            },
+            Err(ProcessorError::Unavailable(e)) => {
+                // Outcome unknown: it stays IN_PROCESS and is reconciled by its key later.
+                tracing::warn!(key = %attempt.idempotency_key, error = %e, "processor unavailable");
+                counts.in_process += 1;
+                return Ok(());
+            }
+        };
+        if !store::take_open_attempt(tx, attempt.seq, &attempt.state)? {
+            // Another engine moved it on meanwhile (PostgreSQL), with the processor's same
+            // answer for the same key: this outcome is already applied.
+            return Ok(());
+        }
+        let installment = installments::by_seq(tx, attempt.installment_seq)?;
+        let (mandate, customer) = match known {
+            Some(Known {
+                mut mandate,
+                customer,
+            }) if mandate.seq == installment.mandate_seq => {
+                mandates::refresh_state(tx, &mut mandate)?;
+                (mandate, customer)
+            }
+            _ => {
+                let mandate = mandates::by_seq(tx, installment.mandate_seq)?;
+                let customer = customers::by_seq(tx, mandate.customer_seq)?;
+                (mandate, customer)
+            }
+        };
+        match &result {
+            ChargeResult::Approved {
+                authorization_code,
+                fee,
+            } => {
+                store::record_outcome(
+                    tx,
+                    installment.seq,
+                    &InstallmentOutcome::Paid { authorization_code },
+                    &now,
+                )?;
+                record_charge_entry(
+                    tx,
+                    &mandate,
+                    &installment,
+                    authorization_code,
+                    *fee,
+                    date,
+                    &now,
+                )?;
+                store::finish_attempt(
+                    tx,
+                    attempt.seq,
+                    "PAID",
+                    Some(authorization_code),
+                    None,
+                    &now,
+                )?;
+                counts.paid += 1;
+            }
+            ChargeResult::Pending => {
+                store::record_outcome(
+                    tx,
+                    installment.seq,
+                    &InstallmentOutcome::InValidation,
+                    &now,
+                )?;
+                store::finish_attempt(tx, attempt.seq, "IN_VALIDATION", None, None, &now)?;
+                counts.in_validation += 1;
+            }
+            ChargeResult::Rejected { code } => {
+                let first = installment
+                    .first_rejected_date
+                    .as_deref()
+                    .filter(|_| installment.attempts > 1)
+                    .and_then(|d| NaiveDate::from_str(d).ok())
+                    .unwrap_or(date);
+                let policy = retry_days(tx, mandate.commerce_id)?;
+                // A retry lands on a business day, like every charge.
+                let calendar = &cache
+                    .commerce(tx, mandate.commerce_id)?
+                    .charge_dates
+                    .calendar;
+                let next = next_retry(*code, first, date, &policy)
+                    .and_then(|d| calendar.on_or_after(d))
+                    .and_then(|d| Date::new(d).ok())
+                    .map(|d| d.to_string());
+                store::record_outcome(
+                    tx,
+                    installment.seq,
+                    &InstallmentOutcome::Rejected {
+                        code: code.as_str(),
+                        message: code.message(),
+                        next_retry_date: next.as_deref(),
+                        first_rejected_date: &first.to_string(),
+                    },
+                    &now,
+                )?;
+                store::finish_attempt(
+                    tx,
+                    attempt.seq,
+                    "REJECTED",
+                    None,
+                    Some(code.as_str()),
+                    &now,
+                )?;
+                counts.rejected += 1;
+            }
+        }
+        self.record_event(tx, cache, &mandate, &customer, installment.seq)?;
+        if !matches!(result, ChargeResult::Pending) {
+            finish_if_complete(tx, mandate, &now)?;
+        }
+        Ok(())
+    }
+
+    /// The payment event of the installment's current state, for its mandate and customer.
+    fn record_event(
+        &self,
+        tx: Db<'_>,
+        cache: &mut Cache,
+        mandate: &MandateRow,
+        customer: &CustomerRow,
+        installment_seq: i64,
+    ) -> Result<()> {
+        let installment = installments::by_seq(tx, installment_seq)?;
+        let terms = cache.commerce(tx, mandate.commerce_id)?;
+        events::record_payment(
+            tx,
+            &terms.commerce,
+            &terms.charge_dates,
+            mandate,
+            customer,
+            &installment,
+            self.clock.now(),
+        )?;
+        Ok(())
+    }
+
+    /// Keeps every ACTIVE PERMANENT mandate with its 12 upcoming installments.
+    fn top_up_permanent(&self, date: NaiveDate) -> Result<()> {
+        let day = date.to_string();
+        let mandates_to_check = self
+            .store
+            .read(|c| Ok(store::active_permanent_mandates(c)?))?;
+        for mandate_seq in mandates_to_check {
+            self.store.write(|tx| {
+                let (total, upcoming) = store::installment_counts(tx, mandate_seq, &day)?;
+                if upcoming >= i64::from(PERMANENT_HORIZON) {
+                    return Ok(());
+                }
+                let mandate = mandates::by_seq(tx, mandate_seq)?;
+                let charges = mandate.charges.value();
+                let (Some(start), Some(periodicity), Some(currency), Some(amount)) = (
+                    charges["startDate"]
+                        .as_str()
+                        .and_then(|d| Date::parse(d).ok()),
+                    charges["periodicity"].as_str().and_then(Periodicity::parse),
+                    charges["currencyId"].as_str().and_then(Currency::parse),
+                    charges["amount"].as_number(),
+                ) else {
+                    return Ok(());
+                };
+                let amount = Money::parse(amount, currency)
+                    .map_err(|e| Error::Internal(anyhow::anyhow!("{e}")))?;
+                let mut new = Vec::new();
+                let mut n = total;
+                let mut ahead = upcoming;
+                while ahead < i64::from(PERMANENT_HORIZON) {
+                    // Past 9999-12-31 there is no next date: the mandate simply stops
+                    // generating, and the run goes on with the others.
+                    let Some(due_date) = nth_due_date(start, periodicity, n as u32) else {
+                        break;
+                    };
+                    n += 1;
+                    if due_date > date {
+                        ahead += 1;
+                    }
+                    new.push(NewInstallment {
+                        external_id: n.to_string(),
+                        amount: amount.clone(),
+                        due_date,
+                    });
+                }
+                installments::insert_many(
+                    tx,
+                    mandate_seq,
+                    mandate.commerce_id,
+                    &new,
+                    "installments",
+                    &self.now(),
+                )?;
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// At start: finishes attempts a crash left IN_PROCESS by asking the processor with the
+    /// same idempotency key (which charges at most once), and marks interrupted runs.
+    pub fn reconcile(&self) -> Result<usize> {
+        let _one_at_a_time = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        self.store.write(|tx| Ok(store::interrupt_running(tx)?))?;
+        let open = self
+            .store
+            .read(|c| Ok(store::open_attempts(c, "IN_PROCESS", None)?))?;
+        self.settle_in_process(&open)
+    }
+
+    /// On PostgreSQL, before a run: attempts another engine left IN_PROCESS longer ago than
+    /// any processor call takes (it died between recording them and their outcome) are
+    /// settled here, as its own restart would; otherwise only some engine's start would.
+    /// Settling takes each attempt first (`take_open_attempt`), so one still in flight
+    /// elsewhere is settled once, with the processor's one answer for its key.
+    fn settle_abandoned(&self) -> Result<usize> {
+        if self.store.backend() != mandato_store::db::Backend::Postgres {
+            return Ok(0);
+        }
+        let cutoff = timestamp(self.clock.now() - ABANDONED_AFTER);
+        let abandoned = self
+            .store
+            .read(|c| Ok(store::in_process_created_before(c, &cutoff)?))?;
+        self.settle_in_process(&abandoned)
+    }
+
+    /// Settles attempts left IN_PROCESS by asking the processor with their idempotency keys.
+    fn settle_in_process(&self, open: &[OpenAttempt]) -> Result<usize> {
+        let mut cache = Cache::default();
+        for attempt in open {
+            let (token, method, forced) = self.store.read(|c| {
+                let installment = installments::by_seq(c, attempt.installment_seq)?;
+                let instrument = instruments::for_mandate(c, installment.mandate_seq)?;
+                Ok((
+                    instrument.as_ref().map(|i| i.processor_token.clone()),
+                    instrument.and_then(|i| PaymentMethod::from_id(i.method_id)),
+                    if self.sandbox {
+                        parse_forced(installment.forced_outcome.as_deref())
+                    } else {
+                        None
+                    },
+                ))
+            })?;
+            let (Some(token), Some(method)) = (token, method) else {
+                continue;
+            };
+            let currency = Currency::parse(&attempt.currency).unwrap_or(Currency::Clp);
+            let amount = Decimal::from_str(&attempt.amount)
+                .ok()
+                .and_then(|d| Money::from_decimal(d, currency).ok())
+                .ok_or_else(|| {
+                    Error::Internal(anyhow::anyhow!("attempt {} has no amount", attempt.seq))
+                })?;
+            let result = match self.processor.status(&attempt.idempotency_key) {
+                Ok(Some(known)) => Ok(known),
+                // Never received: send it now, with the same key.
+                Ok(None) => self.processor.charge(&ChargeRequest {
+                    idempotency_key: &attempt.idempotency_key,
+                    token: &token,
+                    method,
+                    amount: &amount,
+                    forced,
+                }),
+                Err(e) => Err(e),
+            };
+            let date = NaiveDate::from_str(&attempt.business_date)
+                .map_err(|e| Error::Internal(e.into()))?;
+            self.store.write(|tx| {
+                let mut counts = RunCounts::default();
+                self.apply(tx, &mut cache, attempt, None, result, date, &mut counts)
+            })?;
+        }
+        if !open.is_empty() {
+            tracing::info!(
+                attempts = open.len(),
+                "reconciled charge attempts left in process"
+            );
+            (self.on_events)();
+        }
+        Ok(open.len())
+    }
+}
+
+/// The ledger entry of an approved charge, in the outcome's transaction: the amount charged
+/// (CLP for UF installments, as `begin_charge` recorded it) by the installment's method.
+fn record_charge_entry(
+    tx: Db<'_>,
+    mandate: &MandateRow,
+    installment: &installments::InstallmentRow,
+    authorization_code: &str,
+    fee: Option<Decimal>,
+    date: NaiveDate,
+    now: &str,
+) -> Result<()> {
+    let charged = match installment.charged_clp.as_deref() {
+        Some(clp) => Decimal::from_str(clp)
+            .ok()
+            .and_then(|d| Money::from_decimal(d, Currency::Clp).ok())
+            .ok_or_else(|| {
+                Error::Internal(anyhow::anyhow!(
+                    "installment {} charged_clp",
+                    installment.id
+                ))
+            })?,
+        None => installment.amount.clone(),
+    };
+    let method = installment
+        .payment_method_id
+        .and_then(PaymentMethod::from_id)
+        .ok_or_else(|| {
+            Error::Internal(anyhow::anyhow!(
+                "installment {} was charged without a method",
+                installment.id
+            ))
+        })?;
+    ledger::record_charge(
+        tx,
+        &ledger::Movement {
+            mandate,
+            installment,
+            business_date: date,
+            now,
+        },
+        &ledger::Approval {
+            charged: &charged,
+            method,
+            authorization_code,
+            fee,
+        },
+    )
+}
+
+/// The commerce's retry policy (days after the first rejection), or the default.
+fn retry_days(tx: Db<'_>, commerce_id: i64) -> Result<Vec<i64>> {
+    let stored = store::retry_policy(tx, commerce_id)?;
+    Ok(stored
+        .and_then(|p| serde_json::from_str::<serde_json::Value>(&p).ok())
+        .and_then(|v| serde_json::from_value::<Vec<i64>>(v["afterDays"].clone()).ok())
+        .unwrap_or_else(|| DEFAULT_RETRY_DAYS.to_vec()))
+}
+
+/// A commerce and the calendar and rule its charge dates follow.
+struct CommerceTerms {
+    commerce: Commerce,
+    charge_dates: ChargeDates,
+}
+
+/// Commerces by id, loaded once per run (not once per event or rejection).
+#[derive(Default)]
+struct Cache {
+    commerces: HashMap<i64, CommerceTerms>,
+}
+
+impl Cache {
+    fn commerce(&mut self, conn: Db<'_>, id: i64) -> Result<&CommerceTerms> {
+        Ok(match self.commerces.entry(id) {
+            std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
+            std::collections::hash_map::Entry::Vacant(slot) => slot.insert(CommerceTerms {
+                commerce: commerces::by_id(conn, id)?
+                    .ok_or_else(|| Error::Internal(anyhow::anyhow!("commerce {id} vanished")))?,
+                charge_dates: calendar::charge_dates(conn, id)?,
+            }),
+        })
+    }
+}
+
+/// The next retry date for a rejection on `today` of a series that began on `first`: the
+/// first policy day after today, for soft declines only.
+pub fn next_retry(
+    code: RejectionCode,
+    first: NaiveDate,
+    today: NaiveDate,
+    policy_days: &[i64],
+) -> Option<NaiveDate> {
+    if !code.is_soft() {
+        return None;
+    }
+    // A retry that would fall after 9999-12-31 is no retry: such a date cannot be stored.
+    policy_days
+        .iter()
+        .filter_map(|d| first.checked_add_days(chrono::Days::new(u64::try_from(*d).ok()?)))
+        .find(|d| *d > today)
+        .filter(|d| Date::new(*d).is_ok())
+}
+
+/// A UF amount in CLP at the day's value, rounded half up to whole pesos.
+fn uf_to_clp(uf_amount: Decimal, uf_value: &str) -> Result<Money> {
+    let value = Decimal::from_str(uf_value)
+        .map_err(|e| Error::Internal(anyhow::anyhow!("stored UF value: {e}")))?;
+    let clp = (uf_amount * value).round_dp_with_strategy(0, RoundingStrategy::MidpointAwayFromZero);
+    Money::from_decimal(clp, Currency::Clp).map_err(|e| Error::Internal(anyhow::anyhow!("{e}")))
+}
+
+/// The sandbox's decided outcome, stored as `{"result": "PAID"|"REJECTED", "code": ...}`.
+pub fn parse_forced(stored: Option<&str>) -> Option<Forced> {
+    let value: serde_json::Value = serde_json::from_str(stored?).ok()?;
+    match value["result"].as_str()? {
+        "PAID" => Some(Forced::Paid),
+        "REJECTED" => value["code"]
+            .as_str()
+            .and_then(RejectionCode::parse)
+            .map(Forced::Rejected),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(s: &str) -> NaiveDate {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn soft_declines_retry_after_1_3_and_7_days_then_stop() {
+        let first = d("2026-12-05");
+        let soft = RejectionCode::InsufficientFunds;
+        assert_eq!(
+            next_retry(soft, first, d("2026-12-05"), &DEFAULT_RETRY_DAYS),
+            Some(d("2026-12-06"))
+        );
+        assert_eq!(
+            next_retry(soft, first, d("2026-12-06"), &DEFAULT_RETRY_DAYS),
+            Some(d("2026-12-08"))
+        );
+        assert_eq!(
+            next_retry(soft, first, d("2026-12-08"), &DEFAULT_RETRY_DAYS),
+            Some(d("2026-12-12"))
+        );
+        assert_eq!(
+            next_retry(soft, first, d("2026-12-12"), &DEFAULT_RETRY_DAYS),
+            None
+        );
+        assert_eq!(
+            next_retry(
+                RejectionCode::ExpiredCard,
+                first,
+                first,
+                &DEFAULT_RETRY_DAYS
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn uf_amounts_convert_to_whole_pesos() {
+        let clp = uf_to_clp(Decimal::from_str("1.5").unwrap(), "39123.45").unwrap();
+        assert_eq!(clp.amount().to_string(), "58685");
+    }
+}
