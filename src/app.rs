@@ -246,9 +246,19 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
         ));
         (stop, task)
     });
+    // Seals what a crash left owed, then keeps sealing and expiring signature processes.
+    let sealer = Arc::new(crate::esign::sealing::Sealer::new(
+        Arc::clone(&store),
+        Arc::clone(&clock),
+        Arc::clone(&calendar),
+        config.environment.is_sandbox(),
+        Arc::clone(&deliverer),
+    ));
+    tokio::spawn(Arc::clone(&sealer).sweep());
     let state = AppState::new(crate::http::Shared {
         processor,
         charger,
+        sealer,
         schedule_wake,
         deliverer,
         store,

@@ -9,7 +9,6 @@
 
 pub mod app;
 pub mod cli;
-pub mod http;
 pub mod listen;
 pub mod trigger;
 
@@ -19,3 +18,5 @@ pub use mandato_core::{chain, clock, domain, error, ids, secret};
 pub use mandato_store as store;
 // The use cases, at the paths the rest of this crate and its tests use.
 pub use mandato_engine::{auth, backups, charging, config, documents, esign, notify, operations};
+// The HTTP front doors, at the path the rest of this crate and its tests use.
+pub use mandato_http as http;

@@ -33,8 +33,20 @@ const RULES: &[(&str, &[&str])] = &[
         &["axum", "hyper", "reqwest", "mandato-engine", "mandato"],
     ),
     // The engine knows no HTTP server: handlers call it, never the other way round.
-    ("mandato-engine", &["axum", "axum-server", "mandato"]),
+    (
+        "mandato-engine",
+        &["axum", "axum-server", "mandato-http", "mandato"],
+    ),
+    ("mandato-http", &["mandato"]),
 ];
+
+/// Each rule: a workspace crate and the crates it must not name as its own dependencies.
+/// The front doors reach the database only through the engine, never with a driver of their
+/// own.
+const DIRECT_RULES: &[(&str, &[&str])] = &[(
+    "mandato-http",
+    &["rusqlite", "postgres", "tokio-postgres", "libsqlite3-sys"],
+)];
 
 /// The resolved graph of normal (non-dev, non-build) dependencies, by package name.
 fn normal_dependency_graph() -> HashMap<String, Vec<String>> {
@@ -105,6 +117,13 @@ fn no_crate_reaches_what_the_architecture_forbids() {
         for name in *forbidden {
             if let Some(path) = reached.get(*name) {
                 broken.insert(format!("{krate} must not depend on {name}: {path}"));
+            }
+        }
+    }
+    for (krate, forbidden) in DIRECT_RULES {
+        for name in *forbidden {
+            if graph[*krate].iter().any(|dep| dep == name) {
+                broken.insert(format!("{krate} must not name {name} as a dependency"));
             }
         }
     }

@@ -1,5 +1,5 @@
 // Writes a brotli (.br) and a gzip (.gz) copy beside each text file of the build, once, at
-// maximum quality, so the server sends them as they are (src/http/ui.rs) instead of
+// maximum quality, so the server sends them as they are (crates/http/src/ui.rs) instead of
 // compressing on every request. A copy that would not be smaller than its file is not written.
 import { readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";

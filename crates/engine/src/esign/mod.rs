@@ -37,5 +37,6 @@ pub mod budget;
 pub mod ceremony;
 pub mod events;
 pub mod pdf;
+pub mod sealing;
 
 pub use mandato_core::signature::*;

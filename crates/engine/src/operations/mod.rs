@@ -8,6 +8,7 @@ pub mod customers;
 pub mod installments;
 pub mod ledger;
 pub mod mandates;
+pub mod portal;
 pub mod signed_activation;
 pub mod uf;
 

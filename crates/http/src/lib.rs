@@ -1,0 +1,407 @@
+//! mandato-http: the HTTP front doors over the engine. The merchant API under `/api/v1`, the
+//! OpenAPI document, the staff API under `/admin/api`, the Magic Link and signing pages, and
+//! the staff UI's files.
+//!
+//! DTOs live here and only here; handlers turn them into validated commands, run the
+//! operation in one transaction and turn the result back into DTOs.
+//!
+//! Invariants:
+//! - Nothing below this crate knows HTTP: status codes, headers and wire names are decided
+//!   here (`error.rs` maps `mandato_core::error::Error`; `wire.rs` names the fields).
+//! - A bad request is answered 400 naming every bad field, never 500 and never half-written.
+//! - No secret reaches a log or an answer: bodies with passwords and files are read as
+//!   `Secret`s.
+//! - `mandato-http` depends on `mandato-store` only while handlers still read and write through
+//!   it; the engine's methods replace those calls (ARCHITECTURE.md, "Crates").
+
+pub mod accept;
+pub mod admin;
+pub mod auth;
+pub mod calendar;
+pub mod common;
+pub mod envelope;
+pub mod error;
+pub mod events;
+pub mod fields;
+pub mod guard;
+pub mod installments;
+pub mod json;
+pub mod ledger;
+pub mod link;
+pub mod login;
+pub mod mandates;
+pub mod openapi;
+pub mod receivables;
+pub mod sandbox;
+pub mod sandbox_reset;
+pub mod sign;
+pub mod signature;
+pub mod ui;
+pub mod users;
+pub mod webhooks;
+pub mod wire;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::get;
+use chrono::NaiveDate;
+use mandato_store::db::Db;
+use utoipa::OpenApi;
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use error::ApiError;
+use mandato_core::clock::{BusinessCalendar, Clock};
+use mandato_core::error::Result;
+use mandato_engine::auth::jwe::JweKeyPair;
+use mandato_engine::auth::jwt::JwtSigner;
+use mandato_engine::config::Config;
+use mandato_engine::operations::Ctx;
+use mandato_store::Store;
+use mandato_store::audit::AuditWriter;
+use mandato_store::commerces::Commerce;
+
+/// The environment's key material.
+pub struct Keys {
+    pub jwe: JweKeyPair,
+    pub jwt: JwtSigner,
+}
+
+/// What every handler can reach: one shared allocation, so the several extractors and layers
+/// of a request that take the state each copy one pointer (one atomic count) rather than a
+/// dozen.
+#[derive(Clone)]
+pub struct AppState(Arc<Shared>);
+
+impl AppState {
+    pub fn new(shared: Shared) -> AppState {
+        AppState(Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// The engine's parts the request path uses, behind [`AppState`].
+pub struct Shared {
+    pub store: Arc<Store>,
+    pub audit: Arc<AuditWriter>,
+    pub config: Arc<Config>,
+    pub keys: Arc<Keys>,
+    pub clock: Arc<dyn Clock>,
+    pub calendar: Arc<BusinessCalendar>,
+    /// `http://host:port` as customers reach this installation, for absolute Magic Links.
+    pub public_base_url: Arc<str>,
+    pub deliverer: Arc<mandato_engine::notify::delivery::Deliverer>,
+    pub processor: Arc<dyn mandato_core::processor::Processor>,
+    pub charger: Arc<mandato_engine::charging::run::Charger>,
+    /// Seals signature processes (the last signature's request seals at once).
+    pub sealer: Arc<mandato_engine::esign::sealing::Sealer>,
+    /// Tells the daily schedule to look again (the sandbox clock moved).
+    pub schedule_wake: Arc<tokio::sync::Notify>,
+    /// The desktop app's pending single-use sign-in links.
+    pub desk_tokens: Arc<admin::desk::DeskTokens>,
+    /// The one-time first-visit setup code for other machines, when `serve` made one.
+    pub setup_code: Arc<admin::session::SetupCode>,
+    /// Portal payments of one installment take turns (see `link::one_at_a_time`).
+    pub portal_payments: Arc<link::one_at_a_time::KeyedLocks>,
+}
+
+impl Shared {
+    pub fn today(&self) -> NaiveDate {
+        self.calendar.today(self.clock.now())
+    }
+
+    fn ctx<'a>(&'a self, commerce: &'a Commerce) -> Ctx<'a> {
+        let now = self.clock.now();
+        Ctx {
+            commerce,
+            charge_dates: &self.store.charge_dates,
+            now,
+            today: self.calendar.today(now),
+        }
+    }
+}
+
+impl AppState {
+    /// Runs an operation all or nothing in the next group commit, off the async workers (a
+    /// durable commit waits for the disk); answers once it is durable. The operation may run
+    /// more than once (`Store::write_grouped`): it must change nothing but the database.
+    pub async fn write<T: Send + 'static>(
+        &self,
+        commerce: Arc<Commerce>,
+        operation: impl Fn(Db<'_>, &Ctx<'_>) -> Result<T> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let state = self.clone();
+        let value = self
+            .store
+            .write_grouped(move |tx| {
+                let ctx = state.ctx(&commerce);
+                operation(tx, &ctx)
+            })
+            .await
+            .map_err(ApiError)?;
+        // The change may have written events; the worker need not wait for its next poll.
+        self.deliverer.wake();
+        Ok(value)
+    }
+
+    /// Runs a read-only operation on a pooled connection.
+    pub fn read<T>(
+        &self,
+        commerce: &Commerce,
+        operation: impl FnOnce(Db<'_>, &Ctx<'_>) -> Result<T>,
+    ) -> Result<T, ApiError> {
+        let ctx = self.ctx(commerce);
+        self.store
+            .read(|conn| operation(conn, &ctx))
+            .map_err(ApiError)
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "mandato merchant API",
+        description = "Payment mandates, installments, webhooks and electronic signatures. \
+            Every /api/v1 operation except the .well-known keys takes the eight common headers; \
+            all but login and the JWE helper also take `Authorization: Bearer <JWT>`. \
+            Errors: `{statusCode, name, message, correlationId, errors[{field, code, message}]}`.",
+        version = "1.0.0"
+    ),
+    servers((url = "/api/v1", description = "This installation")),
+    modifiers(&SecuritySchemes),
+    components(schemas(mandato_core::error::FieldError, error::ErrorBody))
+)]
+struct ApiDoc;
+
+struct SecuritySchemes;
+
+impl utoipa::Modify for SecuritySchemes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "apiKey",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("x-api-key"))),
+        );
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// Documents, on every operation, the failures any request can meet: 500 (with the
+/// correlationId to quote), 408 past the request time limit and, for operations with a body,
+/// 413 beyond the size limit.
+struct CommonErrors;
+
+impl utoipa::Modify for CommonErrors {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+        let error = |description: &str| {
+            ResponseBuilder::new()
+                .description(description)
+                .content(
+                    "application/json",
+                    ContentBuilder::new()
+                        .schema(Some(Ref::from_schema_name("ErrorBody")))
+                        .build(),
+                )
+                .build()
+        };
+        for item in openapi.paths.paths.values_mut() {
+            for operation in [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.delete,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                let has_body = operation.request_body.is_some();
+                let responses = &mut operation.responses.responses;
+                responses
+                    .entry("500".into())
+                    .or_insert_with(|| error("INTERNAL_ERROR: quote the correlationId").into());
+                responses.entry("408".into()).or_insert_with(|| {
+                    error("REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature)")
+                        .into()
+                });
+                if has_body {
+                    responses
+                        .entry("413".into())
+                        .or_insert_with(|| error("PAYLOAD_TOO_LARGE: over 1 MiB").into());
+                }
+            }
+        }
+    }
+}
+
+/// OpenAPI wants every `operationId` unique (generated clients name their functions after
+/// them), but utoipa takes the handler's name, which repeats across modules (`list`,
+/// `detail`) and when one handler serves two methods. Staff operations are named after their
+/// method and path (`staff_get_mandates_internalId`); a merchant name that repeats gets its
+/// method appended.
+fn unique_operation_ids(doc: &mut utoipa::openapi::OpenApi) {
+    use std::collections::HashMap;
+    fn operations(
+        item: &mut utoipa::openapi::PathItem,
+    ) -> [(&'static str, &mut Option<utoipa::openapi::path::Operation>); 4] {
+        [
+            ("get", &mut item.get),
+            ("post", &mut item.post),
+            ("put", &mut item.put),
+            ("delete", &mut item.delete),
+        ]
+    }
+    let mut merchant: HashMap<String, usize> = HashMap::new();
+    for item in doc.paths.paths.values_mut() {
+        if item.servers.is_none() {
+            for (_, operation) in operations(item) {
+                if let Some(id) = operation.as_ref().and_then(|o| o.operation_id.clone()) {
+                    *merchant.entry(id).or_default() += 1;
+                }
+            }
+        }
+    }
+    for (path, item) in doc.paths.paths.iter_mut() {
+        let staff = item.servers.is_some();
+        let words: Vec<&str> = path
+            .split(['/', '{', '}', '-', '.'])
+            .filter(|w| !w.is_empty())
+            .collect();
+        for (method, operation) in operations(item) {
+            let Some(operation) = operation else { continue };
+            let id = operation.operation_id.clone().unwrap_or_default();
+            if staff {
+                operation.operation_id = Some(format!("staff_{method}_{}", words.join("_")));
+            } else if merchant.get(&id).copied().unwrap_or(0) > 1 {
+                operation.operation_id = Some(format!("{id}_{method}"));
+            }
+        }
+    }
+}
+
+/// The merchant API, the staff API and their OpenAPI document, built together so that no
+/// route can be missing from the document.
+pub fn api_routers(
+    state: &AppState,
+) -> (Router<AppState>, Router<AppState>, utoipa::openapi::OpenApi) {
+    #[allow(deprecated)]
+    let with_headers = OpenApiRouter::new()
+        .routes(routes!(login::login, login::login_deprecated))
+        .routes(routes!(login::encrypt))
+        .routes(routes!(users::create_user))
+        .routes(routes!(mandates::create_mandate))
+        .routes(routes!(mandates::find_mandate))
+        .routes(routes!(mandates::find_onepay))
+        .routes(routes!(mandates::mandate_document))
+        .routes(routes!(mandates::cancel_mandate))
+        .routes(routes!(installments::add_installments))
+        .routes(routes!(installments::change_status))
+        .routes(routes!(receivables::receivables))
+        .routes(routes!(calendar::list_holidays))
+        .routes(signature::with_body_limit(routes!(
+            signature::create_signature
+        )))
+        .routes(routes!(signature::find_signature))
+        .routes(routes!(signature::cancel_signature))
+        .routes(routes!(events::list_events))
+        .routes(routes!(events::get_event))
+        .routes(routes!(events::redeliver_event))
+        .routes(routes!(ledger::list_ledger))
+        .routes(routes!(ledger::settlements))
+        .routes(routes!(ledger::reconcile))
+        .routes(routes!(ledger::payout_report))
+        .routes(routes!(sandbox::get_faults, sandbox::put_faults))
+        .routes(routes!(sandbox::notification))
+        .routes(routes!(sandbox::redeliver))
+        .routes(routes!(sandbox::get_clock, sandbox::advance_clock))
+        .routes(routes!(sandbox::run_charging))
+        .routes(routes!(sandbox::activate))
+        .routes(routes!(sandbox::outcome))
+        .routes(routes!(sandbox_reset::reset))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            common::layer,
+        ));
+    let public = OpenApiRouter::new()
+        .routes(routes!(login::jwe_public_key))
+        .routes(routes!(login::jwks));
+    let (router, mut doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(with_headers)
+        .merge(public)
+        .split_for_parts();
+    let (admin, admin_doc) = admin::router(state).split_for_parts();
+    // The staff API lives beside /api/v1: its path items name their own server.
+    for (path, mut item) in admin_doc.paths.paths {
+        item.servers = Some(vec![utoipa::openapi::Server::new("/admin/api")]);
+        doc.paths.paths.insert(path, item);
+    }
+    if let (Some(components), Some(admin_components)) =
+        (doc.components.as_mut(), admin_doc.components)
+    {
+        components.schemas.extend(admin_components.schemas);
+    }
+    // Applied after the routes are merged in, so it reaches every operation.
+    utoipa::Modify::modify(&CommonErrors, &mut doc);
+    unique_operation_ids(&mut doc);
+    (router, admin, doc)
+}
+
+/// The whole listener.
+pub fn router(state: AppState) -> Router {
+    // Paths are documented relative to the `/api/v1` server.
+    let (api, admin, doc) = api_routers(&state);
+    let doc = Arc::new(openapi::document(&doc, &state.config));
+    Router::new()
+        .nest("/api/v1", api)
+        .nest("/admin/api", admin)
+        .merge(link::routes())
+        .merge(sign::routes())
+        .route(
+            "/openapi.json",
+            get(move || {
+                let doc = Arc::clone(&doc);
+                async move { axum::Json(doc.as_ref().clone()) }
+            }),
+        )
+        .fallback(ui::fallback)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            guard::host_guard,
+        ))
+        .layer(DefaultBodyLimit::max(1024 * 1024))
+        .layer(axum::middleware::map_response(close_after_refused_body))
+        .with_state(state)
+}
+
+/// A 413 is given before the body was read to its end, so the connection cannot carry another
+/// request: saying so in `Connection: close` keeps the client from sending its next request on
+/// a connection the server is closing (it would fail as an incomplete message).
+async fn close_after_refused_body(
+    mut response: axum::response::Response,
+) -> axum::response::Response {
+    if response.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+        response.headers_mut().insert(
+            axum::http::header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+    }
+    response
+}
