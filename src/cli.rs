@@ -486,11 +486,6 @@ fn read_stdin_secret() -> anyhow::Result<Secret<String>> {
     Ok(Secret::new(password))
 }
 
-fn generated_password() -> Secret<String> {
-    let key = api_key::generate();
-    Secret::new(key.key.expose()[3..27].to_string())
-}
-
 fn now() -> String {
     crate::clock::timestamp(chrono::Utc::now())
 }
@@ -527,6 +522,11 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             // A code written as a RUT must be a valid one, stored normalized.
             let code = dev::commerce_code(&code)?;
             anyhow::ensure!(!name.trim().is_empty(), "the name must not be empty");
+            anyhow::ensure!(
+                name.trim().chars().count() <= crate::domain::commerce::MAX_NAME_CHARS,
+                "the name has at most {} characters",
+                crate::domain::commerce::MAX_NAME_CHARS
+            );
             crate::domain::text::check_shown_text(name.trim())
                 .map_err(|e| anyhow::anyhow!("the name {e}"))?;
             let methods: Vec<PaymentMethod> = if payment_methods.is_empty() {
@@ -543,7 +543,7 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             let (password, generated) = if password_stdin {
                 (read_stdin_secret()?, false)
             } else {
-                (generated_password(), true)
+                (password::generate_commerce_password(), true)
             };
             let secret = api_key::generate_webhook_secret();
             let hash = password::hash_password(&password);
@@ -758,7 +758,7 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             let (password, generated) = if password_stdin {
                 (read_stdin_secret()?, false)
             } else {
-                (generated_password(), true)
+                (password::generate_commerce_password(), true)
             };
             let hash = password::hash_password(&password);
             let store = config.open_store()?;

@@ -11,8 +11,7 @@ use serde_json::{Value, json};
 use super::{Cli, out, print};
 use crate::config::{Config, Environment};
 use crate::domain::activation::ActivationMode;
-use crate::domain::external_id::ExternalId;
-use crate::domain::rut::{Rut, RutError};
+use crate::domain::commerce::CommerceCode;
 use crate::store::commerces::{self, Commerce};
 use crate::store::{Store, dev_tools, sandbox_reset, settings};
 
@@ -121,46 +120,12 @@ pub fn parse() -> Cli {
     }
 }
 
-/// A commerce code as `commerce add` stores it: a code written as a RUT (digits, optional
-/// thousands dots, a dash and a check digit) must be a valid RUT and is kept normalized
-/// (`76123456-0`); anything else must be an issued code (1 to 64 letters, digits, `-_.`).
+/// A commerce code as `commerce add` stores it (`CommerceCode`: a RUT normalized, or an
+/// issued code), refused under the rule's own name.
 pub fn commerce_code(text: &str) -> anyhow::Result<String> {
-    let text = text.trim();
-    let rut_shaped = crate::domain::rut::looks_like_rut(text);
-    if rut_shaped {
-        return match Rut::parse(text) {
-            Ok(rut) => Ok(rut.to_string()),
-            Err(RutError::WrongCheckDigit) => {
-                let body: String = text
-                    .split('-')
-                    .next()
-                    .unwrap_or("")
-                    .chars()
-                    .filter(char::is_ascii_digit)
-                    .collect();
-                let hint = body
-                    .parse::<u32>()
-                    .map(|b| format!(" (for {b} it is {})", crate::domain::rut::check_digit(b)))
-                    .unwrap_or_default();
-                Err(fail(
-                    "INVALID_RUT",
-                    format!("{text} is not a valid RUT: its check digit does not match{hint}"),
-                ))
-            }
-            Err(e) => Err(fail(
-                "INVALID_RUT",
-                format!("{text} is not a valid RUT: {e}"),
-            )),
-        };
-    }
-    ExternalId::parse(text)
-        .map(|id| id.as_str().to_string())
-        .map_err(|_| {
-            fail(
-                "INVALID_CODE",
-                "the code must be a RUT (12.345.678-5) or 1 to 64 letters, digits, '-', '_', '.'",
-            )
-        })
+    CommerceCode::parse(text)
+        .map(CommerceCode::into_string)
+        .map_err(|e| fail(e.name(), format!("{}: {e}", text.trim())))
 }
 
 /// The environment `serve` last ran this installation as (sandbox until it has run).

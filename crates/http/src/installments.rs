@@ -18,7 +18,6 @@ use mandato_engine::operations::MandateRef;
 use mandato_engine::operations::installments::{
     self as ops, Action, AddInstallments, ChangeStatus, OwnedRefs, PaymentEvidence,
 };
-use mandato_store::installments::NewInstallment;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -164,51 +163,13 @@ fn parse_add(
         ),
         Some(_) => {}
     }
-    let installments = parse_items(items, today, &mut errors);
+    let installments = super::mandates::parse_installment_list(items, today, &mut errors);
     errors.into_result()?;
     Ok(AddInstallments {
         customer: customer.expect("validated"),
         product: product.expect("validated"),
         installments,
     })
-}
-
-fn parse_items(
-    items: &[InstallmentIn],
-    today: chrono::NaiveDate,
-    errors: &mut FieldErrors,
-) -> Vec<NewInstallment> {
-    let mut seen = std::collections::HashSet::new();
-    let mut parsed = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
-        let path = |f: &str| format!("installments[{i}].{f}");
-        let id = super::users::external_id(item.id.as_ref(), &path("id"), errors);
-        if let Some(id) = &id
-            && !seen.insert(id.as_str().to_string())
-        {
-            errors.push(
-                path("id"),
-                "DUPLICATED_INSTALLMENT_ID",
-                "the id appears twice in the request",
-            );
-        }
-        let currency = fields::currency(item.currency_id.as_ref(), &path("currencyId"), errors);
-        let amount = fields::money(item.amount.as_ref(), currency, &path("amount"), errors);
-        let due = fields::future_date(
-            item.installment_due_date.as_ref(),
-            &path("installmentDueDate"),
-            today,
-            errors,
-        );
-        if let (Some(id), Some(amount), Some(due_date)) = (id, amount, due) {
-            parsed.push(NewInstallment {
-                external_id: id.as_str().to_string(),
-                amount,
-                due_date,
-            });
-        }
-    }
-    parsed
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

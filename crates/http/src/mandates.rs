@@ -496,6 +496,19 @@ fn parse_installments(
     errors: &mut FieldErrors,
 ) -> Option<Vec<NewInstallment>> {
     let items = items?;
+    let parsed = parse_installment_list(items, today, errors);
+    (parsed.len() == items.len()).then_some(parsed)
+}
+
+/// The installments of a request (a new mandate's, or those added to a DYNAMIC one): each with
+/// an `id` new to the request, an amount in its currency, and a due date today or later.
+/// Every bad field goes to `errors` at `installments[i].<field>`; the answer holds the valid
+/// ones only.
+pub fn parse_installment_list(
+    items: &[InstallmentIn],
+    today: NaiveDate,
+    errors: &mut FieldErrors,
+) -> Vec<NewInstallment> {
     let mut parsed = Vec::with_capacity(items.len());
     let mut seen = HashSet::new();
     for (i, item) in items.iter().enumerate() {
@@ -526,7 +539,7 @@ fn parse_installments(
             });
         }
     }
-    (parsed.len() == items.len()).then_some(parsed)
+    parsed
 }
 
 fn parse_charges(

@@ -233,6 +233,16 @@ pub fn verify_or_stand_in(password: &Secret<String>, phc: Option<&str>) -> bool 
     }
 }
 
+/// A password for a new commerce registered without one: 24 base64url characters (144 random
+/// bits), shown once to whoever registered it.
+#[must_use]
+pub fn generate_commerce_password() -> Secret<String> {
+    use base64::Engine;
+    let mut bytes = [0u8; 18];
+    rand::rng().fill_bytes(&mut bytes);
+    Secret::new(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

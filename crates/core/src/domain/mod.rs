@@ -2,6 +2,7 @@
 //! into a type that can only hold a valid value, so the rest of the crate never re-checks it.
 
 pub mod activation;
+pub mod commerce;
 pub mod contact;
 pub mod date;
 pub mod external_id;

@@ -24,7 +24,7 @@ use crate::fields;
 use crate::installments::PaymentIn;
 use crate::json::Body;
 use crate::mandates::InstallmentIn;
-use crate::users::{external_id, optional_text, required_text};
+use crate::users::{optional_text, required_text};
 use crate::wire::{CustomerDto, InstallmentDto, MandateDto, StateDto};
 use mandato_core::clock::timestamp;
 use mandato_core::domain::state::{InstallmentState, MandateState, MandateType};
@@ -895,37 +895,7 @@ fn parse_new_installments(
         }
         Some(list) => list,
     };
-    let mut seen = HashSet::new();
-    let mut parsed = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
-        let path = |f: &str| format!("installments[{i}].{f}");
-        let id = external_id(item.id.as_ref(), &path("id"), errors);
-        if let Some(id) = &id
-            && !seen.insert(id.as_str().to_string())
-        {
-            errors.push(
-                path("id"),
-                "DUPLICATED_INSTALLMENT_ID",
-                "the id appears twice in the request",
-            );
-        }
-        let currency = fields::currency(item.currency_id.as_ref(), &path("currencyId"), errors);
-        let amount = fields::money(item.amount.as_ref(), currency, &path("amount"), errors);
-        let due = fields::future_date(
-            item.installment_due_date.as_ref(),
-            &path("installmentDueDate"),
-            today,
-            errors,
-        );
-        if let (Some(id), Some(amount), Some(due_date)) = (id, amount, due) {
-            parsed.push(NewInstallment {
-                external_id: id.as_str().to_string(),
-                amount,
-                due_date,
-            });
-        }
-    }
-    parsed
+    crate::mandates::parse_installment_list(items, today, errors)
 }
 
 /// Add installments to a DYNAMIC mandate (operator or admin): all of them, or none.

@@ -16,9 +16,8 @@ use crate::json::Body;
 use crate::wire::ActivationModeDto;
 use mandato_core::clock::timestamp;
 use mandato_core::domain::activation::ActivationMode;
+use mandato_core::domain::commerce::CommerceCode;
 use mandato_core::domain::contact::Email;
-use mandato_core::domain::external_id::ExternalId;
-use mandato_core::domain::rut::{self, Rut, RutError};
 use mandato_core::domain::state::PaymentMethod;
 use mandato_core::error::{Error, FieldErrors};
 use mandato_core::secret::Secret;
@@ -166,42 +165,12 @@ pub struct NewCommerceResult {
     pub password: Option<String>,
 }
 
-/// A commerce code as staff type it: written as a RUT (`76.123.456-0`), it must be a valid
-/// one and is kept normalized (`76123456-0`), as `mandato commerce add` does; anything else
-/// must be an issued code.
+/// A commerce code as staff type it (`CommerceCode`: a RUT normalized, or an issued code).
 fn commerce_code(text: &str, errors: &mut FieldErrors) -> Option<String> {
-    if rut::looks_like_rut(text) {
-        return match Rut::parse(text) {
-            Ok(rut) => Some(rut.to_string()),
-            Err(RutError::WrongCheckDigit) => {
-                let hint = text
-                    .split('-')
-                    .next()
-                    .map(|body| body.replace('.', ""))
-                    .and_then(|body| body.parse::<u32>().ok())
-                    .map(|body| format!(" (for {body} it is {})", rut::check_digit(body)))
-                    .unwrap_or_default();
-                errors.push(
-                    "code",
-                    "INVALID_RUT",
-                    format!("the RUT's check digit does not match its number{hint}"),
-                );
-                None
-            }
-            Err(e) => {
-                errors.push("code", "INVALID_RUT", e.to_string());
-                None
-            }
-        };
-    }
-    match ExternalId::parse(text) {
-        Ok(id) => Some(id.as_str().to_string()),
-        Err(_) => {
-            errors.push(
-                "code",
-                "INVALID_CODE",
-                "a RUT, or 1 to 64 letters, digits, '-', '_' or '.'",
-            );
+    match CommerceCode::parse(text) {
+        Ok(code) => Some(code.into_string()),
+        Err(e) => {
+            errors.push("code", e.name(), e.to_string());
             None
         }
     }
@@ -230,7 +199,12 @@ pub async fn create_commerce(
         }
         Some(text) => commerce_code(text, &mut errors),
     };
-    let name = crate::users::required_text(body.name.as_ref(), "name", 200, &mut errors);
+    let name = crate::users::required_text(
+        body.name.as_ref(),
+        "name",
+        mandato_core::domain::commerce::MAX_NAME_CHARS,
+        &mut errors,
+    );
     let password = match body.password.as_deref() {
         None | Some("") => None,
         Some(p) if p.chars().count() < 8 => {
@@ -281,10 +255,7 @@ pub async fn create_commerce(
     errors.into_result()?;
     let (code, name) = (code.expect("validated"), name.expect("validated"));
     let generated = password.is_none();
-    let password = password.unwrap_or_else(|| {
-        let key = api_key::generate();
-        Secret::new(key.key.expose()[3..27].to_string())
-    });
+    let password = password.unwrap_or_else(password::generate_commerce_password);
     let shown = generated.then(|| password.expose().clone());
     let hash = tokio::task::spawn_blocking(move || password::hash_password(&password))
         .await
