@@ -7,7 +7,7 @@ use super::db::{self, Db, Row, params};
 use mandato_core::domain::contact::Email;
 use mandato_core::domain::external_id::ExternalId;
 use mandato_core::domain::rut::Rut;
-use mandato_core::error::{Error, Result};
+use mandato_core::error::Result;
 
 #[derive(Debug, Clone)]
 pub struct CustomerRow {
@@ -94,9 +94,15 @@ pub fn by_internal_id<'c>(
         .query_opt(&sql, &params![id, commerce_id], from_row)
 }
 
-fn by_rut(db: Db<'_>, commerce_id: i64, rut: &str) -> db::Result<Option<CustomerRow>> {
+/// The commerce's customer holding `rut`, if any.
+pub fn by_rut<'c>(
+    db: impl Into<Db<'c>>,
+    commerce_id: i64,
+    rut: &str,
+) -> db::Result<Option<CustomerRow>> {
     let sql = format!("SELECT {COLUMNS} FROM customers WHERE commerce_id = ?1 AND rut = ?2");
-    db.query_opt(&sql, &params![commerce_id, rut], from_row)
+    db.into()
+        .query_opt(&sql, &params![commerce_id, rut], from_row)
 }
 
 pub fn by_seq<'c>(db: impl Into<Db<'c>>, seq: i64) -> db::Result<CustomerRow> {
@@ -104,97 +110,89 @@ pub fn by_seq<'c>(db: impl Into<Db<'c>>, seq: i64) -> db::Result<CustomerRow> {
     db.into().query_row(sql, &params![seq], from_row)
 }
 
-/// Creates the customer, or updates it when the same `userId` comes again with the same RUT
-/// (the seed's idempotent functional update). A `userId` with another RUT, or a RUT held by
-/// another `userId`, is refused.
-pub fn upsert<'c>(
+/// Replaces the details of the customer `seq` (never its `userId` nor its RUT).
+pub fn update<'c>(
+    db: impl Into<Db<'c>>,
+    seq: i64,
+    input: &CustomerInput,
+    now: &str,
+) -> Result<CustomerRow> {
+    let db = db.into();
+    let address = address_json(input)?;
+    db.execute(
+        "UPDATE customers SET first_name = ?2, last_name = ?3, second_last_name = ?4,
+                address = ?5, email = ?6, phone = ?7, updated_at = ?8
+         WHERE seq = ?1",
+        &params![
+            seq,
+            &input.first_name,
+            &input.last_name,
+            &input.second_last_name,
+            &address,
+            input.email.as_str(),
+            &input.phone,
+            now
+        ],
+    )?;
+    Ok(by_seq(db, seq)?)
+}
+
+/// Registers a new customer of the commerce.
+pub fn insert<'c>(
     db: impl Into<Db<'c>>,
     commerce_id: i64,
     input: &CustomerInput,
     now: &str,
-) -> Result<Upserted> {
-    let db = db.into();
-    let existing = by_user_id(db, commerce_id, input.user_id.as_str())?;
-    if let Some(current) = &existing
-        && current.rut != input.rut.as_str()
-    {
-        return Err(Error::refused_at(
-            "USER_RUT_MISMATCH",
-            "customer.identificationDocument.number",
-            format!("userId {} is registered with another RUT", current.user_id),
-        ));
-    }
-    if existing.is_none()
-        && let Some(holder) = by_rut(db, commerce_id, input.rut.as_str())?
-    {
-        return Err(Error::refused_at(
-            "DUPLICATED_RUT",
-            "customer.identificationDocument.number",
-            format!(
-                "the RUT is already registered for userId {}",
-                holder.user_id
-            ),
-        ));
-    }
-    let address = input
+) -> Result<CustomerRow> {
+    let id = mandato_core::ids::new_id("usr");
+    let address = address_json(input)?;
+    let sql = format!(
+        "INSERT INTO customers (id, commerce_id, user_id, rut, first_name, last_name,
+                second_last_name, address, email, phone, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)
+         RETURNING {COLUMNS}"
+    );
+    Ok(db.into().query_row(
+        &sql,
+        &params![
+            &id,
+            commerce_id,
+            input.user_id.as_str(),
+            input.rut.as_str(),
+            &input.first_name,
+            &input.last_name,
+            &input.second_last_name,
+            &address,
+            input.email.as_str(),
+            &input.phone,
+            now
+        ],
+        from_row,
+    )?)
+}
+
+fn address_json(input: &CustomerInput) -> Result<Option<String>> {
+    Ok(input
         .address
         .as_ref()
         .map(serde_json::to_string)
-        .transpose()?;
-    match existing {
-        Some(current) => {
-            db.execute(
-                "UPDATE customers SET first_name = ?2, last_name = ?3, second_last_name = ?4,
-                        address = ?5, email = ?6, phone = ?7, updated_at = ?8
-                 WHERE seq = ?1",
-                &params![
-                    current.seq,
-                    &input.first_name,
-                    &input.last_name,
-                    &input.second_last_name,
-                    &address,
-                    input.email.as_str(),
-                    &input.phone,
-                    now
-                ],
-            )?;
-            Ok(Upserted::Updated(by_seq(db, current.seq)?))
-        }
-        None => {
-            let id = mandato_core::ids::new_id("usr");
-            let sql = format!(
-                "INSERT INTO customers (id, commerce_id, user_id, rut, first_name, last_name,
-                        second_last_name, address, email, phone, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)
-                 RETURNING {COLUMNS}"
-            );
-            let created = db.query_row(
-                &sql,
-                &params![
-                    &id,
-                    commerce_id,
-                    input.user_id.as_str(),
-                    input.rut.as_str(),
-                    &input.first_name,
-                    &input.last_name,
-                    &input.second_last_name,
-                    &address,
-                    input.email.as_str(),
-                    &input.phone,
-                    now
-                ],
-                from_row,
-            )?;
-            Ok(Upserted::Created(created))
-        }
-    }
+        .transpose()?)
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::commerces::tests::commerce;
     use crate::pg_test::on_both;
+
+    /// The commerce's customer with `input`'s `userId`, registered on first use, for the
+    /// store tests of any aggregate.
+    pub(crate) fn customer(db: Db<'_>, commerce_id: i64, input: &CustomerInput) -> CustomerRow {
+        match by_user_id(db, commerce_id, input.user_id.as_str()).unwrap() {
+            Some(existing) => existing,
+            None => insert(db, commerce_id, input, "t0").unwrap(),
+        }
+    }
 
     fn input(user_id: &str, rut: &str, first_name: &str) -> CustomerInput {
         CustomerInput {
@@ -209,22 +207,12 @@ mod tests {
         }
     }
 
-    fn refusal_name(error: Error) -> &'static str {
-        match error {
-            Error::Refused { name, .. } => name,
-            other => panic!("expected a refusal, got {other}"),
-        }
-    }
-
     #[test]
     fn the_same_user_id_and_rut_update_the_customer() {
         on_both(|db| {
             let shop = commerce(db, "76123456-0");
-            let Upserted::Created(created) =
-                upsert(db, shop.id, &input("cust-01", "12345678-5", "Ana"), "t0").unwrap()
-            else {
-                panic!("the first upsert creates");
-            };
+            let created =
+                insert(db, shop.id, &input("cust-01", "12345678-5", "Ana"), "t0").unwrap();
             assert!(created.id.starts_with("usr"));
             assert_eq!(
                 created.address,
@@ -238,11 +226,13 @@ mod tests {
                 ("t0", "t0")
             );
 
-            let Upserted::Updated(updated) =
-                upsert(db, shop.id, &input("cust-01", "12345678-5", "Anita"), "t1").unwrap()
-            else {
-                panic!("the second upsert updates");
-            };
+            let updated = update(
+                db,
+                created.seq,
+                &input("cust-01", "12345678-5", "Anita"),
+                "t1",
+            )
+            .unwrap();
             assert_eq!(updated.seq, created.seq);
             assert_eq!(updated.first_name, "Anita");
             assert_eq!(updated.updated_at, "t1");
@@ -258,19 +248,15 @@ mod tests {
     }
 
     #[test]
-    fn a_user_id_keeps_its_rut_and_a_rut_its_user_id() {
+    fn a_rut_is_found_within_its_commerce_only() {
         on_both(|db| {
             let shop = commerce(db, "76123456-0");
-            upsert(db, shop.id, &input("cust-01", "12345678-5", "Ana"), "t0").unwrap();
-            let other_rut = upsert(db, shop.id, &input("cust-01", "11111111-1", "Ana"), "t1");
-            assert_eq!(refusal_name(other_rut.unwrap_err()), "USER_RUT_MISMATCH");
-            let taken_rut = upsert(db, shop.id, &input("cust-02", "12345678-5", "Eva"), "t1");
-            assert_eq!(refusal_name(taken_rut.unwrap_err()), "DUPLICATED_RUT");
-
-            // Another commerce has customers of its own.
+            let ana = insert(db, shop.id, &input("cust-01", "12345678-5", "Ana"), "t0").unwrap();
+            let found = by_rut(db, shop.id, "12345678-5").unwrap().unwrap();
+            assert_eq!(found.seq, ana.seq);
             let other = commerce(db, "77123456-K");
-            let elsewhere = upsert(db, other.id, &input("cust-02", "12345678-5", "Eva"), "t1");
-            assert!(matches!(elsewhere.unwrap(), Upserted::Created(_)));
+            assert!(by_rut(db, other.id, "12345678-5").unwrap().is_none());
+            insert(db, other.id, &input("cust-02", "12345678-5", "Eva"), "t1").unwrap();
         });
     }
 }

@@ -432,7 +432,7 @@ pub fn release_portal_attempt<'c>(db: impl Into<Db<'c>>, claim: i64) -> db::Resu
 pub(crate) mod tests {
     use super::*;
     use crate::commerces::tests::commerce;
-    use crate::customers::{self, CustomerInput, Upserted};
+    use crate::customers::CustomerInput;
     use crate::pg_test::on_both;
     use mandato_core::domain::contact::Email;
     use mandato_core::domain::external_id::ExternalId;
@@ -444,7 +444,7 @@ pub(crate) mod tests {
             Some(shop) => shop,
             None => commerce(db, "76123456-0"),
         };
-        let customer = customers::upsert(
+        let customer = crate::customers::tests::customer(
             db,
             shop.id,
             &CustomerInput {
@@ -457,12 +457,7 @@ pub(crate) mod tests {
                 email: Email::parse("ana@example.cl").unwrap(),
                 phone: None,
             },
-            "t0",
-        )
-        .unwrap();
-        let customer = match customer {
-            Upserted::Created(c) | Upserted::Updated(c) => c,
-        };
+        );
         insert(db, &new_mandate(shop.id, customer.seq, external_id)).unwrap()
     }
 

@@ -831,7 +831,7 @@ pub fn count_processes<'c>(db: impl Into<Db<'c>>, filter: &ProcessFilter) -> Res
 pub(crate) mod tests {
     use super::*;
     use crate::commerces::tests::commerce;
-    use crate::customers::{self, CustomerInput, Upserted};
+    use crate::customers::CustomerInput;
     use crate::pg_test::on_both;
     use mandato_core::domain::contact::Email;
     use mandato_core::domain::external_id::ExternalId;
@@ -875,9 +875,7 @@ pub(crate) mod tests {
             email: Email::parse("firma@example.cl").unwrap(),
             phone: None,
         };
-        match customers::upsert(db, commerce_id, &input, "2026-11-25T10:00:00.000Z").unwrap() {
-            Upserted::Created(row) | Upserted::Updated(row) => row.seq,
-        }
+        crate::customers::tests::customer(db, commerce_id, &input).seq
     }
 
     /// A process of `commerce_id` with one signatory, its document and a placement.
