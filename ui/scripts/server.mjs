@@ -45,11 +45,16 @@ export function mandato(dataDir, args, input) {
   });
 }
 
-/** Starts the server; answers { base, dataDir, stop }. */
-export async function startServer({ keepData = false } = {}) {
+/**
+ * Starts the server; answers { base, dataDir, stop }. `businessDays` is `serve`'s
+ * `--business-days`: a test whose charges are due today passes `every-day`, so that it charges
+ * on a weekend or a holiday as on any other day.
+ */
+export async function startServer({ keepData = false, businessDays = "chile" } = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), "mandato-ui-"));
   const port = await freePort();
-  const child = spawn(binary, ["serve", "--listen", `127.0.0.1:${port}`, "--data-dir", dataDir], {
+  const args = ["serve", "--listen", `127.0.0.1:${port}`, "--data-dir", dataDir, "--business-days", businessDays];
+  const child = spawn(binary, args, {
     stdio: ["ignore", "ignore", "pipe"],
     env: { ...process.env, MANDATO_LOG: process.env.MANDATO_LOG ?? "warn" },
   });
