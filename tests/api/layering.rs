@@ -25,12 +25,19 @@ const RULES: &[(&str, &[&str])] = &[
     ("mandato-core", IO_CRATES),
     (
         "mandato-core",
-        &["mandato-store", "mandato-engine", "mandato"],
+        &["mandato-store", "mandato-engine", "mandato-http", "mandato"],
     ),
     // The store speaks SQL only: no HTTP server or client, nothing of the use cases above it.
     (
         "mandato-store",
-        &["axum", "hyper", "reqwest", "mandato-engine", "mandato"],
+        &[
+            "axum",
+            "hyper",
+            "reqwest",
+            "mandato-engine",
+            "mandato-http",
+            "mandato",
+        ],
     ),
     // The engine knows no HTTP server: handlers call it, never the other way round.
     (

@@ -37,6 +37,8 @@ use render::{PageView, ceremony_page, message_page};
 
 /// Forms are a few fields; anything larger is not a browser filling them in.
 const FORM_LIMIT: usize = 16 * 1024;
+
+/// The signatory's pages, with their body limit and headers.
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/sign/{token}", get(show))
