@@ -37,7 +37,8 @@ impl CommerceCode {
             return match Rut::parse(text) {
                 Ok(rut) => Ok(CommerceCode(rut.to_string())),
                 Err(RutError::WrongCheckDigit) => Err(CommerceCodeError::WrongCheckDigit {
-                    expected: rut_number(text).map(|body| (body, rut::check_digit(body))),
+                    expected: rut::body_before_dash(text)
+                        .map(|body| (body, rut::check_digit(body))),
                 }),
                 Err(e) => Err(CommerceCodeError::InvalidRut(e)),
             };
@@ -54,16 +55,6 @@ impl CommerceCode {
     pub fn into_string(self) -> String {
         self.0
     }
-}
-
-/// The number of a RUT-shaped text, its dots removed.
-fn rut_number(text: &str) -> Option<u32> {
-    let body = text.split('-').next()?;
-    body.chars()
-        .filter(char::is_ascii_digit)
-        .collect::<String>()
-        .parse()
-        .ok()
 }
 
 impl CommerceCodeError {

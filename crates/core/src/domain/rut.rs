@@ -120,6 +120,12 @@ fn parse_check_digit(text: &str) -> Result<char, RutError> {
     }
 }
 
+/// The number of a RUT written with a dash (`12.345.678-9`), whatever its check digit: what a
+/// message about a wrong check digit names, with the digit it should have.
+pub fn body_before_dash(text: &str) -> Option<u32> {
+    parse_body(text.trim().split_once('-')?.0).ok()
+}
+
 /// Reads the body: digits only, or digits grouped in threes by dots (`12.345.678`). Dots in other
 /// places are refused, because a misplaced dot usually means a digit was lost or added.
 fn parse_body(text: &str) -> Result<u32, RutError> {
