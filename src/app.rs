@@ -1,5 +1,5 @@
-//! Builds the engine from a `Config` and runs it: store, keys, audit writer, listener;
-//! graceful shutdown lets in-flight requests finish and flushes the audit log.
+//! Composition: starts the engine from a `Config` and serves its HTTP front doors on a
+//! listener; graceful shutdown lets in-flight requests finish, then stops the engine.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -10,75 +10,15 @@ use axum::extract::ConnectInfo;
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, oneshot};
 
-use crate::auth::jwe::JweKeyPair;
-use crate::auth::jwt::JwtSigner;
-use crate::charging::run::Charger;
-use crate::charging::schedule::Schedule;
-use crate::charging::simulated::SimulatedProcessor;
-use crate::clock::{BusinessCalendar, Clock};
+use crate::clock::Clock;
 use crate::config::{Config, HttpLimits};
-use crate::http::{AppState, Keys};
-use crate::notify::delivery::Deliverer;
-use crate::store::audit::AuditWriter;
-use crate::store::{Store, settings};
-use mandato_core::processor::Processor;
-use tokio::sync::Notify;
+use crate::http::{AppState, Shared};
+use mandato_engine::Engine;
 
 /// Opens the store and loads (or, on first start, generates) the environment's keys.
-pub fn open(config: &Config) -> anyhow::Result<(Arc<Store>, Keys)> {
-    let store = config.open_store()?;
-    let keys = load_or_create_keys(&store)?;
-    Ok((Arc::new(store), keys))
-}
+pub use mandato_engine::engine::open;
 
-/// Keys are made once, at first start. Two processes starting together may both generate;
-/// the first to store its key wins and both use that one.
-fn load_or_create_keys(store: &Store) -> anyhow::Result<Keys> {
-    let existing = store.read(|conn| {
-        Ok((
-            settings::get(conn, settings::JWE_PRIVATE_KEY)?,
-            settings::get(conn, settings::JWT_PRIVATE_KEY)?,
-        ))
-    })?;
-    let jwe_pem = match existing.0 {
-        Some(pem) => pem,
-        None => {
-            tracing::info!("generating the environment's RSA-3072 JWE key (first start)");
-            let fresh = JweKeyPair::generate().map_err(|e| anyhow::anyhow!("{e}"))?;
-            let pem = fresh.private_pem().expose().clone();
-            store.write(|tx| {
-                Ok(settings::get_or_insert(
-                    tx,
-                    settings::JWE_PRIVATE_KEY,
-                    &pem,
-                )?)
-            })?
-        }
-    };
-    let jwt_pem = match existing.1 {
-        Some(pem) => pem,
-        None => {
-            tracing::info!("generating the environment's P-256 JWT signing key (first start)");
-            let fresh = JwtSigner::generate().map_err(|e| anyhow::anyhow!("{e}"))?;
-            let pem = fresh.private_pem().expose().clone();
-            store.write(|tx| {
-                Ok(settings::get_or_insert(
-                    tx,
-                    settings::JWT_PRIVATE_KEY,
-                    &pem,
-                )?)
-            })?
-        }
-    };
-    Ok(Keys {
-        jwe: JweKeyPair::from_private_pem(&jwe_pem)
-            .map_err(|e| anyhow::anyhow!("stored JWE key: {e}"))?,
-        jwt: JwtSigner::from_private_pem(&jwt_pem)
-            .map_err(|e| anyhow::anyhow!("stored JWT key: {e}"))?,
-    })
-}
-
-/// A running engine. Dropping it does not stop it; call `shutdown`.
+/// A running engine and its listener. Dropping it does not stop it; call `shutdown`.
 pub struct Running {
     pub addr: SocketAddr,
     pub state: AppState,
@@ -86,15 +26,6 @@ pub struct Running {
     server: tokio::task::JoinHandle<std::io::Result<()>>,
     /// Connections being served now.
     open_connections: Arc<AtomicUsize>,
-    schedule: Option<(Arc<Notify>, tokio::task::JoinHandle<()>)>,
-    /// The daily backup task, when backups are on.
-    backups: Option<(Arc<Notify>, tokio::task::JoinHandle<()>)>,
-    /// Copies the WAL back into the database file off the commit path; its last checkpoint
-    /// runs when the engine is dropped, before the data directory's lock is released.
-    _checkpointer: Option<crate::store::Checkpointer>,
-    /// The shared lock on the data directory that keeps `restore` out while the engine runs;
-    /// released when the engine has stopped.
-    _lock: crate::backups::EngineLock,
     /// The one-time first-visit setup code, when the engine listens beyond loopback and has no
     /// staff account yet; `serve` prints it.
     pub setup_code: Option<crate::secret::Secret<String>>,
@@ -112,19 +43,7 @@ impl Running {
             let _ = stop.send(());
         }
         (&mut self.server).await??;
-        // A run under way finishes first; its events are then delivered or kept for next time.
-        if let Some((stop, task)) = self.schedule.take() {
-            stop.notify_one();
-            let _ = task.await;
-        }
-        if let Some((stop, task)) = self.backups.take() {
-            stop.notify_one();
-            let _ = task.await;
-        }
-        self.state.deliverer.shutdown().await;
-        let audit = Arc::clone(&self.state.audit);
-        tokio::task::spawn_blocking(move || audit.shutdown()).await?;
-        Ok(())
+        self.state.engine.shutdown().await
     }
 
     /// How many connections are being served now (never more than the configured cap).
@@ -157,35 +76,6 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
         }
         tracing::warn!(address = %config.listen, "listening beyond this machine");
     }
-    // Before the database is opened, so a restore never swaps it under a starting engine.
-    let lock = tokio::task::block_in_place(|| crate::backups::lock_engine(&config.data_dir))?;
-    let (store, keys) = tokio::task::block_in_place(|| open(&config))?;
-    tokio::task::block_in_place(|| crate::notify::tls::replace_unconstrained_dev_ca(&store))?;
-    // The commands that only make sense in a sandbox (trigger, sandbox reset) read this.
-    let environment = config.environment.as_str();
-    tokio::task::block_in_place(|| {
-        store.write(|tx| {
-            settings::set(tx, settings::INSTALLATION_ENVIRONMENT, environment)?;
-            // Every reader of the calendar (runs, events, the CLI) takes it from the store.
-            Ok(settings::set(
-                tx,
-                crate::store::calendar::BUSINESS_DAYS,
-                config.business_days.as_str(),
-            )?)
-        })
-    })?;
-    let checkpointer = match store.sqlite() {
-        Some(sqlite) => Some(tokio::task::block_in_place(|| sqlite.start_checkpointer())?),
-        None => None,
-    };
-    let audit = AuditWriter::start(
-        &store,
-        config.correlation_retention_days,
-        Arc::clone(&clock),
-    )?;
-    let offset = store.read(|conn| Ok(settings::get(conn, settings::SANDBOX_OFFSET_DAYS)?))?;
-    let offset_days = offset.and_then(|o| o.parse().ok()).unwrap_or(0);
-    let calendar = Arc::new(BusinessCalendar::new(config.time_zone, offset_days));
     let listener = TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;
@@ -195,92 +85,12 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
         (None, Some(host)) => format!("http://{host}:{}", addr.port()),
         (None, None) => format!("http://{addr}"),
     };
-    let deliverer = Deliverer::start(
-        Arc::clone(&store),
-        Arc::clone(&clock),
-        config.delivery.clone(),
-        config.environment.is_sandbox(),
-        crate::notify::destination::Destinations::of(&config),
-    );
-    let processor: Arc<dyn Processor> = Arc::new(SimulatedProcessor::open(&store)?);
-    let deliverer = Arc::new(deliverer);
-    let wake_deliverer = Arc::clone(&deliverer);
-    let charger = Arc::new(Charger::new(
-        Arc::clone(&store),
-        Arc::clone(&processor),
-        Arc::clone(&clock),
-        config.environment.is_sandbox(),
-        Box::new(move || wake_deliverer.wake()),
-    ));
-    // Attempts a crash left IN_PROCESS are settled before anything else runs.
-    let reconciling = Arc::clone(&charger);
-    tokio::task::spawn_blocking(move || reconciling.reconcile()).await??;
-    let schedule_wake = Arc::new(Notify::new());
-    let schedule_stop = Arc::new(Notify::new());
-    let schedule_task = config.charge_at.map(|run_at| {
-        let schedule = Schedule {
-            charger: Arc::clone(&charger),
-            store: Arc::clone(&store),
-            clock: Arc::clone(&clock),
-            calendar: Arc::clone(&calendar),
-            run_at,
-        };
-        tokio::spawn(schedule.run(Arc::clone(&schedule_wake), Arc::clone(&schedule_stop)))
-    });
-    tokio::spawn(release_memory_when_idle(Arc::downgrade(&store)));
-    if config.environment.is_sandbox() && store.backend() == crate::store::db::Backend::Postgres {
-        tokio::spawn(follow_sandbox_clock(
-            Arc::downgrade(&store),
-            Arc::clone(&calendar),
-        ));
-    }
-    // PostgreSQL's backups are the server's (`pg_dump`), never the engine's.
-    let backup_task = (config.backups.enabled && store.sqlite().is_some()).then(|| {
-        let stop = Arc::new(Notify::new());
-        let task = tokio::spawn(crate::backups::run(
-            Arc::clone(&store),
-            Arc::clone(&clock),
-            crate::backups::directory(&config.data_dir),
-            config.backups.clone(),
-            Arc::clone(&stop),
-        ));
-        (stop, task)
-    });
-    // Seals what a crash left owed, then keeps sealing and expiring signature processes.
-    let sealer = Arc::new(crate::esign::sealing::Sealer::new(
-        Arc::clone(&store),
-        Arc::clone(&clock),
-        Arc::clone(&calendar),
-        config.environment.is_sandbox(),
-        Arc::clone(&deliverer),
-    ));
-    tokio::spawn(Arc::clone(&sealer).sweep());
-    let state = AppState::new(crate::http::Shared {
-        processor,
-        charger,
-        sealer,
-        schedule_wake,
-        deliverer,
-        store,
-        audit: Arc::new(audit),
-        config: Arc::new(config),
-        keys: Arc::new(keys),
-        clock,
-        calendar,
-        public_base_url: public_base_url.into(),
-        desk_tokens: Default::default(),
-        setup_code: Default::default(),
-        portal_payments: Default::default(),
-    });
-    // The stand-in hash that unknown sign-in e-mails are checked against, made before the
-    // first sign-in so that one does not take longer.
-    tokio::task::spawn_blocking(crate::auth::password::prepare).await?;
+    let engine = Engine::start(config, clock).await?;
+    let state = AppState::new(Shared::new(engine, public_base_url));
     // Listening beyond this machine (or behind a reverse proxy, where every visitor arrives
     // from the proxy's address) before the owner exists: the first visitor from elsewhere must
     // prove they can read this process's log.
-    let needs_owner = state
-        .store
-        .read(|c| Ok(crate::store::staff::count(c)? == 0))?;
+    let needs_owner = state.engine.has_no_staff()?;
     let reachable_from_elsewhere =
         !state.config.listen.ip().is_loopback() || state.config.public_url.is_some();
     let setup_code = (reachable_from_elsewhere && needs_owner).then(|| state.setup_code.issue());
@@ -305,10 +115,6 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
         stop: Some(stop),
         server,
         open_connections,
-        schedule: schedule_task.map(|task| (schedule_stop, task)),
-        backups: backup_task,
-        _checkpointer: checkpointer,
-        _lock: lock,
         setup_code,
     })
 }
@@ -529,47 +335,6 @@ pub fn without_huge_pages() {
     // SAFETY: PR_SET_THP_DISABLE takes integer arguments and changes only this process's flag.
     unsafe {
         libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
-    }
-}
-
-/// Once a second, takes the sandbox clock as stored: engines that share a PostgreSQL database
-/// share one clock, which any of them may move (the sandbox's own operations also read it before
-/// they use it). Ends with the store.
-async fn follow_sandbox_clock(store: std::sync::Weak<Store>, calendar: Arc<BusinessCalendar>) {
-    let mut ticks = tokio::time::interval(std::time::Duration::from_secs(1));
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        ticks.tick().await;
-        let Some(store) = store.upgrade() else {
-            return;
-        };
-        let stored = tokio::task::spawn_blocking(move || {
-            store.read(|c| Ok(settings::get(c, settings::SANDBOX_OFFSET_DAYS)?))
-        })
-        .await;
-        match stored {
-            Ok(Ok(offset)) => {
-                if let Some(days) = offset.and_then(|o| o.parse().ok()) {
-                    calendar.catch_up_to(days);
-                }
-            }
-            Ok(Err(e)) => tracing::warn!(error = %e, "could not read the sandbox clock"),
-            Err(e) => tracing::warn!(error = %e, "could not read the sandbox clock"),
-        }
-    }
-}
-
-/// Twice a second, hands the store's caches back to the system once it has been idle for a
-/// whole period (`Store::release_memory_if_idle`); ends with the store.
-async fn release_memory_when_idle(store: std::sync::Weak<Store>) {
-    let mut ticks = tokio::time::interval(std::time::Duration::from_millis(500));
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        ticks.tick().await;
-        let Some(store) = store.upgrade() else {
-            return;
-        };
-        store.release_memory_if_idle();
     }
 }
 

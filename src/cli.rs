@@ -15,7 +15,9 @@ use crate::config::{Config, Environment, default_data_dir};
 use crate::domain::state::PaymentMethod;
 use crate::notify::tls;
 use crate::secret::Secret;
-use crate::store::{Store, commerces, deliveries, settings};
+use crate::store::{Store, commerces, settings};
+use mandato_engine::staff::events::rotate_webhook_secret;
+use mandato_engine::staff::settings::{NewCommerce, add_trusted_roots, create_commerce};
 
 mod audit;
 mod dev;
@@ -548,23 +550,17 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             let secret = api_key::generate_webhook_secret();
             let hash = password::hash_password(&password);
             let store = config.open_store()?;
-            let channels = (!channels.is_empty()).then_some(channels);
+            let new = NewCommerce {
+                code: &code,
+                name: name.trim(),
+                password_hash: &hash,
+                channels: &channels,
+                payment_methods: &methods,
+                webhook_secret: &secret,
+                authorization_required,
+            };
             store
-                .write(|tx| {
-                    commerces::insert(
-                        tx,
-                        &commerces::NewCommerce {
-                            code: &code,
-                            name: name.trim(),
-                            password_hash: &hash,
-                            channels: channels.as_deref(),
-                            payment_methods: &methods,
-                            webhook_secret: &secret,
-                            authorization_required,
-                            created_at: &now(),
-                        },
-                    )
-                })
+                .write(|tx| create_commerce(tx, None, chrono::Utc::now(), &new))
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             let mut value = json!({"code": code, "webhookSecret": secret.expose()});
             let mut text = format!(
@@ -583,11 +579,11 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
         }) => {
             let store = config.open_store()?;
             let secret = api_key::generate_webhook_secret();
-            let until = crate::clock::timestamp(
-                chrono::Utc::now() + chrono::Duration::hours(overlap_hours.into()),
-            );
+            let now = chrono::Utc::now();
+            let until =
+                crate::clock::timestamp(now + chrono::Duration::hours(overlap_hours.into()));
             let rotated = store
-                .write(|tx| Ok(deliveries::rotate_secret(tx, &code, &secret, &until)?))
+                .write(|tx| rotate_webhook_secret(tx, None, now, &code, &secret, &until))
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             if !rotated {
                 return Err(dev::fail(
@@ -625,23 +621,8 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
                 .with_context(|| format!("reading {}", file.display()))?;
             let roots = tls::parse_roots(&pem)?;
             let store = config.open_store()?;
-            let at = now();
             let added = store
-                .write(|tx| {
-                    let mut added = Vec::new();
-                    for root in &roots {
-                        if deliveries::add_trusted_root(
-                            tx,
-                            &root.pem,
-                            &root.fingerprint,
-                            &root.subject,
-                            &at,
-                        )? {
-                            added.push(root.subject.clone());
-                        }
-                    }
-                    Ok(added)
-                })
+                .write(|tx| add_trusted_roots(tx, None, chrono::Utc::now(), &roots))
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             print(
                 json_mode,

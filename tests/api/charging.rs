@@ -226,7 +226,7 @@ async fn sandbox_epac_activation_sends_the_mandate_document() {
 fn rows(app: &TestApp, sql: &str, width: usize) -> Vec<Vec<String>> {
     app.running
         .state
-        .store
+        .store()
         .read(|db| {
             Ok(db.query_map(sql, &[], |r| {
                 (0..width).map(|i| r.get::<String>(i)).collect()
@@ -388,7 +388,7 @@ async fn uf_installments_wait_for_the_days_value_then_charge_in_pesos() {
     );
     app.running
         .state
-        .store
+        .store()
         .write(|tx| {
             Ok(mandato::store::charging::upsert_uf(
                 tx,
@@ -402,7 +402,7 @@ async fn uf_installments_wait_for_the_days_value_then_charge_in_pesos() {
     let amount: String = app
         .running
         .state
-        .store
+        .store()
         .read(|db| Ok(db.query_row("SELECT amount FROM sim_charges", &[], |r| r.get(0))?))
         .unwrap();
     assert_eq!(

@@ -135,7 +135,7 @@ async fn unknown_api_key_or_commerce_is_forbidden() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_revoked_or_foreign_key_is_forbidden() {
     let app = spawn_app().await;
-    let store = &app.running.state.store;
+    let store = &app.running.state.store();
     let limited = mandato::auth::api_key::generate();
     store
         .write(|tx| {
@@ -213,7 +213,7 @@ async fn requests_are_audited_without_secrets() {
     let rows: Vec<(String, String, i64, String)> = app
         .running
         .state
-        .store
+        .store()
         .read(|db| {
             Ok(db.query_map(
                 "SELECT method, path, status, headers FROM audit_log ORDER BY seq",

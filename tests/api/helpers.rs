@@ -129,7 +129,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     let running = app::start(config, clock.clone() as Arc<dyn Clock>)
         .await
         .expect("engine starts");
-    let store = &running.state.store;
+    let store = &running.state.store();
     for code in [COMMERCE, OTHER_COMMERCE] {
         let hash = password::hash_password(&Secret::new(PASSWORD.to_string()));
         let secret = api_key::generate_webhook_secret();
@@ -340,7 +340,7 @@ impl TestApp {
 
     /// The outbox events of a mandate, as stored (body parsed).
     pub fn events_of(&self, mandate_internal_id: &str) -> Vec<Value> {
-        let store = &self.running.state.store;
+        let store = &self.running.state.store();
         store
             .read(|db| {
                 let seq: i64 = db.query_row(
@@ -660,7 +660,7 @@ impl TestApp {
     pub fn webhook_secret(&self, code: &str) -> String {
         self.running
             .state
-            .store
+            .store()
             .read(|conn| Ok(commerces::by_code(conn, code)?))
             .expect("commerce read")
             .expect("commerce exists")

@@ -38,7 +38,7 @@ async fn refused_at(app: &TestApp, body: &Value, field: &str) {
 fn installment_count(app: &TestApp) -> i64 {
     app.running
         .state
-        .store
+        .store()
         .read(|db| Ok(db.query_row("SELECT count(*) FROM installments", &[], |r| r.get(0))?))
         .unwrap()
 }
@@ -211,7 +211,7 @@ async fn the_run_of_today_does_not_charge_a_far_future_installment() {
     // before every four-digit date as text.
     app.running
         .state
-        .store
+        .store()
         .write(|db| {
             db.execute(
                 "INSERT INTO installments (id, mandate_seq, commerce_id, external_id, amount,

@@ -127,7 +127,7 @@ async fn a_body_trickled_byte_by_byte_is_cut_at_the_request_limit() {
 /// dropped queues its row when the server notices).
 async fn login_audit_statuses(app: &TestApp) -> Vec<i64> {
     let audit = app.running.state.audit.clone();
-    let store = app.running.state.store.clone();
+    let store = app.running.state.store().clone();
     tokio::task::spawn_blocking(move || {
         for _ in 0..200 {
             audit.flush();
@@ -163,7 +163,7 @@ async fn a_request_whose_client_leaves_before_the_answer_keeps_its_row_as_499() 
     let code = app.commerce.clone();
     app.running
         .state
-        .store
+        .store()
         .write(|db| {
             Ok(db.execute(
                 "UPDATE commerces SET password_hash = ?1 WHERE code = ?2",

@@ -246,7 +246,7 @@ async fn an_unknown_email_costs_what_a_known_one_costs() {
         let email = email.clone();
         app.running
             .state
-            .store
+            .store()
             .write(move |tx| {
                 let hash = mandato::auth::password::hash_password(&mandato::secret::Secret::new(
                     "clerk password".into(),

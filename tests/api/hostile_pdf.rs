@@ -219,7 +219,7 @@ async fn bombs_are_refused_as_too_complex_at_their_document_in_bounded_memory() 
     let stored: i64 = app
         .running
         .state
-        .store
+        .store()
         .read(|db| {
             Ok(
                 db.query_row("SELECT COUNT(*) FROM signature_processes", &[], |r| {

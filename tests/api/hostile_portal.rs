@@ -93,7 +93,7 @@ impl Portal {
         self.app
             .running
             .state
-            .store
+            .store()
             .read(|conn| {
                 Ok(mandato::store::sim_acquirer::charges_per_key_prefix(
                     conn,

@@ -252,7 +252,7 @@ fn delivery(timeout: Duration) -> DeliveryConfig {
 
 /// A localhost certificate and key from the installation's development CA.
 fn dev_cert(app: &TestApp) -> (String, String) {
-    let ca = mandato::cli::dev_ca(&app.running.state.store).expect("dev CA");
+    let ca = mandato::cli::dev_ca(app.running.state.store()).expect("dev CA");
     let (cert, key) = ca.issue_localhost().expect("localhost certificate");
     (cert, key.expose().clone())
 }
@@ -264,7 +264,7 @@ fn event_to(app: &TestApp, url: &str) -> String {
     let created_at = mandato::clock::timestamp(app.clock_now());
     app.running
         .state
-        .store
+        .store()
         .write(|tx| {
             let commerce = commerces::by_code(tx, COMMERCE)?.expect("the commerce");
             events::insert(
@@ -291,7 +291,7 @@ fn event_to(app: &TestApp, url: &str) -> String {
 fn attempts(app: &TestApp, event_id: &str) -> Vec<AttemptRow> {
     app.running
         .state
-        .store
+        .store()
         .read(|c| {
             let (seq, _) = deliveries::event_by_id(c, event_id)?.expect("the event");
             Ok(deliveries::attempts_of(c, seq)?)
@@ -711,7 +711,7 @@ async fn production_never_connects_to_internal_destinations_whatever_the_row_say
 
 /// Trusts the development CA as an added root, as `mandato trust add-root` does.
 fn trust_dev_ca(app: &TestApp) {
-    let store = &app.running.state.store;
+    let store = &app.running.state.store();
     let ca = mandato::cli::dev_ca(store).expect("dev CA");
     let root = mandato::notify::tls::parse_roots(&ca.cert_pem)
         .unwrap()
@@ -774,7 +774,7 @@ async fn the_dev_ca_vouches_for_localhost_only() {
         ..Options::default()
     })
     .await;
-    let ca = mandato::cli::dev_ca(&app.running.state.store).expect("dev CA");
+    let ca = mandato::cli::dev_ca(app.running.state.store()).expect("dev CA");
     // A certificate that also claims another site: outside the CA's name constraints.
     let (cert, key) = issue(
         &ca.cert_pem,
@@ -818,7 +818,7 @@ async fn an_unconstrained_dev_ca_is_replaced_at_start() {
     let old_key = old_key.serialize_pem();
     app.running
         .state
-        .store
+        .store()
         .write(|tx| {
             settings::set(tx, settings::DEV_CA_CERT, &old_cert)?;
             settings::set(tx, settings::DEV_CA_KEY, &old_key)?;
@@ -836,7 +836,7 @@ async fn an_unconstrained_dev_ca_is_replaced_at_start() {
     let (now_cert, _) = app
         .running
         .state
-        .store
+        .store()
         .read(|c| {
             Ok((
                 settings::get(c, settings::DEV_CA_CERT)?.unwrap(),

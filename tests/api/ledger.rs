@@ -77,7 +77,7 @@ async fn internal_id(app: &TestApp, external: &str) -> String {
 fn count(app: &TestApp, sql: &str) -> i64 {
     app.running
         .state
-        .store
+        .store()
         .read(|c| Ok(c.query_row(sql, &[], |r| r.get(0))?))
         .unwrap()
 }
@@ -215,7 +215,7 @@ async fn a_failed_operation_leaves_no_entry() {
 
     // An annulment whose transaction fails after the operation ran: neither the state nor
     // the entry survives.
-    let store = &app.running.state.store;
+    let store = &app.running.state.store();
     let failed = store.write(|db| {
         let commerce = mandato::store::commerces::by_code(db, COMMERCE)?.unwrap();
         let ctx = Ctx {

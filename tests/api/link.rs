@@ -105,7 +105,7 @@ impl Linked {
         self.app
             .running
             .state
-            .store
+            .store()
             .read(|conn| {
                 Ok(mandato::store::sim_acquirer::charges_per_key_prefix(
                     conn,
@@ -352,7 +352,7 @@ async fn a_card_activates_the_mandate_and_only_its_last_four_are_kept() {
         .app
         .running
         .state
-        .store
+        .store()
         .read(|db| {
             let mut rows = Vec::new();
             for sql in [
@@ -542,7 +542,7 @@ async fn epac_sends_the_mandate_document_with_the_account_masked() {
         .app
         .running
         .state
-        .store
+        .store()
         .read(|db| {
             Ok(db.query_row(
                 "SELECT terms_sha256, document_sha256, user_agent FROM acceptances",
@@ -962,7 +962,7 @@ async fn an_installment_the_engine_rejected_can_be_paid_in_the_portal() {
         l.app
             .running
             .state
-            .store
+            .store()
             .read(|conn| {
                 Ok(mandato::store::sim_acquirer::charges_per_key_prefix(
                     conn,
@@ -987,7 +987,7 @@ async fn an_installment_the_engine_rejected_can_be_paid_in_the_portal() {
         .app
         .running
         .state
-        .store
+        .store()
         .read(|conn| Ok(mandato::store::sim_acquirer::charge(conn, &key)?))
         .unwrap();
     assert_eq!(held.map(|h| h.result).as_deref(), Some("APPROVED"));

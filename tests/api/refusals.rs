@@ -67,7 +67,7 @@ async fn prune(app: &TestApp) {
 fn count(app: &TestApp, sql: &str) -> i64 {
     app.running
         .state
-        .store
+        .store()
         .read(|c| Ok(c.query_row(sql, &[], |r| r.get::<Option<i64>>(0))?))
         .unwrap()
         .unwrap_or(0)
@@ -164,7 +164,7 @@ async fn request_logs_past_their_retention_are_pruned() {
     let minute = |days: i64| format!("{}:00.000Z", &ago(days)[..16]);
     app.running
         .state
-        .store
+        .store()
         .write(|db| {
             for days in [400, 91, 30, 1] {
                 db.execute(
@@ -247,7 +247,7 @@ async fn pruning_goes_in_small_batches_and_takes_everything() {
     let old = mandato::clock::timestamp(app.clock_now() - chrono::Duration::days(120));
     app.running
         .state
-        .store
+        .store()
         .write(|db| {
             for _ in 0..2_345 {
                 db.execute(

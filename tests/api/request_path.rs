@@ -55,7 +55,7 @@ async fn correlation_ids_of_every_day_of_the_window_stay_refused() {
     let commerce_id = app
         .running
         .state
-        .store
+        .store()
         .read(|db| {
             Ok(db.query_row(
                 "SELECT id FROM commerces WHERE code = ?1",
@@ -80,7 +80,7 @@ async fn correlation_ids_of_every_day_of_the_window_stay_refused() {
     let outside = seen(7, 1);
     app.running
         .state
-        .store
+        .store()
         .write(|db| {
             for (id, at) in within.iter().chain([&outside]) {
                 db.execute(
@@ -174,7 +174,7 @@ async fn a_key_revoked_in_this_process_is_refused_at_once() {
         .await
         .expect(404, "MANDATE_NOT_FOUND");
     let prefix = &app.api_key[..mandato::auth::api_key::DISPLAY_PREFIX_LEN];
-    let store = &app.running.state.store;
+    let store = &app.running.state.store();
     let revoked = store
         .write(|tx| {
             mandato::store::commerces::revoke_api_key(tx, prefix, "2026-01-02T00:00:00.000Z")

@@ -72,7 +72,7 @@ async fn populate(app: &TestApp, user: &str, rut_body: u32, mandate: &str) {
 fn rows_of(app: &TestApp, commerce: &str) -> Value {
     app.running
         .state
-        .store
+        .store()
         .read(|c| {
             let id: i64 =
                 c.query_row("SELECT id FROM commerces WHERE code = ?1", &[commerce.into()], |r| {
@@ -154,7 +154,7 @@ async fn reset_removes_only_the_callers_data_and_ids_can_be_used_again() {
     let integrity: Vec<String> = app
         .running
         .state
-        .store
+        .store()
         .read(|db| match db.as_sqlite() {
             Some(c) => {
                 let check = || -> rusqlite::Result<Vec<String>> {

@@ -123,7 +123,7 @@ fn signing_token(enrolled: &Page) -> String {
 fn sandbox_code(app: &TestApp, token: &str) -> String {
     app.running
         .state
-        .store
+        .store()
         .read(|c| mandato::store::signatures::signatory_by_token(c, token))
         .unwrap()
         .and_then(|s| s.code_plain)
@@ -550,7 +550,7 @@ async fn a_seal_owed_at_a_crash_activates_the_mandate_at_the_next_start() {
         sandbox: true,
     };
     let signed = state
-        .store
+        .store()
         .write(|tx| mandato::esign::ceremony::sign(tx, &token, &act, true))
         .unwrap();
     assert!(matches!(signed, Ok(ref s) if s.completed));

@@ -206,7 +206,7 @@ pub(crate) fn token_of(signatory: &Value) -> String {
 fn signature_events(app: &TestApp, process_id: &str) -> Vec<(Value, String)> {
     app.running
         .state
-        .store
+        .store()
         .read(|c| {
             let seq: i64 = c.query_row(
                 "SELECT seq FROM signature_processes WHERE id = ?1",
@@ -950,7 +950,7 @@ async fn signed_in_order_with_parallel_equals_then_sealed_with_stamps_on_their_p
     // ... and a changed record breaks it where it was changed.
     app.running
         .state
-        .store
+        .store()
         .write(|db| {
             db.execute(
                 "UPDATE signature_audit SET ip = '10.9.9.9' WHERE position = 3
@@ -1124,7 +1124,7 @@ async fn processes_expire_by_the_sandbox_clock() {
         sandbox: true,
     };
     let swept = state
-        .store
+        .store()
         .write(|tx| mandato::esign::ceremony::sweep(tx, &act, 100))
         .unwrap();
     assert_eq!(swept, 1, "only the process nobody looked at was still open");
@@ -1334,7 +1334,7 @@ async fn a_seal_owed_when_the_engine_stopped_is_finished_at_the_next_start() {
         sandbox: true,
     };
     let signed = state
-        .store
+        .store()
         .write(|tx| mandato::esign::ceremony::sign(tx, &token, &act, true))
         .unwrap();
     assert!(matches!(signed, Ok(ref s) if s.completed));

@@ -202,7 +202,7 @@ async fn changes_need_the_csrf_token_a_same_origin_and_the_role() {
     // A viewer reads but changes nothing.
     app.running
         .state
-        .store
+        .store()
         .write(|tx| {
             let hash = mandato::auth::password::hash_password(&mandato::secret::Secret::new(
                 "viewer password".into(),
@@ -280,7 +280,7 @@ async fn events_are_listed_filtered_inspected_and_redelivered() {
     // An EPAC-like activation event carrying a document, to check the masking.
     app.running
         .state
-        .store
+        .store()
         .write(|db| {
             let sql = match db.backend() {
                 Backend::Sqlite => {
@@ -408,7 +408,7 @@ async fn events_are_listed_filtered_inspected_and_redelivered() {
     let audited: i64 = app
         .running
         .state
-        .store
+        .store()
         .read(|db| {
             Ok(db.query_row(
                 "SELECT count(*) FROM staff_audit WHERE action = 'commerce.reveal-secret'",
@@ -468,7 +468,7 @@ async fn charging_runs_progress_clock_and_uf_for_staff() {
     let stored: String = app
         .running
         .state
-        .store
+        .store()
         .read(|db| {
             Ok(db.query_row(
                 "SELECT value FROM uf_values WHERE date = '2026-12-01'",

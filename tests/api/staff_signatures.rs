@@ -42,7 +42,7 @@ impl<'a> Desk<'a> {
         let email = format!("{role}@merchant.example");
         app.running
             .state
-            .store
+            .store()
             .write(|tx| {
                 let hash = mandato::auth::password::hash_password(&mandato::secret::Secret::new(
                     "a long password".into(),

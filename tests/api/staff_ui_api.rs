@@ -572,7 +572,7 @@ async fn settings_commerces_keys_roots_staff_and_audit() {
     let stored: Option<String> = app
         .running
         .state
-        .store
+        .store()
         .read(|c| {
             let id = mandato::store::commerces::by_code(c, &code)?.unwrap().id;
             Ok(mandato::store::charging::retry_policy(c, id)?)

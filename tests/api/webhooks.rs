@@ -36,7 +36,7 @@ pub async fn setup(delivery: DeliveryConfig) -> Setup {
         ..Options::default()
     })
     .await;
-    let store = &app.running.state.store;
+    let store = &app.running.state.store();
     let ca = mandato::cli::dev_ca(store).expect("dev CA");
     let (cert, key) = ca.issue_localhost().expect("localhost certificate");
     let receiver = Receiver::start(&cert, key.expose()).await;
@@ -273,7 +273,7 @@ async fn during_a_rotation_both_secrets_sign() {
     s.app
         .running
         .state
-        .store
+        .store()
         .write(|tx| {
             Ok(mandato::store::deliveries::rotate_secret(
                 tx,
@@ -365,7 +365,7 @@ async fn http_urls_are_never_contacted() {
     s.app
         .running
         .state
-        .store
+        .store()
         .write(|db| {
             db.execute(
                 "UPDATE mandates SET url_payment_webhook = ?1 WHERE id = ?2",

@@ -1,5 +1,8 @@
 //! mandato-engine: every state-changing use case, over the store.
 //!
+//! - [`Engine`]: the handle front doors hold: `Engine::start` opens the store and starts every
+//!   background task; its methods are the use cases, each one transaction.
+//! - [`records`]: the rows and filters the engine's methods take and answer.
 //! - [`operations`]: the merchant operations and the customer's enrolment, one transaction each.
 //! - [`charging`]: the daily run over due installments, retries, reconciliation after a crash,
 //!   its schedule, and the simulated acquirer behind `mandato_core::processor`.
@@ -22,6 +25,11 @@ pub mod backups;
 pub mod charging;
 pub mod config;
 pub mod documents;
+pub mod engine;
 pub mod esign;
 pub mod notify;
 pub mod operations;
+pub mod records;
+pub mod staff;
+
+pub use engine::{Engine, Keys};

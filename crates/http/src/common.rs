@@ -214,10 +214,10 @@ fn admit(
     let valid = validate(state, headers)?;
     let key_hash = mandato_engine::auth::api_key::hash_key(&valid.api_key);
     let (api_key, commerce) = state
-        .store
+        .store()
         .credentials
         .get(&key_hash, &valid.commerce, || {
-            state.store.read(|conn| {
+            state.store().read(|conn| {
                 Ok((
                     commerces::active_api_key_by_hash(conn, &key_hash)?,
                     commerces::by_code(conn, &valid.commerce)?,
@@ -256,7 +256,7 @@ fn admit(
     let now = state.clock.now();
     match state
         .audit
-        .reserve_correlation(&state.store, commerce.id, &valid.correlation_id, now)?
+        .reserve_correlation(state.store(), commerce.id, &valid.correlation_id, now)?
     {
         Reservation::Fresh => {}
         Reservation::Replayed => {

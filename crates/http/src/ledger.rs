@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use axum::extract::{OriginalUri, Query, State};
 use axum::http::{HeaderMap, HeaderName, Uri, header};
 use axum::response::{AppendHeaders, IntoResponse, Response};
-use mandato_store::db::Db;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -25,7 +24,7 @@ use mandato_core::domain::text::spreadsheet_safe;
 use mandato_core::error::{Error, FieldErrors};
 use mandato_engine::operations::Ctx;
 use mandato_engine::operations::ledger::{self as operation, Reconciled};
-use mandato_store::ledger::{self as store, EntryFilter, EntryRow, SettlementRow};
+use mandato_engine::records::{Db, EntryFilter, EntryRow, NewReconciliation, SettlementRow};
 
 /// Entries per page unless `limit` says otherwise.
 pub const DEFAULT_LIMIT: i64 = 50;
@@ -308,22 +307,10 @@ pub fn parse_filter(query: &HashMap<String, String>) -> Result<ListFilter, Error
 
 /// One page of a commerce's entries, oldest first, and the cursor of the next.
 pub fn page(conn: Db<'_>, filter: &EntryFilter<'_>) -> Result<LedgerPage, Error> {
-    let mut rows = store::list(
-        conn,
-        &EntryFilter {
-            limit: filter.limit + 1,
-            ..*filter
-        },
-    )?;
-    let next_cursor = if rows.len() as i64 > filter.limit {
-        rows.truncate(filter.limit as usize);
-        rows.last().map(|r| r.seq.to_string())
-    } else {
-        None
-    };
+    let (rows, next) = operation::entries_page(conn, filter)?;
     Ok(LedgerPage {
         items: rows.iter().map(LedgerEntry::from).collect(),
-        next_cursor,
+        next_cursor: next.map(|seq| seq.to_string()),
     })
 }
 
@@ -475,7 +462,7 @@ pub async fn settlements(
     errors.into_result()?;
     let items = state.read(&authed.commerce, |conn, ctx| {
         Ok(
-            store::settlements(conn, ctx.commerce.id, from.as_deref(), to.as_deref())?
+            operation::settlements(conn, ctx.commerce.id, from.as_deref(), to.as_deref())?
                 .iter()
                 .map(Settlement::from)
                 .collect(),
@@ -655,9 +642,9 @@ pub fn import_report(
     }
     let reconciled = operation::reconcile(tx, ctx, report)?;
     let result = Reconciliation::new(&reconciled, ctx.timestamp(), created_by);
-    store::insert_reconciliation(
+    operation::save_reconciliation(
         tx,
-        &store::NewReconciliation {
+        &NewReconciliation {
             id: &result.reconciliation_id,
             commerce_id: ctx.commerce.id,
             lines: result.counts.lines,
@@ -798,30 +785,13 @@ fn text(value: &impl Serialize) -> String {
     }
 }
 
-/// Every entry of a commerce in a period, oldest first, page by page (exports).
+/// Every entry of a commerce in a period, oldest first (exports).
 pub fn all_entries(
     conn: Db<'_>,
     commerce_id: i64,
     from: Option<&str>,
     to: Option<&str>,
 ) -> Result<Vec<LedgerEntry>, Error> {
-    let mut all = Vec::new();
-    let mut after_seq = None;
-    loop {
-        let rows = store::list(
-            conn,
-            &EntryFilter {
-                commerce_id,
-                from,
-                to,
-                kind: None,
-                after_seq,
-                limit: 1000,
-            },
-        )?;
-        let Some(last) = rows.last() else { break };
-        after_seq = Some(last.seq);
-        all.extend(rows.iter().map(LedgerEntry::from));
-    }
-    Ok(all)
+    let rows = operation::all_entries(conn, commerce_id, from, to)?;
+    Ok(rows.iter().map(LedgerEntry::from).collect())
 }

@@ -46,29 +46,18 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
-use chrono::NaiveDate;
-use mandato_store::db::Db;
 use utoipa::OpenApi;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use error::ApiError;
-use mandato_core::clock::{BusinessCalendar, Clock};
 use mandato_core::error::Result;
-use mandato_engine::auth::jwe::JweKeyPair;
-use mandato_engine::auth::jwt::JwtSigner;
-use mandato_engine::config::Config;
+use mandato_engine::Engine;
 use mandato_engine::operations::Ctx;
-use mandato_store::Store;
-use mandato_store::audit::AuditWriter;
-use mandato_store::commerces::Commerce;
+use mandato_engine::records::{Commerce, Db};
 
-/// The environment's key material.
-pub struct Keys {
-    pub jwe: JweKeyPair,
-    pub jwt: JwtSigner,
-}
+pub use mandato_engine::Keys;
 
 /// What every handler can reach: one shared allocation, so the several extractors and layers
 /// of a request that take the state each copy one pointer (one atomic count) rather than a
@@ -90,23 +79,11 @@ impl std::ops::Deref for AppState {
     }
 }
 
-/// The engine's parts the request path uses, behind [`AppState`].
+/// The engine and what only the front doors keep, behind [`AppState`].
 pub struct Shared {
-    pub store: Arc<Store>,
-    pub audit: Arc<AuditWriter>,
-    pub config: Arc<Config>,
-    pub keys: Arc<Keys>,
-    pub clock: Arc<dyn Clock>,
-    pub calendar: Arc<BusinessCalendar>,
+    pub engine: Arc<Engine>,
     /// `http://host:port` as customers reach this installation, for absolute Magic Links.
     pub public_base_url: Arc<str>,
-    pub deliverer: Arc<mandato_engine::notify::delivery::Deliverer>,
-    pub processor: Arc<dyn mandato_core::processor::Processor>,
-    pub charger: Arc<mandato_engine::charging::run::Charger>,
-    /// Seals signature processes (the last signature's request seals at once).
-    pub sealer: Arc<mandato_engine::esign::sealing::Sealer>,
-    /// Tells the daily schedule to look again (the sandbox clock moved).
-    pub schedule_wake: Arc<tokio::sync::Notify>,
     /// The desktop app's pending single-use sign-in links.
     pub desk_tokens: Arc<admin::desk::DeskTokens>,
     /// The one-time first-visit setup code for other machines, when `serve` made one.
@@ -116,54 +93,46 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn today(&self) -> NaiveDate {
-        self.calendar.today(self.clock.now())
-    }
-
-    fn ctx<'a>(&'a self, commerce: &'a Commerce) -> Ctx<'a> {
-        let now = self.clock.now();
-        Ctx {
-            commerce,
-            charge_dates: &self.store.charge_dates,
-            now,
-            today: self.calendar.today(now),
+    pub fn new(engine: Arc<Engine>, public_base_url: String) -> Shared {
+        Shared {
+            engine,
+            public_base_url: public_base_url.into(),
+            desk_tokens: Default::default(),
+            setup_code: Default::default(),
+            portal_payments: Default::default(),
         }
     }
 }
 
+/// Handlers reach the engine's parts (`state.config`, `state.clock`, ...) and methods directly.
+impl std::ops::Deref for Shared {
+    type Target = Engine;
+
+    fn deref(&self) -> &Engine {
+        &self.engine
+    }
+}
+
 impl AppState {
-    /// Runs an operation all or nothing in the next group commit, off the async workers (a
-    /// durable commit waits for the disk); answers once it is durable. The operation may run
-    /// more than once (`Store::write_grouped`): it must change nothing but the database.
+    /// Runs a commerce's operation all or nothing through the engine (`Engine::write`).
     pub async fn write<T: Send + 'static>(
         &self,
         commerce: Arc<Commerce>,
         operation: impl Fn(Db<'_>, &Ctx<'_>) -> Result<T> + Send + 'static,
     ) -> Result<T, ApiError> {
-        let state = self.clone();
-        let value = self
-            .store
-            .write_grouped(move |tx| {
-                let ctx = state.ctx(&commerce);
-                operation(tx, &ctx)
-            })
+        self.engine
+            .write(commerce, operation)
             .await
-            .map_err(ApiError)?;
-        // The change may have written events; the worker need not wait for its next poll.
-        self.deliverer.wake();
-        Ok(value)
+            .map_err(ApiError)
     }
 
-    /// Runs a read-only operation on a pooled connection.
+    /// Runs a commerce's read-only operation through the engine (`Engine::read`).
     pub fn read<T>(
         &self,
         commerce: &Commerce,
         operation: impl FnOnce(Db<'_>, &Ctx<'_>) -> Result<T>,
     ) -> Result<T, ApiError> {
-        let ctx = self.ctx(commerce);
-        self.store
-            .read(|conn| operation(conn, &ctx))
-            .map_err(ApiError)
+        self.engine.read(commerce, operation).map_err(ApiError)
     }
 }
 

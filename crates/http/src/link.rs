@@ -284,7 +284,7 @@ fn load(state: &AppState, token: &str) -> Result<Option<Loaded>> {
     if !token_shaped(token) {
         return Ok(None);
     }
-    state.store.read(|conn| {
+    state.store().read(|conn| {
         let Some(mandate) = mandates::by_magic_token(conn, token)? else {
             return Ok(None);
         };
@@ -387,7 +387,7 @@ async fn write<T: Send + 'static>(
     state: &AppState,
     f: impl FnOnce(Db<'_>) -> Result<T> + Send + 'static,
 ) -> Result<T> {
-    let store = Arc::clone(&state.store);
+    let store = Arc::clone(state.store());
     let result = tokio::task::spawn_blocking(move || store.write(f))
         .await
         .map_err(|e| Error::Internal(e.into()))?;
@@ -576,7 +576,7 @@ async fn receipt(
         .iter()
         .find(|i| i.id == installment_id && i.state == InstallmentState::Paid);
     let current_instrument = match paid {
-        Some(i) => match state.store.read(|c| {
+        Some(i) => match state.store().read(|c| {
             let code = i.authorization_code.as_deref().unwrap_or_default();
             Ok(mandato_store::charging::paid_with_current_instrument(
                 c, i.seq, code,

@@ -19,7 +19,6 @@ use mandato_core::secret::Secret;
 use mandato_engine::auth::jwe::{self, JweError};
 use mandato_engine::auth::password;
 use mandato_engine::auth::throttle::{Decision, ThrottleKey};
-use mandato_store::login_throttle;
 
 /// When `GET /login` was deprecated (RFC 9745 `Deprecation: @<unix time>`): 2025-01-01.
 const GET_LOGIN_DEPRECATED_AT: i64 = 1_735_689_600;
@@ -137,11 +136,7 @@ async fn authenticate(
         Ok(plain) => plain,
         Err(JweError::NotCompactJwe) => {
             // A malformed request guesses nothing: it does not count against the commerce.
-            let withdrawn = key.clone();
-            state
-                .store
-                .write_grouped(move |tx| Ok(login_throttle::withdraw(tx, &withdrawn)?))
-                .await?;
+            state.withdraw_sign_in(key.clone()).await?;
             return Err(Error::validation(
                 "password",
                 "PASSWORD_NOT_JWE",
@@ -240,12 +235,7 @@ impl IntoResponse for LoginError {
 
 /// Counts an attempt for `key` now, or refuses it while the key is locked.
 pub(crate) async fn begin_attempt(state: &AppState, key: &ThrottleKey) -> Result<(), LoginError> {
-    let now = state.clock.now();
-    let counted = key.clone();
-    let decision = state
-        .store
-        .write_grouped(move |tx| Ok(login_throttle::begin(tx, &counted, now)?))
-        .await?;
+    let decision = state.begin_sign_in(key).await?;
     match decision {
         Decision::Counted(_) => Ok(()),
         Decision::Locked { retry_after_secs } => {
@@ -261,10 +251,7 @@ pub(crate) async fn begin_attempt(state: &AppState, key: &ThrottleKey) -> Result
 
 /// The attempt succeeded: its key's failures are forgotten.
 pub(crate) async fn attempt_succeeded(state: &AppState, key: ThrottleKey) -> Result<(), Error> {
-    state
-        .store
-        .write_grouped(move |tx| Ok(login_throttle::clear(tx, &key)?))
-        .await
+    state.sign_in_succeeded(key).await
 }
 
 #[derive(Deserialize, ToSchema)]

@@ -499,7 +499,7 @@ pub fn advance_target(
 /// Takes the business clock as stored: engines that share a PostgreSQL database share one
 /// sandbox clock, and another engine may have moved it since this one last looked.
 pub async fn follow_stored_clock(state: &AppState) -> Result<(), Error> {
-    let store = std::sync::Arc::clone(&state.store);
+    let store = std::sync::Arc::clone(state.store());
     let stored = tokio::task::spawn_blocking(move || {
         store.read(|c| {
             Ok(mandato_store::settings::get(
@@ -534,7 +534,7 @@ pub async fn advance_business_clock(
     {
         offset += 1;
         state.calendar.set_offset_days(offset);
-        let store = std::sync::Arc::clone(&state.store);
+        let store = std::sync::Arc::clone(state.store());
         let claim = claim.take();
         tokio::task::spawn_blocking(move || {
             store.write(|tx| {

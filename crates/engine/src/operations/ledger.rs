@@ -14,7 +14,10 @@ use mandato_core::domain::money::{Currency, Money};
 use mandato_core::domain::state::PaymentMethod;
 use mandato_core::error::{Error, Result};
 use mandato_store::installments::InstallmentRow;
-use mandato_store::ledger::{self as store, EntryRow, NewEntry};
+use mandato_store::ledger::{
+    self as store, EntryFilter, EntryRow, NewEntry, NewReconciliation, ReconciliationRow,
+    SettlementRow,
+};
 use mandato_store::mandates::MandateRow;
 
 /// The installment a movement belongs to, and when it happened.
@@ -274,4 +277,78 @@ pub fn sandbox_payout_report(conn: Db<'_>, commerce_id: i64, date: NaiveDate) ->
         })
         .collect();
     Ok(ledger::write_payout_report(&lines))
+}
+
+/// One page of a commerce's entries, oldest first (`filter.limit` of them), and the sequence
+/// number the next page starts after.
+pub fn entries_page(
+    conn: Db<'_>,
+    filter: &EntryFilter<'_>,
+) -> Result<(Vec<EntryRow>, Option<i64>)> {
+    let mut rows = store::list(
+        conn,
+        &EntryFilter {
+            limit: filter.limit + 1,
+            ..*filter
+        },
+    )?;
+    let next = if rows.len() as i64 > filter.limit {
+        rows.truncate(filter.limit as usize);
+        rows.last().map(|r| r.seq)
+    } else {
+        None
+    };
+    Ok((rows, next))
+}
+
+/// Every entry of a commerce in a period, oldest first, read page by page (exports).
+pub fn all_entries(
+    conn: Db<'_>,
+    commerce_id: i64,
+    from: Option<&str>,
+    to: Option<&str>,
+) -> Result<Vec<EntryRow>> {
+    let mut all = Vec::new();
+    let mut after_seq = None;
+    loop {
+        let rows = store::list(
+            conn,
+            &EntryFilter {
+                commerce_id,
+                from,
+                to,
+                kind: None,
+                after_seq,
+                limit: 1000,
+            },
+        )?;
+        let Some(last) = rows.last() else { break };
+        after_seq = Some(last.seq);
+        all.extend(rows);
+    }
+    Ok(all)
+}
+
+/// A commerce's daily settlements in a period.
+pub fn settlements(
+    conn: Db<'_>,
+    commerce_id: i64,
+    from: Option<&str>,
+    to: Option<&str>,
+) -> Result<Vec<SettlementRow>> {
+    Ok(store::settlements(conn, commerce_id, from, to)?)
+}
+
+/// A commerce's latest payout report imports, newest first.
+pub fn reconciliations(
+    conn: Db<'_>,
+    commerce_id: i64,
+    limit: i64,
+) -> Result<Vec<ReconciliationRow>> {
+    Ok(store::reconciliations(conn, commerce_id, limit)?)
+}
+
+/// Stores a payout report's import with its result.
+pub fn save_reconciliation(conn: Db<'_>, import: &NewReconciliation<'_>) -> Result<()> {
+    Ok(store::insert_reconciliation(conn, import)?)
 }

@@ -81,7 +81,9 @@ pub async fn staff_actions(
         limit: limit + 1,
     };
     errors.into_result()?;
-    let mut rows = state.store.read(|c| Ok(views::staff_audit(c, &filter)?))?;
+    let mut rows = state
+        .store()
+        .read(|c| Ok(views::staff_audit(c, &filter)?))?;
     let next_cursor = if rows.len() as i64 > limit {
         rows.truncate(limit as usize);
         rows.last().map(|r| r.seq.to_string())
@@ -204,7 +206,7 @@ pub async fn requests(
     };
     errors.into_result()?;
     let mut rows = state
-        .store
+        .store()
         .read(|c| Ok(views::request_audit(c, &filter)?))?;
     let next_cursor = if rows.len() as i64 > limit {
         rows.truncate(limit as usize);
@@ -295,7 +297,7 @@ pub async fn refusals(
     let from = params.instant("from", false, &state, &mut errors);
     let to = params.instant("to", true, &state, &mut errors);
     errors.into_result()?;
-    let (rows, totals, retention) = state.store.read(|c| {
+    let (rows, totals, retention) = state.store().read(|c| {
         Ok((
             audit_store::refusals(c, from.as_deref(), to.as_deref(), limit)?,
             audit_store::refusal_totals(c, from.as_deref(), to.as_deref())?,
@@ -406,7 +408,7 @@ pub async fn verify_audit_chain(
         .acquire()
         .await
         .map_err(|e| Error::Internal(e.into()))?;
-    let store = state.store.clone();
+    let store = state.store().clone();
     let verification =
         tokio::task::spawn_blocking(move || store.read(|c| Ok(staff_audit::verify(c)?)))
             .await

@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::session::Staff;
-use super::settings::record;
 use crate::AppState;
 use crate::envelope::Envelope;
 use crate::error::{ApiResult, ErrorBody};
@@ -18,9 +17,7 @@ use mandato_core::domain::holidays::{
     ChargingRule, FIRST_YEAR, Holiday, HolidayCalendar, HolidayYear, LAST_YEAR,
 };
 use mandato_core::error::{Error, FieldErrors};
-use mandato_store::calendar;
-use mandato_store::commerces;
-use mandato_store::staff::Role;
+use mandato_engine::records::Role;
 
 #[derive(IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -74,7 +71,7 @@ pub async fn list_holidays(
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult<Envelope<StaffHolidaysPayload>> {
     let year = year_of(&query)?;
-    let added = state.store.read(|c| Ok(calendar::added(c)?))?;
+    let added = state.added_holidays()?;
     let added_days: Vec<Holiday> = added.clone();
     let holidays = HolidayCalendar::new(added)
         .holidays(year)
@@ -131,30 +128,7 @@ pub async fn add_holiday(
         }
         fields.into_result().expect_err("at least one error")
     })?;
-    let now = state.clock.now();
-    state.store.write(|tx| {
-        let day = holiday.date.to_string();
-        if !calendar::add(
-            tx,
-            holiday.date,
-            &holiday.name,
-            &mandato_core::clock::timestamp(now),
-        )? {
-            return Err(Error::refused_at(
-                "HOLIDAY_EXISTS",
-                "date",
-                format!("{day} already has an added holiday"),
-            ));
-        }
-        record(
-            tx,
-            &staff,
-            now,
-            "calendar.holiday-add",
-            &day,
-            Some(&holiday.name),
-        )
-    })?;
+    state.add_holiday(staff.email(), &holiday)?;
     Ok(Envelope::created(
         "HOLIDAY_ADDED",
         "holiday added",
@@ -184,24 +158,7 @@ pub async fn remove_holiday(
     let day = mandato_core::domain::date::Date::parse(&date)
         .map_err(|_| Error::not_found("holiday"))?
         .naive();
-    let now = state.clock.now();
-    let name = state.store.write(|tx| {
-        let name = calendar::added(tx)?
-            .into_iter()
-            .find(|h| h.date == day)
-            .map(|h| h.name)
-            .ok_or(Error::not_found("holiday"))?;
-        calendar::remove(tx, day)?;
-        record(
-            tx,
-            &staff,
-            now,
-            "calendar.holiday-remove",
-            &date,
-            Some(&name),
-        )?;
-        Ok(name)
-    })?;
+    let name = state.remove_holiday(staff.email(), day)?;
     Ok(Envelope::ok(
         "HOLIDAY_REMOVED",
         "holiday removed",
@@ -251,19 +208,7 @@ pub async fn set_charging_rule(
         .as_deref()
         .and_then(ChargingRule::parse)
         .ok_or_else(|| Error::validation("chargingRule", "INVALID_VALUE", "NEXT or PREVIOUS"))?;
-    let now = state.clock.now();
-    state.store.write(|tx| {
-        let commerce = commerces::by_code(tx, &code)?.ok_or(Error::not_found("commerce"))?;
-        calendar::set_charging_rule(tx, commerce.id, rule)?;
-        record(
-            tx,
-            &staff,
-            now,
-            "commerce.charging-rule",
-            &code,
-            Some(rule.as_str()),
-        )
-    })?;
+    state.set_charging_rule(staff.email(), &code, rule)?;
     Ok(Envelope::ok(
         "CHARGING_RULE_OK",
         "charging rule saved",

@@ -12,9 +12,7 @@ use crate::error::{ApiResult, ErrorBody};
 use crate::json::Body;
 use crate::sandbox::RunSummaryDto;
 use mandato_core::error::Error;
-use mandato_engine::charging::run::Trigger;
-use mandato_store::charging as store;
-use mandato_store::staff::Role;
+use mandato_engine::records::Role;
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -68,7 +66,7 @@ pub async fn overview(
     State(state): State<AppState>,
     _staff: Staff,
 ) -> ApiResult<Envelope<ChargingOverview>> {
-    let rows = state.store.read(|c| Ok(store::runs(c, 50)?))?;
+    let rows = state.charging_runs(50)?;
     let progress = state.charger.progress();
     let runs = rows
         .into_iter()
@@ -118,16 +116,7 @@ pub async fn run_now(
     staff: Staff,
 ) -> ApiResult<Envelope<RunSummaryDto>> {
     staff.require(Role::Operator)?;
-    let date = state.today();
-    let now = state.clock.now();
-    state
-        .store
-        .write(|tx| staff.record(tx, now, "charging.run", Some(&date.to_string())))?;
-    let charger = std::sync::Arc::clone(&state.charger);
-    let summary = tokio::task::spawn_blocking(move || charger.run(date, Trigger::Manual))
-        .await
-        .map_err(|e| Error::Internal(e.into()))??;
-    state.deliverer.wake();
+    let summary = state.run_charging_now(staff.email()).await?;
     Ok(Envelope::ok(
         "CHARGING_RUN_OK",
         "charging run finished",
@@ -167,16 +156,7 @@ pub async fn import_uf(
         .ok_or_else(|| Error::validation("csv", "REQUIRED", "is required"))?;
     let values = mandato_core::domain::uf::parse_csv(&csv)
         .map_err(|e| Error::validation("csv", "INVALID_CSV", e.to_string()))?;
-    let now = state.clock.now();
-    state.store.write(|tx| {
-        mandato_engine::operations::uf::import(tx, &values)?;
-        staff.record(
-            tx,
-            now,
-            "uf.import",
-            Some(&format!("{} values", values.len())),
-        )
-    })?;
+    state.import_uf(staff.email(), &values)?;
     Ok(Envelope::ok(
         "UF_IMPORT_OK",
         "UF values imported",
@@ -206,10 +186,7 @@ pub async fn advance_clock(
     staff.require(Role::Admin)?;
     sandbox::follow_stored_clock(&state).await?;
     let target = sandbox::advance_target(&body, state.today())?;
-    let now = state.clock.now();
-    state
-        .store
-        .write(|tx| staff.record(tx, now, "sandbox.clock", Some(&target.to_string())))?;
+    state.record_staff_action(staff.email(), "sandbox.clock", Some(&target.to_string()))?;
     let runs = sandbox::advance_business_clock(&state, target).await?;
     Ok(Envelope::ok(
         "SANDBOX_CLOCK_OK",

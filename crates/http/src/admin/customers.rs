@@ -101,7 +101,7 @@ pub async fn list(
         limit: limit + 1,
     };
     errors.into_result()?;
-    let (mut rows, total) = state.store.read(|c| {
+    let (mut rows, total) = state.store().read(|c| {
         let rows = views::search_customers(c, &filter)?;
         filter.after = None;
         Ok((rows, views::count_customers(c, &filter)?))
@@ -159,7 +159,7 @@ pub async fn detail(
     _staff: Staff,
     Path(id): Path<String>,
 ) -> ApiResult<Envelope<CustomerDetail>> {
-    let detail = state.store.read(|c| {
+    let detail = state.store().read(|c| {
         let (customer, commerce) =
             views::customer_by_id(c, &id)?.ok_or(Error::not_found("customer"))?;
         let mandates = views::mandates_of_customer(c, customer.seq)?;

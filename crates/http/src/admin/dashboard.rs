@@ -182,7 +182,7 @@ pub async fn dashboard(
     let today_text = today.to_string();
     let state2 = state.clone();
     let data = tokio::task::spawn_blocking(move || {
-        state2.store.read(|c| {
+        state2.store().read(|c| {
             Ok((
                 views::mandate_counts(c, commerce)?,
                 views::installment_counts(c, commerce)?,

@@ -21,13 +21,11 @@ use super::session::{self, SessionInfo};
 use crate::AppState;
 use crate::envelope::Envelope;
 use crate::error::{ApiResult, ErrorBody};
-use mandato_core::clock::timestamp;
 use mandato_core::domain::contact::Email;
 use mandato_core::error::Error;
 use mandato_core::secret::Secret;
 use mandato_engine::auth::api_key::hash_key;
 use mandato_engine::auth::password;
-use mandato_store::staff;
 
 /// How long a sign-in link stays usable: the shell opens it at once.
 const LIFETIME_SECS: i64 = 60;
@@ -66,18 +64,15 @@ impl DeskTokens {
 /// account for the machine's user, `{local_user}@mandato.localhost`, with a random password
 /// nobody knows: whoever runs the desktop app on this machine already holds its data.
 pub async fn sign_in_path(state: &AppState, local_user: &str) -> Result<Secret<String>, Error> {
-    let needs_owner = state.store.read(|c| Ok(staff::count(c)? == 0))?;
+    let needs_owner = state.has_no_staff()?;
     if needs_owner {
         let email = owner_email(local_user);
         let mut bytes = [0u8; 32];
         rand::rng().fill_bytes(&mut bytes);
         let password = Secret::new(hex::encode(bytes));
         let hash = password::hash(password).await.map_err(Error::Internal)?;
-        let now = timestamp(state.clock.now());
         // A browser's first-start setup may have won the race; then that account is the owner.
-        let created = state
-            .store
-            .write(|tx| staff::create_owner(tx, email.as_str(), &hash, &now, Some("desktop")))?;
+        let created = state.create_owner(email.as_str(), &hash, Some("desktop"))?;
         if created {
             tracing::info!(
                 email = email.as_str(),
@@ -143,7 +138,7 @@ pub async fn sign_in(
         )
         .into());
     }
-    let owner = state.store.read(|c| Ok(staff::owner(c)?))?.ok_or_else(|| {
+    let owner = state.owner()?.ok_or_else(|| {
         Error::forbidden(
             "OWNER_MISSING",
             "no enabled admin account to sign in as; sign in with a password",

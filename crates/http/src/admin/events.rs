@@ -25,8 +25,8 @@ use mandato_engine::auth::api_key::generate_webhook_secret;
 use mandato_engine::notify::signing::{
     body_signature, is_well_formed_secret, standard_webhooks_signature,
 };
-use mandato_store::deliveries::{self, AttemptRow, EventFilter, ListedEvent, SentHeaders};
-use mandato_store::staff::Role;
+use mandato_engine::records::{AttemptRow, EventFilter, ListedEvent, Role, SentHeaders};
+use mandato_engine::staff::events::EventRecord;
 
 #[derive(IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -165,9 +165,7 @@ pub async fn list(
         limit: limit + 1,
     };
     errors.into_result()?;
-    let mut rows = state
-        .store
-        .read(|c| Ok(deliveries::list_events(c, &filter)?))?;
+    let mut rows = state.events(&filter)?;
     let next_cursor = if rows.len() as i64 > limit {
         rows.truncate(limit as usize);
         rows.last().map(|r| r.seq.to_string())
@@ -263,19 +261,20 @@ pub async fn detail(
     _staff: Staff,
     Path(event_id): Path<String>,
 ) -> ApiResult<Envelope<EventDetail>> {
-    let detail = state.store.read(|c| {
-        let (seq, _, summary, body) =
-            deliveries::event_with_body(c, &event_id)?.ok_or(Error::not_found("event"))?;
-        Ok(EventDetail {
-            event: summary.into(),
-            body: mask_file(serde_json::from_str(&body)?),
-            attempts: deliveries::attempts_of(c, seq)?
-                .into_iter()
-                .map(|a| staff_attempt(&event_id, a))
-                .collect(),
-            verification: VERIFICATION,
-        })
-    })?;
+    let EventRecord {
+        summary,
+        body,
+        attempts,
+    } = state.event(&event_id)?;
+    let detail = EventDetail {
+        event: summary.into(),
+        body: mask_file(serde_json::from_str(&body).map_err(|e| Error::Internal(e.into()))?),
+        attempts: attempts
+            .into_iter()
+            .map(|a| staff_attempt(&event_id, a))
+            .collect(),
+        verification: VERIFICATION,
+    };
     Ok(Envelope::ok("EVENT_OK", "event", detail))
 }
 
@@ -383,12 +382,8 @@ pub async fn verify(
         }
         Some(s) => s,
     };
-    let result = state.store.read(|c| {
-        let (seq, _, _, raw_body) =
-            deliveries::event_with_body(c, &event_id)?.ok_or(Error::not_found("event"))?;
-        let attempts = deliveries::attempts_of(c, seq)?;
-        verify_with(&secret, &event_id, &raw_body, &attempts)
-    })?;
+    let event = state.event(&event_id)?;
+    let result = verify_with(&secret, &event_id, &event.body, &event.attempts)?;
     Ok(Envelope::ok(
         "SIGNATURES_CHECKED",
         "signatures checked against the given secret",
@@ -430,23 +425,11 @@ pub async fn redeliver(
     if ids.is_empty() || ids.len() > 1000 {
         return Err(Error::validation("eventIds", "INVALID_LENGTH", "1 to 1000 event ids").into());
     }
-    let now = state.clock.now();
-    let result = state.store.write(|tx| {
-        let mut result = RedeliverResult {
-            scheduled: Vec::new(),
-            not_found: Vec::new(),
-        };
-        for id in ids {
-            if deliveries::request_redelivery(tx, None, &id, &timestamp(now))? {
-                staff.record(tx, now, "event.redeliver", Some(&id))?;
-                result.scheduled.push(id);
-            } else {
-                result.not_found.push(id);
-            }
-        }
-        Ok(result)
-    })?;
-    state.deliverer.wake();
+    let redelivery = state.redeliver(staff.email(), ids)?;
+    let result = RedeliverResult {
+        scheduled: redelivery.scheduled,
+        not_found: redelivery.not_found,
+    };
     Ok(Envelope::ok(
         "REDELIVER_OK",
         "scheduled for redelivery",
@@ -495,12 +478,7 @@ pub async fn rotate_secret(
     let now = state.clock.now();
     let until = timestamp(now + chrono::Duration::hours(hours));
     let secret = generate_webhook_secret();
-    state.store.write(|tx| {
-        if !deliveries::rotate_secret(tx, &code, &secret, &until)? {
-            return Err(Error::not_found("commerce"));
-        }
-        staff.record(tx, now, "commerce.rotate-secret", Some(&code))
-    })?;
+    state.rotate_webhook_secret(staff.email(), &code, &secret, &until)?;
     Ok(Envelope::ok(
         "SECRET_ROTATED",
         "new webhook secret; the previous one signs too until previousValidUntil",
@@ -536,19 +514,13 @@ pub async fn reveal_secret(
     Path(code): Path<String>,
 ) -> ApiResult<Envelope<RevealedSecret>> {
     staff.require(Role::Admin)?;
-    let now = state.clock.now();
-    let commerce = state.store.write(|tx| {
-        let commerce =
-            mandato_store::commerces::by_code(tx, &code)?.ok_or(Error::not_found("commerce"))?;
-        staff.record(tx, now, "commerce.reveal-secret", Some(&code))?;
-        Ok(commerce)
-    })?;
+    let secret = state.reveal_webhook_secret(staff.email(), &code)?;
     Ok(Envelope::ok(
         "SECRET_REVEALED",
         "the commerce's current webhook secret",
         RevealedSecret {
             code,
-            webhook_secret: commerce.webhook_secret.expose().to_string(),
+            webhook_secret: secret.expose().to_string(),
         },
     ))
 }

@@ -21,11 +21,9 @@ use crate::ledger::{
     LedgerPage, Reconciliation, Settlement, Settlements, all_entries, entries_csv, import_report,
     page, parse_filter, parse_period,
 };
-use mandato_core::clock::timestamp;
 use mandato_core::error::{Error, FieldErrors};
-use mandato_store::commerces::{self, Commerce};
-use mandato_store::ledger as store;
-use mandato_store::staff::{self, Role};
+use mandato_engine::operations::ledger as operation;
+use mandato_engine::records::{Commerce, Role};
 
 /// Reconciliations listed on the screen.
 const RECONCILIATIONS_SHOWN: i64 = 20;
@@ -76,16 +74,13 @@ fn commerce_of(state: &AppState, query: &HashMap<String, String>) -> Result<Comm
             "name the commerce",
         ));
     };
-    state
-        .store
-        .read(|c| Ok(commerces::by_code(c, code.trim())?))?
-        .ok_or_else(|| {
-            Error::validation(
-                "query.commerce",
-                "COMMERCE_NOT_FOUND",
-                format!("no commerce with code {code}"),
-            )
-        })
+    state.commerce_by_code(code.trim())?.ok_or_else(|| {
+        Error::validation(
+            "query.commerce",
+            "COMMERCE_NOT_FOUND",
+            format!("no commerce with code {code}"),
+        )
+    })
 }
 
 /// A commerce's ledger entries, oldest first (viewer).
@@ -103,9 +98,7 @@ pub async fn entries(
     staff.require(Role::Viewer)?;
     let commerce = commerce_of(&state, &query)?;
     let filter = parse_filter(&query)?;
-    let found = state
-        .store
-        .read(|c| page(c, &filter.for_commerce(commerce.id)))?;
+    let found = state.read(&commerce, |c, _| page(c, &filter.for_commerce(commerce.id)))?;
     Ok(Envelope::ok("STAFF_LEDGER_OK", "ledger entries", found))
 }
 
@@ -126,9 +119,9 @@ pub async fn settlements(
     let mut errors = FieldErrors::new();
     let (from, to) = parse_period(&query, &mut errors);
     errors.into_result()?;
-    let items = state.store.read(|c| {
+    let items = state.read(&commerce, |c, _| {
         Ok(
-            store::settlements(c, commerce.id, from.as_deref(), to.as_deref())?
+            operation::settlements(c, commerce.id, from.as_deref(), to.as_deref())?
                 .iter()
                 .map(Settlement::from)
                 .collect(),
@@ -159,9 +152,9 @@ pub async fn export(
     let mut errors = FieldErrors::new();
     let (from, to) = parse_period(&query, &mut errors);
     errors.into_result()?;
-    let entries = state
-        .store
-        .read(|c| all_entries(c, commerce.id, from.as_deref(), to.as_deref()))?;
+    let entries = state.read(&commerce, |c, _| {
+        all_entries(c, commerce.id, from.as_deref(), to.as_deref())
+    })?;
     let name = format!("ledger-{}.csv", commerce.code);
     Ok((
         [
@@ -208,8 +201,7 @@ pub async fn reconcile(
 ) -> ApiResult<Envelope<Reconciliation>> {
     staff.require(Role::Operator)?;
     let commerce = state
-        .store
-        .read(|c| Ok(commerces::by_code(c, body.commerce.trim())?))?
+        .commerce_by_code(body.commerce.trim())?
         .ok_or_else(|| {
             Error::validation(
                 "commerce",
@@ -221,12 +213,12 @@ pub async fn reconcile(
     let result = state
         .write(Arc::new(commerce), move |tx, ctx| {
             let result = import_report(tx, ctx, &body.csv, &email)?;
-            staff::record_action(
+            mandato_engine::staff::settings::record(
                 tx,
-                &timestamp(ctx.now),
                 &email,
+                ctx.now,
                 "ledger.reconcile",
-                Some(&ctx.commerce.code),
+                &ctx.commerce.code,
                 Some(&result.reconciliation_id),
             )?;
             Ok(result)
@@ -260,12 +252,8 @@ pub async fn reconciliations(
 ) -> ApiResult<Envelope<Reconciliations>> {
     staff.require(Role::Viewer)?;
     let commerce = commerce_of(&state, &query)?;
-    let rows = state.store.read(|c| {
-        Ok(store::reconciliations(
-            c,
-            commerce.id,
-            RECONCILIATIONS_SHOWN,
-        )?)
+    let rows = state.read(&commerce, |c, _| {
+        operation::reconciliations(c, commerce.id, RECONCILIATIONS_SHOWN)
     })?;
     let items = rows
         .iter()

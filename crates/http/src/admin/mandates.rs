@@ -222,7 +222,7 @@ pub async fn list(
     let after = params.sorted_keyset(&sort, MandateColumn::CreatedAt, &mut errors);
     errors.into_result()?;
     let customer = params.get("customer");
-    let (mut rows, total) = state.store.read(|c| {
+    let (mut rows, total) = state.store().read(|c| {
         let customer_seqs = customer
             .as_deref()
             .map(|text| views::customer_seqs_matching(c, text))
@@ -547,7 +547,7 @@ fn load_detail(
 
 fn owner(state: &AppState, internal_id: &str) -> Result<(i64, i64)> {
     state
-        .store
+        .store()
         .read(|c| Ok(views::mandate_owner(c, internal_id)?))?
         .ok_or(Error::not_found("mandate"))
 }
@@ -574,7 +574,7 @@ fn load_now(state: &AppState, seq: i64) -> Result<MandateDetail> {
     let now = state.clock.now();
     let today = state.calendar.today(now);
     state
-        .store
+        .store()
         .read(|c| load_detail(c, seq, &state.public_base_url, now, today))
 }
 
@@ -594,7 +594,7 @@ pub async fn document(
 ) -> std::result::Result<Response, ApiError> {
     staff.require(Role::Viewer)?;
     let (seq, _) = owner(&state, &internal_id)?;
-    let (external_id, bytes) = state.store.read(|c| {
+    let (external_id, bytes) = state.store().read(|c| {
         let mandate = mandates::by_seq(c, seq)?;
         let acceptance = instruments::latest_acceptance(c, seq)?;
         let bytes = activation_document(&events::for_mandate(c, seq)?, acceptance.as_ref())
@@ -630,7 +630,7 @@ async fn act(
     staff.require(Role::Operator)?;
     let (seq, commerce_id) = owner(state, internal_id)?;
     let commerce = state
-        .store
+        .store()
         .read(|c| Ok(commerces::by_id(c, commerce_id)?))?
         .ok_or(Error::not_found("commerce"))?;
     let email = staff.member.email.clone();

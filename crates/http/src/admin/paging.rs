@@ -119,7 +119,7 @@ impl Params {
     pub fn commerce_id(&self, state: &AppState, errors: &mut FieldErrors) -> Option<i64> {
         let code = self.get("commerce")?;
         let found = state
-            .store
+            .store()
             .read(|c| Ok(mandato_store::commerces::by_code(c, &code)?))
             .ok()
             .flatten();

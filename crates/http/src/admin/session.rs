@@ -1,7 +1,6 @@
 //! Staff sign-in: first-start setup of the owner account, sessions, and the `Staff` extractor
 //! every other staff operation starts with.
 
-use mandato_store::db::Db;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Mutex;
 
@@ -27,7 +26,8 @@ use mandato_core::secret::Secret;
 use mandato_engine::auth::api_key::hash_key;
 use mandato_engine::auth::password;
 use mandato_engine::auth::throttle::ThrottleKey;
-use mandato_store::staff::{self, NewSession, Role, Session, StaffMember};
+use mandato_engine::records::{Role, Session, StaffMember};
+use mandato_engine::staff::sessions::SessionStart;
 
 pub const COOKIE: &str = "mandato_session";
 /// A session ends this long after sign-in, whatever happens.
@@ -71,22 +71,9 @@ impl Staff {
         }
     }
 
-    /// Writes the action to the staff audit log, in the operation's transaction.
-    pub fn record(
-        &self,
-        conn: Db<'_>,
-        now: DateTime<Utc>,
-        action: &str,
-        target: Option<&str>,
-    ) -> Result<(), Error> {
-        Ok(staff::record_action(
-            conn,
-            &timestamp(now),
-            &self.member.email,
-            action,
-            target,
-            None,
-        )?)
+    /// The member's e-mail, which the staff audit log names.
+    pub fn email(&self) -> &str {
+        &self.member.email
     }
 }
 
@@ -109,10 +96,7 @@ fn live_session(state: &AppState, headers: &HeaderMap) -> Result<(String, Sessio
     };
     let token = session_cookie(headers).ok_or_else(unauthenticated)?;
     let token_hash = hash_key(&token);
-    let session = state
-        .store
-        .read(|c| Ok(staff::session(c, &token_hash)?))?
-        .ok_or_else(unauthenticated)?;
+    let session = state.session(&token_hash)?.ok_or_else(unauthenticated)?;
     let now = state.clock.now();
     if expired(&session.expires_at, Duration::zero(), now)
         || expired(&session.last_seen_at, Duration::minutes(IDLE_MINUTES), now)
@@ -156,10 +140,7 @@ impl FromRequestParts<AppState> for SignedIn {
         // Sliding idle expiry, written at most once a minute.
         let now = state.clock.now();
         if expired(&session.last_seen_at, Duration::minutes(1), now) {
-            let stamp = timestamp(now);
-            state
-                .store
-                .write(|tx| Ok(staff::touch_session(tx, &token_hash, &stamp)?))?;
+            state.touch_session(&token_hash)?;
         }
         Ok(SignedIn {
             member: session.staff,
@@ -298,13 +279,13 @@ pub async fn setup_status(
     State(state): State<AppState>,
     peer: Peer,
 ) -> ApiResult<Envelope<SetupStatus>> {
-    let count = state.store.read(|c| Ok(staff::count(c)?))?;
+    let needs_owner = state.has_no_staff()?;
     Ok(Envelope::ok(
         "SETUP_STATUS_OK",
         "setup status",
         SetupStatus {
-            needs_setup: count == 0,
-            setup_code_required: count == 0
+            needs_setup: needs_owner,
+            setup_code_required: needs_owner
                 && setup_access(setup_peer(&state, &peer), None) != SetupAccess::Local,
         },
     ))
@@ -407,25 +388,20 @@ pub async fn setup(
         }
     }
     let hash = password::hash(password).await.map_err(Error::Internal)?;
-    let now = timestamp(state.clock.now());
     let address = email.as_str().to_string();
-    state.store.write(|tx| {
-        if staff::create_owner(tx, &address, &hash, &now, None)? {
-            Ok(())
-        } else {
-            Err(Error::refused(
-                "SETUP_DONE",
-                "the installation already has staff accounts; sign in",
-            ))
-        }
-    })?;
+    if !state.create_owner(&address, &hash, None)? {
+        return Err(Error::refused(
+            "SETUP_DONE",
+            "the installation already has staff accounts; sign in",
+        )
+        .into());
+    }
     if access == SetupAccess::CodeGiven {
         state.setup_code.consume();
         attempt_succeeded(&state, code_key).await?;
     }
     let member = state
-        .store
-        .read(|c| Ok(staff::by_email(c, &address)?))?
+        .staff_by_email(&address)?
         .ok_or_else(|| Error::Internal(anyhow::anyhow!("account vanished")))?;
     Ok(start_session(&state, member, "SETUP_OK", 201)?)
 }
@@ -463,9 +439,7 @@ pub async fn login(
     // which exist.
     let key = ThrottleKey::staff(email.as_str());
     begin_attempt(&state, &key).await?;
-    let member = state
-        .store
-        .read(|c| Ok(staff::by_email(c, email.as_str())?))?;
+    let member = state.staff_by_email(email.as_str())?;
     // An unknown address is checked against a stand-in hash, so it takes as long as a known one.
     let hash = member.as_ref().map(|m| m.password_hash.clone());
     let ok = password::verify(password, hash)
@@ -489,26 +463,14 @@ pub(super) fn start_session(
     let now = state.clock.now();
     let expires_at = timestamp(now + Duration::hours(ABSOLUTE_LIFETIME_HOURS));
     let token_hash = hash_key(&token);
-    state.store.write(|tx| {
-        staff::insert_session(
-            tx,
-            &NewSession {
-                token_hash: &token_hash,
-                staff_id: member.id,
-                csrf_token: &csrf,
-                now: &timestamp(now),
-                expires_at: &expires_at,
-            },
-        )?;
-        Ok(staff::record_action(
-            tx,
-            &timestamp(now),
-            &member.email,
-            "sign-in",
-            None,
-            None,
-        )?)
-    })?;
+    state.start_session(
+        &member,
+        &SessionStart {
+            token_hash: &token_hash,
+            csrf_token: &csrf,
+            expires_at: &expires_at,
+        },
+    )?;
     let info = SessionInfo {
         password_change_required: member.password_change_required,
         email: member.email,
@@ -582,18 +544,7 @@ pub async fn current(
         (status = 403, description = "CSRF_TOKEN_INVALID", body = ErrorBody),
     ))]
 pub async fn logout(State(state): State<AppState>, signed_in: SignedIn) -> ApiResult<Response> {
-    let now = state.clock.now();
-    state.store.write(|tx| {
-        staff::delete_session(tx, &signed_in.token_hash)?;
-        Ok(staff::record_action(
-            tx,
-            &timestamp(now),
-            &signed_in.member.email,
-            "sign-out",
-            None,
-            None,
-        )?)
-    })?;
+    state.end_session(&signed_in.member, &signed_in.token_hash)?;
     let mut response = Envelope::ok("SESSION_CLOSED", "signed out", Empty {}).into_response();
     let cleared = format!(
         "{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0{}",
@@ -677,21 +628,7 @@ pub async fn change_password(
     }
     attempt_succeeded(&state, key).await?;
     let hash = password::hash(new).await.map_err(Error::Internal)?;
-    let now = state.clock.now();
-    let session = state.store.write(|tx| {
-        staff::set_password(tx, member.id, &hash, false)?;
-        let ended = staff::end_sessions(tx, member.id, Some(&signed_in.token_hash))?;
-        staff::record_action(
-            tx,
-            &timestamp(now),
-            &member.email,
-            "password.change",
-            Some(&member.email),
-            Some(&format!("other sessions ended: {ended}")),
-        )?;
-        staff::session(tx, &signed_in.token_hash)?
-            .ok_or_else(|| Error::Internal(anyhow::anyhow!("session vanished")))
-    })?;
+    let session = state.change_own_password(&member, &signed_in.token_hash, &hash)?;
     Ok(Envelope::ok(
         "PASSWORD_CHANGED",
         "password changed; your other sessions ended",

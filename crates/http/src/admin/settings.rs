@@ -4,7 +4,6 @@
 //! is the admin's, and is recorded in the staff audit log in its own transaction.
 
 use axum::extract::{Path, State};
-use mandato_store::db::Db;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -22,30 +21,11 @@ use mandato_core::domain::state::PaymentMethod;
 use mandato_core::error::{Error, FieldErrors};
 use mandato_core::secret::Secret;
 use mandato_engine::auth::{api_key, password};
-use mandato_store::staff::{self, Role};
-use mandato_store::staff_views as views;
-use mandato_store::{commerces, deliveries};
+use mandato_engine::records::{Role, StaffLine};
+use mandato_engine::staff::settings::{NewCommerce, StaffChange};
 
 /// The retry days when a commerce has no policy of its own (CONTRACT 6).
 const DEFAULT_RETRY_DAYS: [i64; 3] = [1, 3, 7];
-
-pub(super) fn record(
-    tx: Db<'_>,
-    staff: &Staff,
-    now: chrono::DateTime<chrono::Utc>,
-    action: &str,
-    target: &str,
-    detail: Option<&str>,
-) -> Result<(), Error> {
-    Ok(staff::record_action(
-        tx,
-        &timestamp(now),
-        &staff.member.email,
-        action,
-        Some(target),
-        detail,
-    )?)
-}
 
 // Commerces.
 
@@ -98,12 +78,7 @@ pub async fn list_commerces(
     State(state): State<AppState>,
     _staff: Staff,
 ) -> ApiResult<Envelope<CommercesPayload>> {
-    let (rows, rules) = state.store.read(|c| {
-        Ok((
-            views::commerces(c)?,
-            mandato_store::calendar::charging_rules(c)?,
-        ))
-    })?;
+    let (rows, rules) = state.commerces()?;
     let now = timestamp(state.clock.now());
     let items = rows
         .into_iter()
@@ -261,24 +236,18 @@ pub async fn create_commerce(
         .await
         .map_err(|e| Error::Internal(e.into()))?;
     let secret = api_key::generate_webhook_secret();
-    let now = state.clock.now();
-    let authorization_required = body.authorization_required.unwrap_or(false);
-    state.store.write(|tx| {
-        commerces::insert(
-            tx,
-            &commerces::NewCommerce {
-                code: &code,
-                name: &name,
-                password_hash: &hash,
-                channels: (!channels.is_empty()).then_some(channels.as_slice()),
-                payment_methods: &methods,
-                webhook_secret: &secret,
-                authorization_required,
-                created_at: &timestamp(now),
-            },
-        )?;
-        record(tx, &staff, now, "commerce.create", &code, Some(&name))
-    })?;
+    state.create_commerce(
+        staff.email(),
+        &NewCommerce {
+            code: &code,
+            name: &name,
+            password_hash: &hash,
+            channels: &channels,
+            payment_methods: &methods,
+            webhook_secret: &secret,
+            authorization_required: body.authorization_required.unwrap_or(false),
+        },
+    )?;
     Ok(Envelope::created(
         "COMMERCE_CREATED",
         "commerce registered; its secret is shown once",
@@ -335,20 +304,7 @@ pub async fn set_retry_policy(
         .after_days
         .as_ref()
         .map(|days| serde_json::json!({"afterDays": days}).to_string());
-    let now = state.clock.now();
-    state.store.write(|tx| {
-        if !views::set_retry_policy(tx, &code, policy.as_deref())? {
-            return Err(Error::not_found("commerce"));
-        }
-        record(
-            tx,
-            &staff,
-            now,
-            "commerce.retry-policy",
-            &code,
-            Some(policy.as_deref().unwrap_or("default")),
-        )
-    })?;
+    state.set_retry_policy(staff.email(), &code, policy.as_deref())?;
     Ok(Envelope::ok(
         "RETRY_POLICY_OK",
         "retry policy saved",
@@ -388,20 +344,7 @@ pub async fn set_activation_mode(
 ) -> ApiResult<Envelope<ActivationModeRequest>> {
     staff.require(Role::Admin)?;
     let mode = ActivationMode::from(body.mode);
-    let now = state.clock.now();
-    state.store.write(|tx| {
-        if !commerces::set_activation_mode(tx, &code, mode)? {
-            return Err(Error::not_found("commerce"));
-        }
-        record(
-            tx,
-            &staff,
-            now,
-            "commerce.activation-mode",
-            &code,
-            Some(mode.name()),
-        )
-    })?;
+    state.set_activation_mode(staff.email(), &code, mode)?;
     Ok(Envelope::ok(
         "ACTIVATION_MODE_OK",
         "activation mode saved",
@@ -442,7 +385,7 @@ pub async fn list_api_keys(
     State(state): State<AppState>,
     _staff: Staff,
 ) -> ApiResult<Envelope<ApiKeysPayload>> {
-    let rows = state.store.read(|c| Ok(views::api_keys(c)?))?;
+    let rows = state.api_keys()?;
     Ok(Envelope::ok(
         "API_KEYS_OK",
         "API keys",
@@ -501,19 +444,7 @@ pub async fn create_api_key(
     errors.into_result()?;
     let codes = body.commerces.unwrap_or_default();
     let key = api_key::generate();
-    let now = state.clock.now();
-    state.store.write(|tx| {
-        commerces::insert_api_key(tx, &key.prefix, &key.hash, &codes, &timestamp(now))?;
-        if let Some(name) = &name {
-            commerces::name_api_key(tx, &key.hash, name)?;
-        }
-        let scope = if codes.is_empty() {
-            "every commerce".to_string()
-        } else {
-            codes.join(",")
-        };
-        record(tx, &staff, now, "api-key.create", &key.prefix, Some(&scope))
-    })?;
+    state.create_api_key(staff.email(), &key, &codes, name.as_deref())?;
     Ok(Envelope::created(
         "API_KEY_CREATED",
         "API key created; it is shown once",
@@ -546,13 +477,7 @@ pub async fn revoke_api_key(
     Path(prefix): Path<String>,
 ) -> ApiResult<Envelope<RevokedApiKey>> {
     staff.require(Role::Admin)?;
-    let now = state.clock.now();
-    state.store.write(|tx| {
-        if commerces::revoke_api_key(tx, &prefix, &timestamp(now))? == 0 {
-            return Err(Error::not_found("API key"));
-        }
-        record(tx, &staff, now, "api-key.revoke", &prefix, None)
-    })?;
+    state.revoke_api_key(staff.email(), &prefix)?;
     Ok(Envelope::ok(
         "API_KEY_REVOKED",
         "API key revoked",
@@ -642,7 +567,7 @@ pub async fn list_trusted_roots(
     State(state): State<AppState>,
     _staff: Staff,
 ) -> ApiResult<Envelope<TrustedRootsPayload>> {
-    let rows = state.store.read(|c| Ok(views::trusted_roots(c)?))?;
+    let rows = state.trusted_roots()?;
     Ok(Envelope::ok(
         "TRUSTED_ROOTS_OK",
         "trusted roots",
@@ -696,30 +621,7 @@ pub async fn add_trusted_root(
     if roots.is_empty() {
         return Err(Error::validation("pem", "INVALID_CERTIFICATE", "no certificate in it").into());
     }
-    let now = state.clock.now();
-    let added = state.store.write(|tx| {
-        let mut added = Vec::new();
-        for root in &roots {
-            if deliveries::add_trusted_root(
-                tx,
-                &root.pem,
-                &root.fingerprint,
-                &root.subject,
-                &timestamp(now),
-            )? {
-                record(
-                    tx,
-                    &staff,
-                    now,
-                    "trusted-root.add",
-                    &root.fingerprint,
-                    Some(&root.subject),
-                )?;
-                added.push(root.subject.clone());
-            }
-        }
-        Ok(added)
-    })?;
+    let added = state.add_trusted_roots(staff.email(), &roots)?;
     Ok(Envelope::ok(
         "TRUSTED_ROOTS_ADDED",
         "roots trusted",
@@ -750,13 +652,7 @@ pub async fn remove_trusted_root(
     Path(fingerprint): Path<String>,
 ) -> ApiResult<Envelope<RemovedRoot>> {
     staff.require(Role::Admin)?;
-    let now = state.clock.now();
-    state.store.write(|tx| {
-        if !views::remove_trusted_root(tx, &fingerprint)? {
-            return Err(Error::not_found("trusted root"));
-        }
-        record(tx, &staff, now, "trusted-root.remove", &fingerprint, None)
-    })?;
+    state.remove_trusted_root(staff.email(), &fingerprint)?;
     Ok(Envelope::ok(
         "TRUSTED_ROOT_REMOVED",
         "root no longer trusted",
@@ -785,7 +681,7 @@ pub struct StaffPayload {
     pub items: Vec<StaffDto>,
 }
 
-fn staff_dto(s: views::StaffLine) -> StaffDto {
+fn staff_dto(s: StaffLine) -> StaffDto {
     StaffDto {
         email: s.email,
         role: s.role,
@@ -807,7 +703,7 @@ pub async fn list_staff(
     staff: Staff,
 ) -> ApiResult<Envelope<StaffPayload>> {
     staff.require(Role::Admin)?;
-    let rows = state.store.read(|c| Ok(views::staff_members(c)?))?;
+    let rows = state.staff_members()?;
     Ok(Envelope::ok(
         "STAFF_OK",
         "staff accounts",
@@ -888,12 +784,7 @@ pub async fn create_staff(
     let hash = tokio::task::spawn_blocking(move || password::hash_password(&password))
         .await
         .map_err(|e| Error::Internal(e.into()))?;
-    let now = state.clock.now();
-    let created = state.store.write(|tx| {
-        commerces::insert_staff(tx, &email, &hash, role.as_str(), &timestamp(now))?;
-        record(tx, &staff, now, "staff.create", &email, Some(role.as_str()))?;
-        views::staff_member(tx, &email)?.ok_or(Error::not_found("staff member"))
-    })?;
+    let created = state.create_staff(staff.email(), &email, &hash, role)?;
     Ok(Envelope::created(
         "STAFF_CREATED",
         "staff account created",
@@ -934,50 +825,11 @@ pub async fn update_staff(
         .as_deref()
         .and_then(|r| parse_role(Some(r), &mut errors));
     errors.into_result()?;
-    if email.eq_ignore_ascii_case(&staff.member.email) {
-        return Err(Error::refused(
-            "OWN_ACCOUNT",
-            "ask another admin to change your own account",
-        )
-        .into());
-    }
-    let now = state.clock.now();
-    let updated = state.store.write(|tx| {
-        let current = views::staff_member(tx, &email)?.ok_or(Error::not_found("staff member"))?;
-        let new_role = role.map_or(current.role.clone(), |r| r.as_str().to_string());
-        let disabled_at = match body.disabled {
-            None => current.disabled_at.clone(),
-            Some(false) => None,
-            Some(true) => current.disabled_at.clone().or_else(|| Some(timestamp(now))),
-        };
-        let was_admin = current.role == "admin" && current.disabled_at.is_none();
-        let stays_admin = new_role == "admin" && disabled_at.is_none();
-        if was_admin && !stays_admin && views::active_admins(tx)? <= 1 {
-            return Err(Error::refused(
-                "LAST_ADMIN",
-                "the installation needs at least one active admin",
-            ));
-        }
-        views::update_staff(tx, &current.email, &new_role, disabled_at.as_deref())?;
-        let detail = format!(
-            "role={}->{new_role}{}",
-            current.role,
-            if disabled_at.is_some() {
-                ", disabled"
-            } else {
-                ""
-            }
-        );
-        record(
-            tx,
-            &staff,
-            now,
-            "staff.update",
-            &current.email,
-            Some(&detail),
-        )?;
-        views::staff_member(tx, &current.email)?.ok_or(Error::not_found("staff member"))
-    })?;
+    let change = StaffChange {
+        role,
+        disabled: body.disabled,
+    };
+    let updated = state.update_staff(staff.email(), &email, &change)?;
     Ok(Envelope::ok(
         "STAFF_UPDATED",
         "staff account updated",
@@ -994,29 +846,6 @@ pub struct PasswordResetResult {
 }
 
 /// Letters and digits that cannot be mistaken for one another when read out or copied by hand.
-const TEMPORARY_ALPHABET: &[u8; 32] = b"abcdefghjkmnpqrstuvwxyz23456789A";
-
-/// A temporary password: 16 characters of 32 (80 bits), in groups of four for reading aloud.
-fn temporary_password() -> Secret<String> {
-    use rand::RngCore;
-    let mut bytes = [0u8; 16];
-    rand::rng().fill_bytes(&mut bytes);
-    let chars: Vec<char> = bytes
-        .iter()
-        .map(|b| char::from(TEMPORARY_ALPHABET[usize::from(b % 32)]))
-        .collect();
-    Secret::new(
-        chars
-            .chunks(4)
-            .map(|c| c.iter().collect::<String>())
-            .collect::<Vec<_>>()
-            .join("-"),
-    )
-}
-
-/// Gives another member a one-time temporary password (admin), for a forgotten one: their
-/// sessions end, and at their next sign-in they must choose their own before anything else.
-/// The temporary password is in this answer only.
 #[utoipa::path(post, path = "/staff/{email}/password-reset", tag = "staff",
     params(("email" = String, Path)),
     responses(
@@ -1032,38 +861,13 @@ pub async fn reset_staff_password(
     Path(email): Path<String>,
 ) -> ApiResult<Envelope<PasswordResetResult>> {
     staff.require(Role::Admin)?;
-    if email.eq_ignore_ascii_case(&staff.member.email) {
-        return Err(Error::refused(
-            "OWN_ACCOUNT",
-            "change your own password with your current one",
-        )
-        .into());
-    }
-    let exists = state
-        .store
-        .read(|c| Ok(staff::id_by_email(c, &email)?))?
-        .is_some();
-    if !exists {
-        return Err(Error::not_found("staff member").into());
-    }
-    let temporary = temporary_password();
-    let shown = temporary.expose().clone();
-    let hash = password::hash(temporary).await.map_err(Error::Internal)?;
-    let now = state.clock.now();
-    let email = state.store.write(|tx| {
-        let id = staff::id_by_email(tx, &email)?.ok_or(Error::not_found("staff member"))?;
-        staff::set_password(tx, id, &hash, true)?;
-        staff::end_sessions(tx, id, None)?;
-        let member = views::staff_member(tx, &email)?.ok_or(Error::not_found("staff member"))?;
-        record(tx, &staff, now, "staff.password-reset", &member.email, None)?;
-        Ok(member.email)
-    })?;
+    let (email, temporary) = state.reset_staff_password(staff.email(), &email).await?;
     Ok(Envelope::ok(
         "STAFF_PASSWORD_RESET",
         "temporary password set; it is shown once",
         PasswordResetResult {
             email,
-            temporary_password: shown,
+            temporary_password: temporary.expose().clone(),
         },
     ))
 }
@@ -1147,12 +951,12 @@ pub async fn uf_values(
         }
     };
     errors.into_result()?;
-    let (rows, (total, first_date, last_date)) = state.store.read(|c| {
-        Ok((
-            mandato_store::charging::uf_values(c, before.as_deref(), limit + 1)?,
-            mandato_store::charging::uf_coverage(c)?,
-        ))
-    })?;
+    let mandato_engine::staff::settings::UfPage {
+        rows,
+        total,
+        first_date,
+        last_date,
+    } = state.uf_values(before.as_deref(), limit)?;
     let more = rows.len() as i64 > limit;
     let items: Vec<UfValueDto> = rows
         .into_iter()
@@ -1193,10 +997,7 @@ pub async fn audit_retention(
     State(state): State<AppState>,
     _staff: Staff,
 ) -> ApiResult<Envelope<AuditRetentionDto>> {
-    let days = state.store.read(|c| {
-        Ok(mandato_store::audit::retention_days(c)
-            .unwrap_or(mandato_store::audit::DEFAULT_RETENTION_DAYS))
-    })?;
+    let days = state.audit_retention_days()?;
     Ok(Envelope::ok(
         "AUDIT_RETENTION_OK",
         "audit retention",
@@ -1226,26 +1027,10 @@ pub async fn set_audit_retention(
     Body(body): Body<AuditRetentionRequest>,
 ) -> ApiResult<Envelope<AuditRetentionDto>> {
     staff.require(Role::Admin)?;
-    let days = match body.days {
-        None => return Err(Error::validation("days", "REQUIRED", "is required").into()),
-        Some(d) if !mandato_store::audit::RETENTION_RANGE.contains(&d) => {
-            return Err(Error::validation("days", "OUT_OF_RANGE", "1 to 3650 days").into());
-        }
-        Some(d) => d,
-    };
-    let now = state.clock.now();
-    state.store.write(|tx| {
-        mandato_store::audit::set_retention_days(tx, days)?;
-        record(
-            tx,
-            &staff,
-            now,
-            "audit-retention.set",
-            "audit",
-            Some(&format!("days={days}")),
-        )
-    })?;
-    state.audit.prune_soon();
+    let days = body
+        .days
+        .ok_or_else(|| Error::validation("days", "REQUIRED", "is required"))?;
+    state.set_audit_retention_days(staff.email(), days)?;
     Ok(Envelope::ok(
         "AUDIT_RETENTION_OK",
         "audit retention changed",
@@ -1256,22 +1041,6 @@ pub async fn set_audit_retention(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_temporary_password_is_long_and_easy_to_read_out() {
-        let first = temporary_password();
-        let text = first.expose();
-        assert_eq!(text.len(), 19, "{text}");
-        let groups: Vec<&str> = text.split('-').collect();
-        assert_eq!(groups.len(), 4);
-        assert!(
-            groups
-                .iter()
-                .all(|g| g.len() == 4 && g.bytes().all(|b| TEMPORARY_ALPHABET.contains(&b)))
-        );
-        assert!(text.chars().count() >= MIN_PASSWORD_CHARS);
-        assert_ne!(temporary_password().expose(), text);
-    }
 
     #[test]
     fn commerce_codes_written_as_ruts_need_their_check_digit() {

@@ -177,7 +177,7 @@ pub async fn list(
     let before_seq = params.seq_cursor(&mut errors);
     let filter = list_filter(&params, &state, &mut errors);
     errors.into_result()?;
-    let page = state.store.read(|c| {
+    let page = state.store().read(|c| {
         let mut rows = signatures::list_processes(c, &filter, before_seq, limit + 1)?;
         let next_cursor = if rows.len() as i64 > limit {
             rows.truncate(limit as usize);
@@ -512,7 +512,7 @@ pub async fn detail(
     staff.require(Role::Viewer)?;
     let sandbox = state.config.environment.is_sandbox();
     let codes_visible = sandbox && staff.member.role >= Role::Operator;
-    let (mut detail, sealed) = state.store.read(|c| {
+    let (mut detail, sealed) = state.store().read(|c| {
         let process = signatures::process_by_id_any(c, &internal_id)?
             .ok_or(Error::not_found("signature process"))?;
         let commerce = commerces::by_id(c, process.commerce_id)?
@@ -616,7 +616,7 @@ pub async fn verify_chain(
 ) -> ApiResult<Envelope<ProcessChainDto>> {
     staff.require(Role::Viewer)?;
     let checked_at = mandato_core::clock::timestamp(state.clock.now());
-    let check = state.store.read(|c| {
+    let check = state.store().read(|c| {
         let process = signatures::process_by_id_any(c, &internal_id)?
             .ok_or(Error::not_found("signature process"))?;
         let trail = signatures::audit_of(c, process.seq)?;
@@ -671,7 +671,7 @@ pub async fn download(
             .into());
         }
     };
-    let (name, bytes) = state.store.read(|c| {
+    let (name, bytes) = state.store().read(|c| {
         let process = signatures::process_by_id_any(c, &internal_id)?
             .ok_or(Error::not_found("signature process"))?;
         let doc = signatures::documents_of(c, process.seq)?

@@ -197,7 +197,7 @@ async fn write<T: Send + 'static>(
     state: &AppState,
     f: impl FnOnce(Db<'_>) -> Result<T> + Send + 'static,
 ) -> Result<T> {
-    let store = Arc::clone(&state.store);
+    let store = Arc::clone(state.store());
     let result = tokio::task::spawn_blocking(move || store.write(f))
         .await
         .map_err(|e| Error::Internal(e.into()))?;
@@ -244,7 +244,7 @@ async fn sealed_page_counts(state: &AppState, c: &Ceremony) -> Result<Vec<Option
         return Ok(Vec::new());
     }
     let seqs: Vec<i64> = c.view.documents.iter().map(|d| d.seq).collect();
-    let sealed = state.store.read(|conn| {
+    let sealed = state.store().read(|conn| {
         seqs.iter()
             .map(|seq| signatures::sealed_bytes(conn, *seq))
             .collect::<Result<Vec<_>>>()
@@ -285,7 +285,7 @@ async fn show(
     }
     // Unknown links are answered from a read, without taking the writer.
     match state
-        .store
+        .store()
         .read(|c| signatures::signatory_by_token(c, &token))
     {
         Ok(Some(_)) => {}
@@ -323,7 +323,7 @@ async fn document(
         return unknown_link();
     }
     let t = token.clone();
-    let found = state.store.read(|conn| {
+    let found = state.store().read(|conn| {
         let Some(c) = ceremony::peek(conn, &t)? else {
             return Ok(None);
         };
@@ -466,7 +466,7 @@ async fn after_step(state: &AppState, token: &str, outcome: Result<Step<String>>
         Err(e) => return failure(&e),
     };
     let t = token.to_string();
-    match state.store.read(|conn| ceremony::peek(conn, &t)) {
+    match state.store().read(|conn| ceremony::peek(conn, &t)) {
         Ok(Some(c)) => {
             if matches!(error, StepError::Closed(_)) {
                 return render(state, StatusCode::GONE, token, &c, None).await;

@@ -1,0 +1,350 @@
+//! The [`Engine`] handle: the store, the keys, the clock and calendar, the charger, the
+//! deliverer and the sealer, with the background tasks that keep them going. Front doors (the
+//! HTTP routers, the CLI, the desktop shell) hold an `Arc<Engine>` and call its methods; none
+//! of them reaches the store.
+
+use std::sync::{Arc, Mutex};
+
+use chrono::NaiveDate;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+use mandato_core::clock::{BusinessCalendar, Clock};
+use mandato_core::error::Result;
+use mandato_core::processor::Processor;
+use mandato_store::audit::AuditWriter;
+use mandato_store::commerces::Commerce;
+use mandato_store::db::Db;
+use mandato_store::{Checkpointer, Store, settings};
+
+use crate::auth::jwe::JweKeyPair;
+use crate::auth::jwt::JwtSigner;
+use crate::backups::EngineLock;
+use crate::charging::run::Charger;
+use crate::charging::schedule::Schedule;
+use crate::charging::simulated::SimulatedProcessor;
+use crate::config::Config;
+use crate::esign::sealing::Sealer;
+use crate::notify::delivery::Deliverer;
+use crate::operations::Ctx;
+
+/// The environment's key material.
+pub struct Keys {
+    pub jwe: JweKeyPair,
+    pub jwt: JwtSigner,
+}
+
+/// A running engine. `start` starts every background task; `shutdown` stops them and writes
+/// what is queued.
+pub struct Engine {
+    store: Arc<Store>,
+    pub audit: Arc<AuditWriter>,
+    pub config: Arc<Config>,
+    pub keys: Arc<Keys>,
+    pub clock: Arc<dyn Clock>,
+    pub calendar: Arc<BusinessCalendar>,
+    pub deliverer: Arc<Deliverer>,
+    pub processor: Arc<dyn Processor>,
+    pub charger: Arc<Charger>,
+    /// Seals signature processes (the last signature's request seals at once).
+    pub sealer: Arc<Sealer>,
+    /// Tells the daily schedule to look again (the sandbox clock moved).
+    pub schedule_wake: Arc<Notify>,
+    background: Mutex<Background>,
+}
+
+/// What `shutdown` stops and waits for, and what is released when the engine is dropped.
+struct Background {
+    schedule: Option<(Arc<Notify>, JoinHandle<()>)>,
+    /// The daily backup task, when backups are on.
+    backups: Option<(Arc<Notify>, JoinHandle<()>)>,
+    /// Copies the WAL back into the database file off the commit path; its last checkpoint
+    /// runs when the engine is dropped, before the data directory's lock is released.
+    _checkpointer: Option<Checkpointer>,
+    /// The shared lock on the data directory that keeps `restore` out while the engine runs;
+    /// released when the engine has stopped.
+    _lock: EngineLock,
+}
+
+/// Opens the store and loads (or, on first start, generates) the environment's keys.
+pub fn open(config: &Config) -> anyhow::Result<(Arc<Store>, Keys)> {
+    let store = config.open_store()?;
+    let keys = load_or_create_keys(&store)?;
+    Ok((Arc::new(store), keys))
+}
+
+/// Keys are made once, at first start. Two processes starting together may both generate;
+/// the first to store its key wins and both use that one.
+fn load_or_create_keys(store: &Store) -> anyhow::Result<Keys> {
+    let jwe_pem = stored_or_created_key(store, settings::JWE_PRIVATE_KEY, || {
+        tracing::info!("generating the environment's RSA-3072 JWE key (first start)");
+        let fresh = JweKeyPair::generate().map_err(|e| anyhow::anyhow!("{e}"))?;
+        Ok(fresh.private_pem().expose().clone())
+    })?;
+    let jwt_pem = stored_or_created_key(store, settings::JWT_PRIVATE_KEY, || {
+        tracing::info!("generating the environment's P-256 JWT signing key (first start)");
+        let fresh = JwtSigner::generate().map_err(|e| anyhow::anyhow!("{e}"))?;
+        Ok(fresh.private_pem().expose().clone())
+    })?;
+    Ok(Keys {
+        jwe: JweKeyPair::from_private_pem(&jwe_pem)
+            .map_err(|e| anyhow::anyhow!("stored JWE key: {e}"))?,
+        jwt: JwtSigner::from_private_pem(&jwt_pem)
+            .map_err(|e| anyhow::anyhow!("stored JWT key: {e}"))?,
+    })
+}
+
+fn stored_or_created_key(
+    store: &Store,
+    name: &str,
+    generate: impl FnOnce() -> anyhow::Result<String>,
+) -> anyhow::Result<String> {
+    if let Some(pem) = store.read(|conn| Ok(settings::get(conn, name)?))? {
+        return Ok(pem);
+    }
+    let pem = generate()?;
+    Ok(store.write(|tx| Ok(settings::get_or_insert(tx, name, &pem)?))?)
+}
+
+impl Engine {
+    /// Opens the data directory and the store, settles what a crash left in flight, and starts
+    /// the charging schedule, webhook delivery, the sealing sweep, backups and checkpoints.
+    /// Must run on a multi-threaded tokio runtime.
+    pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Arc<Engine>> {
+        // Before the database is opened, so a restore never swaps it under a starting engine.
+        let lock = tokio::task::block_in_place(|| crate::backups::lock_engine(&config.data_dir))?;
+        let (store, keys) = tokio::task::block_in_place(|| open(&config))?;
+        tokio::task::block_in_place(|| crate::notify::tls::replace_unconstrained_dev_ca(&store))?;
+        tokio::task::block_in_place(|| record_installation(&store, &config))?;
+        let checkpointer = match store.sqlite() {
+            Some(sqlite) => Some(tokio::task::block_in_place(|| sqlite.start_checkpointer())?),
+            None => None,
+        };
+        let audit = AuditWriter::start(
+            &store,
+            config.correlation_retention_days,
+            Arc::clone(&clock),
+        )?;
+        let offset = store.read(|conn| Ok(settings::get(conn, settings::SANDBOX_OFFSET_DAYS)?))?;
+        let offset_days = offset.and_then(|o| o.parse().ok()).unwrap_or(0);
+        let calendar = Arc::new(BusinessCalendar::new(config.time_zone, offset_days));
+        let sandbox = config.environment.is_sandbox();
+        let deliverer = Arc::new(Deliverer::start(
+            Arc::clone(&store),
+            Arc::clone(&clock),
+            config.delivery.clone(),
+            sandbox,
+            crate::notify::destination::Destinations::of(&config),
+        ));
+        let processor: Arc<dyn Processor> = Arc::new(SimulatedProcessor::open(&store)?);
+        let wake_deliverer = Arc::clone(&deliverer);
+        let charger = Arc::new(Charger::new(
+            Arc::clone(&store),
+            Arc::clone(&processor),
+            Arc::clone(&clock),
+            sandbox,
+            Box::new(move || wake_deliverer.wake()),
+        ));
+        // Attempts a crash left IN_PROCESS are settled before anything else runs.
+        let reconciling = Arc::clone(&charger);
+        tokio::task::spawn_blocking(move || reconciling.reconcile()).await??;
+        let schedule_wake = Arc::new(Notify::new());
+        let schedule = config.charge_at.map(|run_at| {
+            let stop = Arc::new(Notify::new());
+            let schedule = Schedule {
+                charger: Arc::clone(&charger),
+                store: Arc::clone(&store),
+                clock: Arc::clone(&clock),
+                calendar: Arc::clone(&calendar),
+                run_at,
+            };
+            let task = tokio::spawn(schedule.run(Arc::clone(&schedule_wake), Arc::clone(&stop)));
+            (stop, task)
+        });
+        tokio::spawn(release_memory_when_idle(Arc::downgrade(&store)));
+        if sandbox && store.backend() == mandato_store::db::Backend::Postgres {
+            tokio::spawn(follow_sandbox_clock(
+                Arc::downgrade(&store),
+                Arc::clone(&calendar),
+            ));
+        }
+        // PostgreSQL's backups are the server's (`pg_dump`), never the engine's.
+        let backups = (config.backups.enabled && store.sqlite().is_some()).then(|| {
+            let stop = Arc::new(Notify::new());
+            let task = tokio::spawn(crate::backups::run(
+                Arc::clone(&store),
+                Arc::clone(&clock),
+                crate::backups::directory(&config.data_dir),
+                config.backups.clone(),
+                Arc::clone(&stop),
+            ));
+            (stop, task)
+        });
+        // Seals what a crash left owed, then keeps sealing and expiring signature processes.
+        let sealer = Arc::new(Sealer::new(
+            Arc::clone(&store),
+            Arc::clone(&clock),
+            Arc::clone(&calendar),
+            sandbox,
+            Arc::clone(&deliverer),
+        ));
+        tokio::spawn(Arc::clone(&sealer).sweep());
+        // The stand-in hash that unknown sign-in e-mails are checked against, made before the
+        // first sign-in so that one does not take longer.
+        tokio::task::spawn_blocking(crate::auth::password::prepare).await?;
+        Ok(Arc::new(Engine {
+            store,
+            audit: Arc::new(audit),
+            config: Arc::new(config),
+            keys: Arc::new(keys),
+            clock,
+            calendar,
+            deliverer,
+            processor,
+            charger,
+            sealer,
+            schedule_wake,
+            background: Mutex::new(Background {
+                schedule,
+                backups,
+                _checkpointer: checkpointer,
+                _lock: lock,
+            }),
+        }))
+    }
+
+    /// Stops the schedule (a run under way finishes first) and the backups, lets webhook sends
+    /// in flight finish, and writes the queued request audit.
+    pub async fn shutdown(&self) -> anyhow::Result<()> {
+        let (schedule, backups) = {
+            let mut background = self.background.lock().unwrap_or_else(|p| p.into_inner());
+            (background.schedule.take(), background.backups.take())
+        };
+        // A run's events are then delivered or kept for next time.
+        for (stop, task) in schedule.into_iter().chain(backups) {
+            stop.notify_one();
+            let _ = task.await;
+        }
+        self.deliverer.shutdown().await;
+        let audit = Arc::clone(&self.audit);
+        tokio::task::spawn_blocking(move || audit.shutdown()).await?;
+        Ok(())
+    }
+
+    /// The store, for the composition root, the command line and tests. Front doors call the
+    /// engine's methods instead.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// Today's business date (America/Santiago, the sandbox clock's offset included).
+    pub fn today(&self) -> NaiveDate {
+        self.calendar.today(self.clock.now())
+    }
+
+    fn ctx<'a>(&'a self, commerce: &'a Commerce) -> Ctx<'a> {
+        let now = self.clock.now();
+        Ctx {
+            commerce,
+            charge_dates: &self.store.charge_dates,
+            now,
+            today: self.calendar.today(now),
+        }
+    }
+
+    /// Runs a commerce's operation all or nothing in the next group commit, off the async
+    /// workers (a durable commit waits for the disk); answers once it is durable. The
+    /// operation may run more than once (`Store::write_grouped`): it must change nothing but
+    /// the database.
+    pub async fn write<T: Send + 'static>(
+        self: &Arc<Self>,
+        commerce: Arc<Commerce>,
+        operation: impl Fn(Db<'_>, &Ctx<'_>) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let engine = Arc::clone(self);
+        let value = self
+            .store
+            .write_grouped(move |tx| {
+                let ctx = engine.ctx(&commerce);
+                operation(tx, &ctx)
+            })
+            .await?;
+        // The change may have written events; the worker need not wait for its next poll.
+        self.deliverer.wake();
+        Ok(value)
+    }
+
+    /// Runs a commerce's read-only operation on a pooled connection.
+    pub fn read<T>(
+        &self,
+        commerce: &Commerce,
+        operation: impl FnOnce(Db<'_>, &Ctx<'_>) -> Result<T>,
+    ) -> Result<T> {
+        let ctx = self.ctx(commerce);
+        self.store.read(|conn| operation(conn, &ctx))
+    }
+}
+
+/// Records what the commands that only make sense in a sandbox (trigger, sandbox reset) and
+/// every reader of the calendar (runs, events, the CLI) take from the store.
+fn record_installation(store: &Store, config: &Config) -> anyhow::Result<()> {
+    let environment = config.environment.as_str();
+    store.write(|tx| {
+        settings::set(tx, settings::INSTALLATION_ENVIRONMENT, environment)?;
+        Ok(settings::set(
+            tx,
+            mandato_store::calendar::BUSINESS_DAYS,
+            config.business_days.as_str(),
+        )?)
+    })?;
+    Ok(())
+}
+
+/// Once a second, takes the sandbox clock as stored: engines that share a PostgreSQL database
+/// share one clock, which any of them may move (the sandbox's own operations also read it before
+/// they use it). Ends with the store.
+async fn follow_sandbox_clock(store: std::sync::Weak<Store>, calendar: Arc<BusinessCalendar>) {
+    let mut ticks = tokio::time::interval(std::time::Duration::from_secs(1));
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let Some(store) = store.upgrade() else {
+            return;
+        };
+        let stored = tokio::task::spawn_blocking(move || {
+            store.read(|c| Ok(settings::get(c, settings::SANDBOX_OFFSET_DAYS)?))
+        })
+        .await;
+        match stored {
+            Ok(Ok(offset)) => {
+                if let Some(days) = offset.and_then(|o| o.parse().ok()) {
+                    calendar.catch_up_to(days);
+                }
+            }
+            Ok(Err(e)) => tracing::warn!(error = %e, "could not read the sandbox clock"),
+            Err(e) => tracing::warn!(error = %e, "could not read the sandbox clock"),
+        }
+    }
+}
+
+/// Twice a second, hands the store's caches back to the system once it has been idle for a
+/// whole period (`Store::release_memory_if_idle`); ends with the store.
+async fn release_memory_when_idle(store: std::sync::Weak<Store>) {
+    let mut ticks = tokio::time::interval(std::time::Duration::from_millis(500));
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let Some(store) = store.upgrade() else {
+            return;
+        };
+        store.release_memory_if_idle();
+    }
+}
+
+impl Engine {
+    /// The commerce with this code, if any.
+    pub fn commerce_by_code(&self, code: &str) -> Result<Option<Commerce>> {
+        self.store()
+            .read(|c| Ok(mandato_store::commerces::by_code(c, code)?))
+    }
+}
