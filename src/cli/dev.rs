@@ -13,7 +13,7 @@ use crate::config::{Config, Environment};
 use crate::domain::activation::ActivationMode;
 use crate::domain::commerce::CommerceCode;
 use crate::store::commerces::{self, Commerce};
-use crate::store::{Store, dev_tools, sandbox_reset, settings};
+use crate::store::{Store, dev_tools, settings};
 
 /// A refusal of a command, with a stable SCREAMING_SNAKE name a script can test for.
 #[derive(Debug)]
@@ -481,7 +481,7 @@ pub fn sandbox_reset(
     require_sandbox(&store, "sandbox reset")?;
     let commerce = resolve_commerce(&store, commerce)?;
     let c = store
-        .write(|tx| Ok(sandbox_reset::reset(tx, commerce.id, keep_customers)?))
+        .write(|tx| mandato_engine::operations::sandbox::reset(tx, commerce.id, keep_customers))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     print(
         json_mode,

@@ -3,6 +3,9 @@
 //! records and builds filters, it never queries.
 
 pub use mandato_store::StoredJson;
+pub use mandato_store::audit::{
+    AuditEntry, AuditPlace, CORRELATION_CLAIM, CorrelationClaim, Refusal, Reservation,
+};
 pub use mandato_store::charging::RunRow;
 pub use mandato_store::commerces::Commerce;
 pub use mandato_store::customers::{CustomerInput, CustomerRow, Upserted};
@@ -11,11 +14,27 @@ pub use mandato_store::deliveries::{
     AttemptRow, CommerceEvent, CommerceEventFilter, EventFilter, EventSummary, ListedEvent,
     SentHeaders,
 };
+pub use mandato_store::events::EventRow;
+pub use mandato_store::installments::Receivable;
 pub use mandato_store::installments::{InstallmentRow, NewInstallment, ReceivablesFilter};
+pub use mandato_store::instruments::AcceptanceRow;
 pub use mandato_store::ledger::{
     EntryFilter, EntryRow, NewReconciliation, ReconciliationRow, SettlementRow,
 };
 pub use mandato_store::mandate_signatures::MandateSignatureRow;
 pub use mandato_store::mandates::MandateRow;
+pub use mandato_store::sandbox_reset::ResetCounts;
+pub use mandato_store::signatures::{
+    AuditRow, DocumentRow, ProcessFilter, ProcessRow, SignatoryRow,
+};
 pub use mandato_store::staff::{Role, Session, StaffMember};
+pub use mandato_store::staff_audit::{Problem as ChainBreak, Verification};
+pub use mandato_store::staff_views::AttemptLine;
 pub use mandato_store::staff_views::{ApiKeyLine, CommerceLine, RootLine, StaffLine};
+pub use mandato_store::staff_views::{
+    CustomerColumn, CustomerFilter, DatedAmount, Keyset, MandateColumn, MandateFilter, MandateLine,
+    RequestAuditFilter, Sort, StaffAuditFilter,
+};
+pub use mandato_store::staff_views::{
+    CustomerLine, FailingWebhooks, InstallmentLine, RequestAuditLine, StaffAuditLine,
+};

@@ -9,7 +9,7 @@ use super::AppState;
 use super::common::MerchantRequest;
 use super::error::ApiError;
 use mandato_core::error::Error;
-use mandato_store::commerces::Commerce;
+use mandato_engine::records::Commerce;
 
 /// A request whose headers, API key and JWT were all accepted, for the commerce of both.
 pub struct Authed {

@@ -13,7 +13,6 @@ use super::envelope::Envelope;
 use super::error::{ApiResult, ErrorBody};
 use mandato_core::domain::holidays::{FIRST_YEAR, Holiday, HolidayYear, LAST_YEAR};
 use mandato_core::error::Error;
-use mandato_store::calendar;
 
 #[derive(IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -74,7 +73,7 @@ pub fn holidays_payload(
     security(("apiKey" = [], "bearer" = [])))]
 pub async fn list_holidays(
     State(state): State<AppState>,
-    authed: Authed,
+    _authed: Authed,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult<Envelope<HolidaysPayload>> {
     let year = match query.get("year") {
@@ -90,7 +89,7 @@ pub async fn list_holidays(
         })?,
     };
     // The Chilean calendar whatever the installation charges on: this is the list of holidays.
-    let added = state.read(&authed.commerce, |conn, _| Ok(calendar::added(conn)?))?;
+    let added = state.added_holidays()?;
     let calendar = mandato_core::domain::holidays::HolidayCalendar::new(added);
     Ok(Envelope::ok(
         "HOLIDAYS_OK",

@@ -15,7 +15,8 @@ use super::envelope::Envelope;
 use super::error::{ApiResult, ErrorBody};
 use super::sandbox::mask_file;
 use mandato_core::error::{Error, FieldErrors};
-use mandato_store::deliveries::{self, AttemptRow, CommerceEvent, CommerceEventFilter};
+use mandato_engine::operations::events as operation;
+use mandato_engine::records::{AttemptRow, CommerceEvent, CommerceEventFilter};
 
 /// Items per page unless `limit` says otherwise.
 pub const DEFAULT_LIMIT: i64 = 20;
@@ -344,9 +345,7 @@ pub async fn list_events(
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult<Envelope<EventsList>> {
     let (filter, limit) = parse_filter(&query, authed.commerce.id)?;
-    let mut rows = state.read(&authed.commerce, |conn, _| {
-        Ok(deliveries::list_for_commerce(conn, &filter)?)
-    })?;
+    let mut rows = state.read(&authed.commerce, |conn, _| operation::list(conn, &filter))?;
     let next_cursor = if rows.len() as i64 > limit {
         rows.truncate(limit as usize);
         rows.last().map(|r| r.seq.to_string())
@@ -380,18 +379,13 @@ pub async fn get_event(
     authed: Authed,
     Path(event_id): Path<String>,
 ) -> ApiResult<Envelope<EventWithAttempts>> {
-    let detail = state.read(&authed.commerce, |conn, ctx| {
-        // One read snapshot: the count and the log cannot disagree.
-        let event = deliveries::for_commerce(conn, ctx.commerce.id, &event_id)?
-            .ok_or(Error::not_found("event"))?;
-        let attempt_log: Vec<EventAttempt> = deliveries::attempts_of(conn, event.seq)?
-            .into_iter()
-            .map(EventAttempt::from)
-            .collect();
-        let mut event = EventItem::from_row(event)?;
-        event.attempts = attempt_log.len() as i64;
-        Ok(EventWithAttempts { event, attempt_log })
+    let (event, attempts) = state.read(&authed.commerce, |conn, ctx| {
+        operation::with_attempts(conn, ctx, &event_id)
     })?;
+    let attempt_log: Vec<EventAttempt> = attempts.into_iter().map(EventAttempt::from).collect();
+    let mut event = EventItem::from_row(event)?;
+    event.attempts = attempt_log.len() as i64;
+    let detail = EventWithAttempts { event, attempt_log };
     Ok(Envelope::ok("EVENT_OK", "event found", detail))
 }
 
@@ -415,16 +409,7 @@ pub async fn redeliver_event(
     let id = event_id.clone();
     state
         .write(authed.commerce, move |tx, ctx| {
-            let event = deliveries::for_commerce(tx, ctx.commerce.id, &id)?
-                .ok_or(Error::not_found("event"))?;
-            if event.url.is_none() {
-                return Err(Error::refused(
-                    "EVENT_HAS_NO_URL",
-                    "the event has no webhook URL to send to",
-                ));
-            }
-            deliveries::request_redelivery(tx, Some(ctx.commerce.id), &id, &ctx.timestamp())?;
-            Ok(())
+            operation::redeliver(tx, ctx, &id)
         })
         .await?;
     Ok(Envelope {

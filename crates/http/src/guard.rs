@@ -34,7 +34,7 @@ pub async fn host_guard(State(state): State<AppState>, request: Request, next: N
     if !allowed {
         state.audit.refused(
             state.clock.now(),
-            mandato_store::audit::Refusal::HostNotAllowed,
+            mandato_engine::records::Refusal::HostNotAllowed,
         );
         return ApiError(Error::forbidden(
             "HOST_NOT_ALLOWED",

@@ -55,7 +55,7 @@ pub struct InstallmentsPayload {
     pub installments: Vec<InstallmentDto>,
 }
 
-fn product_summary(m: &mandato_store::mandates::MandateRow, base: &str) -> ProductSummary {
+fn product_summary(m: &mandato_engine::records::MandateRow, base: &str) -> ProductSummary {
     let dto = MandateDto::new(m, base);
     ProductSummary {
         internal_id: dto.internal_id,

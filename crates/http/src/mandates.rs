@@ -27,7 +27,7 @@ use mandato_engine::operations::installments::check_against_charges;
 use mandato_engine::operations::mandates::{self, CreateMandate, MagicLinkPolicy, Urls};
 use mandato_engine::operations::signed_activation;
 use mandato_engine::operations::{CustomerRef, MandateRef};
-use mandato_store::installments::NewInstallment;
+use mandato_engine::records::NewInstallment;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

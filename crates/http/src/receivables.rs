@@ -18,7 +18,8 @@ use super::wire::InstallmentDto;
 use mandato_core::domain::external_id::ExternalId;
 use mandato_core::domain::state::{InstallmentState, MandateType};
 use mandato_core::error::FieldErrors;
-use mandato_store::installments::{self, ReceivablesFilter};
+use mandato_engine::operations::installments;
+use mandato_engine::records::ReceivablesFilter;
 
 #[derive(IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -94,10 +95,7 @@ pub async fn receivables(
     let limit = filter.limit;
     filter.limit += 1;
     let (mut rows, dates) = state.read(&authed.commerce, |conn, ctx| {
-        Ok((
-            installments::receivables(conn, ctx.commerce.id, &filter)?,
-            ctx.charge_dates(conn)?,
-        ))
+        installments::receivables(conn, ctx, &filter)
     })?;
     let next_cursor = if rows.len() as i64 > limit {
         rows.truncate(limit as usize);

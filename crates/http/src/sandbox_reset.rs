@@ -11,7 +11,8 @@ use super::envelope::Envelope;
 use super::error::{ApiResult, ErrorBody};
 use super::json::Body;
 use super::sandbox::sandbox_only;
-use mandato_store::sandbox_reset::{self, ResetCounts};
+use mandato_engine::operations::sandbox;
+use mandato_engine::records::ResetCounts;
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -82,7 +83,7 @@ pub async fn reset(
     let keep = body.keep_customers;
     let counts = state
         .write(authed.commerce, move |tx, ctx| {
-            Ok(sandbox_reset::reset(tx, ctx.commerce.id, keep)?)
+            sandbox::reset(tx, ctx.commerce.id, keep)
         })
         .await?;
     Ok(Envelope::ok(

@@ -15,7 +15,7 @@ use mandato_core::domain::external_id::ExternalId;
 use mandato_core::domain::rut::Rut;
 use mandato_core::domain::text;
 use mandato_core::error::{Error, FieldErrors};
-use mandato_store::customers::{CustomerInput, Upserted};
+use mandato_engine::records::{CustomerInput, Upserted};
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct UserRequest {

@@ -8,11 +8,9 @@ use utoipa::ToSchema;
 use mandato_core::domain::activation::{ActivationFailure, ActivationMode};
 use mandato_core::domain::state::MandateState;
 use mandato_engine::operations::mandates::MandateView;
-use mandato_store::StoredJson;
-use mandato_store::customers::CustomerRow;
-use mandato_store::installments::InstallmentRow;
-use mandato_store::mandate_signatures::MandateSignatureRow;
-use mandato_store::mandates::MandateRow;
+use mandato_engine::records::{
+    CustomerRow, InstallmentRow, MandateRow, MandateSignatureRow, StoredJson,
+};
 
 /// Every state, everywhere: `{"id": 2, "name": "PAID"}`.
 #[derive(Debug, Serialize, ToSchema)]

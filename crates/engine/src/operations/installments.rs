@@ -385,3 +385,19 @@ pub fn reverse(
     )?;
     Ok(reversed)
 }
+
+/// A page of the acting commerce's receivables (`filter.limit` of them) and the day each is
+/// charged.
+pub fn receivables(
+    conn: Db<'_>,
+    ctx: &Ctx<'_>,
+    filter: &mandato_store::installments::ReceivablesFilter,
+) -> Result<(
+    Vec<mandato_store::installments::Receivable>,
+    std::sync::Arc<mandato_core::domain::holidays::ChargeDates>,
+)> {
+    Ok((
+        mandato_store::installments::receivables(conn, ctx.commerce.id, filter)?,
+        ctx.charge_dates(conn)?,
+    ))
+}

@@ -5,10 +5,12 @@
 pub mod activation;
 pub mod card_update;
 pub mod customers;
+pub mod events;
 pub mod installments;
 pub mod ledger;
 pub mod mandates;
 pub mod portal;
+pub mod sandbox;
 pub mod signed_activation;
 pub mod uf;
 

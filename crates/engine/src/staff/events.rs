@@ -8,7 +8,6 @@ use mandato_core::error::{Error, Result};
 use mandato_core::secret::Secret;
 use mandato_store::db::Db;
 use mandato_store::deliveries::{self, AttemptRow, EventFilter, EventSummary, ListedEvent};
-use mandato_store::staff;
 
 use crate::Engine;
 
@@ -27,14 +26,7 @@ pub struct Redelivery {
 }
 
 fn record(tx: Db<'_>, actor: &str, now: DateTime<Utc>, action: &str, target: &str) -> Result<()> {
-    Ok(staff::record_action(
-        tx,
-        &timestamp(now),
-        actor,
-        action,
-        Some(target),
-        None,
-    )?)
+    super::settings::record(tx, actor, now, action, target, None)
 }
 
 /// Starts a commerce's new webhook secret; the previous one keeps signing until `until`

@@ -3,5 +3,8 @@
 //! the refusals (the last admin, one's own account) are decided here.
 pub mod calendar;
 pub mod events;
+pub mod mandates;
 pub mod sessions;
 pub mod settings;
+pub mod signatures;
+pub mod views;

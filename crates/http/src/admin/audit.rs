@@ -16,9 +16,8 @@ use crate::AppState;
 use crate::envelope::Envelope;
 use crate::error::{ApiResult, ErrorBody};
 use mandato_core::error::{Error, FieldErrors};
-use mandato_store::audit as audit_store;
-use mandato_store::staff_audit;
-use mandato_store::staff_views::{self as views, RequestAuditFilter, StaffAuditFilter};
+use mandato_engine::records::{ChainBreak, RequestAuditFilter, StaffAuditFilter};
+use mandato_engine::staff::views::Refusals;
 
 #[derive(IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -81,9 +80,7 @@ pub async fn staff_actions(
         limit: limit + 1,
     };
     errors.into_result()?;
-    let mut rows = state
-        .store()
-        .read(|c| Ok(views::staff_audit(c, &filter)?))?;
+    let mut rows = state.staff_audit(&filter)?;
     let next_cursor = if rows.len() as i64 > limit {
         rows.truncate(limit as usize);
         rows.last().map(|r| r.seq.to_string())
@@ -205,9 +202,7 @@ pub async fn requests(
         limit: limit + 1,
     };
     errors.into_result()?;
-    let mut rows = state
-        .store()
-        .read(|c| Ok(views::request_audit(c, &filter)?))?;
+    let mut rows = state.request_audit(&filter)?;
     let next_cursor = if rows.len() as i64 > limit {
         rows.truncate(limit as usize);
         rows.last().map(|r| r.seq.to_string())
@@ -297,13 +292,11 @@ pub async fn refusals(
     let from = params.instant("from", false, &state, &mut errors);
     let to = params.instant("to", true, &state, &mut errors);
     errors.into_result()?;
-    let (rows, totals, retention) = state.store().read(|c| {
-        Ok((
-            audit_store::refusals(c, from.as_deref(), to.as_deref(), limit)?,
-            audit_store::refusal_totals(c, from.as_deref(), to.as_deref())?,
-            audit_store::retention_days(c).unwrap_or(audit_store::DEFAULT_RETENTION_DAYS),
-        ))
-    })?;
+    let Refusals {
+        rows,
+        totals,
+        retention_days: retention,
+    } = state.refusals(from.as_deref(), to.as_deref(), limit)?;
     Ok(Envelope::ok(
         "REFUSALS_OK",
         "requests refused before authentication",
@@ -353,13 +346,13 @@ pub enum ChainProblem {
     RecordsMissing,
 }
 
-impl From<staff_audit::Problem> for ChainProblem {
-    fn from(problem: staff_audit::Problem) -> ChainProblem {
+impl From<ChainBreak> for ChainProblem {
+    fn from(problem: ChainBreak) -> ChainProblem {
         match problem {
-            staff_audit::Problem::BrokenLink => ChainProblem::BrokenLink,
-            staff_audit::Problem::HashMismatch => ChainProblem::HashMismatch,
-            staff_audit::Problem::HeadMismatch => ChainProblem::HeadMismatch,
-            staff_audit::Problem::RecordsMissing => ChainProblem::RecordsMissing,
+            ChainBreak::BrokenLink => ChainProblem::BrokenLink,
+            ChainBreak::HashMismatch => ChainProblem::HashMismatch,
+            ChainBreak::HeadMismatch => ChainProblem::HeadMismatch,
+            ChainBreak::RecordsMissing => ChainProblem::RecordsMissing,
         }
     }
 }
@@ -408,11 +401,7 @@ pub async fn verify_audit_chain(
         .acquire()
         .await
         .map_err(|e| Error::Internal(e.into()))?;
-    let store = state.store().clone();
-    let verification =
-        tokio::task::spawn_blocking(move || store.read(|c| Ok(staff_audit::verify(c)?)))
-            .await
-            .map_err(|e| Error::Internal(e.into()))??;
+    let verification = state.verify_staff_audit().await?;
     Ok(Envelope::ok(
         "AUDIT_CHAIN_CHECKED",
         "staff audit chain checked",

@@ -15,7 +15,7 @@ use crate::envelope::Envelope;
 use crate::error::{ApiResult, ErrorBody};
 use crate::wire::CustomerDto;
 use mandato_core::error::{Error, FieldErrors};
-use mandato_store::staff_views::{self as views, CustomerColumn, CustomerFilter, Keyset};
+use mandato_engine::records::{CustomerColumn, CustomerFilter, Keyset};
 
 /// The orders of the customers list, as the `sort` parameter writes them.
 #[derive(Serialize, ToSchema)]
@@ -93,7 +93,7 @@ pub async fn list(
     let mut errors = FieldErrors::new();
     let limit = params.limit(50, 200, &mut errors);
     let sort = params.sort(CUSTOMER_SORTS, &mut errors);
-    let mut filter = CustomerFilter {
+    let filter = CustomerFilter {
         text: params.get("q"),
         commerce_id: params.commerce_id(&state, &mut errors),
         sort,
@@ -101,11 +101,7 @@ pub async fn list(
         limit: limit + 1,
     };
     errors.into_result()?;
-    let (mut rows, total) = state.store().read(|c| {
-        let rows = views::search_customers(c, &filter)?;
-        filter.after = None;
-        Ok((rows, views::count_customers(c, &filter)?))
-    })?;
+    let (mut rows, total) = state.customers_page(filter)?;
     let next_cursor = if rows.len() as i64 > limit {
         rows.truncate(limit as usize);
         rows.last().map(|r| {
@@ -159,15 +155,13 @@ pub async fn detail(
     _staff: Staff,
     Path(id): Path<String>,
 ) -> ApiResult<Envelope<CustomerDetail>> {
-    let detail = state.store().read(|c| {
-        let (customer, commerce) =
-            views::customer_by_id(c, &id)?.ok_or(Error::not_found("customer"))?;
-        let mandates = views::mandates_of_customer(c, customer.seq)?;
-        Ok(CustomerDetail {
-            customer: CustomerDto::from(&customer),
-            commerce,
-            mandates: mandates.iter().map(MandateLineDto::from).collect(),
-        })
-    })?;
+    let (customer, commerce, mandates) = state
+        .customer_detail(&id)?
+        .ok_or(Error::not_found("customer"))?;
+    let detail = CustomerDetail {
+        customer: CustomerDto::from(&customer),
+        commerce,
+        mandates: mandates.iter().map(MandateLineDto::from).collect(),
+    };
     Ok(Envelope::ok("CUSTOMER_OK", "customer", detail))
 }

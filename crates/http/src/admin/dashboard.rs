@@ -21,7 +21,8 @@ use crate::wire::StateDto;
 use mandato_core::domain::holidays::{ChargingRule, HolidayCalendar};
 use mandato_core::domain::state::{InstallmentState, MandateState};
 use mandato_core::error::FieldErrors;
-use mandato_store::staff_views::{self as views, DatedAmount};
+use mandato_engine::records::DatedAmount;
+use mandato_engine::staff::views::{DashboardData, DashboardPeriods};
 
 /// How many days the chart covers, today included.
 const CHART_DAYS: i64 = 30;
@@ -179,47 +180,28 @@ pub async fn dashboard(
     );
     let month_start = today.with_day(1).unwrap_or(today);
     let month_since = local_midnight(&state, month_start);
-    let today_text = today.to_string();
-    let state2 = state.clone();
-    let data = tokio::task::spawn_blocking(move || {
-        state2.store().read(|c| {
-            Ok((
-                views::mandate_counts(c, commerce)?,
-                views::installment_counts(c, commerce)?,
-                views::amounts_in_state_since(c, InstallmentState::Paid.id(), &since, commerce)?,
-                views::rejected_attempts_since(c, &first_day.to_string(), commerce)?,
-                (
-                    views::amounts_in_state_since(
-                        c,
-                        InstallmentState::Paid.id(),
-                        &month_since,
-                        commerce,
-                    )?,
-                    views::overdue_amounts(c, &today_text, commerce)?,
-                    views::rejected_attempts_since(c, &month_start.to_string(), commerce)?,
-                ),
-                views::next_charges(c, 10, commerce)?,
-                views::failing_webhooks(c, 10)?,
-                mandato_store::charging::runs(c, 1)?,
-                mandato_store::calendar::load(c)?,
-                mandato_store::calendar::charging_rules(c)?,
-            ))
-        })
-    })
-    .await
-    .map_err(|e| mandato_core::error::Error::Internal(e.into()))??;
-    let (
+    let periods = DashboardPeriods {
+        chart_since: &since,
+        chart_first_day: &first_day.to_string(),
+        month_since: &month_since,
+        month_first_day: &month_start.to_string(),
+        today: &today.to_string(),
+    };
+    let engine = std::sync::Arc::clone(&state.engine);
+    let DashboardData {
         mandate_counts,
         installment_counts,
         paid,
         rejected,
-        (month_paid, overdue, month_rejected),
-        next,
-        failing,
-        runs,
+        month_paid,
+        overdue,
+        month_rejected,
+        next_charges: next,
+        failing_webhooks: failing,
+        last_run: runs,
         calendar,
-        rules,
-    ) = data;
+        charging_rules: rules,
+    } = tokio::task::block_in_place(|| engine.dashboard(commerce, &periods))?;
 
     let mandates = MandateState::ALL
         .iter()
@@ -359,7 +341,7 @@ fn charge_date(
 }
 
 /// The run as the charging screen shows it.
-pub fn run_dto(r: mandato_store::charging::RunRow) -> RunDto {
+pub fn run_dto(r: mandato_engine::records::RunRow) -> RunDto {
     RunDto {
         business_date: r.business_date,
         trigger: r.trigger,

@@ -4,13 +4,11 @@
 //! run the merchant operations of `operations/` for the mandate's commerce, so the rules and
 //! the webhook events are exactly those of the merchant API.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::collections::HashMap;
 
 use axum::extract::{Path, Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use mandato_store::db::Db;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
@@ -26,20 +24,17 @@ use crate::json::Body;
 use crate::mandates::InstallmentIn;
 use crate::users::{optional_text, required_text};
 use crate::wire::{CustomerDto, InstallmentDto, MandateDto, StateDto};
-use mandato_core::clock::timestamp;
 use mandato_core::domain::state::{InstallmentState, MandateState, MandateType};
-use mandato_core::error::{Error, FieldError, FieldErrors, Result};
+use mandato_core::error::{Error, FieldErrors, Result};
 use mandato_engine::operations::installments::{
     self as installment_ops, Action, AddInstallments, ChangeStatus, OwnedRefs, PaymentEvidence,
 };
 use mandato_engine::operations::{Ctx, CustomerRef, MandateRef};
-use mandato_store::installments::NewInstallment;
-use mandato_store::staff::{self, Role};
-use mandato_store::staff_views::MandateColumn;
-use mandato_store::staff_views::{self as views, Keyset, MandateFilter, MandateLine};
-use mandato_store::{
-    StoredJson, commerces, customers, events, installments, instruments, mandates,
+use mandato_engine::records::{
+    AcceptanceRow, Db, EventRow, Keyset, MandateColumn, MandateFilter, MandateLine, NewInstallment,
+    Role, StoredJson,
 };
+use mandato_engine::staff::mandates::{MandateRecords, check_selection, customer_of_mandate};
 
 #[derive(IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -222,28 +217,20 @@ pub async fn list(
     let after = params.sorted_keyset(&sort, MandateColumn::CreatedAt, &mut errors);
     errors.into_result()?;
     let customer = params.get("customer");
-    let (mut rows, total) = state.store().read(|c| {
-        let customer_seqs = customer
-            .as_deref()
-            .map(|text| views::customer_seqs_matching(c, text))
-            .transpose()?;
-        let mut filter = MandateFilter {
-            states,
-            types,
-            commerce_id,
-            customer_seqs,
-            id: params.get("id"),
-            text: params.get("q"),
-            created_from,
-            created_to,
-            sort,
-            after,
-            limit: limit + 1,
-        };
-        let rows = views::list_mandates(c, &filter)?;
-        filter.after = None;
-        Ok((rows, views::count_mandates(c, &filter)?))
-    })?;
+    let filter = MandateFilter {
+        states,
+        types,
+        commerce_id,
+        customer_seqs: None,
+        id: params.get("id"),
+        text: params.get("q"),
+        created_from,
+        created_to,
+        sort,
+        after,
+        limit: limit + 1,
+    };
+    let (mut rows, total) = state.mandates_page(customer.as_deref(), filter)?;
     let next_cursor = if rows.len() as i64 > limit {
         rows.truncate(limit as usize);
         rows.last().map(|r| {
@@ -386,10 +373,7 @@ pub struct MandateDetail {
 
 /// The EPAC mandate PDF the activation event of the latest acceptance carried: the one whose
 /// SHA-256 is the acceptance's, or else the newest an activation event carried.
-fn activation_document(
-    events: &[events::EventRow],
-    acceptance: Option<&instruments::AcceptanceRow>,
-) -> Option<Vec<u8>> {
+fn activation_document(events: &[EventRow], acceptance: Option<&AcceptanceRow>) -> Option<Vec<u8>> {
     use base64::Engine;
     use sha2::Digest;
     let expected = acceptance.and_then(|a| a.document_sha256.as_deref());
@@ -414,25 +398,27 @@ fn event_state(value: &Value) -> Option<EventState> {
     serde_json::from_value(value.clone()).ok()
 }
 
-/// The mandate as staff see it, by its sequence number, at `now` (business date `today`).
-fn load_detail(
-    conn: Db<'_>,
-    seq: i64,
+/// The mandate as staff see it, at `now` (business date `today`).
+fn mandate_detail(
+    records: MandateRecords,
     base_url: &str,
     now: chrono::DateTime<chrono::Utc>,
     today: chrono::NaiveDate,
-) -> Result<MandateDetail> {
-    let mandate = mandates::by_seq(conn, seq)?;
-    let commerce =
-        commerces::by_id(conn, mandate.commerce_id)?.ok_or(Error::not_found("commerce"))?;
-    let customer = customers::by_seq(conn, mandate.customer_seq)?;
-    let rows = installments::for_mandate(conn, seq)?;
-    let dates = mandato_store::calendar::charge_dates(conn, commerce.id)?;
-    let created: HashMap<i64, String> = views::installment_creation(conn, seq)?
-        .into_iter()
-        .collect();
+) -> MandateDetail {
+    let MandateRecords {
+        mandate,
+        commerce,
+        customer,
+        installments: rows,
+        charge_dates: dates,
+        installment_created: created,
+        attempts: attempt_rows,
+        events: event_rows,
+        acceptance,
+        signature,
+    } = records;
     let mut attempts: HashMap<i64, Vec<ChargeAttemptDto>> = HashMap::new();
-    for a in views::attempts_of_mandate(conn, seq)? {
+    for a in attempt_rows {
         attempts
             .entry(a.installment_seq)
             .or_default()
@@ -450,8 +436,6 @@ fn load_detail(
     }
     let mut history: HashMap<String, Vec<HistoryEntry>> = HashMap::new();
     let mut event_dtos = Vec::new();
-    let event_rows = events::for_mandate(conn, seq)?;
-    let acceptance = instruments::latest_acceptance(conn, seq)?;
     let document_available = activation_document(&event_rows, acceptance.as_ref()).is_some();
     for event in event_rows {
         let body: Value = serde_json::from_str(&event.body).unwrap_or(Value::Null);
@@ -513,7 +497,7 @@ fn load_detail(
             }
         })
         .collect();
-    Ok(MandateDetail {
+    MandateDetail {
         commerce: CommerceBrief {
             code: commerce.code,
             name: commerce.name,
@@ -536,20 +520,11 @@ fn load_detail(
         }),
         business_date: today.to_string(),
         payment_method: mandate.enrolled_method.clone(),
-        mandate: MandateDto::new(&mandate, base_url).with_signature(
-            mandato_store::mandate_signatures::latest_of_mandate(conn, seq)?.as_ref(),
-        ),
+        mandate: MandateDto::new(&mandate, base_url).with_signature(signature.as_ref()),
         customer: CustomerDto::from(&customer),
         installments,
         events: event_dtos,
-    })
-}
-
-fn owner(state: &AppState, internal_id: &str) -> Result<(i64, i64)> {
-    state
-        .store()
-        .read(|c| Ok(views::mandate_owner(c, internal_id)?))?
-        .ok_or(Error::not_found("mandate"))
+    }
 }
 
 /// One mandate: schedule, installments with their history, events and allowed actions.
@@ -565,7 +540,7 @@ pub async fn detail(
     _staff: Staff,
     Path(internal_id): Path<String>,
 ) -> ApiResult<Envelope<MandateDetail>> {
-    let (seq, _) = owner(&state, &internal_id)?;
+    let (seq, _) = state.mandate_owner(&internal_id)?;
     let detail = load_now(&state, seq)?;
     Ok(Envelope::ok("MANDATE_OK", "mandate", detail))
 }
@@ -573,9 +548,8 @@ pub async fn detail(
 fn load_now(state: &AppState, seq: i64) -> Result<MandateDetail> {
     let now = state.clock.now();
     let today = state.calendar.today(now);
-    state
-        .store()
-        .read(|c| load_detail(c, seq, &state.public_base_url, now, today))
+    let records = state.mandate_records(seq)?;
+    Ok(mandate_detail(records, &state.public_base_url, now, today))
 }
 
 /// The EPAC mandate PDF of the mandate's activation, exactly as its activation event carried
@@ -593,14 +567,11 @@ pub async fn document(
     Path(internal_id): Path<String>,
 ) -> std::result::Result<Response, ApiError> {
     staff.require(Role::Viewer)?;
-    let (seq, _) = owner(&state, &internal_id)?;
-    let (external_id, bytes) = state.store().read(|c| {
-        let mandate = mandates::by_seq(c, seq)?;
-        let acceptance = instruments::latest_acceptance(c, seq)?;
-        let bytes = activation_document(&events::for_mandate(c, seq)?, acceptance.as_ref())
-            .ok_or(Error::not_found("mandate document"))?;
-        Ok((mandate.external_id, bytes))
-    })?;
+    let (seq, _) = state.mandate_owner(&internal_id)?;
+    let sources = state.mandate_document_sources(seq)?;
+    let bytes = activation_document(&sources.events, sources.acceptance.as_ref())
+        .ok_or(Error::not_found("mandate document"))?;
+    let external_id = sources.external_id;
     // Merchant ids are letters, digits, `-`, `_` and `.`: safe in a header as they are.
     let filename = format!("mandato-{external_id}.pdf");
     Ok((
@@ -617,8 +588,8 @@ pub async fn document(
         .into_response())
 }
 
-/// Runs a staff action on a mandate as one transaction of its commerce, records it in the
-/// staff audit log (in the same transaction), and answers the mandate as it is afterwards.
+/// Runs a staff action on a mandate through the engine (recorded in the staff audit log)
+/// and answers the mandate as it is afterwards.
 async fn act(
     state: &AppState,
     staff: &Staff,
@@ -628,25 +599,9 @@ async fn act(
     operation: impl Fn(Db<'_>, &Ctx<'_>) -> Result<()> + Send + 'static,
 ) -> ApiResult<Envelope<MandateDetail>> {
     staff.require(Role::Operator)?;
-    let (seq, commerce_id) = owner(state, internal_id)?;
-    let commerce = state
-        .store()
-        .read(|c| Ok(commerces::by_id(c, commerce_id)?))?
-        .ok_or(Error::not_found("commerce"))?;
-    let email = staff.member.email.clone();
-    let target = internal_id.to_string();
-    state
-        .write(Arc::new(commerce), move |tx, ctx| {
-            operation(tx, ctx)?;
-            Ok(staff::record_action(
-                tx,
-                &timestamp(ctx.now),
-                &email,
-                action,
-                Some(&target),
-                detail.as_deref(),
-            )?)
-        })
+    let seq = state
+        .engine
+        .act_on_mandate(staff.email(), internal_id, action, detail, operation)
         .await?;
     let detail = load_now(state, seq)?;
     Ok(Envelope::ok("MANDATE_OK", "mandate changed", detail))
@@ -670,68 +625,6 @@ fn installment_ids(ids: Option<&Vec<String>>, errors: &mut FieldErrors) -> Optio
         Some(list) => Some(list.clone()),
     }
 }
-
-/// Names every selected installment that cannot make the move, so that staff acting on several
-/// at once see each one's reason together; nothing changes unless all of them can. One refused
-/// installment is answered as the operation answers it (`INSTALLMENT_STATE_CONFLICT` at its
-/// field), several as a `VALIDATION_ERROR` listing each. An id that is not the mandate's is a
-/// 404, and a cancelled or deleted mandate is left to the operation, which refuses it whole.
-fn check_selection(
-    conn: Db<'_>,
-    ctx: &Ctx<'_>,
-    mandate_id: &str,
-    ids: &[String],
-    target: InstallmentState,
-) -> Result<()> {
-    let mandate = mandates::by_internal_id(conn, ctx.commerce.id, mandate_id)?
-        .ok_or(Error::not_found("mandate"))?;
-    if matches!(
-        mandate.state,
-        MandateState::Cancelled | MandateState::Deleted
-    ) {
-        return Ok(());
-    }
-    let rows = installments::for_mandate(conn, mandate.seq)?;
-    let by_id: HashMap<&str, &installments::InstallmentRow> =
-        rows.iter().map(|r| (r.id.as_str(), r)).collect();
-    let mut seen = HashSet::new();
-    let mut problems = Vec::new();
-    for (i, id) in ids.iter().enumerate() {
-        let field = format!("installmentIds[{i}]");
-        let row = by_id
-            .get(id.as_str())
-            .ok_or(Error::not_found("installment"))?;
-        if !seen.insert(id.as_str()) {
-            problems.push(FieldError::new(
-                field,
-                "DUPLICATED_INSTALLMENT",
-                "the installment is listed twice",
-            ));
-        } else if !row.state.can_move_to(target) {
-            problems.push(FieldError::new(
-                field,
-                STATE_CONFLICT,
-                format!(
-                    "installment {} is {} and cannot become {}",
-                    row.external_id,
-                    row.state.name(),
-                    target.name()
-                ),
-            ));
-        }
-    }
-    match problems.as_slice() {
-        [] => Ok(()),
-        [only] if only.code == STATE_CONFLICT => Err(Error::refused_at(
-            STATE_CONFLICT,
-            only.field.clone(),
-            only.message.clone(),
-        )),
-        _ => Err(Error::Validation(problems)),
-    }
-}
-
-const STATE_CONFLICT: &str = "INSTALLMENT_STATE_CONFLICT";
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -931,9 +824,7 @@ pub async fn add_installments(
         "mandate.add-installments",
         Some(detail),
         move |tx, ctx| {
-            let mandate = mandates::by_internal_id(tx, ctx.commerce.id, &id)?
-                .ok_or(Error::not_found("mandate"))?;
-            let customer = customers::by_seq(tx, mandate.customer_seq)?;
+            let customer = customer_of_mandate(tx, ctx, &id)?;
             installment_ops::add(
                 tx,
                 ctx,
@@ -991,9 +882,7 @@ pub async fn cancel(
         "mandate.cancel",
         Some(description.clone()),
         move |tx, ctx| {
-            let mandate = mandates::by_internal_id(tx, ctx.commerce.id, &id)?
-                .ok_or(Error::not_found("mandate"))?;
-            let customer = customers::by_seq(tx, mandate.customer_seq)?;
+            let customer = customer_of_mandate(tx, ctx, &id)?;
             mandato_engine::operations::mandates::cancel(
                 tx,
                 ctx,

@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use crate::AppState;
 use mandato_core::clock::timestamp;
 use mandato_core::error::FieldErrors;
-use mandato_store::staff_views::{Keyset, Sort};
+use mandato_engine::records::{Keyset, Sort};
 
 /// The query string of a list, with empty values treated as absent.
 pub struct Params(pub HashMap<String, String>);
@@ -118,11 +118,7 @@ impl Params {
     /// A commerce code, resolved to its id; an unknown code is a field error.
     pub fn commerce_id(&self, state: &AppState, errors: &mut FieldErrors) -> Option<i64> {
         let code = self.get("commerce")?;
-        let found = state
-            .store()
-            .read(|c| Ok(mandato_store::commerces::by_code(c, &code)?))
-            .ok()
-            .flatten();
+        let found = state.commerce_by_code(&code).ok().flatten();
         if found.is_none() {
             errors.push(
                 "query.commerce",

@@ -4,7 +4,6 @@
 //! download. The sandbox's one-time codes are shown to operators and admins only: reading one
 //! to a customer lets that customer sign.
 
-use mandato_store::db::Db;
 use std::collections::HashMap;
 
 use axum::extract::{Path, Query, State};
@@ -24,11 +23,12 @@ use crate::wire::{ActivationFailureReason, StateDto};
 use mandato_core::domain::activation::ActivationFailure;
 use mandato_core::error::{Error, FieldErrors};
 use mandato_engine::esign::audit;
-use mandato_engine::esign::ceremony::{self, ProcessView};
+use mandato_engine::esign::ceremony::ProcessView;
 use mandato_engine::esign::{ProcessState, SignatureType, pdf};
-use mandato_store::signatures::{self, AuditRow, ProcessFilter, ProcessRow, SignatoryRow};
-use mandato_store::staff::Role;
-use mandato_store::{commerces, mandate_signatures, mandates};
+use mandato_engine::records::{
+    AuditRow, MandateRow, ProcessFilter, ProcessRow, Role, SignatoryRow,
+};
+use mandato_engine::staff::signatures::{ProcessPage, ProcessRecords};
 
 /// The states of a process, by name.
 #[derive(Debug, Clone, Copy, Serialize, ToSchema)]
@@ -177,24 +177,19 @@ pub async fn list(
     let before_seq = params.seq_cursor(&mut errors);
     let filter = list_filter(&params, &state, &mut errors);
     errors.into_result()?;
-    let page = state.store().read(|c| {
-        let mut rows = signatures::list_processes(c, &filter, before_seq, limit + 1)?;
-        let next_cursor = if rows.len() as i64 > limit {
-            rows.truncate(limit as usize);
-            rows.last().map(|(p, _)| p.seq.to_string())
-        } else {
-            None
-        };
-        let mut items = Vec::with_capacity(rows.len());
-        for (process, commerce) in rows {
-            items.push(listed(ceremony::load_view(c, process)?, commerce));
-        }
-        Ok(SignaturesPage {
-            items,
-            next_cursor,
-            total: signatures::count_processes(c, &filter)?,
-        })
-    })?;
+    let ProcessPage {
+        items,
+        next_before,
+        total,
+    } = state.signature_processes(&filter, before_seq, limit)?;
+    let page = SignaturesPage {
+        items: items
+            .into_iter()
+            .map(|(view, commerce)| listed(view, commerce))
+            .collect(),
+        next_cursor: next_before.map(|seq| seq.to_string()),
+        total,
+    };
     Ok(Envelope::ok("SIGNATURES_OK", "signature processes", page))
 }
 
@@ -452,14 +447,9 @@ fn audit_dto(trail: Vec<AuditRow>, commerce: &str, view: &ProcessView) -> AuditT
 }
 
 fn activated_mandate(
-    c: Db<'_>,
-    process_seq: i64,
-) -> mandato_core::error::Result<Option<ActivatedMandateDto>> {
-    let Some(link) = mandate_signatures::by_process(c, process_seq)? else {
-        return Ok(None);
-    };
-    let mandate = mandates::by_seq(c, link.mandate_seq)?;
-    Ok(Some(ActivatedMandateDto {
+    (mandate, failure): (MandateRow, Option<ActivationFailure>),
+) -> ActivatedMandateDto {
+    ActivatedMandateDto {
         internal_id: mandate.id,
         id: mandate.external_id,
         name: mandate.name,
@@ -467,12 +457,12 @@ fn activated_mandate(
             id: mandate.state.id(),
             name: mandate.state.name(),
         },
-        failure: link.failure.map(|f| match f {
+        failure: failure.map(|f| match f {
             ActivationFailure::SignatureRejected => ActivationFailureReason::SignatureRejected,
             ActivationFailure::SignatureExpired => ActivationFailureReason::SignatureExpired,
             ActivationFailure::SignatureCancelled => ActivationFailureReason::SignatureCancelled,
         }),
-    }))
+    }
 }
 
 /// The page count of each sealed document, read from its PDF off the async runtime and under
@@ -512,21 +502,14 @@ pub async fn detail(
     staff.require(Role::Viewer)?;
     let sandbox = state.config.environment.is_sandbox();
     let codes_visible = sandbox && staff.member.role >= Role::Operator;
-    let (mut detail, sealed) = state.store().read(|c| {
-        let process = signatures::process_by_id_any(c, &internal_id)?
-            .ok_or(Error::not_found("signature process"))?;
-        let commerce = commerces::by_id(c, process.commerce_id)?
-            .map(|c| c.code)
-            .unwrap_or_default();
-        let trail = signatures::audit_of(c, process.seq)?;
-        let mandate = activated_mandate(c, process.seq)?;
-        let view = ceremony::load_view(c, process)?;
-        let mut sealed = Vec::new();
-        for d in view.documents.iter().filter(|d| d.sealed_sha256.is_some()) {
-            if let Some(bytes) = signatures::sealed_bytes(c, d.seq)? {
-                sealed.push((d.id.clone(), bytes));
-            }
-        }
+    let ProcessRecords {
+        view,
+        commerce,
+        trail,
+        mandate,
+        sealed,
+    } = state.signature_process(&internal_id)?;
+    let mut detail = {
         let mut signatories: Vec<StaffSignatoryDto> = view
             .signatories
             .iter()
@@ -545,20 +528,17 @@ pub async fn detail(
                 sealed: None,
             })
             .collect();
-        Ok((
-            StaffSignatureDetail {
-                signature: SignaturePayload::new(&view, &state.public_base_url),
-                audit: audit_dto(trail, &commerce, &view),
-                commerce,
-                signatories,
-                documents,
-                sandbox,
-                codes_visible,
-                mandate,
-            },
-            sealed,
-        ))
-    })?;
+        StaffSignatureDetail {
+            signature: SignaturePayload::new(&view, &state.public_base_url),
+            audit: audit_dto(trail, &commerce, &view),
+            commerce,
+            signatories,
+            documents,
+            sandbox,
+            codes_visible,
+            mandate: mandate.map(activated_mandate),
+        }
+    };
     let (ids, bytes): (Vec<String>, Vec<Vec<u8>>) = sealed.into_iter().unzip();
     let sizes: Vec<i64> = bytes.iter().map(|b| b.len() as i64).collect();
     let pages = sealed_page_counts(bytes).await?;
@@ -616,14 +596,12 @@ pub async fn verify_chain(
 ) -> ApiResult<Envelope<ProcessChainDto>> {
     staff.require(Role::Viewer)?;
     let checked_at = mandato_core::clock::timestamp(state.clock.now());
-    let check = state.store().read(|c| {
-        let process = signatures::process_by_id_any(c, &internal_id)?
-            .ok_or(Error::not_found("signature process"))?;
-        let trail = signatures::audit_of(c, process.seq)?;
-        let verification = audit::verify(&process.id, &trail);
+    let (process_id, trail) = state.signature_trail(&internal_id)?;
+    let check = {
+        let verification = audit::verify(&process_id, &trail);
         let empty = trail.is_empty();
-        Ok(ProcessChainDto {
-            internal_id: process.id,
+        ProcessChainDto {
+            internal_id: process_id,
             valid: verification.valid && !empty,
             broken_at: if empty {
                 Some(1)
@@ -633,8 +611,8 @@ pub async fn verify_chain(
             records: trail.len() as i64,
             head: verification.head,
             checked_at,
-        })
-    })?;
+        }
+    };
     Ok(Envelope::ok(
         "SIGNATURE_CHAIN_CHECKED",
         "signature audit chain checked",
@@ -671,20 +649,7 @@ pub async fn download(
             .into());
         }
     };
-    let (name, bytes) = state.store().read(|c| {
-        let process = signatures::process_by_id_any(c, &internal_id)?
-            .ok_or(Error::not_found("signature process"))?;
-        let doc = signatures::documents_of(c, process.seq)?
-            .into_iter()
-            .find(|d| d.id == document_id)
-            .ok_or(Error::not_found("document"))?;
-        let bytes = if sealed {
-            signatures::sealed_bytes(c, doc.seq)?.ok_or(Error::not_found("sealed document"))?
-        } else {
-            signatures::original_bytes(c, doc.seq)?
-        };
-        Ok((doc.name, bytes))
-    })?;
+    let (name, bytes) = state.signature_document(&internal_id, &document_id, sealed)?;
     let safe: String = name
         .chars()
         .map(|c| {

@@ -13,11 +13,7 @@ use mandato_core::domain::instrument::{ACCOUNT_TYPES, BANKS};
 use mandato_core::domain::money::Currency;
 use mandato_core::domain::state::{InstallmentState, MandateState, PaymentMethod};
 use mandato_engine::documents::spanish::{self, TermsSubject};
-use mandato_store::StoredJson;
-use mandato_store::commerces::Commerce;
-use mandato_store::customers::CustomerRow;
-use mandato_store::installments::InstallmentRow;
-use mandato_store::mandates::MandateRow;
+use mandato_engine::records::{Commerce, CustomerRow, InstallmentRow, MandateRow, StoredJson};
 
 /// Escapes text for HTML element content and quoted attribute values.
 pub fn esc(text: &str) -> String {
