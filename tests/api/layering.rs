@@ -48,11 +48,17 @@ const RULES: &[(&str, &[&str])] = &[
 ];
 
 /// Each rule: a workspace crate and the crates it must not name as its own dependencies.
-/// The front doors reach the database only through the engine, never with a driver of their
-/// own.
+/// The front doors reach the database only through the engine's methods, never through the
+/// store or a driver of their own.
 const DIRECT_RULES: &[(&str, &[&str])] = &[(
     "mandato-http",
-    &["rusqlite", "postgres", "tokio-postgres", "libsqlite3-sys"],
+    &[
+        "mandato-store",
+        "rusqlite",
+        "postgres",
+        "tokio-postgres",
+        "libsqlite3-sys",
+    ],
 )];
 
 /// The resolved graph of normal (non-dev, non-build) dependencies, by package name.
@@ -150,4 +156,31 @@ fn the_check_sees_a_forbidden_edge() {
     ] {
         assert!(reached.contains_key(name), "mandato does not reach {name}");
     }
+}
+
+/// The engine hands its store to the composition root, the command line and tests
+/// (`Engine::store`); a front door that took it would query past the engine's methods, which
+/// the crate graph alone cannot see.
+#[test]
+fn the_front_doors_never_take_the_engines_store() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/http/src");
+    let mut offenders = Vec::new();
+    let mut dirs = vec![root];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read crates/http/src") {
+            let path = entry.expect("directory entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).expect("read a source file");
+                if text.contains(".store()") || text.contains("mandato_store") {
+                    offenders.push(path.display().to_string());
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "these reach the store: {offenders:#?}"
+    );
 }

@@ -348,3 +348,63 @@ impl Engine {
             .read(|c| Ok(mandato_store::commerces::by_code(c, code)?))
     }
 }
+
+impl Engine {
+    /// Runs an operation that no commerce's credentials scope (a signing link's step, the
+    /// sandbox clock) all or nothing, off the async workers; wakes delivery for the events it
+    /// may have written.
+    pub async fn write_unscoped<T: Send + 'static>(
+        &self,
+        operation: impl FnOnce(Db<'_>) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let store = Arc::clone(&self.store);
+        let result = tokio::task::spawn_blocking(move || store.write(operation))
+            .await
+            .map_err(|e| mandato_core::error::Error::Internal(e.into()))?;
+        if result.is_ok() {
+            self.deliverer.wake();
+        }
+        result
+    }
+
+    /// Runs a read-only operation that no commerce's credentials scope.
+    pub fn read_unscoped<T>(&self, operation: impl FnOnce(Db<'_>) -> Result<T>) -> Result<T> {
+        self.store.read(operation)
+    }
+}
+
+impl Engine {
+    /// The API key with this hash (if active) and the commerce with this code (if any),
+    /// answered from the credentials cache when it holds them.
+    pub fn credentials(
+        &self,
+        key_hash: &str,
+        commerce_code: &str,
+    ) -> Result<mandato_store::commerces::Credentials> {
+        use mandato_store::commerces;
+        self.store.credentials.get(key_hash, commerce_code, || {
+            self.store.read(|conn| {
+                Ok((
+                    commerces::active_api_key_by_hash(conn, key_hash)?,
+                    commerces::by_code(conn, commerce_code)?,
+                ))
+            })
+        })
+    }
+
+    /// Claims a request's correlationId for its commerce (`Replayed` when it was used within
+    /// the retention window).
+    pub fn reserve_correlation(
+        &self,
+        commerce_id: i64,
+        correlation_id: &str,
+    ) -> Result<mandato_store::audit::Reservation> {
+        self.audit
+            .reserve_correlation(&self.store, commerce_id, correlation_id, self.clock.now())
+    }
+
+    /// Whether daily backups run (SQLite only; PostgreSQL's are the server's).
+    pub fn backups_enabled(&self) -> bool {
+        self.config.backups.enabled && self.store.sqlite().is_some()
+    }
+}

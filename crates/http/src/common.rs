@@ -17,9 +17,9 @@ use super::AppState;
 use super::error::{ApiError, CORRELATION_ID};
 use super::guard::Deadline;
 use mandato_core::error::{Error, FieldErrors};
-use mandato_store::audit::{AuditEntry, AuditPlace, Refusal, Reservation};
-use mandato_store::audit::{CORRELATION_CLAIM, CorrelationClaim};
-use mandato_store::commerces::{self, Commerce};
+use mandato_engine::records::{
+    AuditEntry, AuditPlace, CORRELATION_CLAIM, Commerce, CorrelationClaim, Refusal, Reservation,
+};
 
 /// The common headers, as documented for every merchant operation.
 #[derive(IntoParams)]
@@ -213,17 +213,7 @@ fn admit(
 ) -> Result<MerchantRequest, Error> {
     let valid = validate(state, headers)?;
     let key_hash = mandato_engine::auth::api_key::hash_key(&valid.api_key);
-    let (api_key, commerce) = state
-        .store()
-        .credentials
-        .get(&key_hash, &valid.commerce, || {
-            state.store().read(|conn| {
-                Ok((
-                    commerces::active_api_key_by_hash(conn, &key_hash)?,
-                    commerces::by_code(conn, &valid.commerce)?,
-                ))
-            })
-        })?;
+    let (api_key, commerce) = state.credentials(&key_hash, &valid.commerce)?;
     let Some(api_key) = api_key else {
         return Err(Error::forbidden(
             "INVALID_API_KEY",
@@ -253,11 +243,7 @@ fn admit(
             "the channel is not agreed for this commerce",
         ));
     }
-    let now = state.clock.now();
-    match state
-        .audit
-        .reserve_correlation(state.store(), commerce.id, &valid.correlation_id, now)?
-    {
+    match state.reserve_correlation(commerce.id, &valid.correlation_id)? {
         Reservation::Fresh => {}
         Reservation::Replayed => {
             return Err(Error::refused_at(

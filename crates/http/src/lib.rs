@@ -2,8 +2,8 @@
 //! OpenAPI document, the staff API under `/admin/api`, the Magic Link and signing pages, and
 //! the staff UI's files.
 //!
-//! DTOs live here and only here; handlers turn them into validated commands, run the
-//! operation in one transaction and turn the result back into DTOs.
+//! DTOs live here and only here; handlers turn them into validated commands, have the engine
+//! run the operation in one transaction and turn the result back into DTOs.
 //!
 //! Invariants:
 //! - Nothing below this crate knows HTTP: status codes, headers and wire names are decided
@@ -11,8 +11,9 @@
 //! - A bad request is answered 400 naming every bad field, never 500 and never half-written.
 //! - No secret reaches a log or an answer: bodies with passwords and files are read as
 //!   `Secret`s.
-//! - `mandato-http` depends on `mandato-store` only while handlers still read and write through
-//!   it; the engine's methods replace those calls (ARCHITECTURE.md, "Crates").
+//! - Handlers parse, call the engine and render; the engine opens every transaction. This
+//!   crate depends on neither `mandato-store` nor a database driver, and never takes the
+//!   engine's store (`tests/api/layering.rs`).
 
 pub mod accept;
 pub mod admin;

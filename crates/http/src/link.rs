@@ -29,7 +29,6 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::{Extension, Form, Router};
 use chrono::{DateTime, Datelike, Utc};
-use mandato_store::db::Db;
 
 use super::AppState;
 use mandato_core::clock::timestamp;
@@ -44,9 +43,9 @@ use mandato_engine::documents::{
     self, ChargedInstrument, DocumentInstallment, LastFour, MandateDocument, spanish,
 };
 use mandato_engine::operations::activation::{self, Acceptance};
+use mandato_engine::operations::link::{self as link_records, LinkRecords};
 use mandato_engine::operations::portal::{self, ApprovedPayment};
-use mandato_store::installments::{self as installment_store, InstallmentRow};
-use mandato_store::{commerces, customers, mandates};
+use mandato_engine::records::{Db, InstallmentRow, MandateRow};
 use render::{Loaded, Notice, Submitted, View, payable};
 
 /// Forms are a few fields; anything larger is not a browser filling them in.
@@ -260,7 +259,7 @@ enum Gate {
     Closed(MandateState),
 }
 
-fn gate(mandate: &mandates::MandateRow, business_now: DateTime<Utc>) -> Gate {
+fn gate(mandate: &MandateRow, business_now: DateTime<Utc>) -> Gate {
     match mandate.state {
         MandateState::Pending => {
             let expired = DateTime::parse_from_rfc3339(&mandate.magic_link_expires_at)
@@ -284,8 +283,8 @@ fn load(state: &AppState, token: &str) -> Result<Option<Loaded>> {
     if !token_shaped(token) {
         return Ok(None);
     }
-    state.store().read(|conn| {
-        let Some(mandate) = mandates::by_magic_token(conn, token)? else {
+    state.read_unscoped(|conn| {
+        let Some(mandate) = link_records::by_token(conn, token)? else {
             return Ok(None);
         };
         load_mandate(conn, mandate).map(Some)
@@ -293,25 +292,22 @@ fn load(state: &AppState, token: &str) -> Result<Option<Loaded>> {
 }
 
 /// Everything a page (or the sandbox's activation) shows about `mandate`.
-pub fn load_mandate(conn: Db<'_>, mandate: mandates::MandateRow) -> Result<Loaded> {
-    let commerce = commerces::by_id(conn, mandate.commerce_id)?.ok_or_else(|| {
-        Error::Internal(anyhow::anyhow!("mandate {} has no commerce", mandate.id))
-    })?;
-    let customer = customers::by_seq(conn, mandate.customer_seq)?;
-    let installments = installment_store::for_mandate(conn, mandate.seq)?;
-    let charge_dates = mandato_store::calendar::charge_dates(conn, commerce.id)?;
-    let mut loaded = Loaded {
+pub fn load_mandate(conn: Db<'_>, mandate: MandateRow) -> Result<Loaded> {
+    let LinkRecords {
+        commerce,
+        customer,
+        installments,
+        charge_dates,
+        signing,
+    } = link_records::records(conn, &mandate)?;
+    Ok(Loaded {
         mandate,
         commerce,
         customer,
         installments,
         charge_dates,
-        signing: None,
-    };
-    if loaded.mandate.activation_mode == ActivationMode::Signature {
-        loaded.signing = signing::signing_of(conn, &loaded)?;
-    }
-    Ok(loaded)
+        signing: signing.map(signing::step_of),
+    })
 }
 
 /// Business time: the link expires by the sandbox clock too.
@@ -387,14 +383,7 @@ async fn write<T: Send + 'static>(
     state: &AppState,
     f: impl FnOnce(Db<'_>) -> Result<T> + Send + 'static,
 ) -> Result<T> {
-    let store = Arc::clone(state.store());
-    let result = tokio::task::spawn_blocking(move || store.write(f))
-        .await
-        .map_err(|e| Error::Internal(e.into()))?;
-    if result.is_ok() {
-        state.deliverer.wake();
-    }
-    result
+    state.write_unscoped(f).await
 }
 
 /// Calls the processor off the async workers (it may block on I/O).
@@ -576,11 +565,9 @@ async fn receipt(
         .iter()
         .find(|i| i.id == installment_id && i.state == InstallmentState::Paid);
     let current_instrument = match paid {
-        Some(i) => match state.store().read(|c| {
+        Some(i) => match state.read_unscoped(|c| {
             let code = i.authorization_code.as_deref().unwrap_or_default();
-            Ok(mandato_store::charging::paid_with_current_instrument(
-                c, i.seq, code,
-            )?)
+            link_records::paid_with_current_instrument(c, i.seq, code)
         }) {
             Ok(current) => current,
             Err(e) => return failure(&e),
@@ -740,7 +727,7 @@ async fn update_card(
     let seq = loaded.mandate.seq;
     let now = state.clock.now();
     let changed = write(&state, move |tx| {
-        let fresh = mandates::by_seq(tx, seq)?;
+        let fresh = link_records::fresh(tx, seq)?;
         activation::release_portal_attempt(tx, claim)?;
         mandato_engine::operations::card_update::replace_card(
             tx,
@@ -924,7 +911,7 @@ async fn activate(
     let result = write(&state, move |tx| {
         // Checked again inside the transaction: another activation or a cancellation may
         // have landed since the page was read.
-        let fresh = mandates::by_seq(tx, seq)?;
+        let fresh = link_records::fresh(tx, seq)?;
         activation::check_activatable(&fresh, method, check_at)?;
         activation::release_portal_attempt(tx, claim)?;
         activation::activate(

@@ -14,7 +14,8 @@ use super::json::Body;
 use mandato_core::domain::date::{DATE_OUT_OF_RANGE, Date, DateError};
 use mandato_core::error::Error;
 use mandato_engine::notify::delivery::Faults;
-use mandato_store::deliveries::{self, AttemptRow, EventSummary};
+use mandato_engine::operations::sandbox::{self as operation, ForcedOutcome};
+use mandato_engine::records::{AttemptRow, EventSummary};
 
 pub fn sandbox_only(state: &AppState) -> Result<(), Error> {
     if state.config.environment.is_sandbox() {
@@ -51,12 +52,7 @@ pub async fn redeliver(
     let id = event_id.clone();
     let scheduled = state
         .write(authed.commerce, move |tx, ctx| {
-            Ok(deliveries::request_redelivery(
-                tx,
-                Some(ctx.commerce.id),
-                &id,
-                &ctx.timestamp(),
-            )?)
+            operation::redeliver(tx, ctx, &id)
         })
         .await?;
     if !scheduled {
@@ -159,23 +155,14 @@ pub async fn notification(
     Path(event_id): Path<String>,
 ) -> ApiResult<Envelope<NotificationPayload>> {
     sandbox_only(&state)?;
-    let payload = state.read(&authed.commerce, |conn, ctx| {
-        let Some((seq, commerce_id, event, body)) = deliveries::event_with_body(conn, &event_id)?
-        else {
-            return Err(Error::not_found("event"));
-        };
-        if commerce_id != ctx.commerce.id {
-            return Err(Error::not_found("event"));
-        }
-        Ok(NotificationPayload {
-            event: event.into(),
-            body: mask_file(serde_json::from_str(&body)?),
-            attempts: deliveries::attempts_of(conn, seq)?
-                .into_iter()
-                .map(AttemptDto::from)
-                .collect(),
-        })
+    let (event, body, attempts) = state.read(&authed.commerce, |conn, ctx| {
+        operation::notification(conn, ctx, &event_id)
     })?;
+    let payload = NotificationPayload {
+        event: event.into(),
+        body: mask_file(serde_json::from_str(&body).map_err(Error::from)?),
+        attempts: attempts.into_iter().map(AttemptDto::from).collect(),
+    };
     Ok(Envelope::ok(
         "SANDBOX_NOTIFICATION_OK",
         "event found",
@@ -275,12 +262,10 @@ pub async fn get_faults(
     authed: Authed,
 ) -> ApiResult<Envelope<Faults>> {
     sandbox_only(&state)?;
-    let faults = state.read(&authed.commerce, |conn, ctx| {
-        let stored = deliveries::faults(conn, ctx.commerce.id)?;
-        Ok(stored
-            .and_then(|f| serde_json::from_str(&f).ok())
-            .unwrap_or_default())
-    })?;
+    let stored = state.read(&authed.commerce, operation::faults)?;
+    let faults: Faults = stored
+        .and_then(|f| serde_json::from_str(&f).ok())
+        .unwrap_or_default();
     Ok(Envelope::ok(
         "SANDBOX_FAULTS_OK",
         "webhook fault injection",
@@ -315,11 +300,7 @@ pub async fn put_faults(
         .map_err(Error::from)?;
     state
         .write(authed.commerce, move |tx, ctx| {
-            Ok(deliveries::set_faults(
-                tx,
-                ctx.commerce.id,
-                stored.as_deref(),
-            )?)
+            operation::set_faults(tx, ctx, stored.as_deref())
         })
         .await?;
     Ok(Envelope::ok(
@@ -496,71 +477,19 @@ pub fn advance_target(
     }
 }
 
-/// Takes the business clock as stored: engines that share a PostgreSQL database share one
-/// sandbox clock, and another engine may have moved it since this one last looked.
+/// Takes the business clock as stored (another engine on the same PostgreSQL database may
+/// have moved it).
 pub async fn follow_stored_clock(state: &AppState) -> Result<(), Error> {
-    let store = std::sync::Arc::clone(state.store());
-    let stored = tokio::task::spawn_blocking(move || {
-        store.read(|c| {
-            Ok(mandato_store::settings::get(
-                c,
-                mandato_store::settings::SANDBOX_OFFSET_DAYS,
-            )?)
-        })
-    })
-    .await
-    .map_err(|e| Error::Internal(e.into()))??;
-    if let Some(days) = stored.and_then(|o| o.parse().ok()) {
-        state.calendar.catch_up_to(days);
-    }
-    Ok(())
+    state.engine.follow_stored_clock().await
 }
 
-/// Moves the business clock a day at a time up to `target`, running the charging engine for
-/// each date crossed, in order; the offset is stored so that it survives a restart.
+/// Moves the business clock up to `target`, charging each date crossed (`Engine::advance_business_clock`).
 pub async fn advance_business_clock(
     state: &AppState,
     target: chrono::NaiveDate,
 ) -> Result<Vec<RunSummaryDto>, Error> {
-    let today = state.today();
-    let mut runs = Vec::new();
-    // Each day's offset commits on its own; the request's correlationId commits with the
-    // first, so an answered advance cannot be replayed after a crash.
-    let mut claim = mandato_store::audit::CorrelationClaim::current();
-    let mut offset = state.calendar.offset_days();
-    for date in (today + chrono::Duration::days(1))
-        .iter_days()
-        .take_while(|d| *d <= target)
-    {
-        offset += 1;
-        state.calendar.set_offset_days(offset);
-        let store = std::sync::Arc::clone(state.store());
-        let claim = claim.take();
-        tokio::task::spawn_blocking(move || {
-            store.write(|tx| {
-                if let Some(claim) = &claim {
-                    mandato_store::audit::record_claim(tx, claim)?;
-                }
-                Ok(mandato_store::settings::set(
-                    tx,
-                    mandato_store::settings::SANDBOX_OFFSET_DAYS,
-                    &offset.to_string(),
-                )?)
-            })
-        })
-        .await
-        .map_err(|e| Error::Internal(e.into()))??;
-        let charger = std::sync::Arc::clone(&state.charger);
-        let summary = tokio::task::spawn_blocking(move || {
-            charger.run(date, mandato_engine::charging::run::Trigger::Sandbox)
-        })
-        .await
-        .map_err(|e| Error::Internal(e.into()))??;
-        runs.push(RunSummaryDto::from(&summary));
-    }
-    state.schedule_wake.notify_one();
-    state.deliverer.wake();
-    Ok(runs)
+    let runs = state.engine.advance_business_clock(target).await?;
+    Ok(runs.iter().map(RunSummaryDto::from).collect())
 }
 
 /// Run today's charging now (only what is due and not yet attempted today).
@@ -579,14 +508,9 @@ pub async fn run_charging(
 ) -> ApiResult<Envelope<RunSummaryDto>> {
     sandbox_only(&state)?;
     follow_stored_clock(&state).await?;
-    let date = state.today();
-    let charger = std::sync::Arc::clone(&state.charger);
-    let summary = tokio::task::spawn_blocking(move || {
-        charger.run(date, mandato_engine::charging::run::Trigger::Sandbox)
-    })
-    .await
-    .map_err(|e| Error::Internal(e.into()))??;
-    state.deliverer.wake();
+    let summary = state
+        .charge_today(mandato_engine::charging::run::Trigger::Sandbox)
+        .await?;
     Ok(Envelope::ok(
         "SANDBOX_CHARGING_RUN_OK",
         "charging run finished",
@@ -785,55 +709,21 @@ pub async fn outcome(
     Path(internal_id): Path<String>,
     Body(body): Body<OutcomeRequest>,
 ) -> ApiResult<Envelope<super::wire::InstallmentDto>> {
-    use mandato_core::domain::state::{MandateState, RejectionCode};
+    use mandato_core::domain::state::RejectionCode;
     sandbox_only(&state)?;
     let result = body.result.clone().unwrap_or_default();
-    let code = match (result.as_str(), body.code.as_deref()) {
+    let outcome = match (result.as_str(), body.code.as_deref()) {
         ("REJECTED", None) => return Err(Error::validation("code", "REQUIRED", "REJECTED needs a rejection code").into()),
-        ("REJECTED", Some(c)) => Some(RejectionCode::parse(c).ok_or_else(|| {
+        ("REJECTED", Some(c)) => ForcedOutcome::Rejected(RejectionCode::parse(c).ok_or_else(|| {
             Error::validation("code", "INVALID_VALUE", "INSUFFICIENT_FUNDS, CARD_DECLINED, EXPIRED_CARD, ACCOUNT_CLOSED or BANK_VALIDATION_FAILED")
         })?),
-        ("PAID" | "REVERSED", _) => None,
+        ("PAID", _) => ForcedOutcome::Paid,
+        ("REVERSED", _) => ForcedOutcome::Reversed,
         _ => return Err(Error::validation("result", "INVALID_VALUE", "PAID, REJECTED or REVERSED").into()),
     };
     let (installment, dates) = state
         .write(authed.commerce, move |tx, ctx| {
-            let row =
-                mandato_store::installments::by_internal_id(tx, ctx.commerce.id, &internal_id)?
-                    .ok_or(Error::not_found("installment"))?;
-            let mandate = mandato_store::mandates::by_seq(tx, row.mandate_seq)?;
-            if matches!(
-                mandate.state,
-                MandateState::Cancelled | MandateState::Deleted
-            ) {
-                return Err(Error::refused(
-                    "MANDATE_STATE_CONFLICT",
-                    format!("the mandate is {}", mandate.state.name()),
-                ));
-            }
-            if result == "REVERSED" {
-                let reversed =
-                    mandato_engine::operations::installments::reverse(tx, ctx, &row, &mandate)?;
-                let dates = mandato_store::calendar::charge_dates(tx, ctx.commerce.id)?;
-                return Ok((reversed, dates));
-            }
-            if row.state.is_settled() {
-                return Err(Error::refused(
-                    "INSTALLMENT_STATE_CONFLICT",
-                    format!(
-                        "a {} installment will not be charged again",
-                        row.state.name()
-                    ),
-                ));
-            }
-            let forced =
-                serde_json::json!({"result": result, "code": code.map(RejectionCode::as_str)})
-                    .to_string();
-            mandato_store::charging::set_forced_outcome(tx, row.seq, Some(&forced))?;
-            Ok((
-                mandato_store::installments::by_seq(tx, row.seq)?,
-                mandato_store::calendar::charge_dates(tx, ctx.commerce.id)?,
-            ))
+            operation::force_outcome(tx, ctx, &internal_id, outcome)
         })
         .await?;
     Ok(Envelope::ok(

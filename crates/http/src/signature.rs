@@ -25,13 +25,13 @@ use super::users::{optional_text, required_text};
 use super::wire::StateDto;
 use mandato_core::error::{Error, FieldErrors};
 use mandato_engine::esign::ceremony::{self, Act, CancelOutcome, ProcessView};
+use mandato_engine::esign::pages;
 use mandato_engine::esign::pdf::{self, DocumentError, Inspection};
 use mandato_engine::esign::{
     self, CreateProcess, NewDocument, NewSignatory, Placement, SignatureType,
 };
 use mandato_engine::operations::CustomerRef;
-use mandato_store::customers::{self, CustomerRow};
-use mandato_store::signatures;
+use mandato_engine::records::CustomerRow;
 
 /// `POST /signature` with its own body limit (16 MiB) instead of the listener's 1 MiB.
 pub fn with_body_limit(route: UtoipaMethodRouter<AppState>) -> UtoipaMethodRouter<AppState> {
@@ -332,19 +332,13 @@ pub async fn create_signature(
     if let Some((field, message)) = draft.too_complex.take() {
         return Err(Error::refused_at("DOCUMENT_TOO_COMPLEX", field, message).into());
     }
-    let commerce_id = authed.commerce.id;
-    let resolved = state.read(&authed.commerce, |conn, _| {
-        draft
-            .signatories
-            .iter()
-            .map(|s| match s.as_ref().map(|s| &s.reference) {
-                Some(CustomerRef::UserId(id)) => Ok(customers::by_user_id(conn, commerce_id, id)?),
-                Some(CustomerRef::InternalUserId(id)) => {
-                    Ok(customers::by_internal_id(conn, commerce_id, id)?)
-                }
-                None => Ok(None),
-            })
-            .collect::<mandato_core::error::Result<Vec<Option<CustomerRow>>>>()
+    let references: Vec<_> = draft
+        .signatories
+        .iter()
+        .map(|s| s.as_ref().map(|s| &s.reference))
+        .collect();
+    let resolved = state.read(&authed.commerce, |conn, ctx| {
+        pages::customers_named(conn, ctx, &references)
     })?;
     let command = draft.finish(&resolved)?;
     fields::webhook_destinations(
@@ -396,9 +390,7 @@ pub async fn find_signature(
     let business_now = state.calendar.now(now);
     let id = internal_id.clone();
     let view = state.read(&authed.commerce, |conn, ctx| {
-        let process = signatures::process_by_internal_id(conn, ctx.commerce.id, &id)?
-            .ok_or(Error::not_found("signature process"))?;
-        ceremony::load_view(conn, process)
+        pages::process_of_commerce(conn, ctx, &id)
     })?;
     let due = view.process.state.is_open()
         && view.process.expires_at <= mandato_core::clock::timestamp(business_now);

@@ -36,6 +36,7 @@ pub mod audit;
 pub mod budget;
 pub mod ceremony;
 pub mod events;
+pub mod pages;
 pub mod pdf;
 pub mod sealing;
 

@@ -8,6 +8,7 @@ pub mod customers;
 pub mod events;
 pub mod installments;
 pub mod ledger;
+pub mod link;
 pub mod mandates;
 pub mod portal;
 pub mod sandbox;

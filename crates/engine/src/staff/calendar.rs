@@ -87,8 +87,15 @@ impl Engine {
     pub async fn run_charging_now(&self, actor: &str) -> Result<RunSummary> {
         let date = self.today();
         self.record_staff_action(actor, "charging.run", Some(&date.to_string()))?;
+        self.charge_today(Trigger::Manual).await
+    }
+
+    /// Charges today's due installments (only what is due and not yet attempted today), off
+    /// the async workers, then wakes delivery.
+    pub async fn charge_today(&self, trigger: Trigger) -> Result<RunSummary> {
+        let date = self.today();
         let charger = std::sync::Arc::clone(&self.charger);
-        let summary = tokio::task::spawn_blocking(move || charger.run(date, Trigger::Manual))
+        let summary = tokio::task::spawn_blocking(move || charger.run(date, trigger))
             .await
             .map_err(|e| Error::Internal(e.into()))??;
         self.deliverer.wake();

@@ -71,7 +71,7 @@ pub async fn list(State(state): State<AppState>, _staff: Staff) -> ApiResult<Env
         "BACKUPS_OK",
         "backups",
         BackupsDto {
-            enabled: state.config.backups.enabled && state.store().sqlite().is_some(),
+            enabled: state.backups_enabled(),
             directory: dir.display().to_string(),
             last,
             items,

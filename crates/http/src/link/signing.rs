@@ -7,23 +7,23 @@
 use axum::http::StatusCode;
 use axum::response::Response;
 use chrono::{DateTime, Utc};
-use mandato_store::db::Db;
 
 use super::render::{Loaded, Notice, Signing, Submitted};
 use super::{
     AppState, Enrolled, InstrumentInput, PaymentMethod, business_now, failure, mandate_document,
-    mandates, page, refused_activation, release_attempt, see_other, write,
+    page, refused_activation, release_attempt, see_other, write,
 };
 use mandato_core::error::{Error, Result};
 use mandato_engine::documents;
-use mandato_engine::esign::ceremony::{self, Act};
+use mandato_engine::esign::ceremony::Act;
+use mandato_engine::esign::pages::MandateSigning;
 use mandato_engine::esign::{
-    CreateProcess, DEFAULT_EXPIRY_DAYS, NewDocument, NewSignatory, Placement, ProcessState,
-    SignatureType, pdf, sha256_hex,
+    CreateProcess, DEFAULT_EXPIRY_DAYS, NewDocument, NewSignatory, Placement, SignatureType, pdf,
+    sha256_hex,
 };
 use mandato_engine::operations::activation::{self, Acceptance, Enrolment, PortalClaim};
+use mandato_engine::operations::link as link_records;
 use mandato_engine::operations::signed_activation;
-use mandato_store::{mandate_signatures, signatures};
 
 /// What the customer enrolled, carried from the form to the signature process.
 pub(super) struct Enrolling {
@@ -36,26 +36,13 @@ pub(super) struct Enrolling {
     pub submitted: Submitted,
 }
 
-/// Where a signature-gated mandate's signature stands, for its page (`None`: no process yet,
-/// or the mandate is not signature-gated).
-pub(super) fn signing_of(conn: Db<'_>, loaded: &Loaded) -> Result<Option<Signing>> {
-    let Some(row) = mandate_signatures::latest_of_mandate(conn, loaded.mandate.seq)? else {
-        return Ok(None);
-    };
-    Ok(match row.process_state {
-        s if s.is_open() => {
-            if ceremony::awaiting_seal(conn, row.process_seq)? {
-                Some(Signing::Sealing)
-            } else {
-                signatures::signatories_of(conn, row.process_seq)?
-                    .into_iter()
-                    .next()
-                    .map(|s| Signing::Open { token: s.token })
-            }
-        }
-        ProcessState::Completed => None,
-        _ => row.failure.map(Signing::Ended),
-    })
+/// Where a signature-gated mandate's signature stands, as its page shows it.
+pub(super) fn step_of(signing: MandateSigning) -> Signing {
+    match signing {
+        MandateSigning::Open { token } => Signing::Open { token },
+        MandateSigning::Sealing => Signing::Sealing,
+        MandateSigning::Ended(failure) => Signing::Ended(failure),
+    }
 }
 
 /// The name of the mandate document in its signature process.
@@ -119,7 +106,7 @@ pub(super) async fn start(
     let check_at = business_now(state);
     let sandbox = state.config.environment.is_sandbox();
     let result = write(state, move |tx| {
-        let fresh = mandates::by_seq(tx, seq)?;
+        let fresh = link_records::fresh(tx, seq)?;
         activation::check_activatable(&fresh, method, check_at)?;
         activation::release_portal_attempt(tx, claim)?;
         let act = Act {

@@ -15,10 +15,8 @@
 
 mod render;
 
-use mandato_store::db::Db;
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use axum::extract::rejection::FormRejection;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, Query, State};
@@ -31,8 +29,9 @@ use super::AppState;
 use mandato_core::clock::timestamp;
 use mandato_core::error::{Error, Result};
 use mandato_engine::esign::ceremony::{self, Act, Ceremony, Signed, Step, StepError};
+use mandato_engine::esign::pages::{self, DocumentLookup};
 use mandato_engine::esign::{ProcessState, pdf};
-use mandato_store::signatures;
+use mandato_engine::records::Db;
 use render::{PageView, ceremony_page, message_page};
 
 /// Forms are a few fields; anything larger is not a browser filling them in.
@@ -197,14 +196,7 @@ async fn write<T: Send + 'static>(
     state: &AppState,
     f: impl FnOnce(Db<'_>) -> Result<T> + Send + 'static,
 ) -> Result<T> {
-    let store = Arc::clone(state.store());
-    let result = tokio::task::spawn_blocking(move || store.write(f))
-        .await
-        .map_err(|e| Error::Internal(e.into()))?;
-    if result.is_ok() {
-        state.deliverer.wake();
-    }
-    result
+    state.write_unscoped(f).await
 }
 
 async fn render(
@@ -244,11 +236,7 @@ async fn sealed_page_counts(state: &AppState, c: &Ceremony) -> Result<Vec<Option
         return Ok(Vec::new());
     }
     let seqs: Vec<i64> = c.view.documents.iter().map(|d| d.seq).collect();
-    let sealed = state.store().read(|conn| {
-        seqs.iter()
-            .map(|seq| signatures::sealed_bytes(conn, *seq))
-            .collect::<Result<Vec<_>>>()
-    })?;
+    let sealed = state.read_unscoped(|conn| pages::sealed_documents(conn, &seqs))?;
     let _permit = pdf::permit().await;
     tokio::task::spawn_blocking(move || {
         sealed
@@ -284,12 +272,9 @@ async fn show(
         return unknown_link();
     }
     // Unknown links are answered from a read, without taking the writer.
-    match state
-        .store()
-        .read(|c| signatures::signatory_by_token(c, &token))
-    {
-        Ok(Some(_)) => {}
-        Ok(None) => return unknown_link(),
+    match state.read_unscoped(|c| pages::token_known(c, &token)) {
+        Ok(true) => {}
+        Ok(false) => return unknown_link(),
         Err(e) => return failure(&e),
     }
     let (ip, agent) = client(&headers, connect);
@@ -323,35 +308,9 @@ async fn document(
         return unknown_link();
     }
     let t = token.clone();
-    let found = state.store().read(|conn| {
-        let Some(c) = ceremony::peek(conn, &t)? else {
-            return Ok(None);
-        };
-        let state = c.view.process.state;
-        if !state.is_open() && state != ProcessState::Completed {
-            return Ok(Some(Err(c)));
-        }
-        let Some(doc) = number
-            .parse::<usize>()
-            .ok()
-            .and_then(|n| n.checked_sub(1))
-            .and_then(|i| c.view.documents.get(i))
-        else {
-            return Ok(None);
-        };
-        let bytes = if state == ProcessState::Completed {
-            signatures::sealed_bytes(conn, doc.seq)?
-        } else {
-            None
-        };
-        let bytes = match bytes {
-            Some(b) => b,
-            None => signatures::original_bytes(conn, doc.seq)?,
-        };
-        Ok(Some(Ok((doc.name.clone(), bytes))))
-    });
+    let found = state.read_unscoped(|conn| pages::signatory_document(conn, &t, &number));
     match found {
-        Ok(Some(Ok((name, bytes)))) => {
+        Ok(DocumentLookup::Found { name, bytes }) => {
             let safe: String = name
                 .chars()
                 .map(|c| {
@@ -372,8 +331,8 @@ async fn document(
             )
                 .into_response()
         }
-        Ok(Some(Err(c))) => closed(&c),
-        Ok(None) => unknown_link(),
+        Ok(DocumentLookup::Closed(c)) => closed(&c),
+        Ok(DocumentLookup::Unknown) => unknown_link(),
         Err(e) => failure(&e),
     }
 }
@@ -466,7 +425,7 @@ async fn after_step(state: &AppState, token: &str, outcome: Result<Step<String>>
         Err(e) => return failure(&e),
     };
     let t = token.to_string();
-    match state.store().read(|conn| ceremony::peek(conn, &t)) {
+    match state.read_unscoped(|conn| ceremony::peek(conn, &t)) {
         Ok(Some(c)) => {
             if matches!(error, StepError::Closed(_)) {
                 return render(state, StatusCode::GONE, token, &c, None).await;
@@ -588,7 +547,5 @@ step_handler!(reject, "motivo", |tx, token, act, reason| {
 });
 
 fn signatory_id(conn: Db<'_>, token: &str) -> Result<String> {
-    Ok(signatures::signatory_by_token(conn, token)?
-        .map(|s| s.id)
-        .unwrap_or_default())
+    pages::signatory_id(conn, token)
 }
