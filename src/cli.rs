@@ -15,7 +15,7 @@ use crate::config::{Config, Environment, default_data_dir};
 use crate::domain::state::PaymentMethod;
 use crate::notify::tls;
 use crate::secret::Secret;
-use crate::store::{Store, commerces, settings};
+use crate::store::{commerces, settings};
 use mandato_engine::staff::events::rotate_webhook_secret;
 use mandato_engine::staff::settings::{NewCommerce, add_trusted_roots, create_commerce};
 
@@ -23,6 +23,8 @@ mod audit;
 mod dev;
 mod holidays;
 mod ledger;
+pub mod listen;
+pub mod trigger;
 pub use dev::{CliError, error_name, parse, report, require_sandbox, resolve_commerce};
 
 #[derive(Parser, Debug)]
@@ -916,39 +918,7 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
 }
 
 /// The installation's development CA, made on first use and kept in the database.
-pub fn dev_ca(store: &Store) -> anyhow::Result<tls::DevCa> {
-    tls::replace_unconstrained_dev_ca(store)?;
-    let existing = store.read(|c| {
-        Ok((
-            settings::get(c, settings::DEV_CA_CERT)?,
-            settings::get(c, settings::DEV_CA_KEY)?,
-        ))
-    })?;
-    if let (Some(cert_pem), Some(key_pem)) = existing {
-        return Ok(tls::DevCa {
-            cert_pem,
-            key_pem: Secret::new(key_pem),
-        });
-    }
-    let fresh = tls::DevCa::generate()?;
-    // Two processes may race; both keep whichever pair was stored first.
-    let (cert_pem, key_pem) = store
-        .write(|tx| {
-            let key = settings::get_or_insert(tx, settings::DEV_CA_KEY, fresh.key_pem.expose())?;
-            let cert = if key == *fresh.key_pem.expose() {
-                settings::set(tx, settings::DEV_CA_CERT, &fresh.cert_pem)?;
-                fresh.cert_pem.clone()
-            } else {
-                settings::get(tx, settings::DEV_CA_CERT)?.unwrap_or_default()
-            };
-            Ok((cert, key))
-        })
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    Ok(tls::DevCa {
-        cert_pem,
-        key_pem: Secret::new(key_pem),
-    })
-}
+pub use crate::notify::tls::installation_dev_ca as dev_ca;
 
 /// Runs `serve` until Ctrl-C or SIGTERM.
 pub async fn serve(

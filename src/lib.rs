@@ -4,13 +4,14 @@
 //! other rules and value types (`mandato-core`, no I/O), `store` (`mandato-store`, the only
 //! SQL), `operations`, `charging`, `notify`, `esign`, `documents`, `config`, `backups`, `auth`
 //! (`mandato-engine`, the use cases). Its own modules: `http` (the axum listener: DTOs,
-//! envelope, errors, pages), `app` (wires it all and runs it), `cli`, `trigger` and `listen`
-//! (the commands).
+//! envelope, errors, pages), `app` (wires it all and runs it), `cli` (the commands, `trigger`
+//! and `listen` among them).
 
 pub mod app;
 pub mod cli;
-pub mod listen;
-pub mod trigger;
+
+// The developer commands, at the paths their tests use.
+pub use cli::{listen, trigger};
 
 // The rules and value types, at the paths the rest of this crate and its tests use.
 pub use mandato_core::{chain, clock, domain, error, ids, secret};

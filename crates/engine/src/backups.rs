@@ -22,7 +22,6 @@ use std::time::Duration;
 use anyhow::Context;
 use chrono::{DateTime, Datelike, IsoWeek, NaiveDate, NaiveDateTime, Utc};
 use chrono_tz::Tz;
-use rusqlite::Connection;
 use tokio::sync::Notify;
 
 use mandato_core::clock::Clock;
@@ -39,16 +38,6 @@ pub const LOCK_FILE: &str = "mandato.lock";
 const CHECK_EVERY: Duration = Duration::from_secs(3600);
 /// `mandato-2026-11-25T031500Z.db`: sortable, and free of `:` for file systems that refuse it.
 const NAME_FORMAT: &str = "%Y-%m-%dT%H%M%SZ";
-/// Tables every mandato database has had since its first schema: a file without them is not
-/// one of ours, however healthy.
-const KNOWN_TABLES: [&str; 6] = [
-    "settings",
-    "commerces",
-    "api_keys",
-    "customers",
-    "mandates",
-    "installments",
-];
 
 /// `serve --backup-keep-daily N --backup-keep-weekly N`, `--no-backups`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -340,50 +329,7 @@ fn lower_own_priority() {
 /// and leaves it a single self-contained file (rollback journal, no WAL). Answers its schema
 /// version.
 pub fn check_database(path: &Path) -> anyhow::Result<i64> {
-    mandato_store::sqlite_setup::configure();
-    let conn = Connection::open(path)?;
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode = DELETE", [], |r| r.get(0))
-        .context("not a readable SQLite database")?;
-    anyhow::ensure!(
-        mode.eq_ignore_ascii_case("delete"),
-        "could not leave WAL mode"
-    );
-    let problems: Vec<String> = conn
-        .prepare("PRAGMA integrity_check")?
-        .query_map([], |r| r.get(0))?
-        .collect::<Result<_, _>>()?;
-    anyhow::ensure!(
-        problems == ["ok"],
-        "integrity_check found problems: {}",
-        problems
-            .iter()
-            .take(3)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("; ")
-    );
-    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    let latest = mandato_store::migrations::latest_version();
-    anyhow::ensure!(
-        version >= 1,
-        "it is not a mandato database (no schema version)"
-    );
-    anyhow::ensure!(
-        version <= latest,
-        "it was written by a newer mandato (schema {version}, this binary knows {latest})"
-    );
-    for table in KNOWN_TABLES {
-        let found: bool = conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
-            [table],
-            |r| r.get(0),
-        )?;
-        anyhow::ensure!(found, "it is not a mandato database (no {table} table)");
-    }
-    drop(conn);
-    File::open(path)?.sync_all()?;
-    Ok(version)
+    mandato_store::sqlite_file::check_database(path)
 }
 
 /// Held by a running engine: `restore` cannot take the data directory from under it.
@@ -508,14 +454,7 @@ fn unused_replaced_name(data_dir: &Path, now: DateTime<Utc>) -> PathBuf {
 /// Folds the WAL into the database file, so the replaced file is whole on its own. A database
 /// too damaged to open keeps its WAL beside it instead.
 fn checkpoint(database: &Path) {
-    mandato_store::sqlite_setup::configure();
-    let folded = Connection::open(database).and_then(|conn| {
-        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
-            r.get::<_, i64>(0)
-        })?;
-        conn.close().map_err(|(_, e)| e)
-    });
-    if let Err(e) = folded {
+    if let Err(e) = mandato_store::sqlite_file::fold_wal(database) {
         tracing::warn!(error = %e, "could not checkpoint the replaced database; its WAL is kept beside it");
     }
 }
@@ -573,6 +512,7 @@ fn sync_dir(dir: &Path) {
 mod tests {
     use super::*;
     use chrono::TimeZone;
+    use rusqlite::Connection;
 
     fn at(y: i32, m: u32, d: u32, h: u32) -> DateTime<Utc> {
         Utc.with_ymd_and_hms(y, m, d, h, 0, 0).unwrap()

@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use chrono_tz::Tz;
 
@@ -60,7 +61,7 @@ pub struct Config {
     pub magic_link_days: i64,
     /// How long a correlationId is remembered for replay refusal.
     pub correlation_retention_days: i64,
-    pub delivery: crate::notify::delivery::DeliveryConfig,
+    pub delivery: DeliveryConfig,
     /// The local time of the daily charging run; `None` runs only by hand (tests, `charge-run`).
     pub charge_at: Option<chrono::NaiveTime>,
     /// Production delivers webhooks to private and loopback addresses only when asked to
@@ -136,7 +137,7 @@ impl Config {
             max_clock_skew_secs: 300,
             magic_link_days: 30,
             correlation_retention_days: 7,
-            delivery: crate::notify::delivery::DeliveryConfig::default(),
+            delivery: DeliveryConfig::default(),
             charge_at: chrono::NaiveTime::from_hms_opt(6, 0, 0),
             allow_private_webhooks: false,
             http: HttpLimits::default(),
@@ -188,5 +189,60 @@ pub fn default_data_dir() -> PathBuf {
         home.join("Library/Application Support/mandato")
     } else {
         home.join(".local/share/mandato")
+    }
+}
+
+// Webhook delivery.
+
+/// The contract's schedule: after the first attempt, retries after these delays; then FAILED.
+pub const RETRY_SCHEDULE: [Duration; 7] = [
+    Duration::from_secs(5),
+    Duration::from_secs(5 * 60),
+    Duration::from_secs(30 * 60),
+    Duration::from_secs(2 * 3600),
+    Duration::from_secs(5 * 3600),
+    Duration::from_secs(10 * 3600),
+    Duration::from_secs(10 * 3600),
+];
+
+#[derive(Clone, Debug)]
+pub struct DeliveryConfig {
+    pub retry_schedule: Vec<Duration>,
+    /// Connect and response, body included, within this in all; a receiver that has not
+    /// answered by then has failed this attempt.
+    pub timeout: Duration,
+    pub max_in_flight: usize,
+    pub max_per_host: usize,
+    /// Each retry delay is moved by up to this fraction, either way, so that retries of many
+    /// events failed together do not arrive together.
+    pub jitter: f64,
+    /// How often to look for due events when nothing wakes the worker.
+    pub poll_interval: Duration,
+    /// Retry-After values beyond this are capped.
+    pub max_retry_after: Duration,
+    /// How long an engine holds the events it read (PostgreSQL, where engines share the
+    /// outbox); see `deliveries::CLAIM_LEASE`.
+    pub claim_lease: Duration,
+}
+
+impl Default for DeliveryConfig {
+    fn default() -> Self {
+        DeliveryConfig {
+            retry_schedule: RETRY_SCHEDULE.to_vec(),
+            timeout: Duration::from_secs(15),
+            max_in_flight: 64,
+            max_per_host: 8,
+            jitter: 0.1,
+            poll_interval: Duration::from_secs(1),
+            max_retry_after: Duration::from_secs(24 * 3600),
+            claim_lease: mandato_store::deliveries::CLAIM_LEASE,
+        }
+    }
+}
+
+impl DeliveryConfig {
+    /// Automatic attempts in all: the first plus one per retry step.
+    pub fn max_attempts(&self) -> i64 {
+        self.retry_schedule.len() as i64 + 1
     }
 }

@@ -60,6 +60,7 @@ mod search;
 pub mod settings;
 pub mod signatures;
 pub mod sim_acquirer;
+pub mod sqlite_file;
 pub mod sqlite_setup;
 pub mod staff;
 pub mod staff_audit;

@@ -1,7 +1,62 @@
 //! The simulated acquirer's ledger (its own tables, written on its own connection, as a real
 //! acquirer's would be on its own side).
 
+use std::sync::{Arc, Mutex};
+
+use rusqlite::Connection;
+
 use super::db::{self, Db, params};
+use super::{Durability, Store, open_connection};
+
+/// Where the simulated acquirer keeps its ledger: on SQLite a connection of its own, so its
+/// writes commit apart from the engine's transactions as a real acquirer's would; on
+/// PostgreSQL the shared pool, each call its own transaction.
+pub enum Ledger {
+    Sqlite(Mutex<Connection>),
+    Postgres(Arc<Store>),
+}
+
+impl Ledger {
+    pub fn open(store: &Arc<Store>) -> anyhow::Result<Ledger> {
+        Ok(match store.path() {
+            Some(path) => Ledger::Sqlite(Mutex::new(open_connection(path, Durability::Full)?)),
+            None => Ledger::Postgres(Arc::clone(store)),
+        })
+    }
+
+    /// Runs `f` on the ledger, committed on its own; an error comes back as text, as an
+    /// unreachable acquirer's would.
+    pub fn with<T>(&self, f: impl FnOnce(Db<'_>) -> db::Result<T>) -> Result<T, String> {
+        match self {
+            Ledger::Sqlite(conn) => {
+                let conn = conn.lock().unwrap_or_else(|p| p.into_inner());
+                f(Db::Sqlite(&conn)).map_err(|e| e.to_string())
+            }
+            Ledger::Postgres(store) => store
+                .write(|db| Ok(f(db)?))
+                .map_err(|e: mandato_core::error::Error| e.to_string()),
+        }
+    }
+
+    /// Runs `f` on the ledger in one transaction (on SQLite an IMMEDIATE one, so a batch
+    /// takes the write lock before it reads); an error comes back as text.
+    pub fn transaction<T>(&self, f: impl FnOnce(Db<'_>) -> db::Result<T>) -> Result<T, String> {
+        match self {
+            Ledger::Sqlite(conn) => {
+                let mut conn = conn.lock().unwrap_or_else(|p| p.into_inner());
+                let tx = conn
+                    .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                    .map_err(|e| e.to_string())?;
+                let value = f(Db::Sqlite(&tx)).map_err(|e| e.to_string())?;
+                tx.commit().map_err(|e| e.to_string())?;
+                Ok(value)
+            }
+            Ledger::Postgres(store) => store
+                .write(|db| Ok(f(db)?))
+                .map_err(|e: mandato_core::error::Error| e.to_string()),
+        }
+    }
+}
 
 pub struct SimCharge {
     pub result: String,

@@ -18,9 +18,6 @@
 //! reported when it settles approved.
 
 use std::sync::Arc;
-use std::sync::Mutex;
-
-use rusqlite::{Connection, TransactionBehavior};
 
 use mandato_core::clock::timestamp;
 use mandato_core::domain::instrument::{InstrumentInput, card_brand};
@@ -29,9 +26,10 @@ use mandato_core::domain::state::RejectionCode;
 use mandato_core::processor::{
     ChargeRequest, ChargeResult, Enrolled, Forced, Processor, ProcessorError,
 };
+use mandato_store::Store;
 use mandato_store::db::Db;
 use mandato_store::sim_acquirer::SimCharge;
-use mandato_store::{Durability, Store, open_connection, sim_acquirer};
+use mandato_store::sim_acquirer::{self, Ledger};
 
 pub struct SimulatedProcessor {
     ledger: Ledger,
@@ -40,35 +38,18 @@ pub struct SimulatedProcessor {
 /// Where the acquirer's ledger is written. On SQLite, a connection of its own (outside the
 /// engine's transactions, as a real acquirer would be); on PostgreSQL, transactions of the
 /// store's pool, which are already each their own.
-enum Ledger {
-    Sqlite(Mutex<Connection>),
-    Postgres(Arc<Store>),
-}
-
 impl SimulatedProcessor {
     pub fn open(store: &Arc<Store>) -> anyhow::Result<Self> {
-        let ledger = match store.path() {
-            Some(path) => Ledger::Sqlite(Mutex::new(open_connection(path, Durability::Full)?)),
-            None => Ledger::Postgres(Arc::clone(store)),
-        };
-        Ok(SimulatedProcessor { ledger })
+        Ok(SimulatedProcessor {
+            ledger: Ledger::open(store)?,
+        })
     }
 
-    /// Runs `f` in one transaction of the ledger (on SQLite, `f`'s statements each commit).
     fn with<T>(
         &self,
         f: impl FnOnce(Db<'_>) -> mandato_store::db::Result<T>,
     ) -> Result<T, ProcessorError> {
-        let outcome = match &self.ledger {
-            Ledger::Sqlite(conn) => {
-                let conn = conn.lock().unwrap_or_else(|p| p.into_inner());
-                f(Db::Sqlite(&conn)).map_err(|e| e.to_string())
-            }
-            Ledger::Postgres(store) => store
-                .write(|db| Ok(f(db)?))
-                .map_err(|e: mandato_core::error::Error| e.to_string()),
-        };
-        outcome.map_err(ProcessorError::Unavailable)
+        self.ledger.with(f).map_err(ProcessorError::Unavailable)
     }
 }
 
@@ -149,26 +130,9 @@ impl Processor for SimulatedProcessor {
             }
             Ok::<_, mandato_store::db::Error>(results)
         };
-        match &self.ledger {
-            Ledger::Sqlite(conn) => {
-                let mut conn = conn.lock().unwrap_or_else(|p| p.into_inner());
-                let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
-                    Ok(tx) => tx,
-                    Err(e) => return unavailable(&e),
-                };
-                let results = match decide_all(Db::Sqlite(&tx)) {
-                    Ok(results) => results,
-                    Err(e) => return unavailable(&e),
-                };
-                match tx.commit() {
-                    Ok(()) => results,
-                    Err(e) => unavailable(&e),
-                }
-            }
-            Ledger::Postgres(store) => match store.write(|db| Ok(decide_all(db)?)) {
-                Ok(results) => results,
-                Err(e) => unavailable(&e),
-            },
+        match self.ledger.transaction(decide_all) {
+            Ok(results) => results,
+            Err(e) => unavailable(&e),
         }
     }
 

@@ -18,8 +18,8 @@ use super::{
     CODE_VALIDITY_MINUTES, CreateProcess, MAX_CODE_ATTEMPTS, MAX_CODES_SENT, MAX_FAILURES,
     Placement, ProcessState, SignatoryState, sandbox, sha256_hex,
 };
-use crate::operations::signed_activation;
 use mandato_core::clock::timestamp;
+use mandato_core::domain::activation::ActivationFailure;
 use mandato_core::domain::rut::Rut;
 use mandato_core::error::{Error, Result};
 use mandato_store::commerces::{self, Commerce};
@@ -234,7 +234,7 @@ pub fn expire_if_due(
         json!({"expiresAt": view.process.expires_at, "businessTime": timestamp(act.business_now)}),
     )?;
     events::record(conn, commerce, &view, EventKind::Expired, None, act.now)?;
-    signed_activation::process_ended(conn, &view, &act.at())?;
+    process_ended(conn, &view, &act.at())?;
     Ok(true)
 }
 
@@ -297,7 +297,7 @@ pub fn cancel_process(
     let view = reload(conn, view.process.seq)?;
     record(conn, &view, act, Action::Cancelled, None, json!({"by": by}))?;
     events::record(conn, commerce, &view, EventKind::Cancelled, None, act.now)?;
-    signed_activation::process_ended(conn, &view, &act.at())?;
+    process_ended(conn, &view, &act.at())?;
     Ok(CancelOutcome::Cancelled)
 }
 
@@ -739,7 +739,7 @@ pub fn reject(conn: Db<'_>, token: &str, act: &Act<'_>, reason: &str) -> Result<
         Some(&rejected_me),
         act.now,
     )?;
-    signed_activation::process_ended(conn, &view, &act.at())?;
+    process_ended(conn, &view, &act.at())?;
     Ok(Ok(Signed {
         completed: false,
         process_seq: view.process.seq,
@@ -927,12 +927,19 @@ pub fn prepare_seal(conn: Db<'_>, process_seq: i64, act: &Act<'_>) -> Result<Opt
     }))
 }
 
+/// A process the seal just completed, for what its completion causes in the same write (the
+/// mandate its signature activates: `operations::signed_activation::process_completed`).
+pub struct Completed {
+    pub commerce: Commerce,
+    pub view: ProcessView,
+}
+
 /// Stores the sealed documents, makes the process COMPLETED and records its audit act and
-/// `SIGNATURE_COMPLETED`, all in the caller's (short) transaction. `false` when the process
+/// `SIGNATURE_COMPLETED`, all in the caller's (short) transaction. `None` when the process
 /// moved on meanwhile (already sealed, cancelled, or its trail grew): nothing is written.
-pub fn complete_seal(conn: Db<'_>, sealed: Sealed, act: &Act<'_>) -> Result<bool> {
+pub fn complete_seal(conn: Db<'_>, sealed: Sealed, act: &Act<'_>) -> Result<Option<Completed>> {
     if !awaiting_seal(conn, sealed.process_seq)? {
-        return Ok(false);
+        return Ok(None);
     }
     let view = reload(conn, sealed.process_seq)?;
     let trail = signatures::audit_of(conn, sealed.process_seq)?;
@@ -940,7 +947,7 @@ pub fn complete_seal(conn: Db<'_>, sealed: Sealed, act: &Act<'_>) -> Result<bool
         .head
         .unwrap_or_default();
     if trail.len() != sealed.trail_len || head != sealed.head {
-        return Ok(false);
+        return Ok(None);
     }
     let commerce = commerces::by_id(conn, view.process.commerce_id)?.ok_or_else(|| {
         Error::Internal(anyhow::anyhow!(
@@ -971,10 +978,7 @@ pub fn complete_seal(conn: Db<'_>, sealed: Sealed, act: &Act<'_>) -> Result<bool
         json!({"sealed": sealed_hashes, "certifiedTrailHead": sealed.head}),
     )?;
     events::record(conn, &commerce, &view, EventKind::Completed, None, act.now)?;
-    // A mandate waiting for this signature becomes ACTIVE in this same write: a completed
-    // process never stands beside a PENDING mandate, whoever sealed it (page, sweep, trigger).
-    signed_activation::process_completed(conn, &commerce, &view, act.now)?;
-    Ok(true)
+    Ok(Some(Completed { commerce, view }))
 }
 
 /// The completion certificate of one document: the process, the document's hash, every
@@ -1070,4 +1074,19 @@ fn certificate(
         ),
     ]);
     lines
+}
+
+/// The process of `view` has just been rejected, expired or cancelled: a mandate that awaited
+/// it keeps PENDING, with the reason shown in its lookup.
+pub fn process_ended(conn: Db<'_>, view: &ProcessView, at: &str) -> Result<()> {
+    let failure = match view.process.state {
+        ProcessState::Rejected => ActivationFailure::SignatureRejected,
+        ProcessState::Expired => ActivationFailure::SignatureExpired,
+        ProcessState::Cancelled => ActivationFailure::SignatureCancelled,
+        _ => return Ok(()),
+    };
+    if let Some(row) = mandato_store::mandate_signatures::by_process(conn, view.process.seq)? {
+        mandato_store::mandate_signatures::set_failure(conn, row.seq, failure, at)?;
+    }
+    Ok(())
 }

@@ -20,6 +20,7 @@ use mandato_store::signatures;
 use super::ceremony::{self, Act};
 use super::pdf;
 use crate::notify::delivery::Deliverer;
+use crate::operations::signed_activation;
 
 /// How often the sweep looks for expired processes and for seals still owed.
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
@@ -125,7 +126,16 @@ impl Sealer {
             let id = job.process_id().to_string();
             let sealed = job.run();
             drop(permit);
-            let done = store.write(|tx| ceremony::complete_seal(tx, sealed?, &act))?;
+            let done = store.write(|tx| {
+                let Some(done) = ceremony::complete_seal(tx, sealed?, &act)? else {
+                    return Ok(false);
+                };
+                // A mandate waiting for this signature becomes ACTIVE in this same write: a
+                // completed process never stands beside a PENDING mandate, whoever sealed it
+                // (page, sweep, trigger).
+                signed_activation::process_completed(tx, &done.commerce, &done.view, act.now)?;
+                Ok(true)
+            })?;
             if done {
                 tracing::info!(process = %id, "signature process sealed");
             }

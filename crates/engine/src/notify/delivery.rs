@@ -31,64 +31,13 @@ use mandato_store::Store;
 use mandato_store::deliveries::{self, Attempt, AttemptKind, DueEvent, Outcome, SentHeaders};
 use mandato_store::settings;
 
-/// The contract's schedule: after the first attempt, retries after these delays; then FAILED.
-pub const RETRY_SCHEDULE: [Duration; 7] = [
-    Duration::from_secs(5),
-    Duration::from_secs(5 * 60),
-    Duration::from_secs(30 * 60),
-    Duration::from_secs(2 * 3600),
-    Duration::from_secs(5 * 3600),
-    Duration::from_secs(10 * 3600),
-    Duration::from_secs(10 * 3600),
-];
+pub use crate::config::{DeliveryConfig, RETRY_SCHEDULE};
 
 /// At most this much of a receiver's answer is read; the rest is never received (the
 /// connection is dropped), so an endless body costs nothing.
 pub const MAX_RESPONSE_READ: usize = 64 * 1024;
 /// The part of it kept as the attempt's response excerpt.
 pub const MAX_EXCERPT: usize = 2 * 1024;
-
-#[derive(Clone, Debug)]
-pub struct DeliveryConfig {
-    pub retry_schedule: Vec<Duration>,
-    /// Connect and response, body included, within this in all; a receiver that has not
-    /// answered by then has failed this attempt.
-    pub timeout: Duration,
-    pub max_in_flight: usize,
-    pub max_per_host: usize,
-    /// Each retry delay is moved by up to this fraction, either way, so that retries of many
-    /// events failed together do not arrive together.
-    pub jitter: f64,
-    /// How often to look for due events when nothing wakes the worker.
-    pub poll_interval: Duration,
-    /// Retry-After values beyond this are capped.
-    pub max_retry_after: Duration,
-    /// How long an engine holds the events it read (PostgreSQL, where engines share the
-    /// outbox); see `deliveries::CLAIM_LEASE`.
-    pub claim_lease: Duration,
-}
-
-impl Default for DeliveryConfig {
-    fn default() -> Self {
-        DeliveryConfig {
-            retry_schedule: RETRY_SCHEDULE.to_vec(),
-            timeout: Duration::from_secs(15),
-            max_in_flight: 64,
-            max_per_host: 8,
-            jitter: 0.1,
-            poll_interval: Duration::from_secs(1),
-            max_retry_after: Duration::from_secs(24 * 3600),
-            claim_lease: deliveries::CLAIM_LEASE,
-        }
-    }
-}
-
-impl DeliveryConfig {
-    /// Automatic attempts in all: the first plus one per retry step.
-    pub fn max_attempts(&self) -> i64 {
-        self.retry_schedule.len() as i64 + 1
-    }
-}
 
 /// Sandbox fault injection, per commerce (stored as JSON on the commerce).
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]

@@ -127,6 +127,41 @@ pub fn parse_roots(pem: &str) -> anyhow::Result<Vec<RootCert>> {
     Ok(roots)
 }
 
+/// The installation's development CA, made on first use and kept in the database.
+pub fn installation_dev_ca(store: &Store) -> anyhow::Result<DevCa> {
+    replace_unconstrained_dev_ca(store)?;
+    let existing = store.read(|c| {
+        Ok((
+            settings::get(c, settings::DEV_CA_CERT)?,
+            settings::get(c, settings::DEV_CA_KEY)?,
+        ))
+    })?;
+    if let (Some(cert_pem), Some(key_pem)) = existing {
+        return Ok(DevCa {
+            cert_pem,
+            key_pem: mandato_core::secret::Secret::new(key_pem),
+        });
+    }
+    let fresh = DevCa::generate()?;
+    // Two processes may race; both keep whichever pair was stored first.
+    let (cert_pem, key_pem) = store
+        .write(|tx| {
+            let key = settings::get_or_insert(tx, settings::DEV_CA_KEY, fresh.key_pem.expose())?;
+            let cert = if key == *fresh.key_pem.expose() {
+                settings::set(tx, settings::DEV_CA_CERT, &fresh.cert_pem)?;
+                fresh.cert_pem.clone()
+            } else {
+                settings::get(tx, settings::DEV_CA_CERT)?.unwrap_or_default()
+            };
+            Ok((cert, key))
+        })
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(DevCa {
+        cert_pem,
+        key_pem: mandato_core::secret::Secret::new(key_pem),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,13 +1,15 @@
 //! Activation by electronic signature: on a mandate whose activation mode is `SIGNATURE`,
 //! the customer's enrolment stores the instrument and starts a signature process over the
-//! mandate document (the customer its single signatory); the mandate stays PENDING. The
-//! signature engine calls back here, inside its own transactions:
+//! mandate document (the customer its single signatory); the mandate stays PENDING. This
+//! module calls the signature engine (`esign::ceremony`), never the other way round:
 //!
-//! - [`process_completed`] from the write that stores the process COMPLETED with its sealed
-//!   document: the mandate becomes ACTIVE and its activation event (with `signedDocument`) is
-//!   written there, so a completed signature never stands beside a PENDING mandate;
-//! - [`process_ended`] when the process is rejected, expires or is cancelled: the mandate stays
-//!   PENDING with that reason, and its Magic Link can start a new process.
+//! - [`process_completed`] runs in the write that stores the process COMPLETED with its sealed
+//!   document (`esign::sealing` calls it with what `ceremony::complete_seal` answers): the
+//!   mandate becomes ACTIVE and its activation event (with `signedDocument`) is written there,
+//!   so a completed signature never stands beside a PENDING mandate;
+//! - when the process is rejected, expires or is cancelled, `ceremony::process_ended` records
+//!   the reason on the mandate's link to it: the mandate stays PENDING with that reason, and its
+//!   Magic Link can start a new process.
 
 use base64::Engine;
 use chrono::{DateTime, Utc};
@@ -18,7 +20,6 @@ use crate::esign::ceremony::{self, Act, ProcessView};
 use crate::esign::{CreateProcess, ProcessState};
 use crate::notify::events::{self, SignedDocument};
 use mandato_core::clock::timestamp;
-use mandato_core::domain::activation::ActivationFailure;
 use mandato_core::domain::state::{MandateState, PaymentMethod};
 use mandato_core::error::{Error, Result};
 use mandato_store::commerces::Commerce;
@@ -139,21 +140,6 @@ pub fn process_completed(
         },
         now,
     )?;
-    Ok(())
-}
-
-/// The process of `view` has just been rejected, expired or cancelled: a mandate that awaited
-/// it keeps PENDING, with the reason shown in its lookup.
-pub fn process_ended(conn: Db<'_>, view: &ProcessView, at: &str) -> Result<()> {
-    let failure = match view.process.state {
-        ProcessState::Rejected => ActivationFailure::SignatureRejected,
-        ProcessState::Expired => ActivationFailure::SignatureExpired,
-        ProcessState::Cancelled => ActivationFailure::SignatureCancelled,
-        _ => return Ok(()),
-    };
-    if let Some(row) = mandate_signatures::by_process(conn, view.process.seq)? {
-        mandate_signatures::set_failure(conn, row.seq, failure, at)?;
-    }
     Ok(())
 }
 
