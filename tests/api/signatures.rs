@@ -1282,7 +1282,7 @@ async fn signing_pages_escape_what_they_show_and_refuse_unknown_links() {
     assert!(!page.html.contains("<script>alert"));
     assert!(
         page.html
-            .contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;co&quot;")
+            .contains("&lt;script&gt;alert('x')&lt;/script&gt; &amp; &quot;co&quot;")
     );
     assert!(page.html.contains("&lt;b&gt;contrato&lt;/b&gt;.pdf"));
     assert!(page.html.contains("name=\"viewport\""));

@@ -32,6 +32,7 @@ pub mod link;
 pub mod login;
 pub mod mandates;
 pub mod openapi;
+pub mod pages;
 pub mod receivables;
 pub mod sandbox;
 pub mod sandbox_reset;

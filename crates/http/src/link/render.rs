@@ -1,12 +1,13 @@
 //! The HTML of the Magic Link pages: server-rendered, no script, inline CSS, Spanish (Chile).
-//! Every interpolated value goes through [`esc`].
+//! Written with maud, which escapes every value (`crate::pages`).
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
 use chrono::NaiveDate;
+use maud::{Markup, PreEscaped, html};
 use sha2::{Digest, Sha256};
 
+use crate::pages::{self, Look};
 use mandato_core::domain::activation::{ActivationFailure, ActivationMode};
 use mandato_core::domain::holidays::ChargeDates;
 use mandato_core::domain::instrument::{ACCOUNT_TYPES, BANKS};
@@ -14,22 +15,6 @@ use mandato_core::domain::money::Currency;
 use mandato_core::domain::state::{InstallmentState, MandateState, PaymentMethod};
 use mandato_engine::documents::spanish::{self, TermsSubject};
 use mandato_engine::records::{Commerce, CustomerRow, InstallmentRow, MandateRow, StoredJson};
-
-/// Escapes text for HTML element content and quoted attribute values.
-pub fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
 
 /// A mandate opened by its link, with everything its page shows.
 pub struct Loaded {
@@ -246,186 +231,129 @@ footer{max-width:680px;margin:0 auto;padding:8px 16px 32px;color:#566074;font-si
   footer,.noprint{display:none}}
 "#;
 
-/// A whole HTML document.
-pub fn document(title: &str, header: &str, body: &str) -> String {
-    format!(
-        "<!doctype html>\n<html lang=\"es-CL\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
-         <meta name=\"robots\" content=\"noindex,nofollow\">\
-         <title>{}</title><style>{CSS}</style></head><body>\
-         <header>{header}</header><main>{body}</main>\
-         <footer>Página segura de activación y pago. Nunca le pediremos su clave bancaria.</footer>\
-         </body></html>\n",
-        esc(title)
-    )
-}
+const LOOK: Look = Look {
+    css: CSS,
+    footer: "Página segura de activación y pago. Nunca le pediremos su clave bancaria.",
+};
 
 /// A page that only says something: unknown, expired or closed links, failures.
 pub fn message_page(title: &str, text: &str, commerce: Option<&str>) -> String {
-    let header = match commerce {
-        Some(name) => format!("<div class=\"who\">{}</div>", esc(name)),
-        None => String::new(),
-    };
-    let body = format!(
-        "<section><h1>{}</h1><p>{}</p></section>",
-        esc(title),
-        esc(text)
-    );
-    document(title, &header, &body)
+    pages::message_page(&LOOK, title, text, commerce, None)
 }
 
-fn field_error(s: &mut String, id: &str, error: Option<&str>) {
-    if let Some(message) = error {
-        let _ = write!(s, "<p class=\"err\" id=\"{id}-err\">{}</p>", esc(message));
+/// A field's problem, right below it; its id ties it to the field (`aria-describedby`).
+fn field_error(id: &str, error: Option<&str>) -> Markup {
+    html! {
+        @if let Some(message) = error {
+            p class="err" id={ (id) "-err" } { (message) }
+        }
     }
 }
 
-fn invalid_attrs(id: &str, error: Option<&str>) -> String {
-    if error.is_some() {
-        format!(" aria-invalid=\"true\" aria-describedby=\"{id}-err\"")
-    } else {
-        String::new()
-    }
+/// How a text input is typed and filled in.
+struct Input<'a> {
+    inputmode: Option<&'a str>,
+    autocomplete: Option<&'a str>,
+    placeholder: Option<&'a str>,
+    maxlength: u32,
 }
 
-/// A text input with its label and, when it has one, its problem right below it.
+/// A required text input with its label and, when it has one, its problem right below it.
 fn text_input(
-    s: &mut String,
     form: &str,
     name: &str,
     label: &str,
     value: &str,
-    extra: &str,
+    input: Input<'_>,
     error: Option<&str>,
-) {
+) -> Markup {
     let id = format!("{form}-{name}");
-    let _ = write!(
-        s,
-        "<label for=\"{id}\">{}</label><input type=\"text\" id=\"{id}\" name=\"{name}\" \
-         value=\"{}\" {extra}{}>",
-        esc(label),
-        esc(value),
-        invalid_attrs(&id, error)
-    );
-    field_error(s, &id, error);
+    html! {
+        label for=(id) { (label) }
+        input type="text" id=(id) name=(name) value=(value) inputmode=[input.inputmode]
+            autocomplete=[input.autocomplete] placeholder=[input.placeholder]
+            maxlength=(input.maxlength) required
+            aria-invalid=[error.map(|_| "true")]
+            aria-describedby=[error.map(|_| format!("{id}-err"))];
+        (field_error(&id, error))
+    }
 }
 
 fn select(
-    s: &mut String,
     form: &str,
     name: &str,
     label: &str,
     options: &[(String, String)],
     chosen: &str,
     error: Option<&str>,
-) {
+) -> Markup {
     let id = format!("{form}-{name}");
-    let _ = write!(
-        s,
-        "<label for=\"{id}\">{}</label><select id=\"{id}\" name=\"{name}\" required{}>\
-         <option value=\"\">Seleccione…</option>",
-        esc(label),
-        invalid_attrs(&id, error)
-    );
-    for (value, text) in options {
-        let selected = if value == chosen { " selected" } else { "" };
-        let _ = write!(
-            s,
-            "<option value=\"{}\"{selected}>{}</option>",
-            esc(value),
-            esc(text)
-        );
+    html! {
+        label for=(id) { (label) }
+        select id=(id) name=(name) required
+            aria-invalid=[error.map(|_| "true")]
+            aria-describedby=[error.map(|_| format!("{id}-err"))] {
+            option value="" { "Seleccione…" }
+            @for (value, text) in options {
+                option value=(value) selected[value == chosen] { (text) }
+            }
+        }
+        (field_error(&id, error))
     }
-    s.push_str("</select>");
-    field_error(s, &id, error);
 }
 
 /// Card number, expiry and CVV. The number and CVV are never written back.
-fn card_fields(s: &mut String, form: &str, sub: Option<&Submitted>) {
+fn card_fields(form: &str, sub: Option<&Submitted>) -> Markup {
     let error = |f: &str| sub.and_then(|s| s.error(f));
     let value = |f: &str| sub.map_or("", |s| s.value(f));
-    text_input(
-        s,
-        form,
-        "number",
-        "Número de tarjeta",
-        "",
-        "inputmode=\"numeric\" autocomplete=\"cc-number\" maxlength=\"23\" required",
-        error("number"),
-    );
-    s.push_str("<div class=\"row\"><div>");
-    text_input(
-        s,
-        form,
-        "expiry",
-        "Vencimiento (MM/AA)",
-        value("expiry"),
-        "inputmode=\"numeric\" autocomplete=\"cc-exp\" placeholder=\"MM/AA\" maxlength=\"7\" required",
-        error("expiry"),
-    );
-    s.push_str("</div><div>");
-    text_input(
-        s,
-        form,
-        "cvv",
-        "Código de seguridad (CVV)",
-        "",
-        "inputmode=\"numeric\" autocomplete=\"cc-csc\" maxlength=\"4\" required",
-        error("cvv"),
-    );
-    s.push_str("</div></div>");
+    let numeric = |autocomplete, maxlength| Input {
+        inputmode: Some("numeric"),
+        autocomplete: Some(autocomplete),
+        placeholder: None,
+        maxlength,
+    };
+    let expiry = Input {
+        placeholder: Some("MM/AA"),
+        ..numeric("cc-exp", 7)
+    };
+    html! {
+        (text_input(form, "number", "Número de tarjeta", "", numeric("cc-number", 23), error("number")))
+        div class="row" {
+            div { (text_input(form, "expiry", "Vencimiento (MM/AA)", value("expiry"), expiry, error("expiry"))) }
+            div { (text_input(form, "cvv", "Código de seguridad (CVV)", "", numeric("cc-csc", 4), error("cvv"))) }
+        }
+    }
 }
 
-fn bank_fields(s: &mut String, form: &str, sub: Option<&Submitted>) {
+fn bank_fields(form: &str, sub: Option<&Submitted>) -> Markup {
     let error = |f: &str| sub.and_then(|s| s.error(f));
     let value = |f: &str| sub.map_or("", |s| s.value(f));
-    let banks: Vec<(String, String)> = BANKS
-        .iter()
-        .map(|(c, n)| (c.to_string(), n.to_string()))
-        .collect();
-    select(
-        s,
-        form,
-        "bankCode",
-        "Banco",
-        &banks,
-        value("bankCode"),
-        error("bankCode"),
-    );
-    let types: Vec<(String, String)> = ACCOUNT_TYPES
-        .iter()
-        .map(|(c, n)| (c.to_string(), n.to_string()))
-        .collect();
-    select(
-        s,
-        form,
-        "accountType",
-        "Tipo de cuenta",
-        &types,
-        value("accountType"),
-        error("accountType"),
-    );
-    text_input(
-        s,
-        form,
-        "accountNumber",
-        "Número de cuenta",
-        value("accountNumber"),
-        "inputmode=\"numeric\" autocomplete=\"off\" maxlength=\"24\" required",
-        error("accountNumber"),
-    );
-    text_input(
-        s,
-        form,
-        "holderRut",
-        "RUT del titular de la cuenta",
-        value("holderRut"),
-        "placeholder=\"12.345.678-5\" maxlength=\"14\" required",
-        error("holderRut"),
-    );
+    let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+        list.iter()
+            .map(|(c, n)| (c.to_string(), n.to_string()))
+            .collect()
+    };
+    let account = Input {
+        inputmode: Some("numeric"),
+        autocomplete: Some("off"),
+        placeholder: None,
+        maxlength: 24,
+    };
+    let holder = Input {
+        inputmode: None,
+        autocomplete: None,
+        placeholder: Some("12.345.678-5"),
+        maxlength: 14,
+    };
+    html! {
+        (select(form, "bankCode", "Banco", &pairs(BANKS), value("bankCode"), error("bankCode")))
+        (select(form, "accountType", "Tipo de cuenta", &pairs(ACCOUNT_TYPES), value("accountType"), error("accountType")))
+        (text_input(form, "accountNumber", "Número de cuenta", value("accountNumber"), account, error("accountNumber")))
+        (text_input(form, "holderRut", "RUT del titular de la cuenta", value("holderRut"), holder, error("holderRut")))
+    }
 }
 
-fn notice(s: &mut String, notice: &Notice, view: &View<'_>) {
+fn notice(notice: &Notice, view: &View<'_>) -> Markup {
     let data = view.data;
     let (class, title, text) = match notice {
         Notice::Activated => (
@@ -471,36 +399,25 @@ fn notice(s: &mut String, notice: &Notice, view: &View<'_>) {
         Notice::Info(text) => ("", "Aviso".to_string(), text.clone()),
         Notice::Problem(text) => ("bad", "No pudimos continuar".to_string(), text.clone()),
     };
-    let _ = write!(
-        s,
-        "<section class=\"notice {class}\" role=\"status\"><h2>{}</h2><p>{}</p>",
-        esc(&title),
-        esc(&text)
-    );
-    if let Notice::Paid { receipt, .. } = notice {
-        let _ = write!(
-            s,
-            "<p><a href=\"{}\">Ver e imprimir el comprobante</a></p>",
-            esc(&receipt_url(view.token, receipt))
-        );
+    html! {
+        section class={ "notice " (class) } role="status" {
+            h2 { (title) }
+            p { (text) }
+            @if let Notice::Paid { receipt, .. } = notice {
+                p { a href=(receipt_url(view.token, receipt)) { "Ver e imprimir el comprobante" } }
+            }
+        }
     }
-    s.push_str("</section>");
 }
 
-fn mandate_section(s: &mut String, view: &View<'_>) {
+fn mandate_section(view: &View<'_>) -> Markup {
     let m = &view.data.mandate;
-    let _ = write!(s, "<section><h2>{}</h2>", esc(&m.name));
-    if let Some(detail) = m.detail.as_deref().filter(|d| !d.is_empty()) {
-        let _ = write!(s, "<p>{}</p>", esc(detail));
-    }
-    s.push_str("<dl>");
-    let mut row = |label: &str, value: &str| {
-        let _ = write!(s, "<dt>{}</dt><dd>{}</dd>", esc(label), esc(value));
-    };
-    row("Comercio", &view.data.commerce.name);
-    row("N° de mandato", &m.external_id);
-    row("Tipo", spanish::mandate_type(m.mandate_type));
-    row("Montos", &view.data.summary());
+    let mut rows: Vec<(&str, String)> = vec![
+        ("Comercio", view.data.commerce.name.clone()),
+        ("N° de mandato", m.external_id.clone()),
+        ("Tipo", spanish::mandate_type(m.mandate_type).to_string()),
+        ("Montos", view.data.summary()),
+    ];
     if let Some(method) = m.enrolled_method.as_ref().map(StoredJson::value)
         && let Some(instrument) = method["instrument"].as_str()
     {
@@ -508,57 +425,65 @@ fn mandate_section(s: &mut String, view: &View<'_>) {
             .as_i64()
             .and_then(PaymentMethod::from_id)
             .map_or("", spanish::method);
-        row("Medio de pago", &format!("{name} · {instrument}"));
+        rows.push(("Medio de pago", format!("{name} · {instrument}")));
     }
     if m.state == MandateState::Pending {
         let expires = chrono::DateTime::parse_from_rfc3339(&m.magic_link_expires_at)
             .map(|t| spanish::date(t.with_timezone(&view.time_zone).date_naive()))
             .unwrap_or_default();
-        row("Enlace válido hasta", &expires);
+        rows.push(("Enlace válido hasta", expires));
     }
-    s.push_str("</dl></section>");
+    html! {
+        section {
+            h2 { (m.name) }
+            @if let Some(detail) = m.detail.as_deref().filter(|d| !d.is_empty()) {
+                p { (detail) }
+            }
+            dl {
+                @for (label, value) in &rows {
+                    dt { (label) }
+                    dd { (value) }
+                }
+            }
+        }
+    }
 }
 
-fn schedule_section(s: &mut String, view: &View<'_>) {
-    s.push_str("<section><h2>Calendario de cuotas</h2>");
-    if view.data.installments.is_empty() {
-        s.push_str(
-            "<p class=\"muted\">Aún no hay cuotas. El comercio las informará a medida que \
-             correspondan.</p></section>",
-        );
-        return;
+fn schedule_section(view: &View<'_>) -> Markup {
+    let dates = &view.data.charge_dates;
+    html! {
+        section {
+            h2 { "Calendario de cuotas" }
+            @if view.data.installments.is_empty() {
+                p class="muted" {
+                    "Aún no hay cuotas. El comercio las informará a medida que correspondan."
+                }
+            } @else {
+                table {
+                    thead { tr { th { "Cuota" } th { "Vence" } th class="amount" { "Monto" } th { "Estado" } } }
+                    tbody {
+                        @for i in &view.data.installments {
+                            tr {
+                                td { (i.external_id) }
+                                td { (spanish::due_and_charge_date(i.due_date, dates.of(i.due_date))) }
+                                td class="amount" { (spanish::money(&i.amount)) }
+                                td {
+                                    span class={ "state s" (i.state.id()) } { (spanish::installment_state(i.state)) }
+                                    @if i.state == InstallmentState::Paid {
+                                        " "
+                                        a href=(receipt_url(view.token, &i.id)) { "Comprobante" }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
-    s.push_str(
-        "<table><thead><tr><th>Cuota</th><th>Vence</th><th class=\"amount\">Monto</th>\
-         <th>Estado</th></tr></thead><tbody>",
-    );
-    for i in &view.data.installments {
-        let receipt = if i.state == InstallmentState::Paid {
-            format!(
-                " <a href=\"{}\">Comprobante</a>",
-                esc(&receipt_url(view.token, &i.id))
-            )
-        } else {
-            String::new()
-        };
-        let _ = write!(
-            s,
-            "<tr><td>{}</td><td>{}</td><td class=\"amount\">{}</td>\
-             <td><span class=\"state s{}\">{}</span>{receipt}</td></tr>",
-            esc(&i.external_id),
-            esc(&spanish::due_and_charge_date(
-                i.due_date,
-                view.data.charge_dates.of(i.due_date)
-            )),
-            esc(&spanish::money(&i.amount)),
-            i.state.id(),
-            esc(spanish::installment_state(i.state))
-        );
-    }
-    s.push_str("</tbody></table></section>");
 }
 
-fn portal_section(s: &mut String, view: &View<'_>) {
+fn portal_section(view: &View<'_>) -> Markup {
     let due: Vec<&InstallmentRow> = view
         .data
         .installments
@@ -566,197 +491,190 @@ fn portal_section(s: &mut String, view: &View<'_>) {
         .filter(|i| payable(i, view.today))
         .collect();
     if due.is_empty() {
-        return;
+        return html! {};
     }
-    s.push_str(
-        "<section id=\"pagar\"><h2>Cuotas por pagar</h2><p class=\"muted\">Puede pagar ahora con \
-         tarjeta las cuotas vencidas o rechazadas.</p>",
-    );
-    for i in due {
-        let form = format!("p-{}", i.id);
-        let sub = view
-            .payment
-            .as_ref()
-            .filter(|(id, _)| *id == i.id)
-            .map(|(_, sub)| sub);
-        let mut status = spanish::installment_state(i.state).to_string();
-        if let Some(code) = &i.rejection_code {
-            status = format!("{status}: {}", spanish::rejection(code));
+    html! {
+        section id="pagar" {
+            h2 { "Cuotas por pagar" }
+            p class="muted" { "Puede pagar ahora con tarjeta las cuotas vencidas o rechazadas." }
+            @for i in due {
+                (portal_installment(view, i))
+            }
         }
-        let _ = write!(
-            s,
-            "<details class=\"card\" id=\"{form}\"{}><summary><span class=\"due\">\
-             <span>Cuota {} · vence el {}</span><span>{}</span></span></summary>\
-             <p class=\"muted\">{}</p>",
-            if sub.is_some() { " open" } else { "" },
-            esc(&i.external_id),
-            esc(&spanish::date(i.due_date)),
-            esc(&spanish::money(&i.amount)),
-            esc(&status)
-        );
-        if i.amount.currency() == Currency::Clf {
-            s.push_str(
-                "<p>Esta cuota está expresada en UF. No puede pagarse en línea sin el valor de \
-                 la UF del día del pago; el comercio la cobrará en pesos en su fecha o puede \
-                 contactarlo para pagarla.</p></details>",
-            );
-            continue;
-        }
-        if let Some(message) = sub.and_then(|s| s.error("form")) {
-            let _ = write!(s, "<p class=\"err\" role=\"alert\">{}</p>", esc(message));
-        }
-        let _ = write!(
-            s,
-            "<form method=\"post\" action=\"/link/{}/pay/{}\" autocomplete=\"on\">",
-            esc(view.token),
-            esc(&i.id)
-        );
-        let methods: Vec<(String, String)> = view
-            .data
-            .card_methods()
-            .into_iter()
-            .map(|m| (m.id().to_string(), spanish::method(m).to_string()))
-            .collect();
-        let chosen = sub
-            .map(|s| s.value("method").to_string())
-            .filter(|v| !v.is_empty())
-            .unwrap_or_else(|| methods[0].0.clone());
-        select(
-            s,
-            &form,
-            "method",
-            "Tipo de tarjeta",
-            &methods,
-            &chosen,
-            sub.and_then(|s| s.error("method")),
-        );
-        card_fields(s, &form, sub);
-        let _ = write!(
-            s,
-            "<button type=\"submit\">Pagar ahora {}</button></form></details>",
-            esc(&spanish::money(&i.amount))
-        );
     }
-    s.push_str("</section>");
 }
 
-fn activation_section(s: &mut String, view: &View<'_>) {
+/// One installment the customer can pay now, folded, with its card form.
+fn portal_installment(view: &View<'_>, i: &InstallmentRow) -> Markup {
+    let form = format!("p-{}", i.id);
+    let sub = view
+        .payment
+        .as_ref()
+        .filter(|(id, _)| *id == i.id)
+        .map(|(_, sub)| sub);
+    let mut status = spanish::installment_state(i.state).to_string();
+    if let Some(code) = &i.rejection_code {
+        status = format!("{status}: {}", spanish::rejection(code));
+    }
+    let methods: Vec<(String, String)> = view
+        .data
+        .card_methods()
+        .into_iter()
+        .map(|m| (m.id().to_string(), spanish::method(m).to_string()))
+        .collect();
+    let chosen = sub
+        .map(|s| s.value("method").to_string())
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| methods[0].0.clone());
+    html! {
+        details class="card" id=(form) open[sub.is_some()] {
+            summary {
+                span class="due" {
+                    span { "Cuota " (i.external_id) " · vence el " (spanish::date(i.due_date)) }
+                    span { (spanish::money(&i.amount)) }
+                }
+            }
+            p class="muted" { (status) }
+            @if i.amount.currency() == Currency::Clf {
+                p {
+                    "Esta cuota está expresada en UF. No puede pagarse en línea sin el valor de \
+                     la UF del día del pago; el comercio la cobrará en pesos en su fecha o puede \
+                     contactarlo para pagarla."
+                }
+            } @else {
+                @if let Some(message) = sub.and_then(|s| s.error("form")) {
+                    p class="err" role="alert" { (message) }
+                }
+                form method="post" action={ "/link/" (view.token) "/pay/" (i.id) } autocomplete="on" {
+                    (select(&form, "method", "Tipo de tarjeta", &methods, &chosen, sub.and_then(|s| s.error("method"))))
+                    (card_fields(&form, sub))
+                    button type="submit" { "Pagar ahora " (spanish::money(&i.amount)) }
+                }
+            }
+        }
+    }
+}
+
+/// The terms as the customer reads them, and the box that accepts them.
+fn terms_acceptance(terms: &str, accept_id: &str, text: &str, error: Option<&str>) -> Markup {
+    html! {
+        div class="terms" tabindex="0" aria-label="Términos del mandato" { (terms) }
+        div class="check" {
+            input type="checkbox" id=(accept_id) name="accept" value="1" required
+                aria-invalid=[error.map(|_| "true")]
+                aria-describedby=[error.map(|_| format!("{accept_id}-err"))];
+            label for=(accept_id) { (text) }
+        }
+        (field_error(accept_id, error))
+    }
+}
+
+fn activation_section(view: &View<'_>) -> Markup {
     let methods = view.data.methods();
-    s.push_str("<section id=\"activar\"><h2>Elija su medio de pago</h2>");
-    if methods.is_empty() {
-        s.push_str(
-            "<p>Este mandato no tiene medios de pago habilitados. Contacte al comercio.</p>\
-             </section>",
-        );
-        return;
-    }
-    s.push_str(
-        "<p class=\"muted\">Registre el medio con el que se pagarán las cuotas y acepte los \
-         términos del mandato.</p>",
-    );
     let signature_gated = view.data.mandate.activation_mode == ActivationMode::Signature;
-    if signature_gated {
-        signature_step(s, view.data.signing.as_ref());
-    }
     let submitted_method = view.activation.as_ref().map(|(m, _)| *m);
-    for (index, method) in methods.iter().enumerate() {
-        let form = format!("m{}", method.id());
-        let sub = view
-            .activation
-            .as_ref()
-            .filter(|(m, _)| *m == method.id())
-            .map(|(_, sub)| sub);
-        let open = match submitted_method {
-            Some(m) => m == method.id(),
-            None => index == 0,
-        };
-        let terms = view.data.terms(*method);
-        let _ = write!(
-            s,
-            "<details id=\"{form}\"{}><summary>{}</summary>",
-            if open { " open" } else { "" },
-            esc(spanish::method(*method))
-        );
-        if let Some(message) = sub.and_then(|s| s.error("form")) {
-            let _ = write!(
-                s,
-                "<p class=\"err\" role=\"alert\" style=\"padding:0 14px\">{}</p>",
-                esc(message)
-            );
+    html! {
+        section id="activar" {
+            h2 { "Elija su medio de pago" }
+            @if methods.is_empty() {
+                p { "Este mandato no tiene medios de pago habilitados. Contacte al comercio." }
+            } @else {
+                p class="muted" {
+                    "Registre el medio con el que se pagarán las cuotas y acepte los términos \
+                     del mandato."
+                }
+                @if signature_gated {
+                    (signature_step(view.data.signing.as_ref()))
+                }
+                @for (index, method) in methods.iter().enumerate() {
+                    @let open = match submitted_method {
+                        Some(m) => m == method.id(),
+                        None => index == 0,
+                    };
+                    (activation_form(view, *method, open, signature_gated))
+                }
+            }
         }
-        let _ = write!(
-            s,
-            "<form method=\"post\" action=\"/link/{}\" autocomplete=\"on\">\
-             <input type=\"hidden\" name=\"method\" value=\"{}\">\
-             <input type=\"hidden\" name=\"termsSha256\" value=\"{}\">",
-            esc(view.token),
-            method.id(),
-            sha256_hex(&terms)
-        );
-        if method.is_card() {
-            card_fields(s, &form, sub);
-        } else {
-            bank_fields(s, &form, sub);
-        }
-        let accept_error = sub.and_then(|s| s.error("accept"));
-        let accept_id = format!("{form}-accept");
-        let _ = write!(
-            s,
-            "<div class=\"terms\" tabindex=\"0\" aria-label=\"Términos del mandato\">{}</div>\
-             <div class=\"check\"><input type=\"checkbox\" id=\"{accept_id}\" name=\"accept\" \
-             value=\"1\" required{}><label for=\"{accept_id}\">He leído y acepto los términos del \
-             mandato.</label></div>",
-            esc(&terms),
-            invalid_attrs(&accept_id, accept_error)
-        );
-        field_error(s, &accept_id, accept_error);
-        s.push_str(if signature_gated {
-            "<button type=\"submit\">Autorizar y continuar a la firma</button></form></details>"
-        } else {
-            "<button type=\"submit\">Autorizar y activar</button></form></details>"
-        });
     }
-    s.push_str("</section>");
+}
+
+/// The enrolment form of one method, folded unless it is the one in play.
+fn activation_form(
+    view: &View<'_>,
+    method: PaymentMethod,
+    open: bool,
+    signature_gated: bool,
+) -> Markup {
+    let form = format!("m{}", method.id());
+    let sub = view
+        .activation
+        .as_ref()
+        .filter(|(m, _)| *m == method.id())
+        .map(|(_, sub)| sub);
+    let terms = view.data.terms(method);
+    html! {
+        details id=(form) open[open] {
+            summary { (spanish::method(method)) }
+            @if let Some(message) = sub.and_then(|s| s.error("form")) {
+                p class="err" role="alert" style="padding:0 14px" { (message) }
+            }
+            form method="post" action={ "/link/" (view.token) } autocomplete="on" {
+                input type="hidden" name="method" value=(method.id());
+                input type="hidden" name="termsSha256" value=(sha256_hex(&terms));
+                @if method.is_card() {
+                    (card_fields(&form, sub))
+                } @else {
+                    (bank_fields(&form, sub))
+                }
+                (terms_acceptance(&terms, &format!("{form}-accept"), "He leído y acepto los términos del mandato.", sub.and_then(|s| s.error("accept"))))
+                button type="submit" {
+                    @if signature_gated { "Autorizar y continuar a la firma" } @else { "Autorizar y activar" }
+                }
+            }
+        }
+    }
 }
 
 /// A signature-gated mandate: the signature step that follows the enrolment, and where the
 /// customer's latest signature stands.
-fn signature_step(s: &mut String, signing: Option<&Signing>) {
-    s.push_str(
-        "<p class=\"muted\" id=\"firma\">Este mandato requiere su firma electrónica: después de \
-         registrar su medio de pago, le llevaremos a firmar el documento del mandato. Confirmará \
-         su identidad con su RUT y un código de un solo uso, y el mandato quedará activo cuando \
-         lo firme.</p>",
-    );
-    match signing {
-        None => {}
-        Some(Signing::Open { token }) => {
-            let _ = write!(
-                s,
-                "<p class=\"notice\" role=\"status\">Tiene una firma pendiente. \
-                 <a href=\"/sign/{}\">Continuar con la firma del mandato</a>. Si registra otro \
-                 medio de pago, esa firma se reemplaza por una nueva.</p>",
-                esc(token)
-            );
+fn signature_step(signing: Option<&Signing>) -> Markup {
+    html! {
+        p class="muted" id="firma" {
+            "Este mandato requiere su firma electrónica: después de registrar su medio de pago, \
+             le llevaremos a firmar el documento del mandato. Confirmará su identidad con su RUT \
+             y un código de un solo uso, y el mandato quedará activo cuando lo firme."
         }
-        Some(Signing::Sealing) => s.push_str(
-            "<p class=\"notice\" role=\"status\">Recibimos su firma y estamos sellando el \
-             documento del mandato; quedará activo en unos momentos.</p>",
-        ),
-        Some(Signing::Ended(failure)) => {
-            let why = match failure {
-                ActivationFailure::SignatureRejected => "Usted rechazó la firma del mandato.",
-                ActivationFailure::SignatureExpired => "El plazo para firmar el mandato venció.",
-                ActivationFailure::SignatureCancelled => {
-                    "El proceso de firma del mandato fue cancelado."
+        @match signing {
+            None => {}
+            Some(Signing::Open { token }) => {
+                p class="notice" role="status" {
+                    "Tiene una firma pendiente. "
+                    a href={ "/sign/" (token) } { "Continuar con la firma del mandato" }
+                    ". Si registra otro medio de pago, esa firma se reemplaza por una nueva."
                 }
-            };
-            let _ = write!(
-                s,
-                "<p class=\"notice bad\" role=\"status\">{why} El mandato sigue pendiente: \
-                 puede comenzar de nuevo registrando su medio de pago.</p>"
-            );
+            }
+            Some(Signing::Sealing) => {
+                p class="notice" role="status" {
+                    "Recibimos su firma y estamos sellando el documento del mandato; quedará \
+                     activo en unos momentos."
+                }
+            }
+            Some(Signing::Ended(failure)) => {
+                p class="notice bad" role="status" {
+                    (ended_reason(*failure))
+                    " El mandato sigue pendiente: puede comenzar de nuevo registrando su medio \
+                     de pago."
+                }
+            }
         }
+    }
+}
+
+fn ended_reason(failure: ActivationFailure) -> &'static str {
+    match failure {
+        ActivationFailure::SignatureRejected => "Usted rechazó la firma del mandato.",
+        ActivationFailure::SignatureExpired => "El plazo para firmar el mandato venció.",
+        ActivationFailure::SignatureCancelled => "El proceso de firma del mandato fue cancelado.",
     }
 }
 
@@ -832,58 +750,45 @@ fn rejection_and_next_step(i: &InstallmentRow) -> String {
 
 /// An active mandate with rejected charges: why, when the next try is, and the ways out
 /// (pay now in the portal, or replace the card); otherwise the card change, folded.
-fn rejected_section(s: &mut String, view: &View<'_>) {
+fn rejected_section(view: &View<'_>) -> Markup {
     let data = view.data;
     if data.mandate.state != MandateState::Active {
-        return;
+        return html! {};
     }
     let rejected: Vec<&InstallmentRow> = data
         .installments
         .iter()
         .filter(|i| i.state == InstallmentState::Rejected)
         .collect();
-    if !rejected.is_empty() {
-        s.push_str("<section id=\"rechazo\" class=\"notice bad\"><h2>Un cobro fue rechazado</h2>");
-        for i in &rejected {
-            let _ = write!(
-                s,
-                "<p><strong>Cuota {} · {}</strong> (vence el {}): {}</p>",
-                esc(&i.external_id),
-                esc(&spanish::money(&i.amount)),
-                esc(&spanish::date(i.due_date)),
-                esc(&rejection_and_next_step(i))
-            );
+    html! {
+        @if !rejected.is_empty() {
+            section id="rechazo" class="notice bad" {
+                h2 { "Un cobro fue rechazado" }
+                @for i in &rejected {
+                    p {
+                        strong { "Cuota " (i.external_id) " · " (spanish::money(&i.amount)) }
+                        " (vence el " (spanish::date(i.due_date)) "): " (rejection_and_next_step(i))
+                    }
+                }
+                p {
+                    "Puede pagarla ahora en "
+                    a href="#pagar" { "Cuotas por pagar" }
+                    ", o registrar otra tarjeta: la usaremos desde ahora y la cuota rechazada se \
+                     volverá a cobrar en el próximo proceso de cobro."
+                }
+            }
         }
-        s.push_str(
-            "<p>Puede pagarla ahora en <a href=\"#pagar\">Cuotas por pagar</a>, o registrar otra \
-             tarjeta: la usaremos desde ahora y la cuota rechazada se volverá a cobrar en el \
-             próximo proceso de cobro.</p></section>",
-        );
+        (card_change_form(view, !rejected.is_empty()))
     }
-    card_change_form(s, view, !rejected.is_empty());
 }
 
 /// The form that replaces an active mandate's card.
-fn card_change_form(s: &mut String, view: &View<'_>, after_rejection: bool) {
+fn card_change_form(view: &View<'_>, after_rejection: bool) -> Markup {
     let methods = view.data.card_change_methods();
     if methods.is_empty() {
-        return;
+        return html! {};
     }
     let sub = view.card_update.as_ref();
-    let open = after_rejection || sub.is_some();
-    let _ = write!(
-        s,
-        "<section id=\"tarjeta\" class=\"noprint\"><details{}><summary>{}</summary>",
-        if open { " open" } else { "" },
-        if after_rejection {
-            "Registrar otra tarjeta"
-        } else {
-            "¿Cambió su tarjeta? Actualícela aquí"
-        }
-    );
-    if let Some(message) = sub.and_then(|s| s.error("form")) {
-        let _ = write!(s, "<p class=\"err\" role=\"alert\">{}</p>", esc(message));
-    }
     let options: Vec<(String, String)> = methods
         .iter()
         .map(|m| (m.id().to_string(), spanish::method(*m).to_string()))
@@ -898,37 +803,25 @@ fn card_change_form(s: &mut String, view: &View<'_>, after_rejection: bool) {
         .find(|m| m.id().to_string() == chosen)
         .unwrap_or(methods[0]);
     let terms = view.data.terms(method);
-    let _ = write!(
-        s,
-        "<form method=\"post\" action=\"/link/{}/tarjeta\" autocomplete=\"on\">\
-         <input type=\"hidden\" name=\"termsSha256\" value=\"{}\">",
-        esc(view.token),
-        sha256_hex(&terms)
-    );
-    select(
-        s,
-        "t",
-        "method",
-        "Tipo de tarjeta",
-        &options,
-        &chosen,
-        sub.and_then(|s| s.error("method")),
-    );
-    card_fields(s, "t", sub);
-    let accept_error = sub.and_then(|s| s.error("accept"));
-    let _ = write!(
-        s,
-        "<div class=\"terms\" tabindex=\"0\" aria-label=\"Términos del mandato\">{}</div>\
-         <div class=\"check\"><input type=\"checkbox\" id=\"t-accept\" name=\"accept\" \
-         value=\"1\" required{}><label for=\"t-accept\">Acepto que los cargos de este mandato se \
-         hagan a esta tarjeta.</label></div>",
-        esc(&terms),
-        invalid_attrs("t-accept", accept_error)
-    );
-    field_error(s, "t-accept", accept_error);
-    s.push_str(
-        "<button type=\"submit\">Guardar la nueva tarjeta</button></form></details></section>",
-    );
+    html! {
+        section id="tarjeta" class="noprint" {
+            details open[after_rejection || sub.is_some()] {
+                summary {
+                    @if after_rejection { "Registrar otra tarjeta" } @else { "¿Cambió su tarjeta? Actualícela aquí" }
+                }
+                @if let Some(message) = sub.and_then(|s| s.error("form")) {
+                    p class="err" role="alert" { (message) }
+                }
+                form method="post" action={ "/link/" (view.token) "/tarjeta" } autocomplete="on" {
+                    input type="hidden" name="termsSha256" value=(sha256_hex(&terms));
+                    (select("t", "method", "Tipo de tarjeta", &options, &chosen, sub.and_then(|s| s.error("method"))))
+                    (card_fields("t", sub))
+                    (terms_acceptance(&terms, "t-accept", "Acepto que los cargos de este mandato se hagan a esta tarjeta.", sub.and_then(|s| s.error("accept"))))
+                    button type="submit" { "Guardar la nueva tarjeta" }
+                }
+            }
+        }
+    }
 }
 
 /// The receipt of a paid installment: what was paid, when (in the installation's zone, named),
@@ -960,48 +853,53 @@ pub fn receipt_page(
             )
         })
         .unwrap_or_else(|_| installment.state_at.clone());
-    let header = format!(
-        "<div class=\"who\">{}</div><h1>Comprobante de pago</h1>",
-        esc(&data.commerce.name)
-    );
-    let mut body = String::from("<section class=\"receipt\"><dl>");
-    let mut row = |label: &str, value: &str| {
-        let _ = write!(body, "<dt>{}</dt><dd>{}</dd>", esc(label), esc(value));
+    let header = html! {
+        div class="who" { (data.commerce.name) }
+        h1 { "Comprobante de pago" }
     };
-    row("Monto pagado", &spanish::money(&installment.amount));
-    row("Cuota", &installment.external_id);
-    row("Vencimiento", &spanish::date(installment.due_date));
-    row("Fecha del pago", &paid_at);
-    row("Medio de pago", &paid_with(data, receipt));
-    row(
-        "Código de autorización",
-        installment.authorization_code.as_deref().unwrap_or("—"),
-    );
-    row("Referencia", &installment.id);
-    row(
-        "Mandato",
-        &format!("{} · {}", data.mandate.name, data.mandate.external_id),
-    );
-    row(
-        "Comercio",
-        &format!("{} (RUT {})", data.commerce.name, data.commerce.code),
-    );
-    row(
-        "Cliente",
-        &format!("{} {}", data.customer.first_name, data.customer.last_name),
-    );
-    body.push_str("</dl></section>");
-    let _ = write!(
-        body,
-        "<p class=\"noprint muted\">Para guardarlo, use la opción Imprimir de su navegador (o \
-         «Guardar como PDF»). <a href=\"/link/{}\">Volver a su mandato</a></p>",
-        esc(token)
-    );
-    document(
-        &format!("Comprobante · cuota {}", installment.external_id),
-        &header,
-        &body,
-    )
+    let rows: [(&str, String); 10] = [
+        ("Monto pagado", spanish::money(&installment.amount)),
+        ("Cuota", installment.external_id.clone()),
+        ("Vencimiento", spanish::date(installment.due_date)),
+        ("Fecha del pago", paid_at),
+        ("Medio de pago", paid_with(data, receipt)),
+        (
+            "Código de autorización",
+            installment
+                .authorization_code
+                .clone()
+                .unwrap_or_else(|| "—".to_string()),
+        ),
+        ("Referencia", installment.id.clone()),
+        (
+            "Mandato",
+            format!("{} · {}", data.mandate.name, data.mandate.external_id),
+        ),
+        (
+            "Comercio",
+            format!("{} (RUT {})", data.commerce.name, data.commerce.code),
+        ),
+        (
+            "Cliente",
+            format!("{} {}", data.customer.first_name, data.customer.last_name),
+        ),
+    ];
+    let body = html! {
+        section class="receipt" {
+            dl {
+                @for (label, value) in &rows {
+                    dt { (label) }
+                    dd { (value) }
+                }
+            }
+        }
+        p class="noprint muted" {
+            "Para guardarlo, use la opción Imprimir de su navegador (o «Guardar como PDF»). "
+            a href={ "/link/" (token) } { "Volver a su mandato" }
+        }
+    };
+    let title = format!("Comprobante · cuota {}", installment.external_id);
+    pages::document(&LOOK, &title, header, body)
 }
 
 /// How an installment was paid: a manual payment's evidence; a charge of the engine with the
@@ -1034,23 +932,16 @@ fn paid_with(data: &Loaded, receipt: &Receipt<'_>) -> String {
 /// portal before and after.
 pub fn mandate_page(view: &View<'_>) -> String {
     let data = view.data;
-    let header = format!(
-        "<div class=\"who\">{}</div><h1>{}</h1><p class=\"muted\">Hola, {}.</p>",
-        esc(&data.commerce.name),
-        esc(if view.activation_open {
-            "Autorice su mandato de pago"
-        } else {
-            "Su mandato de pago"
-        }),
-        esc(&data.customer.first_name)
-    );
-    let mut body = String::new();
-    if view.sandbox {
-        body.push_str(SANDBOX_BANNER);
-    }
-    if let Some(n) = &view.notice {
-        notice(&mut body, n, view);
-    }
+    let title = if view.activation_open {
+        "Autorice su mandato de pago"
+    } else {
+        "Su mandato de pago"
+    };
+    let header = html! {
+        div class="who" { (data.commerce.name) }
+        h1 { (title) }
+        p class="muted" { "Hola, " (data.customer.first_name) "." }
+    };
     let sent_back = view
         .activation
         .as_ref()
@@ -1064,30 +955,34 @@ pub fn mandate_page(view: &View<'_>) -> String {
             view.card_update
                 .as_ref()
                 .map(|sub| ("tarjeta".to_string(), sub))
-        });
-    if let Some((anchor, sub)) = sent_back
-        && !sub.errors.is_empty()
-    {
-        let _ = write!(
-            body,
-            "<section class=\"notice bad\" role=\"alert\"><h2>No pudimos continuar</h2>\
-             <p><a href=\"#{}\">Revise los datos marcados en el formulario</a>; no se guardó \
-             ni se cobró nada.</p></section>",
-            esc(&anchor)
-        );
-    }
-    mandate_section(&mut body, view);
-    rejected_section(&mut body, view);
-    portal_section(&mut body, view);
-    if view.activation_open {
-        activation_section(&mut body, view);
-    }
-    schedule_section(&mut body, view);
-    document(
-        &format!("{} · {}", data.commerce.name, data.mandate.name),
-        &header,
-        &body,
-    )
+        })
+        .filter(|(_, sub)| !sub.errors.is_empty());
+    let body = html! {
+        @if view.sandbox {
+            (PreEscaped(SANDBOX_BANNER))
+        }
+        @if let Some(n) = &view.notice {
+            (notice(n, view))
+        }
+        @if let Some((anchor, _)) = &sent_back {
+            section class="notice bad" role="alert" {
+                h2 { "No pudimos continuar" }
+                p {
+                    a href={ "#" (anchor) } { "Revise los datos marcados en el formulario" }
+                    "; no se guardó ni se cobró nada."
+                }
+            }
+        }
+        (mandate_section(view))
+        (rejected_section(view))
+        (portal_section(view))
+        @if view.activation_open {
+            (activation_section(view))
+        }
+        (schedule_section(view))
+    };
+    let page_title = format!("{} · {}", data.commerce.name, data.mandate.name);
+    pages::document(&LOOK, &page_title, header, body)
 }
 
 #[cfg(test)]
@@ -1144,14 +1039,6 @@ mod tests {
             replaced,
             "El cobro anterior fue rechazado: La tarjeta está vencida. Con su nuevo medio de \
              pago lo volveremos a intentar en el próximo proceso de cobro."
-        );
-    }
-
-    #[test]
-    fn escaping_covers_markup_and_quotes() {
-        assert_eq!(
-            esc("<a href=\"x\" title='y'>&</a>"),
-            "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;&lt;/a&gt;"
         );
     }
 }

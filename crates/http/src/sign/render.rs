@@ -1,26 +1,11 @@
 //! The HTML of the signing pages: server-rendered, no script, inline CSS, Spanish (Chile),
-//! laid out for a phone first. Every interpolated value goes through [`esc`].
+//! laid out for a phone first. Written with maud, which escapes every value (`crate::pages`).
 
-use std::fmt::Write as _;
+use maud::{Markup, html};
 
+use crate::pages::{self, Look};
 use mandato_engine::esign::ceremony::{Ceremony, mask_email};
-use mandato_engine::esign::{ProcessState, SignatoryState, sandbox};
-
-/// Escapes text for HTML element content and quoted attribute values.
-pub fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
+use mandato_engine::esign::{ProcessState, SignatoryState, SignatureType, sandbox};
 
 const CSS: &str = r#"
 *{box-sizing:border-box}
@@ -65,40 +50,15 @@ details{margin-top:16px}summary{cursor:pointer;color:#b42318;font-weight:600}
 footer{max-width:680px;margin:0 auto;padding:8px 16px 32px;color:#566074;font-size:.8rem}
 "#;
 
-/// A whole HTML document.
-pub fn document(title: &str, header: &str, body: &str) -> String {
-    format!(
-        "<!doctype html>\n<html lang=\"es-CL\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
-         <meta name=\"robots\" content=\"noindex,nofollow\">\
-         <title>{}</title><style>{CSS}</style></head><body>\
-         <header>{header}</header><main>{body}</main>\
-         <footer>Firma electrónica. Este enlace es personal: no lo comparta. Cada acción queda \
-         registrada con fecha, hora, dirección IP y navegador.</footer>\
-         </body></html>\n",
-        esc(title)
-    )
-}
-
-fn header(commerce: Option<&str>) -> String {
-    match commerce {
-        Some(name) => format!("<div class=\"who\">{}</div>", esc(name)),
-        None => String::new(),
-    }
-}
+const LOOK: Look = Look {
+    css: CSS,
+    footer: "Firma electrónica. Este enlace es personal: no lo comparta. Cada acción queda \
+             registrada con fecha, hora, dirección IP y navegador.",
+};
 
 /// A page that only says something, with an optional link back to the merchant.
 pub fn message_page(title: &str, text: &str, commerce: Option<&str>, back: Option<&str>) -> String {
-    let mut body = format!("<section><h1>{}</h1><p>{}</p>", esc(title), esc(text));
-    if let Some(url) = back {
-        let _ = write!(
-            body,
-            "<p><a href=\"{}\">Volver al sitio del comercio</a></p>",
-            esc(url)
-        );
-    }
-    body.push_str("</section>");
-    document(title, &header(commerce), &body)
+    pages::message_page(&LOOK, title, text, commerce, back)
 }
 
 /// What the page shows besides the ceremony's state.
@@ -132,88 +92,89 @@ pub fn local_time(at: &str, zone: chrono_tz::Tz) -> String {
         .unwrap_or_else(|_| at.to_string())
 }
 
-fn documents(s: &mut String, v: &PageView<'_>, sealed: bool) {
+fn pages_text(pages: i64) -> String {
+    if pages == 1 {
+        "1 página".to_string()
+    } else {
+        format!("{pages} páginas")
+    }
+}
+
+fn documents(v: &PageView<'_>, sealed: bool) -> Markup {
     let docs = &v.ceremony.view.documents;
-    let _ = write!(
-        s,
-        "<section><h2>{}</h2><ul class=\"docs\">",
-        if sealed {
-            "Documentos firmados"
-        } else {
-            "Documentos a firmar"
+    html! {
+        section {
+            h2 { @if sealed { "Documentos firmados" } @else { "Documentos a firmar" } }
+            ul class="docs" {
+                @for (i, d) in docs.iter().enumerate() {
+                    @let hash = if sealed {
+                        d.sealed_sha256.as_deref().unwrap_or(&d.sha256)
+                    } else {
+                        &d.sha256
+                    };
+                    @let pages = if sealed {
+                        v.sealed_pages.get(i).copied().flatten().map_or(d.page_count, i64::from)
+                    } else {
+                        d.page_count
+                    };
+                    li {
+                        a class="doc" href={ "/sign/" (v.token) "/documentos/" (i + 1) }
+                            target="_blank" rel="noopener" { (d.name) }
+                        " "
+                        span class="muted" { "· " (pages_text(pages)) }
+                        div class="hash" { "SHA-256 " (hash) }
+                    }
+                }
+            }
+            p class="muted" { "Ábralos y revíselos antes de firmar." }
         }
-    );
-    for (i, d) in docs.iter().enumerate() {
-        let hash = if sealed {
-            d.sealed_sha256.as_deref().unwrap_or(&d.sha256)
-        } else {
-            &d.sha256
-        };
-        let pages = if sealed {
-            v.sealed_pages
-                .get(i)
-                .copied()
-                .flatten()
-                .map_or(d.page_count, i64::from)
-        } else {
-            d.page_count
-        };
-        let pages = if pages == 1 {
-            "1 página".to_string()
-        } else {
-            format!("{pages} páginas")
-        };
-        let _ = write!(
-            s,
-            "<li><a class=\"doc\" href=\"/sign/{}/documentos/{}\" target=\"_blank\" rel=\"noopener\">{}</a> \
-             <span class=\"muted\">· {pages}</span><div class=\"hash\">SHA-256 {}</div></li>",
-            esc(v.token),
-            i + 1,
-            esc(&d.name),
-            esc(hash)
-        );
     }
-    s.push_str("</ul><p class=\"muted\">Ábralos y revíselos antes de firmar.</p></section>");
 }
 
-fn people(s: &mut String, v: &PageView<'_>) {
+fn people(v: &PageView<'_>) -> Markup {
     let me = v.ceremony.me();
-    s.push_str("<section><h2>Firmantes</h2><ul class=\"people\">");
-    for p in &v.ceremony.view.signatories {
-        let state = match p.state {
-            SignatoryState::Pending => "Pendiente",
-            SignatoryState::Signed => "Firmó",
-            SignatoryState::Rejected => "Rechazó",
-        };
-        let you = if p.seq == me.seq { " (usted)" } else { "" };
-        let _ = write!(
-            s,
-            "<li>{}{you} <span class=\"muted\">· orden {}</span> \
-             <span class=\"state s{}\">{state}</span></li>",
-            esc(&p.full_name),
-            p.order,
-            p.state.id()
-        );
+    html! {
+        section {
+            h2 { "Firmantes" }
+            ul class="people" {
+                @for p in &v.ceremony.view.signatories {
+                    @let state = match p.state {
+                        SignatoryState::Pending => "Pendiente",
+                        SignatoryState::Signed => "Firmó",
+                        SignatoryState::Rejected => "Rechazó",
+                    };
+                    li {
+                        (p.full_name)
+                        @if p.seq == me.seq { " (usted)" }
+                        " "
+                        span class="muted" { "· orden " (p.order) }
+                        " "
+                        span class={ "state s" (p.state.id()) } { (state) }
+                    }
+                }
+            }
+        }
     }
-    s.push_str("</ul></section>");
 }
 
-fn steps(s: &mut String, extra: bool, current: usize) {
+fn steps(extra: bool, current: usize) -> Markup {
     let mut names = vec!["Identidad"];
     if extra {
         names.push("Verificación");
     }
     names.push("Firma");
-    s.push_str("<ol class=\"steps\">");
-    for (i, name) in names.iter().enumerate() {
-        let class = match i.cmp(&current) {
-            std::cmp::Ordering::Less => "done",
-            std::cmp::Ordering::Equal => "now",
-            std::cmp::Ordering::Greater => "",
-        };
-        let _ = write!(s, "<li class=\"{class}\">{}. {name}</li>", i + 1);
+    html! {
+        ol class="steps" {
+            @for (i, name) in names.iter().enumerate() {
+                @let class = match i.cmp(&current) {
+                    std::cmp::Ordering::Less => "done",
+                    std::cmp::Ordering::Equal => "now",
+                    std::cmp::Ordering::Greater => "",
+                };
+                li class=(class) { (i + 1) ". " (name) }
+            }
+        }
     }
-    s.push_str("</ol>");
 }
 
 /// The page of a signing link, whatever its situation.
@@ -221,167 +182,192 @@ pub fn ceremony_page(v: &PageView<'_>) -> String {
     let c = v.ceremony;
     let p = &c.view.process;
     let me = c.me();
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        "<section><h1>{}</h1><p class=\"muted\">{} · {}</p></section>",
-        esc(&p.process_name),
-        esc(&me.full_name),
-        esc(me.kind.spanish())
-    );
-    if let Some((ok, text)) = &v.notice {
-        let _ = write!(
-            s,
-            "<section class=\"notice {}\" role=\"status\"><p>{}</p></section>",
-            if *ok { "ok" } else { "bad" },
-            esc(text)
-        );
-    }
-    match (p.state, me.state) {
-        (ProcessState::Completed, _) => {
-            let _ = write!(
-                s,
-                "<section class=\"notice ok\"><h2>Proceso completado</h2><p>Todos los firmantes \
-                 firmaron. Los documentos sellados incluyen las firmas y un certificado con el \
-                 registro de auditoría.</p><p><a href=\"{}\">Volver al sitio del comercio</a></p>\
-                 </section>",
-                esc(&p.url_callback)
-            );
-            documents(&mut s, v, true);
+    let body = html! {
+        section {
+            h1 { (p.process_name) }
+            p class="muted" { (me.full_name) " · " (me.kind.spanish()) }
         }
-        (_, SignatoryState::Signed) => {
-            let _ = write!(
-                s,
-                "<section class=\"notice ok\"><h2>Usted ya firmó</h2><p>Firmó el {}. Faltan otras \
-                 firmas; el comercio recibirá los documentos sellados cuando todos firmen.</p>\
-                 <p><a href=\"{}\">Volver al sitio del comercio</a></p></section>",
-                esc(&local_time(
-                    me.signed_at.as_deref().unwrap_or(""),
-                    v.time_zone
-                )),
-                esc(&p.url_callback)
-            );
-            documents(&mut s, v, false);
+        @if let Some((ok, text)) = &v.notice {
+            section class={ "notice " (if *ok { "ok" } else { "bad" }) } role="status" {
+                p { (text) }
+            }
         }
-        _ if c.locked() => {
-            s.push_str(
-                "<section class=\"notice bad\"><h2>Enlace bloqueado</h2><p>Hubo demasiados \
-                 intentos fallidos de verificación. Por seguridad este enlace ya no acepta \
-                 intentos: contacte al comercio.</p></section>",
-            );
+        @match (p.state, me.state) {
+            (ProcessState::Completed, _) => {
+                section class="notice ok" {
+                    h2 { "Proceso completado" }
+                    p {
+                        "Todos los firmantes firmaron. Los documentos sellados incluyen las \
+                         firmas y un certificado con el registro de auditoría."
+                    }
+                    p { a href=(p.url_callback) { "Volver al sitio del comercio" } }
+                }
+                (documents(v, true))
+            }
+            (_, SignatoryState::Signed) => {
+                section class="notice ok" {
+                    h2 { "Usted ya firmó" }
+                    p {
+                        "Firmó el " (local_time(me.signed_at.as_deref().unwrap_or(""), v.time_zone))
+                        ". Faltan otras firmas; el comercio recibirá los documentos sellados \
+                         cuando todos firmen."
+                    }
+                    p { a href=(p.url_callback) { "Volver al sitio del comercio" } }
+                }
+                (documents(v, false))
+            }
+            _ if c.locked() => {
+                section class="notice bad" {
+                    h2 { "Enlace bloqueado" }
+                    p {
+                        "Hubo demasiados intentos fallidos de verificación. Por seguridad este \
+                         enlace ya no acepta intentos: contacte al comercio."
+                    }
+                }
+            }
+            _ if !c.is_turn() => {
+                section class="notice" {
+                    h2 { "Aún no es su turno" }
+                    p {
+                        "Este proceso se firma en orden. Podrá firmar cuando firmen quienes le \
+                         anteceden; puede revisar los documentos mientras tanto."
+                    }
+                }
+                (documents(v, false))
+            }
+            _ => {
+                (documents(v, false))
+                (action(v))
+            }
         }
-        _ if !c.is_turn() => {
-            s.push_str(
-                "<section class=\"notice\"><h2>Aún no es su turno</h2><p>Este proceso se firma \
-                 en orden. Podrá firmar cuando firmen quienes le anteceden; puede revisar los \
-                 documentos mientras tanto.</p></section>",
-            );
-            documents(&mut s, v, false);
-        }
-        _ => {
-            documents(&mut s, v, false);
-            action(&mut s, v);
-        }
-    }
-    people(&mut s, v);
-    document(&p.process_name, &header(Some(&c.commerce.name)), &s)
+        (people(v))
+    };
+    let header = pages::commerce_header(Some(&c.commerce.name));
+    pages::document(&LOOK, &p.process_name, header, body)
 }
 
 /// The form of the signatory's next step.
-fn action(s: &mut String, v: &PageView<'_>) {
+fn action(v: &PageView<'_>) -> Markup {
     let me = v.ceremony.me();
     let extra = me.kind.needs_extra_step();
-    let token = esc(v.token);
-    s.push_str("<section>");
-    if me.code_verified_at.is_none() {
-        steps(s, extra, 0);
-        let code_pending = me.code_hash.is_some()
-            && me.code_expires_at.as_deref().is_some_and(|e| e > v.now)
-            && me.code_attempts < mandato_engine::esign::MAX_CODE_ATTEMPTS;
-        if code_pending {
-            let _ = write!(
-                s,
-                "<h2>Ingrese el código</h2><p>Enviamos un código de 6 dígitos a {}. Vence 10 \
-                 minutos después de enviado.</p>\
-                 <form method=\"post\" action=\"/sign/{token}/verificar\">\
-                 <label for=\"codigo\">Código</label>\
-                 <input type=\"text\" id=\"codigo\" name=\"codigo\" inputmode=\"numeric\" \
-                 autocomplete=\"one-time-code\" maxlength=\"6\" required>\
-                 <button type=\"submit\">Verificar código</button></form>",
-                esc(&mask_email(&me.email))
-            );
-            if v.sandbox {
-                s.push_str(
-                    "<div class=\"sandbox\">Ambiente de pruebas: el código no se envía por \
-                     correo. El equipo del comercio lo consulta en la consola de administración \
-                     (API de personal, detalle del proceso).</div>",
-                );
-            }
-            let _ = write!(
-                s,
-                "<details><summary>¿No recibió el código?</summary>\
-                 <form method=\"post\" action=\"/sign/{token}/codigo\">\
-                 <label for=\"rut2\">Su RUT</label>\
-                 <input type=\"text\" id=\"rut2\" name=\"rut\" autocomplete=\"off\" required>\
-                 <button type=\"submit\" class=\"secondary\">Enviar un código nuevo</button>\
-                 </form></details>"
-            );
-        } else {
-            let _ = write!(
-                s,
-                "<h2>Confirme su identidad</h2><p>Ingrese su RUT. Le enviaremos un código de un \
-                 solo uso a su correo registrado ({}).</p>\
-                 <form method=\"post\" action=\"/sign/{token}/codigo\">\
-                 <label for=\"rut\">RUT</label>\
-                 <input type=\"text\" id=\"rut\" name=\"rut\" placeholder=\"12.345.678-5\" \
-                 autocomplete=\"off\" required>\
-                 <button type=\"submit\">Enviar código</button></form>",
-                esc(&mask_email(&me.email))
-            );
-        }
+    let step = if me.code_verified_at.is_none() {
+        identity_step(v, extra)
     } else if extra && me.identity_confirmed_at.is_none() {
-        steps(s, extra, 1);
-        let title = match me.kind {
-            mandato_engine::esign::SignatureType::Fao => "Verificación de identidad en línea",
-            _ => "Verificación avanzada de identidad",
-        };
-        let _ = write!(
-            s,
-            "<h2>{title}</h2><p>Ingrese el número de serie (o número de documento) de su cédula \
-             de identidad vigente. Se valida con el proveedor de identidad.</p>\
-             <form method=\"post\" action=\"/sign/{token}/identidad\">\
-             <label for=\"serie\">Número de serie de la cédula</label>\
-             <input type=\"text\" id=\"serie\" name=\"serie\" autocomplete=\"off\" required>\
-             <button type=\"submit\">Verificar identidad</button></form>"
-        );
-        if v.sandbox {
-            let _ = write!(
-                s,
-                "<div class=\"sandbox\">Ambiente de pruebas: la verificación es simulada. \
-                 Valores de prueba: <strong>{}</strong> aprueba; <strong>{}</strong> simula un \
-                 rechazo del proveedor; cualquier otro valor no coincide.</div>",
-                sandbox::SERIAL_APPROVED,
-                sandbox::SERIAL_DENIED
-            );
-        }
+        verification_step(v, extra)
     } else {
-        steps(s, extra, if extra { 2 } else { 1 });
-        let _ = write!(
-            s,
-            "<h2>Firmar</h2><form method=\"post\" action=\"/sign/{token}/firmar\">\
-             <div class=\"check\"><input type=\"checkbox\" id=\"acepto\" name=\"acepto\" \
-             value=\"si\" required><label for=\"acepto\">Leí los documentos y acepto firmarlos \
-             electrónicamente ({}).</label></div>\
-             <button type=\"submit\">Firmar documentos</button></form>\
-             <details><summary>Rechazar la firma</summary>\
-             <form method=\"post\" action=\"/sign/{token}/rechazar\">\
-             <label for=\"motivo\">Motivo del rechazo</label>\
-             <textarea id=\"motivo\" name=\"motivo\" minlength=\"3\" maxlength=\"500\" required>\
-             </textarea><button type=\"submit\" class=\"danger\">Rechazar</button></form></details>",
-            esc(me.kind.name())
-        );
+        signing_step(v, extra)
+    };
+    html! { section { (step) } }
+}
+
+/// Step one: the RUT, then the one-time code sent to the signatory's e-mail.
+fn identity_step(v: &PageView<'_>, extra: bool) -> Markup {
+    let me = v.ceremony.me();
+    let token = v.token;
+    let code_pending = me.code_hash.is_some()
+        && me.code_expires_at.as_deref().is_some_and(|e| e > v.now)
+        && me.code_attempts < mandato_engine::esign::MAX_CODE_ATTEMPTS;
+    let email = mask_email(&me.email);
+    html! {
+        (steps(extra, 0))
+        @if code_pending {
+            h2 { "Ingrese el código" }
+            p {
+                "Enviamos un código de 6 dígitos a " (email)
+                ". Vence 10 minutos después de enviado."
+            }
+            form method="post" action={ "/sign/" (token) "/verificar" } {
+                label for="codigo" { "Código" }
+                input type="text" id="codigo" name="codigo" inputmode="numeric"
+                    autocomplete="one-time-code" maxlength="6" required;
+                button type="submit" { "Verificar código" }
+            }
+            @if v.sandbox {
+                div class="sandbox" {
+                    "Ambiente de pruebas: el código no se envía por correo. El equipo del \
+                     comercio lo consulta en la consola de administración (API de personal, \
+                     detalle del proceso)."
+                }
+            }
+            details {
+                summary { "¿No recibió el código?" }
+                form method="post" action={ "/sign/" (token) "/codigo" } {
+                    label for="rut2" { "Su RUT" }
+                    input type="text" id="rut2" name="rut" autocomplete="off" required;
+                    button type="submit" class="secondary" { "Enviar un código nuevo" }
+                }
+            }
+        } @else {
+            h2 { "Confirme su identidad" }
+            p {
+                "Ingrese su RUT. Le enviaremos un código de un solo uso a su correo registrado ("
+                (email) ")."
+            }
+            form method="post" action={ "/sign/" (token) "/codigo" } {
+                label for="rut" { "RUT" }
+                input type="text" id="rut" name="rut" placeholder="12.345.678-5"
+                    autocomplete="off" required;
+                button type="submit" { "Enviar código" }
+            }
+        }
     }
-    s.push_str("</section>");
+}
+
+/// Step two of an advanced signature: the identity card's serial.
+fn verification_step(v: &PageView<'_>, extra: bool) -> Markup {
+    let title = match v.ceremony.me().kind {
+        SignatureType::Fao => "Verificación de identidad en línea",
+        _ => "Verificación avanzada de identidad",
+    };
+    html! {
+        (steps(extra, 1))
+        h2 { (title) }
+        p {
+            "Ingrese el número de serie (o número de documento) de su cédula de identidad \
+             vigente. Se valida con el proveedor de identidad."
+        }
+        form method="post" action={ "/sign/" (v.token) "/identidad" } {
+            label for="serie" { "Número de serie de la cédula" }
+            input type="text" id="serie" name="serie" autocomplete="off" required;
+            button type="submit" { "Verificar identidad" }
+        }
+        @if v.sandbox {
+            div class="sandbox" {
+                "Ambiente de pruebas: la verificación es simulada. Valores de prueba: "
+                strong { (sandbox::SERIAL_APPROVED) }
+                " aprueba; "
+                strong { (sandbox::SERIAL_DENIED) }
+                " simula un rechazo del proveedor; cualquier otro valor no coincide."
+            }
+        }
+    }
+}
+
+/// The last step: sign, or reject with a reason.
+fn signing_step(v: &PageView<'_>, extra: bool) -> Markup {
+    let token = v.token;
+    html! {
+        (steps(extra, if extra { 2 } else { 1 }))
+        h2 { "Firmar" }
+        form method="post" action={ "/sign/" (token) "/firmar" } {
+            div class="check" {
+                input type="checkbox" id="acepto" name="acepto" value="si" required;
+                label for="acepto" {
+                    "Leí los documentos y acepto firmarlos electrónicamente ("
+                    (v.ceremony.me().kind.name()) ")."
+                }
+            }
+            button type="submit" { "Firmar documentos" }
+        }
+        details {
+            summary { "Rechazar la firma" }
+            form method="post" action={ "/sign/" (token) "/rechazar" } {
+                label for="motivo" { "Motivo del rechazo" }
+                textarea id="motivo" name="motivo" minlength="3" maxlength="500" required {}
+                button type="submit" class="danger" { "Rechazar" }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
