@@ -3,9 +3,9 @@
 //!
 //! Pages are written with maud's `html!`, which escapes every interpolated value, in text and
 //! in attributes alike; nothing here or in the pages escapes by hand, and markup that is not
-//! escaped is only ever a `&'static str` of ours (`PreEscaped`). maud over askama: the pages are
-//! built from many small conditional pieces, which stay plain Rust functions with maud, and a
-//! change recompiles no template files (`bench/README.md`, "Pages").
+//! escaped is only ever a `&'static str` of ours (`PreEscaped`). maud rather than askama: the
+//! pages are built from many small conditional pieces, which stay plain Rust functions with
+//! maud (`bench/README.md`, "The workspace's build and the pages").
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
