@@ -53,17 +53,17 @@ pub struct Engine {
     background: Mutex<Background>,
 }
 
-/// What `shutdown` stops and waits for, and what is released when the engine is dropped.
+/// What `shutdown` stops, waits for and releases (or dropping the engine, when it never
+/// shut down).
 struct Background {
     schedule: Option<(Arc<Notify>, JoinHandle<()>)>,
     /// The daily backup task, when backups are on.
     backups: Option<(Arc<Notify>, JoinHandle<()>)>,
     /// Copies the WAL back into the database file off the commit path; its last checkpoint
-    /// runs when the engine is dropped, before the data directory's lock is released.
-    _checkpointer: Option<Checkpointer>,
-    /// The shared lock on the data directory that keeps `restore` out while the engine runs;
-    /// released when the engine has stopped.
-    _lock: EngineLock,
+    /// runs when it is dropped, before the data directory's lock is released.
+    checkpointer: Option<Checkpointer>,
+    /// The shared lock on the data directory that keeps `restore` out while the engine runs.
+    lock: Option<EngineLock>,
 }
 
 /// Opens the store and loads (or, on first start, generates) the environment's keys.
@@ -207,14 +207,16 @@ impl Engine {
             background: Mutex::new(Background {
                 schedule,
                 backups,
-                _checkpointer: checkpointer,
-                _lock: lock,
+                checkpointer,
+                lock: Some(lock),
             }),
         }))
     }
 
     /// Stops the schedule (a run under way finishes first) and the backups, lets webhook sends
-    /// in flight finish, and writes the queued request audit.
+    /// in flight finish, writes the queued request audit, takes the last WAL checkpoint and
+    /// releases the data directory (a restore may then take it), whoever still holds the
+    /// engine.
     pub async fn shutdown(&self) -> anyhow::Result<()> {
         let (schedule, backups) = {
             let mut background = self.background.lock().unwrap_or_else(|p| p.into_inner());
@@ -228,6 +230,13 @@ impl Engine {
         self.deliverer.shutdown().await;
         let audit = Arc::clone(&self.audit);
         tokio::task::spawn_blocking(move || audit.shutdown()).await?;
+        let (checkpointer, lock) = {
+            let mut background = self.background.lock().unwrap_or_else(|p| p.into_inner());
+            (background.checkpointer.take(), background.lock.take())
+        };
+        // The checkpoint thread finishes its last checkpoint before the lock goes.
+        tokio::task::block_in_place(|| drop(checkpointer));
+        drop(lock);
         Ok(())
     }
 
