@@ -15,9 +15,11 @@ use crate::config::{Config, Environment, default_data_dir};
 use crate::domain::state::PaymentMethod;
 use crate::notify::tls;
 use crate::secret::Secret;
-use crate::store::{commerces, settings};
+use crate::store::settings;
 use mandato_engine::staff::events::rotate_webhook_secret;
-use mandato_engine::staff::settings::{NewCommerce, add_trusted_roots, create_commerce};
+use mandato_engine::staff::settings::{
+    NewCommerce, add_trusted_roots, create_api_key, create_commerce, create_staff, revoke_api_key,
+};
 
 mod audit;
 mod dev;
@@ -490,10 +492,6 @@ fn read_stdin_secret() -> anyhow::Result<Secret<String>> {
     Ok(Secret::new(password))
 }
 
-fn now() -> String {
-    crate::clock::timestamp(chrono::Utc::now())
-}
-
 /// The backup commands work on SQLite's file; on PostgreSQL they name the tools that do it.
 fn refuse_on_postgres(config: &Config, command: &str) -> anyhow::Result<()> {
     if config.uses_postgres() {
@@ -694,14 +692,9 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             let name = dev::api_key_name(name.as_deref())?;
             let store = config.open_store()?;
             let key = api_key::generate();
+            let at = chrono::Utc::now();
             store
-                .write(|tx| {
-                    commerces::insert_api_key(tx, &key.prefix, &key.hash, &codes, &now())?;
-                    match &name {
-                        Some(name) => commerces::name_api_key(tx, &key.hash, name),
-                        None => Ok(()),
-                    }
-                })
+                .write(|tx| create_api_key(tx, None, at, &key, &codes, name.as_deref()))
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             print(
                 json_mode,
@@ -716,15 +709,16 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Apikey(ApiKeyCommand::Revoke { prefix }) => {
             let store = config.open_store()?;
-            let revoked = store
-                .write(|tx| commerces::revoke_api_key(tx, &prefix, &now()))
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-            if revoked == 0 {
-                return Err(dev::fail(
-                    "API_KEY_NOT_FOUND",
-                    format!("no active API key has prefix {prefix}"),
-                ));
-            }
+            let at = chrono::Utc::now();
+            let revoked = match store.write(|tx| revoke_api_key(tx, None, at, &prefix)) {
+                Err(crate::error::Error::NotFound { .. }) => {
+                    return Err(dev::fail(
+                        "API_KEY_NOT_FOUND",
+                        format!("no active API key has prefix {prefix}"),
+                    ));
+                }
+                revoked => revoked.map_err(|e| anyhow::anyhow!("{e}"))?,
+            };
             print(
                 json_mode,
                 json!({"prefix": prefix, "revoked": revoked}),
@@ -745,8 +739,11 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             };
             let hash = password::hash_password(&password);
             let store = config.open_store()?;
+            let staff_role = crate::store::staff::Role::parse(&role)
+                .ok_or_else(|| anyhow::anyhow!("not a staff role: {role}"))?;
+            let at = chrono::Utc::now();
             store
-                .write(|tx| commerces::insert_staff(tx, email.as_str(), &hash, &role, &now()))
+                .write(|tx| create_staff(tx, None, at, email.as_str(), &hash, staff_role))
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             let mut value = json!({"email": email.as_str(), "role": role});
             let mut text = format!("staff account {} ({role}) created", email.as_str());

@@ -88,6 +88,58 @@ pub fn create_commerce(
     record_by(tx, actor, now, "commerce.create", new.code, Some(new.name))
 }
 
+/// Stores a new API key (its hash) for the commerces named, or every commerce when none
+/// (staff's Settings and `mandato apikey create`).
+pub fn create_api_key(
+    tx: Db<'_>,
+    actor: Option<&str>,
+    now: DateTime<Utc>,
+    key: &crate::auth::api_key::NewApiKey,
+    codes: &[String],
+    name: Option<&str>,
+) -> Result<()> {
+    commerces::insert_api_key(tx, &key.prefix, &key.hash, codes, &timestamp(now))?;
+    if let Some(name) = name {
+        commerces::name_api_key(tx, &key.hash, name)?;
+    }
+    let scope = if codes.is_empty() {
+        "every commerce".to_string()
+    } else {
+        codes.join(",")
+    };
+    record_by(tx, actor, now, "api-key.create", &key.prefix, Some(&scope))
+}
+
+/// Revokes the active API keys with this prefix (`API_KEY_NOT_FOUND` when none); answers how
+/// many.
+pub fn revoke_api_key(
+    tx: Db<'_>,
+    actor: Option<&str>,
+    now: DateTime<Utc>,
+    prefix: &str,
+) -> Result<u64> {
+    let revoked = commerces::revoke_api_key(tx, prefix, &timestamp(now))?;
+    if revoked == 0 {
+        return Err(Error::not_found("API key"));
+    }
+    record_by(tx, actor, now, "api-key.revoke", prefix, None)?;
+    Ok(revoked)
+}
+
+/// Creates a staff account with a password already hashed (staff's Settings and
+/// `mandato staff add`).
+pub fn create_staff(
+    tx: Db<'_>,
+    actor: Option<&str>,
+    now: DateTime<Utc>,
+    email: &str,
+    password_hash: &str,
+    role: Role,
+) -> Result<()> {
+    commerces::insert_staff(tx, email, password_hash, role.as_str(), &timestamp(now))?;
+    record_by(tx, actor, now, "staff.create", email, Some(role.as_str()))
+}
+
 /// Trusts the roots not trusted yet; answers the subjects of those added.
 pub fn add_trusted_roots(
     tx: Db<'_>,
@@ -269,28 +321,12 @@ impl Engine {
         name: Option<&str>,
     ) -> Result<()> {
         let now = self.clock.now();
-        self.staff_write(|tx| {
-            commerces::insert_api_key(tx, &key.prefix, &key.hash, codes, &timestamp(now))?;
-            if let Some(name) = name {
-                commerces::name_api_key(tx, &key.hash, name)?;
-            }
-            let scope = if codes.is_empty() {
-                "every commerce".to_string()
-            } else {
-                codes.join(",")
-            };
-            record(tx, actor, now, "api-key.create", &key.prefix, Some(&scope))
-        })
+        self.staff_write(|tx| create_api_key(tx, Some(actor), now, key, codes, name))
     }
 
     pub fn revoke_api_key(&self, actor: &str, prefix: &str) -> Result<()> {
         let now = self.clock.now();
-        self.staff_write(|tx| {
-            if commerces::revoke_api_key(tx, prefix, &timestamp(now))? == 0 {
-                return Err(Error::not_found("API key"));
-            }
-            record(tx, actor, now, "api-key.revoke", prefix, None)
-        })
+        self.staff_write(|tx| revoke_api_key(tx, Some(actor), now, prefix).map(drop))
     }
 
     pub fn trusted_roots(&self) -> Result<Vec<RootLine>> {
@@ -326,8 +362,7 @@ impl Engine {
     ) -> Result<StaffLine> {
         let now = self.clock.now();
         self.staff_write(|tx| {
-            commerces::insert_staff(tx, email, password_hash, role.as_str(), &timestamp(now))?;
-            record(tx, actor, now, "staff.create", email, Some(role.as_str()))?;
+            create_staff(tx, Some(actor), now, email, password_hash, role)?;
             views::staff_member(tx, email)?.ok_or(Error::not_found("staff member"))
         })
     }
