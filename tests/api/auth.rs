@@ -223,7 +223,7 @@ async fn protected_operations_need_a_valid_token_for_the_same_commerce() {
         .await;
     reply.expect(403, "COMMERCE_MISMATCH");
 
-    // Expired.
+    // Expired: told apart from a token that is not ours, so a client knows to log in again.
     app.advance_clock(chrono::Duration::seconds(3601));
-    app.get(path).await.expect(403, "INVALID_TOKEN");
+    app.get(path).await.expect(403, "TOKEN_EXPIRED");
 }

@@ -8,6 +8,7 @@ use axum::http::request::Parts;
 use super::AppState;
 use super::common::MerchantRequest;
 use super::error::ApiError;
+use mandato_core::auth::jwt::JwtError;
 use mandato_core::error::Error;
 use mandato_engine::records::Commerce;
 
@@ -43,11 +44,14 @@ impl FromRequestParts<AppState> for Authed {
             .keys
             .jwt
             .verify(token, state.config.environment.as_str(), state.clock.now())
-            .map_err(|_| {
-                Error::forbidden(
-                    "INVALID_TOKEN",
-                    "the token is invalid or expired; log in again",
-                )
+            .map_err(|e| match e {
+                // Checked only once the signature verified: the token is ours, and its time
+                // is up (CONTRACT 14).
+                JwtError::Expired => Error::forbidden(
+                    "TOKEN_EXPIRED",
+                    "the token expired; log in again for a new one",
+                ),
+                _ => Error::forbidden("INVALID_TOKEN", "the token is not valid; log in again"),
             })?;
         if claims.sub != merchant.commerce.code {
             return Err(Error::forbidden(
