@@ -1,5 +1,5 @@
 //! The HTML of the Magic Link pages: server-rendered, no script, inline CSS, Spanish (Chile).
-//! Written with maud, which escapes every value (`crate::pages`).
+//! Written with maud, which escapes every value (`crate::pages` says why maud, measured).
 
 use std::collections::HashMap;
 
