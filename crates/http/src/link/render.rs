@@ -1,5 +1,5 @@
 //! The HTML of the Magic Link pages: server-rendered, no script, inline CSS, Spanish (Chile).
-//! Written with maud, which escapes every value (`crate::pages`).
+//! Written with maud, which escapes every value (`crate::pages` says why maud, measured).
 
 use std::collections::HashMap;
 
@@ -989,6 +989,14 @@ pub fn mandate_page(view: &View<'_>) -> String {
 mod tests {
     use super::*;
     use mandato_core::domain::money::{Currency, Money};
+    use mandato_core::domain::state::MandateType;
+    use mandato_core::secret::Secret;
+
+    /// A name that breaks out of the markup, in text and in a quoted attribute alike, unless
+    /// it is escaped.
+    const HOSTILE: &str = r#"<script>"'&"#;
+    /// `HOSTILE` escaped: a single quote is harmless, attribute values being double-quoted.
+    const ESCAPED: &str = "&lt;script&gt;&quot;'&amp;";
 
     fn rejected(code: &str, retry: Option<&str>, last_attempt: &str) -> InstallmentRow {
         InstallmentRow {
@@ -1040,5 +1048,126 @@ mod tests {
             "El cobro anterior fue rechazado: La tarjeta está vencida. Con su nuevo medio de \
              pago lo volveremos a intentar en el próximo proceso de cobro."
         );
+    }
+
+    /// A pending mandate whose commerce, customer and mandate carry `HOSTILE` names.
+    fn hostile_mandate() -> Loaded {
+        Loaded {
+            mandate: MandateRow {
+                seq: 1,
+                id: "man_1".into(),
+                commerce_id: 1,
+                customer_seq: 1,
+                external_id: HOSTILE.into(),
+                mandate_type: MandateType::Permanent,
+                state: MandateState::Pending,
+                name: HOSTILE.into(),
+                detail: Some(HOSTILE.into()),
+                terminate_when_charged: false,
+                charges: StoredJson::from_value(&serde_json::json!({
+                    "currencyId": "CLP", "amount": 15000, "periodicity": "MONTHLY"
+                })),
+                payment_methods: vec![PaymentMethod::CreditCard.id(), PaymentMethod::Pac.id()],
+                metadata: None,
+                url_callback: None,
+                url_activation_webhook: None,
+                url_payment_webhook: None,
+                magic_link_token: "tok".into(),
+                magic_link_expires_at: "2026-12-01T12:00:00.000Z".into(),
+                enrolled_method: None,
+                cancel_description: None,
+                created_at: "2026-11-20T09:00:00.000Z".into(),
+                updated_at: "2026-11-20T09:00:00.000Z".into(),
+                activation_mode: ActivationMode::Direct,
+            },
+            commerce: Commerce {
+                id: 1,
+                code: "76086428-5".into(),
+                name: HOSTILE.into(),
+                channels: None,
+                payment_methods: vec![PaymentMethod::CreditCard, PaymentMethod::Pac],
+                webhook_secret: Secret::new("whsec".into()),
+                authorization_required: false,
+                password_hash: String::new(),
+                activation_mode: ActivationMode::Direct,
+            },
+            customer: CustomerRow {
+                seq: 1,
+                id: "cus_1".into(),
+                commerce_id: 1,
+                user_id: "u1".into(),
+                rut: "11111111-1".into(),
+                first_name: HOSTILE.into(),
+                last_name: HOSTILE.into(),
+                second_last_name: None,
+                address: None,
+                email: "a@example.com".into(),
+                phone: None,
+                created_at: "2026-11-20T09:00:00.000Z".into(),
+                updated_at: "2026-11-20T09:00:00.000Z".into(),
+            },
+            installments: Vec::new(),
+            charge_dates: ChargeDates::default(),
+            signing: None,
+        }
+    }
+
+    #[test]
+    fn hostile_names_and_values_come_out_escaped_in_text_and_attributes() {
+        let data = hostile_mandate();
+        // The bank form sent back with a hostile holder RUT: it is written back into `value`.
+        let sent_back = Submitted {
+            values: HashMap::from([("holderRut".to_string(), HOSTILE.to_string())]),
+            errors: vec![("holderRut".to_string(), HOSTILE.to_string())],
+        };
+        let view = View {
+            data: &data,
+            token: "tok",
+            today: NaiveDate::from_ymd_opt(2026, 11, 28).unwrap(),
+            time_zone: chrono_tz::America::Santiago,
+            notice: Some(Notice::Info(HOSTILE.into())),
+            activation_open: true,
+            activation: Some((PaymentMethod::Pac.id(), sent_back)),
+            payment: None,
+            card_update: None,
+            sandbox: false,
+        };
+        let page = mandate_page(&view);
+        assert!(!page.contains("<script>"), "{page}");
+        assert!(
+            page.contains(&format!("<title>{ESCAPED} · {ESCAPED}</title>")),
+            "{page}"
+        );
+        assert!(
+            page.contains(&format!("<div class=\"who\">{ESCAPED}</div>")),
+            "{page}"
+        );
+        assert!(page.contains(&format!("Hola, {ESCAPED}.")), "{page}");
+        assert!(page.contains(&format!("<h2>{ESCAPED}</h2>")), "{page}");
+        assert!(page.contains(&format!("<dd>{ESCAPED}</dd>")), "{page}");
+        assert!(page.contains(&format!(
+            "<p class=\"err\" id=\"m5-holderRut-err\">{ESCAPED}</p>"
+        )));
+        assert!(
+            page.contains(&format!(
+                "id=\"m5-holderRut\" name=\"holderRut\" value=\"{ESCAPED}\""
+            )),
+            "{page}"
+        );
+
+        let mut paid = rejected("INSUFFICIENT_FUNDS", None, "2026-11-20");
+        paid.state = InstallmentState::Paid;
+        paid.external_id = HOSTILE.into();
+        let receipt = Receipt {
+            installment: &paid,
+            current_instrument: false,
+        };
+        let page = receipt_page(&data, &receipt, "tok", chrono_tz::America::Santiago);
+        assert!(!page.contains("<script>"), "{page}");
+        assert!(
+            page.contains(&format!("<dd>{ESCAPED} {ESCAPED}</dd>")),
+            "{page}"
+        );
+        assert!(page.contains(&format!("<title>Comprobante · cuota {ESCAPED}</title>")));
     }
 }
