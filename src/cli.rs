@@ -21,6 +21,7 @@ use mandato_engine::staff::settings::{
     NewCommerce, add_trusted_roots, create_api_key, create_commerce, create_staff, revoke_api_key,
 };
 
+mod acquirer;
 mod audit;
 mod dev;
 mod holidays;
@@ -117,6 +118,9 @@ pub enum Command {
     /// Manage API keys.
     #[command(subcommand)]
     Apikey(ApiKeyCommand),
+    /// Which acquirer moves a commerce's money on each rail (cards, bank).
+    #[command(subcommand)]
+    Acquirer(acquirer::AcquirerCommand),
     /// Manage staff accounts for the UI.
     #[command(subcommand)]
     Staff(StaffCommand),
@@ -873,6 +877,7 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             holidays::set_charging_rule(&config, json_mode, &code, &rule)?
         }
         Command::Holidays(command) => holidays::run(&config, json_mode, command)?,
+        Command::Acquirer(command) => acquirer::run(&config, json_mode, command)?,
         Command::Commerce(CommerceCommand::SetWebhook { code, url }) => {
             dev::commerce_set_webhook(&config, json_mode, &code, url.as_deref())?
         }

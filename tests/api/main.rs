@@ -4,6 +4,7 @@ mod helpers;
 
 mod journey;
 
+mod acquirers;
 mod auth;
 mod backups;
 mod charging;

@@ -87,6 +87,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0022_mandate_search_by_store",
         include_str!("../../../migrations/0022_mandate_search_by_store.sql"),
     ),
+    (
+        "0023_acquirers",
+        include_str!("../../../migrations/0023_acquirers.sql"),
+    ),
 ];
 
 /// What a migration needs that SQL cannot compute, run in its transaction right after its SQL.

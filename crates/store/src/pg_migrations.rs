@@ -7,10 +7,16 @@
 
 use super::db::{self, PgConn, params};
 
-const MIGRATIONS: &[(&str, &str)] = &[(
-    "0001_schema",
-    include_str!("../../../migrations/postgres/0001_schema.sql"),
-)];
+const MIGRATIONS: &[(&str, &str)] = &[
+    (
+        "0001_schema",
+        include_str!("../../../migrations/postgres/0001_schema.sql"),
+    ),
+    (
+        "0002_acquirers",
+        include_str!("../../../migrations/postgres/0002_acquirers.sql"),
+    ),
+];
 
 /// The advisory lock's key: any constant no other application on the database uses
 /// (the bytes of "mandato" as an integer).

@@ -1,6 +1,7 @@
 //! The rules of the product, with no I/O: every value that comes from outside is parsed here
 //! into a type that can only hold a valid value, so the rest of the crate never re-checks it.
 
+pub mod acquirer;
 pub mod activation;
 pub mod commerce;
 pub mod contact;

@@ -2,6 +2,7 @@
 //! commerce and the time, applies the domain rules and writes through `store`. Every state
 //! change records its event in the same transaction.
 
+pub mod acquirers;
 pub mod activation;
 pub mod card_update;
 pub mod customers;
