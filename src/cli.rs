@@ -648,12 +648,15 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
                 offset.and_then(|o| o.parse().ok()).unwrap_or(0),
             );
             let date = date.unwrap_or_else(|| calendar.today(clock.now()));
-            let processor = Arc::new(crate::charging::simulated::SimulatedProcessor::open(
-                &store,
+            // The installation's acquirers: production never simulates a charge.
+            let sandbox = config.environment.is_sandbox();
+            let rails = Arc::new(mandato_engine::rails::Rails::new(
+                Arc::clone(&store),
+                sandbox,
             )?);
             // A running server's webhook worker picks the events up on its next look.
             let charger =
-                crate::charging::run::Charger::new(store, processor, clock, true, Box::new(|| {}));
+                crate::charging::run::Charger::new(store, rails, clock, sandbox, Box::new(|| {}));
             let summary = charger
                 .run(date, crate::charging::run::Trigger::Manual)
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -662,7 +665,7 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
                 json_mode,
                 json!({"date": date.to_string(), "attempted": c.attempted, "paid": c.paid, "rejected": c.rejected,
                        "inValidation": c.in_validation, "inProcess": c.in_process, "settled": c.settled,
-                       "waitingUf": c.waiting_uf}),
+                       "waitingUf": c.waiting_uf, "acquirerNotConfigured": c.acquirer_not_configured}),
                 format!(
                     "{date}: {} attempted, {} paid, {} rejected, {} in validation, {} in process, {} settled, {} waiting for UF",
                     c.attempted,

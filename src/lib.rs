@@ -18,6 +18,8 @@ pub use mandato_core::{chain, clock, domain, error, ids, secret};
 // Storage, at the path the rest of this crate and its tests use.
 pub use mandato_store as store;
 // The use cases, at the paths the rest of this crate and its tests use.
-pub use mandato_engine::{auth, backups, charging, config, documents, esign, notify, operations};
+pub use mandato_engine::{
+    auth, backups, charging, config, documents, esign, notify, operations, rails,
+};
 // The HTTP front doors, at the path the rest of this crate and its tests use.
 pub use mandato_http as http;

@@ -20,7 +20,6 @@ use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use serde_json::{Value, json};
 
 use crate::charging::run::{Charger, Trigger};
-use crate::charging::simulated::SimulatedProcessor;
 use crate::cli::{CliError, out};
 use crate::clock::{BusinessCalendar, Clock, SystemClock};
 use crate::config::Config;
@@ -37,7 +36,7 @@ use crate::operations::{Ctx, CustomerRef, MandateRef};
 use crate::store::commerces::Commerce;
 use crate::store::customers::{CustomerInput, CustomerRow, Upserted};
 use crate::store::{Store, dev_tools, settings};
-use mandato_core::processor::Processor;
+use mandato_engine::rails::Rails;
 
 /// The command's arguments.
 #[derive(clap::Args, Debug)]
@@ -167,7 +166,8 @@ pub fn run(config: &Config, json_mode: bool, args: TriggerArgs) -> anyhow::Resul
         config.time_zone,
         offset.and_then(|o| o.parse().ok()).unwrap_or(0),
     );
-    let processor = Arc::new(SimulatedProcessor::open(&store)?);
+    // A sandbox tool: the commerce's rails as the sandbox has them (the simulation by default).
+    let rails = Arc::new(Rails::new(Arc::clone(&store), true)?);
     let session = Session {
         store,
         commerce,
@@ -175,7 +175,7 @@ pub fn run(config: &Config, json_mode: bool, args: TriggerArgs) -> anyhow::Resul
         callback,
         calendar,
         clock: Arc::new(SystemClock),
-        processor,
+        rails,
         link_days: config.magic_link_days,
         suffix: uuid::Uuid::new_v4().simple().to_string()[..12].to_string(),
     };
@@ -275,7 +275,7 @@ struct Session {
     callback: String,
     calendar: BusinessCalendar,
     clock: Arc<dyn Clock>,
-    processor: Arc<SimulatedProcessor>,
+    rails: Arc<Rails>,
     link_days: i64,
     /// Makes this run's ids unique: `trigger-<suffix>`.
     suffix: String,
@@ -431,8 +431,17 @@ impl Session {
             .read(|c| crate::http::link::load_mandate(c, view.mandate.clone()))
             .map_err(engine)?;
         activation::check_activatable(&loaded.mandate, method, business_now).map_err(engine)?;
-        let enrolled = self
-            .processor
+        let processor = self
+            .store
+            .read(|c| self.rails.processor(c, self.commerce.id, method))
+            .map_err(engine)?
+            .ok_or_else(|| {
+                fail(
+                    "ACQUIRER_NOT_CONFIGURED",
+                    "no acquirer serves the card rail",
+                )
+            })?;
+        let enrolled = processor
             .enroll(&instrument)
             .map_err(|e| fail("INSTRUMENT_REFUSED", e.to_string()))?;
         let acceptance = Acceptance {
@@ -446,7 +455,7 @@ impl Session {
                 ctx.commerce,
                 &loaded.mandate,
                 &Enrolment {
-                    instrument: &instrument,
+                    instrument: &instrument.facts(),
                     enrolled: &enrolled,
                     acceptance: &acceptance,
                     document: None,
@@ -481,7 +490,7 @@ impl Session {
     fn charge_today(&self) -> anyhow::Result<()> {
         let charger = Charger::new(
             Arc::clone(&self.store),
-            Arc::clone(&self.processor) as Arc<dyn Processor>,
+            Arc::clone(&self.rails),
             Arc::clone(&self.clock),
             true,
             Box::new(|| {}),

@@ -24,6 +24,7 @@ mod openapi;
 mod postgres;
 mod postgres_connections;
 mod process;
+mod rails;
 mod receiver;
 mod refusals;
 mod request_path;

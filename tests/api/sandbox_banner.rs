@@ -55,7 +55,15 @@ async fn the_sandbox_page_lists_the_test_instruments_and_production_never() {
     assert!(page.find("Entorno de pruebas").unwrap() < page.find("<form").unwrap());
 
     let page = magic_link_page(Environment::Production).await;
-    assert!(page.contains("<form"), "the production page has its forms");
+    // No acquirer is set: production offers no typed card or account form (CONTRACT 13).
+    assert!(
+        !page.contains("name=\"number\""),
+        "production has no card field"
+    );
+    assert!(
+        page.contains("aún no se pueden registrar en línea"),
+        "{page}"
+    );
     for absent in [
         "Entorno de pruebas",
         "class=\"sandbox\"",

@@ -24,6 +24,9 @@ pub struct ChargeRequest<'a> {
     /// The same key always means the same charge: a repeated request must not charge again.
     pub idempotency_key: &'a str,
     pub token: &'a str,
+    /// Who the customer is at the acquirer: our `internalUserId`, which is Transbank
+    /// Oneclick's `username` for the inscription behind `token`.
+    pub customer_ref: &'a str,
     pub method: PaymentMethod,
     /// The amount to charge, in CLP for UF installments (already converted).
     pub amount: &'a Money,

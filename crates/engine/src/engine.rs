@@ -10,6 +10,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use mandato_core::clock::{BusinessCalendar, Clock};
+use mandato_core::domain::state::PaymentMethod;
 use mandato_core::error::Result;
 use mandato_core::processor::Processor;
 use mandato_store::audit::AuditWriter;
@@ -22,11 +23,11 @@ use crate::auth::jwt::JwtSigner;
 use crate::backups::EngineLock;
 use crate::charging::run::Charger;
 use crate::charging::schedule::Schedule;
-use crate::charging::simulated::SimulatedProcessor;
 use crate::config::Config;
 use crate::esign::sealing::Sealer;
 use crate::notify::delivery::Deliverer;
 use crate::operations::Ctx;
+use crate::rails::{Rails, rail_of};
 
 /// The environment's key material.
 pub struct Keys {
@@ -44,7 +45,8 @@ pub struct Engine {
     pub clock: Arc<dyn Clock>,
     pub calendar: Arc<BusinessCalendar>,
     pub deliverer: Arc<Deliverer>,
-    pub processor: Arc<dyn Processor>,
+    /// Each commerce's acquirers per rail (CONTRACT 13).
+    pub rails: Arc<Rails>,
     pub charger: Arc<Charger>,
     /// Seals signature processes (the last signature's request seals at once).
     pub sealer: Arc<Sealer>,
@@ -106,6 +108,20 @@ fn stored_or_created_key(
     Ok(store.write(|tx| Ok(settings::get_or_insert(tx, name, &pem)?))?)
 }
 
+/// One warning per production commerce with a rail no acquirer serves (CONTRACT 13).
+fn warn_unserved(rails: &Rails) -> anyhow::Result<()> {
+    let unserved = rails.store().read(|c| rails.unserved(c))?;
+    for (commerce, missing) in unserved {
+        let missing: Vec<&str> = missing.iter().map(|r| r.as_str()).collect();
+        tracing::warn!(
+            %commerce,
+            rails = %missing.join(", "),
+            "ACQUIRER_NOT_CONFIGURED: nothing of these rails is offered or charged until `mandato acquirer set` configures them"
+        );
+    }
+    Ok(())
+}
+
 impl Engine {
     /// Opens the data directory and the store, settles what a crash left in flight, and starts
     /// the charging schedule, webhook delivery, the sealing sweep, backups and checkpoints.
@@ -136,11 +152,15 @@ impl Engine {
             sandbox,
             crate::notify::destination::Destinations::of(&config),
         ));
-        let processor: Arc<dyn Processor> = Arc::new(SimulatedProcessor::open(&store)?);
+        // Production never builds the simulation: a rail without an acquirer is not charged.
+        let rails = Arc::new(Rails::new(Arc::clone(&store), sandbox)?);
+        if !sandbox {
+            warn_unserved(&rails)?;
+        }
         let wake_deliverer = Arc::clone(&deliverer);
         let charger = Arc::new(Charger::new(
             Arc::clone(&store),
-            Arc::clone(&processor),
+            Arc::clone(&rails),
             Arc::clone(&clock),
             sandbox,
             Box::new(move || wake_deliverer.wake()),
@@ -200,7 +220,7 @@ impl Engine {
             clock,
             calendar,
             deliverer,
-            processor,
+            rails,
             charger,
             sealer,
             schedule_wake,
@@ -413,6 +433,27 @@ impl Engine {
     }
 
     /// Whether daily backups run (SQLite only; PostgreSQL's are the server's).
+    /// The processor `commerce_id` charges `method` through; `None` when no acquirer serves
+    /// the method's rail (production without `mandato acquirer set`).
+    pub fn processor_for(
+        &self,
+        commerce_id: i64,
+        method: PaymentMethod,
+    ) -> Result<Option<Arc<dyn Processor>>> {
+        self.store
+            .read(|c| self.rails.processor(c, commerce_id, method))
+    }
+
+    /// Who serves `commerce_id`'s rail of `method`.
+    pub fn acquirer_for(
+        &self,
+        commerce_id: i64,
+        method: PaymentMethod,
+    ) -> Result<crate::rails::Acquirer> {
+        self.store
+            .read(|c| self.rails.acquirer(c, commerce_id, rail_of(method)))
+    }
+
     pub fn backups_enabled(&self) -> bool {
         self.config.backups.enabled && self.store.sqlite().is_some()
     }

@@ -29,6 +29,7 @@ pub mod engine;
 pub mod esign;
 pub mod notify;
 pub mod operations;
+pub mod rails;
 pub mod records;
 pub mod staff;
 

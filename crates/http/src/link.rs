@@ -20,7 +20,6 @@ mod signing;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, Query, State};
@@ -33,7 +32,9 @@ use chrono::{DateTime, Datelike, Utc};
 use super::AppState;
 use mandato_core::clock::timestamp;
 use mandato_core::domain::activation::ActivationMode;
-use mandato_core::domain::instrument::{InstrumentInput, InstrumentProblem, bank_name, luhn_valid};
+use mandato_core::domain::instrument::{
+    InstrumentFacts, InstrumentInput, InstrumentProblem, bank_name, luhn_valid,
+};
 use mandato_core::domain::money::Currency;
 use mandato_core::domain::state::{InstallmentState, MandateState, PaymentMethod};
 use mandato_core::error::{Error, Result};
@@ -45,8 +46,9 @@ use mandato_engine::documents::{
 use mandato_engine::operations::activation::{self, Acceptance};
 use mandato_engine::operations::link::{self as link_records, LinkRecords};
 use mandato_engine::operations::portal::{self, ApprovedPayment};
+use mandato_engine::rails::Acquirer;
 use mandato_engine::records::{Db, InstallmentRow, MandateRow};
-use render::{Loaded, Notice, Submitted, View, payable};
+use render::{Loaded, Notice, Offered, Submitted, View, payable};
 
 /// Forms are a few fields; anything larger is not a browser filling them in.
 const FORM_LIMIT: usize = 64 * 1024;
@@ -350,6 +352,7 @@ fn page(
         payment,
         card_update: None,
         sandbox: state.config.environment.is_sandbox(),
+        offered: offered(state, loaded),
     };
     html(status, render::mandate_page(&view))
 }
@@ -373,8 +376,39 @@ fn card_update_page(
         payment: None,
         card_update: Some(submitted),
         sandbox: state.config.environment.is_sandbox(),
+        offered: offered(state, loaded),
     };
     html(status, render::mandate_page(&view))
+}
+
+/// The rails whose instruments this page takes typed: those the simulation serves. A real
+/// acquirer's customers enter their card or account on the acquirer's own pages.
+fn offered(state: &AppState, loaded: &Loaded) -> Offered {
+    let typed = |method: PaymentMethod| {
+        matches!(
+            state.acquirer_for(loaded.commerce.id, method),
+            Ok(Acquirer::Simulated(_))
+        )
+    };
+    Offered {
+        cards: typed(PaymentMethod::CreditCard),
+        bank: typed(PaymentMethod::Pac),
+    }
+}
+
+/// The page refusing a method whose rail this page does not take typed (a hand-made form).
+fn not_offered(state: &AppState, token: &str, loaded: &Loaded) -> Response {
+    page(
+        state,
+        StatusCode::BAD_REQUEST,
+        token,
+        loaded,
+        Some(Notice::Problem(
+            "Este medio de pago no se puede registrar ni pagar en esta página.".into(),
+        )),
+        None,
+        None,
+    )
 }
 
 /// Runs `f` in one write transaction off the async workers, then wakes the deliverer for the
@@ -386,12 +420,24 @@ async fn write<T: Send + 'static>(
     state.write_unscoped(f).await
 }
 
-/// Calls the processor off the async workers (it may block on I/O).
+/// Calls the processor of the commerce's rail for `method` off the async workers (it may
+/// block on I/O). A rail no acquirer serves is unavailable: its forms are not offered, so
+/// only a hand-made request gets here.
 async fn with_processor<T: Send + 'static>(
     state: &AppState,
+    loaded: &Loaded,
+    method: PaymentMethod,
     f: impl FnOnce(&dyn Processor) -> std::result::Result<T, ProcessorError> + Send + 'static,
 ) -> std::result::Result<T, ProcessorError> {
-    let processor = Arc::clone(&state.processor);
+    let processor = match state.processor_for(loaded.commerce.id, method) {
+        Ok(Some(processor)) => processor,
+        Ok(None) => {
+            return Err(ProcessorError::Unavailable(
+                "ACQUIRER_NOT_CONFIGURED: no acquirer serves the method's rail".into(),
+            ));
+        }
+        Err(e) => return Err(ProcessorError::Unavailable(e.to_string())),
+    };
     tokio::task::spawn_blocking(move || f(processor.as_ref()))
         .await
         .unwrap_or_else(|e| Err(ProcessorError::Unavailable(e.to_string())))
@@ -632,6 +678,9 @@ async fn update_card(
              activación.",
         );
     }
+    if !offered(&state, &loaded).cards {
+        return not_offered(&state, &token, &loaded);
+    }
     let methods = loaded.card_change_methods();
     if methods.is_empty() {
         return problem("Este mandato no admite pagos con tarjeta. Contacte al comercio.");
@@ -693,29 +742,30 @@ async fn update_card(
         Err(response) => return response,
     };
     let enrolling = card.clone();
-    let enrolled = match with_processor(&state, move |p| p.enroll(&enrolling)).await {
-        Ok(enrolled) => enrolled,
-        // A refused card is a decline: its claim stays and counts.
-        Err(ProcessorError::Refused(reason)) => {
-            tracing::info!(%reason, "new card refused at enrolment");
-            let errors = vec![(
-                "number".to_string(),
-                "El emisor no aceptó esta tarjeta. Revise los datos o use otra.".to_string(),
-            )];
-            return card_update_page(
-                &state,
-                StatusCode::BAD_REQUEST,
-                &token,
-                &loaded,
-                back(errors),
-            );
-        }
-        Err(ProcessorError::Unavailable(reason)) => {
-            tracing::warn!(%reason, "processor unavailable for a card change");
-            release_attempt(&state, claim).await;
-            return unavailable(&loaded.commerce.name);
-        }
-    };
+    let enrolled =
+        match with_processor(&state, &loaded, method, move |p| p.enroll(&enrolling)).await {
+            Ok(enrolled) => enrolled,
+            // A refused card is a decline: its claim stays and counts.
+            Err(ProcessorError::Refused(reason)) => {
+                tracing::info!(%reason, "new card refused at enrolment");
+                let errors = vec![(
+                    "number".to_string(),
+                    "El emisor no aceptó esta tarjeta. Revise los datos o use otra.".to_string(),
+                )];
+                return card_update_page(
+                    &state,
+                    StatusCode::BAD_REQUEST,
+                    &token,
+                    &loaded,
+                    back(errors),
+                );
+            }
+            Err(ProcessorError::Unavailable(reason)) => {
+                tracing::warn!(%reason, "processor unavailable for a card change");
+                release_attempt(&state, claim).await;
+                return unavailable(&loaded.commerce.name);
+            }
+        };
     let acceptance = Acceptance {
         ip: client_ip(connect),
         user_agent: headers
@@ -733,7 +783,7 @@ async fn update_card(
             tx,
             &fresh,
             &activation::Enrolment {
-                instrument: &card,
+                instrument: &card.facts(),
                 enrolled: &enrolled,
                 acceptance: &acceptance,
                 document: None,
@@ -799,6 +849,9 @@ async fn activate(
         );
     };
 
+    if !offered(&state, &loaded).allows(method) {
+        return not_offered(&state, &token, &loaded);
+    }
     let today = state.today();
     let terms = loaded.terms(method);
     let mut errors: Vec<(String, String)> = Vec::new();
@@ -852,36 +905,37 @@ async fn activate(
         Err(response) => return response,
     };
     let enrolling = instrument.clone();
-    let enrolled = match with_processor(&state, move |p| p.enroll(&enrolling)).await {
-        Ok(enrolled) => enrolled,
-        // A refused instrument is a decline: its claim stays and counts.
-        Err(ProcessorError::Refused(reason)) => {
-            tracing::info!(%reason, "instrument refused at enrolment");
-            let field = if method.is_card() {
-                "number"
-            } else {
-                "accountNumber"
-            };
-            let errors = vec![(
-                field.to_string(),
-                "El medio de pago fue rechazado. Revise los datos o use otro.".to_string(),
-            )];
-            return page(
-                &state,
-                StatusCode::BAD_REQUEST,
-                &token,
-                &loaded,
-                None,
-                Some((method.id(), back(errors))),
-                None,
-            );
-        }
-        Err(ProcessorError::Unavailable(reason)) => {
-            tracing::warn!(%reason, "processor unavailable at enrolment");
-            release_attempt(&state, claim).await;
-            return unavailable(&loaded.commerce.name);
-        }
-    };
+    let enrolled =
+        match with_processor(&state, &loaded, method, move |p| p.enroll(&enrolling)).await {
+            Ok(enrolled) => enrolled,
+            // A refused instrument is a decline: its claim stays and counts.
+            Err(ProcessorError::Refused(reason)) => {
+                tracing::info!(%reason, "instrument refused at enrolment");
+                let field = if method.is_card() {
+                    "number"
+                } else {
+                    "accountNumber"
+                };
+                let errors = vec![(
+                    field.to_string(),
+                    "El medio de pago fue rechazado. Revise los datos o use otro.".to_string(),
+                )];
+                return page(
+                    &state,
+                    StatusCode::BAD_REQUEST,
+                    &token,
+                    &loaded,
+                    None,
+                    Some((method.id(), back(errors))),
+                    None,
+                );
+            }
+            Err(ProcessorError::Unavailable(reason)) => {
+                tracing::warn!(%reason, "processor unavailable at enrolment");
+                release_attempt(&state, claim).await;
+                return unavailable(&loaded.commerce.name);
+            }
+        };
 
     let now = state.clock.now();
     let acceptance = Acceptance {
@@ -895,7 +949,7 @@ async fn activate(
     if loaded.mandate.activation_mode == ActivationMode::Signature {
         let enrolling = signing::Enrolling {
             method,
-            instrument,
+            instrument: instrument.facts(),
             enrolled,
             acceptance,
             claim,
@@ -903,7 +957,7 @@ async fn activate(
         };
         return signing::start(&state, &token, &loaded, enrolling, now).await;
     }
-    let document = epac_document(&loaded, &instrument, &enrolled, &acceptance, now);
+    let document = epac_document(&loaded, &instrument.facts(), &enrolled, &acceptance, now);
 
     let commerce = loaded.commerce.clone();
     let seq = loaded.mandate.seq;
@@ -919,7 +973,7 @@ async fn activate(
             &commerce,
             &fresh,
             &activation::Enrolment {
-                instrument: &instrument,
+                instrument: &instrument.facts(),
                 enrolled: &enrolled,
                 acceptance: &acceptance,
                 document: document.as_ref(),
@@ -1006,7 +1060,7 @@ fn refused_activation(
 /// The EPAC mandate PDF, for the methods that produce one (EPAC and direct EPAC).
 pub(crate) fn epac_document(
     loaded: &Loaded,
-    instrument: &InstrumentInput,
+    instrument: &InstrumentFacts,
     enrolled: &Enrolled,
     acceptance: &Acceptance,
     now: DateTime<Utc>,
@@ -1025,19 +1079,18 @@ pub(crate) fn epac_document(
 /// What the mandate document states, for a bank account or (signature-gated activation) a card.
 fn mandate_document(
     loaded: &Loaded,
-    instrument: &InstrumentInput,
+    instrument: &InstrumentFacts,
     enrolled: &Enrolled,
     acceptance: &Acceptance,
     now: DateTime<Utc>,
 ) -> MandateDocument {
     let last4 = LastFour::of(&enrolled.last4);
     let charged = match instrument {
-        InstrumentInput::Bank {
+        InstrumentFacts::Bank {
             method,
             bank_code,
             account_type,
             holder_rut,
-            ..
         } => ChargedInstrument::BankAccount {
             method: *method,
             bank_name: bank_name(bank_code).unwrap_or(bank_code).to_string(),
@@ -1045,7 +1098,7 @@ fn mandate_document(
             last4,
             holder_rut: holder_rut.to_string(),
         },
-        InstrumentInput::Card { method, .. } => ChargedInstrument::Card {
+        InstrumentFacts::Card { method } => ChargedInstrument::Card {
             method: *method,
             brand: enrolled.brand.clone(),
             last4,
@@ -1145,6 +1198,9 @@ async fn pay(
             ),
         );
     };
+    if !offered(&state, &loaded).cards {
+        return not_offered(&state, &token, &loaded);
+    }
     let today = state.today();
     let info = |status: StatusCode, notice: Notice| {
         page(&state, status, &token, &loaded, Some(notice), None, None)
@@ -1238,12 +1294,14 @@ async fn pay(
         Err(response) => return response,
     };
     let charged = installment.clone();
-    let outcome = with_processor(&state, move |p| {
+    let customer_ref = loaded.customer.id.clone();
+    let outcome = with_processor(&state, &loaded, method, move |p| {
         let enrolled = p.enroll(&card)?;
         let key = portal_key(p, &charged)?;
         let result = p.charge(&ChargeRequest {
             idempotency_key: &key,
             token: &enrolled.token,
+            customer_ref: &customer_ref,
             method,
             amount: &charged.amount,
             forced: None,

@@ -325,6 +325,9 @@ pub struct RunSummaryDto {
     pub settled: i64,
     /// UF installments not charged for want of the day's UF value.
     pub waiting_uf: i64,
+    /// Due installments not charged because their commerce has no acquirer for the rail
+    /// (`ACQUIRER_NOT_CONFIGURED`, production only).
+    pub acquirer_not_configured: i64,
 }
 
 impl From<&mandato_engine::charging::run::RunSummary> for RunSummaryDto {
@@ -338,6 +341,7 @@ impl From<&mandato_engine::charging::run::RunSummary> for RunSummaryDto {
             in_process: s.counts.in_process,
             settled: s.counts.settled,
             waiting_uf: s.counts.waiting_uf,
+            acquirer_not_configured: s.counts.acquirer_not_configured,
         }
     }
 }
@@ -649,8 +653,16 @@ pub async fn activate(
     // Links expire by business time, which the sandbox clock moves.
     let business_now = state.calendar.now(now);
     activation::check_activatable(&loaded.mandate, instrument.method(), business_now)?;
-    let enrolled = state
-        .processor
+    let processor = state
+        .processor_for(loaded.commerce.id, instrument.method())?
+        .ok_or_else(|| {
+            Error::refused_at(
+                mandato_engine::rails::ACQUIRER_NOT_CONFIGURED,
+                "paymentMethodId",
+                "no acquirer serves this method's rail",
+            )
+        })?;
+    let enrolled = processor
         .enroll(&instrument)
         .map_err(|e| Error::validation("paymentMethodId", "INSTRUMENT_REFUSED", e.to_string()))?;
     // The same terms and document as the Magic Link page, so integrators see real payloads.
@@ -659,7 +671,8 @@ pub async fn activate(
         user_agent: Some("sandbox activate".into()),
         terms: loaded.terms(instrument.method()),
     };
-    let document = super::link::epac_document(&loaded, &instrument, &enrolled, &acceptance, now);
+    let document =
+        super::link::epac_document(&loaded, &instrument.facts(), &enrolled, &acceptance, now);
     let view = state
         .write(authed.commerce, move |tx, ctx| {
             activation::activate(
@@ -667,7 +680,7 @@ pub async fn activate(
                 ctx.commerce,
                 &loaded.mandate,
                 &activation::Enrolment {
-                    instrument: &instrument,
+                    instrument: &instrument.facts(),
                     enrolled: &enrolled,
                     acceptance: &acceptance,
                     document: document.as_ref(),

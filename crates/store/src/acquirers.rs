@@ -68,6 +68,15 @@ pub fn of_commerce<'c>(db: impl Into<Db<'c>>, commerce_id: i64) -> db::Result<Ve
     )
 }
 
+/// Every commerce's id and code, for the rails that check each one.
+pub fn commerce_codes<'c>(db: impl Into<Db<'c>>) -> db::Result<Vec<(i64, String)>> {
+    db.into().query_map(
+        "SELECT id, code FROM commerces ORDER BY id",
+        &params![],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+}
+
 /// Removes a rail's acquirer; false when it had none.
 pub fn remove<'c>(db: impl Into<Db<'c>>, commerce_id: i64, rail: &str) -> db::Result<bool> {
     let removed = db.into().execute(

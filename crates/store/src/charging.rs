@@ -460,6 +460,8 @@ pub struct RunCounts {
     pub in_process: i64,
     pub settled: i64,
     pub waiting_uf: i64,
+    /// Due installments left alone: their commerce has no acquirer for the rail.
+    pub acquirer_not_configured: i64,
 }
 
 #[derive(Debug, Clone)]
@@ -496,6 +498,7 @@ pub fn update_run<'c>(
     db.into().execute(
         "UPDATE charge_runs SET total = ?2, done = ?3, attempted = ?4, paid = ?5, rejected = ?6,
                 in_validation = ?7, in_process = ?8, settled = ?9, waiting_uf = ?10,
+                acquirer_not_configured = ?12,
                 finished_at = ?11, state = CASE WHEN CAST(?11 AS TEXT) IS NULL THEN state ELSE 'FINISHED' END
          WHERE seq = ?1",
         &params![
@@ -509,7 +512,8 @@ pub fn update_run<'c>(
             c.in_process,
             c.settled,
             c.waiting_uf,
-            finished_at
+            finished_at,
+            c.acquirer_not_configured
         ],
     )?;
     Ok(())
@@ -536,7 +540,7 @@ pub fn last_run_date<'c>(db: impl Into<Db<'c>>) -> db::Result<Option<String>> {
 pub fn runs<'c>(db: impl Into<Db<'c>>, limit: i64) -> db::Result<Vec<RunRow>> {
     db.into().query_map(
         "SELECT seq, business_date, trigger, state, started_at, finished_at, total, done, attempted, paid,
-                rejected, in_validation, in_process, settled, waiting_uf
+                rejected, in_validation, in_process, settled, waiting_uf, acquirer_not_configured
          FROM charge_runs ORDER BY seq DESC LIMIT ?1",
         &params![limit],
         |r| {
@@ -557,6 +561,7 @@ pub fn runs<'c>(db: impl Into<Db<'c>>, limit: i64) -> db::Result<Vec<RunRow>> {
                     in_process: r.get(12)?,
                     settled: r.get(13)?,
                     waiting_uf: r.get(14)?,
+                    acquirer_not_configured: r.get(15)?,
                 },
             })
         },

@@ -69,10 +69,55 @@ fn problem(field: &'static str, code: &'static str, message: &'static str) -> In
     }
 }
 
+/// What is kept of an enrolled instrument besides the processor's token: its method and, for a
+/// bank account, the bank, the account type and the holder. Nothing secret: this is what the
+/// mandate, its document and the staff may show. A card enrolled on the acquirer's own page
+/// (Transbank Oneclick) is known only by these facts; one typed on our page (the sandbox's
+/// simulation) is reduced to them once enrolled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InstrumentFacts {
+    Card {
+        method: PaymentMethod,
+    },
+    Bank {
+        method: PaymentMethod,
+        bank_code: String,
+        account_type: String,
+        holder_rut: Rut,
+    },
+}
+
+impl InstrumentFacts {
+    pub fn method(&self) -> PaymentMethod {
+        match self {
+            InstrumentFacts::Card { method } | InstrumentFacts::Bank { method, .. } => *method,
+        }
+    }
+}
+
 impl InstrumentInput {
     pub fn method(&self) -> PaymentMethod {
         match self {
             InstrumentInput::Card { method, .. } | InstrumentInput::Bank { method, .. } => *method,
+        }
+    }
+
+    /// What may be kept of the instrument once enrolled.
+    pub fn facts(&self) -> InstrumentFacts {
+        match self {
+            InstrumentInput::Card { method, .. } => InstrumentFacts::Card { method: *method },
+            InstrumentInput::Bank {
+                method,
+                bank_code,
+                account_type,
+                holder_rut,
+                ..
+            } => InstrumentFacts::Bank {
+                method: *method,
+                bank_code: bank_code.clone(),
+                account_type: account_type.clone(),
+                holder_rut: holder_rut.clone(),
+            },
         }
     }
 

@@ -36,6 +36,9 @@ use mandato_core::domain::schedule::{Periodicity, nth_due_date};
 use mandato_core::domain::state::{InstallmentState, PaymentMethod, RejectionCode};
 use mandato_core::error::{Error, Result};
 use mandato_core::processor::{ChargeRequest, ChargeResult, Forced, Processor, ProcessorError};
+
+use crate::rails::{Rails, rail_of};
+use mandato_core::domain::acquirer::Rail;
 use mandato_store::charging::{
     self as store, InstallmentOutcome, NewAttempt, OpenAttempt, RunCounts,
 };
@@ -91,7 +94,8 @@ pub struct Progress {
 
 pub struct Charger {
     store: Arc<Store>,
-    processor: Arc<dyn Processor>,
+    /// Each commerce's acquirers: the processor of an installment is its commerce's.
+    rails: Arc<Rails>,
     clock: Arc<dyn Clock>,
     /// Sandbox-forced outcomes are honoured only in the sandbox.
     sandbox: bool,
@@ -108,9 +112,11 @@ struct Begun {
     installment_seq: i64,
     key: String,
     token: String,
+    customer_ref: String,
     method: PaymentMethod,
     amount: Money,
     forced: Option<Forced>,
+    processor: Arc<dyn Processor>,
     /// Read in the attempt's transaction, for the outcome's event (the mandate's state is read
     /// again then: it is the only part that can change meanwhile).
     known: Known,
@@ -125,14 +131,14 @@ struct Known {
 impl Charger {
     pub fn new(
         store: Arc<Store>,
-        processor: Arc<dyn Processor>,
+        rails: Arc<Rails>,
         clock: Arc<dyn Clock>,
         sandbox: bool,
         on_events: Box<dyn Fn() + Send + Sync>,
     ) -> Charger {
         Charger {
             store,
-            processor,
+            rails,
             clock,
             sandbox,
             on_events,
@@ -190,7 +196,10 @@ impl Charger {
             Vec::new()
         };
         for attempt in settling {
-            let result = self.processor.settle(&attempt.idempotency_key);
+            let Some(charged) = self.charged_by(&attempt)? else {
+                continue;
+            };
+            let result = charged.processor.settle(&attempt.idempotency_key);
             self.store.write(|tx| {
                 let mut ignored = RunCounts::default();
                 self.apply(tx, &mut cache, &attempt, None, result, date, &mut ignored)
@@ -234,19 +243,7 @@ impl Charger {
             })?;
             (self.on_events)();
             // 2. Only then the processor.
-            let results = {
-                let requests: Vec<ChargeRequest<'_>> = begun
-                    .iter()
-                    .map(|b| ChargeRequest {
-                        idempotency_key: &b.key,
-                        token: &b.token,
-                        method: b.method,
-                        amount: &b.amount,
-                        forced: b.forced,
-                    })
-                    .collect();
-                self.processor.charge_many(&requests)
-            };
+            let results = charge_by_acquirer(&begun);
             // 3. The outcomes and their events, committed together.
             self.store.write(|tx| {
                 for (b, result) in begun.into_iter().zip(results) {
@@ -318,6 +315,11 @@ impl Charger {
         let Some(method) = PaymentMethod::from_id(instrument.method_id) else {
             return Ok(None);
         };
+        let Some(processor) = cache.processor(&self.rails, tx, mandate.commerce_id, method)? else {
+            counts.acquirer_not_configured += 1;
+            tracing::warn!(mandate = %mandate.id, rail = %rail_of(method), "ACQUIRER_NOT_CONFIGURED: the commerce has no acquirer for the rail; not charged");
+            return Ok(None);
+        };
         let (amount, charged_clp) = match installment.amount.currency() {
             Currency::Clf => match store::uf_value(tx, &date.to_string())? {
                 Some(uf) => {
@@ -372,6 +374,8 @@ impl Charger {
             installment_seq,
             key,
             token: instrument.processor_token,
+            customer_ref: customer.id.clone(),
+            processor,
             method,
             amount,
             forced,
@@ -624,20 +628,7 @@ impl Charger {
     fn settle_in_process(&self, open: &[OpenAttempt]) -> Result<usize> {
         let mut cache = Cache::default();
         for attempt in open {
-            let (token, method, forced) = self.store.read(|c| {
-                let installment = installments::by_seq(c, attempt.installment_seq)?;
-                let instrument = instruments::for_mandate(c, installment.mandate_seq)?;
-                Ok((
-                    instrument.as_ref().map(|i| i.processor_token.clone()),
-                    instrument.and_then(|i| PaymentMethod::from_id(i.method_id)),
-                    if self.sandbox {
-                        parse_forced(installment.forced_outcome.as_deref())
-                    } else {
-                        None
-                    },
-                ))
-            })?;
-            let (Some(token), Some(method)) = (token, method) else {
+            let Some(charged) = self.charged_by(attempt)? else {
                 continue;
             };
             let currency = Currency::parse(&attempt.currency).unwrap_or(Currency::Clp);
@@ -647,15 +638,16 @@ impl Charger {
                 .ok_or_else(|| {
                     Error::Internal(anyhow::anyhow!("attempt {} has no amount", attempt.seq))
                 })?;
-            let result = match self.processor.status(&attempt.idempotency_key) {
+            let result = match charged.processor.status(&attempt.idempotency_key) {
                 Ok(Some(known)) => Ok(known),
                 // Never received: send it now, with the same key.
-                Ok(None) => self.processor.charge(&ChargeRequest {
+                Ok(None) => charged.processor.charge(&ChargeRequest {
                     idempotency_key: &attempt.idempotency_key,
-                    token: &token,
-                    method,
+                    token: &charged.token,
+                    customer_ref: &charged.customer_ref,
+                    method: charged.method,
                     amount: &amount,
-                    forced,
+                    forced: charged.forced,
                 }),
                 Err(e) => Err(e),
             };
@@ -675,6 +667,88 @@ impl Charger {
         }
         Ok(open.len())
     }
+}
+
+/// What an open attempt was charged with, to ask its acquirer about it.
+struct ChargedWith {
+    processor: Arc<dyn Processor>,
+    token: String,
+    customer_ref: String,
+    method: PaymentMethod,
+    forced: Option<Forced>,
+}
+
+impl Charger {
+    /// The acquirer, instrument and customer of an open attempt; `None` when its mandate has
+    /// no instrument any more or its commerce's rail lost its acquirer (the attempt stays
+    /// open until one is set again).
+    fn charged_by(&self, attempt: &OpenAttempt) -> Result<Option<ChargedWith>> {
+        self.store.read(|c| {
+            let installment = installments::by_seq(c, attempt.installment_seq)?;
+            let mandate = mandates::by_seq(c, installment.mandate_seq)?;
+            let Some(instrument) = instruments::for_mandate(c, mandate.seq)? else {
+                return Ok(None);
+            };
+            let Some(method) = PaymentMethod::from_id(instrument.method_id) else {
+                return Ok(None);
+            };
+            let Some(processor) = self.rails.processor(c, mandate.commerce_id, method)? else {
+                tracing::warn!(key = %attempt.idempotency_key, "ACQUIRER_NOT_CONFIGURED: an open attempt waits for its acquirer");
+                return Ok(None);
+            };
+            let customer = customers::by_seq(c, mandate.customer_seq)?;
+            Ok(Some(ChargedWith {
+                processor,
+                token: instrument.processor_token,
+                customer_ref: customer.id,
+                method,
+                forced: if self.sandbox {
+                    parse_forced(installment.forced_outcome.as_deref())
+                } else {
+                    None
+                },
+            }))
+        })
+    }
+}
+
+/// Sends a page's attempts to their acquirers, one batch per acquirer, and answers the
+/// outcomes in the page's order.
+fn charge_by_acquirer(begun: &[Begun]) -> Vec<std::result::Result<ChargeResult, ProcessorError>> {
+    let mut results: Vec<Option<std::result::Result<ChargeResult, ProcessorError>>> =
+        begun.iter().map(|_| None).collect();
+    let mut done = vec![false; begun.len()];
+    for first in 0..begun.len() {
+        if done[first] {
+            continue;
+        }
+        let processor = &begun[first].processor;
+        let batch: Vec<usize> = (first..begun.len())
+            .filter(|&i| !done[i] && Arc::ptr_eq(&begun[i].processor, processor))
+            .collect();
+        let requests: Vec<ChargeRequest<'_>> = batch
+            .iter()
+            .map(|&i| {
+                let b = &begun[i];
+                ChargeRequest {
+                    idempotency_key: &b.key,
+                    token: &b.token,
+                    customer_ref: &b.customer_ref,
+                    method: b.method,
+                    amount: &b.amount,
+                    forced: b.forced,
+                }
+            })
+            .collect();
+        for (i, result) in batch.iter().zip(processor.charge_many(&requests)) {
+            results[*i] = Some(result);
+            done[*i] = true;
+        }
+    }
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(ProcessorError::Unavailable("not sent".into()))))
+        .collect()
 }
 
 /// The ledger entry of an approved charge, in the outcome's transaction: the amount charged
@@ -745,9 +819,27 @@ struct CommerceTerms {
 #[derive(Default)]
 struct Cache {
     commerces: HashMap<i64, CommerceTerms>,
+    /// Each commerce's processor per rail, read once per run.
+    processors: HashMap<(i64, Rail), Option<Arc<dyn Processor>>>,
 }
 
 impl Cache {
+    fn processor(
+        &mut self,
+        rails: &Rails,
+        conn: Db<'_>,
+        commerce_id: i64,
+        method: PaymentMethod,
+    ) -> Result<Option<Arc<dyn Processor>>> {
+        let key = (commerce_id, rail_of(method));
+        if let Some(known) = self.processors.get(&key) {
+            return Ok(known.clone());
+        }
+        let processor = rails.processor(conn, commerce_id, method)?;
+        self.processors.insert(key, processor.clone());
+        Ok(processor)
+    }
+
     fn commerce(&mut self, conn: Db<'_>, id: i64) -> Result<&CommerceTerms> {
         Ok(match self.commerces.entry(id) {
             std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),

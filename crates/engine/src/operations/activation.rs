@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use super::mandates::{self, MandateView};
 use crate::notify::events;
 use mandato_core::clock::timestamp;
-use mandato_core::domain::instrument::{InstrumentInput, bank_name};
+use mandato_core::domain::instrument::{InstrumentFacts, bank_name};
 use mandato_core::domain::state::{MandateState, PaymentMethod};
 use mandato_core::error::{Error, Result};
 use mandato_core::processor::Enrolled;
@@ -67,14 +67,14 @@ pub fn check_activatable(
 }
 
 /// What the merchant and the staff see of the instrument: never more than the last four.
-pub fn masked(instrument: &InstrumentInput, enrolled: &Enrolled) -> String {
+pub fn masked(instrument: &InstrumentFacts, enrolled: &Enrolled) -> String {
     match instrument {
-        InstrumentInput::Card { .. } => format!(
+        InstrumentFacts::Card { .. } => format!(
             "{} **** {}",
             enrolled.brand.as_deref().unwrap_or("CARD"),
             enrolled.last4
         ),
-        InstrumentInput::Bank { bank_code, .. } => {
+        InstrumentFacts::Bank { bank_code, .. } => {
             format!(
                 "{} **** {}",
                 bank_name(bank_code).unwrap_or(bank_code),
@@ -86,7 +86,7 @@ pub fn masked(instrument: &InstrumentInput, enrolled: &Enrolled) -> String {
 
 /// What the customer enrolled and accepted.
 pub struct Enrolment<'a> {
-    pub instrument: &'a InstrumentInput,
+    pub instrument: &'a InstrumentFacts,
     /// The processor's answer to enrolling `instrument`.
     pub enrolled: &'a Enrolled,
     pub acceptance: &'a Acceptance,
@@ -149,7 +149,7 @@ pub fn activate(
 }
 
 /// The mandate's `paymentMethod` once active: the method and the masked instrument.
-pub fn enrolled_method(instrument: &InstrumentInput, enrolled: &Enrolled) -> serde_json::Value {
+pub fn enrolled_method(instrument: &InstrumentFacts, enrolled: &Enrolled) -> serde_json::Value {
     let method = instrument.method();
     json!({
         "id": method.id(),
@@ -179,7 +179,7 @@ pub(crate) fn store_enrolment(
     } = *enrolment;
     let method = instrument.method();
     let (bank_code, account_type, holder_rut) = match instrument {
-        InstrumentInput::Bank {
+        InstrumentFacts::Bank {
             bank_code,
             account_type,
             holder_rut,
@@ -189,7 +189,7 @@ pub(crate) fn store_enrolment(
             Some(account_type.as_str()),
             Some(holder_rut.to_string()),
         ),
-        InstrumentInput::Card { .. } => (None, None, None),
+        InstrumentFacts::Card { .. } => (None, None, None),
     };
     store_instrument(
         conn,

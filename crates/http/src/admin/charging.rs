@@ -33,6 +33,9 @@ pub struct RunDto {
     pub in_process: i64,
     pub settled: i64,
     pub waiting_uf: i64,
+    /// Due installments not charged because their commerce has no acquirer for the rail
+    /// (`ACQUIRER_NOT_CONFIGURED`, production only).
+    pub acquirer_not_configured: i64,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -85,6 +88,7 @@ pub async fn overview(
             in_process: r.counts.in_process,
             settled: r.counts.settled,
             waiting_uf: r.counts.waiting_uf,
+            acquirer_not_configured: r.counts.acquirer_not_configured,
         })
         .collect();
     Ok(Envelope::ok(

@@ -357,6 +357,7 @@ pub fn run_dto(r: mandato_engine::records::RunRow) -> RunDto {
         in_process: r.counts.in_process,
         settled: r.counts.settled,
         waiting_uf: r.counts.waiting_uf,
+        acquirer_not_configured: r.counts.acquirer_not_configured,
     }
 }
 

@@ -162,6 +162,33 @@ pub struct View<'a> {
     pub card_update: Option<Submitted>,
     /// A sandbox installation: the page lists the test instruments. Never in production.
     pub sandbox: bool,
+    /// The rails whose instruments are typed on this page (the sandbox's simulation). A rail
+    /// a real acquirer serves, or none (production without `mandato acquirer set`), shows
+    /// no card or account fields here.
+    pub offered: Offered,
+}
+
+/// The rails whose forms the page offers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Offered {
+    pub cards: bool,
+    pub bank: bool,
+}
+
+impl Offered {
+    #[cfg(test)]
+    pub const ALL: Offered = Offered {
+        cards: true,
+        bank: true,
+    };
+
+    pub fn allows(self, method: PaymentMethod) -> bool {
+        if method.is_card() {
+            self.cards
+        } else {
+            self.bank
+        }
+    }
 }
 
 /// The simulated acquirer's test instruments and what each does (`charging::simulated`), shown
@@ -484,6 +511,9 @@ fn schedule_section(view: &View<'_>) -> Markup {
 }
 
 fn portal_section(view: &View<'_>) -> Markup {
+    if !view.offered.cards {
+        return html! {};
+    }
     let due: Vec<&InstallmentRow> = view
         .data
         .installments
@@ -570,14 +600,24 @@ fn terms_acceptance(terms: &str, accept_id: &str, text: &str, error: Option<&str
 }
 
 fn activation_section(view: &View<'_>) -> Markup {
-    let methods = view.data.methods();
+    let allowed = view.data.methods();
+    let methods: Vec<PaymentMethod> = allowed
+        .iter()
+        .copied()
+        .filter(|m| view.offered.allows(*m))
+        .collect();
     let signature_gated = view.data.mandate.activation_mode == ActivationMode::Signature;
     let submitted_method = view.activation.as_ref().map(|(m, _)| *m);
     html! {
         section id="activar" {
             h2 { "Elija su medio de pago" }
-            @if methods.is_empty() {
+            @if allowed.is_empty() {
                 p { "Este mandato no tiene medios de pago habilitados. Contacte al comercio." }
+            } @else if methods.is_empty() {
+                p {
+                    "Los medios de pago de este mandato aún no se pueden registrar en línea. \
+                     Contacte al comercio."
+                }
             } @else {
                 p class="muted" {
                     "Registre el medio con el que se pagarán las cuotas y acepte los términos \
@@ -785,7 +825,7 @@ fn rejected_section(view: &View<'_>) -> Markup {
 /// The form that replaces an active mandate's card.
 fn card_change_form(view: &View<'_>, after_rejection: bool) -> Markup {
     let methods = view.data.card_change_methods();
-    if methods.is_empty() {
+    if methods.is_empty() || !view.offered.cards {
         return html! {};
     }
     let sub = view.card_update.as_ref();
@@ -1131,6 +1171,7 @@ mod tests {
             payment: None,
             card_update: None,
             sandbox: false,
+            offered: Offered::ALL,
         };
         let page = mandate_page(&view);
         assert!(!page.contains("<script>"), "{page}");

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 
 use super::render::{Loaded, Notice, Signing, Submitted};
 use super::{
-    AppState, Enrolled, InstrumentInput, PaymentMethod, business_now, failure, mandate_document,
+    AppState, Enrolled, InstrumentFacts, PaymentMethod, business_now, failure, mandate_document,
     page, refused_activation, release_attempt, see_other, write,
 };
 use mandato_core::error::{Error, Result};
@@ -28,7 +28,7 @@ use mandato_engine::operations::signed_activation;
 /// What the customer enrolled, carried from the form to the signature process.
 pub(super) struct Enrolling {
     pub method: PaymentMethod,
-    pub instrument: InstrumentInput,
+    pub instrument: InstrumentFacts,
     pub enrolled: Enrolled,
     pub acceptance: Acceptance,
     pub claim: PortalClaim,

@@ -1,0 +1,479 @@
+//! Transbank Oneclick Mall over REST (API v1.2): the card inscription on Webpay's own page and
+//! the recurring authorizations of a commerce's cards rail (CONTRACT 13).
+//!
+//! The wire follows Transbank's official Python SDK (`TransbankDevelopers/transbank-sdk-python`
+//! at 195398a): `transbank/webpay/oneclick/mall_inscription.py` and `mall_transaction.py` for
+//! paths and bodies, `transbank/common/headers_builder.py` for the headers,
+//! `transbank/common/api_constants.py` for the lengths, `transbank/common/request_service.py`
+//! for errors (`{"error_message": ...}` on any non-2xx), and the fixtures in
+//! `tests/mocks/responses_api_mocks.py` (`inscription_finish_response`, `authorize_response`,
+//! `captured_status_response`, `buy_order_not_found`) for the answers. The response codes
+//! come from Transbank's Oneclick reference (transbankdevelopers.cl/referencia/oneclick);
+//! [`rejection_of`] maps them.
+//!
+//! Card data never passes here: the customer types it on Webpay; we keep the `tbk_user`
+//! Transbank answers, the card type and the last four digits.
+
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use mandato_core::domain::acquirer::TransbankCodes;
+use mandato_core::domain::instrument::InstrumentInput;
+use mandato_core::domain::money::Currency;
+use mandato_core::domain::state::{PaymentMethod, RejectionCode};
+use mandato_core::processor::{ChargeRequest, ChargeResult, Enrolled, Processor, ProcessorError};
+use mandato_core::secret::Secret;
+
+/// Oneclick Mall's REST root (`ONECLICK_ENDPOINT` in the SDK).
+pub const ONECLICK_PATH: &str = "/rswebpaytransaction/api/oneclick/v1.2";
+/// `ApiConstants.BUY_ORDER_LENGTH`.
+pub const BUY_ORDER_MAX: usize = 26;
+/// `ApiConstants.USER_NAME_LENGTH` and `EMAIL_LENGTH`.
+pub const USERNAME_MAX: usize = 40;
+pub const EMAIL_MAX: usize = 100;
+/// How long one call may take before its outcome counts as unknown. Transbank documents no
+/// figure; its SDKs wait without limit. A minute is far beyond its usual answers (well under
+/// a second) and short enough for a run to move on.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A commerce's Oneclick Mall: its codes, its key and where its API is.
+pub struct Oneclick {
+    base_url: String,
+    codes: TransbankCodes,
+    secret: Secret<String>,
+    client: reqwest::Client,
+    runtime: Runtime,
+}
+
+/// Where the blocking calls' futures run: the engine's runtime, or one owned for callers
+/// without a runtime (the command line's `charge-run`).
+#[derive(Clone)]
+pub struct Runtime {
+    handle: tokio::runtime::Handle,
+    _owned: Option<std::sync::Arc<tokio::runtime::Runtime>>,
+}
+
+impl Runtime {
+    pub fn current_or_own() -> std::io::Result<Runtime> {
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            return Ok(Runtime {
+                handle,
+                _owned: None,
+            });
+        }
+        let owned = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()?;
+        Ok(Runtime {
+            handle: owned.handle().clone(),
+            _owned: Some(std::sync::Arc::new(owned)),
+        })
+    }
+
+    fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+        self.handle.block_on(future)
+    }
+}
+
+/// An inscription started: the browser posts `TBK_TOKEN = token` to `url_webpay`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct InscriptionStarted {
+    pub token: String,
+    pub url_webpay: String,
+}
+
+/// A finished inscription as Transbank answers it (`inscription_finish_response`).
+#[derive(Debug, Deserialize)]
+struct InscriptionAnswer {
+    response_code: i64,
+    tbk_user: Option<String>,
+    card_type: Option<String>,
+    card_number: Option<String>,
+}
+
+/// How an inscription ended.
+#[derive(Debug)]
+pub enum InscriptionOutcome {
+    /// The card is inscribed: `enrolled.token` is the `tbk_user`.
+    Approved {
+        enrolled: Enrolled,
+        method: PaymentMethod,
+    },
+    /// Transbank refused it (`response_code` other than 0).
+    Refused { response_code: i64 },
+}
+
+/// One authorization's detail (`authorize_response.details[]`).
+#[derive(Debug, Deserialize)]
+struct Detail {
+    status: Option<String>,
+    authorization_code: Option<String>,
+    response_code: i64,
+    commerce_code: String,
+    buy_order: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct Authorization {
+    buy_order: String,
+    details: Vec<Detail>,
+}
+
+/// What a call brought back.
+enum Answer {
+    Ok(Value),
+    /// A 4xx with Transbank's `error_message`: the request was refused and did nothing.
+    Refused {
+        status: u16,
+        message: String,
+    },
+}
+
+/// The parent and child buy orders of an attempt: derived from its idempotency key, so the
+/// same attempt always sends the same orders and no two attempts share one. 25 hex digits of
+/// SHA-256 (100 bits) after a one-letter prefix fill Transbank's 26 characters.
+pub fn buy_orders(idempotency_key: &str) -> (String, String) {
+    let digest = hex::encode(Sha256::digest(idempotency_key.as_bytes()));
+    let tail = &digest[..BUY_ORDER_MAX - 1];
+    (format!("P{tail}"), format!("C{tail}"))
+}
+
+/// The rejection code of a Transbank `response_code` other than 0 (Oneclick reference's table;
+/// Oneclick's daily amount and count limits (-97 "máximo monto diario de pago excedido", -99
+/// "máxima cantidad de pagos diarios excedido") pass with the day, as insufficient funds do,
+/// so they are soft and retried per the commerce's policy; the per-payment limit (-98) fails
+/// the same amount every time, and the rest are final.
+pub fn rejection_of(response_code: i64) -> RejectionCode {
+    match response_code {
+        -97 | -99 => RejectionCode::InsufficientFunds,
+        _ => RejectionCode::CardDeclined,
+    }
+}
+
+/// The method a card inscribed at Transbank is charged as (CONTRACT 13): debit → 4, prepaid
+/// → 11, otherwise credit (3). Transbank's `card_type` names the brand; "Redcompra" is its
+/// debit network, "Prepago" its prepaid one.
+pub fn method_of(card_type: &str) -> PaymentMethod {
+    match card_type.to_ascii_lowercase().as_str() {
+        "redcompra" => PaymentMethod::DebitCard,
+        "prepago" => PaymentMethod::PrepaidCard,
+        _ => PaymentMethod::CreditCard,
+    }
+}
+
+impl Oneclick {
+    pub fn new(
+        base_url: &str,
+        codes: TransbankCodes,
+        secret: Secret<String>,
+        client: reqwest::Client,
+        runtime: Runtime,
+    ) -> Oneclick {
+        Oneclick {
+            base_url: base_url.trim_end_matches('/').to_string(),
+            codes,
+            secret,
+            client,
+            runtime,
+        }
+    }
+
+    pub fn codes(&self) -> &TransbankCodes {
+        &self.codes
+    }
+
+    /// One call to Oneclick Mall, blocking this (non-async) thread until it answers.
+    fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Answer, ProcessorError> {
+        let url = format!("{}{ONECLICK_PATH}{path}", self.base_url);
+        let mut request = self
+            .client
+            .request(method.clone(), &url)
+            .timeout(CALL_TIMEOUT)
+            .header("Tbk-Api-Key-Id", self.codes.mall.as_str())
+            .header("Tbk-Api-Key-Secret", self.secret.expose())
+            .header("Content-Type", "application/json");
+        if let Some(body) = body {
+            request = request.body(body.to_string());
+        }
+        let started = Instant::now();
+        let outcome = self.runtime.block_on(async {
+            let response = request.send().await?;
+            let status = response.status();
+            let text = response.text().await?;
+            Ok::<_, reqwest::Error>((status, text))
+        });
+        let elapsed = started.elapsed().as_millis();
+        let (status, text) = match outcome {
+            Ok(answer) => answer,
+            Err(e) => {
+                tracing::warn!(%method, path = %redacted(path), elapsed_ms = elapsed, error = %e, "transbank unreachable");
+                return Err(ProcessorError::Unavailable(format!("transbank: {e}")));
+            }
+        };
+        tracing::info!(%method, path = %redacted(path), status = status.as_u16(), elapsed_ms = elapsed, "transbank call");
+        if status.is_success() {
+            let value = if text.trim().is_empty() {
+                Value::Null
+            } else {
+                serde_json::from_str(&text).map_err(|e| {
+                    ProcessorError::Unavailable(format!("transbank answered no JSON: {e}"))
+                })?
+            };
+            return Ok(Answer::Ok(value));
+        }
+        let message = serde_json::from_str::<Value>(&text)
+            .ok()
+            .and_then(|v| {
+                v["error_message"]
+                    .as_str()
+                    .or(v["description"].as_str())
+                    .map(str::to_string)
+            })
+            .unwrap_or_default();
+        // 401/403 (a wrong key or code) and 5xx say nothing of the customer: the outcome
+        // stays unknown and is asked for again, rather than declining anyone for our error.
+        if status.is_client_error() && !matches!(status.as_u16(), 401 | 403 | 408 | 429) {
+            return Ok(Answer::Refused {
+                status: status.as_u16(),
+                message,
+            });
+        }
+        Err(ProcessorError::Unavailable(format!(
+            "transbank answered {status}: {message}"
+        )))
+    }
+
+    /// Starts an inscription for `username` (our `internalUserId`); Transbank brings the
+    /// browser back to `response_url`.
+    pub fn start_inscription(
+        &self,
+        username: &str,
+        email: &str,
+        response_url: &str,
+    ) -> Result<InscriptionStarted, ProcessorError> {
+        let body = json!({
+            "username": truncate(username, USERNAME_MAX),
+            "email": truncate(email, EMAIL_MAX),
+            "response_url": response_url,
+        });
+        match self.call(reqwest::Method::POST, "/inscriptions", Some(body))? {
+            Answer::Ok(value) => serde_json::from_value(value).map_err(|e| {
+                ProcessorError::Unavailable(format!("transbank inscription answer: {e}"))
+            }),
+            Answer::Refused { status, message } => Err(ProcessorError::Refused(format!(
+                "transbank refused the inscription ({status}): {message}"
+            ))),
+        }
+    }
+
+    /// Finishes the inscription `token` after the customer came back from Webpay.
+    pub fn finish_inscription(&self, token: &str) -> Result<InscriptionOutcome, ProcessorError> {
+        let path = format!("/inscriptions/{}", path_segment(token));
+        let value = match self.call(reqwest::Method::PUT, &path, None)? {
+            Answer::Ok(value) => value,
+            Answer::Refused { status, message } => {
+                return Err(ProcessorError::Refused(format!(
+                    "transbank refused to finish the inscription ({status}): {message}"
+                )));
+            }
+        };
+        let answer: InscriptionAnswer = serde_json::from_value(value).map_err(|e| {
+            ProcessorError::Unavailable(format!("transbank inscription answer: {e}"))
+        })?;
+        let (0, Some(tbk_user)) = (answer.response_code, answer.tbk_user) else {
+            return Ok(InscriptionOutcome::Refused {
+                response_code: answer.response_code,
+            });
+        };
+        let card_type = answer.card_type.unwrap_or_default();
+        let digits: String = answer
+            .card_number
+            .unwrap_or_default()
+            .chars()
+            .filter(char::is_ascii_digit)
+            .collect();
+        let last4 = digits[digits.len().saturating_sub(4)..].to_string();
+        Ok(InscriptionOutcome::Approved {
+            method: method_of(&card_type),
+            enrolled: Enrolled {
+                token: tbk_user,
+                brand: (!card_type.is_empty()).then_some(card_type),
+                last4,
+            },
+        })
+    }
+
+    /// Deletes an inscription at Transbank (the card is no longer used by any mandate).
+    pub fn delete_inscription(&self, username: &str, tbk_user: &str) -> Result<(), ProcessorError> {
+        let body = json!({ "username": username, "tbk_user": tbk_user });
+        match self.call(reqwest::Method::DELETE, "/inscriptions", Some(body))? {
+            Answer::Ok(_) => Ok(()),
+            Answer::Refused { status, message } => Err(ProcessorError::Refused(format!(
+                "transbank refused to delete the inscription ({status}): {message}"
+            ))),
+        }
+    }
+
+    /// What Transbank holds for an attempt's parent buy order: `None` when it never saw it.
+    fn status_of(&self, idempotency_key: &str) -> Result<Option<ChargeResult>, ProcessorError> {
+        let (parent, child) = buy_orders(idempotency_key);
+        match self.call(
+            reqwest::Method::GET,
+            &format!("/transactions/{parent}"),
+            None,
+        )? {
+            Answer::Ok(value) => self.outcome(value, &child).map(Some),
+            // `buy_order_not_found`: the authorization never reached Transbank.
+            Answer::Refused { message, .. } if message.contains("not found") => Ok(None),
+            Answer::Refused { status, message } => Err(ProcessorError::Unavailable(format!(
+                "transbank status ({status}): {message}"
+            ))),
+        }
+    }
+
+    /// The outcome of an authorization (or a status) answer for our child buy order.
+    fn outcome(&self, value: Value, child: &str) -> Result<ChargeResult, ProcessorError> {
+        let answer: Authorization = serde_json::from_value(value).map_err(|e| {
+            ProcessorError::Unavailable(format!("transbank authorization answer: {e}"))
+        })?;
+        let detail = answer
+            .details
+            .into_iter()
+            .find(|d| d.buy_order == child && d.commerce_code == self.codes.child.as_str())
+            .ok_or_else(|| {
+                ProcessorError::Unavailable(format!(
+                    "transbank answered buy order {} without our detail",
+                    answer.buy_order
+                ))
+            })?;
+        let approved = detail.response_code == 0
+            && matches!(detail.status.as_deref(), Some("AUTHORIZED" | "CAPTURED"));
+        Ok(if approved {
+            ChargeResult::Approved {
+                authorization_code: detail.authorization_code.unwrap_or_default(),
+                // Transbank reports no fee at charge time; the ledger uses the schedule.
+                fee: None,
+            }
+        } else {
+            ChargeResult::Rejected {
+                code: rejection_of(detail.response_code),
+            }
+        })
+    }
+}
+
+impl Processor for Oneclick {
+    /// Cards are inscribed on Webpay's page (`start_inscription`), never typed here.
+    fn enroll(&self, _instrument: &InstrumentInput) -> Result<Enrolled, ProcessorError> {
+        Err(ProcessorError::Refused(
+            "cards are inscribed on Webpay's page, not typed here".into(),
+        ))
+    }
+
+    fn charge(&self, request: &ChargeRequest<'_>) -> Result<ChargeResult, ProcessorError> {
+        if request.amount.currency() != Currency::Clp {
+            return Err(ProcessorError::Refused(
+                "Transbank charges whole pesos only".into(),
+            ));
+        }
+        let pesos = request.amount.amount().trunc().to_string();
+        let (parent, child) = buy_orders(request.idempotency_key);
+        let body = json!({
+            "username": request.customer_ref,
+            "tbk_user": request.token,
+            "buy_order": parent,
+            "details": [{
+                "commerce_code": self.codes.child.as_str(),
+                "buy_order": child,
+                "amount": pesos.parse::<i64>().unwrap_or(0),
+                "installments_number": 1,
+            }],
+        });
+        match self.call(reqwest::Method::POST, "/transactions", Some(body))? {
+            Answer::Ok(value) => self.outcome(value, &child),
+            // A repeated buy order means an earlier send of this attempt reached Transbank:
+            // its status holds the outcome.
+            Answer::Refused { .. }
+                if matches!(self.status_of(request.idempotency_key), Ok(Some(_))) =>
+            {
+                self.status_of(request.idempotency_key)?
+                    .ok_or_else(|| ProcessorError::Unavailable("transbank status vanished".into()))
+            }
+            Answer::Refused { status, message } => {
+                tracing::info!(status, %message, "transbank refused an authorization");
+                Ok(ChargeResult::Rejected {
+                    code: RejectionCode::CardDeclined,
+                })
+            }
+        }
+    }
+
+    fn status(&self, idempotency_key: &str) -> Result<Option<ChargeResult>, ProcessorError> {
+        self.status_of(idempotency_key)
+    }
+
+    /// Oneclick answers every authorization at once; nothing is left to settle.
+    fn settle(&self, idempotency_key: &str) -> Result<ChargeResult, ProcessorError> {
+        self.status_of(idempotency_key)?
+            .ok_or_else(|| ProcessorError::Refused("unknown charge".into()))
+    }
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    text.chars().take(max).collect()
+}
+
+/// A token or buy order as a path segment: Transbank's are alphanumeric; anything else is
+/// percent-encoded rather than trusted.
+fn path_segment(text: &str) -> String {
+    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}
+
+/// A path for the log: an inscription token is a bearer credential, so it is cut.
+fn redacted(path: &str) -> String {
+    match path.strip_prefix("/inscriptions/") {
+        Some(_) => "/inscriptions/{token}".to_string(),
+        None => path.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buy_orders_fit_transbank_and_follow_the_attempt() {
+        let (parent, child) = buy_orders("ins_0123456789abcdefghij-2026-11-30");
+        assert_eq!(parent.len(), BUY_ORDER_MAX);
+        assert_eq!(child.len(), BUY_ORDER_MAX);
+        assert_ne!(parent, child);
+        assert_eq!(buy_orders("ins_0123456789abcdefghij-2026-11-30").0, parent);
+        assert_ne!(buy_orders("ins_0123456789abcdefghij-2026-12-01").0, parent);
+    }
+
+    #[test]
+    fn limits_are_soft_and_other_declines_final() {
+        for code in [-97, -99] {
+            assert!(rejection_of(code).is_soft(), "{code}");
+        }
+        for code in [-1, -2, -3, -4, -5, -96, -98] {
+            assert!(!rejection_of(code).is_soft(), "{code}");
+        }
+    }
+
+    #[test]
+    fn the_card_type_decides_the_method() {
+        assert_eq!(method_of("Visa"), PaymentMethod::CreditCard);
+        assert_eq!(method_of("Redcompra"), PaymentMethod::DebitCard);
+        assert_eq!(method_of("Prepago"), PaymentMethod::PrepaidCard);
+    }
+}
