@@ -38,6 +38,7 @@ mod staff_settings;
 mod staff_signatures;
 mod staff_ui_api;
 mod torture;
+mod transbank;
 mod trigger;
 mod webhooks;
 

@@ -1,165 +1,19 @@
 //! Each commerce's money moves through its own acquirer (CONTRACT 13): production never
-//! simulates a charge, and a cards rail set to Transbank charges through Oneclick Mall.
-//!
-//! The Oneclick stand-in below answers what Transbank's official Python SDK documents
-//! (`TransbankDevelopers/transbank-sdk-python` at 195398a): the paths of
-//! `transbank/webpay/oneclick/mall_transaction.py`, the headers of
-//! `transbank/common/headers_builder.py`, and the bodies of the fixtures in
-//! `tests/mocks/responses_api_mocks.py` (`authorize_response`, `captured_status_response` and
-//! `buy_order_not_found`). It refuses a wrong key or commerce code (401, as `create_error`
-//! `Not Authorized`) and a repeated buy order.
+//! simulates a charge, and a cards rail set to Transbank enrols cards on Webpay's page
+//! (Oneclick inscriptions from the Magic Link) and charges them through Oneclick Mall, against
+//! the stand-in of `transbank.rs`.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use reqwest::redirect::Policy;
 use serde_json::{Value, json};
 
 use mandato::domain::acquirer::{AcquirerInput, AcquirerSetting};
 use mandato::secret::Secret;
 
 use crate::helpers::*;
-
-const MALL: &str = "597055555541";
-const CHILD: &str = "597055555542";
-const WEBPAY: &str = "597055555532";
-/// Transbank's published integration key (`IntegrationApiKeys.WEBPAY` in the SDKs).
-const KEY: &str = "579B532A7440BB0C9079DED94D31EA1615BACEB56610332264630D42D0A36B1C";
-const ONECLICK: &str = "/rswebpaytransaction/api/oneclick/v1.2";
-
-/// Amounts the stand-in answers specially (a real issuer decides by the card; the stand-in
-/// by the amount, so one inscription tries every outcome).
-const DECLINED: i64 = 6666;
-const OVER_DAILY_LIMIT: i64 = 9797;
-const ANSWER_LOST: i64 = 5555;
-
-#[derive(Default)]
-struct Standin {
-    /// Every authorization Transbank would hold, by parent buy order.
-    authorizations: Mutex<HashMap<String, Value>>,
-    /// How many POST /transactions named each parent buy order.
-    sends: Mutex<HashMap<String, usize>>,
-    requests: Mutex<Vec<Value>>,
-}
-
-fn authorized(headers: &HeaderMap) -> bool {
-    headers.get("tbk-api-key-id").and_then(|v| v.to_str().ok()) == Some(MALL)
-        && headers
-            .get("tbk-api-key-secret")
-            .and_then(|v| v.to_str().ok())
-            == Some(KEY)
-}
-
-fn error(status: StatusCode, message: &str) -> (StatusCode, Json<Value>) {
-    (status, Json(json!({ "error_message": message })))
-}
-
-async fn authorize(
-    State(standin): State<Arc<Standin>>,
-    headers: HeaderMap,
-    Json(body): Json<Value>,
-) -> (StatusCode, Json<Value>) {
-    if !authorized(&headers) {
-        return error(StatusCode::UNAUTHORIZED, "Not Authorized");
-    }
-    standin.requests.lock().unwrap().push(body.clone());
-    let parent = body["buy_order"].as_str().unwrap_or_default().to_string();
-    let detail = &body["details"][0];
-    let child = detail["buy_order"].as_str().unwrap_or_default();
-    let amount = detail["amount"].as_i64().unwrap_or(0);
-    *standin
-        .sends
-        .lock()
-        .unwrap()
-        .entry(parent.clone())
-        .or_default() += 1;
-    if detail["commerce_code"] != CHILD {
-        return error(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "Invalid value for parameter: commerce_code",
-        );
-    }
-    if parent.is_empty() || parent.len() > 26 || child.is_empty() || child.len() > 26 {
-        return error(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "Invalid value for parameter: buy_order",
-        );
-    }
-    if standin.authorizations.lock().unwrap().contains_key(&parent) {
-        return error(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "Invalid value for parameter: buy_order already used",
-        );
-    }
-    let response_code = match amount {
-        DECLINED => -1,
-        OVER_DAILY_LIMIT => -97,
-        _ => 0,
-    };
-    // `authorize_response`.
-    let answer = json!({
-        "details": [{
-            "amount": amount,
-            "status": if response_code == 0 { "AUTHORIZED" } else { "FAILED" },
-            "authorization_code": if response_code == 0 { "1213" } else { "000000" },
-            "payment_type_code": "VN",
-            "response_code": response_code,
-            "installments_number": 0,
-            "commerce_code": CHILD,
-            "buy_order": child,
-        }],
-        "buy_order": parent,
-        "card_detail": { "card_number": "6623" },
-        "accounting_date": "1019",
-        "transaction_date": "2023-10-19T21:30:21.095Z",
-    });
-    standin
-        .authorizations
-        .lock()
-        .unwrap()
-        .insert(parent, answer.clone());
-    if amount == ANSWER_LOST {
-        // Charged, but the answer never arrives whole: a gateway error after the fact.
-        return error(StatusCode::BAD_GATEWAY, "upstream connection reset");
-    }
-    (StatusCode::OK, Json(answer))
-}
-
-async fn status(
-    State(standin): State<Arc<Standin>>,
-    headers: HeaderMap,
-    Path(buy_order): Path<String>,
-) -> (StatusCode, Json<Value>) {
-    if !authorized(&headers) {
-        return error(StatusCode::UNAUTHORIZED, "Not Authorized");
-    }
-    match standin.authorizations.lock().unwrap().get(&buy_order) {
-        Some(answer) => (StatusCode::OK, Json(answer.clone())),
-        None => error(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "Invalid value for parameter: buy order not found",
-        ),
-    }
-}
-
-/// Starts the stand-in on a loopback port; answers its base URL.
-async fn start_standin() -> (Arc<Standin>, String) {
-    let standin = Arc::new(Standin::default());
-    let router = Router::new()
-        .route(&format!("{ONECLICK}/transactions"), post(authorize))
-        .route(
-            &format!("{ONECLICK}/transactions/{{buy_order}}"),
-            get(status),
-        )
-        .with_state(Arc::clone(&standin));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-    (standin, base)
-}
+use crate::transbank::{
+    self, ANSWER_LOST, CHILD, DECLINED, KEY, MALL, OVER_DAILY_LIMIT, PREPAGO, REDCOMPRA,
+    REFUSED_CARD, VISA, WEBPAY,
+};
 
 /// Sets the commerce's cards rail to Transbank at `base_url`, as `mandato acquirer set` does.
 fn set_transbank(app: &TestApp, base_url: &str) {
@@ -197,26 +51,109 @@ fn set_transbank(app: &TestApp, base_url: &str) {
         .unwrap();
 }
 
-async fn activate_card(app: &TestApp, internal_id: &str) {
-    app.post(
-        &format!("/sandbox/mandates/{internal_id}/activate"),
-        &json!({"paymentMethodId": 3, "card": {"number": "4111111111111111", "expiry": "12/30", "cvv": "123"}}),
-    )
-    .await
-    .expect(200, "SANDBOX_ACTIVATE_OK");
+/// A browser that does not follow redirects, to see each hop.
+fn browser() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .unwrap()
 }
 
-/// A DYNAMIC mandate with one installment of `amount` CLP due tomorrow, activated with a
-/// card; answers the mandate's internal id.
+/// The value of the first `name="{name}"` input after `after` in `html`.
+fn input_after(html: &str, after: &str, name: &str) -> String {
+    let from = html
+        .find(after)
+        .unwrap_or_else(|| panic!("{after} in {html}"));
+    let rest = &html[from..];
+    let at = rest
+        .find(&format!("name=\"{name}\" value=\""))
+        .unwrap_or_else(|| panic!("{name} after {after}"))
+        + name.len()
+        + 15;
+    rest[at..rest[at..].find('"').unwrap() + at].to_string()
+}
+
+fn location(response: &reqwest::Response) -> String {
+    response.headers()[reqwest::header::LOCATION]
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+/// The customer's way through the Magic Link and Webpay with `card` (or cancelling there):
+/// answers the last response, the one of the return to the Magic Link.
+async fn enrol_on_webpay(app: &TestApp, link: &str, card: Option<&str>) -> reqwest::Response {
+    let browser = browser();
+    let path = &link[link.find("/link/").unwrap()..];
+    let page = browser
+        .get(link)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("Inscribir tarjeta"), "{page}");
+    assert!(
+        !page.contains("name=\"number\""),
+        "no card field on our page"
+    );
+    let action = format!("action=\"{path}/oneclick\"");
+    let terms = input_after(&page, &action, "termsSha256");
+    let handoff = browser
+        .post(format!("{}{path}/oneclick", app.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("termsSha256={terms}&accept=1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(handoff.status(), 200);
+    let policy = handoff.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(policy.contains("script-src 'sha256-"), "{policy}");
+    let handoff = handoff.text().await.unwrap();
+    let url_webpay = {
+        let at = handoff
+            .find("id=\"webpay\" method=\"post\" action=\"")
+            .unwrap()
+            + 34;
+        handoff[at..handoff[at..].find('"').unwrap() + at].to_string()
+    };
+    let tbk_token = input_after(&handoff, "id=\"webpay\"", "TBK_TOKEN");
+    let typed = match card {
+        Some(card) => format!("TBK_TOKEN={tbk_token}&card={card}"),
+        None => format!("TBK_TOKEN={tbk_token}&cancel=1"),
+    };
+    let back = browser
+        .post(&url_webpay)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(typed)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(back.status(), 303);
+    browser.get(location(&back)).send().await.unwrap()
+}
+
+/// A customer of its own (Oneclick keeps one card per username) with a DYNAMIC mandate of
+/// one installment of `amount` CLP due tomorrow, enrolled on Webpay with the VISA test card;
+/// answers the mandate's internal id.
 async fn active_mandate(app: &TestApp, id: &str, amount: i64) -> String {
+    let customer = format!("cust-{id}");
+    app.create_customer(&customer, &rut(10_000_000 + amount as u32))
+        .await;
     let payload = app
-        .create_mandate(&dynamic_body(app, "cust-1", id, &[("c1", amount, 1)]))
+        .create_mandate(&dynamic_body(app, &customer, id, &[("c1", amount, 1)]))
         .await;
     let internal = payload["mandate"]["internalId"]
         .as_str()
         .unwrap()
         .to_string();
-    activate_card(app, &internal).await;
+    let link = payload["mandate"]["magicLink"].as_str().unwrap();
+    let returned = enrol_on_webpay(app, link, Some(VISA)).await;
+    assert_eq!(returned.status(), 303, "{:?}", returned.text().await);
     internal
 }
 
@@ -226,16 +163,27 @@ async fn installment_of(app: &TestApp, internal: &str) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_transbank_rail_charges_through_oneclick_and_asks_for_lost_answers() {
+async fn a_card_inscribed_on_webpay_activates_and_is_charged_through_oneclick() {
     let mut app = spawn_app().await;
     app.login().await;
-    let customer = app.create_customer("cust-1", "12.345.678-5").await;
+    let (standin, base) = transbank::start().await;
+    set_transbank(&app, &base);
     let paid = active_mandate(&app, "M-PAID", 5000).await;
     let declined = active_mandate(&app, "M-DECLINED", DECLINED).await;
     let limited = active_mandate(&app, "M-LIMIT", OVER_DAILY_LIMIT).await;
     let lost = active_mandate(&app, "M-LOST", ANSWER_LOST).await;
-    let (standin, base) = start_standin().await;
-    set_transbank(&app, &base);
+
+    // Activated as a typed card would be: the card's brand and last four, its event.
+    let active = app.get(&format!("/mandate/internalId/{paid}")).await;
+    let mandate = &active.body["payload"]["mandate"];
+    assert_eq!(mandate["state"]["name"], "ACTIVE", "{mandate}");
+    let method = &active.body["payload"]["paymentMethod"];
+    assert_eq!(method["id"], 3, "{method}");
+    assert_eq!(method["instrument"], "Visa **** 6623");
+    let customer = active.body["payload"]["customer"]["internalUserId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
 
     let tomorrow = app.today() + chrono::Duration::days(1);
     let run = app.run_charging(tomorrow).await;
@@ -258,9 +206,12 @@ async fn a_transbank_rail_charges_through_oneclick_and_asks_for_lost_answers() {
         .iter()
         .find(|r| r["details"][0]["amount"] == 5000)
         .expect("the 5000 authorization");
-    // Oneclick's username is the customer's internalUserId.
-    assert_eq!(first["username"], customer.as_str());
-    assert!(!first["tbk_user"].as_str().unwrap().is_empty());
+    // Oneclick's username is the customer's internalUserId, the card its inscription's.
+    if !customer.is_empty() {
+        assert_eq!(first["username"], customer.as_str());
+    }
+    let users = standin.users.lock().unwrap().clone();
+    assert!(users.contains_key(first["tbk_user"].as_str().unwrap()));
     assert_eq!(first["details"][0]["commerce_code"], CHILD);
     assert_eq!(first["buy_order"].as_str().unwrap().len(), 26);
 
@@ -287,10 +238,9 @@ async fn a_transbank_rail_charges_through_oneclick_and_asks_for_lost_answers() {
 async fn a_wrong_key_declines_nobody_and_the_charge_waits() {
     let mut app = spawn_app().await;
     app.login().await;
-    app.create_customer("cust-1", "12.345.678-5").await;
-    let mandate = active_mandate(&app, "M-1", 5000).await;
-    let (standin, base) = start_standin().await;
+    let (standin, base) = transbank::start().await;
     set_transbank(&app, &base);
+    let mandate = active_mandate(&app, "M-1", 5000).await;
     // The key is replaced by a wrong one: Transbank answers 401 to everything.
     let store = app.running.state.store();
     store
@@ -316,7 +266,25 @@ async fn production_never_simulates_and_charges_nothing_without_an_acquirer() {
     let mut app = spawn_app().await;
     app.login().await;
     app.create_customer("cust-1", "12.345.678-5").await;
-    let active = active_mandate(&app, "M-ACTIVE", 5000).await;
+    // Activated in the sandbox, with the simulation's card.
+    let payload = app
+        .create_mandate(&dynamic_body(
+            &app,
+            "cust-1",
+            "M-ACTIVE",
+            &[("c1", 5000, 1)],
+        ))
+        .await;
+    let active = payload["mandate"]["internalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    app.post(
+        &format!("/sandbox/mandates/{active}/activate"),
+        &json!({"paymentMethodId": 3, "card": {"number": "4111111111111111", "expiry": "12/30", "cvv": "123"}}),
+    )
+    .await
+    .expect(200, "SANDBOX_ACTIVATE_OK");
     let pending = app
         .create_mandate(&dynamic_body(
             &app,
@@ -385,4 +353,53 @@ async fn production_never_simulates_and_charges_nothing_without_an_acquirer() {
             .unwrap()
             .contains("no se puede registrar")
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn refused_cancelled_and_unwanted_cards_leave_the_mandate_pending() {
+    let mut app = spawn_app().await;
+    app.login().await;
+    let (standin, base) = transbank::start().await;
+    set_transbank(&app, &base);
+    app.create_customer("cust-1", "12.345.678-5").await;
+    let mut body = dynamic_body(&app, "cust-1", "M-CREDIT", &[("c1", 5000, 1)]);
+    set(&mut body, "/paymentMethods", json!([3]));
+    let payload = app.create_mandate(&body).await;
+    let link = payload["mandate"]["magicLink"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let pending = |reply: Value| reply["payload"]["mandate"]["state"]["name"].clone();
+
+    // Cancelled on Webpay: nothing registered.
+    let cancelled = enrol_on_webpay(&app, &link, None).await;
+    assert_eq!(cancelled.status(), 400);
+    let text = cancelled.text().await.unwrap();
+    assert!(text.contains("Anuló la inscripción"), "{text}");
+    // Refused by Transbank (the integration environment's refused MasterCard).
+    let refused = enrol_on_webpay(&app, &link, Some(REFUSED_CARD)).await;
+    assert_eq!(refused.status(), 400);
+    assert!(refused.text().await.unwrap().contains("código -1"));
+    // A debit card on a credit-only mandate: refused, and its inscription deleted.
+    let debit = enrol_on_webpay(&app, &link, Some(REDCOMPRA)).await;
+    assert_eq!(debit.status(), 400);
+    assert!(debit.text().await.unwrap().contains("no admite"));
+    assert_eq!(standin.deleted.lock().unwrap().len(), 1);
+    let mandate = app.get("/mandate/id/M-CREDIT").await.body;
+    assert_eq!(pending(mandate), "PENDING");
+
+    // A prepaid card where prepaid is allowed: method 11 follows the card.
+    app.create_customer("cust-2", &rut(11_111_112)).await;
+    let mut body = dynamic_body(&app, "cust-2", "M-PREPAID", &[("c1", 5000, 1)]);
+    set(&mut body, "/paymentMethods", json!([3, 11]));
+    let payload = app.create_mandate(&body).await;
+    let link = payload["mandate"]["magicLink"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let activated = enrol_on_webpay(&app, &link, Some(PREPAGO)).await;
+    assert_eq!(activated.status(), 303);
+    let mandate = app.get("/mandate/id/M-PREPAID").await.body;
+    assert_eq!(mandate["payload"]["mandate"]["state"]["name"], "ACTIVE");
+    assert_eq!(mandate["payload"]["paymentMethod"]["id"], 11);
 }

@@ -15,6 +15,7 @@
 //! never stored, logged or written back into a page.
 
 pub mod one_at_a_time;
+mod oneclick;
 mod render;
 mod signing;
 
@@ -62,23 +63,36 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/link/{token}/tarjeta", get(back_to_link).post(update_card))
         .route("/link/{token}/comprobante/{installment}", get(receipt))
+        .route(
+            "/link/{token}/oneclick",
+            get(back_to_link).post(oneclick::start),
+        )
+        .route(
+            "/link/{token}/oneclick/return",
+            get(oneclick::returned_by_get).post(oneclick::returned_by_post),
+        )
         .layer(DefaultBodyLimit::max(FORM_LIMIT))
         .layer(axum::middleware::map_response(page_headers))
 }
 
 async fn page_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
+    // A page that set its own policy (the Webpay hand-off, with its one script) keeps it.
+    if !headers.contains_key(header::CONTENT_SECURITY_POLICY) {
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(
+                // No form-action: a successful activation redirects to the merchant's callback.
+                "default-src 'none'; style-src 'unsafe-inline'; img-src data:; \
+                 frame-ancestors 'none'; base-uri 'none'",
+            ),
+        );
+    }
     for (name, value) in [
         (header::CACHE_CONTROL, "no-store"),
         (header::REFERRER_POLICY, "no-referrer"),
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         (header::X_FRAME_OPTIONS, "DENY"),
-        (
-            header::CONTENT_SECURITY_POLICY,
-            // No form-action: a successful activation redirects to the merchant's callback.
-            "default-src 'none'; style-src 'unsafe-inline'; img-src data:; \
-             frame-ancestors 'none'; base-uri 'none'",
-        ),
     ] {
         headers.insert(name, HeaderValue::from_static(value));
     }
@@ -384,15 +398,12 @@ fn card_update_page(
 /// The rails whose instruments this page takes typed: those the simulation serves. A real
 /// acquirer's customers enter their card or account on the acquirer's own pages.
 fn offered(state: &AppState, loaded: &Loaded) -> Offered {
-    let typed = |method: PaymentMethod| {
-        matches!(
-            state.acquirer_for(loaded.commerce.id, method),
-            Ok(Acquirer::Simulated(_))
-        )
-    };
+    let cards = state.acquirer_for(loaded.commerce.id, PaymentMethod::CreditCard);
+    let bank = state.acquirer_for(loaded.commerce.id, PaymentMethod::Pac);
     Offered {
-        cards: typed(PaymentMethod::CreditCard),
-        bank: typed(PaymentMethod::Pac),
+        cards: matches!(cards, Ok(Acquirer::Simulated(_))),
+        bank: matches!(bank, Ok(Acquirer::Simulated(_))),
+        hosted_cards: matches!(cards, Ok(Acquirer::Transbank(_))),
     }
 }
 

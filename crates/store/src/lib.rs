@@ -52,6 +52,7 @@ pub mod login_throttle;
 pub mod mandate_signatures;
 pub mod mandates;
 pub mod migrations;
+pub mod oneclick;
 mod pg_connect;
 pub mod pg_migrations;
 #[cfg(test)]

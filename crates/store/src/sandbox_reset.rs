@@ -75,7 +75,12 @@ pub fn reset<'c>(
             (SELECT seq FROM installments WHERE commerce_id = ?1)")?;
     counts.installments = run("DELETE FROM installments WHERE commerce_id = ?1")?;
     const MANDATES: &str = "SELECT seq FROM mandates WHERE commerce_id = ?1";
-    for table in ["instruments", "acceptances", "portal_attempts"] {
+    for table in [
+        "instruments",
+        "acceptances",
+        "portal_attempts",
+        "oneclick_inscriptions",
+    ] {
         run(&format!(
             "DELETE FROM {table} WHERE mandate_seq IN ({MANDATES})"
         ))?;

@@ -11,6 +11,7 @@ pub mod installments;
 pub mod ledger;
 pub mod link;
 pub mod mandates;
+pub mod oneclick;
 pub mod portal;
 pub mod sandbox;
 pub mod signed_activation;

@@ -171,8 +171,11 @@ pub struct View<'a> {
 /// The rails whose forms the page offers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Offered {
+    /// Cards typed here (the simulation).
     pub cards: bool,
     pub bank: bool,
+    /// Cards inscribed on Webpay's page (Transbank Oneclick): a button, no card fields.
+    pub hosted_cards: bool,
 }
 
 impl Offered {
@@ -180,6 +183,7 @@ impl Offered {
     pub const ALL: Offered = Offered {
         cards: true,
         bank: true,
+        hosted_cards: false,
     };
 
     pub fn allows(self, method: PaymentMethod) -> bool {
@@ -606,6 +610,7 @@ fn activation_section(view: &View<'_>) -> Markup {
         .copied()
         .filter(|m| view.offered.allows(*m))
         .collect();
+    let hosted = view.offered.hosted_cards && allowed.iter().any(|m| m.is_card());
     let signature_gated = view.data.mandate.activation_mode == ActivationMode::Signature;
     let submitted_method = view.activation.as_ref().map(|(m, _)| *m);
     html! {
@@ -613,7 +618,7 @@ fn activation_section(view: &View<'_>) -> Markup {
             h2 { "Elija su medio de pago" }
             @if allowed.is_empty() {
                 p { "Este mandato no tiene medios de pago habilitados. Contacte al comercio." }
-            } @else if methods.is_empty() {
+            } @else if methods.is_empty() && !hosted {
                 p {
                     "Los medios de pago de este mandato aún no se pueden registrar en línea. \
                      Contacte al comercio."
@@ -626,10 +631,13 @@ fn activation_section(view: &View<'_>) -> Markup {
                 @if signature_gated {
                     (signature_step(view.data.signing.as_ref()))
                 }
+                @if hosted {
+                    (hosted_card_form(view, signature_gated))
+                }
                 @for (index, method) in methods.iter().enumerate() {
                     @let open = match submitted_method {
                         Some(m) => m == method.id(),
-                        None => index == 0,
+                        None => index == 0 && !hosted,
                     };
                     (activation_form(view, *method, open, signature_gated))
                 }
@@ -825,6 +833,9 @@ fn rejected_section(view: &View<'_>) -> Markup {
 /// The form that replaces an active mandate's card.
 fn card_change_form(view: &View<'_>, after_rejection: bool) -> Markup {
     let methods = view.data.card_change_methods();
+    if !methods.is_empty() && view.offered.hosted_cards {
+        return hosted_card_change(view, methods[0], after_rejection);
+    }
     if methods.is_empty() || !view.offered.cards {
         return html! {};
     }
@@ -862,6 +873,87 @@ fn card_change_form(view: &View<'_>, after_rejection: bool) -> Markup {
             }
         }
     }
+}
+
+/// The card methods' enrolment on Webpay's page (Transbank Oneclick): the terms, their
+/// acceptance and a button; the card itself is typed on Webpay, never here. The method
+/// follows the card Transbank reports (credit, debit or prepaid).
+fn hosted_card_form(view: &View<'_>, signature_gated: bool) -> Markup {
+    let cards: Vec<PaymentMethod> = view
+        .data
+        .methods()
+        .into_iter()
+        .filter(|m| m.is_card())
+        .collect();
+    let Some(first) = cards.first().copied() else {
+        return html! {};
+    };
+    let terms = view.data.terms(first);
+    let names: Vec<&str> = cards.iter().map(|m| spanish::method(*m)).collect();
+    let sub = view
+        .activation
+        .as_ref()
+        .filter(|(m, _)| *m == first.id())
+        .map(|(_, sub)| sub);
+    html! {
+        details id="webpay" open {
+            summary { "Tarjeta (" (names.join(", ")) ")" }
+            form method="post" action={ "/link/" (view.token) "/oneclick" } {
+                input type="hidden" name="termsSha256" value=(sha256_hex(&terms));
+                p class="muted" {
+                    "Inscribirá su tarjeta en Webpay, el sitio seguro de Transbank: allí ingresa \
+                     sus datos, que nunca pasan por esta página."
+                }
+                (terms_acceptance(&terms, "webpay-accept", "He leído y acepto los términos del mandato.", sub.and_then(|s| s.error("accept"))))
+                button type="submit" {
+                    @if signature_gated { "Inscribir tarjeta y continuar a la firma" } @else { "Inscribir tarjeta" }
+                }
+            }
+        }
+    }
+}
+
+/// Replacing an active mandate's card through a new Oneclick inscription.
+fn hosted_card_change(view: &View<'_>, method: PaymentMethod, after_rejection: bool) -> Markup {
+    let terms = view.data.terms(method);
+    let sub = view.card_update.as_ref();
+    html! {
+        section id="tarjeta" class="noprint" {
+            details open[after_rejection || sub.is_some()] {
+                summary {
+                    @if after_rejection { "Registrar otra tarjeta" } @else { "¿Cambió su tarjeta? Actualícela aquí" }
+                }
+                form method="post" action={ "/link/" (view.token) "/oneclick" } {
+                    input type="hidden" name="termsSha256" value=(sha256_hex(&terms));
+                    p class="muted" { "La nueva tarjeta se inscribe en Webpay, el sitio seguro de Transbank." }
+                    (terms_acceptance(&terms, "t-accept", "Acepto que los cargos de este mandato se hagan a esta tarjeta.", sub.and_then(|s| s.error("accept"))))
+                    button type="submit" { "Inscribir la nueva tarjeta" }
+                }
+            }
+        }
+    }
+}
+
+/// The script that sends the customer on to Webpay; its hash is the page's only script
+/// permission (`WEBPAY_SCRIPT_CSP`).
+pub const WEBPAY_SCRIPT: &str = "document.getElementById('webpay').submit();";
+
+/// The page that posts Transbank's token to Webpay. It submits itself; the button does the
+/// same without JavaScript.
+pub fn webpay_redirect_page(url_webpay: &str, tbk_token: &str, commerce: &str) -> String {
+    let header = html! {
+        div class="who" { (commerce) }
+        h1 { "Continuar a Webpay" }
+    };
+    let body = html! {
+        form id="webpay" method="post" action=(url_webpay) {
+            input type="hidden" name="TBK_TOKEN" value=(tbk_token);
+            p { "Le llevamos a Webpay para que inscriba su tarjeta." }
+            button type="submit" { "Continuar a Webpay" }
+        }
+        script { (PreEscaped(WEBPAY_SCRIPT)) }
+    };
+    pages::document(&LOOK, "Continuar a Webpay", header, body)
 }
 
 /// The receipt of a paid installment: what was paid, when (in the installation's zone, named),
@@ -985,7 +1077,16 @@ pub fn mandate_page(view: &View<'_>) -> String {
     let sent_back = view
         .activation
         .as_ref()
-        .map(|(m, sub)| (format!("m{m}"), sub))
+        .map(|(m, sub)| {
+            let hosted = view.offered.hosted_cards
+                && PaymentMethod::from_id(*m).is_some_and(|m| m.is_card());
+            let anchor = if hosted {
+                "webpay".to_string()
+            } else {
+                format!("m{m}")
+            };
+            (anchor, sub)
+        })
         .or_else(|| {
             view.payment
                 .as_ref()

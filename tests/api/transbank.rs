@@ -1,0 +1,360 @@
+//! A Transbank stand-in: Oneclick Mall's REST API and Webpay's inscription page, on a
+//! loopback port, for the tests of the cards rail (CONTRACT 13).
+//!
+//! Every path, header and body comes from Transbank's official Python SDK
+//! (`TransbankDevelopers/transbank-sdk-python` at 195398a): `transbank/webpay/oneclick/
+//! mall_inscription.py` and `mall_transaction.py` (paths and request bodies),
+//! `transbank/common/headers_builder.py` (`Tbk-Api-Key-Id`, `Tbk-Api-Key-Secret`), and the
+//! fixtures of `tests/mocks/responses_api_mocks.py`: `inscription_finish_response` and
+//! `inscription_finish_fail` (finish), `authorize_response` (authorize and status),
+//! `buy_order_not_found` (status of an unknown order), `create_error` (401 `Not
+//! Authorized` for a wrong key). Behaviour seen by the PHP SDK's tests against the
+//! integration environment (`TransbankDevelopers/transbank-sdk-php` at 4e17ccb): finishing an
+//! inscription the customer never completed answers `{"response_code": -96}`, and an
+//! authorization with an unknown `tbk_user` answers HTTP 500. The return to `response_url`
+//! carries only `TBK_TOKEN`, or also `TBK_ORDEN_COMPRA` and `TBK_ID_SESION` when the customer
+//! cancelled (transbankdevelopers.cl/documentacion/oneclick, "Resumen de flujos").
+//!
+//! The stand-in's Webpay page takes the integration environment's documented test cards
+//! (transbankdevelopers.cl/documentacion/como_empezar): VISA 4051 8856 0044 6623 (approved),
+//! Redcompra 4051 8842 3993 7763 (debit, approved), Prepago VISA 4051 8860 0005 6590
+//! (prepaid, approved) and MASTERCARD 5186 0595 5959 0568 (refused). Authorizations are
+//! decided by amount (a real issuer decides by the card), so one card tries every outcome.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::Form;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use serde_json::{Value, json};
+
+pub const MALL: &str = "597055555541";
+pub const CHILD: &str = "597055555542";
+pub const WEBPAY: &str = "597055555532";
+/// Transbank's published integration key (`IntegrationApiKeys.WEBPAY` in the SDKs).
+pub const KEY: &str = "579B532A7440BB0C9079DED94D31EA1615BACEB56610332264630D42D0A36B1C";
+const ONECLICK: &str = "/rswebpaytransaction/api/oneclick/v1.2";
+const WEBPAY_PAGE: &str = "/webpayserver/bp_multicode_inscription.cgi";
+
+pub const VISA: &str = "4051885600446623";
+pub const REDCOMPRA: &str = "4051884239937763";
+pub const PREPAGO: &str = "4051886000056590";
+pub const REFUSED_CARD: &str = "5186059559590568";
+
+/// Amounts the stand-in answers specially.
+pub const DECLINED: i64 = 6666;
+pub const OVER_DAILY_LIMIT: i64 = 9797;
+pub const ANSWER_LOST: i64 = 5555;
+
+struct Inscription {
+    username: String,
+    response_url: String,
+    /// The card typed on the Webpay page, once the customer submitted it.
+    card: Option<String>,
+    finished: bool,
+}
+
+#[derive(Default)]
+pub struct Standin {
+    inscriptions: Mutex<HashMap<String, Inscription>>,
+    /// tbk_user → (username, card number).
+    pub users: Mutex<HashMap<String, (String, String)>>,
+    /// Every authorization Transbank would hold, by parent buy order.
+    pub authorizations: Mutex<HashMap<String, Value>>,
+    /// How many POST /transactions named each parent buy order.
+    pub sends: Mutex<HashMap<String, usize>>,
+    pub requests: Mutex<Vec<Value>>,
+    pub deleted: Mutex<Vec<String>>,
+    next: Mutex<u64>,
+    base: Mutex<String>,
+}
+
+impl Standin {
+    fn fresh(&self, prefix: &str) -> String {
+        let mut next = self.next.lock().unwrap();
+        *next += 1;
+        format!("{prefix}{:060}", *next)
+    }
+}
+
+fn authorized(headers: &HeaderMap) -> bool {
+    headers.get("tbk-api-key-id").and_then(|v| v.to_str().ok()) == Some(MALL)
+        && headers
+            .get("tbk-api-key-secret")
+            .and_then(|v| v.to_str().ok())
+            == Some(KEY)
+}
+
+fn error(status: StatusCode, message: &str) -> (StatusCode, Json<Value>) {
+    (status, Json(json!({ "error_message": message })))
+}
+
+async fn start_inscription(
+    State(standin): State<Arc<Standin>>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> (StatusCode, Json<Value>) {
+    if !authorized(&headers) {
+        return error(StatusCode::UNAUTHORIZED, "Not Authorized");
+    }
+    let username = body["username"].as_str().unwrap_or_default();
+    if username.is_empty() {
+        return error(StatusCode::UNPROCESSABLE_ENTITY, "username is required");
+    }
+    if !body["email"].as_str().unwrap_or_default().contains('@') {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid value for parameter: email",
+        );
+    }
+    let token = standin.fresh("01ab");
+    standin.inscriptions.lock().unwrap().insert(
+        token.clone(),
+        Inscription {
+            username: username.to_string(),
+            response_url: body["response_url"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            card: None,
+            finished: false,
+        },
+    );
+    let base = standin.base.lock().unwrap().clone();
+    (
+        StatusCode::OK,
+        Json(json!({ "token": token, "url_webpay": format!("{base}{WEBPAY_PAGE}") })),
+    )
+}
+
+/// Webpay's page: the form where the customer types the card (GET or POST with `TBK_TOKEN`),
+/// and its submission (`card`, or `cancel`), which sends the browser back to the commerce.
+async fn webpay_page(
+    State(standin): State<Arc<Standin>>,
+    Form(form): Form<HashMap<String, String>>,
+) -> Response {
+    let token = form.get("TBK_TOKEN").cloned().unwrap_or_default();
+    let mut inscriptions = standin.inscriptions.lock().unwrap();
+    let Some(inscription) = inscriptions.get_mut(&token) else {
+        return (StatusCode::BAD_REQUEST, "token desconocido").into_response();
+    };
+    if form.contains_key("cancel") {
+        let to = format!(
+            "{}?TBK_TOKEN={token}&TBK_ORDEN_COMPRA=&TBK_ID_SESION=",
+            inscription.response_url
+        );
+        return (StatusCode::SEE_OTHER, [(header::LOCATION, to)]).into_response();
+    }
+    if let Some(card) = form.get("card") {
+        inscription.card = Some(card.replace(' ', ""));
+        let to = format!("{}?TBK_TOKEN={token}", inscription.response_url);
+        return (StatusCode::SEE_OTHER, [(header::LOCATION, to)]).into_response();
+    }
+    Html(format!(
+        "<!doctype html><html lang=\"es\"><head><title>Webpay</title></head><body>\
+         <h1>Webpay (stand-in)</h1>\
+         <form method=\"post\" action=\"{WEBPAY_PAGE}\">\
+         <input type=\"hidden\" name=\"TBK_TOKEN\" value=\"{token}\">\
+         <label for=\"card\">Número de tarjeta</label><input id=\"card\" name=\"card\">\
+         <button type=\"submit\">Inscribir</button></form>\
+         <form method=\"post\" action=\"{WEBPAY_PAGE}\">\
+         <input type=\"hidden\" name=\"TBK_TOKEN\" value=\"{token}\">\
+         <input type=\"hidden\" name=\"cancel\" value=\"1\">\
+         <button type=\"submit\">Anular</button></form></body></html>"
+    ))
+    .into_response()
+}
+
+async fn finish_inscription(
+    State(standin): State<Arc<Standin>>,
+    headers: HeaderMap,
+    Path(token): Path<String>,
+) -> (StatusCode, Json<Value>) {
+    if !authorized(&headers) {
+        return error(StatusCode::UNAUTHORIZED, "Not Authorized");
+    }
+    let mut inscriptions = standin.inscriptions.lock().unwrap();
+    let Some(inscription) = inscriptions.get_mut(&token) else {
+        return error(StatusCode::NOT_FOUND, "Invalid value for parameter: token");
+    };
+    let card = match (&inscription.card, inscription.finished) {
+        (Some(card), false) => card.clone(),
+        // `inscription_finish_fail` / never completed (-96).
+        (None, _) | (_, true) => return (StatusCode::OK, Json(json!({ "response_code": -96 }))),
+    };
+    inscription.finished = true;
+    let card_type = match card.as_str() {
+        VISA => "Visa",
+        REDCOMPRA => "Redcompra",
+        PREPAGO => "Prepago",
+        _ => return (StatusCode::OK, Json(json!({ "response_code": -1 }))),
+    };
+    let tbk_user = format!("08ed03b1-{}", &standin.fresh("")[48..]);
+    // One card per username: a new inscription invalidates the user's previous one.
+    let mut users = standin.users.lock().unwrap();
+    users.retain(|_, (username, _)| *username != inscription.username);
+    users.insert(
+        tbk_user.clone(),
+        (inscription.username.clone(), card.clone()),
+    );
+    (
+        StatusCode::OK,
+        Json(json!({
+            "response_code": 0,
+            "tbk_user": tbk_user,
+            "authorization_code": "1213",
+            "card_type": card_type,
+            "card_number": format!("XXXXXXXXXXXX{}", &card[card.len() - 4..]),
+        })),
+    )
+}
+
+async fn delete_inscription(
+    State(standin): State<Arc<Standin>>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    if !authorized(&headers) {
+        return error(StatusCode::UNAUTHORIZED, "Not Authorized").into_response();
+    }
+    let tbk_user = body["tbk_user"].as_str().unwrap_or_default().to_string();
+    standin.users.lock().unwrap().remove(&tbk_user);
+    standin.deleted.lock().unwrap().push(tbk_user);
+    StatusCode::NO_CONTENT.into_response()
+}
+
+async fn authorize(
+    State(standin): State<Arc<Standin>>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> (StatusCode, Json<Value>) {
+    if !authorized(&headers) {
+        return error(StatusCode::UNAUTHORIZED, "Not Authorized");
+    }
+    standin.requests.lock().unwrap().push(body.clone());
+    let parent = body["buy_order"].as_str().unwrap_or_default().to_string();
+    let detail = &body["details"][0];
+    let child = detail["buy_order"].as_str().unwrap_or_default();
+    let amount = detail["amount"].as_i64().unwrap_or(0);
+    *standin
+        .sends
+        .lock()
+        .unwrap()
+        .entry(parent.clone())
+        .or_default() += 1;
+    let known = standin
+        .users
+        .lock()
+        .unwrap()
+        .get(body["tbk_user"].as_str().unwrap_or_default())
+        .is_some_and(|(username, _)| Some(username.as_str()) == body["username"].as_str());
+    if !known {
+        // What the integration environment answers an unknown tbk_user.
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Json(json!({ "description": "Internal server error" })),
+        );
+    }
+    if detail["commerce_code"] != CHILD {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid value for parameter: commerce_code",
+        );
+    }
+    if parent.is_empty() || parent.len() > 26 || child.is_empty() || child.len() > 26 {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid value for parameter: buy_order",
+        );
+    }
+    if amount <= 0 {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid value for parameter: amount",
+        );
+    }
+    if standin.authorizations.lock().unwrap().contains_key(&parent) {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid value for parameter: buy_order",
+        );
+    }
+    let response_code = match amount {
+        DECLINED => -1,
+        OVER_DAILY_LIMIT => -97,
+        _ => 0,
+    };
+    let answer = json!({
+        "details": [{
+            "amount": amount,
+            "status": if response_code == 0 { "AUTHORIZED" } else { "FAILED" },
+            "authorization_code": if response_code == 0 { "1213" } else { "000000" },
+            "payment_type_code": "VN",
+            "response_code": response_code,
+            "installments_number": 0,
+            "commerce_code": CHILD,
+            "buy_order": child,
+        }],
+        "buy_order": parent,
+        "card_detail": { "card_number": "6623" },
+        "accounting_date": "1019",
+        "transaction_date": "2023-10-19T21:30:21.095Z",
+    });
+    standin
+        .authorizations
+        .lock()
+        .unwrap()
+        .insert(parent, answer.clone());
+    if amount == ANSWER_LOST {
+        // Charged, but the answer never arrives whole: a gateway error after the fact.
+        return error(StatusCode::BAD_GATEWAY, "upstream connection reset");
+    }
+    (StatusCode::OK, Json(answer))
+}
+
+async fn status(
+    State(standin): State<Arc<Standin>>,
+    headers: HeaderMap,
+    Path(buy_order): Path<String>,
+) -> (StatusCode, Json<Value>) {
+    if !authorized(&headers) {
+        return error(StatusCode::UNAUTHORIZED, "Not Authorized");
+    }
+    match standin.authorizations.lock().unwrap().get(&buy_order) {
+        Some(answer) => (StatusCode::OK, Json(answer.clone())),
+        None => error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid value for parameter: buy order not found",
+        ),
+    }
+}
+
+/// Starts the stand-in on a loopback port; answers it and its base URL.
+pub async fn start() -> (Arc<Standin>, String) {
+    let standin = Arc::new(Standin::default());
+    let router = Router::new()
+        .route(
+            &format!("{ONECLICK}/inscriptions"),
+            post(start_inscription).delete(delete_inscription),
+        )
+        .route(
+            &format!("{ONECLICK}/inscriptions/{{token}}"),
+            put(finish_inscription),
+        )
+        .route(&format!("{ONECLICK}/transactions"), post(authorize))
+        .route(
+            &format!("{ONECLICK}/transactions/{{buy_order}}"),
+            get(status),
+        )
+        .route(WEBPAY_PAGE, post(webpay_page))
+        .with_state(Arc::clone(&standin));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    *standin.base.lock().unwrap() = base.clone();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    (standin, base)
+}
