@@ -335,6 +335,11 @@ pub struct ServeArgs {
     #[arg(long, env = "MANDATO_DELIVERY_LEASE_SECS", default_value_t = 300,
           value_parser = clap::value_parser!(u64).range(20..=3600))]
     pub delivery_lease_secs: u64,
+    /// How many card authorizations a charging run keeps in flight at once with a real
+    /// acquirer (Transbank).
+    #[arg(long, env = "MANDATO_ACQUIRER_IN_FLIGHT", default_value_t = 64,
+          value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub acquirer_in_flight: u64,
 }
 
 fn parse_public_url(text: &str) -> Result<url::Url, String> {
@@ -653,6 +658,7 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             let rails = Arc::new(mandato_engine::rails::Rails::new(
                 Arc::clone(&store),
                 sandbox,
+                config.acquirer_in_flight.get(),
             )?);
             // A running server's webhook worker picks the events up on its next look.
             let charger =
@@ -949,6 +955,10 @@ pub async fn serve(
         config.business_days = crate::config::BusinessDays::EveryDay;
     }
     config.delivery.claim_lease = std::time::Duration::from_secs(args.delivery_lease_secs);
+    config.acquirer_in_flight = usize::try_from(args.acquirer_in_flight)
+        .ok()
+        .and_then(std::num::NonZeroUsize::new)
+        .unwrap_or(config.acquirer_in_flight);
     config.backups.keep_daily = args.backup_keep_daily;
     config.backups.keep_weekly = args.backup_keep_weekly;
     config.environment = Environment::parse(&args.environment).expect("clap checked the value");

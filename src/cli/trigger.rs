@@ -167,7 +167,11 @@ pub fn run(config: &Config, json_mode: bool, args: TriggerArgs) -> anyhow::Resul
         offset.and_then(|o| o.parse().ok()).unwrap_or(0),
     );
     // A sandbox tool: the commerce's rails as the sandbox has them (the simulation by default).
-    let rails = Arc::new(Rails::new(Arc::clone(&store), true)?);
+    let rails = Arc::new(Rails::new(
+        Arc::clone(&store),
+        true,
+        config.acquirer_in_flight.get(),
+    )?);
     let session = Session {
         store,
         commerce,

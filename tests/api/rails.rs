@@ -403,3 +403,27 @@ async fn refused_cancelled_and_unwanted_cards_leave_the_mandate_pending() {
     assert_eq!(mandate["payload"]["mandate"]["state"]["name"], "ACTIVE");
     assert_eq!(mandate["payload"]["paymentMethod"]["id"], 11);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_keeps_many_authorizations_in_flight() {
+    let mut app = spawn_app().await;
+    app.login().await;
+    let (standin, base) = transbank::start().await;
+    set_transbank(&app, &base);
+    let mandates = 24;
+    for n in 0..mandates {
+        active_mandate(&app, &format!("M-{n}"), 1000 + n).await;
+    }
+    *standin.latency.lock().unwrap() = std::time::Duration::from_millis(300);
+    let run = app
+        .run_charging(app.today() + chrono::Duration::days(1))
+        .await;
+    assert_eq!(run.counts.paid, mandates, "{run:?}");
+    // One at a time would never overlap; the run's bound (64) lets them all.
+    let most = standin
+        .max_in_flight
+        .load(std::sync::atomic::Ordering::SeqCst);
+    assert!(most >= 12, "at most {most} authorizations in flight");
+    let sends = standin.sends.lock().unwrap().clone();
+    assert!(sends.values().all(|n| *n == 1), "{sends:?}");
+}

@@ -22,7 +22,9 @@
 //! decided by amount (a real issuer decides by the card), so one card tries every outcome.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::Form;
 use axum::extract::{Path, State};
@@ -69,6 +71,11 @@ pub struct Standin {
     pub sends: Mutex<HashMap<String, usize>>,
     pub requests: Mutex<Vec<Value>>,
     pub deleted: Mutex<Vec<String>>,
+    /// How long each authorization takes to answer (Transbank's latency).
+    pub latency: Mutex<Duration>,
+    in_flight: AtomicUsize,
+    /// The most authorizations that were in flight at once.
+    pub max_in_flight: AtomicUsize,
     next: Mutex<u64>,
     base: Mutex<String>,
 }
@@ -236,6 +243,11 @@ async fn authorize(
         return error(StatusCode::UNAUTHORIZED, "Not Authorized");
     }
     standin.requests.lock().unwrap().push(body.clone());
+    let now = standin.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    standin.max_in_flight.fetch_max(now, Ordering::SeqCst);
+    let latency = *standin.latency.lock().unwrap();
+    tokio::time::sleep(latency).await;
+    standin.in_flight.fetch_sub(1, Ordering::SeqCst);
     let parent = body["buy_order"].as_str().unwrap_or_default().to_string();
     let detail = &body["details"][0];
     let child = detail["buy_order"].as_str().unwrap_or_default();

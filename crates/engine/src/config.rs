@@ -73,7 +73,15 @@ pub struct Config {
     pub backups: crate::backups::BackupConfig,
     /// The days charges are made on.
     pub business_days: BusinessDays,
+    /// How many authorizations a charging run keeps in flight at once with a real card
+    /// acquirer (CONTRACT 13): a run of N takes about N × latency / this, not N × latency.
+    pub acquirer_in_flight: std::num::NonZeroUsize,
 }
+
+/// The default bound of authorizations in flight: Transbank answers in a few hundred
+/// milliseconds, so 64 charge ~300 installments a second without a burst a merchant's
+/// contract would notice.
+pub const DEFAULT_ACQUIRER_IN_FLIGHT: usize = 64;
 
 /// The days charges are made on and bank debits settle.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -143,6 +151,8 @@ impl Config {
             http: HttpLimits::default(),
             backups: crate::backups::BackupConfig::default(),
             business_days: BusinessDays::Chile,
+            acquirer_in_flight: std::num::NonZeroUsize::new(DEFAULT_ACQUIRER_IN_FLIGHT)
+                .expect("not zero"),
         }
     }
 

@@ -153,7 +153,11 @@ impl Engine {
             crate::notify::destination::Destinations::of(&config),
         ));
         // Production never builds the simulation: a rail without an acquirer is not charged.
-        let rails = Arc::new(Rails::new(Arc::clone(&store), sandbox)?);
+        let rails = Arc::new(Rails::new(
+            Arc::clone(&store),
+            sandbox,
+            config.acquirer_in_flight.get(),
+        )?);
         if !sandbox {
             warn_unserved(&rails)?;
         }

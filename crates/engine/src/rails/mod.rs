@@ -59,6 +59,8 @@ struct Built {
 pub struct Rails {
     store: Arc<Store>,
     sandbox: bool,
+    /// Authorizations a run keeps in flight with a real acquirer.
+    in_flight: usize,
     /// Present in the sandbox only.
     simulated: Option<Arc<SimulatedProcessor>>,
     runtime: transbank::Runtime,
@@ -68,7 +70,7 @@ pub struct Rails {
 impl Rails {
     /// The acquirers' calls use the current tokio runtime, or one of their own when there is
     /// none (the command line).
-    pub fn new(store: Arc<Store>, sandbox: bool) -> anyhow::Result<Rails> {
+    pub fn new(store: Arc<Store>, sandbox: bool, in_flight: usize) -> anyhow::Result<Rails> {
         let simulated = if sandbox {
             Some(Arc::new(SimulatedProcessor::open(&store)?))
         } else {
@@ -77,6 +79,7 @@ impl Rails {
         Ok(Rails {
             store,
             sandbox,
+            in_flight,
             simulated,
             runtime: transbank::Runtime::current_or_own()?,
             built: Mutex::new(HashMap::new()),
@@ -150,6 +153,7 @@ impl Rails {
                     secret,
                     client,
                     self.runtime.clone(),
+                    self.in_flight,
                 ))))
             }
             // Fintoc Direct Debit is not reachable from this version: its rail stays unserved.

@@ -46,6 +46,8 @@ pub struct Oneclick {
     secret: Secret<String>,
     client: reqwest::Client,
     runtime: Runtime,
+    /// How many authorizations `charge_many` keeps in flight at once.
+    in_flight: usize,
 }
 
 /// Where the blocking calls' futures run: the engine's runtime, or one owned for callers
@@ -172,6 +174,7 @@ impl Oneclick {
         secret: Secret<String>,
         client: reqwest::Client,
         runtime: Runtime,
+        in_flight: usize,
     ) -> Oneclick {
         Oneclick {
             base_url: base_url.trim_end_matches('/').to_string(),
@@ -179,6 +182,7 @@ impl Oneclick {
             secret,
             client,
             runtime,
+            in_flight: in_flight.max(1),
         }
     }
 
@@ -188,6 +192,16 @@ impl Oneclick {
 
     /// One call to Oneclick Mall, blocking this (non-async) thread until it answers.
     fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Answer, ProcessorError> {
+        self.runtime.block_on(self.send(method, path, body))
+    }
+
+    /// One call to Oneclick Mall: its answer, a refusal (4xx), or an unknown outcome.
+    async fn send(
         &self,
         method: reqwest::Method,
         path: &str,
@@ -205,12 +219,13 @@ impl Oneclick {
             request = request.body(body.to_string());
         }
         let started = Instant::now();
-        let outcome = self.runtime.block_on(async {
+        let outcome = async {
             let response = request.send().await?;
             let status = response.status();
             let text = response.text().await?;
             Ok::<_, reqwest::Error>((status, text))
-        });
+        }
+        .await;
         let elapsed = started.elapsed().as_millis();
         let (status, text) = match outcome {
             Ok(answer) => answer,
@@ -324,13 +339,13 @@ impl Oneclick {
     }
 
     /// What Transbank holds for an attempt's parent buy order: `None` when it never saw it.
-    fn status_of(&self, idempotency_key: &str) -> Result<Option<ChargeResult>, ProcessorError> {
+    async fn status_of(
+        &self,
+        idempotency_key: &str,
+    ) -> Result<Option<ChargeResult>, ProcessorError> {
         let (parent, child) = buy_orders(idempotency_key);
-        match self.call(
-            reqwest::Method::GET,
-            &format!("/transactions/{parent}"),
-            None,
-        )? {
+        let path = format!("/transactions/{parent}");
+        match self.send(reqwest::Method::GET, &path, None).await? {
             Answer::Ok(value) => self.outcome(value, &child).map(Some),
             // `buy_order_not_found`: the authorization never reached Transbank.
             Answer::Refused { message, .. } if message.contains("not found") => Ok(None),
@@ -371,15 +386,11 @@ impl Oneclick {
     }
 }
 
-impl Processor for Oneclick {
-    /// Cards are inscribed on Webpay's page (`start_inscription`), never typed here.
-    fn enroll(&self, _instrument: &InstrumentInput) -> Result<Enrolled, ProcessorError> {
-        Err(ProcessorError::Refused(
-            "cards are inscribed on Webpay's page, not typed here".into(),
-        ))
-    }
-
-    fn charge(&self, request: &ChargeRequest<'_>) -> Result<ChargeResult, ProcessorError> {
+impl Oneclick {
+    /// One Oneclick Mall authorization for an attempt (`mall_transaction.py` `authorize`):
+    /// the child store's detail, in whole pesos, with the attempt's buy orders;
+    /// `installments_number` 0 (no installments), as the SDK's tests send.
+    async fn authorize(&self, request: &ChargeRequest<'_>) -> Result<ChargeResult, ProcessorError> {
         if request.amount.currency() != Currency::Clp {
             return Err(ProcessorError::Refused(
                 "Transbank charges whole pesos only".into(),
@@ -395,35 +406,65 @@ impl Processor for Oneclick {
                 "commerce_code": self.codes.child.as_str(),
                 "buy_order": child,
                 "amount": pesos.parse::<i64>().unwrap_or(0),
-                "installments_number": 1,
+                "installments_number": 0,
             }],
         });
-        match self.call(reqwest::Method::POST, "/transactions", Some(body))? {
+        match self
+            .send(reqwest::Method::POST, "/transactions", Some(body))
+            .await?
+        {
             Answer::Ok(value) => self.outcome(value, &child),
-            // A repeated buy order means an earlier send of this attempt reached Transbank:
-            // its status holds the outcome.
-            Answer::Refused { .. }
-                if matches!(self.status_of(request.idempotency_key), Ok(Some(_))) =>
-            {
-                self.status_of(request.idempotency_key)?
-                    .ok_or_else(|| ProcessorError::Unavailable("transbank status vanished".into()))
-            }
+            // A refusal of a buy order an earlier send of this attempt already placed (a
+            // lost answer) is no decline: Transbank's status of the order holds the outcome.
             Answer::Refused { status, message } => {
-                tracing::info!(status, %message, "transbank refused an authorization");
-                Ok(ChargeResult::Rejected {
-                    code: RejectionCode::CardDeclined,
-                })
+                match self.status_of(request.idempotency_key).await? {
+                    Some(known) => Ok(known),
+                    None => {
+                        tracing::info!(status, %message, "transbank refused an authorization");
+                        Ok(ChargeResult::Rejected {
+                            code: RejectionCode::CardDeclined,
+                        })
+                    }
+                }
             }
         }
     }
+}
+
+impl Processor for Oneclick {
+    /// Cards are inscribed on Webpay's page (`start_inscription`), never typed here.
+    fn enroll(&self, _instrument: &InstrumentInput) -> Result<Enrolled, ProcessorError> {
+        Err(ProcessorError::Refused(
+            "cards are inscribed on Webpay's page, not typed here".into(),
+        ))
+    }
+
+    fn charge(&self, request: &ChargeRequest<'_>) -> Result<ChargeResult, ProcessorError> {
+        self.runtime.block_on(self.authorize(request))
+    }
+
+    /// Up to `in_flight` authorizations at once, answered in the requests' order: a page of
+    /// a run against an acquirer that answers in L seconds takes about N × L / in_flight.
+    fn charge_many(
+        &self,
+        requests: &[ChargeRequest<'_>],
+    ) -> Vec<Result<ChargeResult, ProcessorError>> {
+        use futures_util::stream::{self, StreamExt};
+        self.runtime.block_on(
+            stream::iter(requests.iter().map(|r| self.authorize(r)))
+                .buffered(self.in_flight)
+                .collect(),
+        )
+    }
 
     fn status(&self, idempotency_key: &str) -> Result<Option<ChargeResult>, ProcessorError> {
-        self.status_of(idempotency_key)
+        self.runtime.block_on(self.status_of(idempotency_key))
     }
 
     /// Oneclick answers every authorization at once; nothing is left to settle.
     fn settle(&self, idempotency_key: &str) -> Result<ChargeResult, ProcessorError> {
-        self.status_of(idempotency_key)?
+        self.runtime
+            .block_on(self.status_of(idempotency_key))?
             .ok_or_else(|| ProcessorError::Refused("unknown charge".into()))
     }
 }
