@@ -51,10 +51,13 @@ fn set_transbank(app: &TestApp, base_url: &str) {
         .unwrap();
 }
 
-/// A browser that does not follow redirects, to see each hop.
-fn browser() -> reqwest::Client {
+/// A browser that does not follow redirects, to see each hop, and trusts the
+/// installation's development CA (the HTTPS stand-in's certificate comes from it).
+fn browser(app: &TestApp) -> reqwest::Client {
+    let ca = mandato::cli::dev_ca(app.running.state.store()).expect("dev CA");
     reqwest::Client::builder()
         .redirect(Policy::none())
+        .add_root_certificate(reqwest::Certificate::from_pem(ca.cert_pem.as_bytes()).unwrap())
         .build()
         .unwrap()
 }
@@ -83,7 +86,7 @@ fn location(response: &reqwest::Response) -> String {
 /// The customer's way through the Magic Link and Webpay with `card` (or cancelling there):
 /// answers the last response, the one of the return to the Magic Link.
 async fn enrol_on_webpay(app: &TestApp, link: &str, card: Option<&str>) -> reqwest::Response {
-    let browser = browser();
+    let browser = browser(app);
     let path = &link[link.find("/link/").unwrap()..];
     let page = browser
         .get(link)
@@ -426,4 +429,72 @@ async fn a_run_keeps_many_authorizations_in_flight() {
     assert!(most >= 12, "at most {most} authorizations in flight");
     let sends = standin.sends.lock().unwrap().clone();
     assert!(sends.values().all(|n| *n == 1), "{sends:?}");
+}
+
+/// Production over HTTPS: Transbank's base URL must be `https://`, its certificate is trusted
+/// through the installation's trusted roots, and the whole way (inscription, charge) works
+/// without the simulation.
+#[tokio::test(flavor = "multi_thread")]
+async fn production_enrols_and_charges_through_transbank_over_https() {
+    let mut app = spawn_app_with(Options {
+        environment: mandato::config::Environment::Production,
+        ..Options::default()
+    })
+    .await;
+    let jwe = mandato::auth::jwe::encrypt_password(PASSWORD, &app.public_key().await).unwrap();
+    let login = app
+        .post(
+            "/login",
+            &json!({"username": app.commerce, "password": jwe}),
+        )
+        .await;
+    login.expect(200, "LOGIN_OK");
+    app.token = Some(login.body["payload"]["token"].as_str().unwrap().to_string());
+
+    let store = app.running.state.store();
+    let ca = mandato::cli::dev_ca(store).expect("dev CA");
+    let (cert, key) = ca.issue_localhost().expect("localhost certificate");
+    let (standin, base) = transbank::start_https(&cert, key.expose()).await;
+    // Production trusts no CA of its own until it is added as a root.
+    let root = mandato::notify::tls::parse_roots(&ca.cert_pem)
+        .unwrap()
+        .remove(0);
+    store
+        .write(|tx| {
+            mandato::store::deliveries::add_trusted_root(
+                tx,
+                &root.pem,
+                &root.fingerprint,
+                &root.subject,
+                "2026-01-01T00:00:00.000Z",
+            )?;
+            Ok(())
+        })
+        .unwrap();
+    // An `http://` Transbank is refused in production.
+    let refused = AcquirerSetting::parse(
+        AcquirerInput {
+            rail: Some("cards".into()),
+            kind: Some("transbank".into()),
+            mall_code: Some(MALL.into()),
+            child_code: Some(CHILD.into()),
+            webpay_code: Some(WEBPAY.into()),
+            base_url: Some("http://127.0.0.1:9".into()),
+            secret: Some(Secret::new(KEY.to_string())),
+            ..AcquirerInput::default()
+        },
+        false,
+    );
+    assert!(refused.is_err());
+    set_transbank(&app, &base);
+
+    let internal = active_mandate(&app, "M-LIVE", 12990).await;
+    let run = app
+        .run_charging(app.today() + chrono::Duration::days(1))
+        .await;
+    assert_eq!(run.counts.paid, 1, "{run:?}");
+    assert_eq!(run.counts.acquirer_not_configured, 0, "{run:?}");
+    let paid = installment_of(&app, &internal).await;
+    assert_eq!(paid["state"]["name"], "PAID", "{paid}");
+    assert_eq!(standin.authorizations.lock().unwrap().len(), 1);
 }

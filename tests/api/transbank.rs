@@ -345,10 +345,8 @@ async fn status(
     }
 }
 
-/// Starts the stand-in on a loopback port; answers it and its base URL.
-pub async fn start() -> (Arc<Standin>, String) {
-    let standin = Arc::new(Standin::default());
-    let router = Router::new()
+fn router(standin: &Arc<Standin>) -> Router {
+    Router::new()
         .route(
             &format!("{ONECLICK}/inscriptions"),
             post(start_inscription).delete(delete_inscription),
@@ -363,10 +361,41 @@ pub async fn start() -> (Arc<Standin>, String) {
             get(status),
         )
         .route(WEBPAY_PAGE, post(webpay_page))
-        .with_state(Arc::clone(&standin));
+        .with_state(Arc::clone(standin))
+}
+
+/// Starts the stand-in over plain HTTP on a loopback port (a sandbox accepts an `http://`
+/// base URL); answers it and its base URL.
+pub async fn start() -> (Arc<Standin>, String) {
+    let standin = Arc::new(Standin::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     *standin.base.lock().unwrap() = base.clone();
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    let app = router(&standin);
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (standin, base)
+}
+
+/// Starts the stand-in over HTTPS with this `localhost` certificate, as production reaches
+/// Transbank; answers it and its base URL.
+pub async fn start_https(cert_pem: &str, key_pem: &str) -> (Arc<Standin>, String) {
+    let standin = Arc::new(Standin::default());
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let config = axum_server::tls_rustls::RustlsConfig::from_pem(
+        cert_pem.as_bytes().to_vec(),
+        key_pem.as_bytes().to_vec(),
+    )
+    .await
+    .expect("TLS config");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let base = format!(
+        "https://localhost:{}",
+        listener.local_addr().unwrap().port()
+    );
+    *standin.base.lock().unwrap() = base.clone();
+    let server = axum_server::from_tcp_rustls(listener, config).expect("TLS listener");
+    let app = router(&standin);
+    tokio::spawn(async move { server.serve(app.into_make_service()).await });
     (standin, base)
 }
