@@ -307,3 +307,66 @@ async fn the_rotation_overlap_is_chosen_within_its_bounds() {
     assert_eq!(overlap["minimum"], 0);
     assert_eq!(overlap["maximum"], 720);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn acquirers_are_set_by_admins_their_secret_write_only() {
+    let app = spawn_app().await;
+    let admin = owner(&app).await;
+    let operator = member(&app, &admin, "operator").await;
+    let path = format!("/commerces/{COMMERCE}/acquirers/cards");
+    let secret = "579B532A7440BB0C9079DED94D31EA1615BACEB56610332264630D42D0A36B1C";
+    let transbank = json!({"kind": "transbank", "mallCode": "597055555541",
+        "childCode": "597055555542", "webpayCode": "597055555532", "secret": secret});
+
+    put(&operator, &path, transbank.clone())
+        .await
+        .expect(403, "ROLE_NOT_ALLOWED");
+    let bad = put(
+        &admin,
+        &path,
+        json!({"kind": "transbank", "mallCode": "ABC", "childCode": "1234567890123"}),
+    )
+    .await;
+    bad.expect(400, "VALIDATION_ERROR");
+    let mut fields = bad.error_fields();
+    fields.sort();
+    assert_eq!(fields, ["childCode", "mallCode", "secret", "webpayCode"]);
+
+    let set = put(&admin, &path, transbank).await;
+    set.expect(200, "ACQUIRER_SET_OK");
+    assert!(
+        !set.body.to_string().contains(secret),
+        "the secret is never answered"
+    );
+    let cards = &set.body["payload"]["acquirers"][0];
+    assert_eq!(cards["kind"], "transbank");
+    assert_eq!(cards["secretSet"], true);
+    // A change that keeps the kind may leave the secret out: the stored one stays.
+    let kept = put(
+        &admin,
+        &path,
+        json!({"kind": "transbank", "mallCode": "597055555541",
+               "childCode": "597055555543", "webpayCode": "597055555532"}),
+    )
+    .await;
+    kept.expect(200, "ACQUIRER_SET_OK");
+    assert_eq!(kept.body["payload"]["acquirers"][0]["secretSet"], true);
+    assert_eq!(
+        kept.body["payload"]["acquirers"][0]["terms"]["childCode"],
+        "597055555543"
+    );
+    let listed = admin.get(&format!("/commerces/{COMMERCE}/acquirers")).await;
+    listed.expect(200, "ACQUIRERS_OK");
+    assert!(!listed.body.to_string().contains(secret));
+
+    let removed = admin.call(Method::DELETE, &path, None).await;
+    removed.expect(200, "ACQUIRER_REMOVE_OK");
+    assert_eq!(removed.body["payload"]["acquirers"], json!([]));
+    admin
+        .call(Method::DELETE, &path, None)
+        .await
+        .expect(404, "ACQUIRER_NOT_FOUND");
+    // The sandbox's dashboard has no unserved commerce: the simulation serves every rail.
+    let dashboard = admin.get("/dashboard").await;
+    assert_eq!(dashboard.body["payload"]["unserved"], json!([]));
+}

@@ -159,6 +159,37 @@ describe("Settings and staff safety in a browser", { concurrency: false }, () =>
     await page.getByTestId("shown-once-done").click();
   });
 
+  step("an admin sets a commerce's card acquirer, and its secret is never shown again", async () => {
+    const SECRET = "579B532A7440BB0C9079DED94D31EA1615BACEB56610332264630D42D0A36B1C";
+    await page.goto(`${server.base}/settings?tab=acquirers`);
+    const cards = page.locator("#acq-cards-kind");
+    await cards.waitFor();
+    await page.getByText("Simulación (por defecto)").first().waitFor();
+    // A Transbank code of letters is named at its field.
+    await page.locator("#acq-cards-mallCode").fill("ABC");
+    await page.locator("#acq-cards-childCode").fill("597055555542");
+    await page.locator("#acq-cards-webpayCode").fill("597055555532");
+    await page.locator("#acq-cards-secret").fill(SECRET);
+    await page.getByRole("button", { name: "Guardar" }).first().click();
+    await page.getByText("El código de comercio de Transbank tiene de 1 a 12 dígitos").waitFor();
+    await page.locator("#acq-cards-mallCode").fill("597055555541");
+    await page.getByRole("button", { name: "Guardar" }).first().click();
+    await page.getByText("Transbank (Oneclick Mall y Webpay Plus)").first().waitFor();
+    await page.getByText("Hay una llave guardada; déjelo vacío para conservarla.").waitFor();
+    assert.equal(await page.locator("#acq-cards-secret").inputValue(), "", "the secret is not written back");
+    assert.ok(!(await page.content()).includes(SECRET), "the secret is nowhere on the page");
+    await shots("settings-acquirers");
+    // Saved again without the secret: the stored one stays.
+    await page.getByRole("button", { name: "Guardar" }).first().click();
+    await page.getByText("Guardado").first().waitFor();
+    const shown = JSON.parse(await mandato(server.dataDir, ["--json", "acquirer", "show", "--commerce", COMMERCE]));
+    assert.equal(shown.acquirers[0].kind, "transbank");
+    assert.equal(shown.acquirers[0].secretSet, true);
+    await page.getByRole("button", { name: "Quitar adquirente" }).click();
+    await page.getByTestId("confirm").click();
+    await page.getByText("Adquirente quitado").first().waitFor();
+  });
+
   step("the owner changes their own password", async () => {
     await page.goto(`${server.base}/settings?tab=account`);
     await page.getByLabel(/^Contraseña actual/).fill("no es la clave 1");

@@ -265,6 +265,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/commerces/{code}/acquirers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A commerce's acquirers, cards first (admin). */
+        get: operations["staff_get_commerces_code_acquirers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/commerces/{code}/acquirers/{rail}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Sets a commerce's acquirer of a rail (admin). Production refuses `simulated`
+         *     (`ACQUIRER_NOT_ALLOWED`) and any `http://` base URL.
+         */
+        put: operations["staff_put_commerces_code_acquirers_rail"];
+        post?: never;
+        /**
+         * Removes a commerce's acquirer of a rail (admin): the rail's methods are no longer offered
+         *     or charged (in a sandbox the simulation serves it again).
+         */
+        delete: operations["staff_delete_commerces_code_acquirers_rail"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/commerces/{code}/activation-mode": {
         parameters: {
             query?: never;
@@ -1493,11 +1534,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /**
-         * Gives another member a one-time temporary password (admin), for a forgotten one: their
-         *     sessions end, and at their next sign-in they must choose their own before anything else.
-         *     The temporary password is in this answer only.
-         */
+        /** Letters and digits that cannot be mistaken for one another when read out or copied by hand. */
         post: operations["staff_post_staff_email_password_reset"];
         delete?: never;
         options?: never;
@@ -1657,6 +1694,46 @@ export interface components {
             documentSha256: string | null;
             /** @description Whether that PDF can be downloaded (`GET /mandates/{internalId}/document`). */
             documentAvailable: boolean;
+        };
+        AcquirerDto: {
+            /** @description `cards` (methods 3, 4, 11 and portal payments) or `bank` (methods 5, 6, 14). */
+            rail: string;
+            /** @description `simulated` (sandbox only), `transbank` (cards) or `fintoc` (bank). */
+            kind: string;
+            /** @description Transbank's `mallCode`, `childCode` and `webpayCode`, or Fintoc's `publicKey`. */
+            terms: Record<string, never>;
+            baseUrl: string | null;
+            /** @description Whether a secret is stored; the secret itself is never answered. */
+            secretSet: boolean;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** @description No `Debug`: the body holds a secret, wrapped as soon as it is read. */
+        AcquirerRequest: {
+            /** @description `simulated`, `transbank` or `fintoc`. */
+            kind?: string | null;
+            /** @description Transbank: the Oneclick Mall's commerce code (1 to 12 digits). */
+            mallCode?: string | null;
+            /** @description Transbank: the Oneclick Mall child store's commerce code. */
+            childCode?: string | null;
+            /** @description Transbank: the Webpay Plus commerce code. */
+            webpayCode?: string | null;
+            /** @description Fintoc: the public key (`pk_live_...` or `pk_test_...`). */
+            publicKey?: string | null;
+            /**
+             * @description Where the rail's API is; absent: the rail's production environment (its integration
+             *     environment in a sandbox). `http://` only in a sandbox.
+             */
+            baseUrl?: string | null;
+            /**
+             * @description Transbank's `Tbk-Api-Key-Secret` or Fintoc's secret key. Write-only; may be left out
+             *     when the rail keeps its kind.
+             */
+            secret?: string | null;
+        };
+        AcquirersDto: {
+            commerce: string;
+            acquirers: components["schemas"]["AcquirerDto"][];
         };
         ActivateRequest: {
             /**
@@ -2127,6 +2204,11 @@ export interface components {
             nextCharges: components["schemas"]["NextCharge"][];
             failingWebhooks: components["schemas"]["FailingWebhooks"];
             lastRun: components["schemas"]["RunDto"] | null;
+            /**
+             * @description Commerces a production installation cannot charge on some rail (no acquirer set,
+             *     CONTRACT 13): nothing of those rails is offered or charged. Empty in a sandbox.
+             */
+            unserved: components["schemas"]["UnservedCommerce"][];
         };
         DayAmounts: {
             /**
@@ -2160,6 +2242,16 @@ export interface components {
             publicKey: string;
         } & {
             [key: string]: unknown;
+        };
+        Envelope_AcquirersDto: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                commerce: string;
+                acquirers: components["schemas"]["AcquirerDto"][];
+            };
         };
         Envelope_ActivationModeRequest: {
             /** Format: int32 */
@@ -2345,6 +2437,11 @@ export interface components {
                 nextCharges: components["schemas"]["NextCharge"][];
                 failingWebhooks: components["schemas"]["FailingWebhooks"];
                 lastRun: components["schemas"]["RunDto"] | null;
+                /**
+                 * @description Commerces a production installation cannot charge on some rail (no acquirer set,
+                 *     CONTRACT 13): nothing of those rails is offered or charged. Empty in a sandbox.
+                 */
+                unserved: components["schemas"]["UnservedCommerce"][];
             };
         };
         Envelope_Empty: {
@@ -2919,6 +3016,12 @@ export interface components {
                  * @description UF installments not charged for want of the day's UF value.
                  */
                 waitingUf: number;
+                /**
+                 * Format: int64
+                 * @description Due installments not charged because their commerce has no acquirer for the rail
+                 *     (`ACQUIRER_NOT_CONFIGURED`, production only).
+                 */
+                acquirerNotConfigured: number;
             };
         };
         Envelope_SessionInfo: {
@@ -4241,6 +4344,12 @@ export interface components {
             settled: number;
             /** Format: int64 */
             waitingUf: number;
+            /**
+             * Format: int64
+             * @description Due installments not charged because their commerce has no acquirer for the rail
+             *     (`ACQUIRER_NOT_CONFIGURED`, production only).
+             */
+            acquirerNotConfigured: number;
         };
         RunSummaryDto: {
             /**
@@ -4271,6 +4380,12 @@ export interface components {
              * @description UF installments not charged for want of the day's UF value.
              */
             waitingUf: number;
+            /**
+             * Format: int64
+             * @description Due installments not charged because their commerce has no acquirer for the rail
+             *     (`ACQUIRER_NOT_CONFIGURED`, production only).
+             */
+            acquirerNotConfigured: number;
         };
         SandboxCodeDto: {
             /** @description The current one-time code: sandbox only, never shown in the signing page. */
@@ -4753,6 +4868,11 @@ export interface components {
         UnmatchedLine: {
             line: components["schemas"]["PayoutLineDto"];
             reason: components["schemas"]["MismatchReason"];
+        };
+        UnservedCommerce: {
+            commerce: string;
+            /** @description `cards` and/or `bank`. */
+            rails: string[];
         };
         UrlsDto: {
             callback: string | null;
@@ -6040,6 +6160,233 @@ export interface operations {
             };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_get_commerces_code_acquirers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description ACQUIRERS_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_AcquirersDto"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ROLE_NOT_ALLOWED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description COMMERCE_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_put_commerces_code_acquirers_rail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                code: string;
+                /** @description cards or bank */
+                rail: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AcquirerRequest"];
+            };
+        };
+        responses: {
+            /** @description ACQUIRER_SET_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_AcquirersDto"];
+                };
+            };
+            /** @description Every bad field named; ACQUIRER_NOT_ALLOWED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description COMMERCE_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_delete_commerces_code_acquirers_rail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                code: string;
+                /** @description cards or bank */
+                rail: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description ACQUIRER_REMOVE_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_AcquirersDto"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description COMMERCE_NOT_FOUND or ACQUIRER_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };

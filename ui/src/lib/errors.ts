@@ -44,6 +44,16 @@ const CODES: Record<string, Words> = {
     en: "Must be a RUT, or 1 to 64 letters, digits, '-', '_' or '.'",
   },
   INVALID_NAME: { es: "El nombre no es válido", en: "The name is not valid" },
+  INVALID_COMMERCE_CODE: {
+    es: "El código de comercio de Transbank tiene de 1 a 12 dígitos",
+    en: "Transbank's commerce code has 1 to 12 digits",
+  },
+  INVALID_KEY: { es: "La llave no es válida (pk_live_... o pk_test_...)", en: "The key is not valid (pk_live_... or pk_test_...)" },
+  KIND_NOT_FOR_RAIL: { es: "Este adquirente no atiende este riel", en: "This acquirer does not serve this rail" },
+  ACQUIRER_NOT_ALLOWED: {
+    es: "Producción nunca simula un cobro: elija Transbank o Fintoc",
+    en: "Production never simulates a charge: choose Transbank or Fintoc",
+  },
   INVALID_ROLE: { es: "El rol no es válido", en: "The role is not valid" },
   INVALID_CHANNEL: { es: "El canal no es válido", en: "The channel is not valid" },
   INVALID_PAYMENT_METHOD: { es: "El medio de pago no es válido", en: "The payment method is not valid" },

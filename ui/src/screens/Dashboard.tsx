@@ -1,4 +1,4 @@
-import { Anchor, Card, Group, Paper, Progress, Select, SimpleGrid, Stack, Table, Text } from "@mantine/core";
+import { Alert, Anchor, Card, Group, Paper, Progress, Select, SimpleGrid, Stack, Table, Text } from "@mantine/core";
 import { useQuery } from "@tanstack/react-query";
 import { Link } from "react-router";
 import { api, payload } from "../api/client";
@@ -12,6 +12,7 @@ import { useI18n } from "../lib/context";
 import { formatExactMoney } from "../lib/format";
 import { useUrlState } from "../lib/urlState";
 import type { Schemas } from "../api/client";
+import type { Key } from "../lib/i18n";
 
 function Counts({ title, counts, testId }: { title: string; counts: { state: { name: string }; count: number }[]; testId: string }) {
   const { label, number } = useI18n();
@@ -110,6 +111,17 @@ export function Dashboard() {
       <QueryState loading={query.isLoading} error={query.error} retry={() => void query.refetch()}>
         {d && (
           <>
+            {d.unserved.map((u) => (
+              <Alert key={u.commerce} color="red" role="alert" data-testid="unserved-commerce">
+                {t("acquirers.unserved", {
+                  commerce: u.commerce,
+                  rails: u.rails.map((r) => t(`acquirers.rail.${r}` as Key)).join(", "),
+                })}{" "}
+                <Anchor component={Link} to="/settings?tab=acquirers">
+                  {t("acquirers.title")}
+                </Anchor>
+              </Alert>
+            ))}
             {d.totals.length === 0 ? (
               <Card withBorder data-testid="money-totals">
                 <Text fw={600}>{t("dashboard.money")}</Text>

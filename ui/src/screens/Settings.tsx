@@ -28,6 +28,7 @@ import { useState } from "react";
 import { useSearchParams } from "react-router";
 import { api, payload, type Schemas } from "../api/client";
 import { CommerceActivationMode } from "../components/Activation";
+import { Acquirers } from "./Acquirers";
 import { AuditChainCheck } from "../components/AuditChainCheck";
 import { useCommerces } from "../components/CommerceSelect";
 import { confirmAction } from "../components/confirm";
@@ -1031,6 +1032,16 @@ function Staff() {
   );
 }
 
+/** Settings › Acquirers, once the environment is known (the simulation is sandbox-only). */
+function AcquirersTab() {
+  const query = useQuery({ queryKey: ["environment"], queryFn: () => payload(api.GET("/environment")) });
+  return (
+    <QueryState loading={query.isLoading} error={query.error}>
+      {query.data && <Acquirers sandbox={query.data.environment === "sandbox"} />}
+    </QueryState>
+  );
+}
+
 export function Settings() {
   const { t } = useI18n();
   const session = useSession();
@@ -1042,6 +1053,7 @@ export function Settings() {
       <Tabs value={tab} onChange={(v) => setParams(v ? { tab: v } : {})} keepMounted={false}>
         <Tabs.List>
           <Tabs.Tab value="commerces">{t("settings.commerces")}</Tabs.Tab>
+          <Tabs.Tab value="acquirers">{t("acquirers.title")}</Tabs.Tab>
           <Tabs.Tab value="keys">{t("settings.apiKeys")}</Tabs.Tab>
           <Tabs.Tab value="environment">{t("settings.environment")}</Tabs.Tab>
           <Tabs.Tab value="roots">{t("settings.roots")}</Tabs.Tab>
@@ -1052,6 +1064,9 @@ export function Settings() {
         </Tabs.List>
         <Tabs.Panel value="commerces" pt="md">
           <Commerces />
+        </Tabs.Panel>
+        <Tabs.Panel value="acquirers" pt="md">
+          {session.can("admin") ? <AcquirersTab /> : <Alert color="gray">{t("settings.adminOnly")}</Alert>}
         </Tabs.Panel>
         <Tabs.Panel value="keys" pt="md">
           <ApiKeys />

@@ -249,7 +249,7 @@ fn code(field: &str, value: Option<&str>, errors: &mut FieldErrors) -> Option<Tr
         Some(text) => TransbankCode::parse(text).or_else(|| {
             errors.push(
                 field,
-                "INVALID_CODE",
+                "INVALID_COMMERCE_CODE",
                 "Transbank's commerce code: 1 to 12 digits",
             );
             None

@@ -146,6 +146,17 @@ pub struct Dashboard {
     pub next_charges: Vec<NextCharge>,
     pub failing_webhooks: FailingWebhooks,
     pub last_run: Option<RunDto>,
+    /// Commerces a production installation cannot charge on some rail (no acquirer set,
+    /// CONTRACT 13): nothing of those rails is offered or charged. Empty in a sandbox.
+    pub unserved: Vec<UnservedCommerce>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UnservedCommerce {
+    pub commerce: String,
+    /// `cards` and/or `bank`.
+    pub rails: Vec<&'static str>,
 }
 
 /// The dashboard's figures.
@@ -202,6 +213,13 @@ pub async fn dashboard(
         calendar,
         charging_rules: rules,
     } = tokio::task::block_in_place(|| engine.dashboard(commerce, &periods))?;
+    let unserved = tokio::task::block_in_place(|| engine.unserved_rails())?
+        .into_iter()
+        .map(|(commerce, rails)| UnservedCommerce {
+            commerce,
+            rails: rails.iter().map(|r| r.as_str()).collect(),
+        })
+        .collect();
 
     let mandates = MandateState::ALL
         .iter()
@@ -278,6 +296,7 @@ pub async fn dashboard(
                     .collect(),
             },
             last_run: runs.into_iter().next().map(run_dto),
+            unserved,
         },
     ))
 }

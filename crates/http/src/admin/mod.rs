@@ -1,6 +1,7 @@
 //! The staff API under `/admin/api`, used by the UI: sessions with an HttpOnly cookie and a
 //! CSRF header, roles enforced on every operation, and a guard against other origins.
 
+pub mod acquirers;
 pub mod audit;
 pub mod backups;
 pub mod calendar;
@@ -63,6 +64,8 @@ pub fn router(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(settings::list_commerces, settings::create_commerce))
         .routes(routes!(settings::set_retry_policy))
         .routes(routes!(settings::set_activation_mode))
+        .routes(routes!(acquirers::list))
+        .routes(routes!(acquirers::set, acquirers::remove))
         .routes(routes!(calendar::set_charging_rule))
         .routes(routes!(calendar::list_holidays, calendar::add_holiday))
         .routes(routes!(calendar::remove_holiday))
