@@ -498,3 +498,45 @@ async fn production_enrols_and_charges_through_transbank_over_https() {
     assert_eq!(paid["state"]["name"], "PAID", "{paid}");
     assert_eq!(standin.authorizations.lock().unwrap().len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn staff_refund_a_card_charge_through_oneclick() {
+    let mut app = spawn_app().await;
+    app.login().await;
+    let (standin, base) = transbank::start().await;
+    set_transbank(&app, &base);
+    let internal = active_mandate(&app, "M-REFUND", 15990).await;
+    app.run_charging(app.today() + chrono::Duration::days(1))
+        .await;
+    let paid = installment_of(&app, &internal).await;
+    assert_eq!(paid["state"]["name"], "PAID", "{paid}");
+    let installment = paid["internalId"].as_str().unwrap().to_string();
+
+    let admin = crate::staff_ui_api::owner(&app).await;
+    let path = format!("/installments/{installment}/refund");
+    admin
+        .post(&path, json!({}))
+        .await
+        .expect(400, "VALIDATION_ERROR");
+    let refunded = admin
+        .post(&path, json!({"reason": "El cliente canceló el servicio"}))
+        .await;
+    refunded.expect(200, "MANDATE_OK");
+    assert_eq!(standin.refunded.lock().unwrap().len(), 1);
+    let reversed = installment_of(&app, &internal).await;
+    assert_eq!(reversed["state"]["name"], "REVERSED", "{reversed}");
+    // Its payment event and the ledger's REVERSAL.
+    let events = app.events_of(&internal);
+    assert!(
+        events
+            .iter()
+            .any(|e| e["installment"]["state"]["name"] == "REVERSED"),
+        "{events:?}"
+    );
+    // Only once.
+    admin
+        .post(&path, json!({"reason": "otra vez"}))
+        .await
+        .expect(400, "INSTALLMENT_STATE_CONFLICT");
+    assert_eq!(standin.refunded.lock().unwrap().len(), 1);
+}

@@ -71,6 +71,8 @@ pub struct Standin {
     pub sends: Mutex<HashMap<String, usize>>,
     pub requests: Mutex<Vec<Value>>,
     pub deleted: Mutex<Vec<String>>,
+    /// Parent buy orders refunded (`reversed_response`).
+    pub refunded: Mutex<Vec<String>>,
     /// How long each authorization takes to answer (Transbank's latency).
     pub latency: Mutex<Duration>,
     in_flight: AtomicUsize,
@@ -360,8 +362,60 @@ fn router(standin: &Arc<Standin>) -> Router {
             &format!("{ONECLICK}/transactions/{{buy_order}}"),
             get(status),
         )
+        .route(
+            &format!("{ONECLICK}/transactions/{{buy_order}}/refunds"),
+            post(refund),
+        )
         .route(WEBPAY_PAGE, post(webpay_page))
         .with_state(Arc::clone(standin))
+}
+
+/// `POST .../transactions/{buy_order}/refunds` (`mall_transaction.py` `refund`): the whole
+/// amount of an authorized detail comes back as `{"type": "REVERSED"}`; a second refund is
+/// `already_refunded_error`, more than authorized `bigger_amount_mall`.
+async fn refund(
+    State(standin): State<Arc<Standin>>,
+    headers: HeaderMap,
+    Path(buy_order): Path<String>,
+    Json(body): Json<Value>,
+) -> (StatusCode, Json<Value>) {
+    if !authorized(&headers) {
+        return error(StatusCode::UNAUTHORIZED, "Not Authorized");
+    }
+    let Some(authorization) = standin
+        .authorizations
+        .lock()
+        .unwrap()
+        .get(&buy_order)
+        .cloned()
+    else {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid value for parameter: buy order not found",
+        );
+    };
+    let detail = &authorization["details"][0];
+    if detail["buy_order"] != body["detail_buy_order"] || body["commerce_code"] != CHILD {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid value for parameter: Transaction Detail not found",
+        );
+    }
+    if body["amount"].as_i64().unwrap_or(0) > detail["amount"].as_i64().unwrap_or(0) {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Amount to refund is bigger than authorized",
+        );
+    }
+    let mut refunded = standin.refunded.lock().unwrap();
+    if refunded.contains(&buy_order) {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Transaction already fully refunded",
+        );
+    }
+    refunded.push(buy_order);
+    (StatusCode::OK, Json(json!({ "type": "REVERSED" })))
 }
 
 /// Starts the stand-in over plain HTTP on a loopback port (a sandbox accepts an `http://`

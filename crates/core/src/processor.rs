@@ -77,4 +77,8 @@ pub trait Processor: Send + Sync {
 
     /// The final outcome of a `Pending` charge, once the bank has answered.
     fn settle(&self, idempotency_key: &str) -> Result<ChargeResult, ProcessorError>;
+
+    /// Gives back the whole of an approved charge. Asking again for a charge already
+    /// refunded succeeds: the money went back once.
+    fn refund(&self, idempotency_key: &str, amount: &Money) -> Result<(), ProcessorError>;
 }

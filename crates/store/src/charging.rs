@@ -475,6 +475,49 @@ pub struct RunRow {
     pub counts: RunCounts,
 }
 
+/// A PAID installment the charging engine charged: what a refund needs.
+#[derive(Debug, Clone)]
+pub struct ChargedInstallment {
+    pub installment_seq: i64,
+    pub mandate_seq: i64,
+    pub commerce_id: i64,
+    pub state: i64,
+    /// The PAID attempt's key, amount and currency (CLP for UF installments); `None` when the
+    /// installment was paid otherwise (marked paid, paid on the portal).
+    pub charge: Option<(String, String, String)>,
+}
+
+/// An installment by its internal id, with the charge attempt that paid it, if any.
+pub fn charged_installment<'c>(
+    db: impl Into<Db<'c>>,
+    internal_id: &str,
+) -> db::Result<Option<ChargedInstallment>> {
+    db.into().query_opt(
+        "SELECT i.seq, i.mandate_seq, i.commerce_id, i.state,
+                a.idempotency_key, a.amount, a.currency
+         FROM installments i
+         LEFT JOIN charge_attempts a ON a.installment_seq = i.seq AND a.state = 'PAID'
+         WHERE i.id = ?1
+         ORDER BY a.seq DESC LIMIT 1",
+        &params![internal_id],
+        |r| {
+            let key: Option<String> = r.get(4)?;
+            let amount: Option<String> = r.get(5)?;
+            let currency: Option<String> = r.get(6)?;
+            Ok(ChargedInstallment {
+                installment_seq: r.get(0)?,
+                mandate_seq: r.get(1)?,
+                commerce_id: r.get(2)?,
+                state: r.get(3)?,
+                charge: match (key, amount, currency) {
+                    (Some(k), Some(a), Some(c)) => Some((k, a, c)),
+                    _ => None,
+                },
+            })
+        },
+    )
+}
+
 pub fn insert_run<'c>(
     db: impl Into<Db<'c>>,
     date: &str,

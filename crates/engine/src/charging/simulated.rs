@@ -22,6 +22,7 @@ use std::sync::Arc;
 use mandato_core::clock::timestamp;
 use mandato_core::domain::instrument::{InstrumentInput, card_brand};
 use mandato_core::domain::ledger::acquirer_fee;
+use mandato_core::domain::money::Money;
 use mandato_core::domain::state::RejectionCode;
 use mandato_core::processor::{
     ChargeRequest, ChargeResult, Enrolled, Forced, Processor, ProcessorError,
@@ -139,6 +140,14 @@ impl Processor for SimulatedProcessor {
     fn status(&self, idempotency_key: &str) -> Result<Option<ChargeResult>, ProcessorError> {
         let held = self.with(|c| sim_acquirer::charge(c, idempotency_key))?;
         Ok(held.map(|h| to_result(&h)))
+    }
+
+    /// The simulation gives back any charge it approved.
+    fn refund(&self, idempotency_key: &str, _amount: &Money) -> Result<(), ProcessorError> {
+        match self.with(|c| sim_acquirer::charge(c, idempotency_key))? {
+            Some(_) => Ok(()),
+            None => Err(ProcessorError::Refused("unknown charge".into())),
+        }
     }
 
     fn settle(&self, idempotency_key: &str) -> Result<ChargeResult, ProcessorError> {

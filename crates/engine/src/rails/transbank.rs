@@ -22,7 +22,7 @@ use sha2::{Digest, Sha256};
 
 use mandato_core::domain::acquirer::TransbankCodes;
 use mandato_core::domain::instrument::InstrumentInput;
-use mandato_core::domain::money::Currency;
+use mandato_core::domain::money::{Currency, Money};
 use mandato_core::domain::state::{PaymentMethod, RejectionCode};
 use mandato_core::processor::{ChargeRequest, ChargeResult, Enrolled, Processor, ProcessorError};
 use mandato_core::secret::Secret;
@@ -459,6 +459,31 @@ impl Processor for Oneclick {
 
     fn status(&self, idempotency_key: &str) -> Result<Option<ChargeResult>, ProcessorError> {
         self.runtime.block_on(self.status_of(idempotency_key))
+    }
+
+    /// A Oneclick Mall refund of the child detail (`mall_transaction.py` `refund`): Transbank
+    /// answers `REVERSED` (same day) or `NULLIFIED`; "already fully refunded" means an earlier
+    /// request of ours went through.
+    fn refund(&self, idempotency_key: &str, amount: &Money) -> Result<(), ProcessorError> {
+        let (parent, child) = buy_orders(idempotency_key);
+        let body = json!({
+            "commerce_code": self.codes.child.as_str(),
+            "detail_buy_order": child,
+            "amount": amount.amount().trunc().to_string().parse::<i64>().unwrap_or(0),
+        });
+        let path = format!("/transactions/{parent}/refunds");
+        match self.call(reqwest::Method::POST, &path, Some(body))? {
+            Answer::Ok(value) => match value["type"].as_str() {
+                Some("REVERSED" | "NULLIFIED") => Ok(()),
+                other => Err(ProcessorError::Unavailable(format!(
+                    "transbank answered a refund of type {other:?}"
+                ))),
+            },
+            Answer::Refused { message, .. } if message.contains("already fully refunded") => Ok(()),
+            Answer::Refused { status, message } => Err(ProcessorError::Refused(format!(
+                "transbank refused the refund ({status}): {message}"
+            ))),
+        }
     }
 
     /// Oneclick answers every authorization at once; nothing is left to settle.

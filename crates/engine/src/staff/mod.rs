@@ -5,6 +5,7 @@ pub mod acquirers;
 pub mod calendar;
 pub mod events;
 pub mod mandates;
+pub mod refunds;
 pub mod sessions;
 pub mod settings;
 pub mod signatures;

@@ -895,3 +895,45 @@ pub async fn cancel(
     )
     .await
 }
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RefundRequest {
+    /// Why the money goes back (1 to 500 characters), for the staff audit log.
+    pub reason: Option<String>,
+}
+
+/// Refund a PAID card installment (operator or admin, CONTRACT 13): the acquirer that charged
+/// it gives the whole amount back (a Transbank Oneclick Mall refund; the simulation in a
+/// sandbox), then the installment is REVERSED with its payment webhook and the ledger's
+/// REVERSAL. Nothing is recorded unless the acquirer refunded.
+#[utoipa::path(post, path = "/installments/{internalId}/refund", tag = "staff",
+    params(("internalId" = String, Path, description = "ins_...")),
+    request_body = RefundRequest,
+    responses(
+        (status = 200, description = "MANDATE_OK: the installment's mandate afterwards", body = Envelope<MandateDetail>),
+        (status = 400, description = "reason missing; INSTALLMENT_STATE_CONFLICT (not PAID), INSTALLMENT_NOT_REFUNDABLE (marked paid, paid on the portal or by bank debit), ACQUIRER_NOT_CONFIGURED, REFUND_REFUSED (the acquirer's message)", body = ErrorBody),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+        (status = 403, description = "ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID", body = ErrorBody),
+        (status = 404, description = "INSTALLMENT_NOT_FOUND", body = ErrorBody),
+        (status = 503, description = "ACQUIRER_UNAVAILABLE: nothing refunded or recorded", body = ErrorBody),
+    ))]
+pub async fn refund(
+    State(state): State<AppState>,
+    staff: Staff,
+    Path(internal_id): Path<String>,
+    Body(body): Body<RefundRequest>,
+) -> ApiResult<Envelope<MandateDetail>> {
+    staff.require(Role::Operator)?;
+    let reason = body.reason.as_deref().map(str::trim).unwrap_or_default();
+    if reason.is_empty() || reason.chars().count() > 500 {
+        return Err(Error::validation("reason", "INVALID_LENGTH", "1 to 500 characters").into());
+    }
+    let mandate = state
+        .engine
+        .refund_installment(staff.email(), &internal_id, reason)
+        .await?;
+    let (seq, _) = state.engine.mandate_owner(&mandate)?;
+    let detail = load_now(&state, seq)?;
+    Ok(Envelope::ok("MANDATE_OK", "installment refunded", detail))
+}

@@ -61,6 +61,7 @@ pub fn router(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(mandates::annul))
         .routes(routes!(mandates::add_installments))
         .routes(routes!(mandates::cancel))
+        .routes(routes!(mandates::refund))
         .routes(routes!(settings::list_commerces, settings::create_commerce))
         .routes(routes!(settings::set_retry_policy))
         .routes(routes!(settings::set_activation_mode))
