@@ -29,7 +29,8 @@ const row = (id) => page.locator(`[data-installment="${id}"]`);
 describe("the mandate detail", { concurrency: false }, () => {
   before(async () => {
     mkdirSync(SHOTS, { recursive: true });
-    server = await startServer();
+    // The refund step charges an installment due today, whatever day today is.
+    server = await startServer({ businessDays: "every-day" });
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
     const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, locale: "es-CL", acceptDownloads: true });
     page = await context.newPage();
@@ -145,5 +146,30 @@ describe("the mandate detail", { concurrency: false }, () => {
     await page.getByRole("dialog").getByRole("button", { name: "Anular" }).click();
     await row("c").getByText("Anulada").waitFor();
     await page.getByTestId("refusals").waitFor({ state: "detached" });
+  });
+
+  test("a card charge is refunded with a reason, and the installment is reversed", async () => {
+    const created = await call("POST", "/mandate", {
+      customer: { userId: "cust-001" },
+      mandate: { id: "CTA-CARD-1", type: "DYNAMIC", name: "Plan tarjeta", charges: { currencyId: "CLP", maxAmount: 100000 } },
+      installments: [{ id: "t1", amount: 15990, currencyId: "CLP", installmentDueDate: today() }],
+    });
+    const cardMandate = created.mandate.internalId;
+    await call("POST", `/sandbox/mandates/${cardMandate}/activate`, {
+      paymentMethodId: 3,
+      card: { number: "4111111111111111", expiry: "12/30", cvv: "123" },
+    });
+    await call("POST", "/sandbox/charging/run", {});
+    await page.goto(`${server.base}/mandates/${cardMandate}`);
+    await row("t1").getByText("Pagada").waitFor();
+    await row("t1").getByTestId("refund").click();
+    await page.getByTestId("confirm-refund").click();
+    await page.getByText("largo no es válido").first().waitFor();
+    await page.getByTestId("refund-reason").fill("El cliente pidió la devolución");
+    await page.getByTestId("confirm-refund").click();
+    await page.getByText("Cuota t1 reembolsada").first().waitFor();
+    await row("t1").getByText("Reversada").waitFor();
+    assert.equal(await row("t1").getByTestId("refund").count(), 0, "no second refund");
+    await page.screenshot({ path: join(SHOTS, "mandate-detail-refunded-1440.png"), fullPage: true });
   });
 });

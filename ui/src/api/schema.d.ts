@@ -581,6 +581,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/installments/{internalId}/refund": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Refund a PAID card installment (operator or admin, CONTRACT 13): the acquirer that charged
+         *     it gives the whole amount back (a Transbank Oneclick Mall refund; the simulation in a
+         *     sandbox), then the installment is REVERSED with its payment webhook and the ledger's
+         *     REVERSAL. Nothing is recorded unless the acquirer refunded.
+         */
+        post: operations["staff_post_installments_internalId_refund"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/jwe/encrypt": {
         parameters: {
             query?: never;
@@ -4207,6 +4229,10 @@ export interface components {
             /** @description Unknown ids, or events without a URL. */
             notFound: string[];
         };
+        RefundRequest: {
+            /** @description Why the money goes back (1 to 500 characters), for the staff audit log. */
+            reason?: string | null;
+        };
         RefusalCountDto: {
             /** @description The minute's start, RFC 3339 UTC. */
             minute: string;
@@ -4717,6 +4743,11 @@ export interface components {
             /** @description Whether staff may mark it paid, or annul it, now. */
             canPay: boolean;
             canAnnul: boolean;
+            /**
+             * @description Whether staff may refund it through its acquirer now: PAID by a card charge of the
+             *     charging engine (`POST /installments/{internalId}/refund`).
+             */
+            canRefund: boolean;
         };
         StaffPayload: {
             items: components["schemas"]["StaffDto"][];
@@ -7648,6 +7679,105 @@ export interface operations {
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_post_installments_internalId_refund: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description ins_... */
+                internalId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RefundRequest"];
+            };
+        };
+        responses: {
+            /** @description MANDATE_OK: the installment's mandate afterwards */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_MandateDetail"];
+                };
+            };
+            /** @description reason missing; INSTALLMENT_STATE_CONFLICT (not PAID), INSTALLMENT_NOT_REFUNDABLE (marked paid, paid on the portal or by bank debit), ACQUIRER_NOT_CONFIGURED, REFUND_REFUSED (the acquirer's message) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INSTALLMENT_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ACQUIRER_UNAVAILABLE: nothing refunded or recorded */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -50,6 +50,16 @@ const CODES: Record<string, Words> = {
   },
   INVALID_KEY: { es: "La llave no es válida (pk_live_... o pk_test_...)", en: "The key is not valid (pk_live_... or pk_test_...)" },
   KIND_NOT_FOR_RAIL: { es: "Este adquirente no atiende este riel", en: "This acquirer does not serve this rail" },
+  REFUND_REFUSED: { es: "El adquirente rechazó el reembolso", en: "The acquirer refused the refund" },
+  INSTALLMENT_NOT_REFUNDABLE: {
+    es: "Esta cuota no se cobró con tarjeta por el motor de cobro: devuelva el dinero donde se pagó",
+    en: "This installment was not charged by card by the charging engine: give the money back where it was paid",
+  },
+  ACQUIRER_NOT_CONFIGURED: { es: "El comercio no tiene adquirente para este medio", en: "The commerce has no acquirer for this method" },
+  ACQUIRER_UNAVAILABLE: {
+    es: "El adquirente no respondió; no se reembolsó ni registró nada",
+    en: "The acquirer did not answer; nothing was refunded or recorded",
+  },
   ACQUIRER_NOT_ALLOWED: {
     es: "Producción nunca simula un cobro: elija Transbank o Fintoc",
     en: "Production never simulates a charge: choose Transbank or Fintoc",

@@ -389,12 +389,14 @@ function InstallmentRows({
   onSelect,
   onPay,
   onAnnul,
+  onRefund,
 }: {
   installment: Installment;
   selected: boolean;
   onSelect: (checked: boolean) => void;
   onPay: () => void;
   onAnnul: () => void;
+  onRefund: () => void;
 }) {
   const { t, money, date, dateTime, label } = useI18n();
   const session = useSession();
@@ -462,6 +464,13 @@ function InstallmentRows({
                 </Button>
               </Tooltip>
             )}
+            {installment.canRefund && (
+              <Tooltip label={notAllowed} disabled={operator}>
+                <Button size="compact-xs" variant="light" color="orange" disabled={!operator} onClick={onRefund} data-testid="refund">
+                  {t("mandates.refund")}
+                </Button>
+              </Tooltip>
+            )}
           </Group>
         </Table.Td>
       </Table.Tr>
@@ -524,6 +533,57 @@ function InstallmentRows({
         </Table.Tr>
       )}
     </Fragment>
+  );
+}
+
+/** The refund of a card charge through its acquirer, with the reason staff give. */
+function RefundModal({ detail, installment, onClose }: { detail: Detail; installment: Installment; onClose: () => void }) {
+  const { t, money } = useI18n();
+  const refresh = useRefresh(detail.mandate.internalId);
+  const [reason, setReason] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const mutation = useMutation({
+    mutationFn: () =>
+      payload(
+        api.POST("/installments/{internalId}/refund", {
+          params: { path: { internalId: installment.internalId } },
+          body: { reason },
+        }),
+      ),
+    onSuccess: (next) => {
+      refresh(next);
+      notifications.show({ color: "green", message: t("mandates.refunded", { id: installment.id }) });
+      onClose();
+    },
+    onError: (e) => {
+      const mapped = formErrors(e, {}, ["reason"]);
+      setError(mapped.fields.reason ?? mapped.general);
+    },
+  });
+  return (
+    <Modal opened onClose={onClose} title={t("mandates.refundTitle", { id: installment.id })}>
+      <Stack>
+        <Text size="sm">
+          {t("mandates.refundWarning", { amount: money(installment.amount, installment.currencyId) })}
+        </Text>
+        <Textarea
+          label={t("mandates.refundReason")}
+          value={reason}
+          onChange={(e) => setReason(e.currentTarget.value)}
+          error={error}
+          maxLength={500}
+          data-testid="refund-reason"
+        />
+        <Group justify="flex-end">
+          <Button variant="default" onClick={onClose}>
+            {t("common.cancel")}
+          </Button>
+          <Button color="orange" onClick={() => mutation.mutate()} loading={mutation.isPending} data-testid="confirm-refund">
+            {t("mandates.refund")}
+          </Button>
+        </Group>
+      </Stack>
+    </Modal>
   );
 }
 
@@ -661,6 +721,7 @@ function MandateDetailOf({ id }: { id: string }) {
   const operator = session.can("operator");
   const methodWords = usePaymentMethodWords();
   const [paying, setPaying] = useState<Installment[] | null>(null);
+  const [refunding, setRefunding] = useState<Installment | null>(null);
   const [cancelling, setCancelling] = useState(false);
   const [adding, setAdding] = useState(false);
   const [selected, setSelected] = useState<string[]>([]);
@@ -875,6 +936,7 @@ function MandateDetailOf({ id }: { id: string }) {
                         onSelect={(checked) => select(i, checked)}
                         onPay={() => setPaying([i])}
                         onAnnul={() => void annul.ask([i])}
+                        onRefund={() => setRefunding(i)}
                       />
                     ))}
                   </Table.Tbody>
@@ -928,6 +990,7 @@ function MandateDetailOf({ id }: { id: string }) {
                 <Code block>{JSON.stringify(d.mandate.metadata, null, 2)}</Code>
               </Card>
             )}
+            {refunding && <RefundModal detail={d} installment={refunding} onClose={() => setRefunding(null)} />}
             {paying && (
               <PayModal detail={d} installments={paying} onClose={() => setPaying(null)} onDone={() => setSelected([])} />
             )}

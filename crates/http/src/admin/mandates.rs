@@ -24,7 +24,7 @@ use crate::json::Body;
 use crate::mandates::InstallmentIn;
 use crate::users::{optional_text, required_text};
 use crate::wire::{CustomerDto, InstallmentDto, MandateDto, StateDto};
-use mandato_core::domain::state::{InstallmentState, MandateState, MandateType};
+use mandato_core::domain::state::{InstallmentState, MandateState, MandateType, PaymentMethod};
 use mandato_core::error::{Error, FieldErrors, Result};
 use mandato_engine::operations::installments::{
     self as installment_ops, Action, AddInstallments, ChangeStatus, OwnedRefs, PaymentEvidence,
@@ -301,6 +301,9 @@ pub struct StaffInstallment {
     /// Whether staff may mark it paid, or annul it, now.
     pub can_pay: bool,
     pub can_annul: bool,
+    /// Whether staff may refund it through its acquirer now: PAID by a card charge of the
+    /// charging engine (`POST /installments/{internalId}/refund`).
+    pub can_refund: bool,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -488,12 +491,19 @@ fn mandate_detail(
                 rejection_code: None,
             }];
             entries.extend(history.remove(&row.id).unwrap_or_default());
+            let charge_attempts = attempts.remove(&row.seq).unwrap_or_default();
+            let charged_by_card = row
+                .payment_method_id
+                .and_then(PaymentMethod::from_id)
+                .is_some_and(|m| m.is_card())
+                && charge_attempts.iter().any(|a| a.state == "PAID");
             StaffInstallment {
                 installment: InstallmentDto::new(row, &dates),
                 history: entries,
-                charge_attempts: attempts.remove(&row.seq).unwrap_or_default(),
                 can_pay: alive && row.state.can_move_to(InstallmentState::Paid),
                 can_annul: alive && row.state.can_move_to(InstallmentState::Annulled),
+                can_refund: row.state == InstallmentState::Paid && charged_by_card,
+                charge_attempts,
             }
         })
         .collect();
