@@ -18,6 +18,14 @@
 //!    transaction, WAL and `synchronous=FULL`.
 //!
 //! Figures are printed as a table and written to `target/charging-bench-results.json`.
+//!
+//! `MANDATO_BENCH_ACQUIRER=transbank` runs the same fill against a Transbank Oneclick Mall
+//! stand-in instead of the simulation: an HTTP server in this process answering each
+//! authorization after `MANDATO_BENCH_LATENCY_MS` (200), the commerce's cards rail set to it
+//! with `mandato acquirer set`. It reports the run's time against the ideal `N × latency /
+//! in-flight bound` (64, the engine's default), the run's RSS, and checks at the stand-in that
+//! no buy order was sent twice and that every installment is PAID after one authorization
+//! (`target/charging-bench-transbank.json`).
 
 mod common;
 
@@ -1159,6 +1167,7 @@ fn main() {
         fill_main();
         return;
     }
+    let transbank = std::env::var("MANDATO_BENCH_ACQUIRER").as_deref() == Ok("transbank");
     let p = Params::from_env();
     let mode = if p.quick { "quick" } else { "full" };
     eprintln!("mandato charging benchmark ({mode}): {p:?}");
@@ -1203,6 +1212,10 @@ fn main() {
     let fill_wall_ms = t.elapsed().as_secs_f64() * 1000.0;
     if p.postgres {
         charging_on_postgres(&p, &dir, date, fill_wall_ms, mode);
+        return;
+    }
+    if transbank {
+        transbank_run(&p, &dir, date, fill_wall_ms);
         return;
     }
     let db = dir.join(DB_FILE);
@@ -1377,4 +1390,185 @@ fn main() {
     );
     eprintln!("results written to {}", path.display());
     assert!(failed.is_empty(), "the run's result is wrong: {failed:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Transbank rail (`MANDATO_BENCH_ACQUIRER=transbank`)
+// ---------------------------------------------------------------------------------------------
+
+/// The in-flight bound of the engine's default (`config::DEFAULT_ACQUIRER_IN_FLIGHT`).
+const IN_FLIGHT: u64 = 64;
+
+/// A Oneclick Mall stand-in for the bench: authorizations answered after `latency` as the
+/// SDK's `authorize_response` fixture does (any card approved), each parent buy order counted;
+/// the status of an order it never saw is `buy_order_not_found`.
+#[derive(Default)]
+struct BenchStandin {
+    sends: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+    in_flight: std::sync::atomic::AtomicU64,
+    max_in_flight: std::sync::atomic::AtomicU64,
+}
+
+fn start_bench_standin(latency: Duration) -> (Arc<BenchStandin>, String) {
+    use axum::routing::{get, post};
+    let standin = Arc::new(BenchStandin::default());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let shared = Arc::clone(&standin);
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let authorize = {
+                let standin = Arc::clone(&shared);
+                move |axum::Json(body): axum::Json<Value>| {
+                    let standin = Arc::clone(&standin);
+                    async move {
+                        let now = standin.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                        standin.max_in_flight.fetch_max(now, Ordering::SeqCst);
+                        tokio::time::sleep(latency).await;
+                        standin.in_flight.fetch_sub(1, Ordering::SeqCst);
+                        let parent = body["buy_order"].as_str().unwrap_or_default().to_string();
+                        let detail = body["details"][0].clone();
+                        *standin.sends.lock().unwrap().entry(parent.clone()).or_default() += 1;
+                        axum::Json(json!({
+                            "details": [{
+                                "amount": detail["amount"], "status": "AUTHORIZED",
+                                "authorization_code": "1213", "payment_type_code": "VN",
+                                "response_code": 0, "installments_number": 0,
+                                "commerce_code": detail["commerce_code"],
+                                "buy_order": detail["buy_order"],
+                            }],
+                            "buy_order": parent,
+                            "card_detail": {"card_number": "6623"},
+                            "accounting_date": "1019",
+                            "transaction_date": "2023-10-19T21:30:21.095Z",
+                        }))
+                    }
+                }
+            };
+            let not_found = || async {
+                (
+                    axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                    axum::Json(json!({"error_message": "Invalid value for parameter: buy order not found"})),
+                )
+            };
+            let app = axum::Router::new()
+                .route("/rswebpaytransaction/api/oneclick/v1.2/transactions", post(authorize))
+                .route(
+                    "/rswebpaytransaction/api/oneclick/v1.2/transactions/{buy_order}",
+                    get(not_found),
+                );
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    let addr = rx.recv().unwrap();
+    (standin, format!("http://{addr}"))
+}
+
+fn transbank_run(p: &Params, dir: &Path, date: NaiveDate, fill_wall_ms: f64) {
+    let latency = Duration::from_millis(env_u64("MANDATO_BENCH_LATENCY_MS").unwrap_or(200));
+    let (standin, base) = start_bench_standin(latency);
+    let bin = std::env::var_os("MANDATO_BENCH_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_mandato")));
+    let mut set = Command::new(&bin)
+        .arg("--data-dir")
+        .arg(dir)
+        .args([
+            "--json",
+            "acquirer",
+            "set",
+            "--commerce",
+            COMMERCE,
+            "--rail",
+            "cards",
+            "--kind",
+            "transbank",
+            "--mall-code",
+            "597055555541",
+            "--child-code",
+            "597055555542",
+            "--webpay-code",
+            "597055555532",
+            "--base-url",
+            &base,
+            "--secret-stdin",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("mandato acquirer set");
+    {
+        use std::io::Write;
+        let mut stdin = set.stdin.take().unwrap();
+        stdin
+            .write_all(b"579B532A7440BB0C9079DED94D31EA1615BACEB56610332264630D42D0A36B1C\n")
+            .unwrap();
+    }
+    assert!(set.wait().unwrap().success(), "acquirer set failed");
+    eprintln!(
+        "[run] charge-run over {} due installments against a Transbank stand-in answering in {} ms...",
+        p.count,
+        latency.as_millis()
+    );
+    let run = charge_run(dir, date);
+    let ideal = p.count as f64 * latency.as_secs_f64() / IN_FLIGHT as f64;
+    let sends = standin.sends.lock().unwrap().clone();
+    let sent_twice = sends.values().filter(|n| **n > 1).count();
+    let db = Connection::open(dir.join(DB_FILE)).unwrap();
+    let paid: i64 = db
+        .query_row(
+            "SELECT count(*) FROM charge_attempts WHERE state = 'PAID' AND business_date = ?1",
+            [date.to_string()],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let max_in_flight = standin.max_in_flight.load(Ordering::SeqCst);
+    let report = json!({
+        "commit": git_commit(),
+        "date": date.to_string(),
+        "count": p.count,
+        "latency_ms": latency.as_millis() as u64,
+        "in_flight_bound": IN_FLIGHT,
+        "max_in_flight_at_the_standin": max_in_flight,
+        "fill_ms": round1(fill_wall_ms),
+        "run_s": round1(run.secs),
+        "ideal_s": round1(ideal),
+        "ratio_to_ideal": round3(run.secs / ideal),
+        "rss_max_mb": round1(run.rss_max_mb),
+        "authorizations": sends.len(),
+        "buy_orders_sent_twice": sent_twice,
+        "paid_attempts": paid,
+        "targets": {
+            "within_1_25_of_ideal": run.secs <= 1.25 * ideal,
+            "rss_under_300_mb": run.rss_max_mb < 300.0,
+            "no_double_charge": sent_twice == 0 && paid as usize == sends.len(),
+        },
+    });
+    println!(
+        "\ncharging run on the Transbank rail, {} installments, {} ms per authorization, bound {IN_FLIGHT}\n\
+         | run s | ideal s | ratio | RSS max MB | max in flight | authorizations | sent twice | PAID |\n\
+         |---|---|---|---|---|---|---|---|\n\
+         | {:.1} | {:.1} | {:.3} | {:.0} | {} | {} | {} | {} |",
+        p.count,
+        latency.as_millis(),
+        run.secs,
+        ideal,
+        run.secs / ideal,
+        run.rss_max_mb,
+        max_in_flight,
+        sends.len(),
+        sent_twice,
+        paid
+    );
+    let out =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/charging-bench-transbank.json");
+    std::fs::write(&out, serde_json::to_string_pretty(&report).unwrap()).unwrap();
+    assert_eq!(sent_twice, 0, "a buy order was sent twice");
+    assert_eq!(paid as u64, p.count, "every due installment PAID");
 }
