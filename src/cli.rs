@@ -340,6 +340,11 @@ pub struct ServeArgs {
     #[arg(long, env = "MANDATO_ACQUIRER_IN_FLIGHT", default_value_t = 64,
           value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub acquirer_in_flight: u64,
+    /// How many seconds one call to a real acquirer may take before its outcome counts as
+    /// unknown (and is asked for later).
+    #[arg(long, env = "MANDATO_ACQUIRER_TIMEOUT_SECS", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(1..=300))]
+    pub acquirer_timeout_secs: u64,
 }
 
 fn parse_public_url(text: &str) -> Result<url::Url, String> {
@@ -658,7 +663,7 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             let rails = Arc::new(mandato_engine::rails::Rails::new(
                 Arc::clone(&store),
                 sandbox,
-                config.acquirer_in_flight.get(),
+                config.acquirer_limits(),
             )?);
             // A running server's webhook worker picks the events up on its next look.
             let charger =
@@ -959,6 +964,7 @@ pub async fn serve(
         .ok()
         .and_then(std::num::NonZeroUsize::new)
         .unwrap_or(config.acquirer_in_flight);
+    config.acquirer_timeout = std::time::Duration::from_secs(args.acquirer_timeout_secs);
     config.backups.keep_daily = args.backup_keep_daily;
     config.backups.keep_weekly = args.backup_keep_weekly;
     config.environment = Environment::parse(&args.environment).expect("clap checked the value");

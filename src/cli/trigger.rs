@@ -170,7 +170,7 @@ pub fn run(config: &Config, json_mode: bool, args: TriggerArgs) -> anyhow::Resul
     let rails = Arc::new(Rails::new(
         Arc::clone(&store),
         true,
-        config.acquirer_in_flight.get(),
+        config.acquirer_limits(),
     )?);
     let session = Session {
         store,

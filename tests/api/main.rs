@@ -25,6 +25,7 @@ mod postgres;
 mod postgres_connections;
 mod process;
 mod rails;
+mod rails_torture;
 mod receiver;
 mod refusals;
 mod request_path;

@@ -53,7 +53,7 @@ fn set_transbank(app: &TestApp, base_url: &str) {
 
 /// A browser that does not follow redirects, to see each hop, and trusts the
 /// installation's development CA (the HTTPS stand-in's certificate comes from it).
-fn browser(app: &TestApp) -> reqwest::Client {
+pub fn browser(app: &TestApp) -> reqwest::Client {
     let ca = mandato::cli::dev_ca(app.running.state.store()).expect("dev CA");
     reqwest::Client::builder()
         .redirect(Policy::none())
@@ -86,7 +86,16 @@ fn location(response: &reqwest::Response) -> String {
 /// The customer's way through the Magic Link and Webpay with `card` (or cancelling there):
 /// answers the last response, the one of the return to the Magic Link.
 async fn enrol_on_webpay(app: &TestApp, link: &str, card: Option<&str>) -> reqwest::Response {
-    let browser = browser(app);
+    enrol_through_webpay(&browser(app), &app.base, link, card).await
+}
+
+/// As `enrol_on_webpay`, for any installation at `base`.
+pub async fn enrol_through_webpay(
+    browser: &reqwest::Client,
+    base: &str,
+    link: &str,
+    card: Option<&str>,
+) -> reqwest::Response {
     let path = &link[link.find("/link/").unwrap()..];
     let page = browser
         .get(link)
@@ -104,7 +113,7 @@ async fn enrol_on_webpay(app: &TestApp, link: &str, card: Option<&str>) -> reqwe
     let action = format!("action=\"{path}/oneclick\"");
     let terms = input_after(&page, &action, "termsSha256");
     let handoff = browser
-        .post(format!("{}{path}/oneclick", app.base))
+        .post(format!("{base}{path}/oneclick"))
         .header("content-type", "application/x-www-form-urlencoded")
         .body(format!("termsSha256={terms}&accept=1"))
         .send()

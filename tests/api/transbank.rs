@@ -236,6 +236,8 @@ async fn delete_inscription(
     StatusCode::NO_CONTENT.into_response()
 }
 
+/// An authorization goes through at Transbank whether or not the caller is still connected
+/// (a client killed mid-request does not cancel it): the work runs in a task of its own.
 async fn authorize(
     State(standin): State<Arc<Standin>>,
     headers: HeaderMap,
@@ -244,7 +246,16 @@ async fn authorize(
     if !authorized(&headers) {
         return error(StatusCode::UNAUTHORIZED, "Not Authorized");
     }
+    tokio::spawn(authorize_detached(standin, body))
+        .await
+        .unwrap_or_else(|_| error(StatusCode::INTERNAL_SERVER_ERROR, "stand-in task failed"))
+}
+
+async fn authorize_detached(standin: Arc<Standin>, body: Value) -> (StatusCode, Json<Value>) {
     standin.requests.lock().unwrap().push(body.clone());
+    // Counted on arrival: a buy order sent again while (or after) the first send is processed.
+    let arrived = body["buy_order"].as_str().unwrap_or_default().to_string();
+    *standin.sends.lock().unwrap().entry(arrived).or_default() += 1;
     let now = standin.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     standin.max_in_flight.fetch_max(now, Ordering::SeqCst);
     let latency = *standin.latency.lock().unwrap();
@@ -254,12 +265,6 @@ async fn authorize(
     let detail = &body["details"][0];
     let child = detail["buy_order"].as_str().unwrap_or_default();
     let amount = detail["amount"].as_i64().unwrap_or(0);
-    *standin
-        .sends
-        .lock()
-        .unwrap()
-        .entry(parent.clone())
-        .or_default() += 1;
     let known = standin
         .users
         .lock()
@@ -291,12 +296,7 @@ async fn authorize(
             "Invalid value for parameter: amount",
         );
     }
-    if standin.authorizations.lock().unwrap().contains_key(&parent) {
-        return error(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "Invalid value for parameter: buy_order",
-        );
-    }
+
     let response_code = match amount {
         DECLINED => -1,
         OVER_DAILY_LIMIT => -97,
@@ -318,11 +318,17 @@ async fn authorize(
         "accounting_date": "1019",
         "transaction_date": "2023-10-19T21:30:21.095Z",
     });
-    standin
-        .authorizations
-        .lock()
-        .unwrap()
-        .insert(parent, answer.clone());
+    {
+        // A repeated buy order is refused, checked and recorded at once.
+        let mut authorizations = standin.authorizations.lock().unwrap();
+        if authorizations.contains_key(&parent) {
+            return error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "Invalid value for parameter: buy_order",
+            );
+        }
+        authorizations.insert(parent, answer.clone());
+    }
     if amount == ANSWER_LOST {
         // Charged, but the answer never arrives whole: a gateway error after the fact.
         return error(StatusCode::BAD_GATEWAY, "upstream connection reset");

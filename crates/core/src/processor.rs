@@ -78,6 +78,14 @@ pub trait Processor: Send + Sync {
     /// The final outcome of a `Pending` charge, once the bank has answered.
     fn settle(&self, idempotency_key: &str) -> Result<ChargeResult, ProcessorError>;
 
+    /// How long after an attempt was recorded a charge this processor says it never received
+    /// may be sent again: an earlier send by a process that died with it in flight may still
+    /// be under way at the acquirer until then. Zero for a processor that answers in this
+    /// process.
+    fn resend_after(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
+
     /// Gives back the whole of an approved charge. Asking again for a charge already
     /// refunded succeeds: the money went back once.
     fn refund(&self, idempotency_key: &str, amount: &Money) -> Result<(), ProcessorError>;

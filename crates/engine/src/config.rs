@@ -76,7 +76,29 @@ pub struct Config {
     /// How many authorizations a charging run keeps in flight at once with a real card
     /// acquirer (CONTRACT 13): a run of N takes about N × latency / this, not N × latency.
     pub acquirer_in_flight: std::num::NonZeroUsize,
+    /// How long one call to a real acquirer may take before its outcome counts as unknown.
+    pub acquirer_timeout: std::time::Duration,
 }
+
+/// What the rails need of the configuration.
+#[derive(Clone, Copy, Debug)]
+pub struct AcquirerLimits {
+    pub in_flight: usize,
+    pub timeout: std::time::Duration,
+}
+
+impl Config {
+    pub fn acquirer_limits(&self) -> AcquirerLimits {
+        AcquirerLimits {
+            in_flight: self.acquirer_in_flight.get(),
+            timeout: self.acquirer_timeout,
+        }
+    }
+}
+
+/// Transbank documents no time limit and its SDKs wait without one; a minute is far beyond its
+/// usual answers (well under a second) and short enough for a run to move on.
+pub const DEFAULT_ACQUIRER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The default bound of authorizations in flight: Transbank answers in a few hundred
 /// milliseconds, so 64 charge ~300 installments a second without a burst a merchant's
@@ -153,6 +175,7 @@ impl Config {
             business_days: BusinessDays::Chile,
             acquirer_in_flight: std::num::NonZeroUsize::new(DEFAULT_ACQUIRER_IN_FLIGHT)
                 .expect("not zero"),
+            acquirer_timeout: DEFAULT_ACQUIRER_TIMEOUT,
         }
     }
 

@@ -156,7 +156,7 @@ impl Engine {
         let rails = Arc::new(Rails::new(
             Arc::clone(&store),
             sandbox,
-            config.acquirer_in_flight.get(),
+            config.acquirer_limits(),
         )?);
         if !sandbox {
             warn_unserved(&rails)?;

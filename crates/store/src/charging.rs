@@ -128,6 +128,8 @@ pub struct OpenAttempt {
     pub currency: String,
     /// IN_PROCESS or IN_VALIDATION, as read: settling takes the attempt only from it.
     pub state: String,
+    /// When the attempt was recorded (before its first send).
+    pub created_at: String,
 }
 
 /// Attempts in `state` (IN_PROCESS: unfinished by a crash; IN_VALIDATION: awaiting the bank)
@@ -138,7 +140,8 @@ pub fn open_attempts<'c>(
     before_date: Option<&str>,
 ) -> db::Result<Vec<OpenAttempt>> {
     db.into().query_map(
-        "SELECT seq, installment_seq, idempotency_key, business_date, amount, currency, state
+        "SELECT seq, installment_seq, idempotency_key, business_date, amount, currency, state,
+                created_at
          FROM charge_attempts WHERE state = ?1 AND (CAST(?2 AS TEXT) IS NULL OR business_date < ?2) ORDER BY seq",
         &params![state, before_date],
         open_attempt,
@@ -154,6 +157,7 @@ fn open_attempt(r: &db::Row<'_>) -> db::Result<OpenAttempt> {
         amount: r.get(4)?,
         currency: r.get(5)?,
         state: r.get(6)?,
+        created_at: r.get(7)?,
     })
 }
 
@@ -206,7 +210,8 @@ pub fn in_process_created_before<'c>(
     cutoff: &str,
 ) -> db::Result<Vec<OpenAttempt>> {
     db.into().query_map(
-        "SELECT seq, installment_seq, idempotency_key, business_date, amount, currency, state
+        "SELECT seq, installment_seq, idempotency_key, business_date, amount, currency, state,
+                created_at
          FROM charge_attempts WHERE state = 'IN_PROCESS' AND created_at < ?1 ORDER BY seq",
         &params![cutoff],
         open_attempt,

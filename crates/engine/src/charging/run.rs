@@ -255,6 +255,7 @@ impl Charger {
                         amount: String::new(),
                         currency: String::new(),
                         state: "IN_PROCESS".to_string(),
+                        created_at: String::new(),
                     };
                     self.apply(
                         tx,
@@ -608,14 +609,18 @@ impl Charger {
         self.settle_in_process(&open)
     }
 
-    /// On PostgreSQL, before a run: attempts another engine left IN_PROCESS longer ago than
-    /// any processor call takes (it died between recording them and their outcome) are
-    /// settled here, as its own restart would; otherwise only some engine's start would.
-    /// Settling takes each attempt first (`take_open_attempt`), so one still in flight
-    /// elsewhere is settled once, with the processor's one answer for its key.
+    /// Before a run: attempts a dead process left IN_PROCESS are settled here, as a restart
+    /// would. On SQLite one engine runs at a time and holds `running`, so every IN_PROCESS
+    /// attempt is one a start left waiting (`resend_after`). On PostgreSQL, those another
+    /// engine left longer ago than any processor call takes (it died between recording them
+    /// and their outcome). Settling takes each attempt first (`take_open_attempt`), so one
+    /// still in flight elsewhere is settled once, with the processor's one answer for its key.
     fn settle_abandoned(&self) -> Result<usize> {
         if self.store.backend() != mandato_store::db::Backend::Postgres {
-            return Ok(0);
+            let left = self
+                .store
+                .read(|c| Ok(store::open_attempts(c, "IN_PROCESS", None)?))?;
+            return self.settle_in_process(&left);
         }
         let cutoff = timestamp(self.clock.now() - ABANDONED_AFTER);
         let abandoned = self
@@ -640,6 +645,12 @@ impl Charger {
                 })?;
             let result = match charged.processor.status(&attempt.idempotency_key) {
                 Ok(Some(known)) => Ok(known),
+                // Not received, perhaps not yet: a send by a process that died may still be
+                // under way at the acquirer. It waits for the next run or start.
+                Ok(None) if !self.may_resend(attempt, charged.processor.as_ref()) => {
+                    tracing::info!(key = %attempt.idempotency_key, "an attempt the acquirer has not seen waits until an earlier send cannot be under way");
+                    continue;
+                }
                 // Never received: send it now, with the same key.
                 Ok(None) => charged.processor.charge(&ChargeRequest {
                     idempotency_key: &attempt.idempotency_key,
@@ -666,6 +677,22 @@ impl Charger {
             (self.on_events)();
         }
         Ok(open.len())
+    }
+}
+
+impl Charger {
+    /// Whether an attempt the processor has not seen was recorded long enough ago that no
+    /// earlier send of it can still be under way (`Processor::resend_after`).
+    fn may_resend(&self, attempt: &OpenAttempt, processor: &dyn Processor) -> bool {
+        let wait = processor.resend_after();
+        if wait.is_zero() {
+            return true;
+        }
+        let Ok(recorded) = chrono::DateTime::parse_from_rfc3339(&attempt.created_at) else {
+            return true;
+        };
+        let wait = chrono::Duration::from_std(wait).unwrap_or(chrono::Duration::MAX);
+        self.clock.now() - recorded.with_timezone(&chrono::Utc) >= wait
     }
 }
 

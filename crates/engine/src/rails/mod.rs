@@ -22,6 +22,7 @@ use mandato_store::db::Db;
 use mandato_store::{Store, deliveries, settings};
 
 use crate::charging::simulated::SimulatedProcessor;
+use crate::config::AcquirerLimits;
 use transbank::Oneclick;
 
 /// Who serves a commerce's rail here.
@@ -59,8 +60,8 @@ struct Built {
 pub struct Rails {
     store: Arc<Store>,
     sandbox: bool,
-    /// Authorizations a run keeps in flight with a real acquirer.
-    in_flight: usize,
+    /// Authorizations a run keeps in flight with a real acquirer, and each call's limit.
+    limits: AcquirerLimits,
     /// Present in the sandbox only.
     simulated: Option<Arc<SimulatedProcessor>>,
     runtime: transbank::Runtime,
@@ -70,7 +71,7 @@ pub struct Rails {
 impl Rails {
     /// The acquirers' calls use the current tokio runtime, or one of their own when there is
     /// none (the command line).
-    pub fn new(store: Arc<Store>, sandbox: bool, in_flight: usize) -> anyhow::Result<Rails> {
+    pub fn new(store: Arc<Store>, sandbox: bool, limits: AcquirerLimits) -> anyhow::Result<Rails> {
         let simulated = if sandbox {
             Some(Arc::new(SimulatedProcessor::open(&store)?))
         } else {
@@ -79,7 +80,7 @@ impl Rails {
         Ok(Rails {
             store,
             sandbox,
-            in_flight,
+            limits,
             simulated,
             runtime: transbank::Runtime::current_or_own()?,
             built: Mutex::new(HashMap::new()),
@@ -153,7 +154,7 @@ impl Rails {
                     secret,
                     client,
                     self.runtime.clone(),
-                    self.in_flight,
+                    self.limits,
                 ))))
             }
             // Fintoc Direct Debit is not reachable from this version: its rail stays unserved.

@@ -27,6 +27,8 @@ use mandato_core::domain::state::{PaymentMethod, RejectionCode};
 use mandato_core::processor::{ChargeRequest, ChargeResult, Enrolled, Processor, ProcessorError};
 use mandato_core::secret::Secret;
 
+use crate::config::AcquirerLimits;
+
 /// Oneclick Mall's REST root (`ONECLICK_ENDPOINT` in the SDK).
 pub const ONECLICK_PATH: &str = "/rswebpaytransaction/api/oneclick/v1.2";
 /// `ApiConstants.BUY_ORDER_LENGTH`.
@@ -34,10 +36,6 @@ pub const BUY_ORDER_MAX: usize = 26;
 /// `ApiConstants.USER_NAME_LENGTH` and `EMAIL_LENGTH`.
 pub const USERNAME_MAX: usize = 40;
 pub const EMAIL_MAX: usize = 100;
-/// How long one call may take before its outcome counts as unknown. Transbank documents no
-/// figure; its SDKs wait without limit. A minute is far beyond its usual answers (well under
-/// a second) and short enough for a run to move on.
-pub const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A commerce's Oneclick Mall: its codes, its key and where its API is.
 pub struct Oneclick {
@@ -46,8 +44,9 @@ pub struct Oneclick {
     secret: Secret<String>,
     client: reqwest::Client,
     runtime: Runtime,
-    /// How many authorizations `charge_many` keeps in flight at once.
-    in_flight: usize,
+    /// How many authorizations `charge_many` keeps in flight at once, and how long one call
+    /// may take before its outcome counts as unknown.
+    limits: AcquirerLimits,
 }
 
 /// Where the blocking calls' futures run: the engine's runtime, or one owned for callers
@@ -174,7 +173,7 @@ impl Oneclick {
         secret: Secret<String>,
         client: reqwest::Client,
         runtime: Runtime,
-        in_flight: usize,
+        limits: AcquirerLimits,
     ) -> Oneclick {
         Oneclick {
             base_url: base_url.trim_end_matches('/').to_string(),
@@ -182,7 +181,10 @@ impl Oneclick {
             secret,
             client,
             runtime,
-            in_flight: in_flight.max(1),
+            limits: AcquirerLimits {
+                in_flight: limits.in_flight.max(1),
+                ..limits
+            },
         }
     }
 
@@ -211,7 +213,7 @@ impl Oneclick {
         let mut request = self
             .client
             .request(method.clone(), &url)
-            .timeout(CALL_TIMEOUT)
+            .timeout(self.limits.timeout)
             .header("Tbk-Api-Key-Id", self.codes.mall.as_str())
             .header("Tbk-Api-Key-Secret", self.secret.expose())
             .header("Content-Type", "application/json");
@@ -452,13 +454,19 @@ impl Processor for Oneclick {
         use futures_util::stream::{self, StreamExt};
         self.runtime.block_on(
             stream::iter(requests.iter().map(|r| self.authorize(r)))
-                .buffered(self.in_flight)
+                .buffered(self.limits.in_flight)
                 .collect(),
         )
     }
 
     fn status(&self, idempotency_key: &str) -> Result<Option<ChargeResult>, ProcessorError> {
         self.runtime.block_on(self.status_of(idempotency_key))
+    }
+
+    /// Twice the call limit: a send cut by a crash is still processed at Transbank after our
+    /// connection is gone, and its status says "not found" until it is recorded there.
+    fn resend_after(&self) -> Duration {
+        self.limits.timeout * 2
     }
 
     /// A Oneclick Mall refund of the child detail (`mall_transaction.py` `refund`): Transbank
