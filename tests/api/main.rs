@@ -56,6 +56,7 @@ mod ledger;
 mod ledger_csv;
 mod link;
 mod listen;
+mod live_acquirers;
 mod mandate_document;
 mod mandates;
 mod receivables;

@@ -30,6 +30,7 @@ use crate::operations::ledger;
 use mandato_core::clock::{Clock, timestamp};
 use mandato_core::domain::date::Date;
 use mandato_core::domain::holidays::ChargeDates;
+use mandato_core::domain::ledger::acquirer_fee;
 use mandato_core::domain::mandate::PERMANENT_HORIZON;
 use mandato_core::domain::money::{Currency, Money};
 use mandato_core::domain::schedule::{Periodicity, nth_due_date};
@@ -779,7 +780,8 @@ fn charge_by_acquirer(begun: &[Begun]) -> Vec<std::result::Result<ChargeResult, 
 }
 
 /// The ledger entry of an approved charge, in the outcome's transaction: the amount charged
-/// (CLP for UF installments, as `begin_charge` recorded it) by the installment's method.
+/// (CLP for UF installments, as `begin_charge` recorded it) by the installment's method, with
+/// the acquirer's fee when it reported one and the default schedule's otherwise.
 fn record_charge_entry(
     tx: Db<'_>,
     mandate: &MandateRow,
@@ -822,7 +824,9 @@ fn record_charge_entry(
             charged: &charged,
             method,
             authorization_code,
-            fee,
+            // Transbank reports no fee when it charges: the ledger uses the default schedule
+            // (the simulation's rates), which a reconciliation import corrects.
+            fee: fee.or_else(|| Some(acquirer_fee(&charged, method))),
         },
     )
 }

@@ -195,24 +195,51 @@ impl Offered {
     }
 }
 
-/// The simulated acquirer's test instruments and what each does (`charging::simulated`), shown
-/// on sandbox pages so that whoever tries the page knows what to type. Static text: nothing of
-/// the mandate or the customer goes into it.
-const SANDBOX_BANNER: &str = "<section class=\"sandbox\" role=\"note\" aria-label=\"Entorno de pruebas\">\
+/// The test instruments and what each does (`charging::simulated`), shown on sandbox pages so
+/// that whoever tries the page knows what to type.
+const BANNER_HEAD: &str = "<section class=\"sandbox\" role=\"note\" aria-label=\"Entorno de pruebas\">\
 <h2>Entorno de pruebas (sandbox)</h2>\
 <p>Nada se cobra de verdad. Use estos medios de prueba:</p>\
-<ul>\
-<li>Tarjeta terminada en <code>4242</code> o <code>1111</code> (por ejemplo <code>4242 4242 4242 4242</code>), \
+<ul>";
+
+const SIMULATED_CARDS: &str = "<li>Tarjeta terminada en <code>4242</code> o <code>1111</code> (por ejemplo <code>4242 4242 4242 4242</code>), \
 vencimiento futuro, CVV <code>123</code>: aprobada.</li>\
 <li>Tarjeta <code>4000 0000 0000 0002</code>: rechazada por fondos insuficientes \
 (<code>INSUFFICIENT_FUNDS</code>, se reintenta a 1, 3 y 7 días).</li>\
-<li>Tarjeta <code>4000 0000 0000 0069</code>: rechazada, tarjeta vencida (<code>EXPIRED_CARD</code>, sin reintento).</li>\
-<li>Cuenta bancaria terminada en <code>0000</code> (por ejemplo <code>123450000</code>, banco <code>012</code>): \
+<li>Tarjeta <code>4000 0000 0000 0069</code>: rechazada, tarjeta vencida (<code>EXPIRED_CARD</code>, sin reintento).</li>";
+
+/// The integration environment's test cards (transbankdevelopers.cl, "Cómo empezar"), for a
+/// sandbox whose cards rail is Transbank: the card is typed on Webpay, not here.
+const TRANSBANK_CARDS: &str = "<li>Las tarjetas se inscriben en Webpay, el entorno de integración de Transbank: \
+VISA <code>4051 8856 0044 6623</code> (aprobada), Redcompra <code>4051 8842 3993 7763</code> (débito, aprobada), \
+Prepago VISA <code>4051 8860 0005 6590</code> (aprobada), MasterCard <code>5186 0595 5959 0568</code> (rechazada); \
+en el simulador del banco, RUT <code>11.111.111-1</code> y clave <code>123</code>.</li>";
+
+const SIMULATED_ACCOUNTS: &str = "<li>Cuenta bancaria terminada en <code>0000</code> (por ejemplo <code>123450000</code>, banco <code>012</code>): \
 en validación, pagada en la siguiente ejecución de cobro.</li>\
 <li>Cuenta terminada en <code>9999</code>: en validación, rechazada en la siguiente ejecución \
-(<code>BANK_VALIDATION_FAILED</code>).</li>\
-<li>Tarjeta o cuenta terminada en <code>0119</code>: el emisor no la acepta al inscribirla.</li>\
-</ul></section>";
+(<code>BANK_VALIDATION_FAILED</code>).</li>";
+
+const REFUSED_AT_ENROLMENT: &str = "<li>Tarjeta o cuenta terminada en <code>0119</code>: el emisor no la acepta al inscribirla.</li>";
+
+/// The sandbox banner for the rails this page offers: the simulation's test instruments, or
+/// Transbank's test cards. Static text: nothing of the mandate or the customer goes into it.
+fn sandbox_banner(offered: Offered) -> String {
+    let mut banner = String::from(BANNER_HEAD);
+    if offered.hosted_cards {
+        banner.push_str(TRANSBANK_CARDS);
+    } else if offered.cards {
+        banner.push_str(SIMULATED_CARDS);
+    }
+    if offered.bank {
+        banner.push_str(SIMULATED_ACCOUNTS);
+    }
+    if offered.cards || offered.bank {
+        banner.push_str(REFUSED_AT_ENROLMENT);
+    }
+    banner.push_str("</ul></section>");
+    banner
+}
 
 const CSS: &str = r#"
 *{box-sizing:border-box}
@@ -1100,7 +1127,7 @@ pub fn mandate_page(view: &View<'_>) -> String {
         .filter(|(_, sub)| !sub.errors.is_empty());
     let body = html! {
         @if view.sandbox {
-            (PreEscaped(SANDBOX_BANNER))
+            (PreEscaped(sandbox_banner(view.offered)))
         }
         @if let Some(n) = &view.notice {
             (notice(n, view))

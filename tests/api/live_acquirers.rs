@@ -1,0 +1,88 @@
+//! Against Transbank's real integration environment (`https://webpay3gint.transbank.cl`) with
+//! its published test commerce codes and key: the Oneclick Mall client's calls, as far as they
+//! go without a person typing a card on Webpay. It needs the internet, so it is ignored unless
+//! asked for:
+//!
+//! ```text
+//! MANDATO_LIVE_ACQUIRERS=1 cargo test --test api live_ -- --ignored
+//! ```
+//!
+//! What it expects is what Transbank's own SDK tests see there (`transbank-sdk-php` at
+//! 4e17ccb, `tests/Webpay/OneClick/TransbankOneclickTest.php`): an inscription starts with a
+//! token and Webpay's URL; finishing one the customer never completed answers -96; the status
+//! of an unknown buy order is "not found"; an authorization for an unknown card is an HTTP 500,
+//! which declines nobody here.
+
+use mandato::config::AcquirerLimits;
+use mandato::domain::acquirer::{TRANSBANK_INTEGRATION, TransbankCode, TransbankCodes};
+use mandato::domain::money::{Currency, Money};
+use mandato::domain::state::PaymentMethod;
+use mandato::rails::transbank::{InscriptionOutcome, Oneclick, Runtime};
+use mandato::secret::Secret;
+use mandato_core::processor::{ChargeRequest, Processor, ProcessorError};
+
+use crate::transbank::{CHILD, KEY, MALL, WEBPAY};
+
+fn live() -> Oneclick {
+    assert_eq!(
+        std::env::var("MANDATO_LIVE_ACQUIRERS").as_deref(),
+        Ok("1"),
+        "set MANDATO_LIVE_ACQUIRERS=1 to reach Transbank's integration environment"
+    );
+    let code = |c: &str| TransbankCode::parse(c).unwrap();
+    Oneclick::new(
+        TRANSBANK_INTEGRATION,
+        TransbankCodes {
+            mall: code(MALL),
+            child: code(CHILD),
+            webpay: code(WEBPAY),
+        },
+        Secret::new(KEY.to_string()),
+        reqwest::Client::new(),
+        Runtime::current_or_own().unwrap(),
+        AcquirerLimits {
+            in_flight: 4,
+            timeout: std::time::Duration::from_secs(30),
+        },
+    )
+}
+
+#[test]
+#[ignore = "reaches Transbank's integration environment: MANDATO_LIVE_ACQUIRERS=1 ... -- --ignored"]
+fn live_transbank_oneclick_answers_as_documented() {
+    let oneclick = live();
+    let username = format!("mandato-live-{}", uuid::Uuid::new_v4().simple());
+    let started = oneclick
+        .start_inscription(&username, "live@example.cl", "https://example.cl/return")
+        .expect("an inscription starts");
+    assert!(!started.token.is_empty() && started.token.len() <= 64);
+    assert!(
+        started
+            .url_webpay
+            .starts_with("https://webpay3gint.transbank.cl/"),
+        "{}",
+        started.url_webpay
+    );
+    match oneclick.finish_inscription(&started.token) {
+        Ok(InscriptionOutcome::Refused { response_code }) => assert_eq!(response_code, -96),
+        other => panic!("an inscription nobody completed: {other:?}"),
+    }
+    let key = format!("live-{}", uuid::Uuid::new_v4().simple());
+    assert!(
+        matches!(oneclick.status(&key), Ok(None)),
+        "unknown buy order"
+    );
+    let amount = Money::from_decimal(1000.into(), Currency::Clp).unwrap();
+    let charged = oneclick.charge(&ChargeRequest {
+        idempotency_key: &key,
+        token: "not-a-tbk-user",
+        customer_ref: &username,
+        method: PaymentMethod::CreditCard,
+        amount: &amount,
+        forced: None,
+    });
+    assert!(
+        matches!(charged, Err(ProcessorError::Unavailable(_))),
+        "an unknown card declines nobody: {charged:?}"
+    );
+}
