@@ -105,7 +105,7 @@ pub async fn enrol_through_webpay(
         .text()
         .await
         .unwrap();
-    assert!(page.contains("Inscribir tarjeta"), "{page}");
+    assert!(page.contains("Inscribir"), "{page}");
     assert!(
         !page.contains("name=\"number\""),
         "no card field on our page"
@@ -548,4 +548,45 @@ async fn staff_refund_a_card_charge_through_oneclick() {
         .await
         .expect(400, "INSTALLMENT_STATE_CONFLICT");
     assert_eq!(standin.refunded.lock().unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_card_is_replaced_through_a_new_inscription() {
+    let mut app = spawn_app().await;
+    app.login().await;
+    let (standin, base) = transbank::start().await;
+    set_transbank(&app, &base);
+    app.create_customer("cust-1", "12.345.678-5").await;
+    let mut body = dynamic_body(&app, "cust-1", "M-CHANGE", &[("c1", 5000, 1)]);
+    set(&mut body, "/paymentMethods", json!([3, 4]));
+    let payload = app.create_mandate(&body).await;
+    let link = payload["mandate"]["magicLink"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(enrol_on_webpay(&app, &link, Some(VISA)).await.status(), 303);
+    let first_user = standin.users.lock().unwrap().keys().next().unwrap().clone();
+
+    // The active mandate's page offers a new inscription; a debit card replaces the credit one.
+    let changed = enrol_on_webpay(&app, &link, Some(REDCOMPRA)).await;
+    assert_eq!(changed.status(), 303);
+    assert!(
+        location(&changed).contains("tarjeta="),
+        "{}",
+        location(&changed)
+    );
+    let mandate = app.get("/mandate/id/M-CHANGE").await.body;
+    assert_eq!(mandate["payload"]["mandate"]["state"]["name"], "ACTIVE");
+    assert_eq!(mandate["payload"]["paymentMethod"]["id"], 4, "{mandate}");
+    assert_eq!(
+        mandate["payload"]["paymentMethod"]["instrument"],
+        "Redcompra **** 7763"
+    );
+    // One card per Oneclick username: the old inscription is gone at Transbank, and the run
+    // charges the new one.
+    assert!(!standin.users.lock().unwrap().contains_key(&first_user));
+    let run = app
+        .run_charging(app.today() + chrono::Duration::days(1))
+        .await;
+    assert_eq!(run.counts.paid, 1, "{run:?}");
 }
