@@ -590,3 +590,34 @@ async fn a_card_is_replaced_through_a_new_inscription() {
         .await;
     assert_eq!(run.counts.paid, 1, "{run:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_link_starts_at_most_twenty_inscriptions_an_hour() {
+    let mut app = spawn_app().await;
+    app.login().await;
+    let (_standin, base) = transbank::start().await;
+    set_transbank(&app, &base);
+    app.create_customer("cust-1", "12.345.678-5").await;
+    let payload = app
+        .create_mandate(&dynamic_body(&app, "cust-1", "M-SPAM", &[("c1", 5000, 1)]))
+        .await;
+    let link = payload["mandate"]["magicLink"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let path = &link[link.find("/link/").unwrap()..];
+    let browser = browser(&app);
+    let start = || {
+        browser
+            .post(format!("{}{path}/oneclick", app.base))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("accept=1")
+            .send()
+    };
+    for _ in 0..20 {
+        assert_eq!(start().await.unwrap().status(), 200);
+    }
+    let refused = start().await.unwrap();
+    assert_eq!(refused.status(), 429);
+    assert!(refused.headers().contains_key("retry-after"));
+}

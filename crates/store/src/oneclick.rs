@@ -69,6 +69,15 @@ pub fn find<'c>(
     Ok(rows.into_iter().next())
 }
 
+/// How many inscriptions the mandate started since `since`.
+pub fn started_since<'c>(db: impl Into<Db<'c>>, mandate_seq: i64, since: &str) -> db::Result<i64> {
+    db.into().query_row(
+        "SELECT count(*) FROM oneclick_inscriptions WHERE mandate_seq = ?1 AND created_at >= ?2",
+        &params![mandate_seq, since],
+        |r| r.get(0),
+    )
+}
+
 /// Ends a STARTED inscription in `state`; false when it had already ended (a second return).
 pub fn end<'c>(
     db: impl Into<Db<'c>>,

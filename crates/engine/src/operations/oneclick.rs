@@ -57,6 +57,27 @@ fn token_hash(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
+/// How many inscriptions one Magic Link may start in [`INSCRIPTION_WINDOW`]: a customer
+/// retrying a refused card is far below it; a script hammering Transbank through the link is
+/// stopped by it.
+pub const INSCRIPTIONS_PER_WINDOW: i64 = 20;
+pub const INSCRIPTION_WINDOW: chrono::Duration = chrono::Duration::hours(1);
+
+/// Whether the mandate may start another inscription at `now`; when not, until when it waits.
+pub fn may_start(
+    conn: Db<'_>,
+    mandate_seq: i64,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<std::result::Result<(), chrono::DateTime<chrono::Utc>>> {
+    let since = mandato_core::clock::timestamp(now - INSCRIPTION_WINDOW);
+    let started = oneclick::started_since(conn, mandate_seq, &since)?;
+    Ok(if started < INSCRIPTIONS_PER_WINDOW {
+        Ok(())
+    } else {
+        Err(now + INSCRIPTION_WINDOW)
+    })
+}
+
 /// Records an inscription Transbank just started for the mandate.
 pub fn record_start(
     tx: Db<'_>,

@@ -125,6 +125,15 @@ pub(super) async fn start(
             .map(|v| v.chars().take(512).collect()),
         terms,
     };
+    let seq = loaded.mandate.seq;
+    let now = state.clock.now();
+    match state.read_unscoped(|c| inscriptions::may_start(c, seq, now)) {
+        Ok(Ok(())) => {}
+        Ok(Err(retry_at)) => {
+            return super::too_many_declines(&state, &loaded.commerce.name, retry_at);
+        }
+        Err(e) => return failure(&e),
+    }
     let username = loaded.customer.id.clone();
     let email = loaded.customer.email.clone();
     let response_url = format!("{}/link/{token}/oneclick/return", state.public_base_url);
@@ -147,7 +156,6 @@ pub(super) async fn start(
         tracing::error!("transbank answered a url_webpay that is not https");
         return unavailable(&loaded.commerce.name);
     }
-    let seq = loaded.mandate.seq;
     let tbk_token = started.token.clone();
     let at = timestamp(state.clock.now());
     if let Err(e) = write(&state, move |tx| {
