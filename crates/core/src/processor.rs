@@ -5,12 +5,23 @@ use crate::domain::instrument::InstrumentInput;
 use crate::domain::money::Money;
 use crate::domain::state::{PaymentMethod, RejectionCode};
 
-/// What the processor keeps of an enrolled instrument, and all we keep too.
-#[derive(Debug, Clone)]
+/// What the processor keeps of an enrolled instrument, and all we keep too. The token (a
+/// Transbank `tbk_user`) charges the card: its `Debug` never shows it.
+#[derive(Clone)]
 pub struct Enrolled {
     pub token: String,
     pub brand: Option<String>,
     pub last4: String,
+}
+
+impl std::fmt::Debug for Enrolled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Enrolled")
+            .field("token", &"[redacted]")
+            .field("brand", &self.brand)
+            .field("last4", &self.last4)
+            .finish()
+    }
 }
 
 /// A sandbox instruction for the next charge of an installment.

@@ -232,6 +232,8 @@ impl Oneclick {
         let (status, text) = match outcome {
             Ok(answer) => answer,
             Err(e) => {
+                // Without the URL: an inscription's path holds its token.
+                let e = e.without_url();
                 tracing::warn!(%method, path = %redacted(path), elapsed_ms = elapsed, error = %e, "transbank unreachable");
                 return Err(ProcessorError::Unavailable(format!("transbank: {e}")));
             }
