@@ -2,7 +2,7 @@
 // through Transbank (Oneclick Mall, Webpay Plus), bank debits through Fintoc, and the
 // simulation only in a sandbox. Secrets are write-only: the server never answers them, so the
 // form shows whether one is stored and keeps it when the field is left empty.
-import { Alert, Badge, Button, Card, Group, PasswordInput, Select, Stack, Text, TextInput, Title } from "@mantine/core";
+import { Alert, Badge, Button, Card, Group, PasswordInput, Select, SimpleGrid, Stack, Text, TextInput, Title } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
@@ -196,15 +196,15 @@ export function Acquirers({ sandbox }: { sandbox: boolean }) {
         value={code}
         onChange={setChosen}
         allowDeselect={false}
-        w={360}
+        maw={360}
       />
       <QueryState loading={acquirers.isLoading} error={acquirers.error} retry={() => acquirers.refetch()}>
         {code && acquirers.data && (
-          <Group align="flex-start" grow key={code} wrap="wrap">
+          <SimpleGrid cols={{ base: 1, md: 2 }} key={code}>
             {(["cards", "bank"] as Rail[]).map((rail) => (
               <RailForm key={`${code}-${rail}-${byRail(rail)?.updatedAt ?? "none"}`} code={code} rail={rail} current={byRail(rail)} sandbox={sandbox} />
             ))}
-          </Group>
+          </SimpleGrid>
         )}
       </QueryState>
     </Stack>
