@@ -6389,6 +6389,15 @@ export interface operations {
                     "application/json": components["schemas"]["Envelope_AcquirersDto"];
                 };
             };
+            /** @description rail is not cards or bank */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description SESSION_REQUIRED */
             401: {
                 headers: {

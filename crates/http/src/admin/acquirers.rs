@@ -158,6 +158,7 @@ pub async fn set(
     params(("code" = String, Path), ("rail" = String, Path, description = "cards or bank")),
     responses(
         (status = 200, description = "ACQUIRER_REMOVE_OK", body = Envelope<AcquirersDto>),
+        (status = 400, description = "rail is not cards or bank", body = ErrorBody),
         (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
         (status = 403, description = "ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID", body = ErrorBody),
         (status = 404, description = "COMMERCE_NOT_FOUND or ACQUIRER_NOT_FOUND", body = ErrorBody),
