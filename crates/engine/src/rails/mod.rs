@@ -87,10 +87,6 @@ impl Rails {
         })
     }
 
-    pub fn is_sandbox(&self) -> bool {
-        self.sandbox
-    }
-
     /// The acquirer of `commerce_id`'s `rail`, read in `db`.
     pub fn acquirer(&self, db: Db<'_>, commerce_id: i64, rail: Rail) -> Result<Acquirer> {
         let row = acquirers::of_commerce(db, commerce_id)?

@@ -188,10 +188,6 @@ impl Oneclick {
         }
     }
 
-    pub fn codes(&self) -> &TransbankCodes {
-        &self.codes
-    }
-
     /// One call to Oneclick Mall, blocking this (non-async) thread until it answers.
     fn call(
         &self,
