@@ -42,6 +42,7 @@ mod torture;
 mod transbank;
 mod trigger;
 mod webhooks;
+mod webpay_portal;
 
 mod customer_pages;
 mod customers;

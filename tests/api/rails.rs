@@ -16,7 +16,7 @@ use crate::transbank::{
 };
 
 /// Sets the commerce's cards rail to Transbank at `base_url`, as `mandato acquirer set` does.
-fn set_transbank(app: &TestApp, base_url: &str) {
+pub(crate) fn set_transbank(app: &TestApp, base_url: &str) {
     let sandbox = app.running.state.config.environment.is_sandbox();
     let setting = AcquirerSetting::parse(
         AcquirerInput {
@@ -63,7 +63,7 @@ pub fn browser(app: &TestApp) -> reqwest::Client {
 }
 
 /// The value of the first `name="{name}"` input after `after` in `html`.
-fn input_after(html: &str, after: &str, name: &str) -> String {
+pub(crate) fn input_after(html: &str, after: &str, name: &str) -> String {
     let from = html
         .find(after)
         .unwrap_or_else(|| panic!("{after} in {html}"));
@@ -76,7 +76,7 @@ fn input_after(html: &str, after: &str, name: &str) -> String {
     rest[at..rest[at..].find('"').unwrap() + at].to_string()
 }
 
-fn location(response: &reqwest::Response) -> String {
+pub(crate) fn location(response: &reqwest::Response) -> String {
     response.headers()[reqwest::header::LOCATION]
         .to_str()
         .unwrap()
@@ -85,7 +85,11 @@ fn location(response: &reqwest::Response) -> String {
 
 /// The customer's way through the Magic Link and Webpay with `card` (or cancelling there):
 /// answers the last response, the one of the return to the Magic Link.
-async fn enrol_on_webpay(app: &TestApp, link: &str, card: Option<&str>) -> reqwest::Response {
+pub(crate) async fn enrol_on_webpay(
+    app: &TestApp,
+    link: &str,
+    card: Option<&str>,
+) -> reqwest::Response {
     enrol_through_webpay(&browser(app), &app.base, link, card).await
 }
 

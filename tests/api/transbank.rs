@@ -15,6 +15,15 @@
 //! carries only `TBK_TOKEN`, or also `TBK_ORDEN_COMPRA` and `TBK_ID_SESION` when the customer
 //! cancelled (transbankdevelopers.cl/documentacion/oneclick, "Resumen de flujos").
 //!
+//! Webpay Plus (portal payments) follows `transbank/webpay/webpay_plus/transaction.py` and the
+//! fixtures `create_response` (`{token, url}` with `.../webpayserver/initTransaction`),
+//! `commit_status_response` (commit and status), `commit_error` (422 "Invalid status 0 ..."
+//! for a commit before the customer paid) and `create_error`; its return carries `token_ws`,
+//! or `TBK_TOKEN`, `TBK_ORDEN_COMPRA` and `TBK_ID_SESION` after a cancellation, or only the
+//! last two after a timeout (transbankdevelopers.cl/documentacion/webpay-plus, "Resumen de
+//! flujos"). Transbank does not document what a second commit of the same token answers; the
+//! stand-in refuses it with a 422, which is all the engine relies on (it asks the status).
+//!
 //! The stand-in's Webpay page takes the integration environment's documented test cards
 //! (transbankdevelopers.cl/documentacion/como_empezar): VISA 4051 8856 0044 6623 (approved),
 //! Redcompra 4051 8842 3993 7763 (debit, approved), Prepago VISA 4051 8860 0005 6590
@@ -41,6 +50,8 @@ pub const WEBPAY: &str = "597055555532";
 pub const KEY: &str = "579B532A7440BB0C9079DED94D31EA1615BACEB56610332264630D42D0A36B1C";
 const ONECLICK: &str = "/rswebpaytransaction/api/oneclick/v1.2";
 const WEBPAY_PAGE: &str = "/webpayserver/bp_multicode_inscription.cgi";
+const WEBPAY_PLUS: &str = "/rswebpaytransaction/api/webpay/v1.2";
+const WEBPAY_PLUS_PAGE: &str = "/webpayserver/initTransaction";
 
 pub const VISA: &str = "4051885600446623";
 pub const REDCOMPRA: &str = "4051884239937763";
@@ -60,8 +71,26 @@ struct Inscription {
     finished: bool,
 }
 
+/// A Webpay Plus transaction, from `create` on.
+#[derive(Clone, Debug)]
+pub struct Payment {
+    pub buy_order: String,
+    pub session_id: String,
+    pub amount: i64,
+    return_url: String,
+    /// `INITIALIZED` until the customer pays, then `AUTHORIZED` or `FAILED`.
+    pub status: String,
+    pub response_code: Option<i64>,
+    pub payment_type_code: Option<String>,
+    /// How many commits succeeded (at most one).
+    pub commits: usize,
+    pub refunded: bool,
+}
+
 #[derive(Default)]
 pub struct Standin {
+    /// Webpay Plus transactions by token.
+    pub payments: Mutex<HashMap<String, Payment>>,
     inscriptions: Mutex<HashMap<String, Inscription>>,
     /// tbk_user → (username, card number).
     pub users: Mutex<HashMap<String, (String, String)>>,
@@ -92,6 +121,14 @@ impl Standin {
 
 fn authorized(headers: &HeaderMap) -> bool {
     headers.get("tbk-api-key-id").and_then(|v| v.to_str().ok()) == Some(MALL)
+        && headers
+            .get("tbk-api-key-secret")
+            .and_then(|v| v.to_str().ok())
+            == Some(KEY)
+}
+
+fn authorized_webpay(headers: &HeaderMap) -> bool {
+    headers.get("tbk-api-key-id").and_then(|v| v.to_str().ok()) == Some(WEBPAY)
         && headers
             .get("tbk-api-key-secret")
             .and_then(|v| v.to_str().ok())
@@ -373,7 +410,232 @@ fn router(standin: &Arc<Standin>) -> Router {
             post(refund),
         )
         .route(WEBPAY_PAGE, post(webpay_page))
+        .route(&format!("{WEBPAY_PLUS}/transactions"), post(create_payment))
+        .route(
+            &format!("{WEBPAY_PLUS}/transactions/{{token}}"),
+            put(commit_payment).get(payment_status),
+        )
+        .route(
+            &format!("{WEBPAY_PLUS}/transactions/{{token}}/refunds"),
+            post(refund_payment),
+        )
+        .route(WEBPAY_PLUS_PAGE, post(webpay_plus_page))
         .with_state(Arc::clone(standin))
+}
+
+/// Webpay Plus `create` (`transaction.py`): the SDK's lengths (buy order 26, session id 61,
+/// return URL 255) and a positive amount, answered with `create_response`'s shape.
+async fn create_payment(
+    State(standin): State<Arc<Standin>>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> (StatusCode, Json<Value>) {
+    if !authorized_webpay(&headers) {
+        return error(StatusCode::UNAUTHORIZED, "Not Authorized");
+    }
+    let text = |name: &str| body[name].as_str().unwrap_or_default().to_string();
+    let (buy_order, session_id, return_url) =
+        (text("buy_order"), text("session_id"), text("return_url"));
+    for (name, value, max) in [
+        ("buy_order", &buy_order, 26),
+        ("session_id", &session_id, 61),
+        ("return_url", &return_url, 255),
+    ] {
+        if value.is_empty() || value.len() > max {
+            return error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                &format!("Invalid value for parameter: {name}"),
+            );
+        }
+    }
+    let amount = body["amount"].as_i64().unwrap_or(0);
+    if amount <= 0 {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid value for parameter: amount",
+        );
+    }
+    let token = standin.fresh("01ab");
+    standin.payments.lock().unwrap().insert(
+        token.clone(),
+        Payment {
+            buy_order,
+            session_id,
+            amount,
+            return_url,
+            status: "INITIALIZED".into(),
+            response_code: None,
+            payment_type_code: None,
+            commits: 0,
+            refunded: false,
+        },
+    );
+    let base = standin.base.lock().unwrap().clone();
+    (
+        StatusCode::OK,
+        Json(json!({ "token": token, "url": format!("{base}{WEBPAY_PLUS_PAGE}") })),
+    )
+}
+
+/// Webpay Plus's payment page: the card form (posted `token_ws`), and its submission (`card`,
+/// `cancel` or `timeout`), which sends the browser back to the commerce's return URL.
+async fn webpay_plus_page(
+    State(standin): State<Arc<Standin>>,
+    Form(form): Form<HashMap<String, String>>,
+) -> Response {
+    let token = form.get("token_ws").cloned().unwrap_or_default();
+    let mut payments = standin.payments.lock().unwrap();
+    let Some(payment) = payments.get_mut(&token) else {
+        return (StatusCode::BAD_REQUEST, "token desconocido").into_response();
+    };
+    let back = |query: String| {
+        let to = format!("{}?{query}", payment.return_url);
+        (StatusCode::SEE_OTHER, [(header::LOCATION, to)]).into_response()
+    };
+    if form.contains_key("cancel") {
+        return back(format!(
+            "TBK_TOKEN={token}&TBK_ORDEN_COMPRA={}&TBK_ID_SESION={}",
+            payment.buy_order, payment.session_id
+        ));
+    }
+    if form.contains_key("timeout") {
+        return back(format!(
+            "TBK_ORDEN_COMPRA={}&TBK_ID_SESION={}",
+            payment.buy_order, payment.session_id
+        ));
+    }
+    if let Some(card) = form.get("card") {
+        let (status, code, kind) = match card.replace(' ', "").as_str() {
+            VISA => ("AUTHORIZED", 0, "VN"),
+            REDCOMPRA => ("AUTHORIZED", 0, "VD"),
+            PREPAGO => ("AUTHORIZED", 0, "VP"),
+            _ => ("FAILED", -1, "VN"),
+        };
+        payment.status = status.into();
+        payment.response_code = Some(code);
+        payment.payment_type_code = Some(kind.into());
+        let to = format!("{}?token_ws={token}", payment.return_url);
+        return (StatusCode::SEE_OTHER, [(header::LOCATION, to)]).into_response();
+    }
+    Html(format!(
+        "<!doctype html><html lang=\"es\"><head><title>Webpay</title></head><body>\
+         <h1>Webpay Plus (stand-in)</h1><p>Monto: ${}</p>\
+         <form method=\"post\" action=\"{WEBPAY_PLUS_PAGE}\">\
+         <input type=\"hidden\" name=\"token_ws\" value=\"{token}\">\
+         <label for=\"card\">Número de tarjeta</label><input id=\"card\" name=\"card\">\
+         <button type=\"submit\">Pagar</button></form>\
+         <form method=\"post\" action=\"{WEBPAY_PLUS_PAGE}\">\
+         <input type=\"hidden\" name=\"token_ws\" value=\"{token}\">\
+         <input type=\"hidden\" name=\"cancel\" value=\"1\">\
+         <button type=\"submit\">Anular compra</button></form></body></html>",
+        payment.amount
+    ))
+    .into_response()
+}
+
+/// `commit_status_response`'s shape for a transaction.
+fn payment_answer(payment: &Payment) -> Value {
+    json!({
+        "vci": "TSY",
+        "amount": payment.amount,
+        "status": payment.status,
+        "buy_order": payment.buy_order,
+        "session_id": payment.session_id,
+        "card_detail": { "card_number": "6623" },
+        "accounting_date": "0624",
+        "transaction_date": "2020-06-24T12:26:21.463Z",
+        "authorization_code": if payment.response_code == Some(0) { "1213" } else { "000000" },
+        "payment_type_code": payment.payment_type_code,
+        "response_code": payment.response_code,
+        "installments_number": 0,
+    })
+}
+
+async fn commit_payment(
+    State(standin): State<Arc<Standin>>,
+    headers: HeaderMap,
+    Path(token): Path<String>,
+) -> (StatusCode, Json<Value>) {
+    if !authorized_webpay(&headers) {
+        return error(StatusCode::UNAUTHORIZED, "Not Authorized");
+    }
+    let mut payments = standin.payments.lock().unwrap();
+    let Some(payment) = payments.get_mut(&token) else {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid value for parameter: token",
+        );
+    };
+    if payment.status == "INITIALIZED" {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid status 0 for transaction while authorizing. Commerce will be notified by \
+             webpay to authorize",
+        );
+    }
+    if payment.commits > 0 {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Transaction already committed",
+        );
+    }
+    payment.commits += 1;
+    (StatusCode::OK, Json(payment_answer(payment)))
+}
+
+async fn payment_status(
+    State(standin): State<Arc<Standin>>,
+    headers: HeaderMap,
+    Path(token): Path<String>,
+) -> (StatusCode, Json<Value>) {
+    if !authorized_webpay(&headers) {
+        return error(StatusCode::UNAUTHORIZED, "Not Authorized");
+    }
+    match standin.payments.lock().unwrap().get(&token) {
+        Some(payment) => (StatusCode::OK, Json(payment_answer(payment))),
+        None => error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid value for parameter: token",
+        ),
+    }
+}
+
+async fn refund_payment(
+    State(standin): State<Arc<Standin>>,
+    headers: HeaderMap,
+    Path(token): Path<String>,
+    Json(body): Json<Value>,
+) -> (StatusCode, Json<Value>) {
+    if !authorized_webpay(&headers) {
+        return error(StatusCode::UNAUTHORIZED, "Not Authorized");
+    }
+    let mut payments = standin.payments.lock().unwrap();
+    let Some(payment) = payments.get_mut(&token) else {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid value for parameter: token",
+        );
+    };
+    if payment.status != "AUTHORIZED" || payment.commits == 0 {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid status for transaction",
+        );
+    }
+    if body["amount"].as_i64().unwrap_or(0) > payment.amount {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Amount to refund is bigger than authorized",
+        );
+    }
+    if payment.refunded {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Transaction already fully refunded",
+        );
+    }
+    payment.refunded = true;
+    (StatusCode::OK, Json(json!({ "type": "REVERSED" })))
 }
 
 /// `POST .../transactions/{buy_order}/refunds` (`mall_transaction.py` `refund`): the whole

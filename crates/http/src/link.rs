@@ -18,6 +18,7 @@ pub mod one_at_a_time;
 mod oneclick;
 mod render;
 mod signing;
+mod webpay;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -70,6 +71,10 @@ pub fn routes() -> Router<AppState> {
         .route(
             "/link/{token}/oneclick/return",
             get(oneclick::returned_by_get).post(oneclick::returned_by_post),
+        )
+        .route(
+            "/link/{token}/webpay/return",
+            get(webpay::returned_by_get).post(webpay::returned_by_post),
         )
         .layer(DefaultBodyLimit::max(FORM_LIMIT))
         .layer(axum::middleware::map_response(page_headers))
@@ -1209,7 +1214,8 @@ async fn pay(
             ),
         );
     };
-    if !offered(&state, &loaded).cards {
+    let offered = offered(&state, &loaded);
+    if !offered.cards && !offered.hosted_cards {
         return not_offered(&state, &token, &loaded);
     }
     let today = state.today();
@@ -1263,6 +1269,9 @@ async fn pay(
             None,
             None,
         );
+    }
+    if offered.hosted_cards {
+        return webpay::start(&state, &token, &loaded, &installment).await;
     }
     let method_id: i64 = value(&form, "method")
         .parse()

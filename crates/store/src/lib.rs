@@ -68,6 +68,7 @@ pub mod staff;
 pub mod staff_audit;
 pub mod staff_views;
 mod stored_json;
+pub mod webpay;
 pub(crate) mod write_turn;
 
 use std::path::{Path, PathBuf};

@@ -91,6 +91,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0023_acquirers",
         include_str!("../../../migrations/0023_acquirers.sql"),
     ),
+    (
+        "0024_webpay_payments",
+        include_str!("../../../migrations/0024_webpay_payments.sql"),
+    ),
 ];
 
 /// What a migration needs that SQL cannot compute, run in its transaction right after its SQL.

@@ -16,6 +16,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0002_acquirers",
         include_str!("../../../migrations/postgres/0002_acquirers.sql"),
     ),
+    (
+        "0003_webpay_payments",
+        include_str!("../../../migrations/postgres/0003_webpay_payments.sql"),
+    ),
 ];
 
 /// The advisory lock's key: any constant no other application on the database uses

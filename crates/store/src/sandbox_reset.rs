@@ -73,6 +73,8 @@ pub fn reset<'c>(
     counts.ledger_entries = super::ledger::erase_for_sandbox_reset(db, commerce_id)?;
     counts.charge_attempts = run("DELETE FROM charge_attempts WHERE installment_seq IN
             (SELECT seq FROM installments WHERE commerce_id = ?1)")?;
+    run("DELETE FROM webpay_payments WHERE installment_seq IN
+            (SELECT seq FROM installments WHERE commerce_id = ?1)")?;
     counts.installments = run("DELETE FROM installments WHERE commerce_id = ?1")?;
     const MANDATES: &str = "SELECT seq FROM mandates WHERE commerce_id = ?1";
     for table in [

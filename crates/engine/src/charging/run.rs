@@ -38,7 +38,8 @@ use mandato_core::domain::state::{InstallmentState, PaymentMethod, RejectionCode
 use mandato_core::error::{Error, Result};
 use mandato_core::processor::{ChargeRequest, ChargeResult, Forced, Processor, ProcessorError};
 
-use crate::rails::{Rails, rail_of};
+use crate::rails::transbank::WebpayOutcome;
+use crate::rails::{Acquirer, Rails, rail_of, webpay};
 use mandato_core::domain::acquirer::Rail;
 use mandato_store::charging::{
     self as store, InstallmentOutcome, NewAttempt, OpenAttempt, RunCounts,
@@ -174,11 +175,19 @@ impl Charger {
             .to_string();
         let _one_at_a_time = self.running.lock().unwrap_or_else(|p| p.into_inner());
         self.settle_abandoned()?;
+        self.settle_portal_payments(date)?;
         let run_seq = self
             .store
             .write(|tx| Ok(store::insert_run(tx, &day, trigger.as_str(), &self.now())?))?;
         let mut counts = RunCounts::default();
-        let mut cache = Cache::default();
+        let mut cache = Cache {
+            paying_on_webpay: self
+                .store
+                .read(|c| Ok(mandato_store::webpay::open_installments(c)?))?
+                .into_iter()
+                .collect(),
+            ..Cache::default()
+        };
         // On a weekend or holiday nothing is charged and no bank answers: the run only
         // records itself and tops up permanent mandates.
         let calendar = self.store.read(|c| Ok(calendar::load(c)?))?;
@@ -307,6 +316,12 @@ impl Charger {
             .as_deref()
             .is_none_or(|d| d < date.to_string().as_str());
         if !ready {
+            return Ok(None);
+        }
+        if cache.paying_on_webpay.contains(&installment_seq) {
+            // A race the other way (a payment started during the run) is given back when
+            // its approval finds the installment charged (`rails::webpay`).
+            tracing::info!(installment = %installment.id, "being paid on Webpay; not charged");
             return Ok(None);
         }
         let mandate = mandates::by_seq(tx, installment.mandate_seq)?;
@@ -630,6 +645,43 @@ impl Charger {
         self.settle_in_process(&abandoned)
     }
 
+    /// Before a run: Webpay Plus portal payments whose customer never came back from Webpay
+    /// (or came back while no server answered) are asked about, so an installment paid there
+    /// is recorded, not charged again. A payment Transbank does not answer for stays open
+    /// for the next run.
+    fn settle_portal_payments(&self, date: NaiveDate) -> Result<usize> {
+        let now = self.clock.now();
+        let cutoff = timestamp(now - crate::rails::webpay::OPEN_FOR);
+        let open = self
+            .store
+            .read(|c| Ok(mandato_store::webpay::open_before(c, &cutoff, 1_000)?))?;
+        let mut settled = 0;
+        for payment in &open {
+            let acquirer = self
+                .store
+                .read(|c| self.rails.acquirer(c, payment.commerce_id, Rail::Cards))?;
+            let Acquirer::Transbank(oneclick) = acquirer else {
+                continue;
+            };
+            // A commit, not a status: a customer who paid and never came back still owes the
+            // commerce its confirmation; one already committed is answered with its status.
+            let applied = match oneclick.webpay_commit(&payment.token) {
+                Ok(WebpayOutcome::NotPaid) => webpay::abandon(&self.store, payment, now)?,
+                Ok(outcome) => webpay::apply(&self.store, &oneclick, payment, outcome, date, now)?,
+                Err(e) => {
+                    tracing::warn!(buy_order = %payment.buy_order, error = %e, "portal payment status unknown");
+                    continue;
+                }
+            };
+            tracing::info!(buy_order = %payment.buy_order, ?applied, "portal payment settled");
+            settled += 1;
+        }
+        if settled > 0 {
+            (self.on_events)();
+        }
+        Ok(settled)
+    }
+
     /// Settles attempts left IN_PROCESS by asking the processor with their idempotency keys.
     fn settle_in_process(&self, open: &[OpenAttempt]) -> Result<usize> {
         let mut cache = Cache::default();
@@ -850,6 +902,9 @@ struct CommerceTerms {
 #[derive(Default)]
 struct Cache {
     commerces: HashMap<i64, CommerceTerms>,
+    /// Installments the customer is paying on Webpay Plus right now (read once per run,
+    /// after the payments left open were settled): the run leaves them to the customer.
+    paying_on_webpay: std::collections::HashSet<i64>,
     /// Each commerce's processor per rail, read once per run.
     processors: HashMap<(i64, Rail), Option<Arc<dyn Processor>>>,
 }

@@ -9,6 +9,7 @@
 //! trusted roots change.
 
 pub mod transbank;
+pub mod webpay;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -29,8 +29,22 @@ use mandato_core::secret::Secret;
 
 use crate::config::AcquirerLimits;
 
+mod webpay_plus;
+
+pub use webpay_plus::{WebpayOutcome, WebpayStarted};
+
 /// Oneclick Mall's REST root (`ONECLICK_ENDPOINT` in the SDK).
 pub const ONECLICK_PATH: &str = "/rswebpaytransaction/api/oneclick/v1.2";
+/// Webpay Plus's REST root (`WEBPAY_ENDPOINT` in the SDK).
+pub const WEBPAY_PATH: &str = "/rswebpaytransaction/api/webpay/v1.2";
+
+/// Which of the commerce's Transbank products a call goes to: each has its own REST root and
+/// its own commerce code in `Tbk-Api-Key-Id`.
+#[derive(Clone, Copy)]
+enum Product {
+    OneclickMall,
+    WebpayPlus,
+}
 /// `ApiConstants.BUY_ORDER_LENGTH`.
 pub const BUY_ORDER_MAX: usize = 26;
 /// `ApiConstants.USER_NAME_LENGTH` and `EMAIL_LENGTH`.
@@ -205,12 +219,28 @@ impl Oneclick {
         path: &str,
         body: Option<Value>,
     ) -> Result<Answer, ProcessorError> {
-        let url = format!("{}{ONECLICK_PATH}{path}", self.base_url);
+        self.send_to(Product::OneclickMall, method, path, body)
+            .await
+    }
+
+    /// One call to a Transbank product: its answer, a refusal (4xx), or an unknown outcome.
+    async fn send_to(
+        &self,
+        product: Product,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Answer, ProcessorError> {
+        let (root, code) = match product {
+            Product::OneclickMall => (ONECLICK_PATH, &self.codes.mall),
+            Product::WebpayPlus => (WEBPAY_PATH, &self.codes.webpay),
+        };
+        let url = format!("{}{root}{path}", self.base_url);
         let mut request = self
             .client
             .request(method.clone(), &url)
             .timeout(self.limits.timeout)
-            .header("Tbk-Api-Key-Id", self.codes.mall.as_str())
+            .header("Tbk-Api-Key-Id", code.as_str())
             .header("Tbk-Api-Key-Secret", self.secret.expose())
             .header("Content-Type", "application/json");
         if let Some(body) = body {
@@ -230,11 +260,11 @@ impl Oneclick {
             Err(e) => {
                 // Without the URL: an inscription's path holds its token.
                 let e = e.without_url();
-                tracing::warn!(%method, path = %redacted(path), elapsed_ms = elapsed, error = %e, "transbank unreachable");
+                tracing::warn!(%method, path = %redacted(product, path), elapsed_ms = elapsed, error = %e, "transbank unreachable");
                 return Err(ProcessorError::Unavailable(format!("transbank: {e}")));
             }
         };
-        tracing::info!(%method, path = %redacted(path), status = status.as_u16(), elapsed_ms = elapsed, "transbank call");
+        tracing::info!(%method, path = %redacted(product, path), status = status.as_u16(), elapsed_ms = elapsed, "transbank call");
         if status.is_success() {
             let value = if text.trim().is_empty() {
                 Value::Null
@@ -510,11 +540,22 @@ fn path_segment(text: &str) -> String {
     url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
-/// A path for the log: an inscription token is a bearer credential, so it is cut.
-fn redacted(path: &str) -> String {
-    match path.strip_prefix("/inscriptions/") {
-        Some(_) => "/inscriptions/{token}".to_string(),
-        None => path.to_string(),
+/// A path for the log: an inscription token is a bearer credential, so it is cut; so is a
+/// Webpay Plus transaction's token, which names the customer's payment.
+fn redacted(product: Product, path: &str) -> String {
+    match product {
+        Product::OneclickMall if path.starts_with("/inscriptions/") => {
+            "/inscriptions/{token}".to_string()
+        }
+        Product::WebpayPlus if path.starts_with("/transactions/") => {
+            let tail = if path.ends_with("/refunds") {
+                "/refunds"
+            } else {
+                ""
+            };
+            format!("/transactions/{{token}}{tail}")
+        }
+        _ => path.to_string(),
     }
 }
 

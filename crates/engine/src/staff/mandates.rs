@@ -32,6 +32,8 @@ pub struct MandateRecords {
     /// When each installment (by sequence number) was created.
     pub installment_created: HashMap<i64, String>,
     pub attempts: Vec<AttemptLine>,
+    /// Installments (by sequence number) the customer paid on Webpay Plus from the portal.
+    pub paid_on_webpay: Vec<i64>,
     /// In order of sequence.
     pub events: Vec<EventRow>,
     pub acceptance: Option<AcceptanceRow>,
@@ -135,6 +137,7 @@ impl Engine {
                     .into_iter()
                     .collect(),
                 attempts: views::attempts_of_mandate(conn, seq)?,
+                paid_on_webpay: mandato_store::webpay::approved_installments(conn, seq)?,
                 events: events::for_mandate(conn, seq)?,
                 acceptance: instruments::latest_acceptance(conn, seq)?,
                 signature: mandate_signatures::latest_of_mandate(conn, seq)?,

@@ -16,10 +16,10 @@ use mandato_core::domain::money::{Currency, Money};
 use mandato_core::domain::state::{InstallmentState, PaymentMethod};
 use mandato_core::error::{Error, Result};
 use mandato_core::processor::ProcessorError;
-use mandato_store::{charging, installments, mandates};
+use mandato_store::{charging, installments, mandates, webpay};
 
 use crate::Engine;
-use crate::rails::ACQUIRER_NOT_CONFIGURED;
+use crate::rails::{ACQUIRER_NOT_CONFIGURED, Acquirer};
 
 /// Why an installment cannot be refunded through its acquirer.
 pub const INSTALLMENT_NOT_REFUNDABLE: &str = "INSTALLMENT_NOT_REFUNDABLE";
@@ -43,38 +43,14 @@ impl Engine {
                 "only a PAID installment can be refunded",
             ));
         }
-        let Some((key, amount, currency)) = found.charge else {
-            return Err(Error::refused(
-                INSTALLMENT_NOT_REFUNDABLE,
-                "this installment was not charged by the charging engine (it was marked paid \
-                 or paid on the portal); give the money back where it was paid",
-            ));
+        let refund = match found.charge.clone() {
+            Some(charge) => self.attempt_refund(&found, charge)?,
+            None => self.portal_refund(&found)?,
         };
-        let (mandate_id, method) = self.store().read(|c| {
-            let installment = installments::by_seq(c, found.installment_seq)?;
-            let mandate = mandates::by_seq(c, found.mandate_seq)?;
-            Ok((mandate.id, installment.payment_method_id))
-        })?;
-        let method = method
-            .and_then(PaymentMethod::from_id)
-            .filter(|m| m.is_card())
-            .ok_or_else(|| {
-                Error::refused(
-                    INSTALLMENT_NOT_REFUNDABLE,
-                    "only card charges are refunded through the acquirer",
-                )
-            })?;
-        let money = Decimal::from_str(&amount)
-            .ok()
-            .zip(Currency::parse(&currency))
-            .and_then(|(d, c)| Money::from_decimal(d, c).ok())
-            .ok_or_else(|| {
-                Error::Internal(anyhow::anyhow!("attempt amount {amount} {currency}"))
-            })?;
-        let processor = self
-            .processor_for(found.commerce_id, method)?
-            .ok_or_else(|| Error::refused(ACQUIRER_NOT_CONFIGURED, "no acquirer serves cards"))?;
-        let refunded = tokio::task::spawn_blocking(move || processor.refund(&key, &money))
+        let mandate_id = self
+            .store()
+            .read(|c| Ok(mandates::by_seq(c, found.mandate_seq)?.id))?;
+        let refunded = tokio::task::spawn_blocking(refund)
             .await
             .map_err(|e| Error::Internal(e.into()))?;
         match refunded {
@@ -109,4 +85,64 @@ impl Engine {
         .await?;
         Ok(mandate_id)
     }
+
+    /// The refund of a charge the engine made: the acquirer's refund of the attempt's key.
+    fn attempt_refund(
+        &self,
+        found: &charging::ChargedInstallment,
+        (key, amount, currency): (String, String, String),
+    ) -> Result<Refund> {
+        let method = self
+            .store()
+            .read(|c| Ok(installments::by_seq(c, found.installment_seq)?.payment_method_id))?
+            .and_then(PaymentMethod::from_id)
+            .filter(|m| m.is_card())
+            .ok_or_else(|| {
+                Error::refused(
+                    INSTALLMENT_NOT_REFUNDABLE,
+                    "only card charges are refunded through the acquirer",
+                )
+            })?;
+        let money = Decimal::from_str(&amount)
+            .ok()
+            .zip(Currency::parse(&currency))
+            .and_then(|(d, c)| Money::from_decimal(d, c).ok())
+            .ok_or_else(|| {
+                Error::Internal(anyhow::anyhow!("attempt amount {amount} {currency}"))
+            })?;
+        let processor = self
+            .processor_for(found.commerce_id, method)?
+            .ok_or_else(|| Error::refused(ACQUIRER_NOT_CONFIGURED, "no acquirer serves cards"))?;
+        Ok(Box::new(move || processor.refund(&key, &money)))
+    }
+
+    /// The refund of a payment the customer made on Webpay Plus from the portal.
+    fn portal_refund(&self, found: &charging::ChargedInstallment) -> Result<Refund> {
+        let paid = self
+            .store()
+            .read(|c| Ok(webpay::approved_for(c, found.installment_seq)?))?
+            .ok_or_else(|| {
+                Error::refused(
+                    INSTALLMENT_NOT_REFUNDABLE,
+                    "this installment was not charged through an acquirer (it was marked paid \
+                     or paid with a card of the sandbox's portal); give the money back where it \
+                     was paid",
+                )
+            })?;
+        let Acquirer::Transbank(oneclick) =
+            self.acquirer_for(found.commerce_id, PaymentMethod::CreditCard)?
+        else {
+            return Err(Error::refused(
+                ACQUIRER_NOT_CONFIGURED,
+                "the installment was paid on Webpay, and Transbank no longer serves this \
+                 commerce's cards",
+            ));
+        };
+        Ok(Box::new(move || {
+            oneclick.webpay_refund(&paid.token, paid.amount)
+        }))
+    }
 }
+
+/// A refund to ask the acquirer for, off the async workers.
+type Refund = Box<dyn FnOnce() -> std::result::Result<(), ProcessorError> + Send>;

@@ -416,6 +416,7 @@ fn mandate_detail(
         charge_dates: dates,
         installment_created: created,
         attempts: attempt_rows,
+        paid_on_webpay,
         events: event_rows,
         acceptance,
         signature,
@@ -496,7 +497,8 @@ fn mandate_detail(
                 .payment_method_id
                 .and_then(PaymentMethod::from_id)
                 .is_some_and(|m| m.is_card())
-                && charge_attempts.iter().any(|a| a.state == "PAID");
+                && (charge_attempts.iter().any(|a| a.state == "PAID")
+                    || paid_on_webpay.contains(&row.seq));
             StaffInstallment {
                 installment: InstallmentDto::new(row, &dates),
                 history: entries,

@@ -165,11 +165,16 @@ pub(super) async fn start(
     {
         return failure(&e);
     }
-    hand_off(&started.url_webpay, &started.token, &loaded.commerce.name)
+    hand_off(
+        &started.url_webpay,
+        render::WebpayErrand::Inscription,
+        &started.token,
+        &loaded.commerce.name,
+    )
 }
 
 /// Webpay's address must be `https://` (or `http://` in a sandbox, for a local stand-in).
-fn webpay_url_acceptable(url: &str, sandbox: bool) -> bool {
+pub(super) fn webpay_url_acceptable(url: &str, sandbox: bool) -> bool {
     match url::Url::parse(url) {
         Ok(parsed) => parsed.scheme() == "https" || (sandbox && parsed.scheme() == "http"),
         Err(_) => false,
@@ -178,7 +183,12 @@ fn webpay_url_acceptable(url: &str, sandbox: bool) -> bool {
 
 /// The page that posts the token to Webpay, with a policy that allows its one script and
 /// lets its form leave for Webpay.
-fn hand_off(url_webpay: &str, tbk_token: &str, commerce: &str) -> Response {
+pub(super) fn hand_off(
+    url_webpay: &str,
+    errand: render::WebpayErrand,
+    tbk_token: &str,
+    commerce: &str,
+) -> Response {
     let script_hash = {
         use base64::Engine;
         base64::engine::general_purpose::STANDARD.encode(Sha256::digest(render::WEBPAY_SCRIPT))
@@ -189,7 +199,7 @@ fn hand_off(url_webpay: &str, tbk_token: &str, commerce: &str) -> Response {
     );
     let mut response = html(
         StatusCode::OK,
-        render::webpay_redirect_page(url_webpay, tbk_token, commerce),
+        render::webpay_redirect_page(url_webpay, errand, tbk_token, commerce),
     );
     if let Ok(value) = HeaderValue::from_str(&policy) {
         response

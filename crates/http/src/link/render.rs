@@ -542,7 +542,7 @@ fn schedule_section(view: &View<'_>) -> Markup {
 }
 
 fn portal_section(view: &View<'_>) -> Markup {
-    if !view.offered.cards {
+    if !view.offered.cards && !view.offered.hosted_cards {
         return html! {};
     }
     let due: Vec<&InstallmentRow> = view
@@ -606,10 +606,21 @@ fn portal_installment(view: &View<'_>, i: &InstallmentRow) -> Markup {
                 @if let Some(message) = sub.and_then(|s| s.error("form")) {
                     p class="err" role="alert" { (message) }
                 }
-                form method="post" action={ "/link/" (view.token) "/pay/" (i.id) } autocomplete="on" {
-                    (select(&form, "method", "Tipo de tarjeta", &methods, &chosen, sub.and_then(|s| s.error("method"))))
-                    (card_fields(&form, sub))
-                    button type="submit" { "Pagar ahora " (spanish::money(&i.amount)) }
+                @if view.offered.hosted_cards {
+                    // Webpay Plus: the card is typed on Transbank's page, never here.
+                    form method="post" action={ "/link/" (view.token) "/pay/" (i.id) } {
+                        p class="muted" {
+                            "Pagará en Webpay, el sitio seguro de Transbank, con tarjeta de \
+                             crédito, débito o prepago."
+                        }
+                        button type="submit" { "Pagar en Webpay " (spanish::money(&i.amount)) }
+                    }
+                } @else {
+                    form method="post" action={ "/link/" (view.token) "/pay/" (i.id) } autocomplete="on" {
+                        (select(&form, "method", "Tipo de tarjeta", &methods, &chosen, sub.and_then(|s| s.error("method"))))
+                        (card_fields(&form, sub))
+                        button type="submit" { "Pagar ahora " (spanish::money(&i.amount)) }
+                    }
                 }
             }
         }
@@ -965,17 +976,38 @@ fn hosted_card_change(view: &View<'_>, method: PaymentMethod, after_rejection: b
 /// permission (`WEBPAY_SCRIPT_CSP`).
 pub const WEBPAY_SCRIPT: &str = "document.getElementById('webpay').submit();";
 
+/// What the customer goes to Webpay for, and the field Transbank's token travels in.
+#[derive(Clone, Copy)]
+pub enum WebpayErrand {
+    /// A Oneclick inscription: `TBK_TOKEN`.
+    Inscription,
+    /// A Webpay Plus payment: `token_ws`.
+    Payment,
+}
+
 /// The page that posts Transbank's token to Webpay. It submits itself; the button does the
 /// same without JavaScript.
-pub fn webpay_redirect_page(url_webpay: &str, tbk_token: &str, commerce: &str) -> String {
+pub fn webpay_redirect_page(
+    url_webpay: &str,
+    errand: WebpayErrand,
+    tbk_token: &str,
+    commerce: &str,
+) -> String {
+    let (field, text) = match errand {
+        WebpayErrand::Inscription => (
+            "TBK_TOKEN",
+            "Le llevamos a Webpay para que inscriba su tarjeta.",
+        ),
+        WebpayErrand::Payment => ("token_ws", "Le llevamos a Webpay para que pague la cuota."),
+    };
     let header = html! {
         div class="who" { (commerce) }
         h1 { "Continuar a Webpay" }
     };
     let body = html! {
         form id="webpay" method="post" action=(url_webpay) {
-            input type="hidden" name="TBK_TOKEN" value=(tbk_token);
-            p { "Le llevamos a Webpay para que inscriba su tarjeta." }
+            input type="hidden" name=(field) value=(tbk_token);
+            p { (text) }
             button type="submit" { "Continuar a Webpay" }
         }
         script { (PreEscaped(WEBPAY_SCRIPT)) }
