@@ -6,11 +6,17 @@
 // Oneclick guide, "Resumen de flujos"): inscriptions start with a token and Webpay's URL, the
 // page sends the browser back to `response_url` with `TBK_TOKEN` (and `TBK_ORDEN_COMPRA`,
 // `TBK_ID_SESION` when cancelled), finishing answers `inscription_finish_response` (-96 for
-// one never completed), authorizations answer `authorize_response`.
+// one never completed), authorizations answer `authorize_response`. Webpay Plus (portal
+// payments, `webpay_plus/transaction.py`): `create` answers `create_response` (`{token, url}`),
+// the payment page sends the browser back to `return_url` with `token_ws` (or `TBK_TOKEN`,
+// `TBK_ORDEN_COMPRA` and `TBK_ID_SESION` when cancelled), commit and status answer
+// `commit_status_response`, a commit before the customer paid `commit_error` (422).
 import { createServer } from "node:http";
 
 const ONECLICK = "/rswebpaytransaction/api/oneclick/v1.2";
 const WEBPAY_PAGE = "/webpayserver/bp_multicode_inscription.cgi";
+const WEBPAY_PLUS = "/rswebpaytransaction/api/webpay/v1.2";
+const WEBPAY_PLUS_PAGE = "/webpayserver/initTransaction";
 export const MALL = "597055555541";
 export const CHILD = "597055555542";
 export const WEBPAY = "597055555532";
@@ -33,8 +39,89 @@ function json(response, status, value) {
 
 const escape = (s) => String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-/** Starts the stand-in; answers `{ base, stop, authorizations }`. */
+/** `commit_status_response`'s shape for a Webpay Plus transaction. */
+function paymentAnswer(p) {
+  return {
+    vci: "TSY",
+    amount: p.amount,
+    status: p.status,
+    buy_order: p.buyOrder,
+    session_id: p.sessionId,
+    card_detail: { card_number: "6623" },
+    accounting_date: "0624",
+    transaction_date: "2020-06-24T12:26:21.463Z",
+    authorization_code: p.responseCode === 0 ? "1213" : "000000",
+    payment_type_code: p.paymentType,
+    response_code: p.responseCode,
+    installments_number: 0,
+  };
+}
+
+/** Webpay Plus's payment page and its submission (`card` or `cancel`). */
+function webpayPlusPage(payments, form, response) {
+  const token = form.get("token_ws") ?? "";
+  const payment = payments.get(token);
+  if (!payment) return json(response, 400, { error_message: "token desconocido" });
+  if (form.has("cancel") || form.has("card")) {
+    let to = `${payment.returnUrl}?token_ws=${token}`;
+    if (form.has("cancel")) {
+      to = `${payment.returnUrl}?TBK_TOKEN=${token}&TBK_ORDEN_COMPRA=${payment.buyOrder}&TBK_ID_SESION=${payment.sessionId}`;
+    } else {
+      const card = form.get("card").replace(/\s/g, "");
+      const kind = { Visa: "VN", Redcompra: "VD", Prepago: "VP" }[CARDS[card]];
+      payment.status = kind ? "AUTHORIZED" : "FAILED";
+      payment.responseCode = kind ? 0 : -1;
+      payment.paymentType = kind ?? "VN";
+    }
+    response.writeHead(303, { location: to });
+    return response.end();
+  }
+  response.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+  return response.end(`<!doctype html><html lang="es"><head><title>Webpay</title></head><body>
+<h1>Webpay Plus (stand-in)</h1><p>Monto: $${payment.amount}</p>
+<form method="post" action="${WEBPAY_PLUS_PAGE}"><input type="hidden" name="token_ws" value="${escape(token)}">
+<label for="card">Número de tarjeta</label><input id="card" name="card"><button type="submit">Pagar</button></form>
+<form method="post" action="${WEBPAY_PLUS_PAGE}"><input type="hidden" name="token_ws" value="${escape(token)}">
+<input type="hidden" name="cancel" value="1"><button type="submit">Anular compra</button></form></body></html>`);
+}
+
+/** Webpay Plus's REST API: create, commit, status. */
+function webpayPlusApi(payments, request, url, input, response, fresh, base) {
+  if (request.method === "POST" && url.pathname === `${WEBPAY_PLUS}/transactions`) {
+    if (!(input.amount > 0)) return json(response, 422, { error_message: "Invalid value for parameter: amount" });
+    const token = fresh();
+    payments.set(token, {
+      buyOrder: input.buy_order,
+      sessionId: input.session_id,
+      amount: input.amount,
+      returnUrl: input.return_url,
+      status: "INITIALIZED",
+      responseCode: null,
+      paymentType: null,
+      commits: 0,
+    });
+    return json(response, 200, { token, url: `${base}${WEBPAY_PLUS_PAGE}` });
+  }
+  const one = url.pathname.match(new RegExp(`^${WEBPAY_PLUS}/transactions/([^/]+)$`));
+  const payment = one && payments.get(one[1]);
+  if (!payment) return json(response, 422, { error_message: "Invalid value for parameter: token" });
+  if (request.method === "GET") return json(response, 200, paymentAnswer(payment));
+  if (request.method === "PUT") {
+    if (payment.status === "INITIALIZED") {
+      return json(response, 422, {
+        error_message: "Invalid status 0 for transaction while authorizing. Commerce will be notified by webpay to authorize",
+      });
+    }
+    if (payment.commits > 0) return json(response, 422, { error_message: "Transaction already committed" });
+    payment.commits += 1;
+    return json(response, 200, paymentAnswer(payment));
+  }
+  return json(response, 404, { error_message: "not found" });
+}
+
+/** Starts the stand-in; answers `{ base, stop, authorizations, payments }`. */
 export async function startTransbank() {
+  const payments = new Map();
   const inscriptions = new Map();
   const users = new Map();
   const authorizations = new Map();
@@ -63,10 +150,17 @@ export async function startTransbank() {
 <form method="post" action="${WEBPAY_PAGE}"><input type="hidden" name="TBK_TOKEN" value="${escape(token)}">
 <input type="hidden" name="cancel" value="1"><button type="submit">Anular</button></form></body></html>`);
     }
-    if (request.headers["tbk-api-key-id"] !== MALL || request.headers["tbk-api-key-secret"] !== KEY) {
+    if (url.pathname === WEBPAY_PLUS_PAGE) {
+      return webpayPlusPage(payments, new URLSearchParams(text), response);
+    }
+    const product = url.pathname.startsWith(WEBPAY_PLUS) ? WEBPAY : MALL;
+    if (request.headers["tbk-api-key-id"] !== product || request.headers["tbk-api-key-secret"] !== KEY) {
       return json(response, 401, { error_message: "Not Authorized" });
     }
     const input = text ? JSON.parse(text) : {};
+    if (product === WEBPAY) {
+      return webpayPlusApi(payments, request, url, input, response, () => `01ab${String(++next).padStart(60, "0")}`, base);
+    }
     if (request.method === "POST" && url.pathname === `${ONECLICK}/inscriptions`) {
       const token = `01ab${String(++next).padStart(60, "0")}`;
       inscriptions.set(token, { username: input.username, responseUrl: input.response_url, card: null, finished: false });
@@ -113,5 +207,5 @@ export async function startTransbank() {
   });
   await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
   base = `http://127.0.0.1:${server.address().port}`;
-  return { base, authorizations, stop: () => new Promise((ok) => server.close(ok)) };
+  return { base, authorizations, payments, stop: () => new Promise((ok) => server.close(ok)) };
 }

@@ -3,7 +3,8 @@
 // Chromium: the Magic Link shows the terms and "Inscribir tarjeta" and no card field, hands the
 // customer to Webpay with the self-submitting form (its one script allowed by hash), the card is
 // typed on Webpay's page, and the customer comes back to an active mandate; a cancellation on
-// Webpay leaves the mandate pending with the reason. Screenshots go to target/ui-screenshots/.
+// Webpay leaves the mandate pending with the reason; a due installment is paid on Webpay Plus's
+// page from the portal. Screenshots go to target/ui-screenshots/.
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -21,7 +22,7 @@ let browser;
 let page;
 let call;
 
-async function mandate(id, user, rut) {
+async function mandate(id, user, rut, dueIn = 30) {
   await call("POST", "/user", {
     customer: {
       userId: user,
@@ -34,7 +35,7 @@ async function mandate(id, user, rut) {
     customer: { userId: user },
     mandate: { id, type: "DYNAMIC", name: "Plan mensual", charges: { currencyId: "CLP" } },
     paymentMethods: [3, 4],
-    installments: [{ id: "c1", amount: 29990, currencyId: "CLP", installmentDueDate: businessDate(30) }],
+    installments: [{ id: "c1", amount: 29990, currencyId: "CLP", installmentDueDate: businessDate(dueIn) }],
   });
   return created.mandate;
 }
@@ -98,5 +99,36 @@ describe("A card enrolled on Webpay", { concurrency: false }, () => {
     await page.screenshot({ path: join(SHOTS, "webpay-cancelled-390.png"), fullPage: true });
     const found = await call("GET", "/mandate/id/PLAN-CANCEL");
     assert.equal(found.mandate.state.name, "PENDING");
+  });
+
+  test("a due installment is paid on Webpay Plus from the portal, never on a card form of ours", async () => {
+    const created = await mandate("PLAN-PORTAL", "cust-003", "22.222.222-2", 0);
+    await page.goto(created.magicLink);
+    await page.locator("#webpay-accept").check();
+    await page.getByRole("button", { name: "Inscribir tarjeta" }).click();
+    await page.getByRole("heading", { name: "Webpay (stand-in)" }).waitFor();
+    await page.locator("#card").fill("4051 8856 0044 6623");
+    await page.getByRole("button", { name: "Inscribir" }).click();
+    await page.waitForURL((url) => url.href.includes("activado=1"));
+    // The portal offers the due installment on Webpay, with no card field here.
+    await page.locator("#pagar summary").first().click();
+    const pay = page.getByRole("button", { name: /Pagar en Webpay/ });
+    await pay.waitFor();
+    assert.equal(await page.locator('input[name="number"]').count(), 0, "no card field on our page");
+    await page.screenshot({ path: join(SHOTS, "webpay-portal-390.png"), fullPage: true });
+    await pay.click();
+    await page.getByRole("heading", { name: "Webpay Plus (stand-in)" }).waitFor();
+    assert.ok(page.url().startsWith(transbank.base), page.url());
+    await page.locator("#card").fill("4051 8856 0044 6623");
+    await page.getByRole("button", { name: "Pagar", exact: true }).click();
+    await page.waitForURL((url) => url.href.includes("pagada="));
+    await page.screenshot({ path: join(SHOTS, "webpay-portal-paid-390.png"), fullPage: true });
+    const found = await call("GET", "/mandate/id/PLAN-PORTAL");
+    const paid = found.installments.find((i) => i.id === "c1");
+    assert.equal(paid.state.name, "PAID");
+    assert.equal(paid.authorizationCode, "1213");
+    const committed = [...transbank.payments.values()].filter((p) => p.commits === 1);
+    assert.equal(committed.length, 1);
+    assert.equal(committed[0].amount, 29990);
   });
 });
