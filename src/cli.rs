@@ -24,6 +24,7 @@ use mandato_engine::staff::settings::{
 mod acquirer;
 mod audit;
 mod dev;
+mod fees;
 mod holidays;
 mod ledger;
 pub mod listen;
@@ -121,6 +122,9 @@ pub enum Command {
     /// Which acquirer moves a commerce's money on each rail (cards, bank).
     #[command(subcommand)]
     Acquirer(acquirer::AcquirerCommand),
+    /// A commerce's fee rule per payment method, for the ledger (commission, fixed, IVA).
+    #[command(subcommand)]
+    Fees(fees::FeesCommand),
     /// Manage staff accounts for the UI.
     #[command(subcommand)]
     Staff(StaffCommand),
@@ -892,6 +896,7 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Holidays(command) => holidays::run(&config, json_mode, command)?,
         Command::Acquirer(command) => acquirer::run(&config, json_mode, command)?,
+        Command::Fees(command) => fees::run(&config, json_mode, command)?,
         Command::Commerce(CommerceCommand::SetWebhook { code, url }) => {
             dev::commerce_set_webhook(&config, json_mode, &code, url.as_deref())?
         }

@@ -103,7 +103,7 @@ fn read_secret() -> anyhow::Result<Secret<String>> {
 
 /// A refusal as the command line names it: the rule's name, or VALIDATION_ERROR listing each
 /// bad field.
-fn refusal(error: Error) -> anyhow::Error {
+pub(super) fn refusal(error: Error) -> anyhow::Error {
     match error {
         Error::Validation(fields) => {
             let listed: Vec<String> = fields

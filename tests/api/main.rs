@@ -12,6 +12,7 @@ mod cli;
 mod crash;
 mod desk_sign_in;
 mod engines;
+mod fees;
 mod files;
 mod headers;
 mod hostile_http;

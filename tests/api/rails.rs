@@ -156,7 +156,7 @@ pub async fn enrol_through_webpay(
 /// A customer of its own (Oneclick keeps one card per username) with a DYNAMIC mandate of
 /// one installment of `amount` CLP due tomorrow, enrolled on Webpay with the VISA test card;
 /// answers the mandate's internal id.
-async fn active_mandate(app: &TestApp, id: &str, amount: i64) -> String {
+pub(crate) async fn active_mandate(app: &TestApp, id: &str, amount: i64) -> String {
     let customer = format!("cust-{id}");
     app.create_customer(&customer, &rut(10_000_000 + amount as u32))
         .await;

@@ -19,6 +19,7 @@ pub mod db;
 pub mod deliveries;
 pub mod dev_tools;
 pub mod events;
+pub mod fee_rules;
 mod fresh_cache;
 mod group;
 #[cfg(unix)]

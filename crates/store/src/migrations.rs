@@ -95,6 +95,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0024_webpay_payments",
         include_str!("../../../migrations/0024_webpay_payments.sql"),
     ),
+    (
+        "0025_fee_rules",
+        include_str!("../../../migrations/0025_fee_rules.sql"),
+    ),
 ];
 
 /// What a migration needs that SQL cannot compute, run in its transaction right after its SQL.

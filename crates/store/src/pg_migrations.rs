@@ -20,6 +20,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0003_webpay_payments",
         include_str!("../../../migrations/postgres/0003_webpay_payments.sql"),
     ),
+    (
+        "0004_fee_rules",
+        include_str!("../../../migrations/postgres/0004_fee_rules.sql"),
+    ),
 ];
 
 /// The advisory lock's key: any constant no other application on the database uses

@@ -7,6 +7,7 @@ pub mod commerce;
 pub mod contact;
 pub mod date;
 pub mod external_id;
+pub mod fees;
 pub mod holidays;
 pub mod instrument;
 pub mod ledger;

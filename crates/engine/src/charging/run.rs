@@ -30,7 +30,6 @@ use crate::operations::ledger;
 use mandato_core::clock::{Clock, timestamp};
 use mandato_core::domain::date::Date;
 use mandato_core::domain::holidays::ChargeDates;
-use mandato_core::domain::ledger::acquirer_fee;
 use mandato_core::domain::mandate::PERMANENT_HORIZON;
 use mandato_core::domain::money::{Currency, Money};
 use mandato_core::domain::schedule::{Periodicity, nth_due_date};
@@ -876,9 +875,9 @@ fn record_charge_entry(
             charged: &charged,
             method,
             authorization_code,
-            // Transbank reports no fee when it charges: the ledger uses the default schedule
-            // (the simulation's rates), which a reconciliation import corrects.
-            fee: fee.or_else(|| Some(acquirer_fee(&charged, method))),
+            // Transbank reports no fee when it charges: the ledger uses the commerce's fee
+            // rule, which a reconciliation import corrects.
+            fee,
         },
     )
 }

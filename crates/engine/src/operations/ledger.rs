@@ -69,8 +69,15 @@ fn append(conn: Db<'_>, at: &Movement<'_>, line: Line<'_>) -> Result<()> {
     Ok(())
 }
 
-/// A charge the processor approved (charging run, settled bank debit, Magic Link portal).
+/// A charge the processor approved (charging run, settled bank debit, Magic Link portal). An
+/// acquirer that reported no fee (Transbank, Fintoc) is charged at the commerce's fee rule
+/// for the method, which a reconciliation import corrects later.
 pub fn record_charge(conn: Db<'_>, at: &Movement<'_>, approval: &Approval<'_>) -> Result<()> {
+    let fee = match approval.fee {
+        Some(reported) => reported,
+        None => super::fees::rule_for(conn, at.mandate.commerce_id, approval.method)?
+            .fee(approval.charged),
+    };
     append(
         conn,
         at,
@@ -78,7 +85,7 @@ pub fn record_charge(conn: Db<'_>, at: &Movement<'_>, approval: &Approval<'_>) -
             kind: EntryKind::Charge,
             amount: approval.charged.amount(),
             currency: approval.charged.currency(),
-            fee: approval.fee,
+            fee: Some(fee),
             method: Some(approval.method.name()),
             reference: Some(approval.authorization_code),
         },

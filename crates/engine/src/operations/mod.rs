@@ -7,6 +7,7 @@ pub mod activation;
 pub mod card_update;
 pub mod customers;
 pub mod events;
+pub mod fees;
 pub mod installments;
 pub mod ledger;
 pub mod link;

@@ -4,6 +4,7 @@
 pub mod acquirers;
 pub mod calendar;
 pub mod events;
+pub mod fees;
 pub mod mandates;
 pub mod refunds;
 pub mod sessions;

@@ -10,6 +10,7 @@ pub mod customers;
 pub mod dashboard;
 pub mod desk;
 pub mod events;
+pub mod fees;
 pub mod ledger;
 pub mod mandates;
 pub mod paging;
@@ -67,6 +68,8 @@ pub fn router(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(settings::set_activation_mode))
         .routes(routes!(acquirers::list))
         .routes(routes!(acquirers::set, acquirers::remove))
+        .routes(routes!(fees::list))
+        .routes(routes!(fees::set, fees::reset))
         .routes(routes!(calendar::set_charging_rule))
         .routes(routes!(calendar::list_holidays, calendar::add_holiday))
         .routes(routes!(calendar::remove_holiday))
