@@ -190,6 +190,28 @@ describe("Settings and staff safety in a browser", { concurrency: false }, () =>
     await page.getByText("Adquirente quitado").first().waitFor();
   });
 
+  step("an admin sets a method's acquirer fee, named at its field when wrong, and resets it", async () => {
+    await page.goto(`${server.base}/settings?tab=acquirers`);
+    const debit = page.getByTestId("fee-4");
+    await debit.waitFor();
+    await debit.locator("#fee-4-commission").fill("25");
+    await debit.getByRole("button", { name: "Guardar" }).click();
+    await debit.getByText("Un porcentaje de 0 a 20, con hasta 4 decimales").waitFor();
+    await debit.locator("#fee-4-commission").fill("1,2");
+    await debit.locator("#fee-4-fixed").fill("30");
+    await debit.getByRole("button", { name: "Guardar" }).click();
+    await page.getByTestId("fee-4").getByText("Propia").waitFor();
+    await shots("settings-fees");
+    const shown = JSON.parse(await mandato(server.dataDir, ["--json", "fees", "show", "--commerce", COMMERCE]));
+    const rule = shown.rules.find((r) => r.methodId === 4);
+    assert.equal(rule.commissionPercent, "1.2");
+    assert.equal(rule.fixed, "30");
+    assert.equal(rule.own, true);
+    await page.getByTestId("fee-4").getByRole("button", { name: "Volver a la regla por defecto" }).click();
+    await page.getByText("Regla por defecto restablecida").first().waitFor();
+    await page.getByTestId("fee-4").getByText("Por defecto").waitFor();
+  });
+
   step("the owner changes their own password", async () => {
     await page.goto(`${server.base}/settings?tab=account`);
     await page.getByLabel(/^Contraseña actual/).fill("no es la clave 1");

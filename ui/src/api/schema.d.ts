@@ -343,6 +343,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/commerces/{code}/fees": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A commerce's fee rule for every payment method (admin). */
+        get: operations["staff_get_commerces_code_fees"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/commerces/{code}/fees/{methodId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Sets a commerce's fee rule for a payment method (admin). */
+        put: operations["staff_put_commerces_code_fees_methodId"];
+        post?: never;
+        /** Puts a commerce's fee rule for a payment method back to the default (admin). */
+        delete: operations["staff_delete_commerces_code_fees_methodId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/commerces/{code}/retry-policy": {
         parameters: {
             query?: never;
@@ -2581,6 +2616,16 @@ export interface components {
                 delaySeconds: number;
             };
         };
+        Envelope_FeeRulesDto: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                commerce: string;
+                rules: components["schemas"]["FeeRuleDto"][];
+            };
+        };
         Envelope_HolidaysPayload: {
             /** Format: int32 */
             statusCode: number;
@@ -3490,6 +3535,42 @@ export interface components {
             delaySeconds?: number | null;
         } & {
             [key: string]: unknown;
+        };
+        FeeRuleDto: {
+            /**
+             * Format: int64
+             * @description 3, 4, 5, 6, 11 or 14.
+             */
+            methodId: number;
+            methodName: string;
+            /** @description Percent of the amount, as a decimal string ("2.95" is 2.95 %). */
+            commissionPercent: string;
+            /** @description Whole pesos per approved charge, as a decimal string. */
+            fixed: string;
+            /** @description Whether IVA (19 %) is added on the commission and the fixed amount. */
+            iva: boolean;
+            /** @description False: the commerce set no rule for the method, and the default applies. */
+            own: boolean;
+            /** Format: date-time */
+            updatedAt: string | null;
+        };
+        FeeRuleRequest: {
+            /**
+             * @description Percent from 0 to 20, at most 4 decimals (a number or a decimal string).
+             * @example 2.95
+             */
+            commissionPercent: string;
+            /**
+             * @description Whole pesos from 0 to 100000 (a number or a decimal string); absent: 0.
+             * @example 0
+             */
+            fixed: string;
+            /** @description Whether IVA is added; absent: true. */
+            iva?: boolean | null;
+        };
+        FeeRulesDto: {
+            commerce: string;
+            rules: components["schemas"]["FeeRuleDto"][];
         };
         /**
          * @description One problem with one input, located by a JSON path (`customer.contacts.email`,
@@ -6605,6 +6686,242 @@ export interface operations {
             };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_get_commerces_code_fees: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description FEES_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_FeeRulesDto"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ROLE_NOT_ALLOWED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description COMMERCE_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_put_commerces_code_fees_methodId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                code: string;
+                /** @description 3, 4, 5, 6, 11 or 14 */
+                methodId: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FeeRuleRequest"];
+            };
+        };
+        responses: {
+            /** @description FEE_SET_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_FeeRulesDto"];
+                };
+            };
+            /** @description Every bad field named */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description COMMERCE_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_delete_commerces_code_fees_methodId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                code: string;
+                /** @description 3, 4, 5, 6, 11 or 14 */
+                methodId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description FEE_RESET_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_FeeRulesDto"];
+                };
+            };
+            /** @description methodId is not a payment method */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description COMMERCE_NOT_FOUND or FEE_RULE_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };

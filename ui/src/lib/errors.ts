@@ -50,6 +50,11 @@ const CODES: Record<string, Words> = {
   },
   INVALID_KEY: { es: "La llave no es válida (pk_live_... o pk_test_...)", en: "The key is not valid (pk_live_... or pk_test_...)" },
   KIND_NOT_FOR_RAIL: { es: "Este adquirente no atiende este riel", en: "This acquirer does not serve this rail" },
+  INVALID_COMMISSION: {
+    es: "Un porcentaje de 0 a 20, con hasta 4 decimales (2,95 es 2,95 %)",
+    en: "A percent from 0 to 20, with up to 4 decimals (2.95 is 2.95 %)",
+  },
+  INVALID_FIXED_FEE: { es: "Pesos enteros, de 0 a 100.000", en: "Whole pesos, from 0 to 100,000" },
   REFUND_REFUSED: { es: "El adquirente rechazó el reembolso", en: "The acquirer refused the refund" },
   INSTALLMENT_NOT_REFUNDABLE: {
     es: "Esta cuota no se cobró con tarjeta por el motor de cobro: devuelva el dinero donde se pagó",
@@ -137,6 +142,7 @@ const THINGS: Record<string, Words> = {
   MANDATE: { es: "el mandato", en: "the mandate" },
   CUSTOMER: { es: "el cliente", en: "the customer" },
   COMMERCE: { es: "el comercio", en: "the commerce" },
+  FEE_RULE: { es: "la regla de comisión", en: "the fee rule" },
   INSTALLMENT: { es: "la cuota", en: "the installment" },
   EVENT: { es: "la notificación", en: "the notification" },
   HOLIDAY: { es: "el feriado", en: "the holiday" },

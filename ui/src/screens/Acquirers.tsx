@@ -13,6 +13,7 @@ import { QueryState } from "../components/QueryState";
 import { useI18n } from "../lib/context";
 import { formErrors } from "../lib/errors";
 import type { Key } from "../lib/i18n";
+import { FeeRules } from "./FeeRules";
 
 type Rail = "cards" | "bank";
 type Acquirer = Schemas["AcquirerDto"];
@@ -207,6 +208,7 @@ export function Acquirers({ sandbox }: { sandbox: boolean }) {
           </SimpleGrid>
         )}
       </QueryState>
+      {code && <FeeRules key={`fees-${code}`} code={code} />}
     </Stack>
   );
 }

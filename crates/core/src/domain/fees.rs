@@ -69,7 +69,7 @@ impl FeeRule {
                 _ => {
                     errors.push(
                         "commissionPercent",
-                        "INVALID_VALUE",
+                        "INVALID_COMMISSION",
                         format!(
                             "a percent from 0 to {MAX_COMMISSION_PERCENT} with at most 4 decimals \
                              (2.95 for 2.95 %)"
@@ -92,7 +92,7 @@ impl FeeRule {
                 _ => {
                     errors.push(
                         "fixed",
-                        "INVALID_VALUE",
+                        "INVALID_FIXED_FEE",
                         format!("whole pesos from 0 to {MAX_FIXED_PESOS}"),
                     );
                     None
