@@ -625,3 +625,75 @@ async fn a_link_starts_at_most_twenty_inscriptions_an_hour() {
     assert_eq!(refused.status(), 429);
     assert!(refused.headers().contains_key("retry-after"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_customers_new_card_moves_their_other_mandates_to_it() {
+    let mut app = spawn_app().await;
+    app.login().await;
+    let (standin, base) = transbank::start().await;
+    set_transbank(&app, &base);
+    app.create_customer("cust-two", &rut(12_121_212)).await;
+    let mut links = Vec::new();
+    let mut ids = Vec::new();
+    for (id, amount) in [("M-FIRST", 4100), ("M-SECOND", 4200)] {
+        let payload = app
+            .create_mandate(&dynamic_body(&app, "cust-two", id, &[("c1", amount, 1)]))
+            .await;
+        ids.push(
+            payload["mandate"]["internalId"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+        links.push(
+            payload["mandate"]["magicLink"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    let page = browser(&app)
+        .get(&links[0])
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("la nueva la reemplaza también en sus otros mandatos"),
+        "{page}"
+    );
+    assert_eq!(
+        enrol_on_webpay(&app, &links[0], Some(VISA)).await.status(),
+        303
+    );
+    // The second mandate's inscription replaces the customer's card at Transbank.
+    assert_eq!(
+        enrol_on_webpay(&app, &links[1], Some(REDCOMPRA))
+            .await
+            .status(),
+        303
+    );
+    assert_eq!(
+        standin.users.lock().unwrap().len(),
+        1,
+        "one card per username"
+    );
+    let first = app.get(&format!("/mandate/internalId/{}", ids[0])).await;
+    assert_eq!(
+        first.body["payload"]["paymentMethod"]["instrument"], "Redcompra **** 7763",
+        "{}",
+        first.body
+    );
+    assert_eq!(first.body["payload"]["paymentMethod"]["id"], 4);
+
+    let run = app
+        .run_charging(app.today() + chrono::Duration::days(1))
+        .await;
+    assert_eq!(
+        run.counts.paid, 2,
+        "both charged to the card Transbank holds: {run:?}"
+    );
+    let _ = &mut app;
+}

@@ -111,3 +111,59 @@ pub fn started(conn: Db<'_>, token: &str, mandate_seq: i64) -> Result<Option<Sta
 pub fn end(tx: Db<'_>, token: &str, ending: Ending, at: &str) -> Result<bool> {
     Ok(oneclick::end(tx, &token_hash(token), ending.as_str(), at)?)
 }
+
+/// What re-pointing did to the customer's other mandates.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Repointed {
+    /// Mandates now charged to the new card.
+    pub moved: Vec<String>,
+    /// Mandates that do not allow the new card's method: their old card no longer exists at
+    /// Transbank, so they wait for the customer to register another.
+    pub left: Vec<String>,
+}
+
+/// Oneclick keeps one card per username, and our username is the customer: a finished
+/// inscription invalidates the customer's previous `tbk_user` at Transbank ("Un mismo
+/// `username` solo puede tener una tarjeta inscrita", transbankdevelopers.cl/documentacion/
+/// oneclick). The customer's other live mandates on a card are moved to the new card, the
+/// page having said so before the customer went to Webpay; those that do not allow its
+/// method are left (and logged) for the customer to update.
+pub fn repoint_customer_cards(
+    tx: Db<'_>,
+    customer_seq: i64,
+    except_mandate: i64,
+    method: mandato_core::domain::state::PaymentMethod,
+    enrolled: &mandato_core::processor::Enrolled,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Repointed> {
+    let at = mandato_core::clock::timestamp(now);
+    use mandato_store::{instruments, mandates};
+    let mut repointed = Repointed::default();
+    for seq in instruments::other_cards_of_customer(tx, customer_seq, except_mandate)? {
+        let mandate = mandates::by_seq(tx, seq)?;
+        if !mandate.state.accepts_installment_changes() {
+            continue;
+        }
+        if !mandate.payment_methods.contains(&method.id()) {
+            tracing::warn!(mandate = %mandate.id, method = method.id(), "the customer's new card is of a method this mandate does not allow; it keeps a card Transbank no longer holds");
+            repointed.left.push(mandate.id);
+            continue;
+        }
+        instruments::repoint_card(
+            tx,
+            seq,
+            method.id(),
+            &enrolled.token,
+            enrolled.brand.as_deref(),
+            &enrolled.last4,
+        )?;
+        // What lookups show as the mandate's `paymentMethod` (active mandates only).
+        let shown = super::activation::enrolled_method(
+            &mandato_core::domain::instrument::InstrumentFacts::Card { method },
+            enrolled,
+        );
+        mandates::set_enrolled_method(tx, seq, &shown, &at)?;
+        repointed.moved.push(mandate.id);
+    }
+    Ok(repointed)
+}

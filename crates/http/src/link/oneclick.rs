@@ -362,8 +362,40 @@ async fn returned(
             );
         }
     };
+    // The new card replaced the customer's previous one at Transbank: their other mandates
+    // move to it (`repoint_customer_cards`).
+    let (customer_seq, seq) = (loaded.customer.seq, loaded.mandate.seq);
+    let repointing = enrolled.clone();
+    let repointed = match write(&state, move |tx| {
+        inscriptions::repoint_customer_cards(tx, customer_seq, seq, method, &repointing, now)
+    })
+    .await
+    {
+        Ok(repointed) => repointed,
+        Err(e) => return failure(&e),
+    };
+    if !repointed.moved.is_empty() {
+        tracing::info!(moved = ?repointed.moved, "the customer's other mandates now use the new card");
+    }
     if !loaded.mandate.payment_methods.contains(&method.id()) {
-        // A card of a method the mandate does not take: its inscription is deleted.
+        // A card of a method the mandate does not take: its inscription is deleted, unless
+        // the customer's other mandates now depend on it.
+        if !repointed.moved.is_empty() {
+            let ended = tbk_token.clone();
+            if let Err(e) = write(&state, move |tx| {
+                inscriptions::end(tx, &ended, Ending::Refused, &at)
+            })
+            .await
+            {
+                return failure(&e);
+            }
+            let text = format!(
+                "La tarjeta inscrita es de tipo «{}», que este mandato no admite; quedó para sus \
+                 otros mandatos con este comercio. Inscriba una tarjeta de otro tipo para este.",
+                mandato_engine::documents::spanish::method(method)
+            );
+            return refused(&state, &token, &loaded, purpose, &text);
+        }
         let username = loaded.customer.id.clone();
         let tbk_user = enrolled.token.clone();
         if let Err(e) = call(oneclick, move |o| {

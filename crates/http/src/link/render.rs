@@ -940,7 +940,8 @@ fn hosted_card_form(view: &View<'_>, signature_gated: bool) -> Markup {
                 input type="hidden" name="termsSha256" value=(sha256_hex(&terms));
                 p class="muted" {
                     "Inscribirá su tarjeta en Webpay, el sitio seguro de Transbank: allí ingresa \
-                     sus datos, que nunca pasan por esta página."
+                     sus datos, que nunca pasan por esta página. "
+                    (ONE_CARD_PER_CUSTOMER)
                 }
                 (terms_acceptance(&terms, "webpay-accept", "He leído y acepto los términos del mandato.", sub.and_then(|s| s.error("accept"))))
                 button type="submit" {
@@ -950,6 +951,10 @@ fn hosted_card_form(view: &View<'_>, signature_gated: bool) -> Markup {
         }
     }
 }
+
+/// Transbank keeps one card per customer of a commerce: said before the customer inscribes.
+const ONE_CARD_PER_CUSTOMER: &str = "Transbank guarda una tarjeta por cliente: si ya tiene \
+     otra inscrita con este comercio, la nueva la reemplaza también en sus otros mandatos.";
 
 /// Replacing an active mandate's card through a new Oneclick inscription.
 fn hosted_card_change(view: &View<'_>, method: PaymentMethod, after_rejection: bool) -> Markup {
@@ -963,7 +968,7 @@ fn hosted_card_change(view: &View<'_>, method: PaymentMethod, after_rejection: b
                 }
                 form method="post" action={ "/link/" (view.token) "/oneclick" } {
                     input type="hidden" name="termsSha256" value=(sha256_hex(&terms));
-                    p class="muted" { "La nueva tarjeta se inscribe en Webpay, el sitio seguro de Transbank." }
+                    p class="muted" { "La nueva tarjeta se inscribe en Webpay, el sitio seguro de Transbank. " (ONE_CARD_PER_CUSTOMER) }
                     (terms_acceptance(&terms, "t-accept", "Acepto que los cargos de este mandato se hagan a esta tarjeta.", sub.and_then(|s| s.error("accept"))))
                     button type="submit" { "Inscribir la nueva tarjeta" }
                 }
