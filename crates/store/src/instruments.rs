@@ -128,6 +128,39 @@ pub fn latest_acceptance<'c>(
     )
 }
 
+/// The mandates (by sequence number) other than `except` whose instrument is a card of the
+/// customer `customer_seq`.
+pub fn other_cards_of_customer<'c>(
+    db: impl Into<Db<'c>>,
+    customer_seq: i64,
+    except: i64,
+) -> db::Result<Vec<i64>> {
+    db.into().query_map(
+        "SELECT i.mandate_seq FROM instruments i JOIN mandates m ON m.seq = i.mandate_seq
+         WHERE m.customer_seq = ?1 AND m.seq <> ?2 AND i.method_id IN (3, 4, 11)
+         ORDER BY i.mandate_seq",
+        &params![customer_seq, except],
+        |r| r.get(0),
+    )
+}
+
+/// Points a mandate's card instrument at another card of the same customer.
+pub fn repoint_card<'c>(
+    db: impl Into<Db<'c>>,
+    mandate_seq: i64,
+    method_id: i64,
+    processor_token: &str,
+    brand: Option<&str>,
+    last4: &str,
+) -> db::Result<()> {
+    db.into().execute(
+        "UPDATE instruments SET method_id = ?2, processor_token = ?3, brand = ?4, last4 = ?5
+         WHERE mandate_seq = ?1",
+        &params![mandate_seq, method_id, processor_token, brand, last4],
+    )?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,37 +240,4 @@ mod tests {
             assert_eq!(latest.ip.as_deref(), Some("203.0.113.7"));
         });
     }
-}
-
-/// The mandates (by sequence number) other than `except` whose instrument is a card of the
-/// customer `customer_seq`.
-pub fn other_cards_of_customer<'c>(
-    db: impl Into<Db<'c>>,
-    customer_seq: i64,
-    except: i64,
-) -> db::Result<Vec<i64>> {
-    db.into().query_map(
-        "SELECT i.mandate_seq FROM instruments i JOIN mandates m ON m.seq = i.mandate_seq
-         WHERE m.customer_seq = ?1 AND m.seq <> ?2 AND i.method_id IN (3, 4, 11)
-         ORDER BY i.mandate_seq",
-        &params![customer_seq, except],
-        |r| r.get(0),
-    )
-}
-
-/// Points a mandate's card instrument at another card of the same customer.
-pub fn repoint_card<'c>(
-    db: impl Into<Db<'c>>,
-    mandate_seq: i64,
-    method_id: i64,
-    processor_token: &str,
-    brand: Option<&str>,
-    last4: &str,
-) -> db::Result<()> {
-    db.into().execute(
-        "UPDATE instruments SET method_id = ?2, processor_token = ?3, brand = ?4, last4 = ?5
-         WHERE mandate_seq = ?1",
-        &params![mandate_seq, method_id, processor_token, brand, last4],
-    )?;
-    Ok(())
 }
