@@ -666,6 +666,7 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             let sandbox = config.environment.is_sandbox();
             let rails = Arc::new(mandato_engine::rails::Rails::new(
                 Arc::clone(&store),
+                Arc::clone(&clock),
                 sandbox,
                 config.acquirer_limits(),
             )?);

@@ -169,6 +169,7 @@ pub fn run(config: &Config, json_mode: bool, args: TriggerArgs) -> anyhow::Resul
     // A sandbox tool: the commerce's rails as the sandbox has them (the simulation by default).
     let rails = Arc::new(Rails::new(
         Arc::clone(&store),
+        Arc::new(crate::clock::SystemClock),
         true,
         config.acquirer_limits(),
     )?);

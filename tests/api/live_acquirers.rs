@@ -17,7 +17,7 @@ use mandato::config::AcquirerLimits;
 use mandato::domain::acquirer::{TRANSBANK_INTEGRATION, TransbankCode, TransbankCodes};
 use mandato::domain::money::{Currency, Money};
 use mandato::domain::state::PaymentMethod;
-use mandato::rails::transbank::{InscriptionOutcome, Oneclick, Runtime};
+use mandato::rails::transbank::{CallLog, InscriptionOutcome, Oneclick, Runtime};
 use mandato::secret::Secret;
 use mandato_core::processor::{ChargeRequest, Processor, ProcessorError};
 
@@ -31,6 +31,7 @@ fn live() -> Oneclick {
     );
     let code = |c: &str| TransbankCode::parse(c).unwrap();
     Oneclick::new(
+        CallLog::unkept(),
         TRANSBANK_INTEGRATION,
         TransbankCodes {
             mall: code(MALL),

@@ -207,6 +207,7 @@ const STAFF_OPERATIONS: &[(&str, &str)] = &[
     ("put", "/commerces/{code}/acquirers/{rail}"),
     ("delete", "/commerces/{code}/acquirers/{rail}"),
     ("get", "/commerces/{code}/fees"),
+    ("get", "/commerces/{code}/acquirer-calls"),
     ("put", "/commerces/{code}/fees/{methodId}"),
     ("delete", "/commerces/{code}/fees/{methodId}"),
     ("post", "/installments/{internalId}/refund"),

@@ -697,3 +697,66 @@ async fn a_customers_new_card_moves_their_other_mandates_to_it() {
     );
     let _ = &mut app;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_call_to_transbank_is_logged_without_secrets() {
+    let mut app = spawn_app().await;
+    app.login().await;
+    let (standin, base) = transbank::start().await;
+    set_transbank(&app, &base);
+    active_mandate(&app, "M-LOG-PAID", 5100).await;
+    active_mandate(&app, "M-LOG-LOST", ANSWER_LOST).await;
+    app.run_charging(app.today() + chrono::Duration::days(1))
+        .await;
+
+    let desk = crate::staff_ui_api::owner(&app).await;
+    let calls = desk
+        .get(&format!("/commerces/{COMMERCE}/acquirer-calls?limit=500"))
+        .await;
+    calls.expect(200, "ACQUIRER_CALLS_OK");
+    let items = calls.body["payload"]["items"].as_array().unwrap().clone();
+    let of = |operation: &str| -> Vec<Value> {
+        items
+            .iter()
+            .filter(|c| c["operation"] == operation)
+            .cloned()
+            .collect()
+    };
+    assert_eq!(of("oneclick.inscription.start").len(), 2, "{items:?}");
+    assert_eq!(of("oneclick.inscription.finish").len(), 2, "{items:?}");
+    let authorizations = of("oneclick.authorize");
+    assert_eq!(authorizations.len(), 2, "{items:?}");
+    let approved = authorizations
+        .iter()
+        .find(|c| c["httpStatus"] == 200)
+        .expect("the approved authorization");
+    assert_eq!(approved["responseCode"], 0);
+    assert_eq!(approved["reference"].as_str().unwrap().len(), 26);
+    assert!(approved["durationMs"].as_i64().unwrap() >= 0);
+    let lost = authorizations
+        .iter()
+        .find(|c| c["httpStatus"] == 502)
+        .expect("the lost answer");
+    assert!(lost["error"].as_str().unwrap().contains("502"), "{lost}");
+
+    // Filtered by the buy order: that attempt's calls only.
+    let reference = approved["reference"].as_str().unwrap();
+    let one = desk
+        .get(&format!(
+            "/commerces/{COMMERCE}/acquirer-calls?reference={reference}"
+        ))
+        .await;
+    let only = one.body["payload"]["items"].as_array().unwrap();
+    assert_eq!(only.len(), 1, "{only:?}");
+
+    // Never a secret or a card token.
+    let text = calls.body.to_string();
+    assert!(!text.contains(KEY));
+    for tbk_user in standin.users.lock().unwrap().keys() {
+        assert!(!text.contains(tbk_user.as_str()), "{tbk_user}");
+    }
+    desk.get(&format!("/commerces/{COMMERCE}/acquirer-calls?limit=0"))
+        .await
+        .expect(400, "VALIDATION_ERROR");
+    let _ = &mut app;
+}

@@ -155,6 +155,7 @@ impl Engine {
         // Production never builds the simulation: a rail without an acquirer is not charged.
         let rails = Arc::new(Rails::new(
             Arc::clone(&store),
+            Arc::clone(&clock),
             sandbox,
             config.acquirer_limits(),
         )?);

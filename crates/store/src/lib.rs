@@ -8,6 +8,7 @@
 //! meanwhile, each in its own savepoint (`group.rs`). Reads use a small pool of read-only connections, which WAL lets run
 //! beside the writer.
 
+pub mod acquirer_calls;
 pub mod acquirers;
 pub mod audit;
 pub mod calendar;

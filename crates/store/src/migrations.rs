@@ -99,6 +99,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0025_fee_rules",
         include_str!("../../../migrations/0025_fee_rules.sql"),
     ),
+    (
+        "0026_acquirer_calls",
+        include_str!("../../../migrations/0026_acquirer_calls.sql"),
+    ),
 ];
 
 /// What a migration needs that SQL cannot compute, run in its transaction right after its SQL.

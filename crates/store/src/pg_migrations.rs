@@ -24,6 +24,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0004_fee_rules",
         include_str!("../../../migrations/postgres/0004_fee_rules.sql"),
     ),
+    (
+        "0005_acquirer_calls",
+        include_str!("../../../migrations/postgres/0005_acquirer_calls.sql"),
+    ),
 ];
 
 /// The advisory lock's key: any constant no other application on the database uses

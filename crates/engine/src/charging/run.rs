@@ -107,6 +107,9 @@ pub struct Charger {
     progress: Mutex<Progress>,
 }
 
+/// How long calls to acquirers stay in their log: past any dispute of a card charge.
+pub const ACQUIRER_CALLS_KEPT_DAYS: i64 = 180;
+
 /// An attempt written IN_PROCESS, ready for the processor.
 struct Begun {
     attempt_seq: i64,
@@ -175,6 +178,7 @@ impl Charger {
         let _one_at_a_time = self.running.lock().unwrap_or_else(|p| p.into_inner());
         self.settle_abandoned()?;
         self.settle_portal_payments(date)?;
+        self.prune_acquirer_calls()?;
         let run_seq = self
             .store
             .write(|tx| Ok(store::insert_run(tx, &day, trigger.as_str(), &self.now())?))?;
@@ -679,6 +683,13 @@ impl Charger {
             (self.on_events)();
         }
         Ok(settled)
+    }
+
+    /// The acquirer call log keeps [`ACQUIRER_CALLS_KEPT_DAYS`] days.
+    fn prune_acquirer_calls(&self) -> Result<usize> {
+        let before = timestamp(self.clock.now() - chrono::Duration::days(ACQUIRER_CALLS_KEPT_DAYS));
+        self.store
+            .write(|tx| Ok(mandato_store::acquirer_calls::prune(tx, &before)?))
     }
 
     /// Settles attempts left IN_PROCESS by asking the processor with their idempotency keys.

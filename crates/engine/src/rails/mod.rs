@@ -60,6 +60,8 @@ struct Built {
 
 pub struct Rails {
     store: Arc<Store>,
+    /// When each call to an acquirer is logged as made.
+    clock: Arc<dyn mandato_core::clock::Clock>,
     sandbox: bool,
     /// Authorizations a run keeps in flight with a real acquirer, and each call's limit.
     limits: AcquirerLimits,
@@ -72,7 +74,12 @@ pub struct Rails {
 impl Rails {
     /// The acquirers' calls use the current tokio runtime, or one of their own when there is
     /// none (the command line).
-    pub fn new(store: Arc<Store>, sandbox: bool, limits: AcquirerLimits) -> anyhow::Result<Rails> {
+    pub fn new(
+        store: Arc<Store>,
+        clock: Arc<dyn mandato_core::clock::Clock>,
+        sandbox: bool,
+        limits: AcquirerLimits,
+    ) -> anyhow::Result<Rails> {
         let simulated = if sandbox {
             Some(Arc::new(SimulatedProcessor::open(&store)?))
         } else {
@@ -80,6 +87,7 @@ impl Rails {
         };
         Ok(Rails {
             store,
+            clock,
             sandbox,
             limits,
             simulated,
@@ -107,7 +115,7 @@ impl Rails {
         {
             return Ok(known.acquirer.clone());
         }
-        let acquirer = self.build(db, &row)?;
+        let acquirer = self.build(db, commerce_id, &row)?;
         built.insert(
             (commerce_id, rail),
             Built {
@@ -128,7 +136,7 @@ impl Rails {
         Ok(self.acquirer(db, commerce_id, rail_of(method))?.processor())
     }
 
-    fn build(&self, db: Db<'_>, row: &AcquirerRow) -> Result<Acquirer> {
+    fn build(&self, db: Db<'_>, commerce_id: i64, row: &AcquirerRow) -> Result<Acquirer> {
         match AcquirerKind::parse(&row.kind) {
             Some(AcquirerKind::Simulated) => Ok(match &self.simulated {
                 Some(simulated) => Acquirer::Simulated(Arc::clone(simulated)),
@@ -146,6 +154,11 @@ impl Rails {
                 };
                 let client = self.client(db)?;
                 Ok(Acquirer::Transbank(Arc::new(Oneclick::new(
+                    transbank::CallLog::new(
+                        commerce_id,
+                        Arc::clone(&self.store),
+                        Arc::clone(&self.clock),
+                    ),
                     base_url,
                     codes,
                     secret,

@@ -28,6 +28,7 @@ use mandato_core::processor::{ChargeRequest, ChargeResult, Enrolled, Processor, 
 use mandato_core::secret::Secret;
 
 use crate::config::AcquirerLimits;
+use mandato_store::acquirer_calls::{self, AcquirerCall};
 
 mod webpay_plus;
 
@@ -51,8 +52,34 @@ pub const BUY_ORDER_MAX: usize = 26;
 pub const USERNAME_MAX: usize = 40;
 pub const EMAIL_MAX: usize = 100;
 
+/// What a call is, for the acquirer call log: the operation and the buy order it concerns
+/// (an answer's own `buy_order` stands in when the request names none).
+#[derive(Clone, Copy)]
+struct Op<'a> {
+    name: &'static str,
+    reference: Option<&'a str>,
+}
+
+impl<'a> Op<'a> {
+    fn new(name: &'static str) -> Op<'a> {
+        Op {
+            name,
+            reference: None,
+        }
+    }
+
+    fn about(name: &'static str, reference: &'a str) -> Op<'a> {
+        Op {
+            name,
+            reference: Some(reference),
+        }
+    }
+}
+
 /// A commerce's Oneclick Mall: its codes, its key and where its API is.
 pub struct Oneclick {
+    /// Whose calls these are, and where they are logged (`acquirer_calls`).
+    log: CallLog,
     base_url: String,
     codes: TransbankCodes,
     secret: Secret<String>,
@@ -180,8 +207,75 @@ pub fn method_of(card_type: &str) -> PaymentMethod {
     }
 }
 
+/// Where each call to Transbank is logged: kept in memory while its futures run, then written
+/// in one transaction when the blocking call that made them returns.
+pub struct CallLog {
+    commerce_id: i64,
+    /// `None`: a client without a database (the live test), whose calls are only traced.
+    store: Option<std::sync::Arc<mandato_store::Store>>,
+    clock: std::sync::Arc<dyn mandato_core::clock::Clock>,
+    pending: std::sync::Mutex<Vec<AcquirerCall>>,
+}
+
+impl CallLog {
+    pub fn new(
+        commerce_id: i64,
+        store: std::sync::Arc<mandato_store::Store>,
+        clock: std::sync::Arc<dyn mandato_core::clock::Clock>,
+    ) -> CallLog {
+        CallLog {
+            commerce_id,
+            store: Some(store),
+            clock,
+            pending: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A log that keeps nothing: for a client used without an installation's database.
+    pub fn unkept() -> CallLog {
+        CallLog {
+            commerce_id: 0,
+            store: None,
+            clock: std::sync::Arc::new(mandato_core::clock::SystemClock),
+            pending: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    fn keep(&self, call: AcquirerCall) {
+        if self.store.is_none() {
+            return;
+        }
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(call);
+    }
+
+    /// Writes the calls kept so far. The log is diagnostic: a failed write is itself logged,
+    /// never an error of the payment that made the call.
+    fn flush(&self) {
+        let Some(store) = &self.store else {
+            return;
+        };
+        let calls = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
+        if calls.is_empty() {
+            return;
+        }
+        let written = store.write(|tx| {
+            for call in &calls {
+                acquirer_calls::insert(tx, call)?;
+            }
+            Ok(())
+        });
+        if let Err(e) = written {
+            tracing::warn!(error = %e, calls = calls.len(), "acquirer calls not logged");
+        }
+    }
+}
+
 impl Oneclick {
     pub fn new(
+        log: CallLog,
         base_url: &str,
         codes: TransbankCodes,
         secret: Secret<String>,
@@ -190,6 +284,7 @@ impl Oneclick {
         limits: AcquirerLimits,
     ) -> Oneclick {
         Oneclick {
+            log,
             base_url: base_url.trim_end_matches('/').to_string(),
             codes,
             secret,
@@ -202,36 +297,104 @@ impl Oneclick {
         }
     }
 
+    /// Runs calls to Transbank to their end on this (non-async) thread, then logs them.
+    fn run<F: std::future::Future>(&self, calls: F) -> F::Output {
+        let output = self.runtime.block_on(calls);
+        self.log.flush();
+        output
+    }
+
     /// One call to Oneclick Mall, blocking this (non-async) thread until it answers.
     fn call(
         &self,
+        op: Op<'_>,
         method: reqwest::Method,
         path: &str,
         body: Option<Value>,
     ) -> Result<Answer, ProcessorError> {
-        self.runtime.block_on(self.send(method, path, body))
+        self.run(self.send(op, method, path, body))
     }
 
     /// One call to Oneclick Mall: its answer, a refusal (4xx), or an unknown outcome.
     async fn send(
         &self,
+        op: Op<'_>,
         method: reqwest::Method,
         path: &str,
         body: Option<Value>,
     ) -> Result<Answer, ProcessorError> {
-        self.send_to(Product::OneclickMall, method, path, body)
+        self.send_to(Product::OneclickMall, op, method, path, body)
             .await
     }
 
     /// One call to a Transbank product: its answer, a refusal (4xx), or an unknown outcome.
+    /// Every call is kept for the call log with its status, response code and duration.
     async fn send_to(
+        &self,
+        product: Product,
+        op: Op<'_>,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Answer, ProcessorError> {
+        let started = Instant::now();
+        let (answer, http_status, answered) = self.exchange(product, method, path, body).await;
+        let value = match &answer {
+            Ok(Answer::Ok(value)) => Some(value),
+            _ => None,
+        };
+        let response_code = value.and_then(|v| {
+            v["response_code"]
+                .as_i64()
+                .or(v["details"][0]["response_code"].as_i64())
+        });
+        let reference = op
+            .reference
+            .map(str::to_string)
+            .or_else(|| value.and_then(|v| v["buy_order"].as_str().map(str::to_string)));
+        self.log.keep(AcquirerCall {
+            commerce_id: self.log.commerce_id,
+            operation: op.name.to_string(),
+            reference,
+            http_status,
+            response_code,
+            duration_ms: started.elapsed().as_millis().min(i64::MAX as u128) as i64,
+            error: match &answer {
+                Err(e) => Some(e.to_string()),
+                Ok(Answer::Refused { message, .. }) => Some(message.clone()),
+                Ok(Answer::Ok(_)) => None,
+            }
+            .filter(|_| !answered || http_status.is_some_and(|s| s >= 400)),
+            created_at: mandato_core::clock::timestamp(self.log.clock.now()),
+        });
+        answer
+    }
+
+    /// The HTTP exchange of a call: its outcome, the HTTP status when one arrived, and
+    /// whether an answer arrived at all.
+    async fn exchange(
         &self,
         product: Product,
         method: reqwest::Method,
         path: &str,
         body: Option<Value>,
-    ) -> Result<Answer, ProcessorError> {
-        let (root, code) = match product {
+    ) -> (Result<Answer, ProcessorError>, Option<i64>, bool) {
+        let answer = self.answer(product, method, path, body).await;
+        match answer {
+            Ok((answer, status)) => (answer, Some(i64::from(status)), true),
+            Err(e) => (Err(e), None, false),
+        }
+    }
+
+    /// Sends a call and reads its answer: `Err` only when no answer arrived.
+    async fn answer(
+        &self,
+        product: Product,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<(Result<Answer, ProcessorError>, u16), ProcessorError> {
+        let (root, commerce_code) = match product {
             Product::OneclickMall => (ONECLICK_PATH, &self.codes.mall),
             Product::WebpayPlus => (WEBPAY_PATH, &self.codes.webpay),
         };
@@ -240,7 +403,7 @@ impl Oneclick {
             .client
             .request(method.clone(), &url)
             .timeout(self.limits.timeout)
-            .header("Tbk-Api-Key-Id", code.as_str())
+            .header("Tbk-Api-Key-Id", commerce_code.as_str())
             .header("Tbk-Api-Key-Secret", self.secret.expose())
             .header("Content-Type", "application/json");
         if let Some(body) = body {
@@ -265,15 +428,16 @@ impl Oneclick {
             }
         };
         tracing::info!(%method, path = %redacted(product, path), status = status.as_u16(), elapsed_ms = elapsed, "transbank call");
+        let code = status.as_u16();
         if status.is_success() {
             let value = if text.trim().is_empty() {
-                Value::Null
+                Ok(Answer::Ok(Value::Null))
             } else {
-                serde_json::from_str(&text).map_err(|e| {
+                serde_json::from_str(&text).map(Answer::Ok).map_err(|e| {
                     ProcessorError::Unavailable(format!("transbank answered no JSON: {e}"))
-                })?
+                })
             };
-            return Ok(Answer::Ok(value));
+            return Ok((value, code));
         }
         let message = serde_json::from_str::<Value>(&text)
             .ok()
@@ -286,15 +450,21 @@ impl Oneclick {
             .unwrap_or_default();
         // 401/403 (a wrong key or code) and 5xx say nothing of the customer: the outcome
         // stays unknown and is asked for again, rather than declining anyone for our error.
-        if status.is_client_error() && !matches!(status.as_u16(), 401 | 403 | 408 | 429) {
-            return Ok(Answer::Refused {
-                status: status.as_u16(),
-                message,
-            });
+        if status.is_client_error() && !matches!(code, 401 | 403 | 408 | 429) {
+            return Ok((
+                Ok(Answer::Refused {
+                    status: code,
+                    message,
+                }),
+                code,
+            ));
         }
-        Err(ProcessorError::Unavailable(format!(
-            "transbank answered {status}: {message}"
-        )))
+        Ok((
+            Err(ProcessorError::Unavailable(format!(
+                "transbank answered {status}: {message}"
+            ))),
+            code,
+        ))
     }
 
     /// Starts an inscription for `username` (our `internalUserId`); Transbank brings the
@@ -310,7 +480,12 @@ impl Oneclick {
             "email": truncate(email, EMAIL_MAX),
             "response_url": response_url,
         });
-        match self.call(reqwest::Method::POST, "/inscriptions", Some(body))? {
+        match self.call(
+            Op::new("oneclick.inscription.start"),
+            reqwest::Method::POST,
+            "/inscriptions",
+            Some(body),
+        )? {
             Answer::Ok(value) => serde_json::from_value(value).map_err(|e| {
                 ProcessorError::Unavailable(format!("transbank inscription answer: {e}"))
             }),
@@ -323,7 +498,12 @@ impl Oneclick {
     /// Finishes the inscription `token` after the customer came back from Webpay.
     pub fn finish_inscription(&self, token: &str) -> Result<InscriptionOutcome, ProcessorError> {
         let path = format!("/inscriptions/{}", path_segment(token));
-        let value = match self.call(reqwest::Method::PUT, &path, None)? {
+        let value = match self.call(
+            Op::new("oneclick.inscription.finish"),
+            reqwest::Method::PUT,
+            &path,
+            None,
+        )? {
             Answer::Ok(value) => value,
             Answer::Refused { status, message } => {
                 return Err(ProcessorError::Refused(format!(
@@ -360,7 +540,12 @@ impl Oneclick {
     /// Deletes an inscription at Transbank (the card is no longer used by any mandate).
     pub fn delete_inscription(&self, username: &str, tbk_user: &str) -> Result<(), ProcessorError> {
         let body = json!({ "username": username, "tbk_user": tbk_user });
-        match self.call(reqwest::Method::DELETE, "/inscriptions", Some(body))? {
+        match self.call(
+            Op::new("oneclick.inscription.delete"),
+            reqwest::Method::DELETE,
+            "/inscriptions",
+            Some(body),
+        )? {
             Answer::Ok(_) => Ok(()),
             Answer::Refused { status, message } => Err(ProcessorError::Refused(format!(
                 "transbank refused to delete the inscription ({status}): {message}"
@@ -375,7 +560,15 @@ impl Oneclick {
     ) -> Result<Option<ChargeResult>, ProcessorError> {
         let (parent, child) = buy_orders(idempotency_key);
         let path = format!("/transactions/{parent}");
-        match self.send(reqwest::Method::GET, &path, None).await? {
+        match self
+            .send(
+                Op::about("oneclick.status", &parent),
+                reqwest::Method::GET,
+                &path,
+                None,
+            )
+            .await?
+        {
             Answer::Ok(value) => self.outcome(value, &child).map(Some),
             // `buy_order_not_found`: the authorization never reached Transbank.
             Answer::Refused { message, .. } if message.contains("not found") => Ok(None),
@@ -440,7 +633,12 @@ impl Oneclick {
             }],
         });
         match self
-            .send(reqwest::Method::POST, "/transactions", Some(body))
+            .send(
+                Op::about("oneclick.authorize", &parent),
+                reqwest::Method::POST,
+                "/transactions",
+                Some(body),
+            )
             .await?
         {
             Answer::Ok(value) => self.outcome(value, &child),
@@ -470,7 +668,7 @@ impl Processor for Oneclick {
     }
 
     fn charge(&self, request: &ChargeRequest<'_>) -> Result<ChargeResult, ProcessorError> {
-        self.runtime.block_on(self.authorize(request))
+        self.run(self.authorize(request))
     }
 
     /// Up to `in_flight` authorizations at once, answered in the requests' order: a page of
@@ -480,7 +678,7 @@ impl Processor for Oneclick {
         requests: &[ChargeRequest<'_>],
     ) -> Vec<Result<ChargeResult, ProcessorError>> {
         use futures_util::stream::{self, StreamExt};
-        self.runtime.block_on(
+        self.run(
             stream::iter(requests.iter().map(|r| self.authorize(r)))
                 .buffered(self.limits.in_flight)
                 .collect(),
@@ -488,7 +686,7 @@ impl Processor for Oneclick {
     }
 
     fn status(&self, idempotency_key: &str) -> Result<Option<ChargeResult>, ProcessorError> {
-        self.runtime.block_on(self.status_of(idempotency_key))
+        self.run(self.status_of(idempotency_key))
     }
 
     /// Twice the call limit: a send cut by a crash is still processed at Transbank after our
@@ -508,7 +706,12 @@ impl Processor for Oneclick {
             "amount": amount.amount().trunc().to_string().parse::<i64>().unwrap_or(0),
         });
         let path = format!("/transactions/{parent}/refunds");
-        match self.call(reqwest::Method::POST, &path, Some(body))? {
+        match self.call(
+            Op::about("oneclick.refund", &parent),
+            reqwest::Method::POST,
+            &path,
+            Some(body),
+        )? {
             Answer::Ok(value) => match value["type"].as_str() {
                 Some("REVERSED" | "NULLIFIED") => Ok(()),
                 other => Err(ProcessorError::Unavailable(format!(
@@ -524,8 +727,7 @@ impl Processor for Oneclick {
 
     /// Oneclick answers every authorization at once; nothing is left to settle.
     fn settle(&self, idempotency_key: &str) -> Result<ChargeResult, ProcessorError> {
-        self.runtime
-            .block_on(self.status_of(idempotency_key))?
+        self.run(self.status_of(idempotency_key))?
             .ok_or_else(|| ProcessorError::Refused("unknown charge".into()))
     }
 }

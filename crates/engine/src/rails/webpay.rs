@@ -213,7 +213,7 @@ fn give_back(
     authorization_code: &str,
     now: DateTime<Utc>,
 ) -> Result<Applied> {
-    match oneclick.webpay_refund(&payment.token, payment.amount) {
+    match oneclick.webpay_refund(&payment.token, &payment.buy_order, payment.amount) {
         Ok(()) => {
             end(
                 store,

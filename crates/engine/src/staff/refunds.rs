@@ -139,7 +139,7 @@ impl Engine {
             ));
         };
         Ok(Box::new(move || {
-            oneclick.webpay_refund(&paid.token, paid.amount)
+            oneclick.webpay_refund(&paid.token, &paid.buy_order, paid.amount)
         }))
     }
 }

@@ -1,6 +1,7 @@
 //! The staff API under `/admin/api`, used by the UI: sessions with an HttpOnly cookie and a
 //! CSRF header, roles enforced on every operation, and a guard against other origins.
 
+pub mod acquirer_calls;
 pub mod acquirers;
 pub mod audit;
 pub mod backups;
@@ -69,6 +70,7 @@ pub fn router(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(acquirers::list))
         .routes(routes!(acquirers::set, acquirers::remove))
         .routes(routes!(fees::list))
+        .routes(routes!(acquirer_calls::list))
         .routes(routes!(fees::set, fees::reset))
         .routes(routes!(calendar::set_charging_rule))
         .routes(routes!(calendar::list_holidays, calendar::add_holiday))

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use mandato_core::domain::state::PaymentMethod;
 use mandato_core::processor::ProcessorError;
 
-use super::{Answer, Oneclick, Product};
+use super::{Answer, Oneclick, Op, Product};
 
 /// `ApiConstants.SESSION_ID_LENGTH` and `RETURN_URL_LENGTH`.
 const SESSION_ID_MAX: usize = 61;
@@ -86,7 +86,12 @@ impl Oneclick {
             "amount": amount,
             "return_url": return_url,
         });
-        match self.webpay_call(reqwest::Method::POST, "/transactions", Some(body))? {
+        match self.webpay_call(
+            Op::about("webpay.create", buy_order),
+            reqwest::Method::POST,
+            "/transactions",
+            Some(body),
+        )? {
             Answer::Ok(value) => serde_json::from_value(value)
                 .map_err(|e| ProcessorError::Unavailable(format!("transbank create answer: {e}"))),
             Answer::Refused { status, message } => Err(ProcessorError::Refused(format!(
@@ -100,7 +105,7 @@ impl Oneclick {
     /// crash after the first commit) is answered with its status.
     pub fn webpay_commit(&self, token: &str) -> Result<WebpayOutcome, ProcessorError> {
         let path = format!("/transactions/{}", super::path_segment(token));
-        match self.webpay_call(reqwest::Method::PUT, &path, None)? {
+        match self.webpay_call(Op::new("webpay.commit"), reqwest::Method::PUT, &path, None)? {
             Answer::Ok(value) => outcome(value),
             Answer::Refused { .. } => self.webpay_status(token),
         }
@@ -109,7 +114,7 @@ impl Oneclick {
     /// What Transbank holds for the transaction `token` (`transaction.py` `status`).
     pub fn webpay_status(&self, token: &str) -> Result<WebpayOutcome, ProcessorError> {
         let path = format!("/transactions/{}", super::path_segment(token));
-        match self.webpay_call(reqwest::Method::GET, &path, None)? {
+        match self.webpay_call(Op::new("webpay.status"), reqwest::Method::GET, &path, None)? {
             Answer::Ok(value) => outcome(value),
             Answer::Refused { message, .. } if message.contains("max time") => {
                 Ok(WebpayOutcome::Expired)
@@ -122,10 +127,20 @@ impl Oneclick {
 
     /// Gives back `amount` whole pesos of the transaction `token` (`transaction.py`
     /// `refund`); "already fully refunded" means an earlier request of ours went through.
-    pub fn webpay_refund(&self, token: &str, amount: i64) -> Result<(), ProcessorError> {
+    pub fn webpay_refund(
+        &self,
+        token: &str,
+        buy_order: &str,
+        amount: i64,
+    ) -> Result<(), ProcessorError> {
         let path = format!("/transactions/{}/refunds", super::path_segment(token));
         let body = json!({ "amount": amount });
-        match self.webpay_call(reqwest::Method::POST, &path, Some(body))? {
+        match self.webpay_call(
+            Op::about("webpay.refund", buy_order),
+            reqwest::Method::POST,
+            &path,
+            Some(body),
+        )? {
             Answer::Ok(value) => match value["type"].as_str() {
                 Some("REVERSED" | "NULLIFIED") => Ok(()),
                 other => Err(ProcessorError::Unavailable(format!(
@@ -141,12 +156,12 @@ impl Oneclick {
 
     fn webpay_call(
         &self,
+        op: Op<'_>,
         method: reqwest::Method,
         path: &str,
         body: Option<Value>,
     ) -> Result<Answer, ProcessorError> {
-        self.runtime
-            .block_on(self.send_to(Product::WebpayPlus, method, path, body))
+        self.run(self.send_to(Product::WebpayPlus, op, method, path, body))
     }
 }
 
