@@ -663,3 +663,56 @@ async fn staff_see_the_ledger_export_it_and_reconcile_with_an_audit_record() {
         1
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn settlements_of_the_largest_amounts_add_up_exactly() {
+    let mut app = spawn_app().await;
+    app.login().await;
+    app.create_customer("cust-big", &rut(13_131_313)).await;
+    const LARGEST: i64 = 99_999_999_999_999;
+    let items: Vec<Value> = (1..=15)
+        .map(|n| {
+            json!({"id": format!("c{n}"), "amount": LARGEST, "currencyId": "CLP",
+                   "installmentDueDate": app.date_in(5)})
+        })
+        .collect();
+    let payload = app
+        .create_mandate(&json!({
+            "customer": {"userId": "cust-big"},
+            "mandate": {"id": "M-BIG", "type": "DYNAMIC", "name": "Grande",
+                        "charges": {"currencyId": "CLP"}},
+            "installments": items,
+            "urls": {"activationWebhook": "https://merchant.example/hooks/activation",
+                     "paymentWebhook": "https://merchant.example/hooks/payment"}
+        }))
+        .await;
+    let mandate = payload["mandate"]["internalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let ids: Vec<String> = payload["installments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["internalId"].as_str().unwrap().to_string())
+        .collect();
+    let today = app.today().to_string();
+    for id in &ids {
+        app.put(
+            "/installments/status/change",
+            &json!({"product": {"internalId": mandate}, "installments": {"internalIds": [id]},
+                    "action": "PAYMENT",
+                    "payment": {"date": today, "amount": LARGEST, "currencyId": "CLP"}}),
+        )
+        .await
+        .expect(200, "INSTALLMENTS_STATUS_CHANGE_OK");
+    }
+    let settlements = app.get("/ledger/settlements").await;
+    settlements.expect(200, "LEDGER_SETTLEMENTS_OK");
+    let row = &settlements.body["payload"]["items"][0];
+    assert_eq!(row["count"], 15, "{row}");
+    // 15 × 99,999,999,999,999 = 1,499,999,999,999,985: beyond an i64 in ten-thousandths.
+    assert_eq!(row["gross"].to_string(), "1499999999999985", "{row}");
+    assert_eq!(row["net"].to_string(), "1499999999999985", "{row}");
+    let _ = &mut app;
+}

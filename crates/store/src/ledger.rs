@@ -194,39 +194,62 @@ pub fn settlements<'c>(
     to: Option<&str>,
 ) -> db::Result<Vec<SettlementRow>> {
     let db = db.into();
-    // PostgreSQL's sum of BIGINT is NUMERIC: cast back (the e4 sums fit, as SQLite's do), and
-    // order the texts as bytes, as SQLite does, whatever the database's collation.
+    // One entry's e4 amount fits an i64, but fifteen of the largest do not: each column is
+    // summed as its whole part above 10^8 and the rest, which cannot overflow before about
+    // 10^9 entries in one group, and put back together exactly in 128 bits. PostgreSQL's
+    // sum of BIGINT is NUMERIC: the parts are cast back. Texts order as bytes, as SQLite's do,
+    // whatever the database's collation.
+    const SPLIT: &str = "100000000";
+    let parts = |column: &str, cast: bool| {
+        let (open, close) = if cast {
+            ("CAST(", " AS BIGINT)")
+        } else {
+            ("", "")
+        };
+        format!("{open}sum({column} / {SPLIT}){close}, {open}sum({column} % {SPLIT}){close}")
+    };
     let sql = match db.backend() {
-        Backend::Sqlite => {
-            "SELECT business_date, payment_method, currency, sum(amount_e4), sum(fee_e4),
-                sum(net_e4), count(*)
+        Backend::Sqlite => format!(
+            "SELECT business_date, payment_method, currency, {}, {}, {}, count(*)
          FROM ledger_entries
          WHERE commerce_id = ?1 AND kind <> 'ANNULMENT'
            AND (?2 IS NULL OR business_date >= ?2) AND (?3 IS NULL OR business_date <= ?3)
          GROUP BY business_date, payment_method, currency
-         ORDER BY business_date, payment_method, currency"
-        }
-        Backend::Postgres => {
-            "SELECT business_date, payment_method, currency, CAST(sum(amount_e4) AS BIGINT),
-                CAST(sum(fee_e4) AS BIGINT), CAST(sum(net_e4) AS BIGINT), count(*)
+         ORDER BY business_date, payment_method, currency",
+            parts("amount_e4", false),
+            parts("fee_e4", false),
+            parts("net_e4", false)
+        ),
+        Backend::Postgres => format!(
+            "SELECT business_date, payment_method, currency, {}, {}, {}, count(*)
          FROM ledger_entries
          WHERE commerce_id = ?1 AND kind <> 'ANNULMENT'
            AND (CAST(?2 AS TEXT) IS NULL OR business_date >= ?2)
            AND (CAST(?3 AS TEXT) IS NULL OR business_date <= ?3)
          GROUP BY business_date, payment_method, currency
-         ORDER BY business_date COLLATE \"C\", payment_method COLLATE \"C\", currency COLLATE \"C\""
-        }
+         ORDER BY business_date COLLATE \"C\", payment_method COLLATE \"C\", currency COLLATE \"C\"",
+            parts("amount_e4", true),
+            parts("fee_e4", true),
+            parts("net_e4", true)
+        ),
     };
-    db.query_map(sql, &params![commerce_id, from, to], |r| {
+    let joined = |r: &db::Row<'_>, at: usize| -> db::Result<Decimal> {
+        let (high, low): (i64, i64) = (r.get(at)?, r.get(at + 1)?);
+        let units = i128::from(high) * 100_000_000 + i128::from(low);
+        Ok(Decimal::try_from_i128_with_scale(units, 4)
+            .map_err(|_| db::Error::column(at, units.to_string()))?
+            .normalize())
+    };
+    db.query_map(&sql, &params![commerce_id, from, to], |r| {
         let currency: String = r.get(2)?;
         Ok(SettlementRow {
             business_date: r.get(0)?,
             payment_method: r.get(1)?,
             currency: Currency::parse(&currency).ok_or_else(|| db::Error::column(2, currency))?,
-            gross: from_e4(r.get(3)?),
-            fees: from_e4(r.get(4)?),
-            net: from_e4(r.get(5)?),
-            count: r.get(6)?,
+            gross: joined(r, 3)?,
+            fees: joined(r, 5)?,
+            net: joined(r, 7)?,
+            count: r.get(9)?,
         })
     })
 }
