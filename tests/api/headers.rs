@@ -192,6 +192,13 @@ async fn a_correlation_id_cannot_be_reused() {
         .await;
     again.expect(400, "CORRELATION_ID_REUSED");
     assert_eq!(again.error_fields(), ["header.correlationId"]);
+    // The same UUID in capitals is the same id.
+    let upper = id.to_ascii_uppercase();
+    app.request_with(Method::GET, "/mandate/id/none", None, |h| {
+        set(h, "correlationId", &upper)
+    })
+    .await
+    .expect(400, "CORRELATION_ID_REUSED");
     // Still refused once written to the database.
     app.running.state.audit.flush();
     let later = app

@@ -243,7 +243,9 @@ fn admit(
             "the channel is not agreed for this commerce",
         ));
     }
-    match state.reserve_correlation(commerce.id, &valid.correlation_id)? {
+    // A UUID names the same value in either case: the claim is on its lower-case form, so an
+    // upper-cased copy of a used id is a replay too.
+    match state.reserve_correlation(commerce.id, &valid.correlation_id.to_ascii_lowercase())? {
         Reservation::Fresh => {}
         Reservation::Replayed => {
             return Err(Error::refused_at(

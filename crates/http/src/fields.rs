@@ -152,13 +152,30 @@ pub fn customer_ref(
     })
 }
 
+/// A URL as stored and later sent as written: the URL parser drops tabs and line breaks and
+/// takes credentials, so the text itself must hold no control or separator character
+/// (CR, LF, TAB, NUL, U+2028...) and the URL no `user:password@`.
+fn plain_url(text: &str) -> Option<url::Url> {
+    let invisible = |c: char| {
+        c.is_control()
+            || matches!(
+                c,
+                '\u{2028}' | '\u{2029}' | '\u{200b}'..='\u{200f}' | '\u{feff}'
+            )
+    };
+    if text.len() > 2048 || text.chars().any(invisible) {
+        return None;
+    }
+    url::Url::parse(text)
+        .ok()
+        .filter(|u| u.username().is_empty() && u.password().is_none())
+}
+
 /// A webhook URL: `https://` with a host, at most 2048 characters.
 pub fn https_url(value: Option<&String>, field: &str, errors: &mut FieldErrors) -> Option<String> {
     let text = value?.trim();
-    match url::Url::parse(text) {
-        Ok(u) if u.scheme() == "https" && u.host().is_some() && text.len() <= 2048 => {
-            Some(text.to_string())
-        }
+    match plain_url(text) {
+        Some(u) if u.scheme() == "https" && u.host().is_some() => Some(text.to_string()),
         _ => {
             errors.push(field, "INVALID_URL", "must be an https:// URL");
             None
@@ -199,13 +216,13 @@ pub fn callback_url(
     errors: &mut FieldErrors,
 ) -> Option<String> {
     let text = value?.trim();
-    let ok = match url::Url::parse(text) {
-        Ok(u) if text.len() <= 2048 => match u.scheme() {
+    let ok = match plain_url(text) {
+        Some(u) => match u.scheme() {
             "https" => u.host().is_some(),
             "http" => matches!(u.host_str(), Some("localhost" | "127.0.0.1" | "[::1]")),
             _ => false,
         },
-        _ => false,
+        None => false,
     };
     if ok {
         Some(text.to_string())
@@ -216,6 +233,41 @@ pub fn callback_url(
             "must be an https:// URL (or http://localhost)",
         );
         None
+    }
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::*;
+
+    #[test]
+    fn urls_with_hidden_characters_or_credentials_are_refused() {
+        for bad in [
+            "https://merchant.example/hook\r\nX-Injected: 1",
+            "https://merchant.example/ho\tok",
+            "https://merchant.example/hook\u{0}",
+            "https://merchant.example/ho\u{2028}ok",
+            "https://merchant.example/ho\u{200b}ok",
+            "https://user:pass@merchant.example/hook",
+            "https://user@merchant.example/hook",
+        ] {
+            let mut errors = FieldErrors::new();
+            assert!(
+                https_url(Some(&bad.to_string()), "url", &mut errors).is_none(),
+                "{bad:?}"
+            );
+            assert!(
+                callback_url(Some(&bad.to_string()), "url", &mut errors).is_none(),
+                "{bad:?}"
+            );
+        }
+        let mut errors = FieldErrors::new();
+        let good = "https://merchant.example/hook?x=1".to_string();
+        assert_eq!(
+            https_url(Some(&good), "url", &mut errors),
+            Some(good.clone())
+        );
+        assert_eq!(callback_url(Some(&good), "url", &mut errors), Some(good));
     }
 }
 

@@ -103,11 +103,22 @@ pub async fn request_time_limit(
     }
 }
 
+/// The host of a `Host` header without its port. A "port" that is not digits
+/// (`localhost:evil.example`) is no port: the whole value is the host, and it is no loopback
+/// name.
 fn host_without_port(host: &str) -> &str {
+    let is_port = |port: &str| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit());
     if let Some(rest) = host.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or(rest);
+        return match rest.split_once(']') {
+            Some((ip, "")) => ip,
+            Some((ip, tail)) if tail.strip_prefix(':').is_some_and(is_port) => ip,
+            _ => host,
+        };
     }
-    host.rsplit_once(':').map_or(host, |(name, _)| name)
+    match host.rsplit_once(':') {
+        Some((name, port)) if is_port(port) => name,
+        _ => host,
+    }
 }
 
 fn is_loopback_name(host: &str) -> bool {
@@ -132,6 +143,11 @@ mod tests {
             ("evil.example:7420", false),
             ("localhost.evil.example", false),
             ("10.0.0.1", false),
+            ("localhost:evil.example", false),
+            ("localhost:", false),
+            ("[::1]evil", false),
+            ("[::1]:evil", false),
+            ("127.0.0.1:80x", false),
         ] {
             assert_eq!(is_loopback_name(host_without_port(host)), ok, "{host}");
         }

@@ -113,7 +113,7 @@ pub async fn create_user(
 }
 
 /// A required, non-blank text of at most `max` characters, shown to people as it is
-/// (`domain::text`: no control or text-direction characters).
+/// (`domain::text`: no control, text-direction or invisible characters).
 pub fn required_text(
     value: Option<&String>,
     field: &str,

@@ -65,10 +65,6 @@ fn e4(amount: Decimal) -> mandato_core::error::Result<i64> {
     })
 }
 
-fn from_e4(units: i64) -> Decimal {
-    Decimal::new(units, 4).normalize()
-}
-
 /// Appends an entry; returns its id (`led_...`).
 pub fn insert<'c>(db: impl Into<Db<'c>>, e: &NewEntry<'_>) -> mandato_core::error::Result<String> {
     let id = mandato_core::ids::new_id("led");

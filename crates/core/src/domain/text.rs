@@ -8,7 +8,12 @@
 //!   shown in lists and exported one row each), so line breaks and tabs are refused everywhere;
 //! - the bidirectional controls (U+202A to U+202E, U+2066 to U+2069) and the invisible
 //!   direction marks (U+200E, U+200F, U+061C): they reorder what is displayed, so a name could
-//!   read differently from what is stored ("Trojan Source"), and no name needs them.
+//!   read differently from what is stored ("Trojan Source"), and no name needs them;
+//! - the invisible characters that show nothing at all: the zero-width space (U+200B), the
+//!   word joiner and invisible operators (U+2060 to U+2064), the byte-order mark (U+FEFF) and
+//!   the Mongolian vowel separator (U+180E), with which two names that look the same differ;
+//!   and the line and paragraph separators (U+2028, U+2029), which break lines as LF does.
+//!   The zero-width joiner and non-joiner stay: emoji and several scripts are written with them.
 //!
 //! Leading and trailing spaces are trimmed by the callers before this rule applies.
 
@@ -29,7 +34,7 @@ impl fmt::Display for RefusedCharacter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "must not contain control or text-direction characters (U+{:04X} at position {})",
+            "must not contain control, text-direction or invisible characters (U+{:04X} at position {})",
             u32::from(self.character),
             self.position
         )
@@ -43,7 +48,17 @@ pub fn is_refused(c: char) -> bool {
     c.is_control()
         || matches!(
             c,
-            '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}'
+            '\u{202A}'..='\u{202E}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{200E}'
+                | '\u{200F}'
+                | '\u{061C}'
+                | '\u{200B}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{2060}'..='\u{2064}'
+                | '\u{FEFF}'
+                | '\u{180E}'
         )
 }
 
@@ -128,6 +143,10 @@ mod tests {
             ("\u{202A}x", '\u{202A}', 0),
             ("x\u{2066}y\u{2069}", '\u{2066}', 1),
             ("x\u{2069}", '\u{2069}', 1),
+            ("Plan\u{200B}", '\u{200B}', 4),
+            ("Plan\u{2028}mensual", '\u{2028}', 4),
+            ("\u{FEFF}Plan", '\u{FEFF}', 0),
+            ("P\u{2060}lan", '\u{2060}', 1),
             ("Ana\u{200E}", '\u{200E}', 3),
             ("Ana\u{200F}", '\u{200F}', 3),
             ("Ana\u{061C}", '\u{061C}', 3),
