@@ -14,6 +14,7 @@ mod desk_sign_in;
 mod engines;
 mod fees;
 mod files;
+mod fintoc;
 mod headers;
 mod hostile_http;
 mod hostile_input;

@@ -236,6 +236,27 @@ pub fn callback_url(
     }
 }
 
+/// A JSON integer: also written with a zero fraction (`5.0`), as JSON Schema counts it.
+pub fn json_integer<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<i64>, D::Error> {
+    use serde::de::{Error, Unexpected};
+    let Some(number) = json_number(deserializer)? else {
+        return Ok(None);
+    };
+    if let Some(n) = number.as_i64() {
+        return Ok(Some(n));
+    }
+    match number.as_f64() {
+        Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(Some(f as i64)),
+        Some(f) => Err(D::Error::invalid_value(Unexpected::Float(f), &"an integer")),
+        None => Err(D::Error::invalid_value(
+            Unexpected::Other("number"),
+            &"an integer",
+        )),
+    }
+}
+
 #[cfg(test)]
 mod url_tests {
     use super::*;
@@ -268,26 +289,5 @@ mod url_tests {
             Some(good.clone())
         );
         assert_eq!(callback_url(Some(&good), "url", &mut errors), Some(good));
-    }
-}
-
-/// A JSON integer: also written with a zero fraction (`5.0`), as JSON Schema counts it.
-pub fn json_integer<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<i64>, D::Error> {
-    use serde::de::{Error, Unexpected};
-    let Some(number) = json_number(deserializer)? else {
-        return Ok(None);
-    };
-    if let Some(n) = number.as_i64() {
-        return Ok(Some(n));
-    }
-    match number.as_f64() {
-        Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(Some(f as i64)),
-        Some(f) => Err(D::Error::invalid_value(Unexpected::Float(f), &"an integer")),
-        None => Err(D::Error::invalid_value(
-            Unexpected::Other("number"),
-            &"an integer",
-        )),
     }
 }
