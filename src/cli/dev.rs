@@ -72,7 +72,8 @@ pub fn error_name(error: &anyhow::Error) -> String {
 /// Reports a failed command: with `--json`, one object `{"error": {"name", "message"}}` on
 /// stdout (scripts read stdout); otherwise `error: ...` on stderr. Either way exit code 1.
 pub fn report(json_mode: bool, error: &anyhow::Error) -> std::process::ExitCode {
-    tracing::error!("{error:#}");
+    // Said once: the error line below (or the JSON) is the report; the log keeps it at debug.
+    tracing::debug!("{error:#}");
     if json_mode {
         let message = match error.downcast_ref::<CliError>() {
             Some(e) => e.message.clone(),

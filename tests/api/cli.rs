@@ -251,11 +251,22 @@ fn refusals_are_errors_with_a_message() {
     );
     let again = run(&["commerce", "add", "--code", "SHOP", "--name", "B"]);
     assert!(!again.status.success());
-    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+    let said = String::from_utf8_lossy(&again.stderr).to_string();
+    assert!(said.contains("already exists"), "{said}");
+    assert_eq!(
+        said.matches("already exists").count(),
+        1,
+        "said once: {said}"
+    );
     let unknown = run(&["apikey", "create", "--commerce", "NOPE"]);
     assert!(!unknown.status.success());
     let bad_code = run(&["commerce", "add", "--code", "bad code!", "--name", "C"]);
     assert!(!bad_code.status.success());
+    // An unknown event is named as such, not as a generic failure.
+    let resend = run(&["--json", "events", "resend", "evt_nope"]);
+    assert!(!resend.status.success());
+    let answer: serde_json::Value = serde_json::from_slice(&resend.stdout).unwrap();
+    assert_eq!(answer["error"]["name"], "EVENT_NOT_FOUND", "{answer}");
 }
 
 /// Runs `mandato ARGS` with stdout a pipe whose reading end is already closed, as with

@@ -129,11 +129,15 @@ pub fn resend(
             )?)
         })
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    anyhow::ensure!(
-        scheduled,
-        "no event {event_id} with a webhook URL{}",
-        commerce.map_or(String::new(), |c| format!(" in commerce {c}"))
-    );
+    if !scheduled {
+        return Err(crate::cli::dev::fail(
+            "EVENT_NOT_FOUND",
+            format!(
+                "no event {event_id} with a webhook URL{}",
+                commerce.map_or(String::new(), |c| format!(" in commerce {c}"))
+            ),
+        ));
+    }
     if json_mode {
         crate::cli::out(format_args!(
             "{}",

@@ -63,15 +63,18 @@ pub fn resolve_commerce(store: &Store, code: Option<&str>) -> anyhow::Result<(i6
 }
 
 /// `activation,payment` → the same, checked and without repeats; empty or absent → every kind.
+/// A `trigger` scenario's name (`payment.paid`, `activation.cancelled`) stands for its kind,
+/// so the names `trigger --list` shows work here too.
 pub fn parse_types(text: Option<&str>) -> anyhow::Result<Option<String>> {
     let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
         return Ok(None);
     };
     let mut types: Vec<&str> = Vec::new();
-    for t in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+    for named in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        let t = named.split('.').next().unwrap_or(named);
         anyhow::ensure!(
             EVENT_TYPES.contains(&t),
-            "unknown event type {t:?}: use activation, payment or signature"
+            "unknown event type {named:?}: use activation, payment or signature"
         );
         if !types.contains(&t) {
             types.push(t);
@@ -531,5 +534,13 @@ mod tests {
             Some("payment,activation")
         );
         assert!(parse_types(Some("payment,refund")).is_err());
+        // `trigger`'s scenario names stand for their kinds.
+        assert_eq!(
+            parse_types(Some("payment.paid,payment.rejected"))
+                .unwrap()
+                .as_deref(),
+            Some("payment")
+        );
+        assert!(parse_types(Some("refund.paid")).is_err());
     }
 }
