@@ -265,6 +265,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/commerces/{code}/acquirer-calls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A commerce's calls to its acquirers, newest first (any staff role). */
+        get: operations["staff_get_commerces_code_acquirer_calls"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/commerces/{code}/acquirers": {
         parameters: {
             query?: never;
@@ -1752,6 +1769,35 @@ export interface components {
             /** @description Whether that PDF can be downloaded (`GET /mandates/{internalId}/document`). */
             documentAvailable: boolean;
         };
+        AcquirerCallDto: {
+            /**
+             * @description `oneclick.authorize`, `oneclick.status`, `oneclick.refund`,
+             *     `oneclick.inscription.start|finish|delete`, `webpay.create|commit|status|refund`.
+             */
+            operation: string;
+            /** @description The buy order the call concerned, when it names one. */
+            reference: string | null;
+            /**
+             * Format: int64
+             * @description Absent when no answer arrived (timeout, connection lost).
+             */
+            httpStatus: number | null;
+            /**
+             * Format: int64
+             * @description The acquirer's `response_code`, when the answer carried one.
+             */
+            responseCode: number | null;
+            /** Format: int64 */
+            durationMs: number;
+            /** @description Why the call failed. */
+            error: string | null;
+            /** Format: date-time */
+            at: string;
+        };
+        AcquirerCallsPage: {
+            items: components["schemas"]["AcquirerCallDto"][];
+            nextCursor: string | null;
+        };
         AcquirerDto: {
             /** @description `cards` (methods 3, 4, 11 and portal payments) or `bank` (methods 5, 6, 14). */
             rail: string;
@@ -2299,6 +2345,16 @@ export interface components {
             publicKey: string;
         } & {
             [key: string]: unknown;
+        };
+        Envelope_AcquirerCallsPage: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                items: components["schemas"]["AcquirerCallDto"][];
+                nextCursor: string | null;
+            };
         };
         Envelope_AcquirersDto: {
             /** Format: int32 */
@@ -6272,6 +6328,80 @@ export interface operations {
             };
             /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_get_commerces_code_acquirer_calls: {
+        parameters: {
+            query?: {
+                /** @description Only the calls about this buy order (Oneclick's parent order, Webpay Plus's order). */
+                reference?: string;
+                /** @description 1 to 500, default 50. */
+                limit?: number;
+                /** @description `nextCursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description ACQUIRER_CALLS_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_AcquirerCallsPage"];
+                };
+            };
+            /** @description Invalid filter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description COMMERCE_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
