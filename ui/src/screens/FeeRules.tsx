@@ -73,7 +73,11 @@ function RuleForm({ code, rule }: { code: string; rule: Rule }) {
             id={id("commission")}
             label={t("fees.commission")}
             value={values.commissionPercent}
-            onChange={(e) => setValues((v) => ({ ...v, commissionPercent: e.currentTarget.value }))}
+            onChange={(e) => {
+              // Read now: React clears the event's currentTarget before the updater runs.
+              const commissionPercent = e.currentTarget.value;
+              setValues((v) => ({ ...v, commissionPercent }));
+            }}
             error={errors.commissionPercent}
             inputMode="decimal"
             rightSection="%"
@@ -82,7 +86,10 @@ function RuleForm({ code, rule }: { code: string; rule: Rule }) {
             id={id("fixed")}
             label={t("fees.fixed")}
             value={values.fixed}
-            onChange={(e) => setValues((v) => ({ ...v, fixed: e.currentTarget.value }))}
+            onChange={(e) => {
+              const fixed = e.currentTarget.value;
+              setValues((v) => ({ ...v, fixed }));
+            }}
             error={errors.fixed}
             inputMode="numeric"
             leftSection="$"
@@ -92,7 +99,10 @@ function RuleForm({ code, rule }: { code: string; rule: Rule }) {
           id={id("iva")}
           label={t("fees.iva")}
           checked={values.iva}
-          onChange={(e) => setValues((v) => ({ ...v, iva: e.currentTarget.checked }))}
+          onChange={(e) => {
+            const iva = e.currentTarget.checked;
+            setValues((v) => ({ ...v, iva }));
+          }}
         />
         <Group justify="space-between">
           {rule.own ? (
