@@ -1599,7 +1599,7 @@ fn submit(
 
 /// A customer subscribes through the widget with `rut` and `password` (or rejects); answers
 /// the intent's id.
-async fn through_widget(base: &str, rut: &str, password: &str, action: &str) -> String {
+pub(crate) async fn through_widget(base: &str, rut: &str, password: &str, action: &str) -> String {
     let intent = api_post(base, "/v1/subscription_intents", None, &json!({})).await;
     assert_eq!(intent.status, 201, "{}", intent.body);
     let token = intent.body["widget_token"].as_str().unwrap();
@@ -1626,7 +1626,7 @@ async fn through_widget(base: &str, rut: &str, password: &str, action: &str) -> 
 }
 
 /// An active subscription of the first sandbox RUT; answers its id.
-async fn active_subscription(standin: &Standin, base: &str) -> String {
+pub(crate) async fn active_subscription(standin: &Standin, base: &str) -> String {
     let intent = through_widget(base, SANDBOX_RUTS[0], SANDBOX_PASSWORD, "authorize").await;
     let id = standin.intent(&intent).unwrap()["subscription"]["id"]
         .as_str()

@@ -15,6 +15,7 @@ mod engines;
 mod fees;
 mod files;
 mod fintoc;
+mod fintoc_rail;
 mod headers;
 mod hostile_http;
 mod hostile_input;

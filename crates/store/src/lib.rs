@@ -21,6 +21,7 @@ pub mod deliveries;
 pub mod dev_tools;
 pub mod events;
 pub mod fee_rules;
+pub mod fintoc;
 mod fresh_cache;
 mod group;
 #[cfg(unix)]

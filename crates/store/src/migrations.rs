@@ -103,6 +103,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0026_acquirer_calls",
         include_str!("../../../migrations/0026_acquirer_calls.sql"),
     ),
+    (
+        "0027_fintoc",
+        include_str!("../../../migrations/0027_fintoc.sql"),
+    ),
 ];
 
 /// What a migration needs that SQL cannot compute, run in its transaction right after its SQL.

@@ -28,6 +28,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0005_acquirer_calls",
         include_str!("../../../migrations/postgres/0005_acquirer_calls.sql"),
     ),
+    (
+        "0006_fintoc",
+        include_str!("../../../migrations/postgres/0006_fintoc.sql"),
+    ),
 ];
 
 /// The advisory lock's key: any constant no other application on the database uses

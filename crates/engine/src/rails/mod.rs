@@ -8,6 +8,8 @@
 //! Clients are built once per setting and kept until the setting or the installation's
 //! trusted roots change.
 
+mod calls;
+pub mod fintoc;
 pub mod transbank;
 pub mod webpay;
 
@@ -33,6 +35,8 @@ pub enum Acquirer {
     Simulated(Arc<SimulatedProcessor>),
     /// Transbank Oneclick Mall: cards inscribed on Webpay's page.
     Transbank(Arc<Oneclick>),
+    /// Fintoc Direct Debit: bank accounts authorized through Fintoc's widget.
+    Fintoc(Arc<fintoc::Fintoc>),
     /// A production rail with no acquirer, or one this installation cannot reach: nothing
     /// of the rail is offered or charged (`ACQUIRER_NOT_CONFIGURED`).
     NotConfigured,
@@ -44,6 +48,7 @@ impl Acquirer {
         match self {
             Acquirer::Simulated(p) => Some(Arc::clone(p) as Arc<dyn Processor>),
             Acquirer::Transbank(p) => Some(Arc::clone(p) as Arc<dyn Processor>),
+            Acquirer::Fintoc(p) => Some(Arc::clone(p) as Arc<dyn Processor>),
             Acquirer::NotConfigured => None,
         }
     }
@@ -167,8 +172,33 @@ impl Rails {
                     self.limits,
                 ))))
             }
-            // Fintoc Direct Debit is not reachable from this version: its rail stays unserved.
-            Some(AcquirerKind::Fintoc) | None => Ok(Acquirer::NotConfigured),
+            Some(AcquirerKind::Fintoc) => {
+                let public_key = serde_json::from_str::<serde_json::Value>(&row.terms)
+                    .ok()
+                    .and_then(|v| v["publicKey"].as_str().map(str::to_string));
+                let (Some(base_url), Some(secret), Some(public_key)) =
+                    (row.base_url.as_deref(), row.secret.clone(), public_key)
+                else {
+                    tracing::error!(rail = %row.rail, "a stored Fintoc setting is incomplete");
+                    return Ok(Acquirer::NotConfigured);
+                };
+                let client = self.client(db)?;
+                Ok(Acquirer::Fintoc(Arc::new(fintoc::Fintoc::new(
+                    transbank::CallLog::new(
+                        commerce_id,
+                        Arc::clone(&self.store),
+                        Arc::clone(&self.clock),
+                    ),
+                    base_url,
+                    &public_key,
+                    secret,
+                    client,
+                    self.runtime.clone(),
+                    self.limits,
+                    Arc::clone(&self.store),
+                ))))
+            }
+            None => Ok(Acquirer::NotConfigured),
         }
     }
 

@@ -28,7 +28,9 @@ use mandato_core::processor::{ChargeRequest, ChargeResult, Enrolled, Processor, 
 use mandato_core::secret::Secret;
 
 use crate::config::AcquirerLimits;
-use mandato_store::acquirer_calls::{self, AcquirerCall};
+use mandato_store::acquirer_calls::AcquirerCall;
+
+pub use super::calls::CallLog;
 
 mod webpay_plus;
 
@@ -116,7 +118,7 @@ impl Runtime {
         })
     }
 
-    fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+    pub(super) fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
         self.handle.block_on(future)
     }
 }
@@ -207,72 +209,6 @@ pub fn method_of(card_type: &str) -> PaymentMethod {
     }
 }
 
-/// Where each call to Transbank is logged: kept in memory while its futures run, then written
-/// in one transaction when the blocking call that made them returns.
-pub struct CallLog {
-    commerce_id: i64,
-    /// `None`: a client without a database (the live test), whose calls are only traced.
-    store: Option<std::sync::Arc<mandato_store::Store>>,
-    clock: std::sync::Arc<dyn mandato_core::clock::Clock>,
-    pending: std::sync::Mutex<Vec<AcquirerCall>>,
-}
-
-impl CallLog {
-    pub fn new(
-        commerce_id: i64,
-        store: std::sync::Arc<mandato_store::Store>,
-        clock: std::sync::Arc<dyn mandato_core::clock::Clock>,
-    ) -> CallLog {
-        CallLog {
-            commerce_id,
-            store: Some(store),
-            clock,
-            pending: std::sync::Mutex::new(Vec::new()),
-        }
-    }
-
-    /// A log that keeps nothing: for a client used without an installation's database.
-    pub fn unkept() -> CallLog {
-        CallLog {
-            commerce_id: 0,
-            store: None,
-            clock: std::sync::Arc::new(mandato_core::clock::SystemClock),
-            pending: std::sync::Mutex::new(Vec::new()),
-        }
-    }
-
-    fn keep(&self, call: AcquirerCall) {
-        if self.store.is_none() {
-            return;
-        }
-        self.pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(call);
-    }
-
-    /// Writes the calls kept so far. The log is diagnostic: a failed write is itself logged,
-    /// never an error of the payment that made the call.
-    fn flush(&self) {
-        let Some(store) = &self.store else {
-            return;
-        };
-        let calls = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
-        if calls.is_empty() {
-            return;
-        }
-        let written = store.write(|tx| {
-            for call in &calls {
-                acquirer_calls::insert(tx, call)?;
-            }
-            Ok(())
-        });
-        if let Err(e) = written {
-            tracing::warn!(error = %e, calls = calls.len(), "acquirer calls not logged");
-        }
-    }
-}
-
 impl Oneclick {
     pub fn new(
         log: CallLog,
@@ -353,7 +289,7 @@ impl Oneclick {
             .map(str::to_string)
             .or_else(|| value.and_then(|v| v["buy_order"].as_str().map(str::to_string)));
         self.log.keep(AcquirerCall {
-            commerce_id: self.log.commerce_id,
+            commerce_id: self.log.commerce_id(),
             operation: op.name.to_string(),
             reference,
             http_status,
@@ -365,7 +301,7 @@ impl Oneclick {
                 Ok(Answer::Ok(_)) => None,
             }
             .filter(|_| !answered || http_status.is_some_and(|s| s >= 400)),
-            created_at: mandato_core::clock::timestamp(self.log.clock.now()),
+            created_at: self.log.now(),
         });
         answer
     }
