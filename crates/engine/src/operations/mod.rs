@@ -8,6 +8,7 @@ pub mod card_update;
 pub mod customers;
 pub mod events;
 pub mod fees;
+pub mod fintoc;
 pub mod installments;
 pub mod ledger;
 pub mod link;
