@@ -214,3 +214,219 @@ async fn an_intent_is_read_back_with_its_subscription() {
         Some("login_invalid_credentials")
     );
 }
+
+/// The value of `data-{name}` in the widget page.
+fn data_attribute(page: &str, name: &str) -> String {
+    let marker = format!("data-{name}=\"");
+    let at = page
+        .find(&marker)
+        .unwrap_or_else(|| panic!("{name} in {page}"))
+        + marker.len();
+    page[at..at + page[at..].find('"').unwrap()].replace("&amp;", "&")
+}
+
+/// The customer's way through the Magic Link's bank step and the stand-in's widget, with
+/// `password` at the bank: answers where the return sent the browser and its status.
+async fn authorize_on_fintoc(
+    app: &TestApp,
+    base: &str,
+    link: &str,
+    password: &str,
+) -> (u16, String) {
+    let browser = crate::rails::browser(app);
+    let path = &link[link.find("/link/").unwrap()..];
+    let page = browser
+        .get(link)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("Autorizar con mi banco"), "{page}");
+    assert!(
+        !page.contains("name=\"accountNumber\""),
+        "no account field on our page"
+    );
+    let action = format!("action=\"{path}/fintoc\"");
+    let terms = crate::rails::input_after(&page, &action, "termsSha256");
+    let widget = browser
+        .post(format!("{}{path}/fintoc", app.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("termsSha256={terms}&accept=1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(widget.status(), 200);
+    let policy = widget.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        policy.contains(base),
+        "the widget's origin is allowed: {policy}"
+    );
+    let widget = widget.text().await.unwrap();
+    assert!(
+        widget.contains(&format!("src=\"{base}/widget/v1/\"")),
+        "{widget}"
+    );
+    let token = data_attribute(&widget, "token");
+    let returned = data_attribute(&widget, "returned");
+    assert_eq!(data_attribute(&widget, "key"), PUBLIC_KEY);
+    // What the stand-in's widget does: its page, then the bank's login.
+    let opened = url::Url::parse_with_params(
+        &format!("{base}/widget/subscribe"),
+        &[
+            ("widget_token", token.as_str()),
+            ("public_key", PUBLIC_KEY),
+            ("product", "subscriptions"),
+            ("holder_type", "individual"),
+            ("return", returned.as_str()),
+        ],
+    )
+    .unwrap();
+    assert_eq!(browser.get(opened).send().await.unwrap().status(), 200);
+    let login = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs([
+            ("widget_token", token.as_str()),
+            ("return", returned.as_str()),
+            ("username", SANDBOX_RUTS[0]),
+            ("password", password),
+            ("action", "authorize"),
+        ])
+        .finish();
+    let back = browser
+        .post(format!("{base}/widget/subscribe"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(login)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(back.status(), 303);
+    let to = crate::rails::location(&back);
+    let response = browser.get(&to).send().await.unwrap();
+    let status = response.status().as_u16();
+    let location = response
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .map(|v| v.to_str().unwrap().to_string());
+    (
+        status,
+        location.unwrap_or_else(|| String::new()) + &response.text().await.unwrap(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bank_account_authorized_on_fintoc_activates_once_the_bank_validates_it_and_is_charged() {
+    let mut app = spawn_app().await;
+    app.login().await;
+    let (standin, base) = fintoc::start().await;
+    set_fintoc(&app, &base);
+    app.create_customer("cust-bank", &rut(15_151_515)).await;
+    let mut body = dynamic_body(&app, "cust-bank", "M-FINTOC", &[("c1", 12_000, 3)]);
+    body["paymentMethods"] = serde_json::json!([5]);
+    let payload = app.create_mandate(&body).await;
+    let internal = payload["mandate"]["internalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let link = payload["mandate"]["magicLink"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // A wrong bank password: refused, with the reason; the mandate stays PENDING.
+    let (status, said) = authorize_on_fintoc(&app, &base, &link, "wrong").await;
+    assert_eq!(status, 400, "{said}");
+    assert!(
+        said.contains("los datos de acceso a su banco no son correctos"),
+        "{said}"
+    );
+
+    // Authorized: the bank validates the subscription; the mandate waits, PENDING.
+    let (status, to) = authorize_on_fintoc(&app, &base, &link, SANDBOX_PASSWORD).await;
+    assert_eq!(status, 303, "{to}");
+    assert!(to.contains("banco=validando"), "{to}");
+    let waiting = app.get(&format!("/mandate/internalId/{internal}")).await;
+    assert_eq!(
+        waiting.body["payload"]["mandate"]["state"]["name"],
+        "PENDING"
+    );
+
+    // The bank confirms; the next run activates the mandate with the account.
+    let subscription = standin.requests.lock().unwrap().iter().find_map(|r| {
+        r.uri
+            .strip_prefix("/v1/subscription_intents/")
+            .map(str::to_string)
+    });
+    assert!(subscription.is_some());
+    let intents: Vec<serde_json::Value> = standin
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|r| {
+            r.uri
+                .strip_prefix("/v1/subscription_intents/")
+                .map(str::to_string)
+        })
+        .filter_map(|id| standin.intent(&id))
+        .collect();
+    let sub = intents
+        .iter()
+        .find_map(|i| i["subscription"]["id"].as_str().map(str::to_string))
+        .expect("the subscription");
+    standin.activate(&sub);
+    app.run_charging(app.today()).await;
+    let active = app.get(&format!("/mandate/internalId/{internal}")).await;
+    assert_eq!(
+        active.body["payload"]["mandate"]["state"]["name"], "ACTIVE",
+        "{}",
+        active.body
+    );
+    assert_eq!(active.body["payload"]["paymentMethod"]["id"], 5);
+
+    // Charged on its date: IN_VALIDATION until Fintoc says the charge succeeded.
+    let due = app.today() + chrono::Duration::days(3);
+    let run = app.run_charging(due).await;
+    assert_eq!(run.counts.in_validation, 1, "{run:?}");
+    let installment = &app
+        .get(&format!("/mandate/internalId/{internal}"))
+        .await
+        .body["payload"]["installments"][0]
+        .clone();
+    assert_eq!(
+        installment["state"]["name"], "IN_VALIDATION",
+        "{installment}"
+    );
+    let charge = standin
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.uri == "/v1/charges")
+        .count();
+    assert_eq!(charge, 1);
+    let key = app
+        .running
+        .state
+        .store()
+        .read(|c| {
+            Ok(
+                c.query_row("SELECT idempotency_key FROM fintoc_charges", &[], |r| {
+                    r.get::<String>(0)
+                })?,
+            )
+        })
+        .unwrap();
+    standin.settle_charge(&charge_id(&app, &key), Outcome::Succeeded);
+    app.run_charging(due + chrono::Duration::days(1)).await;
+    let paid = &app
+        .get(&format!("/mandate/internalId/{internal}"))
+        .await
+        .body["payload"]["installments"][0]
+        .clone();
+    assert_eq!(paid["state"]["name"], "PAID", "{paid}");
+    let _ = &mut app;
+}

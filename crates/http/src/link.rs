@@ -14,6 +14,7 @@
 //! Card numbers, CVVs and account numbers go to the processor and are forgotten: they are
 //! never stored, logged or written back into a page.
 
+mod fintoc;
 pub mod one_at_a_time;
 mod oneclick;
 mod render;
@@ -72,6 +73,11 @@ pub fn routes() -> Router<AppState> {
             "/link/{token}/oneclick/return",
             get(oneclick::returned_by_get).post(oneclick::returned_by_post),
         )
+        .route(
+            "/link/{token}/fintoc",
+            get(back_to_link).post(fintoc::start),
+        )
+        .route("/link/{token}/fintoc/return", get(fintoc::returned))
         .route(
             "/link/{token}/webpay/return",
             get(webpay::returned_by_get).post(webpay::returned_by_post),
@@ -409,6 +415,7 @@ fn offered(state: &AppState, loaded: &Loaded) -> Offered {
         cards: matches!(cards, Ok(Acquirer::Simulated(_))),
         bank: matches!(bank, Ok(Acquirer::Simulated(_))),
         hosted_cards: matches!(cards, Ok(Acquirer::Transbank(_))),
+        hosted_bank: matches!(bank, Ok(Acquirer::Fintoc(_))),
     }
 }
 

@@ -166,6 +166,23 @@ impl Charger {
         timestamp(self.clock.now())
     }
 
+    pub(super) fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    pub(super) fn rails(&self) -> &Rails {
+        &self.rails
+    }
+
+    pub(super) fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// Wakes webhook delivery for events just committed.
+    pub(super) fn events_written(&self) {
+        (self.on_events)();
+    }
+
     /// Runs the engine for `date`. Blocking: call it off the async workers.
     pub fn run(&self, date: NaiveDate, trigger: Trigger) -> Result<RunSummary> {
         // Every date the run writes or compares is this one or derived from it, as text: a
@@ -178,6 +195,7 @@ impl Charger {
         let _one_at_a_time = self.running.lock().unwrap_or_else(|p| p.into_inner());
         self.settle_abandoned()?;
         self.settle_portal_payments(date)?;
+        self.settle_fintoc_enrolments()?;
         self.prune_acquirer_calls()?;
         let run_seq = self
             .store
@@ -213,6 +231,10 @@ impl Charger {
                 continue;
             };
             let result = charged.processor.settle(&attempt.idempotency_key);
+            if matches!(result, Ok(ChargeResult::Pending)) {
+                // The bank has not answered yet (Fintoc): asked again at the next run.
+                continue;
+            }
             self.store.write(|tx| {
                 let mut ignored = RunCounts::default();
                 self.apply(tx, &mut cache, &attempt, None, result, date, &mut ignored)

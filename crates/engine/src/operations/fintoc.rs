@@ -125,3 +125,66 @@ pub fn instrument_of(
         },
     ))
 }
+
+pub use mandato_store::fintoc::Enrolment as FintocEnrolment;
+
+/// The mandate's enrolment with this intent.
+pub fn enrolment(conn: Db<'_>, intent_id: &str, mandate_seq: i64) -> Result<Option<Enrolment>> {
+    Ok(fintoc::enrolment(conn, intent_id, mandate_seq)?)
+}
+
+/// The intent made a subscription the bank is validating; false when it had moved on.
+pub fn validating(
+    tx: Db<'_>,
+    intent_id: &str,
+    subscription_id: &str,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    Ok(fintoc::advance(
+        tx,
+        intent_id,
+        "STARTED",
+        "VALIDATING",
+        Some(subscription_id),
+        None,
+        &timestamp(now),
+    )?)
+}
+
+/// The intent (or its subscription) failed with `reason`; false when it had moved on.
+pub fn failed(
+    tx: Db<'_>,
+    intent_id: &str,
+    from: &str,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    Ok(fintoc::advance(
+        tx,
+        intent_id,
+        from,
+        "FAILED",
+        None,
+        Some(reason),
+        &timestamp(now),
+    )?)
+}
+
+/// The subscription is active and activates the mandate; false when it had moved on.
+pub fn activated(
+    tx: Db<'_>,
+    intent_id: &str,
+    from: &str,
+    subscription_id: &str,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    Ok(fintoc::advance(
+        tx,
+        intent_id,
+        from,
+        "ACTIVATED",
+        Some(subscription_id),
+        None,
+        &timestamp(now),
+    )?)
+}

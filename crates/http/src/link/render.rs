@@ -176,6 +176,8 @@ pub struct Offered {
     pub bank: bool,
     /// Cards inscribed on Webpay's page (Transbank Oneclick): a button, no card fields.
     pub hosted_cards: bool,
+    /// Bank accounts authorized at the bank through Fintoc's widget: a button, no fields.
+    pub hosted_bank: bool,
 }
 
 impl Offered {
@@ -184,6 +186,7 @@ impl Offered {
         cards: true,
         bank: true,
         hosted_cards: false,
+        hosted_bank: false,
     };
 
     pub fn allows(self, method: PaymentMethod) -> bool {
@@ -649,6 +652,9 @@ fn activation_section(view: &View<'_>) -> Markup {
         .filter(|m| view.offered.allows(*m))
         .collect();
     let hosted = view.offered.hosted_cards && allowed.iter().any(|m| m.is_card());
+    // Fintoc enrols PAC: a mandate that allows it gets the bank's button.
+    let hosted_bank = view.offered.hosted_bank && allowed.contains(&PaymentMethod::Pac);
+    let hosted = hosted || hosted_bank;
     let signature_gated = view.data.mandate.activation_mode == ActivationMode::Signature;
     let submitted_method = view.activation.as_ref().map(|(m, _)| *m);
     html! {
@@ -669,8 +675,11 @@ fn activation_section(view: &View<'_>) -> Markup {
                 @if signature_gated {
                     (signature_step(view.data.signing.as_ref()))
                 }
-                @if hosted {
+                @if view.offered.hosted_cards && allowed.iter().any(|m| m.is_card()) {
                     (hosted_card_form(view, signature_gated))
+                }
+                @if hosted_bank {
+                    (hosted_bank_form(view))
                 }
                 @for (index, method) in methods.iter().enumerate() {
                     @let open = match submitted_method {
@@ -955,6 +964,68 @@ fn hosted_card_form(view: &View<'_>, signature_gated: bool) -> Markup {
 /// Transbank keeps one card per customer of a commerce: said before the customer inscribes.
 const ONE_CARD_PER_CUSTOMER: &str = "Transbank guarda una tarjeta por cliente: si ya tiene \
      otra inscrita con este comercio, la nueva la reemplaza también en sus otros mandatos.";
+
+/// The bank step on Fintoc: the terms, their acceptance and a button that opens Fintoc's
+/// widget, where the customer authorizes the automatic debit at their bank.
+fn hosted_bank_form(view: &View<'_>) -> Markup {
+    let terms = view.data.terms(PaymentMethod::Pac);
+    let sub = view
+        .activation
+        .as_ref()
+        .filter(|(m, _)| *m == PaymentMethod::Pac.id())
+        .map(|(_, sub)| sub);
+    html! {
+        details id="fintoc" open {
+            summary { "Cuenta bancaria (PAC)" }
+            form method="post" action={ "/link/" (view.token) "/fintoc" } {
+                input type="hidden" name="termsSha256" value=(sha256_hex(&terms));
+                p class="muted" {
+                    "Autorizará el cargo automático en su banco a través de Fintoc: sus datos \
+                     de acceso al banco nunca pasan por esta página."
+                }
+                (terms_acceptance(&terms, "fintoc-accept", "He leído y acepto los términos del mandato.", sub.and_then(|s| s.error("accept"))))
+                button type="submit" { "Autorizar con mi banco" }
+            }
+        }
+    }
+}
+
+/// The script that opens Fintoc's widget with what the page holds; its hash is the page's
+/// only inline script permission. `onSuccess` and `onExit` bring the customer back here.
+pub const FINTOC_SCRIPT: &str = "(function(){var d=document.getElementById('fintoc').dataset;\
+history.replaceState(null,'',d.returned);\
+var w=Fintoc.create({holderType:'individual',product:'subscriptions',publicKey:d.key,\
+widgetToken:d.token,onSuccess:function(){location.assign(d.returned);},\
+onExit:function(){location.assign(d.back);}});w.open();})();";
+
+/// What the widget page holds.
+pub struct FintocWidget<'a> {
+    pub script: &'a str,
+    pub public_key: &'a str,
+    pub widget_token: &'a str,
+    pub returned: &'a str,
+    pub back: &'a str,
+    pub commerce: &'a str,
+}
+
+/// The page that opens Fintoc's widget; its link does the same as `onExit` without
+/// JavaScript.
+pub fn fintoc_widget_page(w: &FintocWidget<'_>) -> String {
+    let header = html! {
+        div class="who" { (w.commerce) }
+        h1 { "Autorizar con su banco" }
+    };
+    let body = html! {
+        div id="fintoc" data-key=(w.public_key) data-token=(w.widget_token)
+            data-returned=(w.returned) data-back=(w.back) {
+            p { "Abrimos Fintoc para que autorice el cargo automático en su banco." }
+            p { a href=(w.back) { "Volver al mandato" } }
+        }
+        script src=(w.script) {}
+        script { (PreEscaped(FINTOC_SCRIPT)) }
+    };
+    pages::document(&LOOK, "Autorizar con su banco", header, body)
+}
 
 /// Replacing an active mandate's card through a new Oneclick inscription.
 fn hosted_card_change(view: &View<'_>, method: PaymentMethod, after_rejection: bool) -> Markup {
