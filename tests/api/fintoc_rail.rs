@@ -313,7 +313,7 @@ async fn authorize_on_fintoc(
         .map(|v| v.to_str().unwrap().to_string());
     (
         status,
-        location.unwrap_or_else(|| String::new()) + &response.text().await.unwrap(),
+        location.unwrap_or_default() + &response.text().await.unwrap(),
     )
 }
 
@@ -353,14 +353,12 @@ async fn a_bank_account_authorized_on_fintoc_activates_once_the_bank_validates_i
         waiting.body["payload"]["mandate"]["state"]["name"],
         "PENDING"
     );
+    assert_eq!(
+        waiting.body["payload"]["mandate"]["activationStatus"],
+        "IN_VALIDATION"
+    );
 
     // The bank confirms; the next run activates the mandate with the account.
-    let subscription = standin.requests.lock().unwrap().iter().find_map(|r| {
-        r.uri
-            .strip_prefix("/v1/subscription_intents/")
-            .map(str::to_string)
-    });
-    assert!(subscription.is_some());
     let intents: Vec<serde_json::Value> = standin
         .requests
         .lock()
@@ -386,6 +384,10 @@ async fn a_bank_account_authorized_on_fintoc_activates_once_the_bank_validates_i
         active.body
     );
     assert_eq!(active.body["payload"]["paymentMethod"]["id"], 5);
+    assert_eq!(
+        active.body["payload"]["mandate"]["activationStatus"],
+        serde_json::Value::Null
+    );
 
     // Charged on its date: IN_VALIDATION until Fintoc says the charge succeeded.
     let due = app.today() + chrono::Duration::days(3);

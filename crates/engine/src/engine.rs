@@ -187,6 +187,7 @@ impl Engine {
             (stop, task)
         });
         tokio::spawn(release_memory_when_idle(Arc::downgrade(&store)));
+        tokio::spawn(follow_bank_validations(Arc::downgrade(&charger)));
         if sandbox && store.backend() == mandato_store::db::Backend::Postgres {
             tokio::spawn(follow_sandbox_clock(
                 Arc::downgrade(&store),
@@ -461,5 +462,23 @@ impl Engine {
 
     pub fn backups_enabled(&self) -> bool {
         self.config.backups.enabled && self.store.sqlite().is_some()
+    }
+}
+
+/// Bank accounts the bank is validating (Fintoc) are asked about every hour, besides every
+/// run, so a mandate activates within the hour of the bank's confirmation.
+async fn follow_bank_validations(charger: std::sync::Weak<Charger>) {
+    let mut ticks = tokio::time::interval(std::time::Duration::from_secs(3600));
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticks.tick().await;
+    loop {
+        ticks.tick().await;
+        let Some(charger) = charger.upgrade() else {
+            return;
+        };
+        let asked = tokio::task::spawn_blocking(move || charger.settle_fintoc_enrolments()).await;
+        if let Ok(Err(e)) = asked {
+            tracing::warn!(error = %e, "bank validations not followed");
+        }
     }
 }

@@ -197,6 +197,17 @@ pub struct MandateDto {
     /// Why the latest signature process ended without activating the mandate; null while
     /// none did. The customer can start again from the Magic Link.
     pub activation_failure: Option<ActivationFailureDto>,
+    /// `IN_VALIDATION` while a PENDING mandate's bank account is being validated by the bank
+    /// (Fintoc Direct Debit): the customer authorized the debit, and the mandate activates
+    /// when the bank confirms. Null otherwise.
+    pub activation_status: Option<ActivationStatusDto>,
+}
+
+/// Where a PENDING mandate's activation stands.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ActivationStatusDto {
+    InValidation,
 }
 
 /// `DIRECT` or `SIGNATURE`.
@@ -283,6 +294,7 @@ impl MandateDto {
             activation: m.activation_mode.into(),
             signature: None,
             activation_failure: None,
+            activation_status: None,
         }
     }
 
@@ -343,10 +355,13 @@ impl MandatePayload {
             installments,
             signature,
             charge_dates,
+            bank_validating,
         } = view;
         let payment_method = mandate.enrolled_method.take();
+        let mut dto = MandateDto::new(&mandate, public_base_url).with_signature(signature.as_ref());
+        dto.activation_status = bank_validating.then_some(ActivationStatusDto::InValidation);
         MandatePayload {
-            mandate: MandateDto::new(&mandate, public_base_url).with_signature(signature.as_ref()),
+            mandate: dto,
             customer: CustomerDto::from(customer),
             payment_method,
             installments: installments

@@ -1881,6 +1881,11 @@ export interface components {
              */
             mode: components["schemas"]["ActivationModeDto"];
         };
+        /**
+         * @description Where a PENDING mandate's activation stands.
+         * @enum {string}
+         */
+        ActivationStatusDto: "IN_VALIDATION";
         ActorDto: {
             kind: components["schemas"]["ActorKind"];
             /**
@@ -3951,6 +3956,7 @@ export interface components {
             activation: components["schemas"]["ActivationModeDto"];
             signature: components["schemas"]["MandateSignatureDto"] | null;
             activationFailure: components["schemas"]["ActivationFailureDto"] | null;
+            activationStatus: components["schemas"]["ActivationStatusDto"] | null;
         };
         MandateEventDto: {
             eventId: string;

@@ -27,6 +27,8 @@ pub struct MandateView {
     pub signature: Option<MandateSignatureRow>,
     /// The commerce's calendar and rule, for the installments' charge dates.
     pub charge_dates: Arc<ChargeDates>,
+    /// A PENDING mandate whose bank account the bank is validating (Fintoc Direct Debit).
+    pub bank_validating: bool,
 }
 
 pub struct Urls {
@@ -127,6 +129,7 @@ pub fn create(
         customer,
         installments: sorted(rows),
         signature: None,
+        bank_validating: false,
     })
 }
 
@@ -192,12 +195,17 @@ fn view_with(
         ActivationMode::Signature => mandate_signatures::latest_of_mandate(conn, mandate.seq)?,
         ActivationMode::Direct => None,
     };
+    // Only a PENDING mandate can be waiting for its bank (one indexed read, only then).
+    let bank_validating = mandate.state == mandato_core::domain::state::MandateState::Pending
+        && mandato_store::fintoc::latest_of_mandate(conn, mandate.seq)?
+            .is_some_and(|e| e.state == "VALIDATING");
     Ok(MandateView {
         charge_dates,
         mandate,
         customer,
         installments,
         signature,
+        bank_validating,
     })
 }
 

@@ -223,10 +223,16 @@ en validación, pagada en la siguiente ejecución de cobro.</li>\
 <li>Cuenta terminada en <code>9999</code>: en validación, rechazada en la siguiente ejecución \
 (<code>BANK_VALIDATION_FAILED</code>).</li>";
 
+/// Fintoc's sandbox credentials (docs.fintoc.com, "Test your integration" for Direct Debit),
+/// for a sandbox whose bank rail is Fintoc: the customer authorizes at the bank in Fintoc's
+/// widget, not here.
+const FINTOC_ACCOUNTS: &str = "<li>La cuenta bancaria se autoriza en el widget de Fintoc (modo de prueba): \
+RUT <code>41614850-3</code>, <code>40427672-7</code> o <code>41579263-8</code> con la clave <code>jonsnow</code>.</li>";
+
 const REFUSED_AT_ENROLMENT: &str = "<li>Tarjeta o cuenta terminada en <code>0119</code>: el emisor no la acepta al inscribirla.</li>";
 
 /// The sandbox banner for the rails this page offers: the simulation's test instruments, or
-/// Transbank's test cards. Static text: nothing of the mandate or the customer goes into it.
+/// Transbank's test cards and Fintoc's test logins. Static text: nothing of the mandate or the customer goes into it.
 fn sandbox_banner(offered: Offered) -> String {
     let mut banner = String::from(BANNER_HEAD);
     if offered.hosted_cards {
@@ -234,7 +240,9 @@ fn sandbox_banner(offered: Offered) -> String {
     } else if offered.cards {
         banner.push_str(SIMULATED_CARDS);
     }
-    if offered.bank {
+    if offered.hosted_bank {
+        banner.push_str(FINTOC_ACCOUNTS);
+    } else if offered.bank {
         banner.push_str(SIMULATED_ACCOUNTS);
     }
     if offered.cards || offered.bank {
