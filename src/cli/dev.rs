@@ -72,9 +72,9 @@ pub fn error_name(error: &anyhow::Error) -> String {
 /// Reports a failed command: with `--json`, one object `{"error": {"name", "message"}}` on
 /// stdout (scripts read stdout); otherwise `error: ...` on stderr. Either way exit code 1.
 pub fn report(json_mode: bool, error: &anyhow::Error) -> std::process::ExitCode {
-    // Said once: the error line below (or the JSON) is the report; the log keeps it at debug.
-    tracing::debug!("{error:#}");
     if json_mode {
+        // Scripts read the JSON on stdout; whoever watches the terminal reads the log line.
+        tracing::error!("{error:#}");
         let message = match error.downcast_ref::<CliError>() {
             Some(e) => e.message.clone(),
             None => format!("{error:#}"),
@@ -84,6 +84,7 @@ pub fn report(json_mode: bool, error: &anyhow::Error) -> std::process::ExitCode 
             json!({"error": {"name": error_name(error), "message": message}})
         ));
     } else {
+        // Said once, here: no log line repeats it on the same stderr.
         eprintln!("error: {error:#}");
     }
     std::process::ExitCode::FAILURE
