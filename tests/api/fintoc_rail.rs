@@ -357,6 +357,26 @@ async fn a_bank_account_authorized_on_fintoc_activates_once_the_bank_validates_i
         waiting.body["payload"]["mandate"]["activationStatus"],
         "IN_VALIDATION"
     );
+    // The Magic Link says so, and does not start a second authorization meanwhile.
+    let browser = crate::rails::browser(&app);
+    let shown = browser
+        .get(&link)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(shown.contains("Su banco está validando"), "{shown}");
+    let path = &link[link.find("/link/").unwrap()..];
+    let again = browser
+        .post(format!("{}{path}/fintoc", app.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("accept=1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 400);
 
     // The bank confirms; the next run activates the mandate with the account.
     let intents: Vec<serde_json::Value> = standin

@@ -598,6 +598,9 @@ async fn show(
                 Notice::AlreadyActive
             },
         )
+    } else if fintoc::bank_validating(&state, &loaded) {
+        // Authorized on Fintoc: the bank is validating the account (`?banco=validando`).
+        Some(Notice::Info(fintoc::VALIDATING.into()))
     } else {
         None
     };

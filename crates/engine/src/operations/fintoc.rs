@@ -188,3 +188,8 @@ pub fn activated(
         &timestamp(now),
     )?)
 }
+
+/// Whether the mandate's latest enrolment is a subscription the bank is validating.
+pub fn bank_validating(conn: Db<'_>, mandate_seq: i64) -> Result<bool> {
+    Ok(fintoc::latest_of_mandate(conn, mandate_seq)?.is_some_and(|e| e.state == "VALIDATING"))
+}

@@ -77,6 +77,10 @@ pub(super) async fn start(
     let (Some(fintoc), Some(method)) = (fintoc_of(&state, &loaded), fintoc_method(&loaded)) else {
         return not_offered(&state, &token, &loaded);
     };
+    if bank_validating(&state, &loaded) {
+        // One authorization at a time: the bank is validating the last one.
+        return problem(&state, &token, &loaded, VALIDATING);
+    }
     if let Err(e) = activation::check_activatable(&loaded.mandate, method, business_now(&state)) {
         tracing::info!(error = %e, "fintoc enrolment not started");
         return problem(
@@ -298,6 +302,15 @@ pub(super) async fn returned(
              intentarlo otra vez.",
         ),
     }
+}
+
+/// Whether the mandate waits for its bank to validate a Fintoc subscription.
+pub(super) fn bank_validating(state: &AppState, loaded: &Loaded) -> bool {
+    let seq = loaded.mandate.seq;
+    loaded.mandate.state == mandato_core::domain::state::MandateState::Pending
+        && state
+            .read_unscoped(|c| enrolments::bank_validating(c, seq))
+            .unwrap_or(false)
 }
 
 /// What the page says while the bank validates the subscription.
