@@ -1036,6 +1036,53 @@ async fn activate(
     }
 }
 
+/// Where a customer goes once an acquirer's page (Webpay, Fintoc's widget) brought them back
+/// and the mandate was activated: the merchant's callback, or the page with its banner. An
+/// activation refused meanwhile (another activation, a cancellation) shows the page as it is
+/// now; `after` names the step in the log.
+fn activated_on_acquirer_page(
+    state: &AppState,
+    token: &str,
+    loaded: &Loaded,
+    result: Result<mandato_engine::operations::mandates::MandateView>,
+    after: &str,
+) -> Response {
+    match result {
+        Ok(view) => view
+            .mandate
+            .url_callback
+            .as_deref()
+            .and_then(see_other)
+            .or_else(|| see_other(&format!("/link/{token}?activado=1")))
+            .unwrap_or_else(|| {
+                page(
+                    state,
+                    StatusCode::OK,
+                    token,
+                    loaded,
+                    Some(Notice::Activated),
+                    None,
+                    None,
+                )
+            }),
+        Err(e) => {
+            tracing::info!(error = %e, after, "activation after an acquirer's page refused");
+            match open(state, token) {
+                Ok((now, _)) => page(
+                    state,
+                    StatusCode::OK,
+                    token,
+                    &now,
+                    Some(Notice::AlreadyActive),
+                    None,
+                    None,
+                ),
+                Err(response) => *response,
+            }
+        }
+    }
+}
+
 /// The page for an activation that a rule refused (or that lost a race).
 fn refused_activation(
     state: &AppState,

@@ -96,13 +96,9 @@ pub fn instrument_of(
         })
         .map(|(code, _)| code.to_string())
         .unwrap_or_else(|| bank_name.clone());
-    let account_type = match account.kind.as_deref() {
-        Some("checking_account") => "CHECKING",
-        Some("sight_account") => "VISTA",
-        Some("savings_account") => "SAVINGS",
-        _ => "CHECKING",
-    }
-    .to_string();
+    // Fintoc's reference shows only `checking_account` (direct-debit-subscription-object);
+    // another type is shown as a checking account rather than guessed.
+    let account_type = "CHECKING".to_string();
     let digits: String = account
         .number
         .as_deref()

@@ -4,6 +4,9 @@
 
 use mandato_store::acquirer_calls::{self, AcquirerCall};
 
+/// The most bytes of an acquirer's error text a call's row keeps.
+const ERROR_KEPT: usize = 300;
+
 /// Where each call to an acquirer is logged: kept in memory while its futures run, then written
 /// in one transaction when the blocking call that made them returns.
 pub struct CallLog {
@@ -38,9 +41,19 @@ impl CallLog {
         }
     }
 
-    pub(super) fn keep(&self, call: AcquirerCall) {
+    pub(super) fn keep(&self, mut call: AcquirerCall) {
         if self.store.is_none() {
             return;
+        }
+        // The error is the acquirer's own text: kept short, whatever it sent.
+        if let Some(error) = &mut call.error
+            && error.len() > ERROR_KEPT
+        {
+            let cut = (0..=ERROR_KEPT)
+                .rev()
+                .find(|&i| error.is_char_boundary(i))
+                .unwrap_or(0);
+            error.truncate(cut);
         }
         self.pending
             .lock()

@@ -61,15 +61,11 @@ pub struct IntentStarted {
 pub struct Account {
     pub number: Option<String>,
     pub holder_id: Option<String>,
-    pub holder_name: Option<String>,
-    #[serde(rename = "type")]
-    pub kind: Option<String>,
     pub institution: Option<Institution>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Institution {
-    pub id: Option<String>,
     pub name: Option<String>,
 }
 

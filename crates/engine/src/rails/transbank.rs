@@ -274,7 +274,10 @@ impl Oneclick {
         body: Option<Value>,
     ) -> Result<Answer, ProcessorError> {
         let started = Instant::now();
-        let (answer, http_status, answered) = self.exchange(product, method, path, body).await;
+        let (answer, http_status) = match self.answer(product, method, path, body).await {
+            Ok((answer, status)) => (answer, Some(i64::from(status))),
+            Err(e) => (Err(e), None),
+        };
         let value = match &answer {
             Ok(Answer::Ok(value)) => Some(value),
             _ => None,
@@ -299,27 +302,10 @@ impl Oneclick {
                 Err(e) => Some(e.to_string()),
                 Ok(Answer::Refused { message, .. }) => Some(message.clone()),
                 Ok(Answer::Ok(_)) => None,
-            }
-            .filter(|_| !answered || http_status.is_some_and(|s| s >= 400)),
+            },
             created_at: self.log.now(),
         });
         answer
-    }
-
-    /// The HTTP exchange of a call: its outcome, the HTTP status when one arrived, and
-    /// whether an answer arrived at all.
-    async fn exchange(
-        &self,
-        product: Product,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> (Result<Answer, ProcessorError>, Option<i64>, bool) {
-        let answer = self.answer(product, method, path, body).await;
-        match answer {
-            Ok((answer, status)) => (answer, Some(i64::from(status)), true),
-            Err(e) => (Err(e), None, false),
-        }
     }
 
     /// Sends a call and reads its answer: `Err` only when no answer arrived.

@@ -377,38 +377,5 @@ async fn activate_now(
         )
     })
     .await;
-    match result {
-        Ok(view) => view
-            .mandate
-            .url_callback
-            .as_deref()
-            .and_then(see_other)
-            .or_else(|| see_other(&format!("/link/{token}?activado=1")))
-            .unwrap_or_else(|| {
-                page(
-                    state,
-                    StatusCode::OK,
-                    token,
-                    loaded,
-                    Some(Notice::Activated),
-                    None,
-                    None,
-                )
-            }),
-        Err(e) => {
-            tracing::info!(error = %e, "activation after a fintoc subscription refused");
-            match open(state, token) {
-                Ok((now, _)) => page(
-                    state,
-                    StatusCode::OK,
-                    token,
-                    &now,
-                    Some(Notice::AlreadyActive),
-                    None,
-                    None,
-                ),
-                Err(response) => *response,
-            }
-        }
-    }
+    super::activated_on_acquirer_page(state, token, loaded, result, "a fintoc subscription")
 }

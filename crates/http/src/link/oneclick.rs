@@ -23,7 +23,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use sha2::{Digest, Sha256};
 
-use super::render::{self, Loaded, Notice, Submitted};
+use super::render::{self, Loaded, Submitted};
 use super::{
     AppState, Gate, bad_form, business_now, client_ip, failure, html, link_records, not_offered,
     open, page, see_other, unavailable, value, write,
@@ -520,40 +520,7 @@ async fn activate(
         )
     })
     .await;
-    match result {
-        Ok(view) => view
-            .mandate
-            .url_callback
-            .as_deref()
-            .and_then(see_other)
-            .or_else(|| see_other(&format!("/link/{token}?activado=1")))
-            .unwrap_or_else(|| {
-                page(
-                    state,
-                    StatusCode::OK,
-                    token,
-                    loaded,
-                    Some(Notice::Activated),
-                    None,
-                    None,
-                )
-            }),
-        Err(e) => {
-            tracing::info!(error = %e, "activation after an inscription refused");
-            match open(state, token) {
-                Ok((now, _)) => page(
-                    state,
-                    StatusCode::OK,
-                    token,
-                    &now,
-                    Some(Notice::AlreadyActive),
-                    None,
-                    None,
-                ),
-                Err(response) => *response,
-            }
-        }
-    }
+    super::activated_on_acquirer_page(state, token, loaded, result, "an inscription")
 }
 
 async fn change_card(

@@ -55,9 +55,9 @@ struct Committed {
     buy_order: Option<String>,
 }
 
-/// The method of a Webpay Plus payment, from its `payment_type_code` (Webpay Plus reference,
-/// "Tipo de pago"): VD is Redcompra debit, VP prepaid, and every credit kind (VN, VC, SI, S2,
-/// NC) is a credit card.
+/// The method of a Webpay Plus payment, from its `payment_type_code` (transbankdevelopers.cl/
+/// referencia/webpay, the commit answer's table: "VD = Venta Débito ... VP = Venta Prepago"):
+/// VD is Redcompra debit, VP prepaid, and every credit kind (VN, VC, SI, S2, NC) a credit card.
 fn method_of_payment_type(code: Option<&str>) -> PaymentMethod {
     match code {
         Some("VD") => PaymentMethod::DebitCard,
