@@ -19,7 +19,9 @@ use crate::secret::Secret;
 pub enum AcquirerCommand {
     /// Set the acquirer of a rail: `--rail cards --kind transbank` (Oneclick Mall and Webpay
     /// Plus codes), `--rail bank --kind fintoc` (public key), or `--kind simulated` (sandbox
-    /// only). The secret is read from stdin with `--secret-stdin`.
+    /// only). The secret is read from stdin with `--secret-stdin`; with
+    /// `--webhook-secret-stdin` too, stdin holds two lines: the API secret, then Fintoc's
+    /// webhook secret.
     Set {
         #[arg(long)]
         commerce: Option<String>,
@@ -42,6 +44,11 @@ pub enum AcquirerCommand {
         /// Read the API secret (Transbank's Tbk-Api-Key-Secret, Fintoc's secret key) from stdin.
         #[arg(long)]
         secret_stdin: bool,
+        /// Fintoc: also read the webhook endpoint's secret (whsec_...) from stdin, on the line
+        /// after the API secret. Fintoc's webhooks to /acquirers/fintoc/webhook are then
+        /// verified and acted on.
+        #[arg(long, requires = "secret_stdin")]
+        webhook_secret_stdin: bool,
         /// The rail's API root (default: the integration environment in a sandbox, production
         /// in production); `http://` only in a sandbox.
         #[arg(long)]
@@ -73,9 +80,14 @@ pub fn run(config: &Config, json_mode: bool, command: AcquirerCommand) -> anyhow
             webpay_code,
             public_key,
             secret_stdin,
+            webhook_secret_stdin,
             base_url,
         } => {
-            let secret = secret_stdin.then(read_secret).transpose()?;
+            let (secret, webhook_secret) = if secret_stdin {
+                read_secrets(webhook_secret_stdin)?
+            } else {
+                (None, None)
+            };
             let input = AcquirerInput {
                 rail: Some(rail),
                 kind: Some(kind),
@@ -85,6 +97,7 @@ pub fn run(config: &Config, json_mode: bool, command: AcquirerCommand) -> anyhow
                 public_key,
                 base_url,
                 secret,
+                webhook_secret,
             };
             set(config, json_mode, commerce.as_deref(), input)
         }
@@ -95,10 +108,29 @@ pub fn run(config: &Config, json_mode: bool, command: AcquirerCommand) -> anyhow
     }
 }
 
-fn read_secret() -> anyhow::Result<Secret<String>> {
-    let mut text = String::new();
-    std::io::stdin().read_to_string(&mut text)?;
-    Ok(Secret::new(text.trim().to_string()))
+/// The API secret and, when asked for, the webhook secret.
+type Secrets = (Option<Secret<String>>, Option<Secret<String>>);
+
+/// The API secret from stdin: all of it, or (with the webhook's secret) its first line, the
+/// webhook secret being the second.
+fn read_secrets(with_webhook: bool) -> anyhow::Result<Secrets> {
+    let mut read = String::new();
+    std::io::stdin().read_to_string(&mut read)?;
+    let text = Secret::new(read);
+    let text = text.expose();
+    if !with_webhook {
+        return Ok((Some(Secret::new(text.trim().to_string())), None));
+    }
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let secret = lines.next().map(|l| Secret::new(l.to_string()));
+    let webhook = lines.next().map(|l| Secret::new(l.to_string()));
+    if webhook.is_none() {
+        return Err(fail(
+            "VALIDATION_ERROR",
+            "webhookSecret: stdin holds the API secret, then the webhook secret on its own line",
+        ));
+    }
+    Ok((secret, webhook))
 }
 
 /// A refusal as the command line names it: the rule's name, or VALIDATION_ERROR listing each
@@ -157,6 +189,7 @@ fn view_json(v: &AcquirerView) -> Value {
         "terms": v.terms,
         "baseUrl": v.base_url,
         "secretSet": v.secret_set,
+        "webhookSecretSet": v.webhook_secret_set,
         "updatedAt": v.updated_at,
     })
 }
@@ -169,11 +202,16 @@ fn show(config: &Config, json_mode: bool, commerce: Option<&str>) -> anyhow::Res
     for rail in Rail::ALL {
         let line = match views.iter().find(|v| v.rail == rail.as_str()) {
             Some(v) => format!(
-                "{rail}: {} {} base {} secret {}",
+                "{rail}: {} {} base {} secret {}{}",
                 v.kind,
                 v.terms,
                 v.base_url.as_deref().unwrap_or("-"),
-                if v.secret_set { "set" } else { "not set" }
+                if v.secret_set { "set" } else { "not set" },
+                if v.webhook_secret_set {
+                    ", webhook secret set"
+                } else {
+                    ""
+                }
             ),
             None => format!("{rail}: not configured"),
         };

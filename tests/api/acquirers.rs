@@ -68,10 +68,14 @@ fn rails_are_set_shown_without_their_secret_and_removed() {
             "--public-key",
             "pk_test_abc",
             "--secret-stdin",
+            "--webhook-secret-stdin",
         ],
-        Some("sk_test_secret"),
+        Some("sk_test_secret\nwhsec_test_hook\n"),
     );
     let shown = mandato(data, &["acquirer", "show"], None);
+    assert_eq!(shown["acquirers"][1]["secretSet"], true);
+    assert_eq!(shown["acquirers"][1]["webhookSecretSet"], true);
+    assert_eq!(shown["acquirers"][0]["webhookSecretSet"], false);
     let rails: Vec<&str> = shown["acquirers"]
         .as_array()
         .unwrap()
@@ -81,7 +85,7 @@ fn rails_are_set_shown_without_their_secret_and_removed() {
     assert_eq!(rails, ["cards", "bank"]);
     let text = shown.to_string();
     assert!(
-        !text.contains(SECRET) && !text.contains("sk_test_secret"),
+        !text.contains(SECRET) && !text.contains("sk_test_secret") && !text.contains("whsec_"),
         "{text}"
     );
     let removed = mandato(data, &["acquirer", "remove", "--rail", "bank"], None);

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use mandato::clock::Clock;
 use mandato::domain::acquirer::{AcquirerInput, AcquirerSetting};
 use mandato::domain::money::{Currency, Money};
 use mandato::domain::state::{PaymentMethod, RejectionCode};
@@ -21,6 +22,14 @@ use crate::helpers::*;
 /// Sets the commerce's bank rail to Fintoc at `base_url`, as `mandato acquirer set` does, and
 /// answers the engine's client.
 fn set_fintoc(app: &TestApp, base_url: &str) -> Arc<Fintoc> {
+    set_fintoc_with(app, base_url, None)
+}
+
+/// The secret of the webhook endpoint "registered at Fintoc" in these tests.
+const WEBHOOK_SECRET: &str = "whsec_mandato_standin_9f2c";
+
+/// As [`set_fintoc`], with Fintoc's webhook secret when given.
+fn set_fintoc_with(app: &TestApp, base_url: &str, webhook: Option<&str>) -> Arc<Fintoc> {
     let setting = AcquirerSetting::parse(
         AcquirerInput {
             rail: Some("bank".into()),
@@ -28,6 +37,7 @@ fn set_fintoc(app: &TestApp, base_url: &str) -> Arc<Fintoc> {
             public_key: Some(PUBLIC_KEY.into()),
             base_url: Some(base_url.into()),
             secret: Some(Secret::new(SECRET.to_string())),
+            webhook_secret: webhook.map(|w| Secret::new(w.to_string())),
             ..AcquirerInput::default()
         },
         true,
@@ -80,6 +90,21 @@ async fn charge(fintoc: &Arc<Fintoc>, key: &str, subscription: &str, amount: i64
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     tokio::task::spawn_blocking(f).await.unwrap()
+}
+
+/// The attempt key of the one charge made on Fintoc.
+fn only_charge_key(app: &TestApp) -> String {
+    app.running
+        .state
+        .store()
+        .read(|c| {
+            Ok(
+                c.query_row("SELECT idempotency_key FROM fintoc_charges", &[], |r| {
+                    r.get::<String>(0)
+                })?,
+            )
+        })
+        .unwrap()
 }
 
 fn charge_id(app: &TestApp, key: &str) -> String {
@@ -317,6 +342,33 @@ async fn authorize_on_fintoc(
     )
 }
 
+/// A PENDING mandate of `user` that allows only PAC, due in three days: its internalId and
+/// Magic Link.
+async fn bank_mandate(app: &TestApp, user: &str, id: &str, amount: i64) -> (String, String) {
+    let mut body = dynamic_body(app, user, id, &[("c1", amount, 3)]);
+    body["paymentMethods"] = serde_json::json!([5]);
+    let payload = app.create_mandate(&body).await;
+    let field = |name: &str| payload["mandate"][name].as_str().unwrap().to_string();
+    (field("internalId"), field("magicLink"))
+}
+
+/// The subscription Fintoc made for an intent the engine asked about.
+fn subscription_made(standin: &fintoc::Standin) -> String {
+    standin
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|r| {
+            r.uri
+                .strip_prefix("/v1/subscription_intents/")
+                .map(str::to_string)
+        })
+        .filter_map(|id| standin.intent(&id))
+        .find_map(|i| i["subscription"]["id"].as_str().map(str::to_string))
+        .expect("the subscription")
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_bank_account_authorized_on_fintoc_activates_once_the_bank_validates_it_and_is_charged() {
     let mut app = spawn_app().await;
@@ -324,17 +376,7 @@ async fn a_bank_account_authorized_on_fintoc_activates_once_the_bank_validates_i
     let (standin, base) = fintoc::start().await;
     set_fintoc(&app, &base);
     app.create_customer("cust-bank", &rut(15_151_515)).await;
-    let mut body = dynamic_body(&app, "cust-bank", "M-FINTOC", &[("c1", 12_000, 3)]);
-    body["paymentMethods"] = serde_json::json!([5]);
-    let payload = app.create_mandate(&body).await;
-    let internal = payload["mandate"]["internalId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let link = payload["mandate"]["magicLink"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (internal, link) = bank_mandate(&app, "cust-bank", "M-FINTOC", 12_000).await;
 
     // A wrong bank password: refused, with the reason; the mandate stays PENDING.
     let (status, said) = authorize_on_fintoc(&app, &base, &link, "wrong").await;
@@ -379,22 +421,7 @@ async fn a_bank_account_authorized_on_fintoc_activates_once_the_bank_validates_i
     assert_eq!(again.status(), 400);
 
     // The bank confirms; the next run activates the mandate with the account.
-    let intents: Vec<serde_json::Value> = standin
-        .requests
-        .lock()
-        .unwrap()
-        .iter()
-        .filter_map(|r| {
-            r.uri
-                .strip_prefix("/v1/subscription_intents/")
-                .map(str::to_string)
-        })
-        .filter_map(|id| standin.intent(&id))
-        .collect();
-    let sub = intents
-        .iter()
-        .find_map(|i| i["subscription"]["id"].as_str().map(str::to_string))
-        .expect("the subscription");
+    let sub = subscription_made(&standin);
     standin.activate(&sub);
     app.run_charging(app.today()).await;
     let active = app.get(&format!("/mandate/internalId/{internal}")).await;
@@ -430,18 +457,7 @@ async fn a_bank_account_authorized_on_fintoc_activates_once_the_bank_validates_i
         .filter(|r| r.uri == "/v1/charges")
         .count();
     assert_eq!(charge, 1);
-    let key = app
-        .running
-        .state
-        .store()
-        .read(|c| {
-            Ok(
-                c.query_row("SELECT idempotency_key FROM fintoc_charges", &[], |r| {
-                    r.get::<String>(0)
-                })?,
-            )
-        })
-        .unwrap();
+    let key = only_charge_key(&app);
     standin.settle_charge(&charge_id(&app, &key), Outcome::Succeeded);
     app.run_charging(due + chrono::Duration::days(1)).await;
     let paid = &app
@@ -450,5 +466,131 @@ async fn a_bank_account_authorized_on_fintoc_activates_once_the_bank_validates_i
         .body["payload"]["installments"][0]
         .clone();
     assert_eq!(paid["state"]["name"], "PAID", "{paid}");
+    let _ = &mut app;
+}
+
+/// POSTs a webhook to `/acquirers/fintoc/webhook` as Fintoc would; answers the status and body.
+async fn deliver(app: &TestApp, body: &str, signature: Option<&str>) -> (u16, serde_json::Value) {
+    let mut request = app
+        .client
+        .post(format!("{}/acquirers/fintoc/webhook", app.base))
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    if let Some(signature) = signature {
+        request = request.header("Fintoc-Signature", signature);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (
+        status,
+        response.json().await.unwrap_or(serde_json::Value::Null),
+    )
+}
+
+/// The mandate's lookup once `done` holds of it (the follower acts on a webhook in the
+/// background), or the last one after ten seconds.
+async fn lookup_until(
+    app: &TestApp,
+    internal: &str,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let mut last = serde_json::Value::Null;
+    for _ in 0..100 {
+        last = app
+            .get(&format!("/mandate/internalId/{internal}"))
+            .await
+            .body["payload"]
+            .clone();
+        if done(&last) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    last
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fintoc_webhooks_are_verified_and_prompt_the_engine_to_ask_fintoc() {
+    let mut app = spawn_app().await;
+    app.login().await;
+    let (standin, base) = fintoc::start().await;
+    set_fintoc_with(&app, &base, Some(WEBHOOK_SECRET));
+    app.create_customer("cust-hook", &rut(16_161_616)).await;
+    let (internal, link) = bank_mandate(&app, "cust-hook", "M-HOOK", 9_900).await;
+    let (status, to) = authorize_on_fintoc(&app, &base, &link, SANDBOX_PASSWORD).await;
+    assert_eq!(status, 303, "{to}");
+    let sub = subscription_made(&standin);
+    let activated = standin.activate(&sub);
+    let now = app.clock.now().timestamp();
+    let (event, signature) =
+        standin.signed_event(WEBHOOK_SECRET, "subscription.activated", activated, now);
+
+    // Unsigned, signed with another secret, tampered with, or stale: refused, nothing changes.
+    let (status, said) = deliver(&app, &event, None).await;
+    assert_eq!(
+        (status, said["name"].as_str()),
+        (400, Some("INVALID_SIGNATURE"))
+    );
+    let other = fintoc::signature("whsec_someone_else", now, &event);
+    let (status, said) = deliver(&app, &event, Some(&other)).await;
+    assert_eq!(
+        (status, said["name"].as_str()),
+        (400, Some("INVALID_SIGNATURE"))
+    );
+    let tampered = event.replace("subscription.activated", "subscription.canceled");
+    let (status, _) = deliver(&app, &tampered, Some(&signature)).await;
+    assert_eq!(status, 400);
+    let stale = fintoc::signature(WEBHOOK_SECRET, now - 301, &event);
+    let (status, said) = deliver(&app, &event, Some(&stale)).await;
+    assert_eq!(
+        (status, said["name"].as_str()),
+        (400, Some("SIGNATURE_EXPIRED"))
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let still = app.get(&format!("/mandate/internalId/{internal}")).await;
+    assert_eq!(still.body["payload"]["mandate"]["state"]["name"], "PENDING");
+
+    // Verified: the engine asks Fintoc and activates the mandate, without a run.
+    let (status, said) = deliver(&app, &event, Some(&signature)).await;
+    assert_eq!(status, 200, "{said}");
+    assert_eq!(said["received"], true);
+    let active = lookup_until(&app, &internal, |m| {
+        m["mandate"]["state"]["name"] == "ACTIVE"
+    })
+    .await;
+    assert_eq!(active["mandate"]["state"]["name"], "ACTIVE", "{active}");
+    assert_eq!(active["paymentMethod"]["id"], 5);
+    // The same signed request again is a replay; Fintoc's resend, signed anew, is taken.
+    let (status, said) = deliver(&app, &event, Some(&signature)).await;
+    assert_eq!(
+        (status, said["name"].as_str()),
+        (400, Some("EVENT_REPLAYED"))
+    );
+    let resent = fintoc::signature(WEBHOOK_SECRET, now + 1, &event);
+    assert_eq!(deliver(&app, &event, Some(&resent)).await.0, 200);
+
+    // A charge's failure, told by webhook: rejected as Fintoc's API says, without a run.
+    let due = app.today() + chrono::Duration::days(3);
+    let run = app.run_charging(due).await;
+    assert_eq!(run.counts.in_validation, 1, "{run:?}");
+    let key = only_charge_key(&app);
+    let charge = standin.settle_charge(
+        &charge_id(&app, &key),
+        Outcome::Failed(FailureCode::InsufficientFunds),
+    );
+    // A body that lies is not believed: the engine applies what Fintoc's API answers.
+    let mut lying = charge.clone();
+    lying["status"] = serde_json::json!("succeeded");
+    lying["failure_code"] = serde_json::Value::Null;
+    let now = app.clock.now().timestamp();
+    let (event, signature) = standin.signed_event(WEBHOOK_SECRET, "charge.succeeded", lying, now);
+    assert_eq!(deliver(&app, &event, Some(&signature)).await.0, 200);
+    let rejected = lookup_until(&app, &internal, |m| {
+        m["installments"][0]["state"]["name"] == "REJECTED"
+    })
+    .await;
+    let installment = &rejected["installments"][0];
+    assert_eq!(installment["state"]["name"], "REJECTED", "{rejected}");
+    assert_eq!(installment["rejection"]["code"], "INSUFFICIENT_FUNDS");
     let _ = &mut app;
 }

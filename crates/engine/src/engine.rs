@@ -52,6 +52,8 @@ pub struct Engine {
     pub sealer: Arc<Sealer>,
     /// Tells the daily schedule to look again (the sandbox clock moved).
     pub schedule_wake: Arc<Notify>,
+    /// Tells the Fintoc follower a verified webhook event is waiting.
+    pub(crate) fintoc_wake: Arc<Notify>,
     background: Mutex<Background>,
 }
 
@@ -187,7 +189,13 @@ impl Engine {
             (stop, task)
         });
         tokio::spawn(release_memory_when_idle(Arc::downgrade(&store)));
-        tokio::spawn(follow_bank_validations(Arc::downgrade(&charger)));
+        let fintoc_wake = Arc::new(Notify::new());
+        tokio::spawn(follow_fintoc(
+            Arc::downgrade(&charger),
+            Arc::clone(&calendar),
+            Arc::clone(&clock),
+            Arc::clone(&fintoc_wake),
+        ));
         if sandbox && store.backend() == mandato_store::db::Backend::Postgres {
             tokio::spawn(follow_sandbox_clock(
                 Arc::downgrade(&store),
@@ -230,6 +238,7 @@ impl Engine {
             charger,
             sealer,
             schedule_wake,
+            fintoc_wake,
             background: Mutex::new(Background {
                 schedule,
                 backups,
@@ -467,18 +476,36 @@ impl Engine {
 
 /// Bank accounts the bank is validating (Fintoc) are asked about every hour, besides every
 /// run, so a mandate activates within the hour of the bank's confirmation.
-async fn follow_bank_validations(charger: std::sync::Weak<Charger>) {
+async fn follow_fintoc(
+    charger: std::sync::Weak<Charger>,
+    calendar: Arc<BusinessCalendar>,
+    clock: Arc<dyn Clock>,
+    wake: Arc<Notify>,
+) {
     let mut ticks = tokio::time::interval(std::time::Duration::from_secs(3600));
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ticks.tick().await;
     loop {
-        ticks.tick().await;
+        // Every hour, everything still open; on a webhook, what its events name.
+        let everything = tokio::select! {
+            _ = ticks.tick() => true,
+            _ = wake.notified() => false,
+        };
         let Some(charger) = charger.upgrade() else {
             return;
         };
-        let asked = tokio::task::spawn_blocking(move || charger.settle_fintoc_enrolments()).await;
+        let today = calendar.today(clock.now());
+        let asked = tokio::task::spawn_blocking(move || -> Result<()> {
+            charger.handle_fintoc_events(today)?;
+            if everything {
+                charger.settle_fintoc_enrolments()?;
+                charger.settle_fintoc_charges(today)?;
+            }
+            Ok(())
+        })
+        .await;
         if let Ok(Err(e)) = asked {
-            tracing::warn!(error = %e, "bank validations not followed");
+            tracing::warn!(error = %e, "fintoc's outcomes not followed");
         }
     }
 }

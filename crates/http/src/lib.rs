@@ -16,6 +16,7 @@
 //!   engine's store (`tests/api/layering.rs`).
 
 pub mod accept;
+pub mod acquirer_webhooks;
 pub mod admin;
 pub mod auth;
 pub mod calendar;
@@ -345,6 +346,7 @@ pub fn router(state: AppState) -> Router {
         .nest("/admin/api", admin)
         .merge(link::routes())
         .merge(sign::routes())
+        .merge(acquirer_webhooks::routes())
         .route(
             "/openapi.json",
             get(move || {

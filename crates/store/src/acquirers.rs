@@ -15,6 +15,8 @@ pub struct AcquirerRow {
     pub terms: String,
     pub base_url: Option<String>,
     pub secret: Option<Secret<String>>,
+    /// Fintoc's webhook endpoint secret, when one is set.
+    pub webhook_secret: Option<Secret<String>>,
     pub updated_at: String,
 }
 
@@ -26,16 +28,18 @@ pub struct NewAcquirer<'a> {
     pub terms: &'a str,
     pub base_url: Option<&'a str>,
     pub secret: Option<&'a Secret<String>>,
+    pub webhook_secret: Option<&'a Secret<String>>,
     pub at: &'a str,
 }
 
 pub fn set<'c>(db: impl Into<Db<'c>>, a: &NewAcquirer<'_>) -> db::Result<()> {
     db.into().execute(
-        "INSERT INTO acquirers (commerce_id, rail, kind, terms, base_url, secret, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+        "INSERT INTO acquirers (commerce_id, rail, kind, terms, base_url, secret, webhook_secret,
+             updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
          ON CONFLICT (commerce_id, rail) DO UPDATE SET kind = excluded.kind,
              terms = excluded.terms, base_url = excluded.base_url, secret = excluded.secret,
-             updated_at = excluded.updated_at",
+             webhook_secret = excluded.webhook_secret, updated_at = excluded.updated_at",
         &params![
             a.commerce_id,
             a.rail,
@@ -43,6 +47,7 @@ pub fn set<'c>(db: impl Into<Db<'c>>, a: &NewAcquirer<'_>) -> db::Result<()> {
             a.terms,
             a.base_url,
             a.secret.map(|s| s.expose().as_str()),
+            a.webhook_secret.map(|s| s.expose().as_str()),
             a.at
         ],
     )?;
@@ -52,7 +57,7 @@ pub fn set<'c>(db: impl Into<Db<'c>>, a: &NewAcquirer<'_>) -> db::Result<()> {
 /// The commerce's acquirers, cards first.
 pub fn of_commerce<'c>(db: impl Into<Db<'c>>, commerce_id: i64) -> db::Result<Vec<AcquirerRow>> {
     db.into().query_map(
-        "SELECT rail, kind, terms, base_url, secret, updated_at FROM acquirers
+        "SELECT rail, kind, terms, base_url, secret, webhook_secret, updated_at FROM acquirers
          WHERE commerce_id = ?1 ORDER BY CASE rail WHEN 'cards' THEN 0 ELSE 1 END",
         &params![commerce_id],
         |r| {
@@ -62,7 +67,8 @@ pub fn of_commerce<'c>(db: impl Into<Db<'c>>, commerce_id: i64) -> db::Result<Ve
                 terms: r.get(2)?,
                 base_url: r.get(3)?,
                 secret: r.get::<Option<String>>(4)?.map(Secret::new),
-                updated_at: r.get(5)?,
+                webhook_secret: r.get::<Option<String>>(5)?.map(Secret::new),
+                updated_at: r.get(6)?,
             })
         },
     )
@@ -74,6 +80,18 @@ pub fn commerce_codes<'c>(db: impl Into<Db<'c>>) -> db::Result<Vec<(i64, String)
         "SELECT id, code FROM commerces ORDER BY id",
         &params![],
         |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+}
+
+/// Every commerce whose bank rail is Fintoc with a webhook secret, and that secret: the
+/// candidates a `Fintoc-Signature` is checked against.
+pub fn fintoc_webhook_secrets<'c>(db: impl Into<Db<'c>>) -> db::Result<Vec<(i64, Secret<String>)>> {
+    db.into().query_map(
+        "SELECT commerce_id, webhook_secret FROM acquirers
+         WHERE rail = 'bank' AND kind = 'fintoc' AND webhook_secret IS NOT NULL
+         ORDER BY commerce_id",
+        &params![],
+        |r| Ok((r.get(0)?, Secret::new(r.get::<String>(1)?))),
     )
 }
 
@@ -103,13 +121,19 @@ mod tests {
                 terms: r#"{"publicKey":"pk_test_1"}"#,
                 base_url: Some("https://api.fintoc.com"),
                 secret: Some(&secret),
+                webhook_secret: Some(&secret),
                 at: "2026-11-28T12:00:00.000Z",
             };
             set(db, &fintoc).unwrap();
+            let secrets = fintoc_webhook_secrets(db).unwrap();
+            assert_eq!(secrets.len(), 1);
+            assert_eq!(secrets[0].0, commerce);
             fintoc.kind = "simulated";
             fintoc.terms = "{}";
             fintoc.secret = None;
+            fintoc.webhook_secret = None;
             set(db, &fintoc).unwrap();
+            assert!(fintoc_webhook_secrets(db).unwrap().is_empty());
             let rows = of_commerce(db, commerce).unwrap();
             assert_eq!(rows.len(), 1);
             assert_eq!(rows[0].kind, "simulated");

@@ -148,7 +148,7 @@ pub fn open_attempts<'c>(
     )
 }
 
-fn open_attempt(r: &db::Row<'_>) -> db::Result<OpenAttempt> {
+pub(crate) fn open_attempt(r: &db::Row<'_>) -> db::Result<OpenAttempt> {
     Ok(OpenAttempt {
         seq: r.get(0)?,
         installment_seq: r.get(1)?,

@@ -1,5 +1,6 @@
 //! Fintoc Direct Debit's records (`fintoc_charges`, `fintoc_enrolments`).
 
+use super::charging::{OpenAttempt, open_attempt};
 use super::db::{self, Db, params};
 
 /// Records the charge Fintoc made for an attempt; a second record of the same answer is a
@@ -24,6 +25,29 @@ pub fn charge_of<'c>(db: impl Into<Db<'c>>, idempotency_key: &str) -> db::Result
         "SELECT charge_id FROM fintoc_charges WHERE idempotency_key = ?1",
         &params![idempotency_key],
         |r| r.get(0),
+    )
+}
+
+const OPEN_CHARGES: &str = "SELECT a.seq, a.installment_seq, a.idempotency_key, a.business_date,
+        a.amount, a.currency, a.state, a.created_at
+     FROM charge_attempts a JOIN fintoc_charges f ON f.idempotency_key = a.idempotency_key
+     WHERE a.state = 'IN_VALIDATION'";
+
+/// Attempts charged on Fintoc whose outcome is still awaited, oldest first.
+pub fn open_charges<'c>(db: impl Into<Db<'c>>, limit: i64) -> db::Result<Vec<OpenAttempt>> {
+    db.into().query_map(
+        &format!("{OPEN_CHARGES} ORDER BY a.seq LIMIT ?1"),
+        &params![limit],
+        open_attempt,
+    )
+}
+
+/// The attempt of Fintoc's charge `charge_id`, if its outcome is still awaited.
+pub fn open_charge<'c>(db: impl Into<Db<'c>>, charge_id: &str) -> db::Result<Option<OpenAttempt>> {
+    db.into().query_opt(
+        &format!("{OPEN_CHARGES} AND f.charge_id = ?1"),
+        &params![charge_id],
+        open_attempt,
     )
 }
 
@@ -130,6 +154,18 @@ pub fn validating<'c>(db: impl Into<Db<'c>>, limit: i64) -> db::Result<Vec<Enrol
     )
 }
 
+/// The enrolment the bank is validating whose intent or subscription is `object_id`.
+pub fn validating_one<'c>(db: impl Into<Db<'c>>, object_id: &str) -> db::Result<Option<Enrolment>> {
+    db.into().query_opt(
+        &format!(
+            "SELECT {COLUMNS} FROM fintoc_enrolments WHERE state = 'VALIDATING'
+             AND (intent_id = ?1 OR subscription_id = ?1)"
+        ),
+        &params![object_id],
+        row,
+    )
+}
+
 /// How many enrolments the mandate's link started since `since`.
 pub fn started_since<'c>(db: impl Into<Db<'c>>, mandate_seq: i64, since: &str) -> db::Result<i64> {
     db.into().query_row(
@@ -159,4 +195,104 @@ pub fn advance<'c>(
         &params![intent_id, from, to, subscription_id, failure, ended],
     )?;
     Ok(changed > 0)
+}
+
+/// A verified Fintoc webhook event, as kept until the engine has acted on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    pub event_id: String,
+    /// The `t` of its `Fintoc-Signature`.
+    pub signed_at: i64,
+    pub commerce_id: i64,
+    pub kind: String,
+    pub object_id: String,
+}
+
+/// Keeps a verified event; false when this very signature was received before (a replay).
+pub fn record_event<'c>(db: impl Into<Db<'c>>, e: &Event, at: &str) -> db::Result<bool> {
+    let inserted = db.into().execute(
+        "INSERT INTO fintoc_events
+             (event_id, signed_at, commerce_id, type, object_id, received_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (event_id, signed_at) DO NOTHING",
+        &params![
+            &e.event_id,
+            e.signed_at,
+            e.commerce_id,
+            &e.kind,
+            &e.object_id,
+            at
+        ],
+    )?;
+    Ok(inserted > 0)
+}
+
+/// Events not yet acted on, oldest first.
+pub fn unhandled_events<'c>(db: impl Into<Db<'c>>, limit: i64) -> db::Result<Vec<Event>> {
+    db.into().query_map(
+        "SELECT event_id, signed_at, commerce_id, type, object_id FROM fintoc_events
+         WHERE handled_at IS NULL ORDER BY received_at LIMIT ?1",
+        &params![limit],
+        |r| {
+            Ok(Event {
+                event_id: r.get(0)?,
+                signed_at: r.get(1)?,
+                commerce_id: r.get(2)?,
+                kind: r.get(3)?,
+                object_id: r.get(4)?,
+            })
+        },
+    )
+}
+
+/// Marks an event acted on.
+pub fn event_handled<'c>(db: impl Into<Db<'c>>, e: &Event, at: &str) -> db::Result<()> {
+    db.into().execute(
+        "UPDATE fintoc_events SET handled_at = ?3 WHERE event_id = ?1 AND signed_at = ?2",
+        &params![&e.event_id, e.signed_at, at],
+    )?;
+    Ok(())
+}
+
+/// Forgets events received before `before` (long past the signature's tolerance).
+pub fn prune_events<'c>(db: impl Into<Db<'c>>, before: &str) -> db::Result<usize> {
+    let pruned = db.into().execute(
+        "DELETE FROM fintoc_events WHERE received_at < ?1",
+        &params![before],
+    )?;
+    Ok(pruned as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pg_test::on_both;
+
+    #[test]
+    fn an_event_is_kept_once_per_signature_until_handled() {
+        on_both(|db| {
+            let commerce = crate::commerces::tests::commerce(db, "76123456-0").id;
+            let event = Event {
+                event_id: "evt_1".into(),
+                signed_at: 1_780_000_000,
+                commerce_id: commerce,
+                kind: "charge.succeeded".into(),
+                object_id: "ch_1".into(),
+            };
+            assert!(record_event(db, &event, "2026-11-29T12:00:00.000Z").unwrap());
+            assert!(!record_event(db, &event, "2026-11-29T12:00:01.000Z").unwrap());
+            let resent = Event {
+                signed_at: 1_780_000_060,
+                ..event.clone()
+            };
+            assert!(record_event(db, &resent, "2026-11-29T12:01:00.000Z").unwrap());
+            assert_eq!(
+                unhandled_events(db, 10).unwrap(),
+                [event.clone(), resent.clone()]
+            );
+            event_handled(db, &event, "2026-11-29T12:02:00.000Z").unwrap();
+            assert_eq!(unhandled_events(db, 10).unwrap(), [resent]);
+            assert_eq!(prune_events(db, "2026-11-29T12:00:30.000Z").unwrap(), 1);
+        });
+    }
 }

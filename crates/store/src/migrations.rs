@@ -107,6 +107,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0027_fintoc",
         include_str!("../../../migrations/0027_fintoc.sql"),
     ),
+    (
+        "0028_fintoc_webhooks",
+        include_str!("../../../migrations/0028_fintoc_webhooks.sql"),
+    ),
 ];
 
 /// What a migration needs that SQL cannot compute, run in its transaction right after its SQL.

@@ -32,6 +32,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0006_fintoc",
         include_str!("../../../migrations/postgres/0006_fintoc.sql"),
     ),
+    (
+        "0007_fintoc_webhooks",
+        include_str!("../../../migrations/postgres/0007_fintoc_webhooks.sql"),
+    ),
 ];
 
 /// The advisory lock's key: any constant no other application on the database uses

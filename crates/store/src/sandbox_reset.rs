@@ -71,6 +71,7 @@ pub fn reset<'c>(
     counts.signature_processes = run("DELETE FROM signature_processes WHERE commerce_id = ?1")?;
 
     counts.ledger_entries = super::ledger::erase_for_sandbox_reset(db, commerce_id)?;
+    run("DELETE FROM fintoc_events WHERE commerce_id = ?1")?;
     run("DELETE FROM fintoc_charges WHERE idempotency_key IN
             (SELECT idempotency_key FROM charge_attempts WHERE installment_seq IN
                 (SELECT seq FROM installments WHERE commerce_id = ?1))")?;

@@ -1808,6 +1808,11 @@ export interface components {
             baseUrl: string | null;
             /** @description Whether a secret is stored; the secret itself is never answered. */
             secretSet: boolean;
+            /**
+             * @description Fintoc: whether the webhook endpoint's secret is stored (Fintoc's webhooks to
+             *     `/acquirers/fintoc/webhook` are then verified and acted on).
+             */
+            webhookSecretSet: boolean;
             /** Format: date-time */
             updatedAt: string;
         };
@@ -1833,6 +1838,11 @@ export interface components {
              *     when the rail keeps its kind.
              */
             secret?: string | null;
+            /**
+             * @description Fintoc: the secret of the webhook endpoint registered at Fintoc (`whsec_...`).
+             *     Write-only; optional; kept when left out and the rail keeps its kind.
+             */
+            webhookSecret?: string | null;
         };
         AcquirersDto: {
             commerce: string;

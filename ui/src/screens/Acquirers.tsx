@@ -23,7 +23,7 @@ const KINDS: Record<Rail, string[]> = {
   bank: ["fintoc", "simulated"],
 };
 
-const FIELDS = ["kind", "mallCode", "childCode", "webpayCode", "publicKey", "baseUrl", "secret"] as const;
+const FIELDS = ["kind", "mallCode", "childCode", "webpayCode", "publicKey", "baseUrl", "secret", "webhookSecret"] as const;
 type Field = (typeof FIELDS)[number];
 
 function term(acquirer: Acquirer | undefined, name: string): string {
@@ -44,6 +44,7 @@ function RailForm({ code, rail, current, sandbox }: { code: string; rail: Rail; 
     publicKey: term(current, "publicKey"),
     baseUrl: current?.baseUrl ?? "",
     secret: "",
+    webhookSecret: "",
   });
   const [errors, setErrors] = useState<Partial<Record<Field, string>>>({});
   const [general, setGeneral] = useState<string | null>(null);
@@ -53,7 +54,7 @@ function RailForm({ code, rail, current, sandbox }: { code: string; rail: Rail; 
     client.invalidateQueries({ queryKey: ["dashboard"] });
     setErrors({});
     setGeneral(null);
-    setValues((v) => ({ ...v, secret: "" }));
+    setValues((v) => ({ ...v, secret: "", webhookSecret: "" }));
     notifications.show({ color: "green", message });
   };
   const save = useMutation({
@@ -65,7 +66,10 @@ function RailForm({ code, rail, current, sandbox }: { code: string; rail: Rail; 
         body.childCode = values.childCode;
         body.webpayCode = values.webpayCode;
       }
-      if (kind === "fintoc") body.publicKey = values.publicKey;
+      if (kind === "fintoc") {
+        body.publicKey = values.publicKey;
+        if (values.webhookSecret) body.webhookSecret = values.webhookSecret;
+      }
       if (kind !== "simulated") {
         if (values.baseUrl.trim()) body.baseUrl = values.baseUrl.trim();
         if (values.secret) body.secret = values.secret;
@@ -141,6 +145,17 @@ function RailForm({ code, rail, current, sandbox }: { code: string; rail: Rail; 
               error={errors.secret}
               autoComplete="off"
             />
+            {kind === "fintoc" && (
+              <PasswordInput
+                id={id("webhookSecret")}
+                label={t("acquirers.webhookSecret")}
+                description={t(current?.webhookSecretSet && current.kind === kind ? "acquirers.webhookSecretKept" : "acquirers.webhookSecretHint")}
+                value={values.webhookSecret}
+                onChange={(e) => set("webhookSecret")(e.currentTarget.value)}
+                error={errors.webhookSecret}
+                autoComplete="off"
+              />
+            )}
             <TextInput
               id={id("baseUrl")}
               label={t("acquirers.baseUrl")}

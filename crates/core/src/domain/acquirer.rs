@@ -152,6 +152,9 @@ pub struct AcquirerSetting {
     pub base_url: Option<String>,
     /// Transbank's `Tbk-Api-Key-Secret` or Fintoc's secret key; `None` for the simulation.
     pub secret: Option<Secret<String>>,
+    /// Fintoc only: the secret of the webhook endpoint registered at Fintoc, which signs the
+    /// events it POSTs to `/acquirers/fintoc/webhook`. `None`: outcomes are only asked for.
+    pub webhook_secret: Option<Secret<String>>,
 }
 
 /// A rail's set-up as typed (the command line's flags, the staff API's body).
@@ -165,7 +168,11 @@ pub struct AcquirerInput {
     pub public_key: Option<String>,
     pub base_url: Option<String>,
     pub secret: Option<Secret<String>>,
+    pub webhook_secret: Option<Secret<String>>,
 }
+
+/// The most a webhook secret holds (Fintoc's are `whsec_` and a few dozen characters).
+pub const WEBHOOK_SECRET_MAX: usize = 200;
 
 /// The refusal of the simulation in production.
 pub const ACQUIRER_NOT_ALLOWED: &str = "ACQUIRER_NOT_ALLOWED";
@@ -222,6 +229,7 @@ impl AcquirerSetting {
                 }
             },
         };
+        let webhook_secret = webhook_secret(kind, input.webhook_secret, &mut errors);
         errors.into_result()?;
         let (rail, terms) = (rail.expect("checked"), terms.expect("checked"));
         if terms == AcquirerTerms::Simulated && !sandbox {
@@ -236,8 +244,37 @@ impl AcquirerSetting {
             terms,
             base_url,
             secret,
+            webhook_secret,
         })
     }
+}
+
+/// A webhook secret: only Fintoc signs its webhooks; printable ASCII, at most
+/// [`WEBHOOK_SECRET_MAX`] characters. An empty one is none.
+fn webhook_secret(
+    kind: Option<AcquirerKind>,
+    typed: Option<Secret<String>>,
+    errors: &mut FieldErrors,
+) -> Option<Secret<String>> {
+    let typed = typed.filter(|s| !s.expose().trim().is_empty())?;
+    let text = typed.expose().trim();
+    if kind.is_some_and(|k| k != AcquirerKind::Fintoc) {
+        errors.push(
+            "webhookSecret",
+            "INVALID_VALUE",
+            "only Fintoc signs its webhooks",
+        );
+        return None;
+    }
+    if text.len() > WEBHOOK_SECRET_MAX || !text.bytes().all(|b| b.is_ascii_graphic()) {
+        errors.push(
+            "webhookSecret",
+            "INVALID_KEY",
+            "the webhook endpoint's secret as Fintoc shows it (whsec_...)",
+        );
+        return None;
+    }
+    Some(Secret::new(text.to_string()))
 }
 
 fn code(field: &str, value: Option<&str>, errors: &mut FieldErrors) -> Option<TransbankCode> {
@@ -396,6 +433,36 @@ mod tests {
         assert_eq!(
             fields(AcquirerSetting::parse(input, true).unwrap_err()),
             ["kind", "mallCode", "childCode", "webpayCode", "secret"]
+        );
+    }
+
+    #[test]
+    fn only_fintoc_takes_a_webhook_secret() {
+        let mut card = transbank(None);
+        card.webhook_secret = Some(Secret::new("whsec_1".into()));
+        assert_eq!(
+            fields(AcquirerSetting::parse(card, true).unwrap_err()),
+            ["webhookSecret"]
+        );
+        let fintoc = |webhook: &str| AcquirerInput {
+            rail: Some("bank".into()),
+            kind: Some("fintoc".into()),
+            public_key: Some("pk_test_1".into()),
+            secret: Some(Secret::new("sk_test_1".into())),
+            webhook_secret: Some(Secret::new(webhook.into())),
+            ..AcquirerInput::default()
+        };
+        let set = AcquirerSetting::parse(fintoc(" whsec_abc "), false).unwrap();
+        assert_eq!(set.webhook_secret.unwrap().expose(), "whsec_abc");
+        assert!(
+            AcquirerSetting::parse(fintoc(""), false)
+                .unwrap()
+                .webhook_secret
+                .is_none()
+        );
+        assert_eq!(
+            fields(AcquirerSetting::parse(fintoc("whsec a"), false).unwrap_err()),
+            ["webhookSecret"]
         );
     }
 }

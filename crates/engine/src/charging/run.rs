@@ -197,6 +197,7 @@ impl Charger {
         self.settle_portal_payments(date)?;
         self.settle_fintoc_enrolments()?;
         self.prune_acquirer_calls()?;
+        self.prune_fintoc_events()?;
         let run_seq = self
             .store
             .write(|tx| Ok(store::insert_run(tx, &day, trigger.as_str(), &self.now())?))?;
@@ -226,21 +227,7 @@ impl Charger {
         } else {
             Vec::new()
         };
-        for attempt in settling {
-            let Some(charged) = self.charged_by(&attempt)? else {
-                continue;
-            };
-            let result = charged.processor.settle(&attempt.idempotency_key);
-            if matches!(result, Ok(ChargeResult::Pending)) {
-                // The bank has not answered yet (Fintoc): asked again at the next run.
-                continue;
-            }
-            self.store.write(|tx| {
-                let mut ignored = RunCounts::default();
-                self.apply(tx, &mut cache, &attempt, None, result, date, &mut ignored)
-            })?;
-            counts.settled += 1;
-        }
+        counts.settled += self.settle_validations(&settling, date)? as i64;
 
         counts.total = if business_day {
             self.store
@@ -712,6 +699,36 @@ impl Charger {
         let before = timestamp(self.clock.now() - chrono::Duration::days(ACQUIRER_CALLS_KEPT_DAYS));
         self.store
             .write(|tx| Ok(mandato_store::acquirer_calls::prune(tx, &before)?))
+    }
+
+    /// Asks the bank about attempts IN_VALIDATION and applies each answer given, as of the
+    /// business date `date`; answers how many were decided. One the bank has not decided yet
+    /// (Fintoc's `pending`) stays as it is, asked again later.
+    pub(super) fn settle_validations(
+        &self,
+        open: &[OpenAttempt],
+        date: NaiveDate,
+    ) -> Result<usize> {
+        let mut cache = Cache::default();
+        let mut decided = 0;
+        for attempt in open {
+            let Some(charged) = self.charged_by(attempt)? else {
+                continue;
+            };
+            let result = charged.processor.settle(&attempt.idempotency_key);
+            if matches!(result, Ok(ChargeResult::Pending)) {
+                continue;
+            }
+            self.store.write(|tx| {
+                let mut ignored = RunCounts::default();
+                self.apply(tx, &mut cache, attempt, None, result, date, &mut ignored)
+            })?;
+            decided += 1;
+        }
+        if decided > 0 {
+            (self.on_events)();
+        }
+        Ok(decided)
     }
 
     /// Settles attempts left IN_PROCESS by asking the processor with their idempotency keys.

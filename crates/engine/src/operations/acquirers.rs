@@ -18,6 +18,8 @@ pub struct AcquirerView {
     pub terms: Value,
     pub base_url: Option<String>,
     pub secret_set: bool,
+    /// Whether Fintoc's webhook secret is stored (its webhooks are verified and acted on).
+    pub webhook_secret_set: bool,
     pub updated_at: String,
 }
 
@@ -45,6 +47,7 @@ pub fn set(tx: Db<'_>, commerce_id: i64, setting: &AcquirerSetting, at: &str) ->
             terms: &terms,
             base_url: setting.base_url.as_deref(),
             secret: setting.secret.as_ref(),
+            webhook_secret: setting.webhook_secret.as_ref(),
             at,
         },
     )?;
@@ -58,6 +61,7 @@ pub fn show(conn: Db<'_>, commerce_id: i64) -> Result<Vec<AcquirerView>> {
         .map(|row| AcquirerView {
             terms: serde_json::from_str(&row.terms).unwrap_or(Value::Null),
             secret_set: row.secret.is_some(),
+            webhook_secret_set: row.webhook_secret.is_some(),
             rail: row.rail,
             kind: row.kind,
             base_url: row.base_url,

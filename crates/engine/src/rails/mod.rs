@@ -10,6 +10,7 @@
 
 mod calls;
 pub mod fintoc;
+pub mod fintoc_webhooks;
 pub mod transbank;
 pub mod webpay;
 

@@ -33,15 +33,18 @@ impl Engine {
             self.store().write(|tx| {
                 let commerce =
                     commerces::by_code(tx, code)?.ok_or_else(|| Error::not_found("commerce"))?;
-                if input.secret.is_none() {
-                    // The same kind keeps its stored secret.
-                    input.secret = stored::of_commerce(tx, commerce.id)?
-                        .into_iter()
-                        .find(|r| {
-                            Some(r.rail.as_str()) == input.rail.as_deref().map(str::trim)
-                                && Some(r.kind.as_str()) == input.kind.as_deref().map(str::trim)
-                        })
-                        .and_then(|r| r.secret);
+                // The same kind keeps its stored secrets when they are left out.
+                let same_kind = stored::of_commerce(tx, commerce.id)?.into_iter().find(|r| {
+                    Some(r.rail.as_str()) == input.rail.as_deref().map(str::trim)
+                        && Some(r.kind.as_str()) == input.kind.as_deref().map(str::trim)
+                });
+                if let Some(row) = same_kind {
+                    if input.secret.is_none() {
+                        input.secret = row.secret;
+                    }
+                    if input.webhook_secret.is_none() {
+                        input.webhook_secret = row.webhook_secret;
+                    }
                 }
                 let setting = AcquirerSetting::parse(input, sandbox)?;
                 let at = mandato_core::clock::timestamp(now);

@@ -31,6 +31,9 @@ pub struct AcquirerDto {
     pub base_url: Option<String>,
     /// Whether a secret is stored; the secret itself is never answered.
     pub secret_set: bool,
+    /// Fintoc: whether the webhook endpoint's secret is stored (Fintoc's webhooks to
+    /// `/acquirers/fintoc/webhook` are then verified and acted on).
+    pub webhook_secret_set: bool,
     pub updated_at: String,
 }
 
@@ -42,6 +45,7 @@ impl From<AcquirerView> for AcquirerDto {
             terms: v.terms,
             base_url: v.base_url,
             secret_set: v.secret_set,
+            webhook_secret_set: v.webhook_secret_set,
             updated_at: v.updated_at,
         }
     }
@@ -74,6 +78,9 @@ pub struct AcquirerRequest {
     /// Transbank's `Tbk-Api-Key-Secret` or Fintoc's secret key. Write-only; may be left out
     /// when the rail keeps its kind.
     pub secret: Option<String>,
+    /// Fintoc: the secret of the webhook endpoint registered at Fintoc (`whsec_...`).
+    /// Write-only; optional; kept when left out and the rail keeps its kind.
+    pub webhook_secret: Option<String>,
 }
 
 fn rail_of(text: &str) -> Result<Rail, Error> {
@@ -145,6 +152,10 @@ pub async fn set(
         base_url: body.base_url,
         secret: body
             .secret
+            .filter(|s| !s.trim().is_empty())
+            .map(Secret::new),
+        webhook_secret: body
+            .webhook_secret
             .filter(|s| !s.trim().is_empty())
             .map(Secret::new),
     };
