@@ -345,8 +345,19 @@ async fn authorize_on_fintoc(
 /// A PENDING mandate of `user` that allows only PAC, due in three days: its internalId and
 /// Magic Link.
 async fn bank_mandate(app: &TestApp, user: &str, id: &str, amount: i64) -> (String, String) {
+    bank_mandate_of(app, user, id, amount, &[5]).await
+}
+
+/// As [`bank_mandate`], allowing `methods`.
+async fn bank_mandate_of(
+    app: &TestApp,
+    user: &str,
+    id: &str,
+    amount: i64,
+    methods: &[i64],
+) -> (String, String) {
     let mut body = dynamic_body(app, user, id, &[("c1", amount, 3)]);
-    body["paymentMethods"] = serde_json::json!([5]);
+    body["paymentMethods"] = serde_json::json!(methods);
     let payload = app.create_mandate(&body).await;
     let field = |name: &str| payload["mandate"][name].as_str().unwrap().to_string();
     (field("internalId"), field("magicLink"))
@@ -592,5 +603,48 @@ async fn fintoc_webhooks_are_verified_and_prompt_the_engine_to_ask_fintoc() {
     let installment = &rejected["installments"][0];
     assert_eq!(installment["state"]["name"], "REJECTED", "{rejected}");
     assert_eq!(installment["rejection"]["code"], "INSUFFICIENT_FUNDS");
+    let _ = &mut app;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_epac_mandate_on_fintoc_activates_with_its_signed_document() {
+    let mut app = spawn_app().await;
+    app.login().await;
+    let (standin, base) = fintoc::start().await;
+    set_fintoc(&app, &base);
+    app.create_customer("cust-epac", &rut(17_171_717)).await;
+    let (internal, link) = bank_mandate_of(&app, "cust-epac", "M-EPAC", 15_000, &[6, 3]).await;
+    let shown = crate::rails::browser(&app)
+        .get(&link)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(shown.contains("EPAC: mandato electrónico"), "{shown}");
+    let (status, to) = authorize_on_fintoc(&app, &base, &link, SANDBOX_PASSWORD).await;
+    assert_eq!(status, 303, "{to}");
+    standin.activate(&subscription_made(&standin));
+    app.run_charging(app.today()).await;
+    let active = app.get(&format!("/mandate/internalId/{internal}")).await;
+    assert_eq!(
+        active.body["payload"]["mandate"]["state"]["name"], "ACTIVE",
+        "{}",
+        active.body
+    );
+    assert_eq!(active.body["payload"]["paymentMethod"]["id"], 6);
+    let activation = app
+        .events_of(&internal)
+        .into_iter()
+        .find(|e| e["event"] == "activation")
+        .expect("an activation event");
+    use base64::Engine;
+    let pdf = base64::engine::general_purpose::STANDARD
+        .decode(activation["fileBase64"].as_str().expect("fileBase64"))
+        .unwrap();
+    assert!(pdf.starts_with(b"%PDF-"), "a PDF document");
+    let document = lopdf::Document::load_mem(&pdf).expect("a PDF that parses");
+    assert!(!document.get_pages().is_empty());
     let _ = &mut app;
 }

@@ -33,19 +33,17 @@ use axum::{Extension, Form, Router};
 use chrono::{DateTime, Datelike, Utc};
 
 use super::AppState;
-use mandato_core::clock::timestamp;
 use mandato_core::domain::activation::ActivationMode;
 use mandato_core::domain::instrument::{
-    InstrumentFacts, InstrumentInput, InstrumentProblem, bank_name, luhn_valid,
+    InstrumentFacts, InstrumentInput, InstrumentProblem, luhn_valid,
 };
 use mandato_core::domain::money::Currency;
 use mandato_core::domain::state::{InstallmentState, MandateState, PaymentMethod};
 use mandato_core::error::{Error, Result};
 use mandato_core::processor::{ChargeRequest, ChargeResult, Enrolled, Processor, ProcessorError};
 use mandato_core::secret::Secret;
-use mandato_engine::documents::{
-    self, ChargedInstrument, DocumentInstallment, LastFour, MandateDocument, spanish,
-};
+use mandato_engine::documents::of_mandate::{self, Subject};
+use mandato_engine::documents::{MandateDocument, spanish};
 use mandato_engine::operations::activation::{self, Acceptance};
 use mandato_engine::operations::link::{self as link_records, LinkRecords};
 use mandato_engine::operations::portal::{self, ApprovedPayment};
@@ -1130,6 +1128,16 @@ fn refused_activation(
     }
 }
 
+/// The records of the page's mandate, as its document states them.
+fn subject(loaded: &Loaded) -> Subject<'_> {
+    Subject {
+        commerce: &loaded.commerce,
+        customer: &loaded.customer,
+        mandate: &loaded.mandate,
+        installments: &loaded.installments,
+    }
+}
+
 /// The EPAC mandate PDF, for the methods that produce one (EPAC and direct EPAC).
 pub(crate) fn epac_document(
     loaded: &Loaded,
@@ -1138,15 +1146,7 @@ pub(crate) fn epac_document(
     acceptance: &Acceptance,
     now: DateTime<Utc>,
 ) -> Option<Secret<Vec<u8>>> {
-    matches!(
-        instrument.method(),
-        PaymentMethod::Epac | PaymentMethod::DirectEpac
-    )
-    .then(|| {
-        Secret::new(documents::mandate_document(&mandate_document(
-            loaded, instrument, enrolled, acceptance, now,
-        )))
-    })
+    of_mandate::epac_document(&subject(loaded), instrument, enrolled, acceptance, now)
 }
 
 /// What the mandate document states, for a bank account or (signature-gated activation) a card.
@@ -1157,62 +1157,7 @@ fn mandate_document(
     acceptance: &Acceptance,
     now: DateTime<Utc>,
 ) -> MandateDocument {
-    let last4 = LastFour::of(&enrolled.last4);
-    let charged = match instrument {
-        InstrumentFacts::Bank {
-            method,
-            bank_code,
-            account_type,
-            holder_rut,
-        } => ChargedInstrument::BankAccount {
-            method: *method,
-            bank_name: bank_name(bank_code).unwrap_or(bank_code).to_string(),
-            account_type: account_type.clone(),
-            last4,
-            holder_rut: holder_rut.to_string(),
-        },
-        InstrumentFacts::Card { method } => ChargedInstrument::Card {
-            method: *method,
-            brand: enrolled.brand.clone(),
-            last4,
-        },
-    };
-    let c = &loaded.customer;
-    let customer_name = [
-        Some(c.first_name.as_str()),
-        Some(c.last_name.as_str()),
-        c.second_last_name.as_deref(),
-    ]
-    .into_iter()
-    .flatten()
-    .filter(|p| !p.is_empty())
-    .collect::<Vec<_>>()
-    .join(" ");
-    MandateDocument {
-        commerce_name: loaded.commerce.name.clone(),
-        commerce_code: loaded.commerce.code.clone(),
-        customer_name,
-        customer_rut: c.rut.clone(),
-        mandate_id: loaded.mandate.external_id.clone(),
-        mandate_internal_id: loaded.mandate.id.clone(),
-        mandate_name: loaded.mandate.name.clone(),
-        mandate_detail: loaded.mandate.detail.clone(),
-        mandate_type: loaded.mandate.mandate_type,
-        charges_summary: loaded.summary(),
-        installments: loaded
-            .installments
-            .iter()
-            .map(|i| DocumentInstallment {
-                id: i.external_id.clone(),
-                due_date: i.due_date,
-                amount: i.amount.clone(),
-            })
-            .collect(),
-        instrument: charged,
-        accepted_at: timestamp(now),
-        ip: acceptance.ip.clone(),
-        terms: acceptance.terms.clone(),
-    }
+    of_mandate::document_of(&subject(loaded), instrument, enrolled, acceptance, now)
 }
 
 /// The processor's key for a portal charge. The first try of an attempt is

@@ -13,10 +13,13 @@ use chrono::NaiveDate;
 
 use mandato_core::domain::state::{MandateState, PaymentMethod};
 use mandato_core::error::Result;
+use mandato_store::commerces::Commerce;
+use mandato_store::db::Db;
 use mandato_store::fintoc::{Enrolment, Event};
-use mandato_store::{commerces, mandates};
+use mandato_store::{commerces, customers, installments, mandates};
 
 use super::run::Charger;
+use crate::documents::of_mandate::{Subject, epac_document};
 use crate::operations::activation;
 use crate::operations::fintoc as enrolments;
 use crate::rails::Acquirer;
@@ -136,6 +139,25 @@ impl Charger {
                     PaymentMethod::from_id(enrolment.method_id).unwrap_or(PaymentMethod::Pac);
                 let (instrument, enrolled) = enrolments::instrument_of(method, &subscription)?;
                 let acceptance = enrolments::acceptance_of(enrolment);
+                // Made before the write: a PDF takes longer than a transaction should.
+                let document = self.store().read(|c| {
+                    let commerce = commerce_of(c, mandate.commerce_id)?;
+                    let customer = customers::by_seq(c, mandate.customer_seq)?;
+                    let installments = installments::for_mandate(c, mandate.seq)?;
+                    let subject = Subject {
+                        commerce: &commerce,
+                        customer: &customer,
+                        mandate: &mandate,
+                        installments: &installments,
+                    };
+                    Ok(epac_document(
+                        &subject,
+                        &instrument,
+                        &enrolled,
+                        &acceptance,
+                        enrolments::accepted_at(enrolment),
+                    ))
+                })?;
                 let activated = self.store().write(|tx| {
                     if !enrolments::activated(tx, &intent, "VALIDATING", &subscription.id, now)? {
                         return Ok(false);
@@ -147,11 +169,7 @@ impl Charger {
                         // Cancelled (or activated another way) meanwhile: nothing to do.
                         return Ok(true);
                     }
-                    let commerce = commerces::by_id(tx, fresh.commerce_id)?.ok_or_else(|| {
-                        mandato_core::error::Error::Internal(anyhow::anyhow!(
-                            "mandate without its commerce"
-                        ))
-                    })?;
+                    let commerce = commerce_of(tx, fresh.commerce_id)?;
                     activation::activate(
                         tx,
                         &commerce,
@@ -160,7 +178,7 @@ impl Charger {
                             instrument: &instrument,
                             enrolled: &enrolled,
                             acceptance: &acceptance,
-                            document: None,
+                            document: document.as_ref(),
                         },
                         now,
                     )?;
@@ -180,4 +198,10 @@ impl Charger {
             _ => Ok(false),
         }
     }
+}
+
+fn commerce_of(conn: Db<'_>, id: i64) -> Result<Commerce> {
+    commerces::by_id(conn, id)?.ok_or_else(|| {
+        mandato_core::error::Error::Internal(anyhow::anyhow!("mandate without its commerce"))
+    })
 }

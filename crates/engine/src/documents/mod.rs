@@ -4,6 +4,7 @@
 
 mod layout;
 pub mod mandate_pdf;
+pub mod of_mandate;
 #[cfg(test)]
 pub(crate) mod poppler;
 pub mod spanish;

@@ -69,6 +69,13 @@ pub fn acceptance_of(enrolment: &Enrolment) -> Acceptance {
     }
 }
 
+/// When the customer accepted the terms: when the intent started (the widget came after).
+pub fn accepted_at(enrolment: &Enrolment) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(&enrolment.created_at)
+        .map(|t| t.with_timezone(&Utc))
+        .unwrap_or_default()
+}
+
 /// The instrument an active subscription is: the bank (by Fintoc's institution, to our bank
 /// codes when we know it), the account type, the holder's RUT; the subscription's id charges
 /// it, and the account's last four digits are shown.

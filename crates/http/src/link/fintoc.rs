@@ -38,17 +38,6 @@ fn fintoc_of(state: &AppState, loaded: &Loaded) -> Option<Arc<Fintoc>> {
     }
 }
 
-/// The bank method Fintoc enrols for this mandate: PAC. (EPAC's signed document is not
-/// produced for Fintoc subscriptions yet, so a mandate that allows only EPAC is not offered
-/// the bank step on Fintoc.)
-pub(super) fn fintoc_method(loaded: &Loaded) -> Option<PaymentMethod> {
-    loaded
-        .mandate
-        .payment_methods
-        .contains(&PaymentMethod::Pac.id())
-        .then_some(PaymentMethod::Pac)
-}
-
 async fn call<T: Send + 'static>(
     fintoc: Arc<Fintoc>,
     f: impl FnOnce(&Fintoc) -> Result<T, ProcessorError> + Send + 'static,
@@ -74,7 +63,8 @@ pub(super) async fn start(
         Ok(opened) => opened,
         Err(response) => return *response,
     };
-    let (Some(fintoc), Some(method)) = (fintoc_of(&state, &loaded), fintoc_method(&loaded)) else {
+    let (Some(fintoc), Some(method)) = (fintoc_of(&state, &loaded), loaded.hosted_bank_method())
+    else {
         return not_offered(&state, &token, &loaded);
     };
     if bank_validating(&state, &loaded) {
@@ -348,6 +338,13 @@ async fn activate_now(
         Err(e) => return failure(&e),
     };
     let acceptance = enrolments::acceptance_of(&enrolment);
+    let document = super::epac_document(
+        loaded,
+        &instrument,
+        &enrolled,
+        &acceptance,
+        enrolments::accepted_at(&enrolment),
+    );
     let commerce = loaded.commerce.clone();
     let seq = loaded.mandate.seq;
     let now = state.clock.now();
@@ -371,7 +368,7 @@ async fn activate_now(
                 instrument: &instrument,
                 enrolled: &enrolled,
                 acceptance: &acceptance,
-                document: None,
+                document: document.as_ref(),
             },
             now,
         )

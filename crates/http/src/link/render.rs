@@ -68,6 +68,13 @@ impl Loaded {
             .collect()
     }
 
+    /// The bank method an authorization through Fintoc enrols: the mandate's first (PAC,
+    /// then EPAC, then direct EPAC). EPAC and direct EPAC also make the signed mandate
+    /// document when the subscription activates.
+    pub fn hosted_bank_method(&self) -> Option<PaymentMethod> {
+        self.methods().into_iter().find(|m| !m.is_card())
+    }
+
     /// The card methods an active mandate's card may be replaced with: the mandate's own.
     pub fn card_change_methods(&self) -> Vec<PaymentMethod> {
         self.methods().into_iter().filter(|m| m.is_card()).collect()
@@ -660,8 +667,8 @@ fn activation_section(view: &View<'_>) -> Markup {
         .filter(|m| view.offered.allows(*m))
         .collect();
     let hosted = view.offered.hosted_cards && allowed.iter().any(|m| m.is_card());
-    // Fintoc enrols PAC: a mandate that allows it gets the bank's button.
-    let hosted_bank = view.offered.hosted_bank && allowed.contains(&PaymentMethod::Pac);
+    // Fintoc enrols the mandate's bank method: a mandate that allows one gets the bank's button.
+    let hosted_bank = view.offered.hosted_bank && view.data.hosted_bank_method().is_some();
     let hosted = hosted || hosted_bank;
     let signature_gated = view.data.mandate.activation_mode == ActivationMode::Signature;
     let submitted_method = view.activation.as_ref().map(|(m, _)| *m);
@@ -686,8 +693,8 @@ fn activation_section(view: &View<'_>) -> Markup {
                 @if view.offered.hosted_cards && allowed.iter().any(|m| m.is_card()) {
                     (hosted_card_form(view, signature_gated))
                 }
-                @if hosted_bank {
-                    (hosted_bank_form(view))
+                @if let Some(method) = view.data.hosted_bank_method().filter(|_| hosted_bank) {
+                    (hosted_bank_form(view, method))
                 }
                 @for (index, method) in methods.iter().enumerate() {
                     @let open = match submitted_method {
@@ -975,16 +982,16 @@ const ONE_CARD_PER_CUSTOMER: &str = "Transbank guarda una tarjeta por cliente: s
 
 /// The bank step on Fintoc: the terms, their acceptance and a button that opens Fintoc's
 /// widget, where the customer authorizes the automatic debit at their bank.
-fn hosted_bank_form(view: &View<'_>) -> Markup {
-    let terms = view.data.terms(PaymentMethod::Pac);
+fn hosted_bank_form(view: &View<'_>, method: PaymentMethod) -> Markup {
+    let terms = view.data.terms(method);
     let sub = view
         .activation
         .as_ref()
-        .filter(|(m, _)| *m == PaymentMethod::Pac.id())
+        .filter(|(m, _)| *m == method.id())
         .map(|(_, sub)| sub);
     html! {
         details id="fintoc" open {
-            summary { "Cuenta bancaria (PAC)" }
+            summary { "Cuenta bancaria (" (spanish::method(method)) ")" }
             form method="post" action={ "/link/" (view.token) "/fintoc" } {
                 input type="hidden" name="termsSha256" value=(sha256_hex(&terms));
                 p class="muted" {
