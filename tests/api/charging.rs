@@ -208,18 +208,7 @@ async fn sandbox_epac_activation_sends_the_mandate_document() {
         )
         .await;
     reply.expect(200, "SANDBOX_ACTIVATE_OK");
-    let activation = app
-        .events_of(&mandate)
-        .into_iter()
-        .find(|e| e["event"] == "activation")
-        .expect("an activation event");
-    use base64::Engine;
-    let pdf = base64::engine::general_purpose::STANDARD
-        .decode(activation["fileBase64"].as_str().expect("fileBase64"))
-        .unwrap();
-    assert!(pdf.starts_with(b"%PDF-"), "a PDF document");
-    let document = lopdf::Document::load_mem(&pdf).expect("a PDF that parses");
-    assert!(!document.get_pages().is_empty());
+    app.activation_document(&mandate);
 }
 
 /// Rows of a query on the app's database (either backend), each row's `width` text columns.

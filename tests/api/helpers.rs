@@ -339,6 +339,24 @@ impl TestApp {
     }
 
     /// The outbox events of a mandate, as stored (body parsed).
+    /// The mandate document (`fileBase64`) of the mandate's activation event, checked to be
+    /// a PDF that parses with at least one page.
+    pub fn activation_document(&self, mandate_internal_id: &str) -> Vec<u8> {
+        use base64::Engine;
+        let activation = self
+            .events_of(mandate_internal_id)
+            .into_iter()
+            .find(|e| e["event"] == "activation")
+            .expect("an activation event");
+        let pdf = base64::engine::general_purpose::STANDARD
+            .decode(activation["fileBase64"].as_str().expect("fileBase64"))
+            .unwrap();
+        assert!(pdf.starts_with(b"%PDF-"), "a PDF document");
+        let document = lopdf::Document::load_mem(&pdf).expect("a PDF that parses");
+        assert!(!document.get_pages().is_empty());
+        pdf
+    }
+
     pub fn events_of(&self, mandate_internal_id: &str) -> Vec<Value> {
         let store = &self.running.state.store();
         store
