@@ -38,6 +38,10 @@ pub enum AcquirerCommand {
         /// Transbank Webpay Plus's commerce code (portal payments).
         #[arg(long)]
         webpay_code: Option<String>,
+        /// Which table of response codes Transbank gives the commerce: 1 (every commerce's
+        /// default) or 2 (on request to Transbank's support).
+        #[arg(long, value_parser = ["1", "2"])]
+        response_code_level: Option<String>,
         /// Fintoc's public key (pk_live_... or pk_test_...).
         #[arg(long)]
         public_key: Option<String>,
@@ -78,6 +82,7 @@ pub fn run(config: &Config, json_mode: bool, command: AcquirerCommand) -> anyhow
             mall_code,
             child_code,
             webpay_code,
+            response_code_level,
             public_key,
             secret_stdin,
             webhook_secret_stdin,
@@ -94,6 +99,7 @@ pub fn run(config: &Config, json_mode: bool, command: AcquirerCommand) -> anyhow
                 mall_code,
                 child_code,
                 webpay_code,
+                response_code_level,
                 public_key,
                 base_url,
                 secret,

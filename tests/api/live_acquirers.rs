@@ -37,6 +37,8 @@ fn live() -> Oneclick {
             mall: code(MALL),
             child: code(CHILD),
             webpay: code(WEBPAY),
+            // Transbank's default level.
+            response_codes: Default::default(),
         },
         Secret::new(KEY.to_string()),
         reqwest::Client::new(),

@@ -17,6 +17,11 @@ use crate::transbank::{
 
 /// Sets the commerce's cards rail to Transbank at `base_url`, as `mandato acquirer set` does.
 pub(crate) fn set_transbank(app: &TestApp, base_url: &str) {
+    set_transbank_at(app, base_url, None)
+}
+
+/// As [`set_transbank`], with the commerce's level of response codes when given.
+fn set_transbank_at(app: &TestApp, base_url: &str, level: Option<&str>) {
     let sandbox = app.running.state.config.environment.is_sandbox();
     let setting = AcquirerSetting::parse(
         AcquirerInput {
@@ -25,6 +30,7 @@ pub(crate) fn set_transbank(app: &TestApp, base_url: &str) {
             mall_code: Some(MALL.into()),
             child_code: Some(CHILD.into()),
             webpay_code: Some(WEBPAY.into()),
+            response_code_level: level.map(str::to_string),
             base_url: Some(base_url.into()),
             secret: Some(Secret::new(KEY.to_string())),
             ..AcquirerInput::default()
@@ -45,7 +51,8 @@ pub(crate) fn set_transbank(app: &TestApp, base_url: &str) {
                 tx,
                 commerce.id,
                 &setting,
-                "2026-11-28T12:00:00.000Z",
+                // A change is a new `updated_at`: the engine rebuilds its client on it.
+                &format!("2026-11-28T12:00:0{}.000Z", level.unwrap_or("1")),
             )
         })
         .unwrap();
@@ -758,5 +765,31 @@ async fn every_call_to_transbank_is_logged_without_secrets() {
     desk.get(&format!("/commerces/{COMMERCE}/acquirer-calls?limit=0"))
         .await
         .expect(400, "VALIDATION_ERROR");
+    let _ = &mut app;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn response_codes_are_read_at_the_commerces_level() {
+    let mut app = spawn_app().await;
+    app.login().await;
+    let (_standin, base) = transbank::start().await;
+    let tomorrow = app.today() + chrono::Duration::days(1);
+    // Level 1 (the default): -8 is no level 1 code, a decline like any other.
+    set_transbank(&app, &base);
+    let one = active_mandate(&app, "M-LEVEL1", transbank::CARD_EXPIRED_AT_LEVEL_TWO).await;
+    app.run_charging(tomorrow).await;
+    let declined = installment_of(&app, &one).await;
+    assert_eq!(declined["rejection"]["code"], "CARD_DECLINED", "{declined}");
+    // Level 2: -8 is "Tarjeta vencida".
+    set_transbank_at(&app, &base, Some("2"));
+    let two = active_mandate(
+        &app,
+        "M-LEVEL2",
+        transbank::CARD_EXPIRED_AT_LEVEL_TWO + 10_000,
+    )
+    .await;
+    app.run_charging(tomorrow + chrono::Duration::days(1)).await;
+    let expired = installment_of(&app, &two).await;
+    assert_eq!(expired["rejection"]["code"], "EXPIRED_CARD", "{expired}");
     let _ = &mut app;
 }

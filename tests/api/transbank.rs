@@ -62,6 +62,9 @@ pub const REFUSED_CARD: &str = "5186059559590568";
 pub const DECLINED: i64 = 6666;
 pub const OVER_DAILY_LIMIT: i64 = 9797;
 pub const ANSWER_LOST: i64 = 5555;
+/// Answered `response_code` -8 (also for 18888, 28888...): level 2's "Tarjeta vencida" (transbankdevelopers.cl/producto/
+/// webpay, "Códigos de respuesta de autorización"); not a level 1 code.
+pub const CARD_EXPIRED_AT_LEVEL_TWO: i64 = 8888;
 
 struct Inscription {
     username: String,
@@ -337,6 +340,7 @@ async fn authorize_detached(standin: Arc<Standin>, body: Value) -> (StatusCode, 
     let response_code = match amount {
         DECLINED => -1,
         OVER_DAILY_LIMIT => -97,
+        _ if amount % 10_000 == CARD_EXPIRED_AT_LEVEL_TWO => -8,
         _ => 0,
     };
     let answer = json!({

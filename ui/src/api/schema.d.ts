@@ -1803,7 +1803,10 @@ export interface components {
             rail: string;
             /** @description `simulated` (sandbox only), `transbank` (cards) or `fintoc` (bank). */
             kind: string;
-            /** @description Transbank's `mallCode`, `childCode` and `webpayCode`, or Fintoc's `publicKey`. */
+            /**
+             * @description Transbank's `mallCode`, `childCode`, `webpayCode` and `responseCodeLevel` (1 or 2), or
+             *     Fintoc's `publicKey`.
+             */
             terms: Record<string, never>;
             baseUrl: string | null;
             /** @description Whether a secret is stored; the secret itself is never answered. */
@@ -1826,6 +1829,12 @@ export interface components {
             childCode?: string | null;
             /** @description Transbank: the Webpay Plus commerce code. */
             webpayCode?: string | null;
+            /**
+             * Format: int32
+             * @description Transbank: the table of response codes Transbank gives the commerce, 1 (every
+             *     commerce's default) or 2 (on request to Transbank). Absent: 1.
+             */
+            responseCodeLevel?: number | null;
             /** @description Fintoc: the public key (`pk_live_...` or `pk_test_...`). */
             publicKey?: string | null;
             /**

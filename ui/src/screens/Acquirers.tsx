@@ -23,7 +23,7 @@ const KINDS: Record<Rail, string[]> = {
   bank: ["fintoc", "simulated"],
 };
 
-const FIELDS = ["kind", "mallCode", "childCode", "webpayCode", "publicKey", "baseUrl", "secret", "webhookSecret"] as const;
+const FIELDS = ["kind", "mallCode", "childCode", "webpayCode", "responseCodeLevel", "publicKey", "baseUrl", "secret", "webhookSecret"] as const;
 type Field = (typeof FIELDS)[number];
 
 function term(acquirer: Acquirer | undefined, name: string): string {
@@ -41,6 +41,7 @@ function RailForm({ code, rail, current, sandbox }: { code: string; rail: Rail; 
     mallCode: term(current, "mallCode"),
     childCode: term(current, "childCode"),
     webpayCode: term(current, "webpayCode"),
+    responseCodeLevel: String((current?.terms as Record<string, unknown> | undefined)?.responseCodeLevel ?? 1),
     publicKey: term(current, "publicKey"),
     baseUrl: current?.baseUrl ?? "",
     secret: "",
@@ -65,6 +66,7 @@ function RailForm({ code, rail, current, sandbox }: { code: string; rail: Rail; 
         body.mallCode = values.mallCode;
         body.childCode = values.childCode;
         body.webpayCode = values.webpayCode;
+        body.responseCodeLevel = Number(values.responseCodeLevel);
       }
       if (kind === "fintoc") {
         body.publicKey = values.publicKey;
@@ -129,6 +131,19 @@ function RailForm({ code, rail, current, sandbox }: { code: string; rail: Rail; 
             <TextInput id={id("mallCode")} label={t("acquirers.mallCode")} value={values.mallCode} onChange={(e) => set("mallCode")(e.currentTarget.value)} error={errors.mallCode} inputMode="numeric" />
             <TextInput id={id("childCode")} label={t("acquirers.childCode")} value={values.childCode} onChange={(e) => set("childCode")(e.currentTarget.value)} error={errors.childCode} inputMode="numeric" />
             <TextInput id={id("webpayCode")} label={t("acquirers.webpayCode")} value={values.webpayCode} onChange={(e) => set("webpayCode")(e.currentTarget.value)} error={errors.webpayCode} inputMode="numeric" />
+            <Select
+              id={id("responseCodeLevel")}
+              label={t("acquirers.responseCodeLevel")}
+              description={t("acquirers.responseCodeLevelHint")}
+              data={[
+                { value: "1", label: t("acquirers.responseCodeLevel1") },
+                { value: "2", label: t("acquirers.responseCodeLevel2") },
+              ]}
+              value={values.responseCodeLevel}
+              onChange={(v) => v && set("responseCodeLevel")(v)}
+              allowDeselect={false}
+              error={errors.responseCodeLevel}
+            />
           </>
         )}
         {kind === "fintoc" && (

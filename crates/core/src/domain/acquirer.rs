@@ -117,12 +117,43 @@ impl TransbankCode {
     }
 }
 
-/// The codes of a Transbank contract: the Oneclick Mall and its child store, and Webpay Plus.
+/// Which of Transbank's two tables of authorization response codes a commerce receives
+/// (transbankdevelopers.cl/producto/webpay, "Códigos de respuesta de autorización"): level 1
+/// is every commerce's default and groups the issuers' reasons in -1 to -5; level 2, given on
+/// request to Transbank's support, tells them apart in -1 to -11. The same number means
+/// different things at each level, so the level is part of the contract's set-up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ResponseCodeLevel {
+    #[default]
+    One,
+    Two,
+}
+
+impl ResponseCodeLevel {
+    pub fn number(self) -> u8 {
+        match self {
+            ResponseCodeLevel::One => 1,
+            ResponseCodeLevel::Two => 2,
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<ResponseCodeLevel> {
+        match text.trim() {
+            "1" => Some(ResponseCodeLevel::One),
+            "2" => Some(ResponseCodeLevel::Two),
+            _ => None,
+        }
+    }
+}
+
+/// The codes of a Transbank contract: the Oneclick Mall and its child store, and Webpay Plus,
+/// and the level of response codes Transbank gives the commerce.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TransbankCodes {
     pub mall: TransbankCode,
     pub child: TransbankCode,
     pub webpay: TransbankCode,
+    pub response_codes: ResponseCodeLevel,
 }
 
 /// What a rail is set to. Secrets travel apart, as [`Secret`]s.
@@ -165,6 +196,8 @@ pub struct AcquirerInput {
     pub mall_code: Option<String>,
     pub child_code: Option<String>,
     pub webpay_code: Option<String>,
+    /// Transbank: `1` (default) or `2`.
+    pub response_code_level: Option<String>,
     pub public_key: Option<String>,
     pub base_url: Option<String>,
     pub secret: Option<Secret<String>>,
@@ -305,10 +338,22 @@ fn terms(
             let mall = code("mallCode", input.mall_code.as_deref(), errors);
             let child = code("childCode", input.child_code.as_deref(), errors);
             let webpay = code("webpayCode", input.webpay_code.as_deref(), errors);
+            let level = match input.response_code_level.as_deref().map(str::trim) {
+                None | Some("") => Some(ResponseCodeLevel::One),
+                Some(text) => ResponseCodeLevel::parse(text).or_else(|| {
+                    errors.push(
+                        "responseCodeLevel",
+                        "INVALID_VALUE",
+                        "1 (Transbank's default) or 2",
+                    );
+                    None
+                }),
+            };
             Some(AcquirerTerms::Transbank(TransbankCodes {
                 mall: mall?,
                 child: child?,
                 webpay: webpay?,
+                response_codes: level?,
             }))
         }
         AcquirerKind::Fintoc => match input.public_key.as_deref().map(str::trim) {

@@ -30,6 +30,7 @@ fn terms_json(terms: &AcquirerTerms) -> Value {
             "mallCode": codes.mall.as_str(),
             "childCode": codes.child.as_str(),
             "webpayCode": codes.webpay.as_str(),
+            "responseCodeLevel": codes.response_codes.number(),
         }),
         AcquirerTerms::Fintoc { public_key } => json!({ "publicKey": public_key }),
     }

@@ -17,7 +17,9 @@ pub mod webpay;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use mandato_core::domain::acquirer::{AcquirerKind, Rail, TransbankCode, TransbankCodes};
+use mandato_core::domain::acquirer::{
+    AcquirerKind, Rail, ResponseCodeLevel, TransbankCode, TransbankCodes,
+};
 use mandato_core::domain::state::PaymentMethod;
 use mandato_core::error::{Error, Result};
 use mandato_core::processor::Processor;
@@ -266,9 +268,14 @@ pub fn rail_of(method: PaymentMethod) -> Rail {
 fn transbank_codes(terms: &str) -> Option<TransbankCodes> {
     let value: serde_json::Value = serde_json::from_str(terms).ok()?;
     let code = |name: &str| value[name].as_str().and_then(TransbankCode::parse);
+    let level = match value["responseCodeLevel"].as_u64() {
+        Some(2) => ResponseCodeLevel::Two,
+        _ => ResponseCodeLevel::One,
+    };
     Some(TransbankCodes {
         mall: code("mallCode")?,
         child: code("childCode")?,
         webpay: code("webpayCode")?,
+        response_codes: level,
     })
 }

@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use mandato_core::domain::acquirer::TransbankCodes;
+use mandato_core::domain::acquirer::{ResponseCodeLevel, TransbankCodes};
 use mandato_core::domain::instrument::InstrumentInput;
 use mandato_core::domain::money::{Currency, Money};
 use mandato_core::domain::state::{PaymentMethod, RejectionCode};
@@ -186,14 +186,23 @@ pub fn buy_orders(idempotency_key: &str) -> (String, String) {
     (format!("P{tail}"), format!("C{tail}"))
 }
 
-/// The rejection code of a Transbank `response_code` other than 0 (Oneclick reference's table;
+/// The rejection code of a Transbank `response_code` other than 0, read at the commerce's
+/// level (Oneclick reference's limits; Webpay's authorization codes, level 1 and level 2).
+///
 /// Oneclick's daily amount and count limits (-97 "máximo monto diario de pago excedido", -99
 /// "máxima cantidad de pagos diarios excedido") pass with the day, as insufficient funds do,
 /// so they are soft and retried per the commerce's policy; the per-payment limit (-98) fails
-/// the same amount every time, and the rest are final.
-pub fn rejection_of(response_code: i64) -> RejectionCode {
-    match response_code {
-        -97 | -99 => RejectionCode::InsufficientFunds,
+/// the same amount every time. At level 1 the issuers' reasons are grouped (-1 to -5) and
+/// final. Level 2 tells them apart: "Excede monto máximo" (-3) is soft as the daily limits
+/// are, an invalid expiry date (-4) or an expired card (-8) is `EXPIRED_CARD`, and the rest
+/// (invalid or blocked card, general refusal, the brands' retry cap -11) are final. Level 2's
+/// "Error de conexión" (-2) has no soft code of ours that would not tell the customer
+/// something false, so it is final too: the merchant's next mandate charge tries again.
+pub fn rejection_of(level: ResponseCodeLevel, response_code: i64) -> RejectionCode {
+    match (level, response_code) {
+        (_, -97 | -99) => RejectionCode::InsufficientFunds,
+        (ResponseCodeLevel::Two, -3) => RejectionCode::InsufficientFunds,
+        (ResponseCodeLevel::Two, -4 | -8) => RejectionCode::ExpiredCard,
         _ => RejectionCode::CardDeclined,
     }
 }
@@ -210,6 +219,11 @@ pub fn method_of(card_type: &str) -> PaymentMethod {
 }
 
 impl Oneclick {
+    /// The rejection of `response_code` at this commerce's level.
+    pub fn rejection_of(&self, response_code: i64) -> RejectionCode {
+        rejection_of(self.codes.response_codes, response_code)
+    }
+
     pub fn new(
         log: CallLog,
         base_url: &str,
@@ -525,7 +539,7 @@ impl Oneclick {
             }
         } else {
             ChargeResult::Rejected {
-                code: rejection_of(detail.response_code),
+                code: self.rejection_of(detail.response_code),
             }
         })
     }
@@ -699,11 +713,32 @@ mod tests {
 
     #[test]
     fn limits_are_soft_and_other_declines_final() {
+        use ResponseCodeLevel::{One, Two};
         for code in [-97, -99] {
-            assert!(rejection_of(code).is_soft(), "{code}");
+            assert!(rejection_of(One, code).is_soft(), "{code}");
+            assert!(rejection_of(Two, code).is_soft(), "{code}");
         }
         for code in [-1, -2, -3, -4, -5, -96, -98] {
-            assert!(!rejection_of(code).is_soft(), "{code}");
+            assert_eq!(
+                rejection_of(One, code),
+                RejectionCode::CardDeclined,
+                "{code}"
+            );
+        }
+    }
+
+    #[test]
+    fn level_two_tells_the_issuers_reasons_apart() {
+        use ResponseCodeLevel::Two;
+        assert_eq!(rejection_of(Two, -3), RejectionCode::InsufficientFunds);
+        assert_eq!(rejection_of(Two, -4), RejectionCode::ExpiredCard);
+        assert_eq!(rejection_of(Two, -8), RejectionCode::ExpiredCard);
+        for code in [-1, -2, -5, -6, -7, -9, -10, -11, -96, -98] {
+            assert_eq!(
+                rejection_of(Two, code),
+                RejectionCode::CardDeclined,
+                "{code}"
+            );
         }
     }
 

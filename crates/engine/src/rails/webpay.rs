@@ -10,7 +10,7 @@
 use chrono::{DateTime, NaiveDate, Utc};
 
 use mandato_core::clock::timestamp;
-use mandato_core::domain::state::PaymentMethod;
+use mandato_core::domain::state::{PaymentMethod, RejectionCode};
 use mandato_core::error::{Error, Result};
 use mandato_store::Store;
 use mandato_store::webpay::{self, Ending, NewPayment, WebpayPayment};
@@ -25,8 +25,12 @@ use crate::operations::portal::{self, ApprovedPayment};
 pub enum Applied {
     /// The installment is PAID with this approval (now, or by an earlier return).
     Paid,
-    /// Webpay refused the card; nothing was charged.
-    Refused { response_code: i64 },
+    /// Webpay refused the card; nothing was charged. `reason` reads Transbank's code at the
+    /// commerce's level.
+    Refused {
+        response_code: i64,
+        reason: RejectionCode,
+    },
     /// The customer has not paid (yet).
     NotPaid,
     /// The customer cancelled on Webpay, or the payment expired there.
@@ -99,7 +103,10 @@ pub fn apply(
         ),
         WebpayOutcome::Refused { response_code } => {
             end(store, payment, "REFUSED", Some(response_code), None, now)?;
-            Ok(Applied::Refused { response_code })
+            Ok(Applied::Refused {
+                response_code,
+                reason: oneclick.rejection_of(response_code),
+            })
         }
         WebpayOutcome::NotPaid => Ok(Applied::NotPaid),
         WebpayOutcome::Expired => abandon(store, payment, now),
@@ -200,7 +207,7 @@ fn approve(
     })?;
     match recorded {
         Recorded::Paid => Ok(Applied::Paid),
-        Recorded::Ended(payment) => Ok(ended(&payment)),
+        Recorded::Ended(payment) => Ok(ended(&payment, Some(oneclick))),
         Recorded::NotPayable => give_back(store, oneclick, payment, authorization_code, now),
     }
 }
@@ -358,12 +365,15 @@ impl crate::Engine {
         let Some(payment) = payment else {
             return Ok(None);
         };
+        let acquirer = self.acquirer_for(payment.commerce_id, PaymentMethod::CreditCard)?;
+        let transbank = match &acquirer {
+            Acquirer::Transbank(oneclick) => Some(oneclick.as_ref()),
+            _ => None,
+        };
         if payment.state != "STARTED" {
-            return Ok(Some((payment.clone(), ended(&payment))));
+            return Ok(Some((payment.clone(), ended(&payment, transbank))));
         }
-        let Acquirer::Transbank(oneclick) =
-            self.acquirer_for(payment.commerce_id, PaymentMethod::CreditCard)?
-        else {
+        let Acquirer::Transbank(oneclick) = acquirer else {
             // Transbank no longer serves the commerce: the charging run cannot ask either.
             return Ok(Some((payment, Applied::NotPaid)));
         };
@@ -398,14 +408,22 @@ impl crate::Engine {
     }
 }
 
-/// What an ended payment did, as recorded.
-fn ended(payment: &WebpayPayment) -> Applied {
+/// What an ended payment did, as recorded; a refusal is read at the level of the commerce's
+/// Transbank contract (level 1 when Transbank no longer serves it).
+fn ended(payment: &WebpayPayment, transbank: Option<&Oneclick>) -> Applied {
     match payment.state.as_str() {
         "APPROVED" => Applied::Paid,
         "REFUNDED" => Applied::Refunded,
-        "REFUSED" => Applied::Refused {
-            response_code: payment.response_code.unwrap_or(-1),
-        },
+        "REFUSED" => {
+            let response_code = payment.response_code.unwrap_or(-1);
+            Applied::Refused {
+                response_code,
+                reason: match transbank {
+                    Some(oneclick) => oneclick.rejection_of(response_code),
+                    None => super::transbank::rejection_of(Default::default(), response_code),
+                },
+            }
+        }
         _ => Applied::Abandoned,
     }
 }

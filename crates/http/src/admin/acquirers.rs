@@ -25,7 +25,8 @@ pub struct AcquirerDto {
     pub rail: String,
     /// `simulated` (sandbox only), `transbank` (cards) or `fintoc` (bank).
     pub kind: String,
-    /// Transbank's `mallCode`, `childCode` and `webpayCode`, or Fintoc's `publicKey`.
+    /// Transbank's `mallCode`, `childCode`, `webpayCode` and `responseCodeLevel` (1 or 2), or
+    /// Fintoc's `publicKey`.
     #[schema(value_type = Object)]
     pub terms: Value,
     pub base_url: Option<String>,
@@ -70,6 +71,10 @@ pub struct AcquirerRequest {
     pub child_code: Option<String>,
     /// Transbank: the Webpay Plus commerce code.
     pub webpay_code: Option<String>,
+    /// Transbank: the table of response codes Transbank gives the commerce, 1 (every
+    /// commerce's default) or 2 (on request to Transbank). Absent: 1.
+    #[schema(minimum = 1, maximum = 2)]
+    pub response_code_level: Option<u8>,
     /// Fintoc: the public key (`pk_live_...` or `pk_test_...`).
     pub public_key: Option<String>,
     /// Where the rail's API is; absent: the rail's production environment (its integration
@@ -148,6 +153,7 @@ pub async fn set(
         mall_code: body.mall_code,
         child_code: body.child_code,
         webpay_code: body.webpay_code,
+        response_code_level: body.response_code_level.map(|n| n.to_string()),
         public_key: body.public_key,
         base_url: body.base_url,
         secret: body

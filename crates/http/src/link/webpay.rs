@@ -159,14 +159,12 @@ async fn returned(
             see_other(&format!("/link/{token}?pagada={id}"))
                 .unwrap_or_else(|| notice(StatusCode::OK, Notice::Info("Pago aprobado.".into())))
         }
-        Applied::Refused { response_code } => notice(
+        Applied::Refused { reason, .. } => notice(
             StatusCode::PAYMENT_REQUIRED,
             Notice::Problem(format!(
                 "Webpay rechazó el pago de la cuota {external}: {} No se hizo ningún cargo. \
                  Puede intentarlo con otra tarjeta.",
-                crate::link::spanish::rejection(
-                    mandato_engine::rails::transbank::rejection_of(response_code).as_str()
-                )
+                crate::link::spanish::rejection(reason.as_str())
             )),
         ),
         Applied::NotPaid => notice(
