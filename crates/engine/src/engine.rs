@@ -469,6 +469,14 @@ impl Engine {
             .read(|c| self.rails.acquirer(c, commerce_id, rail_of(method)))
     }
 
+    /// Who serves `commerce_id`'s cards and bank rails, read together.
+    pub fn acquirers_of(
+        &self,
+        commerce_id: i64,
+    ) -> Result<(crate::rails::Acquirer, crate::rails::Acquirer)> {
+        self.store.read(|c| self.rails.both(c, commerce_id))
+    }
+
     pub fn backups_enabled(&self) -> bool {
         self.config.backups.enabled && self.store.sqlite().is_some()
     }

@@ -407,13 +407,15 @@ fn card_update_page(
 /// The rails whose instruments this page takes typed: those the simulation serves. A real
 /// acquirer's customers enter their card or account on the acquirer's own pages.
 fn offered(state: &AppState, loaded: &Loaded) -> Offered {
-    let cards = state.acquirer_for(loaded.commerce.id, PaymentMethod::CreditCard);
-    let bank = state.acquirer_for(loaded.commerce.id, PaymentMethod::Pac);
+    // A rail whose setting cannot be read is offered nothing.
+    let (cards, bank) = state
+        .acquirers_of(loaded.commerce.id)
+        .unwrap_or((Acquirer::NotConfigured, Acquirer::NotConfigured));
     Offered {
-        cards: matches!(cards, Ok(Acquirer::Simulated(_))),
-        bank: matches!(bank, Ok(Acquirer::Simulated(_))),
-        hosted_cards: matches!(cards, Ok(Acquirer::Transbank(_))),
-        hosted_bank: matches!(bank, Ok(Acquirer::Fintoc(_))),
+        cards: matches!(cards, Acquirer::Simulated(_)),
+        bank: matches!(bank, Acquirer::Simulated(_)),
+        hosted_cards: matches!(cards, Acquirer::Transbank(_)),
+        hosted_bank: matches!(bank, Acquirer::Fintoc(_)),
     }
 }
 

@@ -109,6 +109,31 @@ impl Rails {
         let row = acquirers::of_commerce(db, commerce_id)?
             .into_iter()
             .find(|r| r.rail == rail.as_str());
+        self.resolve(db, commerce_id, rail, row)
+    }
+
+    /// Who serves each of the commerce's rails, cards then bank, from one read of its
+    /// settings.
+    pub fn both(&self, db: Db<'_>, commerce_id: i64) -> Result<(Acquirer, Acquirer)> {
+        let mut rows = acquirers::of_commerce(db, commerce_id)?;
+        let mut take = |rail: Rail| {
+            let at = rows.iter().position(|r| r.rail == rail.as_str())?;
+            Some(rows.swap_remove(at))
+        };
+        let (cards, bank) = (take(Rail::Cards), take(Rail::Bank));
+        let cards = self.resolve(db, commerce_id, Rail::Cards, cards)?;
+        let bank = self.resolve(db, commerce_id, Rail::Bank, bank)?;
+        Ok((cards, bank))
+    }
+
+    /// The acquirer of a rail's stored setting (`None`: no setting), built once per setting.
+    fn resolve(
+        &self,
+        db: Db<'_>,
+        commerce_id: i64,
+        rail: Rail,
+        row: Option<AcquirerRow>,
+    ) -> Result<Acquirer> {
         let Some(row) = row else {
             return Ok(match &self.simulated {
                 Some(simulated) => Acquirer::Simulated(Arc::clone(simulated)),
