@@ -552,6 +552,46 @@ fn client_ip(connect: Option<Extension<ConnectInfo<SocketAddr>>>) -> Option<Stri
     connect.map(|Extension(ConnectInfo(addr))| addr.ip().to_string())
 }
 
+/// What the customer accepts with this request: `terms` as the page showed them, from where
+/// and with which browser.
+pub(super) fn acceptance_of(
+    connect: Option<Extension<ConnectInfo<SocketAddr>>>,
+    headers: &HeaderMap,
+    terms: String,
+) -> Acceptance {
+    Acceptance {
+        ip: client_ip(connect),
+        user_agent: headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.chars().take(512).collect()),
+        terms,
+    }
+}
+
+/// What an unticked acceptance of the terms is told.
+pub(super) const TICK_THE_TERMS: &str = "Debe aceptar los términos del mandato para continuar.";
+
+/// Why the form does not accept `terms`: they changed since the page showed them (its
+/// `termsSha256`), or the box is not ticked (`unticked` says what to do). `None`: accepted.
+pub(super) fn terms_refusal(
+    form: &HashMap<String, String>,
+    terms: &str,
+    unticked: &'static str,
+) -> Option<&'static str> {
+    let shown = value(form, "termsSha256");
+    if !shown.is_empty() && shown != render::sha256_hex(terms) {
+        Some(
+            "Los términos cambiaron mientras completaba el formulario: léalos y acéptelos \
+             nuevamente.",
+        )
+    } else if !matches!(value(form, "accept"), "1" | "on" | "true") {
+        Some(unticked)
+    } else {
+        None
+    }
+}
+
 // ----- handlers -----
 
 /// The mandate's page; `?activado=1` and `?pagada={installment}` add the banner of what the
@@ -739,19 +779,12 @@ async fn update_card(
             None
         }
     };
-    let shown_terms = value(&form, "termsSha256");
-    if !shown_terms.is_empty() && shown_terms != render::sha256_hex(&terms) {
-        errors.push((
-            "accept".into(),
-            "Los términos cambiaron mientras completaba el formulario: léalos y acéptelos \
-             nuevamente."
-                .into(),
-        ));
-    } else if !matches!(value(&form, "accept"), "1" | "on" | "true") {
-        errors.push((
-            "accept".into(),
-            "Debe aceptar los términos del mandato con la nueva tarjeta.".into(),
-        ));
+    if let Some(refusal) = terms_refusal(
+        &form,
+        &terms,
+        "Debe aceptar los términos del mandato con la nueva tarjeta.",
+    ) {
+        errors.push(("accept".into(), refusal.into()));
     }
     let Some(card) = card.filter(|_| errors.is_empty()) else {
         return card_update_page(
@@ -792,14 +825,7 @@ async fn update_card(
                 return unavailable(&loaded.commerce.name);
             }
         };
-    let acceptance = Acceptance {
-        ip: client_ip(connect),
-        user_agent: headers
-            .get(header::USER_AGENT)
-            .and_then(|v| v.to_str().ok())
-            .map(|v| v.chars().take(512).collect()),
-        terms,
-    };
+    let acceptance = acceptance_of(connect, &headers, terms);
     let seq = loaded.mandate.seq;
     let now = state.clock.now();
     let changed = write(&state, move |tx| {
@@ -893,19 +919,8 @@ async fn activate(
             None
         }
     };
-    let shown_terms = value(&form, "termsSha256");
-    if !shown_terms.is_empty() && shown_terms != render::sha256_hex(&terms) {
-        errors.push((
-            "accept".into(),
-            "Los términos cambiaron mientras completaba el formulario: léalos y acéptelos \
-             nuevamente."
-                .into(),
-        ));
-    } else if !matches!(value(&form, "accept"), "1" | "on" | "true") {
-        errors.push((
-            "accept".into(),
-            "Debe aceptar los términos del mandato para continuar.".into(),
-        ));
+    if let Some(refusal) = terms_refusal(&form, &terms, TICK_THE_TERMS) {
+        errors.push(("accept".into(), refusal.into()));
     }
     let back = |errors: Vec<(String, String)>| Submitted {
         values: kept_values(&form),
@@ -964,14 +979,7 @@ async fn activate(
         };
 
     let now = state.clock.now();
-    let acceptance = Acceptance {
-        ip: client_ip(connect),
-        user_agent: headers
-            .get(header::USER_AGENT)
-            .and_then(|v| v.to_str().ok())
-            .map(|v| v.chars().take(512).collect()),
-        terms,
-    };
+    let acceptance = acceptance_of(connect, &headers, terms);
     if loaded.mandate.activation_mode == ActivationMode::Signature {
         let enrolling = signing::Enrolling {
             method,

@@ -20,12 +20,12 @@ use sha2::{Digest, Sha256};
 
 use super::render::{self, Loaded, Notice};
 use super::{
-    AppState, bad_form, business_now, client_ip, failure, html, link_records, not_offered, open,
-    page, see_other, unavailable, value, write,
+    AppState, TICK_THE_TERMS, acceptance_of, bad_form, business_now, failure, html, link_records,
+    not_offered, open, page, see_other, terms_refusal, unavailable, value, write,
 };
 use mandato_core::domain::state::PaymentMethod;
 use mandato_core::processor::ProcessorError;
-use mandato_engine::operations::activation::{self, Acceptance};
+use mandato_engine::operations::activation;
 use mandato_engine::operations::fintoc as enrolments;
 use mandato_engine::rails::Acquirer;
 use mandato_engine::rails::fintoc::Fintoc;
@@ -81,32 +81,10 @@ pub(super) async fn start(
         );
     }
     let terms = loaded.terms(method);
-    let shown = value(&form, "termsSha256");
-    if !shown.is_empty() && shown != render::sha256_hex(&terms) {
-        return problem(
-            &state,
-            &token,
-            &loaded,
-            "Los términos cambiaron mientras completaba el formulario: léalos y acéptelos \
-             nuevamente.",
-        );
+    if let Some(refusal) = terms_refusal(&form, &terms, TICK_THE_TERMS) {
+        return problem(&state, &token, &loaded, refusal);
     }
-    if !matches!(value(&form, "accept"), "1" | "on" | "true") {
-        return problem(
-            &state,
-            &token,
-            &loaded,
-            "Debe aceptar los términos del mandato para continuar.",
-        );
-    }
-    let acceptance = Acceptance {
-        ip: client_ip(connect),
-        user_agent: headers
-            .get(header::USER_AGENT)
-            .and_then(|v| v.to_str().ok())
-            .map(|v| v.chars().take(512).collect()),
-        terms,
-    };
+    let acceptance = acceptance_of(connect, &headers, terms);
     let seq = loaded.mandate.seq;
     let now = state.clock.now();
     match state.read_unscoped(|c| enrolments::may_start(c, seq, now)) {

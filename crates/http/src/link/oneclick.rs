@@ -25,8 +25,8 @@ use sha2::{Digest, Sha256};
 
 use super::render::{self, Loaded, Submitted};
 use super::{
-    AppState, Gate, bad_form, business_now, client_ip, failure, html, link_records, not_offered,
-    open, page, see_other, unavailable, value, write,
+    AppState, Gate, TICK_THE_TERMS, acceptance_of, bad_form, business_now, failure, html,
+    link_records, not_offered, open, page, see_other, terms_refusal, unavailable, value, write,
 };
 use mandato_core::clock::timestamp;
 use mandato_core::domain::activation::ActivationMode;
@@ -97,34 +97,10 @@ pub(super) async fn start(
         );
     }
     let terms = loaded.terms(method);
-    let shown = value(&form, "termsSha256");
-    if !shown.is_empty() && shown != render::sha256_hex(&terms) {
-        return refused(
-            &state,
-            &token,
-            &loaded,
-            purpose,
-            "Los términos cambiaron mientras completaba el formulario: léalos y acéptelos \
-             nuevamente.",
-        );
+    if let Some(refusal) = terms_refusal(&form, &terms, TICK_THE_TERMS) {
+        return refused(&state, &token, &loaded, purpose, refusal);
     }
-    if !matches!(value(&form, "accept"), "1" | "on" | "true") {
-        return refused(
-            &state,
-            &token,
-            &loaded,
-            purpose,
-            "Debe aceptar los términos del mandato para continuar.",
-        );
-    }
-    let acceptance = Acceptance {
-        ip: client_ip(connect),
-        user_agent: headers
-            .get(header::USER_AGENT)
-            .and_then(|v| v.to_str().ok())
-            .map(|v| v.chars().take(512).collect()),
-        terms,
-    };
+    let acceptance = acceptance_of(connect, &headers, terms);
     let seq = loaded.mandate.seq;
     let now = state.clock.now();
     match state.read_unscoped(|c| inscriptions::may_start(c, seq, now)) {
