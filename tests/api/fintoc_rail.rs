@@ -421,6 +421,7 @@ async fn a_bank_account_authorized_on_fintoc_activates_once_the_bank_validates_i
         .await
         .unwrap();
     assert!(shown.contains("Su banco está validando"), "{shown}");
+    assert!(!shown.contains("Autorizar con mi banco"), "{shown}");
     let path = &link[link.find("/link/").unwrap()..];
     let again = browser
         .post(format!("{}{path}/fintoc", app.base))

@@ -416,6 +416,9 @@ fn offered(state: &AppState, loaded: &Loaded) -> Offered {
         bank: matches!(bank, Acquirer::Simulated(_)),
         hosted_cards: matches!(cards, Acquirer::Transbank(_)),
         hosted_bank: matches!(bank, Acquirer::Fintoc(_)),
+        bank_validating: matches!(bank, Acquirer::Fintoc(_))
+            && loaded.mandate.state == MandateState::Pending
+            && fintoc::bank_validating(state, loaded),
     }
 }
 

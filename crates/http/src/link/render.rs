@@ -185,6 +185,9 @@ pub struct Offered {
     pub hosted_cards: bool,
     /// Bank accounts authorized at the bank through Fintoc's widget: a button, no fields.
     pub hosted_bank: bool,
+    /// The customer authorized on Fintoc and the bank is validating it: nothing to do but
+    /// wait, so the bank's button is not shown.
+    pub bank_validating: bool,
 }
 
 impl Offered {
@@ -194,6 +197,7 @@ impl Offered {
         bank: true,
         hosted_cards: false,
         hosted_bank: false,
+        bank_validating: false,
     };
 
     pub fn allows(self, method: PaymentMethod) -> bool {
@@ -670,6 +674,7 @@ fn activation_section(view: &View<'_>) -> Markup {
     // Fintoc enrols the mandate's bank method: a mandate that allows one gets the bank's button.
     let hosted_bank = view.offered.hosted_bank && view.data.hosted_bank_method().is_some();
     let hosted = hosted || hosted_bank;
+    let waiting_for_bank = hosted_bank && view.offered.bank_validating;
     let signature_gated = view.data.mandate.activation_mode == ActivationMode::Signature;
     let submitted_method = view.activation.as_ref().map(|(m, _)| *m);
     html! {
@@ -677,6 +682,11 @@ fn activation_section(view: &View<'_>) -> Markup {
             h2 { "Elija su medio de pago" }
             @if allowed.is_empty() {
                 p { "Este mandato no tiene medios de pago habilitados. Contacte al comercio." }
+            } @else if waiting_for_bank && methods.is_empty() && !view.offered.hosted_cards {
+                p {
+                    "Ya autorizó el cargo automático en su banco; este mandato se activará \
+                     cuando su banco lo confirme."
+                }
             } @else if methods.is_empty() && !hosted {
                 p {
                     "Los medios de pago de este mandato aún no se pueden registrar en línea. \
@@ -693,7 +703,7 @@ fn activation_section(view: &View<'_>) -> Markup {
                 @if view.offered.hosted_cards && allowed.iter().any(|m| m.is_card()) {
                     (hosted_card_form(view, signature_gated))
                 }
-                @if let Some(method) = view.data.hosted_bank_method().filter(|_| hosted_bank) {
+                @if let Some(method) = view.data.hosted_bank_method().filter(|_| hosted_bank && !waiting_for_bank) {
                     (hosted_bank_form(view, method))
                 }
                 @for (index, method) in methods.iter().enumerate() {
