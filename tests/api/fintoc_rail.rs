@@ -30,13 +30,24 @@ const WEBHOOK_SECRET: &str = "whsec_mandato_standin_9f2c";
 
 /// As [`set_fintoc`], with Fintoc's webhook secret when given.
 fn set_fintoc_with(app: &TestApp, base_url: &str, webhook: Option<&str>) -> Arc<Fintoc> {
+    set_fintoc_keys(app, base_url, PUBLIC_KEY, SECRET, webhook)
+}
+
+/// Sets the commerce's bank rail to Fintoc at `base_url` with these keys.
+pub(crate) fn set_fintoc_keys(
+    app: &TestApp,
+    base_url: &str,
+    public_key: &str,
+    secret: &str,
+    webhook: Option<&str>,
+) -> Arc<Fintoc> {
     let setting = AcquirerSetting::parse(
         AcquirerInput {
             rail: Some("bank".into()),
             kind: Some("fintoc".into()),
-            public_key: Some(PUBLIC_KEY.into()),
+            public_key: Some(public_key.into()),
             base_url: Some(base_url.into()),
-            secret: Some(Secret::new(SECRET.to_string())),
+            secret: Some(Secret::new(secret.to_string())),
             webhook_secret: webhook.map(|w| Secret::new(w.to_string())),
             ..AcquirerInput::default()
         },

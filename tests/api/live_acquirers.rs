@@ -7,6 +7,10 @@
 //! MANDATO_LIVE_ACQUIRERS=1 cargo test --test api live_ -- --ignored
 //! ```
 //!
+//! Fintoc publishes no shared test key, so its test also needs the keys of a Fintoc test-mode
+//! account: `MANDATO_LIVE_FINTOC_PUBLIC_KEY` (`pk_test_...`) and
+//! `MANDATO_LIVE_FINTOC_SECRET_KEY` (`sk_test_...`).
+//!
 //! What it expects is what Transbank's own SDK tests see there (`transbank-sdk-php` at
 //! 4e17ccb, `tests/Webpay/OneClick/TransbankOneclickTest.php`): an inscription starts with a
 //! token and Webpay's URL; finishing one the customer never completed answers -96; the status
@@ -88,4 +92,52 @@ fn live_transbank_oneclick_answers_as_documented() {
         matches!(charged, Err(ProcessorError::Unavailable(_))),
         "an unknown card declines nobody: {charged:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "reaches Fintoc's API in test mode: MANDATO_LIVE_ACQUIRERS=1 and the MANDATO_LIVE_FINTOC_* keys ... -- --ignored"]
+async fn live_fintoc_direct_debit_answers_as_documented() {
+    assert_eq!(
+        std::env::var("MANDATO_LIVE_ACQUIRERS").as_deref(),
+        Ok("1"),
+        "set MANDATO_LIVE_ACQUIRERS=1 to reach Fintoc"
+    );
+    let key = |name: &str| {
+        std::env::var(name).unwrap_or_else(|_| panic!("{name}: a Fintoc test-mode key"))
+    };
+    let (public_key, secret) = (
+        key("MANDATO_LIVE_FINTOC_PUBLIC_KEY"),
+        key("MANDATO_LIVE_FINTOC_SECRET_KEY"),
+    );
+    assert!(
+        secret.starts_with("sk_test_"),
+        "only a test-mode key moves no money"
+    );
+    let mut app = crate::helpers::spawn_app().await;
+    let fintoc = crate::fintoc_rail::set_fintoc_keys(
+        &app,
+        mandato::domain::acquirer::FINTOC_API,
+        &public_key,
+        &secret,
+        None,
+    );
+    let answers = tokio::task::spawn_blocking(move || {
+        let started = fintoc.create_intent("mandato live test")?;
+        let read = fintoc.intent(&started.id)?;
+        let missing = fintoc.subscription("sub_mandatoLiveMissing");
+        Ok::<_, ProcessorError>((started, read, missing))
+    })
+    .await
+    .unwrap();
+    let (started, read, missing) = answers.expect("Fintoc answers the intent's calls");
+    // docs.fintoc.com subscription-intents-create: an `si_` id and the widget's token.
+    assert!(started.id.starts_with("si_"), "{}", started.id);
+    assert!(!started.widget_token.is_empty());
+    assert_eq!(read.id, started.id);
+    assert!(read.subscription.is_none(), "nobody authorized it");
+    assert!(
+        matches!(missing, Err(ProcessorError::Refused(_))),
+        "an unknown subscription is refused: {missing:?}"
+    );
+    let _ = &mut app;
 }
