@@ -56,6 +56,7 @@ mod hostile_pdf;
 mod hostile_portal;
 mod installments;
 mod isolation;
+mod not_found;
 mod ledger;
 mod ledger_csv;
 mod link;

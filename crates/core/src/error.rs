@@ -10,6 +10,9 @@ pub struct FieldError {
     pub field: String,
     pub code: String,
     pub message: String,
+    /// The value looked for, on a 404: the id as the request sent it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
 }
 
 impl FieldError {
@@ -18,6 +21,7 @@ impl FieldError {
             field: field.into(),
             code: code.to_string(),
             message: message.into(),
+            value: None,
         }
     }
 }
@@ -84,7 +88,11 @@ pub enum Error {
     /// 401: the staff API needs a signed-in session.
     Unauthenticated { message: String },
     /// 404: unknown, or belonging to another commerce (the two are indistinguishable on purpose).
-    NotFound { what: &'static str },
+    /// `at` is the request's field that named it and the value it held, when known.
+    NotFound {
+        what: &'static str,
+        at: Option<(String, String)>,
+    },
     /// 410: the resource existed and is gone for good (a cancelled signature process).
     Gone { name: &'static str, message: String },
     /// 406 `NOT_ACCEPTABLE`: the request's `Accept` admits none of the operation's media types.
@@ -132,7 +140,24 @@ impl Error {
     }
 
     pub fn not_found(what: &'static str) -> Self {
-        Error::NotFound { what }
+        Error::NotFound { what, at: None }
+    }
+
+    /// A 404 for `what`, named by the request's `field` holding `value`.
+    pub fn not_found_at(what: &'static str, field: &str, value: &str) -> Self {
+        Error::NotFound {
+            what,
+            at: Some((field.to_string(), value.to_string())),
+        }
+    }
+
+    /// Says which of the request's fields named what was not found (`path.mandateId` and the
+    /// id sent), unless the 404 already says; any other error is unchanged.
+    pub fn located(self, field: &str, value: &str) -> Self {
+        match self {
+            Error::NotFound { what, at: None } => Error::not_found_at(what, field, value),
+            other => other,
+        }
     }
 
     pub fn validation(field: impl Into<String>, code: &str, message: impl Into<String>) -> Self {
@@ -159,7 +184,7 @@ impl fmt::Display for Error {
             }
             Error::Refused { name, message, .. } => write!(f, "{name}: {message}"),
             Error::Forbidden { name, .. } => write!(f, "{name}"),
-            Error::NotFound { what } => write!(f, "{what} not found"),
+            Error::NotFound { what, .. } => write!(f, "{what} not found"),
             Error::Unauthenticated { .. } => write!(f, "not signed in"),
             Error::Gone { name, .. } => write!(f, "{name}"),
             Error::NotAcceptable { message } => write!(f, "NOT_ACCEPTABLE: {message}"),

@@ -39,6 +39,11 @@ impl From<Error> for ApiError {
 }
 
 impl ApiError {
+    /// See [`Error::located`].
+    pub fn located(self, field: &str, value: &str) -> Self {
+        ApiError(self.0.located(field, value))
+    }
+
     pub fn status(&self) -> StatusCode {
         match &self.0 {
             Error::Validation(_) | Error::Refused { .. } => StatusCode::BAD_REQUEST,
@@ -81,11 +86,14 @@ impl ApiError {
             Error::NotAcceptable { message } => {
                 ("NOT_ACCEPTABLE".to_string(), message.clone(), Vec::new())
             }
-            Error::NotFound { what } => (
-                format!("{}_NOT_FOUND", what.to_uppercase().replace(' ', "_")),
-                format!("{what} not found"),
-                Vec::new(),
-            ),
+            Error::NotFound { what, at } => {
+                let name = format!("{}_NOT_FOUND", what.to_uppercase().replace(' ', "_"));
+                let located = at.iter().map(|(field, value)| FieldError {
+                    value: Some(value.clone()),
+                    ..FieldError::new(field, &name, format!("no {what} for {field} {value}"))
+                });
+                (name.clone(), format!("{what} not found"), located.collect())
+            }
             Error::Internal(_) => (
                 "INTERNAL_ERROR".to_string(),
                 "the request could not be completed; quote the correlationId to support"

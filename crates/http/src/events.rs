@@ -379,9 +379,11 @@ pub async fn get_event(
     authed: Authed,
     Path(event_id): Path<String>,
 ) -> ApiResult<Envelope<EventWithAttempts>> {
-    let (event, attempts) = state.read(&authed.commerce, |conn, ctx| {
-        operation::with_attempts(conn, ctx, &event_id)
-    })?;
+    let (event, attempts) = state
+        .read(&authed.commerce, |conn, ctx| {
+            operation::with_attempts(conn, ctx, &event_id)
+        })
+        .map_err(|e| e.located("path.eventId", &event_id))?;
     let attempt_log: Vec<EventAttempt> = attempts.into_iter().map(EventAttempt::from).collect();
     let mut event = EventItem::from_row(event)?;
     event.attempts = attempt_log.len() as i64;
@@ -411,7 +413,8 @@ pub async fn redeliver_event(
         .write(authed.commerce, move |tx, ctx| {
             operation::redeliver(tx, ctx, &id)
         })
-        .await?;
+        .await
+        .map_err(|e| e.located("path.eventId", &event_id))?;
     Ok(Envelope {
         status_code: 202,
         name: "EVENT_REDELIVERY_SCHEDULED",

@@ -99,10 +99,13 @@ pub async fn add_installments(
     Body(body): Body<AddInstallmentsRequest>,
 ) -> ApiResult<Envelope<InstallmentsPayload>> {
     let command = parse_add(body, state.today())?;
+    let (field, id) = command.product.field("product");
+    let id = id.to_string();
     let dates = charge_dates(&state, &authed)?;
     let added = state
         .write(authed.commerce, move |tx, ctx| ops::add(tx, ctx, &command))
-        .await?;
+        .await
+        .map_err(|e| e.located(&field, &id))?;
     Ok(Envelope::created(
         "INSTALLMENTS_CREATE_OK",
         "installments added",
@@ -225,12 +228,15 @@ pub async fn change_status(
     Body(body): Body<StatusChangeRequest>,
 ) -> ApiResult<Envelope<InstallmentsPayload>> {
     let command = parse_change(body)?;
+    let (field, id) = command.product.field("product");
+    let id = id.to_string();
     let dates = charge_dates(&state, &authed)?;
     let changed = state
         .write(authed.commerce, move |tx, ctx| {
             ops::change_status(tx, ctx, &command)
         })
-        .await?;
+        .await
+        .map_err(|e| e.located(&field, &id))?;
     Ok(Envelope::ok(
         "INSTALLMENTS_STATUS_CHANGE_OK",
         "installment states changed",

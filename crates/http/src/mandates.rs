@@ -190,12 +190,14 @@ pub async fn find_mandate(
     Path((type_id, id)): Path<(String, String)>,
 ) -> ApiResult<Envelope<MandatePayload>> {
     let mut errors = FieldErrors::new();
-    let reference = mandate_ref(&type_id, id, &mut errors);
+    let reference = mandate_ref(&type_id, id.clone(), &mut errors);
     errors.into_result()?;
     let reference = reference.expect("validated");
-    let view = state.read(&authed.commerce, |conn, ctx| {
-        mandates::find(conn, ctx, &reference)
-    })?;
+    let view = state
+        .read(&authed.commerce, |conn, ctx| {
+            mandates::find(conn, ctx, &reference)
+        })
+        .map_err(|e| e.located("path.mandateId", &id))?;
     Ok(Envelope::ok(
         "MANDATE_DETAIL_OK",
         "mandate found",
@@ -219,9 +221,11 @@ pub async fn find_onepay(
     authed: Authed,
     Path(external_id): Path<String>,
 ) -> ApiResult<Envelope<MandatePayload>> {
-    let view = state.read(&authed.commerce, |conn, ctx| {
-        mandates::find_onepay(conn, ctx, &external_id)
-    })?;
+    let view = state
+        .read(&authed.commerce, |conn, ctx| {
+            mandates::find_onepay(conn, ctx, &external_id)
+        })
+        .map_err(|e| e.located("path.mandateExternalId", &external_id))?;
     Ok(Envelope::ok(
         "MANDATE_DETAIL_OK",
         "ONEPAY mandate found",
@@ -269,12 +273,14 @@ pub async fn mandate_document(
     Path((type_id, id)): Path<(String, String)>,
 ) -> ApiResult<Envelope<MandateDocumentPayload>> {
     let mut errors = FieldErrors::new();
-    let reference = mandate_ref(&type_id, id, &mut errors);
+    let reference = mandate_ref(&type_id, id.clone(), &mut errors);
     errors.into_result()?;
     let reference = reference.expect("validated");
-    let document = state.read(&authed.commerce, |conn, ctx| {
-        signed_activation::signed_document(conn, ctx, &reference)
-    })?;
+    let document = state
+        .read(&authed.commerce, |conn, ctx| {
+            signed_activation::signed_document(conn, ctx, &reference)
+        })
+        .map_err(|e| e.located("path.mandateId", &id))?;
     use base64::Engine;
     Ok(Envelope::ok(
         "MANDATE_DOCUMENT_OK",
@@ -322,7 +328,7 @@ pub async fn cancel_mandate(
     body: Bytes,
 ) -> ApiResult<Envelope<MandatePayload>> {
     let mut errors = FieldErrors::new();
-    let mandate = mandate_ref(&type_id, id, &mut errors);
+    let mandate = mandate_ref(&type_id, id.clone(), &mut errors);
     let customer = match user_type_id.as_str() {
         "userId" => Some(CustomerRef::UserId(user_id)),
         "internalUserId" => Some(CustomerRef::InternalUserId(user_id)),
@@ -363,7 +369,8 @@ pub async fn cancel_mandate(
         .write(authed.commerce, move |tx, ctx| {
             mandates::cancel(tx, ctx, &mandate, &customer, &description)
         })
-        .await?;
+        .await
+        .map_err(|e| e.located("path.mandateId", &id))?;
     Ok(Envelope::ok(
         "MANDATE_CANCEL_OK",
         "mandate cancelled",

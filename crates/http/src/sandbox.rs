@@ -54,9 +54,10 @@ pub async fn redeliver(
         .write(authed.commerce, move |tx, ctx| {
             operation::redeliver(tx, ctx, &id)
         })
-        .await?;
+        .await
+        .map_err(|e| e.located("path.eventId", &event_id))?;
     if !scheduled {
-        return Err(Error::not_found("event").into());
+        return Err(Error::not_found_at("event", "path.eventId", &event_id).into());
     }
     Ok(Envelope::ok(
         "SANDBOX_REDELIVER_OK",
@@ -155,9 +156,11 @@ pub async fn notification(
     Path(event_id): Path<String>,
 ) -> ApiResult<Envelope<NotificationPayload>> {
     sandbox_only(&state)?;
-    let (event, body, attempts) = state.read(&authed.commerce, |conn, ctx| {
-        operation::notification(conn, ctx, &event_id)
-    })?;
+    let (event, body, attempts) = state
+        .read(&authed.commerce, |conn, ctx| {
+            operation::notification(conn, ctx, &event_id)
+        })
+        .map_err(|e| e.located("path.eventId", &event_id))?;
     let payload = NotificationPayload {
         event: event.into(),
         body: mask_file(serde_json::from_str(&body).map_err(Error::from)?),
@@ -644,11 +647,13 @@ pub async fn activate(
     sandbox_only(&state)?;
     let today = state.today();
     let instrument = parse_instrument(&body, today)?;
-    let reference = mandato_engine::operations::MandateRef::Internal(internal_id);
-    let loaded = state.read(&authed.commerce, |c, ctx| {
-        let row = mandato_engine::operations::mandates::find_row(c, ctx, &reference)?;
-        super::link::load_mandate(c, row)
-    })?;
+    let reference = mandato_engine::operations::MandateRef::Internal(internal_id.clone());
+    let loaded = state
+        .read(&authed.commerce, |c, ctx| {
+            let row = mandato_engine::operations::mandates::find_row(c, ctx, &reference)?;
+            super::link::load_mandate(c, row)
+        })
+        .map_err(|e| e.located("path.internalId", &internal_id))?;
     let now = state.clock.now();
     // Links expire by business time, which the sandbox clock moves.
     let business_now = state.calendar.now(now);
@@ -734,11 +739,13 @@ pub async fn outcome(
         ("REVERSED", _) => ForcedOutcome::Reversed,
         _ => return Err(Error::validation("result", "INVALID_VALUE", "PAID, REJECTED or REVERSED").into()),
     };
+    let id = internal_id.clone();
     let (installment, dates) = state
         .write(authed.commerce, move |tx, ctx| {
-            operation::force_outcome(tx, ctx, &internal_id, outcome)
+            operation::force_outcome(tx, ctx, &id, outcome)
         })
-        .await?;
+        .await
+        .map_err(|e| e.located("path.internalId", &internal_id))?;
     Ok(Envelope::ok(
         "SANDBOX_OUTCOME_OK",
         "outcome set",

@@ -389,9 +389,11 @@ pub async fn find_signature(
     let now = state.clock.now();
     let business_now = state.calendar.now(now);
     let id = internal_id.clone();
-    let view = state.read(&authed.commerce, |conn, ctx| {
-        pages::process_of_commerce(conn, ctx, &id)
-    })?;
+    let view = state
+        .read(&authed.commerce, |conn, ctx| {
+            pages::process_of_commerce(conn, ctx, &id)
+        })
+        .map_err(|e| e.located("path.internalId", &internal_id))?;
     let due = view.process.state.is_open()
         && view.process.expires_at <= mandato_core::clock::timestamp(business_now);
     let view = if due {
@@ -453,6 +455,7 @@ pub async fn cancel_signature(
     let now = state.clock.now();
     let business_now = state.calendar.now(now);
     let sandbox = state.config.environment.is_sandbox();
+    let cancelled = internal_id.clone();
     let outcome = state
         .write(authed.commerce, move |tx, ctx| {
             let act = Act {
@@ -462,9 +465,10 @@ pub async fn cancel_signature(
                 user_agent: agent.as_deref(),
                 sandbox,
             };
-            ceremony::cancel(tx, ctx.commerce, &act, &internal_id)
+            ceremony::cancel(tx, ctx.commerce, &act, &cancelled)
         })
-        .await?;
+        .await
+        .map_err(|e| e.located("process.internalId", &internal_id))?;
     match outcome {
         CancelOutcome::Cancelled => Ok(Envelope::ok(
             "SIGNATURE_CANCEL_OK",

@@ -108,7 +108,9 @@ fn is_ui_path(path: &str) -> bool {
 pub async fn fallback(method: Method, uri: Uri, headers: HeaderMap) -> Response {
     let path = uri.path();
     if !is_ui_path(path) || !(method == Method::GET || method == Method::HEAD) {
-        return ApiError(Error::not_found("route")).into_response();
+        // The path is echoed back as the value not found, cut to a readable length.
+        let shown: String = path.chars().take(256).collect();
+        return ApiError(Error::not_found_at("route", "path", &shown)).into_response();
     }
     let file = path.trim_start_matches('/');
     // The compressed copies are only ever served as an encoding of their file.

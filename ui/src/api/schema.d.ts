@@ -3660,6 +3660,8 @@ export interface components {
             field: string;
             code: string;
             message: string;
+            /** @description The value looked for, on a 404: the id as the request sent it. */
+            value: string | null;
         };
         /**
          * @description One attempt's `webhook-signature` header against the one the secret makes for its

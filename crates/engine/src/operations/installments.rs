@@ -87,7 +87,9 @@ pub fn add(conn: Db<'_>, ctx: &Ctx<'_>, cmd: &AddInstallments) -> Result<Added> 
         CustomerRef::InternalUserId(id) => owner.id == *id,
     };
     if !owned {
-        return Err(Error::not_found("mandate"));
+        // The mandate exists, but not for this customer: the 404 names the customer.
+        let (field, id) = cmd.customer.field("customer");
+        return Err(Error::not_found_at("mandate", &field, id));
     }
     if mandate.mandate_type != MandateType::Dynamic {
         return Err(Error::refused_at(
@@ -190,7 +192,16 @@ pub fn change_status(conn: Db<'_>, ctx: &Ctx<'_>, cmd: &ChangeStatus) -> Result<
     let (refs, path) = cmd.installments.borrow();
     let rows = match installments::find_in_mandate(conn, mandate.seq, &refs)? {
         Ok(rows) => rows,
-        Err(_) => return Err(Error::not_found("installment")),
+        Err(index) => {
+            let id = match &refs {
+                InstallmentRefs::External(ids) | InstallmentRefs::Internal(ids) => &ids[index],
+            };
+            return Err(Error::not_found_at(
+                "installment",
+                &format!("{path}[{index}]"),
+                id,
+            ));
+        }
     };
     let target = match cmd.action {
         Action::Payment(_) => InstallmentState::Paid,

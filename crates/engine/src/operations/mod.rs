@@ -58,9 +58,29 @@ pub enum CustomerRef {
     InternalUserId(String),
 }
 
+impl CustomerRef {
+    /// The body field that names the customer this way, under `prefix`, and the id.
+    pub fn field(&self, prefix: &str) -> (String, &str) {
+        match self {
+            CustomerRef::UserId(id) => (format!("{prefix}.userId"), id),
+            CustomerRef::InternalUserId(id) => (format!("{prefix}.internalUserId"), id),
+        }
+    }
+}
+
 /// A mandate named by the merchant's id or by ours.
 #[derive(Clone, Debug)]
 pub enum MandateRef {
     External(String),
     Internal(String),
+}
+
+impl MandateRef {
+    /// The body field that names the mandate this way, under `prefix`, and the id.
+    pub fn field(&self, prefix: &str) -> (String, &str) {
+        match self {
+            MandateRef::External(id) => (format!("{prefix}.id"), id),
+            MandateRef::Internal(id) => (format!("{prefix}.internalId"), id),
+        }
+    }
 }
