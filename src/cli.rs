@@ -679,19 +679,26 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             let c = &summary.counts;
             print(
                 json_mode,
-                json!({"date": date.to_string(), "attempted": c.attempted, "paid": c.paid, "rejected": c.rejected,
+                json!({"date": date.to_string(), "businessDay": summary.business_day,
+                       "nextBusinessDay": summary.next_business_day.map(|d| d.to_string()),
+                       "attempted": c.attempted, "paid": c.paid, "rejected": c.rejected,
                        "inValidation": c.in_validation, "inProcess": c.in_process, "settled": c.settled,
                        "waitingUf": c.waiting_uf, "acquirerNotConfigured": c.acquirer_not_configured}),
-                format!(
-                    "{date}: {} attempted, {} paid, {} rejected, {} in validation, {} in process, {} settled, {} waiting for UF",
-                    c.attempted,
-                    c.paid,
-                    c.rejected,
-                    c.in_validation,
-                    c.in_process,
-                    c.settled,
-                    c.waiting_uf
-                ),
+                match summary.next_business_day.filter(|_| !summary.business_day) {
+                    Some(next) => format!(
+                        "{date} is not a business day: nothing was charged; the next is {next}"
+                    ),
+                    None => format!(
+                        "{date}: {} attempted, {} paid, {} rejected, {} in validation, {} in process, {} settled, {} waiting for UF",
+                        c.attempted,
+                        c.paid,
+                        c.rejected,
+                        c.in_validation,
+                        c.in_process,
+                        c.settled,
+                        c.waiting_uf
+                    ),
+                },
             );
         }
         Command::Uf(UfCommand::Import { file }) => {

@@ -617,3 +617,16 @@ fn listings_and_errors_into_a_closed_pipe_end_quietly() {
         );
     }
 }
+
+#[test]
+fn charge_run_says_when_the_date_is_not_a_business_day() {
+    let dir = tempfile::tempdir().unwrap();
+    // Saturday 2026-12-05: nothing is charged; Monday 2026-12-07 is the next business day.
+    let weekend = mandato(dir.path(), &["charge-run", "--date", "2026-12-05"], None);
+    assert_eq!(weekend["businessDay"], false);
+    assert_eq!(weekend["nextBusinessDay"], "2026-12-07");
+    assert_eq!(weekend["attempted"], 0);
+    let monday = mandato(dir.path(), &["charge-run", "--date", "2026-12-07"], None);
+    assert_eq!(monday["businessDay"], true);
+    assert_eq!(monday["nextBusinessDay"], Value::Null);
+}

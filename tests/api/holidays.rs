@@ -644,3 +644,24 @@ async fn a_holiday_added_later_moves_the_charge_of_an_installment_not_yet_charge
     advance_to(&app, thursday).await;
     assert_eq!(installment(&app, &mandate).await["state"]["name"], "PAID");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_on_a_weekend_says_so_and_names_the_next_business_day() {
+    let app = chilean_app().await;
+    let calendar = HolidayCalendar::new([]);
+    let saturday = (1..60)
+        .map(|n| app.today() + Duration::days(n))
+        .find(|d| d.weekday() == Weekday::Sat && calendar.is_business_day(*d + Duration::days(2)))
+        .unwrap();
+    let monday = saturday + Duration::days(2);
+    advance_to(&app, saturday).await;
+    let run = app.post("/sandbox/charging/run", &json!({})).await;
+    run.expect(200, "SANDBOX_CHARGING_RUN_OK");
+    assert_eq!(run.body["payload"]["date"], saturday.to_string());
+    assert_eq!(run.body["payload"]["businessDay"], false);
+    assert_eq!(run.body["payload"]["nextBusinessDay"], monday.to_string());
+    advance_to(&app, monday).await;
+    let run = app.post("/sandbox/charging/run", &json!({})).await;
+    assert_eq!(run.body["payload"]["businessDay"], true);
+    assert_eq!(run.body["payload"]["nextBusinessDay"], Value::Null);
+}

@@ -318,6 +318,12 @@ pub async fn put_faults(
 pub struct RunSummaryDto {
     /// The business date charged.
     pub date: String,
+    /// Whether `date` is a business day (`serve --business-days`, holidays): on another day
+    /// nothing is charged or settled.
+    pub business_day: bool,
+    /// When `businessDay` is false: the next business day, when the run charges what is due.
+    #[schema(value_type = Option<String>, format = Date)]
+    pub next_business_day: Option<String>,
     /// Charge attempts started by the run.
     pub attempted: i64,
     pub paid: i64,
@@ -337,6 +343,8 @@ impl From<&mandato_engine::charging::run::RunSummary> for RunSummaryDto {
     fn from(s: &mandato_engine::charging::run::RunSummary) -> Self {
         RunSummaryDto {
             date: s.date.to_string(),
+            business_day: s.business_day,
+            next_business_day: s.next_business_day.map(|d| d.to_string()),
             attempted: s.counts.attempted,
             paid: s.counts.paid,
             rejected: s.counts.rejected,

@@ -3141,6 +3141,16 @@ export interface components {
                  */
                 date: string;
                 /**
+                 * @description Whether `date` is a business day (`serve --business-days`, holidays): on another day
+                 *     nothing is charged or settled.
+                 */
+                businessDay: boolean;
+                /**
+                 * Format: date
+                 * @description When `businessDay` is false: the next business day, when the run charges what is due.
+                 */
+                nextBusinessDay: string | null;
+                /**
                  * Format: int64
                  * @description Charge attempts started by the run.
                  */
@@ -4547,6 +4557,16 @@ export interface components {
              * @description The business date charged.
              */
             date: string;
+            /**
+             * @description Whether `date` is a business day (`serve --business-days`, holidays): on another day
+             *     nothing is charged or settled.
+             */
+            businessDay: boolean;
+            /**
+             * Format: date
+             * @description When `businessDay` is false: the next business day, when the run charges what is due.
+             */
+            nextBusinessDay: string | null;
             /**
              * Format: int64
              * @description Charge attempts started by the run.

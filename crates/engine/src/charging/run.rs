@@ -83,6 +83,10 @@ impl Trigger {
 pub struct RunSummary {
     pub date: NaiveDate,
     pub counts: RunCounts,
+    /// Whether `date` is a business day: on another day nothing is charged or settled.
+    pub business_day: bool,
+    /// The first business day after `date`, when `date` is not one: when the run charges.
+    pub next_business_day: Option<NaiveDate>,
 }
 
 /// The progress of the run under way, for the log and the staff API.
@@ -305,7 +309,15 @@ impl Charger {
         self.set_progress(None, counts.done, counts.total);
         (self.on_events)();
         tracing::info!(date = %day, ?counts, "charging run finished");
-        Ok(RunSummary { date, counts })
+        let next_business_day = (!business_day)
+            .then(|| date.succ_opt().and_then(|d| calendar.on_or_after(d)))
+            .flatten();
+        Ok(RunSummary {
+            date,
+            counts,
+            business_day,
+            next_business_day,
+        })
     }
 
     /// Writes one installment's attempt IN_PROCESS; `None` when it is not to be attempted
