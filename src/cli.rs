@@ -23,6 +23,7 @@ use mandato_engine::staff::settings::{
 
 mod acquirer;
 mod audit;
+mod clock;
 mod dev;
 mod fees;
 mod holidays;
@@ -238,6 +239,12 @@ pub enum SandboxCommand {
         /// Keep the customers.
         #[arg(long)]
         keep_customers: bool,
+    },
+    /// The installation's business clock: `show` (the default) or `advance --days N | --to
+    /// DATE`, which charges each date crossed, as `POST /api/v1/sandbox/clock` does.
+    Clock {
+        #[command(subcommand)]
+        action: Option<clock::ClockAction>,
     },
     /// Print the simulated acquirer's payout report of a business date (CSV), as
     /// `GET /api/v1/sandbox/payout-report` does.
@@ -920,6 +927,9 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             commerce,
             keep_customers,
         }) => dev::sandbox_reset(&config, json_mode, commerce.as_deref(), keep_customers)?,
+        Command::Sandbox(SandboxCommand::Clock { action }) => {
+            clock::run(&config, json_mode, action)?
+        }
         Command::Sandbox(SandboxCommand::PayoutReport { commerce, date }) => {
             ledger::payout_report(&config, json_mode, commerce.as_deref(), date)?
         }

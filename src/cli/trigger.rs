@@ -486,7 +486,7 @@ impl Session {
         Err(fail(
             "NOT_A_BUSINESS_DAY",
             format!(
-                "{today} is not a business day: charges wait for {next}; advance the sandbox clock (POST /api/v1/sandbox/clock) and trigger again"
+                "{today} is not a business day: charges wait for {next}; move the clock there with `mandato sandbox clock advance --to {next}` and trigger again"
             ),
         ))
     }

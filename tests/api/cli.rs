@@ -630,3 +630,45 @@ fn charge_run_says_when_the_date_is_not_a_business_day() {
     assert_eq!(monday["businessDay"], true);
     assert_eq!(monday["nextBusinessDay"], Value::Null);
 }
+
+#[test]
+fn the_sandbox_clock_is_shown_and_moved_forward_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let shown = mandato(dir.path(), &["sandbox", "clock"], None);
+    assert_eq!(shown["offsetDays"], 0);
+    let today: chrono::NaiveDate = shown["today"].as_str().unwrap().parse().unwrap();
+    let moved = mandato(
+        dir.path(),
+        &["sandbox", "clock", "advance", "--days", "3"],
+        None,
+    );
+    assert_eq!(moved["offsetDays"], 3);
+    assert_eq!(
+        moved["today"],
+        (today + chrono::Duration::days(3)).to_string()
+    );
+    assert_eq!(moved["runs"].as_array().unwrap().len(), 3, "{moved}");
+    let to = (today + chrono::Duration::days(5)).to_string();
+    let moved = mandato(
+        dir.path(),
+        &["sandbox", "clock", "advance", "--to", &to],
+        None,
+    );
+    assert_eq!(moved["today"], to.as_str());
+    assert_eq!(
+        mandato(dir.path(), &["sandbox", "clock", "show"], None)["offsetDays"],
+        5
+    );
+    // Only forward, and not too far: the API's rules.
+    let back = today.to_string();
+    assert_refused(
+        dir.path(),
+        &["sandbox", "clock", "advance", "--to", &back],
+        "VALIDATION_ERROR",
+    );
+    assert_refused(
+        dir.path(),
+        &["sandbox", "clock", "advance", "--days", "401"],
+        "VALIDATION_ERROR",
+    );
+}

@@ -196,7 +196,7 @@ impl Engine {
             Arc::clone(&clock),
             Arc::clone(&fintoc_wake),
         ));
-        if sandbox && store.backend() == mandato_store::db::Backend::Postgres {
+        if sandbox {
             tokio::spawn(follow_sandbox_clock(
                 Arc::downgrade(&store),
                 Arc::clone(&calendar),
@@ -345,8 +345,9 @@ fn record_installation(store: &Store, config: &Config) -> anyhow::Result<()> {
 }
 
 /// Once a second, takes the sandbox clock as stored: engines that share a PostgreSQL database
-/// share one clock, which any of them may move (the sandbox's own operations also read it before
-/// they use it). Ends with the store.
+/// share one clock, which any of them may move, and `mandato sandbox clock advance` moves it
+/// beside a running `serve` (the sandbox's own operations also read it before they use it).
+/// Ends with the store.
 async fn follow_sandbox_clock(store: std::sync::Weak<Store>, calendar: Arc<BusinessCalendar>) {
     let mut ticks = tokio::time::interval(std::time::Duration::from_secs(1));
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
