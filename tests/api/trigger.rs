@@ -179,3 +179,66 @@ async fn every_scenario_delivers_its_real_events_signed() {
     assert_eq!(reset["signatureProcesses"], 2);
     assert_eq!(reset["customers"], 7);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_payment_scenario_on_a_weekend_charges_only_its_mandate_on_the_next_business_day() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    install(data, "76.123.456-0", "s3cret-pass");
+    mandato(
+        data,
+        &[
+            "commerce",
+            "set-webhook",
+            "--code",
+            "76123456-0",
+            "--url",
+            "https://127.0.0.1:9/hooks",
+        ],
+        None,
+    );
+    // Chile's business days (stored by `serve` at start, which the CLI then follows).
+    let (_server, _base) = serve_logged(
+        data,
+        &[("MANDATO_BUSINESS_DAYS", "chile")],
+        &data.join("serve.log"),
+    );
+    let today: chrono::NaiveDate = mandato(data, &["sandbox", "clock"], None)["today"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let saturday = (1..8)
+        .map(|n| today + chrono::Duration::days(n))
+        .find(|d| chrono::Datelike::weekday(d) == chrono::Weekday::Sat)
+        .unwrap();
+    let saturday_text = saturday.to_string();
+    mandato(
+        data,
+        &["sandbox", "clock", "advance", "--to", &saturday_text],
+        None,
+    );
+    let next = mandato(data, &["charge-run", "--date", &saturday_text], None)["nextBusinessDay"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // Another mandate due today, active: a trigger must not charge it.
+    mandato(data, &["trigger", "activation"], None);
+    let made = mandato(data, &["trigger", "payment.paid"], None);
+    let details: Vec<&str> = made["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["detail"].as_str().unwrap())
+        .collect();
+    assert_eq!(details.len(), 3, "{details:?}");
+    assert_eq!(
+        details[2],
+        format!("installment trigger-1 PAID, charge date {next}")
+    );
+    // The other mandate's installment waits for the next business day's run.
+    let run = mandato(data, &["charge-run", "--date", &next], None);
+    assert_eq!(run["attempted"], 1, "{run}");
+    assert_eq!(run["paid"], 1, "{run}");
+}

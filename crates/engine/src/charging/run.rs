@@ -256,48 +256,8 @@ impl Charger {
                 break;
             };
             after = Some((last_due.clone(), *last_seq));
-            // 1. Every attempt of the page IN_PROCESS with its key, committed.
-            let begun = self.store.write(|tx| {
-                let mut begun = Vec::with_capacity(page.len());
-                for (seq, _) in &page {
-                    if let Some(b) = self.begin(tx, &mut cache, *seq, date, run_seq, &mut counts)? {
-                        begun.push(b);
-                    }
-                }
-                store::update_run(tx, run_seq, &counts, None)?;
-                Ok(begun)
-            })?;
-            (self.on_events)();
-            // 2. Only then the processor.
-            let results = charge_by_acquirer(&begun);
-            // 3. The outcomes and their events, committed together.
-            self.store.write(|tx| {
-                for (b, result) in begun.into_iter().zip(results) {
-                    let open = OpenAttempt {
-                        seq: b.attempt_seq,
-                        installment_seq: b.installment_seq,
-                        idempotency_key: b.key,
-                        business_date: day.clone(),
-                        amount: String::new(),
-                        currency: String::new(),
-                        state: "IN_PROCESS".to_string(),
-                        created_at: String::new(),
-                    };
-                    self.apply(
-                        tx,
-                        &mut cache,
-                        &open,
-                        Some(b.known),
-                        result,
-                        date,
-                        &mut counts,
-                    )?;
-                }
-                counts.done += page.len() as i64;
-                // Installments that fell due during the run are charged too.
-                counts.total = counts.total.max(counts.done);
-                store::update_run(tx, run_seq, &counts, None).map_err(Error::from)
-            })?;
+            let seqs: Vec<i64> = page.iter().map(|(seq, _)| *seq).collect();
+            self.charge_page(&mut cache, &seqs, date, run_seq, &mut counts)?;
             (self.on_events)();
             self.set_progress(Some(date), counts.done, counts.total);
             tracing::info!(date = %day, done = counts.done, total = counts.total, "charging progress");
@@ -322,6 +282,89 @@ impl Charger {
 
     /// Writes one installment's attempt IN_PROCESS; `None` when it is not to be attempted
     /// (attempted meanwhile, no instrument, or a UF amount without the day's UF value).
+    /// Charges one page of installments as of `date`: every attempt recorded IN_PROCESS and
+    /// committed, only then sent to the acquirers, then the outcomes and their events committed
+    /// together. An installment no longer ready (charged meanwhile) is skipped.
+    fn charge_page(
+        &self,
+        cache: &mut Cache,
+        page: &[i64],
+        date: NaiveDate,
+        run_seq: i64,
+        counts: &mut RunCounts,
+    ) -> Result<()> {
+        let day = date.to_string();
+        // 1. Every attempt of the page IN_PROCESS with its key, committed.
+        let begun = self.store.write(|tx| {
+            let mut begun = Vec::with_capacity(page.len());
+            for seq in page {
+                if let Some(b) = self.begin(tx, cache, *seq, date, run_seq, counts)? {
+                    begun.push(b);
+                }
+            }
+            store::update_run(tx, run_seq, counts, None)?;
+            Ok(begun)
+        })?;
+        (self.on_events)();
+        // 2. Only then the processor.
+        let results = charge_by_acquirer(&begun);
+        // 3. The outcomes and their events, committed together.
+        self.store.write(|tx| {
+            for (b, result) in begun.into_iter().zip(results) {
+                let open = OpenAttempt {
+                    seq: b.attempt_seq,
+                    installment_seq: b.installment_seq,
+                    idempotency_key: b.key,
+                    business_date: day.clone(),
+                    amount: String::new(),
+                    currency: String::new(),
+                    state: "IN_PROCESS".to_string(),
+                    created_at: String::new(),
+                };
+                self.apply(tx, cache, &open, Some(b.known), result, date, counts)?;
+            }
+            counts.done += page.len() as i64;
+            // Installments that fell due during the run are charged too.
+            counts.total = counts.total.max(counts.done);
+            store::update_run(tx, run_seq, counts, None).map_err(Error::from)
+        })?;
+        Ok(())
+    }
+
+    /// Charges only these installments, on the business date `date`, as a run charges any:
+    /// `mandato trigger` charges its own throwaway mandate this way and nobody else's.
+    pub fn charge_only(
+        &self,
+        date: NaiveDate,
+        installment_seqs: &[i64],
+        trigger: Trigger,
+    ) -> Result<RunSummary> {
+        let day = Date::new(date)
+            .map_err(|e| {
+                Error::refused(mandato_core::domain::date::DATE_OUT_OF_RANGE, e.to_string())
+            })?
+            .to_string();
+        let _one_at_a_time = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        let run_seq = self
+            .store
+            .write(|tx| Ok(store::insert_run(tx, &day, trigger.as_str(), &self.now())?))?;
+        let mut cache = Cache::default();
+        let mut counts = RunCounts {
+            total: installment_seqs.len() as i64,
+            ..RunCounts::default()
+        };
+        self.charge_page(&mut cache, installment_seqs, date, run_seq, &mut counts)?;
+        self.store
+            .write(|tx| Ok(store::update_run(tx, run_seq, &counts, Some(&self.now()))?))?;
+        (self.on_events)();
+        Ok(RunSummary {
+            date,
+            counts,
+            business_day: true,
+            next_business_day: None,
+        })
+    }
+
     fn begin(
         &self,
         tx: Db<'_>,
