@@ -115,6 +115,21 @@ async fn filters_select_and_bad_filters_name_their_field() {
     assert_eq!(items.len(), 1, "{activations}");
     assert_eq!(items[0]["type"], "activation");
     assert_eq!(items[0]["body"]["event"], "activation");
+    // Other names of the kind filter alike: a trigger scenario's, a body's.
+    for alias in ["mandate.cancelled", "activation.any"] {
+        let same = list(&s.app, &format!("?type={alias}")).await;
+        assert_eq!(same["items"], activations["items"], "{alias}");
+    }
+    let payments = list(&s.app, "?type=payment").await;
+    assert_eq!(
+        list(&s.app, "?type=payment.paid").await["items"],
+        payments["items"]
+    );
+    let signatures = list(&s.app, "?type=SIGNATURE_COMPLETED").await;
+    assert_eq!(
+        signatures["items"],
+        list(&s.app, "?type=signature").await["items"]
+    );
 
     let of_m1 = list(&s.app, &format!("?mandateInternalId={m1_id}")).await;
     let items = of_m1["items"].as_array().unwrap();

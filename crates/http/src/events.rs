@@ -14,6 +14,7 @@ use super::auth::Authed;
 use super::envelope::Envelope;
 use super::error::{ApiResult, ErrorBody};
 use super::sandbox::mask_file;
+use mandato_core::domain::event_kind::kind_named;
 use mandato_core::error::{Error, FieldErrors};
 use mandato_engine::operations::events as operation;
 use mandato_engine::records::{AttemptRow, CommerceEvent, CommerceEventFilter};
@@ -121,7 +122,9 @@ pub enum EventAttemptOutcome {
 #[into_params(parameter_in = Query)]
 #[allow(non_snake_case, dead_code)]
 pub struct EventsQuery {
-    /// Only events of this kind.
+    /// Only events of this kind. A signature body's `event` (`SIGNATURE_COMPLETED`,
+    /// `SIGNATORY_SIGNED`...) and a `mandato trigger` scenario (`payment.paid`) are accepted as
+    /// aliases of their kind.
     r#type: Option<EventType>,
     /// Only the events of this mandate (`man_...`) of the commerce.
     #[param(max_length = 64, min_length = 1)]
@@ -257,13 +260,14 @@ pub fn parse_filter(
     // An empty value (`?type=`) is a value, and not one of the allowed ones: refused at its
     // field like any other, as the document's patterns and enums say.
     let get = |name: &str| query.get(name);
-    let kind = get("type").and_then(|t| match EventType::parse(t) {
-        Some(t) => Some(t.as_str().to_string()),
+    // The body's `event` names and trigger's scenario names are aliases of their kind.
+    let kind = get("type").and_then(|t| match kind_named(t) {
+        Some(kind) => Some(kind.to_string()),
         None => {
             errors.push(
                 "query.type",
                 "INVALID_VALUE",
-                "activation, payment or signature",
+                "activation, payment or signature (or a body's event, e.g. SIGNATURE_COMPLETED)",
             );
             None
         }

@@ -63,19 +63,17 @@ pub fn resolve_commerce(store: &Store, code: Option<&str>) -> anyhow::Result<(i6
 }
 
 /// `activation,payment` → the same, checked and without repeats; empty or absent → every kind.
-/// A `trigger` scenario's name (`payment.paid`, `activation.cancelled`) stands for its kind,
-/// so the names `trigger --list` shows work here too.
+/// A `trigger` scenario's name (`payment.paid`, `mandate.cancelled`) and a signature body's
+/// `event` (`SIGNATURE_COMPLETED`) stand for their kind (`domain::event_kind`).
 pub fn parse_types(text: Option<&str>) -> anyhow::Result<Option<String>> {
     let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
         return Ok(None);
     };
     let mut types: Vec<&str> = Vec::new();
     for named in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-        let t = named.split('.').next().unwrap_or(named);
-        anyhow::ensure!(
-            EVENT_TYPES.contains(&t),
-            "unknown event type {named:?}: use activation, payment or signature"
-        );
+        let t = crate::domain::event_kind::kind_named(named).ok_or_else(|| {
+            anyhow::anyhow!("unknown event type {named:?}: use activation, payment or signature")
+        })?;
         if !types.contains(&t) {
             types.push(t);
         }

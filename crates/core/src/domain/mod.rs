@@ -6,6 +6,7 @@ pub mod activation;
 pub mod commerce;
 pub mod contact;
 pub mod date;
+pub mod event_kind;
 pub mod external_id;
 pub mod fees;
 pub mod holidays;
