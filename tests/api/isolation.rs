@@ -69,7 +69,10 @@ async fn lookups_do_not_find_another_commerces_mandates() {
         reply.expect(404, "MANDATE_NOT_FOUND");
         // The 404 names what was asked for, and nothing of what the other commerce holds.
         let named = &reply.body["errors"][0];
-        assert!(named["field"].as_str().unwrap().starts_with("path."), "{path}");
+        assert!(
+            named["field"].as_str().unwrap().starts_with("path."),
+            "{path}"
+        );
         assert_eq!(named["value"], path.rsplit('/').next().unwrap(), "{path}");
         assert_eq!(reply.body["errors"].as_array().unwrap().len(), 1, "{path}");
         assert!(reply.body.get("payload").is_none(), "{path}");

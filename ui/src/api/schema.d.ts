@@ -7655,7 +7655,11 @@ export interface operations {
     list_events: {
         parameters: {
             query?: {
-                /** @description Only events of this kind. */
+                /**
+                 * @description Only events of this kind. A signature body's `event` (`SIGNATURE_COMPLETED`,
+                 *     `SIGNATORY_SIGNED`...) and a `mandato trigger` scenario (`payment.paid`) are accepted as
+                 *     aliases of their kind.
+                 */
                 type?: components["schemas"]["EventType"];
                 /** @description Only the events of this mandate (`man_...`) of the commerce. */
                 mandateInternalId?: string;
