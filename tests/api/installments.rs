@@ -285,9 +285,29 @@ async fn installments_are_added_only_to_live_dynamic_mandates_of_the_customer() 
             vec!["product"],
         ),
         ("cust-001", "DYN-X", 400, "MANDATE_STATE_CONFLICT", vec![]),
-        ("cust-002", "DYN-1", 404, "MANDATE_NOT_FOUND", vec![]),
-        ("nobody", "DYN-1", 404, "MANDATE_NOT_FOUND", vec![]),
-        ("cust-001", "NOPE", 404, "MANDATE_NOT_FOUND", vec![]),
+        // A 404 names the field of what it could not find: another customer's mandate is
+        // not this customer's.
+        (
+            "cust-002",
+            "DYN-1",
+            404,
+            "MANDATE_NOT_FOUND",
+            vec!["customer.userId"],
+        ),
+        (
+            "nobody",
+            "DYN-1",
+            404,
+            "MANDATE_NOT_FOUND",
+            vec!["customer.userId"],
+        ),
+        (
+            "cust-001",
+            "NOPE",
+            404,
+            "MANDATE_NOT_FOUND",
+            vec!["product.id"],
+        ),
     ];
     for (user, mandate, status, name, fields) in cases {
         let reply = app
@@ -511,7 +531,7 @@ async fn payment_refusals_change_nothing() {
             vec![("/installments/ids", v(json!(["c1", "nope"])))],
             404,
             "INSTALLMENT_NOT_FOUND",
-            vec![],
+            vec!["installments.ids[1]"],
         ),
         (
             vec![
@@ -520,7 +540,7 @@ async fn payment_refusals_change_nothing() {
             ],
             404,
             "INSTALLMENT_NOT_FOUND",
-            vec![],
+            vec!["installments.ids[0]"],
         ),
         (
             vec![
@@ -532,7 +552,7 @@ async fn payment_refusals_change_nothing() {
             ],
             404,
             "INSTALLMENT_NOT_FOUND",
-            vec![],
+            vec!["installments.internalIds[0]"],
         ),
         (
             vec![("/payment/amount", v(json!({"value": 30000})))],
@@ -544,7 +564,7 @@ async fn payment_refusals_change_nothing() {
             vec![("/product/id", v(json!("NOPE")))],
             404,
             "MANDATE_NOT_FOUND",
-            vec![],
+            vec!["product.id"],
         ),
     ];
     for (changes, status, name, fields) in cases {

@@ -38,6 +38,7 @@ const OPERATIONS: &[(&str, &str, bool, bool)] = &[
     ("put", "/installments/status/change", true, true),
     ("post", "/installments/status/change", true, true),
     ("get", "/receivables", true, false),
+    ("get", "/calendar/holidays", true, false),
     ("post", "/signature", true, true),
     ("get", "/signature/internalId/{internalId}", true, false),
     ("delete", "/signature/cancel", true, true),
@@ -87,14 +88,63 @@ const COMMON: [&str; 8] = [
 ];
 
 async fn document(app: &TestApp) -> Value {
+    served(app, "/openapi.json").await
+}
+
+/// The staff API's document, served apart (CONTRACT 14).
+async fn staff_document(app: &TestApp) -> Value {
+    served(app, "/admin/openapi.json").await
+}
+
+async fn served(app: &TestApp, path: &str) -> Value {
     let response = app
         .client
-        .get(format!("{}/openapi.json", app.base))
+        .get(format!("{}{path}", app.base))
         .send()
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
     response.json().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_merchant_and_staff_documents_are_apart() {
+    let app = spawn_app().await;
+    let merchant = document(&app).await;
+    let staff = staff_document(&app).await;
+    assert_eq!(staff["servers"][0]["url"], "/admin/api");
+    let paths = merchant["paths"].as_object().unwrap();
+    assert!(
+        paths.values().all(|item| item.get("servers").is_none()),
+        "no staff operation in the merchant's document"
+    );
+    // The merchant's holidays, with its headers, beside the staff's own of the same path.
+    let holidays = &merchant["paths"]["/calendar/holidays"]["get"];
+    let params: Vec<&str> = holidays["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        params.contains(&"x-api-key") && params.contains(&"year"),
+        "{params:?}"
+    );
+    assert!(staff["paths"]["/calendar/holidays"]["get"].is_object());
+    // The cancel reason may come in the query alone: the body is optional.
+    let cancel = &merchant["paths"]["/mandate/cancel/{mandateTypeId}/{mandateId}/{userTypeId}/{userId}"]
+        ["delete"];
+    assert_eq!(cancel["requestBody"]["required"], false);
+    // A PDF download is binary, under its media type.
+    let pdf = &staff["paths"]["/mandates/{internalId}/document"]["get"]["responses"]["200"]["content"]
+        ["application/pdf"]["schema"];
+    assert_eq!(
+        pdf,
+        &serde_json::json!({"type": "string", "format": "binary"})
+    );
+    // Each document holds what its operations use; the staff's is the UI's.
+    assert!(merchant["components"]["schemas"]["AcquirerRequest"].is_null());
+    assert!(staff["components"]["schemas"]["AcquirerRequest"].is_object());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -243,7 +293,7 @@ const STAFF_OPERATIONS: &[(&str, &str)] = &[
 #[tokio::test(flavor = "multi_thread")]
 async fn the_staff_api_is_documented_under_its_own_server() {
     let app = spawn_app().await;
-    let doc = document(&app).await;
+    let doc = staff_document(&app).await;
     for (method, path) in STAFF_OPERATIONS {
         let item = &doc["paths"][path];
         assert_eq!(item["servers"][0]["url"], "/admin/api", "{path}");
@@ -270,8 +320,13 @@ async fn the_staff_api_is_documented_under_its_own_server() {
 async fn every_documented_operation_is_served() {
     let mut app = spawn_app().await;
     app.login().await;
-    let doc = document(&app).await;
-    for (path, item) in doc["paths"].as_object().unwrap() {
+    let (merchant, staff) = (document(&app).await, staff_document(&app).await);
+    let documented = merchant["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .chain(staff["paths"].as_object().unwrap());
+    for (path, item) in documented {
         let staff = item.get("servers").is_some();
         for method in item.as_object().unwrap().keys().filter(|k| *k != "servers") {
             let concrete = path
@@ -311,9 +366,14 @@ async fn every_documented_operation_is_served() {
 async fn every_operation_id_is_unique() {
     // Generated clients (the UI's among them) name their functions after operationIds.
     let app = spawn_app().await;
-    let doc = document(&app).await;
+    let (merchant, staff) = (document(&app).await, staff_document(&app).await);
     let mut seen = std::collections::HashSet::new();
-    for (path, item) in doc["paths"].as_object().unwrap() {
+    let documented = merchant["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .chain(staff["paths"].as_object().unwrap());
+    for (path, item) in documented {
         for (method, operation) in item.as_object().unwrap() {
             if method == "servers" {
                 continue;
@@ -633,4 +693,57 @@ async fn signature_integers_may_be_written_with_a_zero_fraction() {
     app.post("/signature", &body)
         .await
         .expect(201, "SIGNATURE_CREATE_OK");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_request_example_is_accepted_in_order() {
+    let mut app = spawn_app().await;
+    app.login().await;
+    app.create_customer("cust-001", "12.345.678-5").await;
+    let doc = document(&app).await;
+    let examples = |method: &str, path: &str| -> Vec<(String, Value)> {
+        doc["paths"][path][method]["requestBody"]["content"]["application/json"]["examples"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{method} {path} has examples"))
+            .iter()
+            .map(|(name, e)| (name.clone(), e["value"].clone()))
+            .collect()
+    };
+    let mandates = examples("post", "/mandate");
+    let names: Vec<&str> = mandates.iter().map(|(n, _)| n.as_str()).collect();
+    for kind in ["dynamic", "subscription", "permanent", "onepay"] {
+        assert!(names.contains(&kind), "{names:?}");
+    }
+    let mut dynamic = String::new();
+    for (name, body) in &mandates {
+        let reply = app.post("/mandate", body).await;
+        reply.expect(201, "MANDATE_CREATE_OK");
+        if name == "dynamic" {
+            dynamic = reply.body["payload"]["mandate"]["internalId"]
+                .as_str()
+                .unwrap()
+                .to_string();
+        }
+    }
+    for (_, body) in examples("post", "/installments") {
+        app.post("/installments", &body)
+            .await
+            .expect(201, "INSTALLMENTS_CREATE_OK");
+    }
+    for (_, body) in examples("put", "/installments/status/change") {
+        app.put("/installments/status/change", &body)
+            .await
+            .expect(200, "INSTALLMENTS_STATUS_CHANGE_OK");
+    }
+    for (_, body) in examples("post", "/sandbox/mandates/{internalId}/activate") {
+        app.post(&format!("/sandbox/mandates/{dynamic}/activate"), &body)
+            .await
+            .expect(200, "SANDBOX_ACTIVATE_OK");
+    }
+    for (_, body) in examples("post", "/signature") {
+        app.post("/signature", &body)
+            .await
+            .expect(201, "SIGNATURE_CREATE_OK");
+    }
+    let _ = &mut app;
 }

@@ -296,7 +296,7 @@ async fn the_rotation_overlap_is_chosen_within_its_bounds() {
 
     let doc: Value = app
         .client
-        .get(format!("{}/openapi.json", app.base))
+        .get(format!("{}/admin/openapi.json", app.base))
         .send()
         .await
         .unwrap()

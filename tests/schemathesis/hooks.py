@@ -519,6 +519,13 @@ def _repair_cancel(case):
         else made["customer"]["userId"]
     )
     case.path_parameters = params
+    # The reason is required, in the query or in the optional body: the document cannot say
+    # "one of the two", so a request with neither gets one in the query.
+    body = case.body if isinstance(case.body, dict) else {}
+    query = dict(case.query or {})
+    if not isinstance(body.get("description"), str) and not query.get("description"):
+        query["description"] = "cliente se retira"
+        case.query = query
 
 
 def _repair_lookup(case):

@@ -10,8 +10,8 @@ pub struct FieldError {
     pub field: String,
     pub code: String,
     pub message: String,
-    /// The value looked for, on a 404: the id as the request sent it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The value looked for, on a 404: the id as the request sent it; null otherwise (every
+    /// member is always sent, CONTRACT 11).
     pub value: Option<String>,
 }
 

@@ -33,6 +33,7 @@ pub mod link;
 pub mod login;
 pub mod mandates;
 pub mod openapi;
+mod openapi_examples;
 pub mod pages;
 pub mod receivables;
 pub mod sandbox;
@@ -146,7 +147,8 @@ impl AppState {
         description = "Payment mandates, installments, webhooks and electronic signatures. \
             Every /api/v1 operation except the .well-known keys takes the eight common headers; \
             all but login and the JWE helper also take `Authorization: Bearer <JWT>`. \
-            Errors: `{statusCode, name, message, correlationId, errors[{field, code, message}]}`.",
+            Errors: `{statusCode, name, message, correlationId, errors[{field, code, message, value}]}` \
+            (`value` on a 404: the id not found). The staff API is /admin/openapi.json.",
         version = "1.0.0"
     ),
     servers((url = "/api/v1", description = "This installation")),
@@ -253,6 +255,7 @@ fn unique_operation_ids(doc: &mut utoipa::openapi::OpenApi) {
     }
     for (path, item) in doc.paths.paths.iter_mut() {
         let staff = item.servers.is_some();
+        let path = path.strip_prefix(openapi::STAFF_SERVER).unwrap_or(path);
         let words: Vec<&str> = path
             .split(['/', '{', '}', '-', '.'])
             .filter(|w| !w.is_empty())
@@ -320,10 +323,14 @@ pub fn api_routers(
         .merge(public)
         .split_for_parts();
     let (admin, admin_doc) = admin::router(state).split_for_parts();
-    // The staff API lives beside /api/v1: its path items name their own server.
+    // The staff API is processed with the merchant's (the rules share component schemas), its
+    // paths kept apart under their server's prefix, and served as its own document
+    // (`openapi::split`). Its path items name their server too.
     for (path, mut item) in admin_doc.paths.paths {
-        item.servers = Some(vec![utoipa::openapi::Server::new("/admin/api")]);
-        doc.paths.paths.insert(path, item);
+        item.servers = Some(vec![utoipa::openapi::Server::new(openapi::STAFF_SERVER)]);
+        doc.paths
+            .paths
+            .insert(format!("{}{path}", openapi::STAFF_SERVER), item);
     }
     if let (Some(components), Some(admin_components)) =
         (doc.components.as_mut(), admin_doc.components)
@@ -340,7 +347,8 @@ pub fn api_routers(
 pub fn router(state: AppState) -> Router {
     // Paths are documented relative to the `/api/v1` server.
     let (api, admin, doc) = api_routers(&state);
-    let doc = Arc::new(openapi::document(&doc, &state.config));
+    let (merchant_doc, staff_doc) = openapi::split(openapi::document(&doc, &state.config));
+    let (merchant_doc, staff_doc) = (Arc::new(merchant_doc), Arc::new(staff_doc));
     Router::new()
         .nest("/api/v1", api)
         .nest("/admin/api", admin)
@@ -350,7 +358,14 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/openapi.json",
             get(move || {
-                let doc = Arc::clone(&doc);
+                let doc = Arc::clone(&merchant_doc);
+                async move { axum::Json(doc.as_ref().clone()) }
+            }),
+        )
+        .route(
+            "/admin/openapi.json",
+            get(move || {
+                let doc = Arc::clone(&staff_doc);
                 async move { axum::Json(doc.as_ref().clone()) }
             }),
         )

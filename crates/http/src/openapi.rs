@@ -917,15 +917,16 @@ fn merchant_operations(doc: &mut Value) -> impl Iterator<Item = (&String, &mut V
         })
 }
 
-/// The cancel reason travels in the body (or, as an alternative, in the query string): a
-/// client that follows the document always sends the body.
-fn cancel_body_required(doc: &mut Value) {
+/// The cancel reason travels in the query string (`?description=`) or in the body: either
+/// does, so the body is optional (CONTRACT 14).
+fn cancel_body_optional(doc: &mut Value) {
     let body = doc
         .pointer_mut("/paths/~1mandate~1cancel~1{mandateTypeId}~1{mandateId}~1{userTypeId}~1{userId}/delete/requestBody")
         .expect("the cancel operation has a body");
-    body["required"] = json!(true);
-    body["description"] =
-        json!("The reason; the query parameter `description`, when sent, takes its place.");
+    body["required"] = json!(false);
+    body["description"] = json!(
+        "The reason, when not sent as the query parameter `description` (which takes its place)."
+    );
     body["content"]["application/json"]["schema"] = reference("CancelRequest");
 }
 
@@ -998,22 +999,35 @@ fn external_or_internal() -> Value {
     json!({"type": "string", "minLength": 1, "maxLength": 64, "pattern": EXTERNAL_ID})
 }
 
-/// The component schemas a request body refers to, directly or through other schemas.
-fn request_schemas(doc: &Value) -> std::collections::HashSet<String> {
-    fn refs(value: &Value, found: &mut Vec<String>) {
-        match value {
-            Value::Object(map) => {
-                if let Some(Value::String(target)) = map.get("$ref")
-                    && let Some(name) = target.strip_prefix("#/components/schemas/")
-                {
-                    found.push(name.to_string());
-                }
-                map.values().for_each(|v| refs(v, found));
+/// The component schemas `value` refers to (`$ref`), anywhere inside it.
+fn refs(value: &Value, found: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(target)) = map.get("$ref")
+                && let Some(name) = target.strip_prefix("#/components/schemas/")
+            {
+                found.push(name.to_string());
             }
-            Value::Array(items) => items.iter().for_each(|v| refs(v, found)),
-            _ => {}
+            map.values().for_each(|v| refs(v, found));
+        }
+        Value::Array(items) => items.iter().for_each(|v| refs(v, found)),
+        _ => {}
+    }
+}
+
+/// `pending` and every schema they refer to, directly or through other schemas.
+fn reachable(doc: &Value, mut pending: Vec<String>) -> std::collections::HashSet<String> {
+    let mut seen = std::collections::HashSet::new();
+    while let Some(name) = pending.pop() {
+        if seen.insert(name.clone()) {
+            refs(&doc["components"]["schemas"][&name], &mut pending);
         }
     }
+    seen
+}
+
+/// The component schemas a request body refers to, directly or through other schemas.
+fn request_schemas(doc: &Value) -> std::collections::HashSet<String> {
     let mut pending = Vec::new();
     for item in doc["paths"]
         .as_object()
@@ -1024,13 +1038,53 @@ fn request_schemas(doc: &Value) -> std::collections::HashSet<String> {
             refs(&operation["requestBody"], &mut pending);
         }
     }
-    let mut seen = std::collections::HashSet::new();
-    while let Some(name) = pending.pop() {
-        if seen.insert(name.clone()) {
-            refs(&doc["components"]["schemas"][&name], &mut pending);
-        }
+    reachable(doc, pending)
+}
+
+/// The staff API's server, and the prefix its paths carry in the document before `split`.
+pub const STAFF_SERVER: &str = "/admin/api";
+
+/// The two served documents (CONTRACT 14): the merchant's (`/openapi.json`: `/api/v1`, the
+/// public keys and the webhooks) and the staff's (`/admin/openapi.json`, server
+/// `/admin/api`), so that a generator makes one client of each; the merchant's keeps only the
+/// component schemas its operations and webhooks use.
+pub fn split(mut merchant: Value) -> (Value, Value) {
+    let paths = std::mem::take(
+        merchant["paths"]
+            .as_object_mut()
+            .expect("the document has paths"),
+    );
+    let mut staff = merchant.clone();
+    let (mut merchant_paths, mut staff_paths) = (Map::new(), Map::new());
+    for (path, item) in paths {
+        match path.strip_prefix(STAFF_SERVER) {
+            Some(staff_path) => staff_paths.insert(staff_path.to_string(), item),
+            None => merchant_paths.insert(path, item),
+        };
     }
-    seen
+    merchant["paths"] = Value::Object(merchant_paths);
+    staff["paths"] = Value::Object(staff_paths);
+    staff["servers"] = json!([{"url": STAFF_SERVER}]);
+    staff["info"]["title"] = json!("mandato staff API");
+    staff["info"]["description"] = json!(
+        "The staff API of Mandato Desk's UI, under /admin/api: a signed-in session (cookie) \
+         and its CSRF token. The merchant API is /openapi.json."
+    );
+    if let Some(document) = staff.as_object_mut() {
+        document.remove("webhooks");
+    }
+    // The staff document keeps every schema: the UI names some that its operations inline.
+    keep_used_schemas(&mut merchant);
+    (merchant, staff)
+}
+
+/// Drops the component schemas no operation or webhook of the document refers to.
+fn keep_used_schemas(doc: &mut Value) {
+    let mut pending = Vec::new();
+    refs(&doc["paths"], &mut pending);
+    refs(&doc["webhooks"], &mut pending);
+    let used = reachable(doc, pending);
+    schemas(doc).retain(|name, _| used.contains(name));
 }
 
 /// Responses always carry every member (`null` when it has no value, CONTRACT 11): every
@@ -1129,6 +1183,32 @@ fn bearer_only(doc: &mut Value) {
     }
 }
 
+/// A download of bytes (a PDF) is `format: binary` under its media type, not the array of
+/// integers its Rust type would say (CONTRACT 14).
+fn binary_downloads(doc: &mut Value) {
+    let Some(paths) = doc["paths"].as_object_mut() else {
+        return;
+    };
+    let contents = paths
+        .values_mut()
+        .filter_map(Value::as_object_mut)
+        .flat_map(|item| item.values_mut())
+        .filter_map(|operation| {
+            operation
+                .get_mut("responses")
+                .and_then(Value::as_object_mut)
+        })
+        .flat_map(|responses| responses.values_mut())
+        .filter_map(|response| response.get_mut("content").and_then(Value::as_object_mut));
+    for content in contents {
+        for (media, body) in content.iter_mut() {
+            if media == "application/pdf" || media == "application/octet-stream" {
+                body["schema"] = json!({"type": "string", "format": "binary"});
+            }
+        }
+    }
+}
+
 /// The finished document, as served.
 pub fn document(doc: &utoipa::openapi::OpenApi, config: &Config) -> Value {
     let mut doc = serde_json::to_value(doc).expect("the OpenAPI document is JSON");
@@ -1136,7 +1216,9 @@ pub fn document(doc: &utoipa::openapi::OpenApi, config: &Config) -> Value {
     charges_by_type(&mut doc);
     outcome_code(&mut doc);
     apply_parameter_rules(&mut doc, config);
-    cancel_body_required(&mut doc);
+    cancel_body_optional(&mut doc);
+    binary_downloads(&mut doc);
+    super::openapi_examples::add(&mut doc);
     bearer_only(&mut doc);
     response_members_required(&mut doc);
     super::webhooks::describe(&mut doc);

@@ -240,7 +240,10 @@ pub fn cancel(
         CustomerRef::InternalUserId(id) => owner.id == *id,
     };
     if !named {
-        return Err(Error::not_found("mandate"));
+        // The mandate exists, but not for this customer: the 404 names the customer (the
+        // cancel path's `userId`).
+        let (_, id) = customer.field("path");
+        return Err(Error::not_found_at("mandate", "path.userId", id));
     }
     if !row.state.can_cancel() {
         return Err(Error::refused(

@@ -34,6 +34,7 @@ pub struct StaffAuditQuery {
     /// On or before that date (a date-time: before it).
     to: Option<String>,
     /// 1 to 500, default 50.
+    #[param(minimum = 1, maximum = 500, default = 50)]
     limit: Option<i64>,
     cursor: Option<String>,
 }
@@ -124,6 +125,7 @@ pub struct RequestAuditQuery {
     /// On or before that date (a date-time: before it).
     to: Option<String>,
     /// 1 to 500, default 50.
+    #[param(minimum = 1, maximum = 500, default = 50)]
     limit: Option<i64>,
     cursor: Option<String>,
 }
@@ -242,6 +244,7 @@ pub struct RefusalsQuery {
     /// On or before that date (a date-time: before it).
     to: Option<String>,
     /// Minutes listed, 1 to 1440, default 60.
+    #[param(minimum = 1, maximum = 1440, default = 60)]
     limit: Option<i64>,
 }
 

@@ -53,6 +53,7 @@ pub struct CustomersQuery {
     /// Only this commerce (its code).
     commerce: Option<String>,
     /// 1 to 200, default 50.
+    #[param(minimum = 1, maximum = 200, default = 50)]
     limit: Option<i64>,
     /// The `nextCursor` of the previous page.
     cursor: Option<String>,

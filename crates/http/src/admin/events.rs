@@ -45,6 +45,7 @@ pub struct EventsQuery {
     /// Created before (RFC 3339).
     to: Option<String>,
     /// 1 to 500, default 50.
+    #[param(minimum = 1, maximum = 500, default = 50)]
     limit: Option<i64>,
     /// The `nextCursor` of the previous page.
     cursor: Option<String>,

@@ -41,6 +41,7 @@ pub struct StaffLedgerQuery {
     /// CHARGE, REVERSAL, MANUAL_PAYMENT or ANNULMENT.
     kind: Option<String>,
     /// 1 to 500, default 50.
+    #[param(minimum = 1, maximum = 500, default = 50)]
     limit: Option<i64>,
     cursor: Option<String>,
 }

@@ -66,6 +66,7 @@ pub struct MandatesQuery {
     #[param(rename = "createdTo")]
     created_to: Option<String>,
     /// 1 to 200, default 50.
+    #[param(minimum = 1, maximum = 200, default = 50)]
     limit: Option<i64>,
     /// The `nextCursor` of the previous page.
     cursor: Option<String>,
