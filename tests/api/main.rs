@@ -64,6 +64,7 @@ mod live_acquirers;
 mod mandate_document;
 mod mandates;
 mod receivables;
+mod replays;
 mod sandbox_banner;
 mod sandbox_reset;
 mod signature_activation;

@@ -35,6 +35,7 @@ pub mod mandates;
 pub mod openapi;
 pub mod pages;
 pub mod receivables;
+pub mod replay;
 pub mod sandbox;
 pub mod sandbox_reset;
 pub mod sign;
