@@ -65,6 +65,7 @@ mod mandate_document;
 mod mandates;
 mod not_found;
 mod receivables;
+mod replays;
 mod sandbox_banner;
 mod sandbox_reset;
 mod signature_activation;

@@ -159,8 +159,14 @@ fn urls() -> Value {
            "webhook": "https://merchant.example/hooks/signature"})
 }
 
-/// A one-document process for `signers` (userId, order, type), each on the last page.
+/// A one-document process for `signers` (userId, order, type), each on the last page, with an
+/// `externalProcessId` of its own (`P-001-<n>`): the merchant's id names one process.
 pub(crate) fn simple_body(signers: &[(&str, i64, &str)]) -> Value {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let external_id = format!(
+        "P-001-{}",
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
     let signatories: Vec<Value> = signers
         .iter()
         .map(|(u, o, t)| json!({"userId": u, "order": o, "type": t}))
@@ -170,7 +176,7 @@ pub(crate) fn simple_body(signers: &[(&str, i64, &str)]) -> Value {
         .map(|(u, _, _)| json!({"signatory": {"userId": u}, "mode": "LAST_PAGE"}))
         .collect();
     json!({
-        "process": {"processName": "Contrato de arriendo", "externalProcessId": "P-001",
+        "process": {"processName": "Contrato de arriendo", "externalProcessId": external_id,
                     "requestUser": "ops@merchant.example"},
         "signatories": signatories,
         "documents": [{"documentName": "contrato.pdf", "contentBase64": b64(&make_pdf(&[A4], false)),
@@ -1221,6 +1227,8 @@ async fn events_reach_a_real_receiver_signed_with_a_sequence_per_process() {
     let mut body = simple_body(&[("cust-1", 1, "FES")]);
     body["urls"]["webhook"] = json!(s.receiver.url("/hooks/signature"));
     let signed = create(&s.app, &body).await;
+    // Another process needs another id: the same request again is answered as the first.
+    body["process"]["externalProcessId"] = json!("P-002");
     let cancelled = create(&s.app, &body).await;
     let signed_id = signed["process"]["internalId"].as_str().unwrap();
     let cancelled_id = cancelled["process"]["internalId"].as_str().unwrap();

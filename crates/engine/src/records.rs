@@ -8,6 +8,7 @@ pub use mandato_store::audit::{
 };
 pub use mandato_store::charging::RunRow;
 pub use mandato_store::commerces::Commerce;
+pub use mandato_store::creation_replays::Creation;
 pub use mandato_store::customers::{CustomerInput, CustomerRow, Upserted};
 pub use mandato_store::db::Db;
 pub use mandato_store::deliveries::{

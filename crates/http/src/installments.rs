@@ -1,7 +1,10 @@
 //! Installments: add to DYNAMIC mandates; mark paid or annulled.
 
+use std::sync::Arc;
+
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use super::AppState;
@@ -9,8 +12,9 @@ use super::auth::Authed;
 use super::envelope::Envelope;
 use super::error::{ApiResult, ErrorBody};
 use super::fields;
-use super::json::Body;
+use super::json::{Body, HashedBody};
 use super::mandates::{CustomerRefIn, InstallmentIn, UrlsIn};
+use super::replay::{self, Created};
 use super::users::optional_text;
 use super::wire::{InstallmentDto, MandateDto, StateDto};
 use mandato_core::error::{Error, FieldErrors};
@@ -18,6 +22,7 @@ use mandato_engine::operations::MandateRef;
 use mandato_engine::operations::installments::{
     self as ops, Action, AddInstallments, ChangeStatus, OwnedRefs, PaymentEvidence,
 };
+use mandato_engine::records::Creation;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -83,11 +88,16 @@ fn product_ref(product: Option<&ProductRefIn>, errors: &mut FieldErrors) -> Opti
 }
 
 /// Add installments to a DYNAMIC mandate: all of them, or none.
+///
+/// The same request again (same mandate reference and installment ids, JSON compared
+/// canonically) is answered exactly as the first was, with `Mandato-Replayed: true`, and adds
+/// nothing; another request with an id already used is `DUPLICATED_INSTALLMENT_ID`.
 #[utoipa::path(post, path = "/installments", tag = "installments",
     params(super::common::CommonHeaders),
     request_body = AddInstallmentsRequest,
     responses(
-        (status = 201, description = "INSTALLMENTS_CREATE_OK", body = Envelope<InstallmentsPayload>),
+        (status = 201, description = "INSTALLMENTS_CREATE_OK", body = Envelope<InstallmentsPayload>,
+            headers(("Mandato-Replayed" = String, description = "`true` when this answer repeats the one given to an earlier equal request for the same merchant id; absent otherwise"))),
         (status = 400, description = "Invalid field, duplicated id, not DYNAMIC, MANDATE_STATE_CONFLICT, DATE_OUT_OF_RANGE", body = ErrorBody),
         (status = 403, description = "Credentials refused", body = ErrorBody),
         (status = 404, description = "No such mandate of this customer in this commerce", body = ErrorBody),
@@ -96,28 +106,62 @@ fn product_ref(product: Option<&ProductRefIn>, errors: &mut FieldErrors) -> Opti
 pub async fn add_installments(
     State(state): State<AppState>,
     authed: Authed,
-    Body(body): Body<AddInstallmentsRequest>,
-) -> ApiResult<Envelope<InstallmentsPayload>> {
+    HashedBody(body, sha256): HashedBody<AddInstallmentsRequest>,
+) -> ApiResult<Created> {
+    let request = replay::request(Creation::Installments, replay_key(&body), sha256);
+    if let Some(replayed) = replay::earlier(&state, &authed.commerce, request.as_ref())? {
+        return Ok(replayed);
+    }
     let command = parse_add(body, state.today())?;
     let (field, id) = command.product.field("product");
     let id = id.to_string();
     let dates = charge_dates(&state, &authed)?;
-    let added = state
-        .write(authed.commerce, move |tx, ctx| ops::add(tx, ctx, &command))
-        .await
-        .map_err(|e| e.located(&field, &id))?;
-    Ok(Envelope::created(
-        "INSTALLMENTS_CREATE_OK",
-        "installments added",
-        InstallmentsPayload {
-            product: product_summary(&added.mandate, &state.public_base_url),
-            installments: added
-                .installments
-                .iter()
-                .map(|i| InstallmentDto::new(i, &dates))
-                .collect(),
-        },
-    ))
+    let base = Arc::clone(&state.public_base_url);
+    replay::create(&state, authed.commerce, request, move |tx, ctx| {
+        let added = ops::add(tx, ctx, &command)?;
+        Ok(Envelope::created(
+            "INSTALLMENTS_CREATE_OK",
+            "installments added",
+            InstallmentsPayload {
+                product: product_summary(&added.mandate, &base),
+                installments: added
+                    .installments
+                    .iter()
+                    .map(|i| InstallmentDto::new(i, &dates))
+                    .collect(),
+            },
+        ))
+    })
+    .await
+    .map_err(|e| e.located(&field, &id))
+}
+
+/// The merchant ids of an installments request: the mandate as the request names it
+/// (`id:GYM-1` or `internalId:man_...`) and the SHA-256 of its installment ids, sorted and
+/// joined by commas (a key of bounded length, whatever the number of installments). The
+/// installments are created all or none, so the ids of one earlier equal request are exactly
+/// this key. `None` when the request names no single mandate or some installment has no id.
+fn replay_key(body: &AddInstallmentsRequest) -> Option<String> {
+    let mandate = match body.product.as_ref()? {
+        ProductRefIn {
+            id: Some(id),
+            internal_id: None,
+        } => format!("id:{id}"),
+        ProductRefIn {
+            id: None,
+            internal_id: Some(id),
+        } => format!("internalId:{id}"),
+        _ => return None,
+    };
+    let mut ids = body
+        .installments
+        .as_ref()?
+        .iter()
+        .map(|i| i.id.as_deref())
+        .collect::<Option<Vec<&str>>>()?;
+    ids.sort_unstable();
+    let digest = Sha256::digest(ids.join(",").as_bytes());
+    Some(format!("{mandate}/{}", hex::encode(digest)))
 }
 
 /// The calendar and the commerce's rule, for the installments' `chargeDate`.

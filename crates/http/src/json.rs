@@ -4,6 +4,7 @@
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use serde::de::DeserializeOwned;
+use sha2::{Digest, Sha256};
 
 use super::error::ApiError;
 use mandato_core::error::Error;
@@ -14,27 +15,57 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     type Rejection = axum::response::Response;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        use axum::response::IntoResponse;
-        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
-            if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-                too_large()
-            } else {
-                ApiError(Error::validation(
-                    "body",
-                    "UNREADABLE_BODY",
-                    rejection.body_text(),
-                ))
-                .into_response()
-            }
-        })?;
-        parse(&bytes)
-            .map(Body)
-            .map_err(|e| ApiError(e).into_response())
+        let bytes = read(req, state).await?;
+        parse(&bytes).map(Body).map_err(refusal)
     }
+}
+
+/// A body and the lowercase hex SHA-256 of its canonical JSON (RFC 8785, `jcs`): equal
+/// requests whatever their members' order and whitespace, for the creations that an equal
+/// request repeats (`replay.rs`).
+pub struct HashedBody<T>(pub T, pub String);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for HashedBody<T> {
+    type Rejection = axum::response::Response;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = read(req, state).await?;
+        let value = parse_object(&bytes).map_err(refusal)?;
+        let canonical = mandato_core::jcs::canonicalize(&value);
+        let sha256 = hex::encode(Sha256::digest(canonical.as_bytes()));
+        let body = deserialize(value).map_err(refusal)?;
+        Ok(HashedBody(body, sha256))
+    }
+}
+
+async fn read<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, axum::response::Response> {
+    use axum::response::IntoResponse;
+    Bytes::from_request(req, state).await.map_err(|rejection| {
+        if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+            too_large()
+        } else {
+            ApiError(Error::validation(
+                "body",
+                "UNREADABLE_BODY",
+                rejection.body_text(),
+            ))
+            .into_response()
+        }
+    })
+}
+
+fn refusal(error: Error) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    ApiError(error).into_response()
 }
 
 /// Parses a body, naming where it went wrong.
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
+    deserialize(parse_object(bytes)?)
+}
+
+/// The body as JSON, which must be an object.
+fn parse_object(bytes: &[u8]) -> Result<serde_json::Value, Error> {
     let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
         Error::validation(
             "body",
@@ -52,6 +83,11 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
             "the body must be a JSON object",
         ));
     }
+    Ok(value)
+}
+
+/// The body's shape, naming the path of the first problem.
+fn deserialize<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, Error> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let field = if path == "." {

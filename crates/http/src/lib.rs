@@ -36,6 +36,7 @@ pub mod openapi;
 mod openapi_examples;
 pub mod pages;
 pub mod receivables;
+pub mod replay;
 pub mod sandbox;
 pub mod sandbox_reset;
 pub mod sign;

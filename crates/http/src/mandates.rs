@@ -1,6 +1,7 @@
 //! Mandates: create, look up (by either id, and the ONEPAY confirm form), cancel.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -14,7 +15,8 @@ use super::auth::Authed;
 use super::envelope::Envelope;
 use super::error::{ApiResult, ErrorBody};
 use super::fields;
-use super::json::{Body, parse};
+use super::json::{HashedBody, parse};
+use super::replay::{self, Created};
 use super::users::{external_id, optional_text, required_text, shown_text};
 use super::wire::MandatePayload;
 use mandato_core::domain::activation::ActivationMode;
@@ -27,7 +29,7 @@ use mandato_engine::operations::installments::check_against_charges;
 use mandato_engine::operations::mandates::{self, CreateMandate, MagicLinkPolicy, Urls};
 use mandato_engine::operations::signed_activation;
 use mandato_engine::operations::{CustomerRef, MandateRef};
-use mandato_engine::records::NewInstallment;
+use mandato_engine::records::{Creation, NewInstallment};
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -112,11 +114,16 @@ pub struct UrlsIn {
 }
 
 /// Create a mandate; its installments are scheduled per `charges` and its Magic Link issued.
+///
+/// The same request again for the same `mandate.id` (JSON compared canonically) is answered
+/// exactly as the first was, with `Mandato-Replayed: true`, and creates nothing; another
+/// request for that id is `DUPLICATED_MANDATE_ID`.
 #[utoipa::path(post, path = "/mandate", tag = "mandates",
     params(super::common::CommonHeaders),
     request_body = MandateRequest,
     responses(
-        (status = 201, description = "MANDATE_CREATE_OK", body = Envelope<MandatePayload>),
+        (status = 201, description = "MANDATE_CREATE_OK", body = Envelope<MandatePayload>,
+            headers(("Mandato-Replayed" = String, description = "`true` when this answer repeats the one given to an earlier equal request for the same merchant id; absent otherwise"))),
         (status = 400, description = "Invalid field, unknown customer, duplicated mandate id; DATE_OUT_OF_RANGE: a due date past 9999-12-31; WEBHOOK_URL_NOT_ALLOWED: in production, a webhook URL whose host is a loopback, private or other reserved address, or localhost", body = ErrorBody),
         (status = 403, description = "Credentials refused", body = ErrorBody),
     ),
@@ -124,8 +131,13 @@ pub struct UrlsIn {
 pub async fn create_mandate(
     State(state): State<AppState>,
     authed: Authed,
-    Body(body): Body<MandateRequest>,
-) -> ApiResult<Envelope<MandatePayload>> {
+    HashedBody(body, sha256): HashedBody<MandateRequest>,
+) -> ApiResult<Created> {
+    let mandate_id = body.mandate.as_ref().and_then(|m| m.id.clone());
+    let request = replay::request(Creation::Mandate, mandate_id, sha256);
+    if let Some(replayed) = replay::earlier(&state, &authed.commerce, request.as_ref())? {
+        return Ok(replayed);
+    }
     let today = state.today();
     let command = parse_mandate(body, today)?;
     fields::webhook_destinations(
@@ -145,16 +157,16 @@ pub async fn create_mandate(
         valid_days: state.config.magic_link_days,
         business_offset_days: state.calendar.offset_days(),
     };
-    let view = state
-        .write(authed.commerce, move |tx, ctx| {
-            mandates::create(tx, ctx, &command, &policy)
-        })
-        .await?;
-    Ok(Envelope::created(
-        "MANDATE_CREATE_OK",
-        "mandate created",
-        MandatePayload::new(view, &state.public_base_url),
-    ))
+    let base = Arc::clone(&state.public_base_url);
+    replay::create(&state, authed.commerce, request, move |tx, ctx| {
+        let view = mandates::create(tx, ctx, &command, &policy)?;
+        Ok(Envelope::created(
+            "MANDATE_CREATE_OK",
+            "mandate created",
+            MandatePayload::new(view, &base),
+        ))
+    })
+    .await
 }
 
 fn mandate_ref(type_id: &str, id: String, errors: &mut FieldErrors) -> Option<MandateRef> {

@@ -6,6 +6,7 @@
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use axum::Extension;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, State};
@@ -20,7 +21,8 @@ use super::auth::Authed;
 use super::envelope::{Empty, Envelope};
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::fields;
-use super::json::Body;
+use super::json::{Body, HashedBody};
+use super::replay::{self, Created};
 use super::users::{optional_text, required_text};
 use super::wire::StateDto;
 use mandato_core::error::{Error, FieldErrors};
@@ -31,7 +33,7 @@ use mandato_engine::esign::{
     self, CreateProcess, NewDocument, NewSignatory, Placement, SignatureType,
 };
 use mandato_engine::operations::CustomerRef;
-use mandato_engine::records::CustomerRow;
+use mandato_engine::records::{Creation, CustomerRow};
 
 /// `POST /signature` with its own body limit (16 MiB) instead of the listener's 1 MiB.
 pub fn with_body_limit(route: UtoipaMethodRouter<AppState>) -> UtoipaMethodRouter<AppState> {
@@ -56,7 +58,7 @@ pub struct SignatureRequest {
 pub struct ProcessIn {
     /// 1 to 200 characters.
     pub process_name: Option<String>,
-    /// The merchant's id of the process, up to 64 characters.
+    /// The merchant's id of the process, up to 64 characters; unique per commerce.
     pub external_process_id: Option<String>,
     /// Who asked for it, up to 200 characters.
     pub request_user: Option<String>,
@@ -302,12 +304,17 @@ fn client(
 /// signed like payment events, with a `sequence` per process. Sandbox: the one-time codes
 /// are shown to staff (`GET /admin/api/signatures/{internalId}`); the FEA/FAO identity step
 /// approves serial `123456789` and refuses `999999999`.
+///
+/// `externalProcessId` names one process of the commerce: the same request again (JSON
+/// compared canonically) is answered exactly as the first was, with `Mandato-Replayed: true`,
+/// and creates nothing; another request with that id is `DUPLICATED_EXTERNAL_PROCESS_ID`.
 #[utoipa::path(post, path = "/signature", tag = "signatures",
     params(super::common::CommonHeaders),
     request_body = SignatureRequest,
     responses(
-        (status = 201, description = "SIGNATURE_CREATE_OK", body = Envelope<SignaturePayload>),
-        (status = 400, description = "VALIDATION_ERROR: every invalid field, unknown signatory customer, unreadable PDF, box outside its page; WEBHOOK_URL_NOT_ALLOWED: in production, `urls.webhook` whose host is a loopback, private or other reserved address, or localhost; DOCUMENT_TOO_COMPLEX (at `documents[i].contentBase64`): parsing the PDF would inflate past 256 MiB in all or hold more than 1,000,000 values", body = ErrorBody),
+        (status = 201, description = "SIGNATURE_CREATE_OK", body = Envelope<SignaturePayload>,
+            headers(("Mandato-Replayed" = String, description = "`true` when this answer repeats the one given to an earlier equal request for the same merchant id; absent otherwise"))),
+        (status = 400, description = "VALIDATION_ERROR: every invalid field, unknown signatory customer, unreadable PDF, box outside its page; DUPLICATED_EXTERNAL_PROCESS_ID: an externalProcessId already used, with another request; WEBHOOK_URL_NOT_ALLOWED: in production, `urls.webhook` whose host is a loopback, private or other reserved address, or localhost; DOCUMENT_TOO_COMPLEX (at `documents[i].contentBase64`): parsing the PDF would inflate past 256 MiB in all or hold more than 1,000,000 values", body = ErrorBody),
         (status = 403, description = "Credentials refused", body = ErrorBody),
         (status = 413, description = "PAYLOAD_TOO_LARGE: over 16 MiB", body = ErrorBody),
     ),
@@ -317,8 +324,16 @@ pub async fn create_signature(
     authed: Authed,
     headers: HeaderMap,
     connect: Option<Extension<ConnectInfo<SocketAddr>>>,
-    Body(body): Body<SignatureRequest>,
-) -> ApiResult<Envelope<SignaturePayload>> {
+    HashedBody(body, sha256): HashedBody<SignatureRequest>,
+) -> ApiResult<Created> {
+    let external_id = body
+        .process
+        .as_ref()
+        .and_then(|p| p.external_process_id.clone());
+    let request = replay::request(Creation::Signature, external_id, sha256);
+    if let Some(replayed) = replay::earlier(&state, &authed.commerce, request.as_ref())? {
+        return Ok(replayed);
+    }
     // PDF parsing is bounded (CONTRACT 12): at most two requests parse at once, each on one
     // blocking thread, outside any store transaction. Waiting here ends with the request.
     let permit = pdf::permit().await;
@@ -349,23 +364,23 @@ pub async fn create_signature(
     let now = state.clock.now();
     let business_now = state.calendar.now(now);
     let sandbox = state.config.environment.is_sandbox();
-    let view = state
-        .write(authed.commerce, move |tx, ctx| {
-            let act = Act {
-                now,
-                business_now,
-                ip: ip.as_deref(),
-                user_agent: agent.as_deref(),
-                sandbox,
-            };
-            ceremony::create(tx, ctx.commerce, &act, &command)
-        })
-        .await?;
-    Ok(Envelope::created(
-        "SIGNATURE_CREATE_OK",
-        "signature process created",
-        SignaturePayload::new(&view, &state.public_base_url),
-    ))
+    let base = Arc::clone(&state.public_base_url);
+    replay::create(&state, authed.commerce, request, move |tx, ctx| {
+        let act = Act {
+            now,
+            business_now,
+            ip: ip.as_deref(),
+            user_agent: agent.as_deref(),
+            sandbox,
+        };
+        let view = ceremony::create_for_merchant(tx, ctx.commerce, &act, &command)?;
+        Ok(Envelope::created(
+            "SIGNATURE_CREATE_OK",
+            "signature process created",
+            SignaturePayload::new(&view, &base),
+        ))
+    })
+    .await
 }
 
 /// Look up a signature process: its state, each signatory's state and times, and the

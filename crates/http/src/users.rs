@@ -8,14 +8,15 @@ use super::AppState;
 use super::auth::Authed;
 use super::envelope::Envelope;
 use super::error::ApiResult;
-use super::json::Body;
+use super::json::HashedBody;
+use super::replay::{self, Created};
 use super::wire::CustomerDto;
 use mandato_core::domain::contact::Email;
 use mandato_core::domain::external_id::ExternalId;
 use mandato_core::domain::rut::Rut;
 use mandato_core::domain::text;
 use mandato_core::error::{Error, FieldErrors};
-use mandato_engine::records::{CustomerInput, Upserted};
+use mandato_engine::records::{Creation, CustomerInput, Upserted};
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct UserRequest {
@@ -73,12 +74,17 @@ pub struct UserPayload {
 }
 
 /// Register a customer, or update it when the same `userId` comes again with the same RUT.
+///
+/// The same request again (JSON compared canonically) is answered as it was the last time,
+/// with `Mandato-Replayed: true`, and changes nothing.
 #[utoipa::path(post, path = "/user", tag = "customers",
     params(super::common::CommonHeaders),
     request_body = UserRequest,
     responses(
-        (status = 201, description = "USER_CREATE_OK", body = Envelope<UserPayload>),
-        (status = 200, description = "USER_UPDATE_OK", body = Envelope<UserPayload>),
+        (status = 201, description = "USER_CREATE_OK", body = Envelope<UserPayload>,
+            headers(("Mandato-Replayed" = String, description = "`true` when this answer repeats the one given to an earlier equal request for the same merchant id; absent otherwise"))),
+        (status = 200, description = "USER_UPDATE_OK", body = Envelope<UserPayload>,
+            headers(("Mandato-Replayed" = String, description = "`true` when this answer repeats the one given to an earlier equal request for the same merchant id; absent otherwise"))),
         (status = 400, description = "Invalid field, or userId/RUT held by another customer", body = super::error::ErrorBody),
         (status = 403, description = "Credentials refused", body = super::error::ErrorBody),
     ),
@@ -86,30 +92,34 @@ pub struct UserPayload {
 pub async fn create_user(
     State(state): State<AppState>,
     authed: Authed,
-    Body(body): Body<UserRequest>,
-) -> ApiResult<Envelope<UserPayload>> {
+    HashedBody(body, sha256): HashedBody<UserRequest>,
+) -> ApiResult<Created> {
+    let user_id = body.customer.as_ref().and_then(|c| c.user_id.clone());
+    let request = replay::request(Creation::User, user_id, sha256);
+    if let Some(replayed) = replay::earlier(&state, &authed.commerce, request.as_ref())? {
+        return Ok(replayed);
+    }
     let input = parse_customer(body.customer)?;
-    let upserted = state
-        .write(authed.commerce, move |tx, ctx| {
-            mandato_engine::operations::customers::register(tx, ctx, &input)
+    replay::create(&state, authed.commerce, request, move |tx, ctx| {
+        let upserted = mandato_engine::operations::customers::register(tx, ctx, &input)?;
+        Ok(match upserted {
+            Upserted::Created(row) => Envelope::created(
+                "USER_CREATE_OK",
+                "customer created",
+                UserPayload {
+                    customer: CustomerDto::from(&row),
+                },
+            ),
+            Upserted::Updated(row) => Envelope::ok(
+                "USER_UPDATE_OK",
+                "customer updated",
+                UserPayload {
+                    customer: CustomerDto::from(&row),
+                },
+            ),
         })
-        .await?;
-    Ok(match upserted {
-        Upserted::Created(row) => Envelope::created(
-            "USER_CREATE_OK",
-            "customer created",
-            UserPayload {
-                customer: CustomerDto::from(&row),
-            },
-        ),
-        Upserted::Updated(row) => Envelope::ok(
-            "USER_UPDATE_OK",
-            "customer updated",
-            UserPayload {
-                customer: CustomerDto::from(&row),
-            },
-        ),
     })
+    .await
 }
 
 /// A required, non-blank text of at most `max` characters, shown to people as it is

@@ -15,6 +15,7 @@ pub mod calendar;
 pub mod charging;
 mod checkpoint;
 pub mod commerces;
+pub mod creation_replays;
 pub mod customers;
 pub mod db;
 pub mod deliveries;

@@ -111,6 +111,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0028_fintoc_webhooks",
         include_str!("../../../migrations/0028_fintoc_webhooks.sql"),
     ),
+    (
+        "0029_creation_replays",
+        include_str!("../../../migrations/0029_creation_replays.sql"),
+    ),
 ];
 
 /// What a migration needs that SQL cannot compute, run in its transaction right after its SQL.

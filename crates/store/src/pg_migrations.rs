@@ -36,6 +36,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0007_fintoc_webhooks",
         include_str!("../../../migrations/postgres/0007_fintoc_webhooks.sql"),
     ),
+    (
+        "0008_creation_replays",
+        include_str!("../../../migrations/postgres/0008_creation_replays.sql"),
+    ),
 ];
 
 /// The advisory lock's key: any constant no other application on the database uses

@@ -23,8 +23,8 @@ pub struct ResetCounts {
 
 /// Removes the commerce's mandates (with their instruments, acceptances, portal attempts and
 /// installments), ledger entries and reconciliations, charge attempts, events (with their delivery attempts), signature processes
-/// (with documents, placements, signatories and audit) and, unless `keep_customers`, its
-/// customers.
+/// (with documents, placements, signatories and audit), the answers recorded for creations
+/// (`creation_replays`) and, unless `keep_customers`, its customers (and their answers).
 pub fn reset<'c>(
     db: impl Into<Db<'c>>,
     commerce_id: i64,
@@ -93,6 +93,8 @@ pub fn reset<'c>(
         ))?;
     }
     counts.mandates = run("DELETE FROM mandates WHERE commerce_id = ?1")?;
+    // What the creations answered: a replay must not answer for a mandate that is gone.
+    super::creation_replays::erase_for_sandbox_reset(db, commerce_id, keep_customers)?;
     if !keep_customers {
         counts.customers = run("DELETE FROM customers WHERE commerce_id = ?1")?;
     }

@@ -337,6 +337,23 @@ pub fn process_by_internal_id<'c>(
         .query_opt(&sql, &params![id, commerce_id], process_from_row)?)
 }
 
+/// Whether the commerce created a process with this `externalProcessId` (`POST /signature`).
+/// A mandate's own signature processes carry the mandate's id and are not counted.
+pub fn merchant_external_id_used<'c>(
+    db: impl Into<Db<'c>>,
+    commerce_id: i64,
+    external_id: &str,
+) -> Result<bool> {
+    Ok(db.into().query_row(
+        "SELECT EXISTS (SELECT 1 FROM signature_processes p
+                        WHERE p.commerce_id = ?1 AND p.external_process_id = ?2
+                          AND NOT EXISTS (SELECT 1 FROM mandate_signatures m
+                                          WHERE m.process_seq = p.seq))",
+        &params![commerce_id, external_id],
+        |r| r.get(0),
+    )?)
+}
+
 /// Any commerce's process (staff).
 pub fn process_by_id_any<'c>(db: impl Into<Db<'c>>, id: &str) -> Result<Option<ProcessRow>> {
     let sql = format!("SELECT {PROCESS_COLUMNS} FROM signature_processes WHERE id = ?1");

@@ -119,7 +119,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Add installments to a DYNAMIC mandate: all of them, or none. */
+        /**
+         * Add installments to a DYNAMIC mandate: all of them, or none.
+         * @description The same request again (same mandate reference and installment ids, JSON compared
+         *     canonically) is answered exactly as the first was, with `Mandato-Replayed: true`, and adds
+         *     nothing; another request with an id already used is `DUPLICATED_INSTALLMENT_ID`.
+         */
         post: operations["add_installments"];
         delete?: never;
         options?: never;
@@ -259,7 +264,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create a mandate; its installments are scheduled per `charges` and its Magic Link issued. */
+        /**
+         * Create a mandate; its installments are scheduled per `charges` and its Magic Link issued.
+         * @description The same request again for the same `mandate.id` (JSON compared canonically) is answered
+         *     exactly as the first was, with `Mandato-Replayed: true`, and creates nothing; another
+         *     request for that id is `DUPLICATED_MANDATE_ID`.
+         */
         post: operations["create_mandate"];
         delete?: never;
         options?: never;
@@ -556,6 +566,10 @@ export interface paths {
          *     signed like payment events, with a `sequence` per process. Sandbox: the one-time codes
          *     are shown to staff (`GET /admin/api/signatures/{internalId}`); the FEA/FAO identity step
          *     approves serial `123456789` and refuses `999999999`.
+         *
+         *     `externalProcessId` names one process of the commerce: the same request again (JSON
+         *     compared canonically) is answered exactly as the first was, with `Mandato-Replayed: true`,
+         *     and creates nothing; another request with that id is `DUPLICATED_EXTERNAL_PROCESS_ID`.
          */
         post: operations["create_signature"];
         delete?: never;
@@ -614,7 +628,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Register a customer, or update it when the same `userId` comes again with the same RUT. */
+        /**
+         * Register a customer, or update it when the same `userId` comes again with the same RUT.
+         * @description The same request again (JSON compared canonically) is answered as it was the last time,
+         *     with `Mandato-Replayed: true`, and changes nothing.
+         */
         post: operations["create_user"];
         delete?: never;
         options?: never;
@@ -2749,7 +2767,7 @@ export interface components {
         ProcessIn: {
             /** @description 1 to 200 characters. */
             processName: string;
-            /** @description The merchant's id of the process, up to 64 characters. */
+            /** @description The merchant's id of the process, up to 64 characters; unique per commerce. */
             externalProcessId?: string | null;
             /** @description Who asked for it, up to 200 characters. */
             requestUser?: string | null;
@@ -5812,6 +5830,8 @@ export interface operations {
             /** @description INSTALLMENTS_CREATE_OK */
             201: {
                 headers: {
+                    /** @description `true` when this answer repeats the one given to an earlier equal request for the same merchant id; absent otherwise */
+                    "Mandato-Replayed"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6642,6 +6662,8 @@ export interface operations {
             /** @description MANDATE_CREATE_OK */
             201: {
                 headers: {
+                    /** @description `true` when this answer repeats the one given to an earlier equal request for the same merchant id; absent otherwise */
+                    "Mandato-Replayed"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8167,13 +8189,15 @@ export interface operations {
             /** @description SIGNATURE_CREATE_OK */
             201: {
                 headers: {
+                    /** @description `true` when this answer repeats the one given to an earlier equal request for the same merchant id; absent otherwise */
+                    "Mandato-Replayed"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Envelope_SignaturePayload"];
                 };
             };
-            /** @description VALIDATION_ERROR: every invalid field, unknown signatory customer, unreadable PDF, box outside its page; WEBHOOK_URL_NOT_ALLOWED: in production, `urls.webhook` whose host is a loopback, private or other reserved address, or localhost; DOCUMENT_TOO_COMPLEX (at `documents[i].contentBase64`): parsing the PDF would inflate past 256 MiB in all or hold more than 1,000,000 values */
+            /** @description VALIDATION_ERROR: every invalid field, unknown signatory customer, unreadable PDF, box outside its page; DUPLICATED_EXTERNAL_PROCESS_ID: an externalProcessId already used, with another request; WEBHOOK_URL_NOT_ALLOWED: in production, `urls.webhook` whose host is a loopback, private or other reserved address, or localhost; DOCUMENT_TOO_COMPLEX (at `documents[i].contentBase64`): parsing the PDF would inflate past 256 MiB in all or hold more than 1,000,000 values */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8442,6 +8466,8 @@ export interface operations {
             /** @description USER_UPDATE_OK */
             200: {
                 headers: {
+                    /** @description `true` when this answer repeats the one given to an earlier equal request for the same merchant id; absent otherwise */
+                    "Mandato-Replayed"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8451,6 +8477,8 @@ export interface operations {
             /** @description USER_CREATE_OK */
             201: {
                 headers: {
+                    /** @description `true` when this answer repeats the one given to an earlier equal request for the same merchant id; absent otherwise */
+                    "Mandato-Replayed"?: string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -101,6 +101,27 @@ fn record(
 
 // ----- the merchant's operations -----
 
+/// `POST /signature`: creates the merchant's process. Its `externalProcessId` names one
+/// process of the commerce (CONTRACT 14: an equal request sent again is answered as the first
+/// was before it comes here), so one already used is refused (`DUPLICATED_EXTERNAL_PROCESS_ID`).
+pub fn create_for_merchant(
+    conn: Db<'_>,
+    commerce: &Commerce,
+    act: &Act<'_>,
+    cmd: &CreateProcess,
+) -> Result<ProcessView> {
+    if let Some(external) = &cmd.external_id
+        && signatures::merchant_external_id_used(conn, commerce.id, external)?
+    {
+        return Err(Error::refused_at(
+            "DUPLICATED_EXTERNAL_PROCESS_ID",
+            "process.externalProcessId",
+            format!("externalProcessId {external} is already used by this commerce"),
+        ));
+    }
+    create(conn, commerce, act, cmd)
+}
+
 /// Creates the process, its signatories (each with a signing link) and documents.
 pub fn create(
     conn: Db<'_>,

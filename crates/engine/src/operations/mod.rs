@@ -15,6 +15,7 @@ pub mod link;
 pub mod mandates;
 pub mod oneclick;
 pub mod portal;
+pub mod replays;
 pub mod sandbox;
 pub mod signed_activation;
 pub mod uf;
