@@ -203,11 +203,11 @@ async fn the_same_user_id_and_rut_make_a_separate_customer() {
         .unwrap()
         .to_string();
     assert_ne!(mine, t.user_internal);
-    // A second time, it is the other commerce's own update.
-    t.app
-        .post("/user", &body)
-        .await
-        .expect(200, "USER_UPDATE_OK");
+    // A second time, the same request is answered as the first was (CONTRACT 14).
+    let again = t.app.post("/user", &body).await;
+    again.expect(201, "USER_CREATE_OK");
+    assert_eq!(again.headers["mandato-replayed"], "true");
+    assert_eq!(again.body, reply.body);
     let user_internal = t.user_internal.clone();
     let app = t.as_owner().await;
     let reply = app
