@@ -210,10 +210,13 @@ async fn the_same_user_id_and_rut_make_a_separate_customer() {
     assert_eq!(again.body, reply.body);
     let user_internal = t.user_internal.clone();
     let app = t.as_owner().await;
+    // The owner's own first request again: a replay of its creation, the other commerce's
+    // customer of the same userId and RUT notwithstanding.
     let reply = app
         .post("/user", &customer_body("cust-001", "12.345.678-5"))
         .await;
-    reply.expect(200, "USER_UPDATE_OK");
+    reply.expect(201, "USER_CREATE_OK");
+    assert_eq!(reply.headers["mandato-replayed"], "true");
     assert_eq!(
         reply.body["payload"]["customer"]["internalUserId"],
         user_internal.as_str()
