@@ -70,33 +70,34 @@ pub fn find<'c>(
 /// Records a creation's answer. A second record for the same key is a unique violation, which
 /// is what makes the later of two racing creations fail (and roll back) on PostgreSQL.
 pub fn insert<'c>(db: impl Into<Db<'c>>, replay: &Replay, at: &str) -> db::Result<()> {
-    db.into().execute(
-        "INSERT INTO creation_replays
-             (commerce_id, kind, merchant_key, request_sha256, status, response, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        &params![
-            replay.commerce_id,
-            replay.creation.name(),
-            replay.merchant_key.as_str(),
-            replay.request_sha256.as_str(),
-            replay.status,
-            replay.response.as_str(),
-            at
-        ],
-    )?;
-    Ok(())
+    write(db, replay, at, "")
 }
 
 /// Records a write's answer in place of the key's earlier one: a customer's record follows
 /// its latest write, since `POST /user` with another request for the same `userId` updates.
 pub fn replace<'c>(db: impl Into<Db<'c>>, replay: &Replay, at: &str) -> db::Result<()> {
-    db.into().execute(
-        "INSERT INTO creation_replays
-             (commerce_id, kind, merchant_key, request_sha256, status, response, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-         ON CONFLICT (commerce_id, kind, merchant_key) DO UPDATE SET
+    write(
+        db,
+        replay,
+        at,
+        "ON CONFLICT (commerce_id, kind, merchant_key) DO UPDATE SET
              request_sha256 = excluded.request_sha256, status = excluded.status,
              response = excluded.response, created_at = excluded.created_at",
+    )
+}
+
+fn write<'c>(
+    db: impl Into<Db<'c>>,
+    replay: &Replay,
+    at: &str,
+    on_conflict: &str,
+) -> db::Result<()> {
+    db.into().execute(
+        &format!(
+            "INSERT INTO creation_replays
+                 (commerce_id, kind, merchant_key, request_sha256, status, response, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) {on_conflict}"
+        ),
         &params![
             replay.commerce_id,
             replay.creation.name(),
