@@ -105,6 +105,15 @@ pub async fn create<P: Serialize + 'static>(
             }
             let answer = answered(&operation(tx, ctx)?)?;
             if let Some(request) = &recorded {
+                // An equal request that committed while this one ran is the answer (on
+                // PostgreSQL the operation may have waited for it, then updated what it
+                // created): this write is undone, and its answer replayed below.
+                if replays::earlier(tx, ctx, request)?.is_some() {
+                    return Err(Error::refused(
+                        "CREATION_RACED",
+                        "an equal request was answered meanwhile",
+                    ));
+                }
                 replays::record(tx, ctx, request, &answer)?;
             }
             Ok(Created {
