@@ -624,6 +624,12 @@ def _repair_signature(case):
     body = case.body if isinstance(case.body, dict) else None
     if body is None or not isinstance(body.get("signatories"), list):
         return
+    # An externalProcessId names one process of the commerce: a request repaired with new
+    # customers is another request, so it gets an id of its own (an equal request would be a
+    # replay, a different one with the same id a 400).
+    process = body.get("process")
+    if isinstance(process, dict) and isinstance(process.get("externalProcessId"), str):
+        process["externalProcessId"] = "st-p-" + uuid.uuid4().hex[:16]
     refs = []
     for signatory in body["signatories"]:
         customer = _new_customer()
