@@ -16,6 +16,7 @@ use crate::domain::state::PaymentMethod;
 use crate::notify::tls;
 use crate::secret::Secret;
 use crate::store::settings;
+use mandato_engine::records::ResetScope;
 use mandato_engine::staff::events::rotate_webhook_secret;
 use mandato_engine::staff::settings::{
     NewCommerce, add_trusted_roots, create_api_key, create_commerce, create_staff, revoke_api_key,
@@ -197,6 +198,10 @@ pub struct ListenArgs {
     /// this machine, and print its answer's status.
     #[arg(long)]
     pub forward_to: Option<String>,
+    /// Forward deliveries whose signatures do not verify too (by default they are printed but
+    /// not forwarded: the receiver behind the listener should only see what the engine sent).
+    #[arg(long, requires = "forward_to")]
+    pub forward_unverified: bool,
     /// Only these event types, comma-separated: activation, payment, signature.
     #[arg(long)]
     pub events: Option<String>,
@@ -231,14 +236,19 @@ pub enum EventsAction {
 #[derive(Subcommand, Debug)]
 pub enum SandboxCommand {
     /// Remove the commerce's customers (unless kept), mandates, installments, charge attempts,
-    /// events and signature processes, as `POST /api/v1/sandbox/reset` does.
+    /// events and signature processes, as `POST /api/v1/sandbox/reset` does. The sandbox
+    /// clock stays where it is (`mandato sandbox clock` shows it).
     Reset {
         /// The commerce (may be omitted when the installation has only one).
         #[arg(long)]
         commerce: Option<String>,
         /// Keep the customers.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "triggers_only")]
         keep_customers: bool,
+        /// Remove only what `mandato trigger` made (its `trigger-*` customers, mandates and
+        /// signature processes, with everything hanging off them).
+        #[arg(long)]
+        triggers_only: bool,
     },
     /// The installation's business clock: `show` (the default) or `advance --days N | --to
     /// DATE`, which charges each date crossed, as `POST /api/v1/sandbox/clock` does.
@@ -306,8 +316,8 @@ pub enum TrustCommand {
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:7420")]
+    /// Address to listen on (port 0: any free port, logged at start).
+    #[arg(long, env = "MANDATO_LISTEN", default_value = "127.0.0.1:7420")]
     pub listen: std::net::SocketAddr,
     /// `sandbox` (test helpers on) or `production`.
     #[arg(long, default_value = "sandbox", value_parser = ["sandbox", "production"])]
@@ -804,6 +814,7 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
             crate::listen::ListenOptions {
                 commerce: args.commerce,
                 forward_to: args.forward_to,
+                forward_unverified: args.forward_unverified,
                 events: args.events,
                 lease_seconds: args.lease_seconds,
                 json: json_mode,
@@ -926,7 +937,15 @@ pub fn run_admin(cli: Cli) -> anyhow::Result<()> {
         Command::Sandbox(SandboxCommand::Reset {
             commerce,
             keep_customers,
-        }) => dev::sandbox_reset(&config, json_mode, commerce.as_deref(), keep_customers)?,
+            triggers_only,
+        }) => {
+            let scope = if triggers_only {
+                ResetScope::TriggersOnly
+            } else {
+                ResetScope::Everything { keep_customers }
+            };
+            dev::sandbox_reset(&config, json_mode, commerce.as_deref(), scope)?
+        }
         Command::Sandbox(SandboxCommand::Clock { action }) => {
             clock::run(&config, json_mode, action)?
         }

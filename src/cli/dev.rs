@@ -477,13 +477,13 @@ pub fn sandbox_reset(
     config: &Config,
     json_mode: bool,
     commerce: Option<&str>,
-    keep_customers: bool,
+    scope: mandato_engine::records::ResetScope,
 ) -> anyhow::Result<()> {
     let store = config.open_store()?;
     require_sandbox(&store, "sandbox reset")?;
     let commerce = resolve_commerce(&store, commerce)?;
     let c = store
-        .write(|tx| mandato_engine::operations::sandbox::reset(tx, commerce.id, keep_customers))
+        .write(|tx| mandato_engine::operations::sandbox::reset(tx, commerce.id, scope))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     print(
         json_mode,

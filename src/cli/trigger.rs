@@ -37,6 +37,7 @@ use crate::store::commerces::Commerce;
 use crate::store::customers::{CustomerInput, CustomerRow, Upserted};
 use crate::store::{Store, dev_tools, settings};
 use mandato_engine::rails::Rails;
+use mandato_engine::records::TriggerRecord;
 
 /// The command's arguments.
 #[derive(clap::Args, Debug)]
@@ -386,7 +387,13 @@ impl Session {
                     .expect("a valid address"),
                 phone: None,
             };
-            match self.write(|tx, ctx| crate::operations::customers::register(tx, ctx, &input)) {
+            let registered = self.write(|tx, ctx| {
+                let upserted = crate::operations::customers::register(tx, ctx, &input)?;
+                let (Upserted::Created(row) | Upserted::Updated(row)) = &upserted;
+                mark(tx, TriggerRecord::Customer(row.seq))?;
+                Ok(upserted)
+            });
+            match registered {
                 Ok(Upserted::Created(row) | Upserted::Updated(row)) => return Ok(row),
                 Err(e) if e.downcast_ref::<CliError>().is_some() => continue,
                 Err(e) => return Err(e),
@@ -418,7 +425,11 @@ impl Session {
             valid_days: self.link_days,
             business_offset_days: self.calendar.offset_days(),
         };
-        self.write(|tx, ctx| crate::operations::mandates::create(tx, ctx, &command, &policy))
+        self.write(|tx, ctx| {
+            let view = crate::operations::mandates::create(tx, ctx, &command, &policy)?;
+            mark(tx, TriggerRecord::Mandate(view.mandate.seq))?;
+            Ok(view)
+        })
     }
 
     /// Enrols a test card as `POST /sandbox/mandates/{id}/activate` does.
@@ -540,7 +551,11 @@ impl Session {
             user_agent: Some("mandato trigger"),
             sandbox: true,
         };
-        let view = self.write(|tx, ctx| ceremony::create(tx, ctx.commerce, &act, &command))?;
+        let view = self.write(|tx, ctx| {
+            let view = ceremony::create(tx, ctx.commerce, &act, &command)?;
+            mark(tx, TriggerRecord::SignatureProcess(view.process.seq))?;
+            Ok(view)
+        })?;
         let process_seq = view.process.seq;
         let token = view
             .signatories
@@ -579,6 +594,12 @@ impl Session {
         }
         Ok((view.process.id, process_seq))
     }
+}
+
+/// Marks a throwaway record in its creation's transaction: left out of totals, removed by
+/// `sandbox reset --triggers-only`.
+fn mark(tx: Db<'_>, record: TriggerRecord) -> Result<(), Error> {
+    crate::operations::sandbox::mark_trigger_record(tx, record)
 }
 
 fn step<T>(result: ceremony::Step<T>) -> anyhow::Result<T> {

@@ -280,3 +280,28 @@ fn a_file_that_is_not_a_mandato_backup_is_refused_and_changes_nothing() {
     assert!(!data.join(".mandato.db.restoring").exists());
     assert_eq!(commerce_codes(&data.join("mandato.db")), ["76123456-0"]);
 }
+
+/// Backups made under a wide umask (or copied in) are the whole database, secrets included:
+/// `serve` closes their directory and files to other users at start, as it does the data
+/// directory's.
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_closes_existing_backups_to_other_users_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    add_commerce(data, "76123456-0");
+    let backups_dir = backups::directory(data);
+    std::fs::create_dir(&backups_dir).unwrap();
+    std::fs::set_permissions(&backups_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let old = backups_dir.join("copied-by-hand.db");
+    std::fs::write(&old, b"an old backup").unwrap();
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
+
+    let (mut server, _url) = serve(data);
+    assert_eq!(mode(&backups_dir), 0o700);
+    assert_eq!(mode(&old), 0o600);
+    // The backup the engine then takes is private too.
+    let taken = first_backup(data);
+    assert_eq!(mode(&taken.path), 0o600);
+    server.kill().unwrap();
+    server.wait().unwrap();
+}

@@ -70,6 +70,15 @@ async fn set_up_owner(app: &TestApp) {
     .expect(201, "SETUP_OK");
 }
 
+/// Five wrong passwords for the owner: the account is locked for the window.
+async fn lock_the_owner(app: &TestApp) {
+    for _ in 0..5 {
+        sign_in(app, OWNER, "wrong password")
+            .await
+            .expect(403, "INVALID_CREDENTIALS");
+    }
+}
+
 /// The `Retry-After` of a 429 TOO_MANY_ATTEMPTS, in seconds, within the 15-minute window.
 #[track_caller]
 fn retry_after(reply: &Reply) -> u64 {
@@ -87,11 +96,7 @@ fn retry_after(reply: &Reply) -> u64 {
 async fn staff_sign_in_locks_after_five_failures_until_the_window_passes() {
     let app = spawn_app().await;
     set_up_owner(&app).await;
-    for _ in 0..5 {
-        sign_in(&app, OWNER, "wrong password")
-            .await
-            .expect(403, "INVALID_CREDENTIALS");
-    }
+    lock_the_owner(&app).await;
     // The sixth attempt is refused unchecked, the right password included, in any case.
     let locked = sign_in(&app, OWNER, OWNER_PASSWORD).await;
     assert!(retry_after(&locked) > 890);
@@ -169,6 +174,75 @@ async fn merchant_login_locks_the_commerce_after_five_failures_on_either_form() 
     app.post("/login", &post(&right))
         .await
         .expect(200, "LOGIN_OK");
+}
+
+/// A flood of sign-ins to invented e-mails fills the throttle's table; it must never push a
+/// lock out to make room (which unlocked an account: 5 guesses per flood instead of per 15
+/// minutes). The table is filled here as 100,000 invented e-mails leave it, then the flood
+/// goes on over HTTP: its new keys wait (429, counted nowhere), and both locks hold.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_flood_of_invented_emails_does_not_unlock_anyone() {
+    use mandato_core::auth::throttle::MAX_KEYS;
+    let app = spawn_app().await;
+    set_up_owner(&app).await;
+    lock_the_owner(&app).await;
+    let wrong = app.encrypt("not the password").await;
+    for _ in 0..5 {
+        app.post("/login", &json!({"username": COMMERCE, "password": wrong}))
+            .await
+            .expect(403, "INVALID_CREDENTIALS");
+    }
+    // The flood comes after the locks: its windows are the newer, so a table that made room by
+    // dropping its oldest windows would drop the locks first.
+    app.advance_clock(Duration::minutes(1));
+    let recent = mandato::clock::timestamp(app.clock_now());
+    let store = app.running.state.store();
+    store
+        .write(|tx| {
+            let have: i64 =
+                tx.query_row("SELECT count(*) FROM login_throttle", &[], |r| r.get(0))?;
+            tx.execute(
+                "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
+                 INSERT INTO login_throttle (key, opened_at, failures)
+                 SELECT 'staff:flood' || i || '@invented.example', ?2, 1 FROM n",
+                &[(MAX_KEYS - have).into(), recent.as_str().into()],
+            )?;
+            Ok(())
+        })
+        .unwrap();
+
+    for i in 0..20 {
+        let refused = sign_in(&app, &format!("more{i}@invented.example"), "guess").await;
+        retry_after(&refused);
+        let message = refused.body["message"].as_str().unwrap();
+        assert!(message.contains("under way"), "{message}");
+    }
+    let locked = sign_in(&app, OWNER, OWNER_PASSWORD).await;
+    assert!(retry_after(&locked) > 780);
+    assert!(
+        locked.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("failed attempts")
+    );
+    let right = app.encrypt(PASSWORD).await;
+    retry_after(
+        &app.post("/login", &json!({"username": COMMERCE, "password": right}))
+            .await,
+    );
+    let kept = store
+        .read(|c| Ok(mandato::store::login_throttle::count(c)?))
+        .unwrap();
+    assert_eq!(kept, MAX_KEYS, "nothing was dropped, nothing added");
+
+    // When the windows end, there is room again, and the locks end with theirs.
+    app.advance_clock(Duration::minutes(15));
+    sign_in(&app, "someone@merchant.example", "whatever")
+        .await
+        .expect(403, "INVALID_CREDENTIALS");
+    sign_in(&app, OWNER, OWNER_PASSWORD)
+        .await
+        .expect(200, "SESSION_OK");
 }
 
 #[tokio::test(flavor = "multi_thread")]

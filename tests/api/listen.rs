@@ -109,6 +109,20 @@ fn db(data: &std::path::Path) -> rusqlite::Connection {
     rusqlite::Connection::open(data.join("mandato.db")).unwrap()
 }
 
+/// The running listener's URL, and a client that trusts its certificate: a sender that is
+/// not the engine.
+fn straight_to_the_listener(data: &std::path::Path) -> (String, reqwest::Client) {
+    let url: String = db(data)
+        .query_row("SELECT url FROM listen_leases", [], |r| r.get(0))
+        .unwrap();
+    let ca = std::fs::read(data.join("tls").join("mandato-dev-ca.pem")).unwrap();
+    let client = reqwest::Client::builder()
+        .tls_certs_merge(reqwest::Certificate::from_pem_bundle(&ca).unwrap())
+        .build()
+        .unwrap();
+    (url, client)
+}
+
 fn leases(data: &std::path::Path) -> i64 {
     db(data)
         .query_row("SELECT count(*) FROM listen_leases", [], |r| r.get(0))
@@ -281,14 +295,7 @@ async fn listen_verifies_forwards_and_leaves_the_events_own_delivery_alone() {
     assert!(!w.receiver.received().is_empty());
 
     // A delivery that does not come from the engine: the line says which signature failed.
-    let listen_url: String = db(&w.data)
-        .query_row("SELECT url FROM listen_leases", [], |r| r.get(0))
-        .unwrap();
-    let ca = std::fs::read(w.data.join("tls").join("mandato-dev-ca.pem")).unwrap();
-    let client = reqwest::Client::builder()
-        .tls_certs_merge(reqwest::Certificate::from_pem_bundle(&ca).unwrap())
-        .build()
-        .unwrap();
+    let (listen_url, client) = straight_to_the_listener(&w.data);
     let forged = forwarded[0]
         .body
         .replace("\"amount\":1000", "\"amount\":9000");
@@ -319,11 +326,74 @@ async fn listen_verifies_forwards_and_leaves_the_events_own_delivery_alone() {
             .contains("webhook-signature"),
         "{line}"
     );
+    // ... and it is not handed on: the receiver behind the listener sees only verified bodies.
+    assert_eq!(line["forwarded"]["withheld"], "unverified", "{line}");
+    assert_eq!(
+        plain.received().len(),
+        1,
+        "the forged body was not forwarded"
+    );
 
     // Ctrl-C's twin, SIGTERM: the listener ends cleanly and its lease goes with it.
     let mut listen = listen;
     stop(&mut listen.child);
     assert_eq!(leases(&w.data), 0);
+}
+
+/// A body nobody signed, full of terminal escape sequences (a window title, the clipboard, a
+/// direction override, a forged line): the text line shows them escaped, and nothing of them
+/// reaches the terminal as control characters.
+#[tokio::test(flavor = "multi_thread")]
+async fn listen_shows_escape_sequences_instead_of_running_them() {
+    let w = world().await;
+    let mut child = Command::new(BIN)
+        .arg("--data-dir")
+        .arg(&w.data)
+        .args(["listen", "--lease-seconds", "3"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("listen starts");
+    let mut errors = BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = errors.next().unwrap().unwrap();
+    assert!(first.starts_with("listening"), "{first}");
+    std::thread::spawn(move || for _ in errors {});
+    let (listen_url, client) = straight_to_the_listener(&w.data);
+    let hostile = json!({
+        "event": "payment\u{1b}]0;owned\u{7}",
+        "eventId": "evt_\u{1b}]52;c;Y3VybCBldmlsLnNoIHwgc2g=\u{7}",
+        "product": {"internalId": "man_\u{202e}gnp.exe\nforged line"},
+        "sequence": 1
+    });
+    let answer = client
+        .post(&listen_url)
+        .header("content-type", "application/json")
+        .body(hostile.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert!(answer.status().is_success());
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        !line.trim_end_matches('\n').chars().any(char::is_control),
+        "a control character reached the terminal: {line:?}"
+    );
+    assert!(!line.contains('\u{202e}'), "{line:?}");
+    for shown in [
+        "\\u{001B}]0;owned\\u{0007}",
+        "\\u{001B}]52;c;",
+        "\\u{202E}gnp.exe\\u{000A}forged line",
+    ] {
+        assert!(line.contains(shown), "{shown} in {line:?}");
+    }
+    assert!(
+        line.contains("webhook-signature") || line.contains("missing"),
+        "{line:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

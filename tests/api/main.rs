@@ -44,6 +44,7 @@ mod staff_ui_api;
 mod torture;
 mod transbank;
 mod trigger;
+mod trigger_records;
 mod webhooks;
 mod webpay_portal;
 
@@ -64,6 +65,7 @@ mod live_acquirers;
 mod mandate_document;
 mod mandates;
 mod not_found;
+mod readme_quickstart;
 mod receivables;
 mod replays;
 mod sandbox_banner;

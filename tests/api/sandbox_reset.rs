@@ -38,7 +38,7 @@ pub fn tiny_pdf() -> Vec<u8> {
 
 /// A customer, a mandate with an installment due today, activated with an approving card and
 /// charged (a charge attempt, activation and payment events), and a signature process.
-async fn populate(app: &TestApp, user: &str, rut_body: u32, mandate: &str) {
+pub async fn populate(app: &TestApp, user: &str, rut_body: u32, mandate: &str) {
     use base64::Engine;
     app.create_customer(user, &rut(rut_body)).await;
     let created = app
@@ -69,7 +69,7 @@ async fn populate(app: &TestApp, user: &str, rut_body: u32, mandate: &str) {
 }
 
 /// Rows of each kind belonging to `commerce`, counted with SQL beside the engine.
-fn rows_of(app: &TestApp, commerce: &str) -> Value {
+pub fn rows_of(app: &TestApp, commerce: &str) -> Value {
     app.running
         .state
         .store()

@@ -489,6 +489,45 @@ fn copy_private(from: &Path, to: &Path) -> io::Result<()> {
     dest.sync_all()
 }
 
+/// Closes an existing backups directory (`0700`) and its files (`0600`) to other users, as the
+/// data directory and the database are at start: a backup is the whole database, secrets
+/// included. An installation whose backups were made under a wide umask, or copied in, says
+/// so in the log once.
+pub fn tighten(dir: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let private = |path: &Path, mode: u32| -> io::Result<bool> {
+            let was = fs::symlink_metadata(path)?.permissions().mode() & 0o777;
+            if was & 0o077 == 0 {
+                return Ok(false);
+            }
+            fs::set_permissions(path, fs::Permissions::from_mode(mode))?;
+            Ok(true)
+        };
+        if !dir.is_dir() {
+            return Ok(());
+        }
+        let opened_dir = private(dir, 0o700)?;
+        let mut opened_files = 0;
+        for entry in fs::read_dir(dir)? {
+            let entry = entry?;
+            // Links are not followed: what they point at is not the engine's to change.
+            if entry.file_type()?.is_file() && private(&entry.path(), 0o600)? {
+                opened_files += 1;
+            }
+        }
+        if opened_dir || opened_files > 0 {
+            tracing::warn!(
+                directory = %dir.display(),
+                files = opened_files,
+                "backups were readable by other users; the directory is now 0700 and its files 0600"
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Creates `dir` (and its parents) `0700`, as the data directory is.
 fn create_private_dir(dir: &Path) -> io::Result<()> {
     if dir.is_dir() {
@@ -520,6 +559,24 @@ mod tests {
 
     fn nz(n: u32) -> NonZeroU32 {
         NonZeroU32::new(n).unwrap()
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn existing_backups_are_closed_to_other_users_at_start() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join(DIR_NAME);
+        fs::create_dir(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        let file = dir.join(file_name(at(2026, 11, 1, 3)));
+        fs::write(&file, b"a backup").unwrap();
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o644)).unwrap();
+        tighten(&dir).unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&file), 0o600);
+        tighten(&root.path().join("absent")).unwrap();
     }
 
     #[test]

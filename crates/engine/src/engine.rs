@@ -131,6 +131,10 @@ impl Engine {
     pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Arc<Engine>> {
         // Before the database is opened, so a restore never swaps it under a starting engine.
         let lock = tokio::task::block_in_place(|| crate::backups::lock_engine(&config.data_dir))?;
+        tokio::task::block_in_place(|| {
+            crate::backups::tighten(&crate::backups::directory(&config.data_dir))
+        })
+        .map_err(|e| anyhow::anyhow!("closing the backups directory to other users: {e}"))?;
         let (store, keys) = tokio::task::block_in_place(|| open(&config))?;
         tokio::task::block_in_place(|| crate::notify::tls::replace_unconstrained_dev_ca(&store))?;
         tokio::task::block_in_place(|| record_installation(&store, &config))?;

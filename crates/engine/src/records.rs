@@ -24,7 +24,7 @@ pub use mandato_store::ledger::{
 };
 pub use mandato_store::mandate_signatures::MandateSignatureRow;
 pub use mandato_store::mandates::MandateRow;
-pub use mandato_store::sandbox_reset::ResetCounts;
+pub use mandato_store::sandbox_reset::{ResetCounts, Scope as ResetScope, TriggerRecord};
 pub use mandato_store::signatures::{
     AuditRow, DocumentRow, ProcessFilter, ProcessRow, SignatoryRow,
 };

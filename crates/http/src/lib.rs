@@ -41,6 +41,7 @@ pub mod sandbox;
 pub mod sandbox_reset;
 pub mod sign;
 pub mod signature;
+mod stored_shapes;
 pub mod ui;
 pub mod users;
 pub mod webhooks;

@@ -194,7 +194,14 @@ async fn authenticate(
 #[derive(Debug)]
 pub enum LoginError {
     Api(ApiError),
-    TooManyAttempts { retry_after_secs: u64 },
+    TooManyAttempts {
+        retry_after_secs: u64,
+    },
+    /// A new key refused while the throttle's table is full of open windows (a flood): the same
+    /// 429 and name, so that a client waits `Retry-After` as it would for a lock.
+    Crowded {
+        retry_after_secs: u64,
+    },
 }
 
 impl From<ApiError> for LoginError {
@@ -213,24 +220,32 @@ impl IntoResponse for LoginError {
     fn into_response(self) -> Response {
         match self {
             LoginError::Api(e) => e.into_response(),
-            LoginError::TooManyAttempts { retry_after_secs } => {
-                let body = ErrorBody {
-                    status_code: StatusCode::TOO_MANY_REQUESTS.as_u16(),
-                    name: "TOO_MANY_ATTEMPTS".into(),
-                    message: format!(
-                        "too many failed attempts; try again in {retry_after_secs} seconds"
-                    ),
-                    correlation_id: current_correlation_id(),
-                    errors: Vec::new(),
-                };
-                let mut response = (StatusCode::TOO_MANY_REQUESTS, Json(body)).into_response();
-                response
-                    .headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
-                response
-            }
+            LoginError::TooManyAttempts { retry_after_secs } => too_many(
+                retry_after_secs,
+                format!("too many failed attempts; try again in {retry_after_secs} seconds"),
+            ),
+            LoginError::Crowded { retry_after_secs } => too_many(
+                retry_after_secs,
+                format!("too many sign-ins are under way; try again in {retry_after_secs} seconds"),
+            ),
         }
     }
+}
+
+/// 429 `TOO_MANY_ATTEMPTS` with `Retry-After`.
+fn too_many(retry_after_secs: u64, message: String) -> Response {
+    let body = ErrorBody {
+        status_code: StatusCode::TOO_MANY_REQUESTS.as_u16(),
+        name: "TOO_MANY_ATTEMPTS".into(),
+        message,
+        correlation_id: current_correlation_id(),
+        errors: Vec::new(),
+    };
+    let mut response = (StatusCode::TOO_MANY_REQUESTS, Json(body)).into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
+    response
 }
 
 /// Counts an attempt for `key` now, or refuses it while the key is locked.
@@ -245,6 +260,14 @@ pub(crate) async fn begin_attempt(state: &AppState, key: &ThrottleKey) -> Result
                 "sign-in attempt refused: too many failures"
             );
             Err(LoginError::TooManyAttempts { retry_after_secs })
+        }
+        Decision::Crowded { retry_after_secs } => {
+            tracing::warn!(
+                retry_after_secs,
+                "sign-in attempt refused: the throttle is full of open windows (a flood of \
+                 invented e-mails?); no lock is dropped to make room"
+            );
+            Err(LoginError::Crowded { retry_after_secs })
         }
     }
 }

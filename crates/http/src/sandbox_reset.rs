@@ -12,7 +12,7 @@ use super::error::{ApiResult, ErrorBody};
 use super::json::Body;
 use super::sandbox::sandbox_only;
 use mandato_engine::operations::sandbox;
-use mandato_engine::records::ResetCounts;
+use mandato_engine::records::{ResetCounts, ResetScope};
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -21,6 +21,24 @@ pub struct ResetRequest {
     #[serde(default)]
     #[schema(default = false)]
     pub keep_customers: bool,
+    /// Remove only what `mandato trigger` made (its throwaway `trigger-*` customers, mandates
+    /// and signature processes, with their installments, events and ledger entries); the
+    /// commerce's own test data stays. `keepCustomers` has no effect with it.
+    #[serde(default)]
+    #[schema(default = false)]
+    pub triggers_only: bool,
+}
+
+impl ResetRequest {
+    fn scope(&self) -> ResetScope {
+        if self.triggers_only {
+            ResetScope::TriggersOnly
+        } else {
+            ResetScope::Everything {
+                keep_customers: self.keep_customers,
+            }
+        }
+    }
 }
 
 /// How many rows of each kind were removed.
@@ -63,7 +81,9 @@ impl From<ResetCounts> for ResetPayload {
 /// Remove this commerce's customers (unless kept), mandates, installments, charge attempts,
 /// events (and their delivery attempts), ledger entries and reconciliations, and signature processes (with their documents,
 /// signatories and audit), all in one transaction. Other commerces are untouched; the
-/// commerce, its secret and API keys stay. Mandate and customer ids can be used again.
+/// commerce, its secret and API keys stay. Mandate and customer ids can be used again. With
+/// `triggersOnly`, only `mandato trigger`'s throwaway records go. A reset never moves the
+/// sandbox clock: it stays where `POST /sandbox/clock` left it.
 #[utoipa::path(post, path = "/sandbox/reset", tag = "sandbox",
     params(super::common::CommonHeaders),
     request_body = ResetRequest,
@@ -80,10 +100,10 @@ pub async fn reset(
     Body(body): Body<ResetRequest>,
 ) -> ApiResult<Envelope<ResetPayload>> {
     sandbox_only(&state)?;
-    let keep = body.keep_customers;
+    let scope = body.scope();
     let counts = state
         .write(authed.commerce, move |tx, ctx| {
-            sandbox::reset(tx, ctx.commerce.id, keep)
+            sandbox::reset(tx, ctx.commerce.id, scope)
         })
         .await?;
     Ok(Envelope::ok(

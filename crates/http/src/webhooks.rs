@@ -114,8 +114,8 @@ fn activation_body() -> Value {
         json!({
             "product": mandate_product(true),
             "customer": customer(),
-            "paymentMethod": nullable(json!({"type": "object",
-                "description": "The enrolled method (`id`, `name`, masked instrument); null for a mandate cancelled before activation."})),
+            "paymentMethod": {"oneOf": [{"$ref": "#/components/schemas/EnrolledMethod"}, {"type": "null"}],
+                "description": "The enrolled method (`id`, `name`, masked instrument); null for a mandate cancelled before activation."},
             "dateTime": timestamp(),
             "fileBase64": nullable(json!({"type": "string", "contentEncoding": "base64", "contentMediaType": "application/pdf",
                 "description": "EPAC and direct EPAC: the signed mandate document (PDF)."})),
@@ -197,7 +197,17 @@ fn webhook(summary: &str, schema: &str, description: &str) -> Value {
     }})
 }
 
-/// Adds the event schemas and the `webhooks` section to the served document.
+/// The schemas the stored body of an event listed by the API can have (`EventItem.body`,
+/// `NotificationPayload.body`): one of the three webhook bodies, told apart by `event`.
+fn any_event_body(description: &str) -> Value {
+    json!({"oneOf": [{"$ref": "#/components/schemas/PaymentEvent"},
+                     {"$ref": "#/components/schemas/ActivationEvent"},
+                     {"$ref": "#/components/schemas/SignatureEvent"}],
+           "description": description})
+}
+
+/// Adds the event schemas and the `webhooks` section to the served document, and types the
+/// event bodies the events API and the sandbox serve with them.
 pub fn describe(doc: &mut Value) {
     let schemas = doc
         .pointer_mut("/components/schemas")
@@ -206,6 +216,14 @@ pub fn describe(doc: &mut Value) {
     schemas.insert("PaymentEvent".into(), payment_body());
     schemas.insert("ActivationEvent".into(), activation_body());
     schemas.insert("SignatureEvent".into(), signature_body());
+    for owner in ["EventItem", "NotificationPayload"] {
+        let body = schemas
+            .get_mut(owner)
+            .and_then(|schema| schema.pointer_mut("/properties/body"))
+            .expect("an event listing with a body");
+        let description = body["description"].as_str().unwrap_or_default().to_string();
+        *body = any_event_body(&description);
+    }
     doc["webhooks"] = json!({
         "payment": webhook("An installment changed state", "PaymentEvent",
             "POSTed to the mandate's `urls.paymentWebhook` on every installment state change."),

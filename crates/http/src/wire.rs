@@ -50,7 +50,7 @@ pub struct CustomerDto {
     pub user_id: String,
     pub identification_document: IdentificationDocumentDto,
     pub personal_information: PersonalInformationDto,
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<crate::stored_shapes::AddressShape>)]
     pub address: Option<StoredJson>,
     pub contacts: ContactsDto,
     pub created_at: String,
@@ -116,7 +116,7 @@ pub struct InstallmentDto {
     pub authorization_code: Option<String>,
     pub rejection: Option<RejectionDto>,
     /// Manual payment evidence, when marked paid by the merchant.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<crate::stored_shapes::ManualPaymentShape>)]
     pub payment: Option<StoredJson>,
 }
 
@@ -177,7 +177,7 @@ pub struct MandateDto {
     pub terminate_when_charged: bool,
     /// The accepted charges: `currencyId`, `amount`, `periodicity`, `startDate`, `count`,
     /// `endDate`, `dueDate`, `maxAmount` (null where the type has none).
-    #[schema(value_type = Object)]
+    #[schema(value_type = crate::stored_shapes::ChargesShape)]
     pub charges: StoredJson,
     pub payment_methods: Vec<i64>,
     #[schema(value_type = Option<Object>)]
@@ -341,7 +341,7 @@ pub struct MandatePayload {
     pub mandate: MandateDto,
     pub customer: CustomerDto,
     /// The enrolled method (`id`, `name`, masked `instrument`); null before activation.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<crate::stored_shapes::EnrolledMethodShape>)]
     pub payment_method: Option<StoredJson>,
     /// Ordered by due date.
     pub installments: Vec<InstallmentDto>,

@@ -357,7 +357,7 @@ pub fn receivables<'c>(
          FROM installments i
          JOIN mandates m ON m.seq = i.mandate_seq
          JOIN customers c ON c.seq = m.customer_seq
-         WHERE i.commerce_id = ? AND i.seq > ?"
+         WHERE i.commerce_id = ? AND i.seq > ? AND m.sandbox_trigger = 0"
     );
     let due_from = filter.due_from.map(|d| d.to_string());
     let due_to = filter.due_to.map(|d| d.to_string());

@@ -11,6 +11,7 @@ use rust_decimal::Decimal;
 use rust_decimal::prelude::ToPrimitive;
 
 use super::db::{self, Backend, Db, Row, params};
+use super::sandbox_reset::TRIGGER_MANDATE_IDS;
 use mandato_core::domain::ledger::EntryKind;
 use mandato_core::domain::money::Currency;
 
@@ -152,7 +153,7 @@ pub fn list<'c>(db: impl Into<Db<'c>>, f: &EntryFilter<'_>) -> db::Result<Vec<En
          WHERE commerce_id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR business_date >= ?2)
            AND (CAST(?3 AS TEXT) IS NULL OR business_date <= ?3)
            AND (CAST(?4 AS TEXT) IS NULL OR kind = ?4)
-           AND seq > ?5
+           AND seq > ?5 AND mandate_id NOT IN ({TRIGGER_MANDATE_IDS})
          ORDER BY seq LIMIT ?6"
     );
     db.into().query_map(
@@ -208,25 +209,27 @@ pub fn settlements<'c>(
         Backend::Sqlite => format!(
             "SELECT business_date, payment_method, currency, {}, {}, {}, count(*)
          FROM ledger_entries
-         WHERE commerce_id = ?1 AND kind <> 'ANNULMENT'
+         WHERE commerce_id = ?1 AND kind <> 'ANNULMENT' AND mandate_id NOT IN ({trigger})
            AND (?2 IS NULL OR business_date >= ?2) AND (?3 IS NULL OR business_date <= ?3)
          GROUP BY business_date, payment_method, currency
          ORDER BY business_date, payment_method, currency",
             parts("amount_e4", false),
             parts("fee_e4", false),
-            parts("net_e4", false)
+            parts("net_e4", false),
+            trigger = TRIGGER_MANDATE_IDS
         ),
         Backend::Postgres => format!(
             "SELECT business_date, payment_method, currency, {}, {}, {}, count(*)
          FROM ledger_entries
-         WHERE commerce_id = ?1 AND kind <> 'ANNULMENT'
+         WHERE commerce_id = ?1 AND kind <> 'ANNULMENT' AND mandate_id NOT IN ({trigger})
            AND (CAST(?2 AS TEXT) IS NULL OR business_date >= ?2)
            AND (CAST(?3 AS TEXT) IS NULL OR business_date <= ?3)
          GROUP BY business_date, payment_method, currency
          ORDER BY business_date COLLATE \"C\", payment_method COLLATE \"C\", currency COLLATE \"C\"",
             parts("amount_e4", true),
             parts("fee_e4", true),
-            parts("net_e4", true)
+            parts("net_e4", true),
+            trigger = TRIGGER_MANDATE_IDS
         ),
     };
     let joined = |r: &db::Row<'_>, at: usize| -> db::Result<Decimal> {
@@ -270,10 +273,12 @@ pub fn acquirer_entries<'c>(
         "SELECT {COLUMNS} FROM ledger_entries
          WHERE commerce_id = ?1 AND kind IN ('CHARGE', 'REVERSAL')
            AND acquirer_reference IS NOT NULL AND business_date BETWEEN ?2 AND ?3
+           AND mandate_id NOT IN ({TRIGGER_MANDATE_IDS})
          UNION
          SELECT {COLUMNS} FROM ledger_entries
          WHERE commerce_id = ?1 AND kind IN ('CHARGE', 'REVERSAL')
            AND acquirer_reference IN ({each_reference})
+           AND mandate_id NOT IN ({TRIGGER_MANDATE_IDS})
          ORDER BY seq"
     );
     Ok(db.query_map(&sql, &params![commerce_id, from, to, &references], from_row)?)
@@ -360,20 +365,38 @@ pub fn reconciliations<'c>(
     )
 }
 
-/// Removes the commerce's entries and imports, for the sandbox reset only: the permit row lets
-/// the delete trigger through and is gone again before the caller's transaction commits.
+/// Removes the commerce's entries and imports, for the sandbox reset only.
 pub fn erase_for_sandbox_reset<'c>(db: impl Into<Db<'c>>, commerce_id: i64) -> db::Result<u64> {
     let db = db.into();
+    let removed = with_erasure_permit(db, commerce_id, "")?;
+    db.execute(
+        "DELETE FROM reconciliations WHERE commerce_id = ?1",
+        &params![commerce_id],
+    )?;
+    Ok(removed)
+}
+
+/// Removes the commerce's entries of the mandates `mandate_ids` picks (SQL taking the
+/// commerce as `?1`), for the sandbox reset of `mandato trigger`'s records only; the
+/// commerce's imports stay.
+pub fn erase_entries_of_mandates<'c>(
+    db: impl Into<Db<'c>>,
+    commerce_id: i64,
+    mandate_ids: &str,
+) -> db::Result<u64> {
+    let picked = format!(" AND mandate_id IN ({mandate_ids})");
+    with_erasure_permit(db.into(), commerce_id, &picked)
+}
+
+/// Deletes the commerce's entries (those `condition` also picks): the permit row lets the
+/// delete trigger through and is gone again before the caller's transaction commits.
+fn with_erasure_permit(db: Db<'_>, commerce_id: i64, condition: &str) -> db::Result<u64> {
     db.execute(
         "INSERT INTO ledger_erasure_permits (commerce_id) VALUES (?1)",
         &params![commerce_id],
     )?;
     let removed = db.execute(
-        "DELETE FROM ledger_entries WHERE commerce_id = ?1",
-        &params![commerce_id],
-    )?;
-    db.execute(
-        "DELETE FROM reconciliations WHERE commerce_id = ?1",
+        &format!("DELETE FROM ledger_entries WHERE commerce_id = ?1{condition}"),
         &params![commerce_id],
     )?;
     db.execute(

@@ -3,7 +3,9 @@
 use chrono::{DateTime, Duration, Utc};
 
 use super::db::{self, Db, params};
-use mandato_core::auth::throttle::{self, Decision, MAX_KEYS, ThrottleKey, WINDOW_MINUTES, Window};
+use mandato_core::auth::throttle::{
+    self, Decision, MAX_KEYS, ThrottleKey, WINDOW_MINUTES, Window, seconds_left,
+};
 use mandato_core::clock::timestamp;
 
 fn window(db: Db<'_>, key: &ThrottleKey) -> db::Result<Option<Window>> {
@@ -22,8 +24,9 @@ fn window(db: Db<'_>, key: &ThrottleKey) -> db::Result<Option<Window>> {
     }))
 }
 
-/// Counts an attempt for `key` at `now`, or refuses it (`Decision::Locked`). Call it in a write
-/// transaction: the read and the write must not interleave with another attempt's.
+/// Counts an attempt for `key` at `now`, or refuses it (`Decision::Locked`, or
+/// `Decision::Crowded` for a new key while the table is full of open windows). Call it in a
+/// write transaction: the read and the write must not interleave with another attempt's.
 pub fn begin<'c>(
     db: impl Into<Db<'c>>,
     key: &ThrottleKey,
@@ -31,6 +34,11 @@ pub fn begin<'c>(
 ) -> db::Result<Decision> {
     let db = db.into();
     let current = window(db, key)?;
+    if current.is_none()
+        && let Some(retry_after_secs) = no_room_for_a_new_key(db, now)?
+    {
+        return Ok(Decision::Crowded { retry_after_secs });
+    }
     let decision = throttle::attempt(current, now);
     if let Decision::Counted(next) = decision {
         db.execute(
@@ -42,33 +50,39 @@ pub fn begin<'c>(
                 i64::from(next.failures)
             ],
         )?;
-        if current.is_none() {
-            keep_bounded(db, now)?;
-        }
     }
     Ok(decision)
 }
 
-/// A new key may take the table past `MAX_KEYS`: finished windows go first, then the oldest.
-fn keep_bounded(db: Db<'_>, now: DateTime<Utc>) -> db::Result<()> {
-    let count = count(db)?;
-    if count <= MAX_KEYS {
-        return Ok(());
+/// `None` when a new key fits under `MAX_KEYS` (after dropping finished windows if the table is
+/// full); otherwise the seconds until the oldest open window ends. Open windows are never
+/// dropped: a lock must outlast any flood of invented keys.
+fn no_room_for_a_new_key(db: Db<'_>, now: DateTime<Utc>) -> db::Result<Option<u64>> {
+    if count(db)? < MAX_KEYS {
+        return Ok(None);
     }
     let finished = timestamp(now - Duration::minutes(WINDOW_MINUTES));
     let removed = db.execute(
         "DELETE FROM login_throttle WHERE opened_at <= ?1",
         &params![finished.as_str()],
     )?;
-    let over = count - i64::try_from(removed).unwrap_or(0) - MAX_KEYS;
-    if over > 0 {
-        db.execute(
-            "DELETE FROM login_throttle WHERE key IN
-               (SELECT key FROM login_throttle ORDER BY opened_at LIMIT ?1)",
-            &params![over],
-        )?;
+    if removed > 0 {
+        return Ok(None);
     }
-    Ok(())
+    let oldest: Option<String> = db.query_row(
+        "SELECT min(opened_at) FROM login_throttle",
+        &params![],
+        |r| r.get(0),
+    )?;
+    let oldest = oldest
+        .and_then(|at| DateTime::parse_from_rfc3339(&at).ok())
+        .map(|at| at.with_timezone(&Utc))
+        .unwrap_or(now);
+    let window = Window {
+        opened_at: oldest,
+        failures: 0,
+    };
+    Ok(Some(seconds_left(&window, now)))
 }
 
 /// The attempt succeeded: the key starts afresh.
@@ -131,29 +145,59 @@ mod tests {
     }
 
     #[test]
-    fn the_table_never_holds_more_than_max_keys() {
+    fn a_full_table_refuses_new_keys_and_keeps_every_open_window() {
         on_both(|db| {
             let now = Utc::now();
-            let old = timestamp(now - Duration::minutes(WINDOW_MINUTES + 1));
+            let locked = ThrottleKey::staff("target@x.cl");
+            for _ in 0..6 {
+                begin(db, &locked, now).unwrap();
+            }
             let recent = timestamp(now - Duration::minutes(1));
-            // Filled to the bound: a third finished windows, the rest still open.
+            // Filled to the bound with open windows (the lock included), as a flood leaves it.
             db.execute(
-                "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?1)
+                "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?1)
                  INSERT INTO login_throttle (key, opened_at, failures)
-                 SELECT 'staff:spray' || i || '@x.cl', CASE WHEN i % 3 = 0 THEN ?2 ELSE ?3 END, 1
-                 FROM n",
-                &params![MAX_KEYS, &old, &recent],
+                 SELECT 'staff:spray' || i || '@x.cl', ?2, 1 FROM n",
+                &params![MAX_KEYS, &recent],
             )
             .unwrap();
-            begin(db, &ThrottleKey::staff("new@x.cl"), now).unwrap();
-            let kept = count(db).unwrap();
-            assert!(kept <= MAX_KEYS, "{kept}");
-            assert!(kept > MAX_KEYS / 2, "open windows were kept: {kept}");
-            // Only open windows are left, so the next new key evicts the oldest of them.
-            for i in 0..10 {
-                begin(db, &ThrottleKey::staff(&format!("more{i}@x.cl")), now).unwrap();
+            assert_eq!(count(db).unwrap(), MAX_KEYS);
+            match begin(db, &ThrottleKey::staff("one-more@x.cl"), now).unwrap() {
+                Decision::Crowded { retry_after_secs } => {
+                    assert!(
+                        (1..=15 * 60).contains(&retry_after_secs),
+                        "{retry_after_secs}"
+                    )
+                }
+                other => panic!("{other:?}"),
             }
-            assert!(count(db).unwrap() <= MAX_KEYS);
+            assert!(matches!(
+                begin(db, &locked, now).unwrap(),
+                Decision::Locked { .. }
+            ));
+            // Keys that have a window go on being counted while the table is full.
+            assert!(matches!(
+                begin(db, &ThrottleKey::staff("spray1@x.cl"), now).unwrap(),
+                Decision::Counted(w) if w.failures == 2
+            ));
+            assert_eq!(count(db).unwrap(), MAX_KEYS);
+            // Finished windows make room: they go, and the new key is counted.
+            let old = timestamp(now - Duration::minutes(WINDOW_MINUTES + 1));
+            db.execute(
+                "UPDATE login_throttle SET opened_at = ?1 WHERE key IN
+                   ('staff:spray2@x.cl', 'staff:spray3@x.cl', 'staff:spray4@x.cl')",
+                &params![&old],
+            )
+            .unwrap();
+            assert!(matches!(
+                begin(db, &ThrottleKey::staff("one-more@x.cl"), now).unwrap(),
+                Decision::Counted(_)
+            ));
+            assert_eq!(count(db).unwrap(), MAX_KEYS - 2);
+            assert!(matches!(
+                begin(db, &locked, now).unwrap(),
+                Decision::Locked { .. }
+            ));
         });
     }
 }

@@ -115,6 +115,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0029_creation_replays",
         include_str!("../../../migrations/0029_creation_replays.sql"),
     ),
+    (
+        "0030_sandbox_trigger_records",
+        include_str!("../../../migrations/0030_sandbox_trigger_records.sql"),
+    ),
 ];
 
 /// What a migration needs that SQL cannot compute, run in its transaction right after its SQL.

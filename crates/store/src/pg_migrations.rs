@@ -40,6 +40,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0008_creation_replays",
         include_str!("../../../migrations/postgres/0008_creation_replays.sql"),
     ),
+    (
+        "0009_sandbox_trigger_records",
+        include_str!("../../../migrations/postgres/0009_sandbox_trigger_records.sql"),
+    ),
 ];
 
 /// The advisory lock's key: any constant no other application on the database uses

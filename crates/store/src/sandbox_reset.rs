@@ -21,17 +21,96 @@ pub struct ResetCounts {
     pub ledger_entries: u64,
 }
 
+/// What a reset removes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// All of the commerce's test data; its customers too unless `keep_customers`.
+    Everything { keep_customers: bool },
+    /// Only what `mandato trigger` made (the records marked `sandbox_trigger`): the
+    /// integrator's own customers, mandates, processes, imports and answers stay.
+    TriggersOnly,
+}
+
+/// The marked records of `mandato trigger` (CONTRACT 14), for queries that leave them out of
+/// totals: `mandate_seq NOT IN (TRIGGER_MANDATES)`. A partial index keeps it as small as the
+/// marks.
+pub const TRIGGER_MANDATES: &str = "SELECT seq FROM mandates WHERE sandbox_trigger = 1";
+/// The same mandates by public id, for the ledger (whose entries name mandates by id).
+pub const TRIGGER_MANDATE_IDS: &str = "SELECT id FROM mandates WHERE sandbox_trigger = 1";
+
+/// Marks a customer, mandate or signature process as made by `mandato trigger`.
+pub fn mark_trigger_record<'c>(db: impl Into<Db<'c>>, record: TriggerRecord) -> db::Result<()> {
+    let (table, seq) = match record {
+        TriggerRecord::Customer(seq) => ("customers", seq),
+        TriggerRecord::Mandate(seq) => ("mandates", seq),
+        TriggerRecord::SignatureProcess(seq) => ("signature_processes", seq),
+    };
+    db.into().execute(
+        &format!("UPDATE {table} SET sandbox_trigger = 1 WHERE seq = ?1"),
+        &params![seq],
+    )?;
+    Ok(())
+}
+
+/// A record `mandato trigger` made, by its `seq`.
+#[derive(Clone, Copy, Debug)]
+pub enum TriggerRecord {
+    Customer(i64),
+    Mandate(i64),
+    SignatureProcess(i64),
+}
+
+/// The SQL that picks a reset's rows of each table (`?1` is the commerce).
+struct Picks {
+    mandates: String,
+    processes: String,
+    customers: String,
+    installments: String,
+    events: String,
+    ledger_mandate_ids: Option<String>,
+}
+
+impl Picks {
+    fn of(scope: Scope) -> Picks {
+        let marked = match scope {
+            Scope::Everything { .. } => "",
+            Scope::TriggersOnly => " AND sandbox_trigger = 1",
+        };
+        let mandates = format!("SELECT seq FROM mandates WHERE commerce_id = ?1{marked}");
+        let processes =
+            format!("SELECT seq FROM signature_processes WHERE commerce_id = ?1{marked}");
+        Picks {
+            customers: format!("SELECT seq FROM customers WHERE commerce_id = ?1{marked}"),
+            installments: format!("SELECT seq FROM installments WHERE mandate_seq IN ({mandates})"),
+            events: match scope {
+                Scope::Everything { .. } => "SELECT seq FROM events WHERE commerce_id = ?1".into(),
+                Scope::TriggersOnly => format!(
+                    "SELECT seq FROM events WHERE commerce_id = ?1
+                       AND (mandate_seq IN ({mandates}) OR signature_process_seq IN ({processes}))"
+                ),
+            },
+            ledger_mandate_ids: match scope {
+                Scope::Everything { .. } => None,
+                Scope::TriggersOnly => Some(format!(
+                    "SELECT id FROM mandates WHERE commerce_id = ?1{marked}"
+                )),
+            },
+            mandates,
+            processes,
+        }
+    }
+}
+
 /// Removes the commerce's mandates (with their instruments, acceptances, portal attempts and
-/// installments), ledger entries and reconciliations, charge attempts, events (with their delivery attempts), signature processes
-/// (with documents, placements, signatories and audit), the answers recorded for creations
-/// (`creation_replays`) and, unless `keep_customers`, its customers (and their answers).
-pub fn reset<'c>(
-    db: impl Into<Db<'c>>,
-    commerce_id: i64,
-    keep_customers: bool,
-) -> db::Result<ResetCounts> {
+/// installments), ledger entries and reconciliations, charge attempts, events (with their
+/// delivery attempts), signature processes (with documents, placements, signatories and
+/// audit), the answers recorded for creations (`creation_replays`) and, unless
+/// `keep_customers`, its customers (and their answers). With [`Scope::TriggersOnly`], only
+/// `mandato trigger`'s marked records and what hangs off them.
+pub fn reset<'c>(db: impl Into<Db<'c>>, commerce_id: i64, scope: Scope) -> db::Result<ResetCounts> {
     let db = db.into();
     let run = |sql: &str| db.execute(sql, &params![commerce_id]);
+    let picks = Picks::of(scope);
     if db.backend() == Backend::Postgres {
         // The delivery worker may be recording an attempt of one of these events right now.
         // Its transaction is waited for here, before the attempts are read for removal: taken
@@ -39,48 +118,72 @@ pub fn reset<'c>(
         // that starts afterwards finds its event gone and records nothing. (SQLite's single
         // writer runs the two one after the other anyway.)
         db.query_map(
-            "SELECT seq FROM events WHERE commerce_id = ?1 FOR UPDATE",
+            &format!(
+                "SELECT seq FROM events WHERE seq IN ({}) FOR UPDATE",
+                picks.events
+            ),
             &params![commerce_id],
             |_| Ok(()),
         )?;
     }
     let mut counts = ResetCounts {
-        delivery_attempts: run("DELETE FROM delivery_attempts WHERE event_seq IN
-                (SELECT seq FROM events WHERE commerce_id = ?1)")?,
+        delivery_attempts: run(&format!(
+            "DELETE FROM delivery_attempts WHERE event_seq IN ({})",
+            picks.events
+        ))?,
         ..ResetCounts::default()
     };
-    counts.events = run("DELETE FROM events WHERE commerce_id = ?1")?;
+    counts.events = run(&format!(
+        "DELETE FROM events WHERE seq IN ({})",
+        picks.events
+    ))?;
 
-    const PROCESSES: &str = "SELECT seq FROM signature_processes WHERE commerce_id = ?1";
+    let processes = &picks.processes;
     run(&format!(
-        "DELETE FROM mandate_signatures WHERE process_seq IN ({PROCESSES})"
+        "DELETE FROM mandate_signatures WHERE process_seq IN ({processes})"
     ))?;
     run(&format!(
         "DELETE FROM signature_placements WHERE document_seq IN
-            (SELECT seq FROM signature_documents WHERE process_seq IN ({PROCESSES}))"
+            (SELECT seq FROM signature_documents WHERE process_seq IN ({processes}))"
     ))?;
-    run(&format!(
-        "DELETE FROM signature_documents WHERE process_seq IN ({PROCESSES})"
+    for table in [
+        "signature_documents",
+        "signature_audit",
+        "signature_signatories",
+    ] {
+        run(&format!(
+            "DELETE FROM {table} WHERE process_seq IN ({processes})"
+        ))?;
+    }
+    counts.signature_processes = run(&format!(
+        "DELETE FROM signature_processes WHERE seq IN ({processes})"
     ))?;
-    run(&format!(
-        "DELETE FROM signature_audit WHERE process_seq IN ({PROCESSES})"
-    ))?;
-    run(&format!(
-        "DELETE FROM signature_signatories WHERE process_seq IN ({PROCESSES})"
-    ))?;
-    counts.signature_processes = run("DELETE FROM signature_processes WHERE commerce_id = ?1")?;
 
-    counts.ledger_entries = super::ledger::erase_for_sandbox_reset(db, commerce_id)?;
-    run("DELETE FROM fintoc_events WHERE commerce_id = ?1")?;
-    run("DELETE FROM fintoc_charges WHERE idempotency_key IN
-            (SELECT idempotency_key FROM charge_attempts WHERE installment_seq IN
-                (SELECT seq FROM installments WHERE commerce_id = ?1))")?;
-    counts.charge_attempts = run("DELETE FROM charge_attempts WHERE installment_seq IN
-            (SELECT seq FROM installments WHERE commerce_id = ?1)")?;
-    run("DELETE FROM webpay_payments WHERE installment_seq IN
-            (SELECT seq FROM installments WHERE commerce_id = ?1)")?;
-    counts.installments = run("DELETE FROM installments WHERE commerce_id = ?1")?;
-    const MANDATES: &str = "SELECT seq FROM mandates WHERE commerce_id = ?1";
+    counts.ledger_entries = match &picks.ledger_mandate_ids {
+        None => super::ledger::erase_for_sandbox_reset(db, commerce_id)?,
+        Some(mandate_ids) => {
+            super::ledger::erase_entries_of_mandates(db, commerce_id, mandate_ids)?
+        }
+    };
+    if picks.ledger_mandate_ids.is_none() {
+        // Fintoc's events name the commerce, not a record: a whole reset only.
+        run("DELETE FROM fintoc_events WHERE commerce_id = ?1")?;
+    }
+    let installments = &picks.installments;
+    run(&format!(
+        "DELETE FROM fintoc_charges WHERE idempotency_key IN
+            (SELECT idempotency_key FROM charge_attempts WHERE installment_seq IN ({installments}))"
+    ))?;
+    counts.charge_attempts = run(&format!(
+        "DELETE FROM charge_attempts WHERE installment_seq IN ({installments})"
+    ))?;
+    run(&format!(
+        "DELETE FROM webpay_payments WHERE installment_seq IN ({installments})"
+    ))?;
+    counts.installments = run(&format!(
+        "DELETE FROM installments WHERE seq IN ({installments})"
+    ))?;
+    let mandates = &picks.mandates;
     for table in [
         "instruments",
         "acceptances",
@@ -89,14 +192,30 @@ pub fn reset<'c>(
         "fintoc_enrolments",
     ] {
         run(&format!(
-            "DELETE FROM {table} WHERE mandate_seq IN ({MANDATES})"
+            "DELETE FROM {table} WHERE mandate_seq IN ({mandates})"
         ))?;
     }
-    counts.mandates = run("DELETE FROM mandates WHERE commerce_id = ?1")?;
-    // What the creations answered: a replay must not answer for a mandate that is gone.
-    super::creation_replays::erase_for_sandbox_reset(db, commerce_id, keep_customers)?;
-    if !keep_customers {
-        counts.customers = run("DELETE FROM customers WHERE commerce_id = ?1")?;
+    counts.mandates = run(&format!("DELETE FROM mandates WHERE seq IN ({mandates})"))?;
+    match scope {
+        Scope::Everything { keep_customers } => {
+            // What the creations answered: a replay must not answer for a mandate that is gone.
+            super::creation_replays::erase_for_sandbox_reset(db, commerce_id, keep_customers)?;
+            if !keep_customers {
+                counts.customers = run("DELETE FROM customers WHERE commerce_id = ?1")?;
+            }
+        }
+        Scope::TriggersOnly => {
+            // The trigger creates through the engine, never through a recorded request: no
+            // answers of its records to remove. A marked customer with a mandate of the
+            // integrator's own (none is made that way) would stay.
+            counts.customers = run(&format!(
+                "DELETE FROM customers WHERE seq IN ({0})
+                   AND seq NOT IN (SELECT customer_seq FROM mandates WHERE commerce_id = ?1)
+                   AND seq NOT IN (SELECT x.customer_seq FROM signature_signatories x
+                                   WHERE x.customer_seq IN ({0}))",
+                picks.customers
+            ))?;
+        }
     }
     Ok(counts)
 }
@@ -176,7 +295,14 @@ mod tests {
             )
             .unwrap();
 
-            let counts = reset(db, m.commerce_id, true).unwrap();
+            let counts = reset(
+                db,
+                m.commerce_id,
+                Scope::Everything {
+                    keep_customers: true,
+                },
+            )
+            .unwrap();
             assert_eq!(
                 counts,
                 ResetCounts {
@@ -190,7 +316,14 @@ mod tests {
                     ledger_entries: 0,
                 }
             );
-            let again = reset(db, m.commerce_id, false).unwrap();
+            let again = reset(
+                db,
+                m.commerce_id,
+                Scope::Everything {
+                    keep_customers: false,
+                },
+            )
+            .unwrap();
             assert_eq!(again.customers, 1);
             assert_eq!(again.mandates, 0);
         });

@@ -10,6 +10,7 @@
 use super::StoredJson;
 use super::customers::CustomerRow;
 use super::db::{self, Backend, Db, Param, Row, params};
+use super::sandbox_reset::TRIGGER_MANDATES;
 
 /// Where a page starts: the sort key and `seq` of the last row of the previous page.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -305,37 +306,56 @@ pub fn search_terms(text: &str) -> Option<String> {
 
 // Dashboard.
 
-/// `(state id, count)` of mandates, optionally of one commerce.
+/// `(state id, count)` of mandates, optionally of one commerce, `mandato trigger`'s left out.
 pub fn mandate_counts<'c>(
     db: impl Into<Db<'c>>,
     commerce_id: Option<i64>,
 ) -> db::Result<Vec<(i64, i64)>> {
     db.into().query_map(
-        "SELECT state, count(*) FROM mandates WHERE (CAST(?1 AS BIGINT) IS NULL OR commerce_id = ?1) GROUP BY state",
+        "SELECT state, count(*) FROM mandates
+         WHERE (CAST(?1 AS BIGINT) IS NULL OR commerce_id = ?1) AND sandbox_trigger = 0
+         GROUP BY state",
         &params![commerce_id],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )
 }
 
-/// `(state id, count)` of installments, optionally of one commerce.
+/// `(state id, count)` of installments, optionally of one commerce, `mandato trigger`'s left
+/// out. The whole count reads the state index alone; the trigger's few installments, counted
+/// through their mandates, are taken away from it rather than every row joined to its mandate.
 pub fn installment_counts<'c>(
     db: impl Into<Db<'c>>,
     commerce_id: Option<i64>,
 ) -> db::Result<Vec<(i64, i64)>> {
     let db = db.into();
-    let pair = |r: &Row<'_>| Ok((r.get(0)?, r.get(1)?));
-    match commerce_id {
+    let pair = |r: &Row<'_>| Ok((r.get::<i64>(0)?, r.get::<i64>(1)?));
+    let mut counts = match commerce_id {
         None => db.query_map(
             "SELECT state, count(*) FROM installments GROUP BY state",
             &params![],
             pair,
-        ),
+        )?,
         Some(id) => db.query_map(
             "SELECT state, count(*) FROM installments WHERE commerce_id = ?1 GROUP BY state",
             &params![id],
             pair,
-        ),
+        )?,
+    };
+    let triggers = db.query_map(
+        "SELECT state, count(*) FROM installments WHERE mandate_seq IN
+            (SELECT seq FROM mandates WHERE sandbox_trigger = 1
+               AND (CAST(?1 AS BIGINT) IS NULL OR commerce_id = ?1))
+         GROUP BY state",
+        &params![commerce_id],
+        pair,
+    )?;
+    for (state, excluded) in triggers {
+        if let Some((_, count)) = counts.iter_mut().find(|(s, _)| *s == state) {
+            *count -= excluded;
+        }
     }
+    counts.retain(|(_, count)| *count > 0);
+    Ok(counts)
 }
 
 /// An amount that changed state at a time (or on a business date).
@@ -355,8 +375,11 @@ pub fn amounts_in_state_since<'c>(
     commerce_id: Option<i64>,
 ) -> db::Result<Vec<DatedAmount>> {
     db.into().query_map(
-        "SELECT state_at, amount, currency FROM installments
-         WHERE state = ?1 AND state_at >= ?2 AND (CAST(?3 AS BIGINT) IS NULL OR commerce_id = ?3)",
+        &format!(
+            "SELECT state_at, amount, currency FROM installments
+             WHERE state = ?1 AND state_at >= ?2 AND (CAST(?3 AS BIGINT) IS NULL OR commerce_id = ?3)
+               AND mandate_seq NOT IN ({TRIGGER_MANDATES})"
+        ),
         &params![state, since, commerce_id],
         |r| {
             Ok(DatedAmount {
@@ -375,9 +398,12 @@ pub fn rejected_attempts_since<'c>(
     commerce_id: Option<i64>,
 ) -> db::Result<Vec<DatedAmount>> {
     db.into().query_map(
+        &format!(
         "SELECT a.business_date, a.amount, a.currency FROM charge_attempts a
          JOIN installments i ON i.seq = a.installment_seq
-         WHERE a.state = 'REJECTED' AND a.business_date >= ?1 AND (CAST(?2 AS BIGINT) IS NULL OR i.commerce_id = ?2)",
+         WHERE a.state = 'REJECTED' AND a.business_date >= ?1 AND (CAST(?2 AS BIGINT) IS NULL OR i.commerce_id = ?2)
+           AND i.mandate_seq NOT IN ({TRIGGER_MANDATES})"
+        ),
         &params![since, commerce_id], |r| {
         Ok(DatedAmount {
             at: r.get(0)?,
@@ -397,7 +423,7 @@ pub fn overdue_amounts<'c>(
     db.into().query_map(
         "SELECT i.due_date, i.amount, i.currency FROM installments i
          JOIN mandates m ON m.seq = i.mandate_seq
-         WHERE i.state IN (1, -99) AND i.due_date < ?1 AND m.state = 2
+         WHERE i.state IN (1, -99) AND i.due_date < ?1 AND m.state = 2 AND m.sandbox_trigger = 0
            AND (CAST(?2 AS BIGINT) IS NULL OR i.commerce_id = ?2)",
         &params![today, commerce_id],
         |r| {
@@ -439,7 +465,8 @@ pub fn next_charges<'c>(
          JOIN mandates m ON m.seq = i.mandate_seq
          JOIN customers c ON c.seq = m.customer_seq
          JOIN commerces co ON co.id = m.commerce_id
-         WHERE i.state = 1 AND m.state = 2 AND (CAST(?2 AS BIGINT) IS NULL OR i.commerce_id = ?2)
+         WHERE i.state = 1 AND m.state = 2 AND m.sandbox_trigger = 0
+           AND (CAST(?2 AS BIGINT) IS NULL OR i.commerce_id = ?2)
          ORDER BY i.due_date, i.seq LIMIT ?1",
         &params![limit, commerce_id], |r| {
         Ok(InstallmentLine {

@@ -34,6 +34,9 @@ const TIMESTAMP_TOLERANCE_SECS: i64 = 5 * 60;
 pub struct ListenOptions {
     pub commerce: Option<String>,
     pub forward_to: Option<String>,
+    /// Forward deliveries whose signatures do not verify too (by default only verified ones
+    /// reach the integrator's receiver).
+    pub forward_unverified: bool,
     /// Comma-separated kinds; `None`: every kind.
     pub events: Option<String>,
     pub lease_seconds: u64,
@@ -106,6 +109,7 @@ struct Listener {
     store: Arc<Store>,
     commerce_id: i64,
     forward: Option<(reqwest::Url, reqwest::Client)>,
+    forward_unverified: bool,
     json: bool,
 }
 
@@ -153,6 +157,7 @@ async fn listen(config: &Config, options: ListenOptions) -> anyhow::Result<()> {
         store: Arc::clone(&store),
         commerce_id,
         forward,
+        forward_unverified: options.forward_unverified,
         json: options.json,
     });
     let app = axum::Router::new().fallback(receive).with_state(state);
@@ -349,7 +354,12 @@ async fn receive(
     .unwrap_or_default();
     let failure = verify(&headers, &body, &secrets, now.timestamp());
     let parsed: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    // A body that does not verify did not come from the engine (or was changed on the way):
+    // the receiver behind the listener trusts what it is handed, so it is not handed that.
     let forwarded = match &listener.forward {
+        Some((url, _)) if failure.is_some() && !listener.forward_unverified => {
+            Some(Forwarded::Withheld(url.to_string()))
+        }
         Some((url, client)) => Some(forward(client, url, &headers, body.clone()).await),
         None => None,
     };
@@ -361,6 +371,8 @@ async fn receive(
 enum Forwarded {
     Status(String, u16),
     Failed(String, String),
+    /// Not forwarded: its signatures did not verify (and `--forward-unverified` was not given).
+    Withheld(String),
 }
 
 async fn forward(
@@ -384,6 +396,10 @@ async fn forward(
         Ok(response) => Forwarded::Status(url.to_string(), response.status().as_u16()),
         Err(e) => Forwarded::Failed(url.to_string(), e.to_string()),
     }
+}
+
+fn safe(text: &str) -> std::borrow::Cow<'_, str> {
+    crate::domain::text::terminal_safe(text)
 }
 
 fn print_line(
@@ -420,16 +436,24 @@ fn print_line(
             Some(Forwarded::Failed(url, error)) => {
                 line["forwarded"] = json!({"url": url, "error": error})
             }
+            Some(Forwarded::Withheld(url)) => {
+                line["forwarded"] = json!({"url": url, "withheld": "unverified"})
+            }
             None => {}
         }
         crate::cli::out(format_args!("{line}"));
     } else {
-        let subject = mandate.or(process).unwrap_or("-");
+        // Everything but `at` comes from the request, signed or not: shown, never obeyed.
+        let subject = safe(mandate.or(process).unwrap_or("-"));
+        let (kind, event_id) = (safe(kind), safe(event_id));
         let sequence = sequence.map_or("-".to_string(), |s| s.to_string());
-        let verdict = failure.unwrap_or_else(|| "verified".into());
+        let verdict = safe(failure.as_deref().unwrap_or("verified")).into_owned();
         let forwarded = match forwarded {
             Some(Forwarded::Status(url, status)) => format!(" -> {url} {status}"),
-            Some(Forwarded::Failed(url, error)) => format!(" -> {url} failed: {error}"),
+            Some(Forwarded::Failed(url, error)) => format!(" -> {url} failed: {}", safe(&error)),
+            Some(Forwarded::Withheld(url)) => {
+                format!(" -> {url} not forwarded (unverified; --forward-unverified sends it)")
+            }
             None => String::new(),
         };
         crate::cli::out(format_args!(

@@ -536,7 +536,9 @@ export interface paths {
          * Remove this commerce's customers (unless kept), mandates, installments, charge attempts,
          *     events (and their delivery attempts), ledger entries and reconciliations, and signature processes (with their documents,
          *     signatories and audit), all in one transaction. Other commerces are untouched; the
-         *     commerce, its secret and API keys stay. Mandate and customer ids can be used again.
+         *     commerce, its secret and API keys stay. Mandate and customer ids can be used again. With
+         *     `triggersOnly`, only `mandato trigger`'s throwaway records go. A reset never moves the
+         *     sandbox clock: it stays where `POST /sandbox/clock` left it.
          */
         post: operations["reset"];
         delete?: never;
@@ -1814,6 +1816,16 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** @description `customer.address`, as `POST /user` stores it (every member present, null when not given). */
+        Address: {
+            street: string | null;
+            number: string | null;
+            apartment: string | null;
+            commune: string | null;
+            city: string | null;
+            region: string | null;
+            country: string | null;
+        };
         AddressIn: {
             street?: string | null;
             number?: string | null;
@@ -1887,6 +1899,31 @@ export interface components {
             expiry: string;
             cvv: string;
         };
+        /**
+         * @description `mandate.charges` (`Charges::to_json`): what the mandate accepts. Members the type has no
+         *     use for are null: `amount`, `periodicity` and `startDate` for SUBSCRIPTION and PERMANENT
+         *     (`count` or `endDate` ends a SUBSCRIPTION), `amount` and `dueDate` for ONEPAY,
+         *     `maxAmount` (optional) for DYNAMIC.
+         */
+        Charges: {
+            currencyId: string;
+            /**
+             * Format: double
+             * @description Exact, in the currency's major unit.
+             */
+            amount: number | null;
+            periodicity: string | null;
+            /** Format: date */
+            startDate: string | null;
+            /** Format: int64 */
+            count: number | null;
+            /** Format: date */
+            endDate: string | null;
+            /** Format: date */
+            dueDate: string | null;
+            /** Format: double */
+            maxAmount: number | null;
+        };
         ChargesIn: {
             /** @enum {string} */
             currencyId: "CLP" | "CLF" | "USD";
@@ -1924,7 +1961,7 @@ export interface components {
             userId: string;
             identificationDocument: components["schemas"]["IdentificationDocumentDto"];
             personalInformation: components["schemas"]["PersonalInformationDto"];
-            address: Record<string, never> | null;
+            address: components["schemas"]["Address"] | null;
             contacts: components["schemas"]["ContactsDto"];
             /** Format: date-time */
             createdAt: string;
@@ -1964,6 +2001,18 @@ export interface components {
             publicKey: string;
         } & {
             [key: string]: unknown;
+        };
+        /** @description The mandate's `paymentMethod` once a method is enrolled (`activation::enrolled_method`). */
+        EnrolledMethod: {
+            /**
+             * Format: int64
+             * @description 3 credit card, 4 debit card, 5 PAC, 6 EPAC, 11 prepaid card, 14 direct EPAC.
+             */
+            id: number;
+            /** @description `CREDIT_CARD`, `DEBIT_CARD`, `PAC`, `EPAC`, `PREPAID_CARD`, `DIRECT_EPAC`. */
+            name: string;
+            /** @description The brand or bank and the last four digits, e.g. `VISA **** 4242`. */
+            instrument: string;
         };
         Envelope_ClockPayload: {
             /** Format: int32 */
@@ -2107,8 +2156,7 @@ export interface components {
                 paymentMethodId: number | null;
                 authorizationCode: string | null;
                 rejection: components["schemas"]["RejectionDto"] | null;
-                /** @description Manual payment evidence, when marked paid by the merchant. */
-                payment: Record<string, never> | null;
+                payment: components["schemas"]["ManualPayment"] | null;
             };
         };
         Envelope_InstallmentsPayload: {
@@ -2181,8 +2229,7 @@ export interface components {
             payload: {
                 mandate: components["schemas"]["MandateDto"];
                 customer: components["schemas"]["CustomerDto"];
-                /** @description The enrolled method (`id`, `name`, masked `instrument`); null before activation. */
-                paymentMethod: Record<string, never> | null;
+                paymentMethod: components["schemas"]["EnrolledMethod"] | null;
                 /** @description Ordered by due date. */
                 installments: components["schemas"]["InstallmentDto"][];
             };
@@ -2446,7 +2493,7 @@ export interface components {
             /** @description The webhook URL (null for NO_URL events). */
             url: string | null;
             /** @description The exact signed body, with `fileBase64` masked as `"***"`. */
-            body: Record<string, never>;
+            body: components["schemas"]["PaymentEvent"] | components["schemas"]["ActivationEvent"] | components["schemas"]["SignatureEvent"];
         };
         /**
          * @description Where the event's own delivery stands. `NO_URL`: the merchant gave no webhook URL, so the
@@ -2536,8 +2583,7 @@ export interface components {
             paymentMethodId: number | null;
             authorizationCode: string | null;
             rejection: components["schemas"]["RejectionDto"] | null;
-            /** @description Manual payment evidence, when marked paid by the merchant. */
-            payment: Record<string, never> | null;
+            payment: components["schemas"]["ManualPayment"] | null;
         };
         InstallmentIdsIn: {
             ids?: string[] | null;
@@ -2641,7 +2687,7 @@ export interface components {
              * @description The accepted charges: `currencyId`, `amount`, `periodicity`, `startDate`, `count`,
              *     `endDate`, `dueDate`, `maxAmount` (null where the type has none).
              */
-            charges: Record<string, never>;
+            charges: components["schemas"]["Charges"];
             paymentMethods: number[];
             metadata: Record<string, never> | null;
             urls: components["schemas"]["UrlsDto"];
@@ -2702,6 +2748,26 @@ export interface components {
              *     at `GET /mandate/internalId/{internalId}/document`).
              */
             sealedSha256: string | null;
+        };
+        /**
+         * @description `installment.payment`: the evidence of a payment the merchant marked
+         *     (`PUT /installments/status`, `operations::installments::change_state`).
+         */
+        ManualPayment: {
+            /**
+             * Format: date
+             * @description The business date the customer paid.
+             */
+            date: string;
+            /**
+             * Format: double
+             * @description Exact, in the currency's major unit.
+             */
+            amount: number;
+            currencyId: string;
+            authorizationCode: string | null;
+            /** @description How it was paid, as the merchant wrote it (e.g. `TRANSFER`). */
+            method: string | null;
         };
         MatchedLine: {
             line: components["schemas"]["PayoutLineDto"];
@@ -2830,6 +2896,13 @@ export interface components {
              * @default false
              */
             keepCustomers: boolean;
+            /**
+             * @description Remove only what `mandato trigger` made (its throwaway `trigger-*` customers, mandates
+             *     and signature processes, with their installments, events and ledger entries); the
+             *     commerce's own test data stays. `keepCustomers` has no effect with it.
+             * @default false
+             */
+            triggersOnly: boolean;
         };
         RunSummaryDto: {
             /**
@@ -3170,7 +3243,7 @@ export interface components {
                 userId: string;
             };
             /** @description The enrolled method (`id`, `name`, masked instrument); null for a mandate cancelled before activation. */
-            paymentMethod: Record<string, never> | null;
+            paymentMethod: components["schemas"]["EnrolledMethod"] | null;
             /** Format: date-time */
             dateTime: string;
             /** @description EPAC and direct EPAC: the signed mandate document (PDF). */
@@ -4641,8 +4714,7 @@ export interface components {
         MandatePayload: {
             mandate: components["schemas"]["MandateDto"];
             customer: components["schemas"]["CustomerDto"];
-            /** @description The enrolled method (`id`, `name`, masked `instrument`); null before activation. */
-            paymentMethod: Record<string, never> | null;
+            paymentMethod: components["schemas"]["EnrolledMethod"] | null;
             /** @description Ordered by due date. */
             installments: components["schemas"]["InstallmentDto"][];
         };
@@ -4768,7 +4840,7 @@ export interface components {
         NotificationPayload: {
             event: components["schemas"]["EventDto"];
             /** @description The body as sent, with `fileBase64` masked. */
-            body: Record<string, never>;
+            body: components["schemas"]["PaymentEvent"] | components["schemas"]["ActivationEvent"] | components["schemas"]["SignatureEvent"];
             attempts: components["schemas"]["AttemptDto"][];
         };
         PasswordChangeRequest: {

@@ -9,9 +9,10 @@
 //! ends; then the key starts afresh.
 //!
 //! The keys an attacker can invent (any e-mail address) are bounded: at most [`MAX_KEYS`]
-//! windows are kept, finished ones are dropped first, then the oldest. Every new key costs an
-//! argon2 check, and only two of those run at once (`auth::password`), so filling the table
-//! takes far longer than a window lasts.
+//! windows are kept. A new key when the table is full drops the finished windows; when none
+//! has finished, the new key is refused ([`Decision::Crowded`], 429 like a lock) until the
+//! oldest window ends. A window still open is never dropped to make room: otherwise a flood of
+//! sign-ins to invented e-mails would push a locked account's window out and unlock it.
 
 use chrono::{DateTime, Duration, Utc};
 
@@ -67,6 +68,16 @@ pub enum Decision {
     Counted(Window),
     /// Refused: try again after this many seconds (at least 1).
     Locked { retry_after_secs: u64 },
+    /// Refused without counting: the key has no window and the table of windows is full of open
+    /// ones (a flood of invented keys); room comes when the oldest ends, in this many seconds.
+    Crowded { retry_after_secs: u64 },
+}
+
+/// Seconds from `now` until `window` ends, rounded up and at least 1: a client that waits
+/// exactly this long finds it closed.
+pub fn seconds_left(window: &Window, now: DateTime<Utc>) -> u64 {
+    let left = (window.ends_at() - now).num_milliseconds();
+    u64::try_from((left + 999) / 1000).unwrap_or(1).max(1)
 }
 
 /// Whether an attempt at `now` may go ahead, given the key's window (if any).
@@ -74,11 +85,8 @@ pub fn attempt(current: Option<Window>, now: DateTime<Utc>) -> Decision {
     match current {
         Some(window) if now < window.ends_at() => {
             if window.failures >= MAX_FAILURES {
-                let left = (window.ends_at() - now).num_milliseconds();
-                // Rounded up: a client that waits exactly this long finds the window closed.
-                let secs = u64::try_from((left + 999) / 1000).unwrap_or(1).max(1);
                 Decision::Locked {
-                    retry_after_secs: secs,
+                    retry_after_secs: seconds_left(&window, now),
                 }
             } else {
                 Decision::Counted(Window {

@@ -73,6 +73,25 @@ pub fn check_shown_text(text: &str) -> Result<(), RefusedCharacter> {
     }
 }
 
+/// Text from elsewhere (a received body, an error) as a terminal line shows it without obeying
+/// it: every character [`is_refused`] would refuse is written as `\u{XXXX}`, so an escape
+/// sequence (ESC ] 0 ; title BEL, ESC ] 52 ; clipboard) or a direction override is seen, not
+/// run, and a line break cannot forge another line.
+pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(is_refused) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_refused(c) {
+            shown.push_str(&format!("\\u{{{:04X}}}", u32::from(c)));
+        } else {
+            shown.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(shown)
+}
+
 /// A text cell of a CSV export as a spreadsheet will not run it. Excel, LibreOffice and Google
 /// Sheets read a cell that starts with `=`, `+`, `-` or `@` (or a tab or carriage return before
 /// one) as a formula, so a merchant's id or reference like `=HYPERLINK(...)` would run when an
@@ -126,6 +145,19 @@ mod tests {
         ] {
             assert_eq!(check_shown_text(text), Ok(()), "{text:?}");
         }
+    }
+
+    #[test]
+    fn a_terminal_sees_escape_sequences_instead_of_running_them() {
+        assert_eq!(terminal_safe("payment"), "payment");
+        assert!(matches!(
+            terminal_safe("payment"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(
+            terminal_safe("\u{1b}]0;pwned\u{7}x\u{202E}y\nz"),
+            "\\u{001B}]0;pwned\\u{0007}x\\u{202E}y\\u{000A}z"
+        );
     }
 
     #[test]

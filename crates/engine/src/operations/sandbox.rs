@@ -12,17 +12,23 @@ use mandato_store::audit::CorrelationClaim;
 use mandato_store::db::Db;
 use mandato_store::deliveries::{self, AttemptRow, EventSummary};
 use mandato_store::installments::{self, InstallmentRow};
-use mandato_store::sandbox_reset::{self, ResetCounts};
+use mandato_store::sandbox_reset::{self, ResetCounts, Scope, TriggerRecord};
 use mandato_store::{calendar, mandates, settings};
 
 use super::Ctx;
 use crate::Engine;
 use crate::charging::run::{RunSummary, Trigger};
 
-/// Removes one commerce's test data (its customers too unless `keep_customers`), children
-/// first, in the caller's transaction (`POST /sandbox/reset` and `mandato sandbox reset`).
-pub fn reset(tx: Db<'_>, commerce_id: i64, keep_customers: bool) -> Result<ResetCounts> {
-    Ok(sandbox_reset::reset(tx, commerce_id, keep_customers)?)
+/// Removes one commerce's test data (all of it, or only `mandato trigger`'s), children first,
+/// in the caller's transaction (`POST /sandbox/reset` and `mandato sandbox reset`).
+pub fn reset(tx: Db<'_>, commerce_id: i64, scope: Scope) -> Result<ResetCounts> {
+    Ok(sandbox_reset::reset(tx, commerce_id, scope)?)
+}
+
+/// Marks a record `mandato trigger` made, in its creation's transaction, so that totals leave
+/// it out and `sandbox reset --triggers-only` finds it.
+pub fn mark_trigger_record(tx: Db<'_>, record: TriggerRecord) -> Result<()> {
+    Ok(sandbox_reset::mark_trigger_record(tx, record)?)
 }
 
 /// Sends one of the acting commerce's events again now; false when it has no such event with
