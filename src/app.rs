@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use anyhow::Context;
 use axum::extract::ConnectInfo;
@@ -12,6 +12,7 @@ use tokio::sync::{Semaphore, oneshot};
 
 use crate::clock::Clock;
 use crate::config::{Config, HttpLimits};
+use crate::connections::{Activity, Connections, Room};
 use crate::http::{AppState, Shared};
 use mandato_engine::Engine;
 
@@ -119,13 +120,15 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
     })
 }
 
-/// The accept loop (CONTRACT 12, "HTTP"). A connection is accepted only with one of
-/// `max_connections` permits, held until it closes (and counted in `open`): at the cap the loop stops accepting and further clients wait
-/// in the kernel's backlog, rather than being accepted and dropped or exhausting file
-/// descriptors. Headers must arrive within `header_read_timeout` (also the longest a kept-alive
-/// connection sits idle), so stalled clients give their slot back; the request time limit is
-/// the router's outermost layer. On `stop` the listener closes, and in-flight requests finish
-/// while idle connections close.
+/// The accept loop (CONTRACT 12, "HTTP"). A connection is served only with one of
+/// `max_connections` permits, held until it closes (and counted in `open`). A newcomer past
+/// the cap, or past its address's share, makes room by closing an idle connection
+/// (`connections.rs` says which); when every connection is serving a request the loop waits
+/// for one to end, and further clients wait in the kernel's backlog rather than being accepted
+/// and dropped or exhausting file descriptors. Headers must arrive within
+/// `header_read_timeout` (also the longest a kept-alive connection sits idle), so stalled
+/// clients give their slot back; the request time limit is the router's outermost layer. On
+/// `stop` the listener closes, and in-flight requests finish while idle connections close.
 async fn serve(
     listener: TcpListener,
     app: axum::Router,
@@ -139,14 +142,8 @@ async fn serve(
         .header_read_timeout(limits.header_read_timeout);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let connections = Arc::new(Connections::new(limits.max_connections));
     loop {
-        let permit = tokio::select! {
-            biased;
-            _ = &mut stop => break,
-            permit = Arc::clone(&slots).acquire_owned() => {
-                permit.expect("the connection semaphore is never closed")
-            }
-        };
         let (tcp, peer) = tokio::select! {
             biased;
             _ = &mut stop => break,
@@ -158,22 +155,50 @@ async fn serve(
                 }
             },
         };
+        let room = loop {
+            match connections.make_room(peer.ip()) {
+                Room::Later(wait) => tokio::select! {
+                    biased;
+                    _ = &mut stop => break None,
+                    _ = tokio::time::sleep(wait) => {}
+                },
+                room => break Some(room),
+            }
+        };
+        match room {
+            None => break,
+            // Closed at once: its address holds its share, every one of them busy.
+            Some(Room::Refuse) => continue,
+            Some(_) => {}
+        }
+        let permit = tokio::select! {
+            biased;
+            _ = &mut stop => break,
+            permit = Arc::clone(&slots).acquire_owned() => {
+                permit.expect("the connection semaphore is never closed")
+            }
+        };
         // Without it, small responses wait on delayed ACKs (about 40 ms per request).
         let _ = tcp.set_nodelay(true);
-        let app = app.clone();
-        let service = hyper::service::service_fn(move |mut request: hyper::Request<_>| {
-            // Handlers read the peer through `ConnectInfo`, as with `axum::serve`.
-            request.extensions_mut().insert(ConnectInfo(peer));
-            let mut app = app.clone();
-            async move { tower_service::Service::call(&mut app, request).await }
-        });
-        let io = TokioIo::new(WriteStallLimit::new(tcp, limits.request_timeout));
+        let admitted = connections.admit(peer.ip());
+        let service = busy_while_serving(app.clone(), peer, Arc::clone(&admitted.activity));
+        let linger = Arc::new(AtomicBool::new(true));
+        let io = TokioIo::new(WriteStallLimit::new(
+            tcp,
+            limits.request_timeout,
+            Arc::clone(&linger),
+        ));
         let connection = graceful.watch(http.serve_connection(io, service));
         open.fetch_add(1, Ordering::Relaxed);
-        let open = Arc::clone(&open);
+        let (open, connections) = (Arc::clone(&open), Arc::clone(&connections));
         tokio::spawn(async move {
-            // Its errors are the client's doing (gone, too slow, not HTTP): nothing to report.
-            let _ = connection.await;
+            tokio::select! {
+                // Its errors are the client's doing (gone, too slow, not HTTP): nothing to report.
+                _ = connection => {}
+                // Idle, and its slot wanted by a newcomer: closed at once, nothing to linger for.
+                _ = admitted.close.notified() => linger.store(false, Ordering::Relaxed),
+            }
+            connections.leave(admitted.id);
             open.fetch_sub(1, Ordering::Relaxed);
             drop(permit);
         });
@@ -183,21 +208,59 @@ async fn serve(
     Ok(())
 }
 
+/// The router as one connection's service: each request knows its peer (through
+/// `ConnectInfo`, as with `axum::serve`), and the connection counts as busy from the moment a
+/// request head is read until its response body has been written.
+fn busy_while_serving(
+    app: axum::Router,
+    peer: SocketAddr,
+    activity: Arc<Activity>,
+) -> impl hyper::service::Service<
+    hyper::Request<hyper::body::Incoming>,
+    Response = axum::response::Response,
+    Error = std::convert::Infallible,
+    Future = impl Send,
+> + Clone {
+    hyper::service::service_fn(move |mut request: hyper::Request<_>| {
+        request.extensions_mut().insert(ConnectInfo(peer));
+        let mut app = app.clone();
+        let busy = activity.busy();
+        async move {
+            use http_body_util::BodyExt;
+            let response = tower_service::Service::call(&mut app, request).await?;
+            // The guard goes with the body: dropped once hyper has written (or dropped) it.
+            Ok(response.map(|body| {
+                axum::body::Body::new(body.map_frame(move |frame| {
+                    let _writing = &busy;
+                    frame
+                }))
+            }))
+        }
+    })
+}
+
 /// A connection whose answer makes no progress for `limit` fails: a client that stops reading
 /// its response (the slow-reading half of slowloris) gives its slot back instead of holding it
 /// forever. The request time limit ends when the response starts; this covers the rest.
 struct WriteStallLimit {
     /// Taken only when the connection is dropped, to linger (see `Drop`).
     tcp: Option<tokio::net::TcpStream>,
+    /// Cleared for an idle connection closed to make room: no answer is on its way.
+    linger: Arc<AtomicBool>,
     limit: std::time::Duration,
     /// Running while writes wait for the client to read.
     stalled: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl WriteStallLimit {
-    fn new(tcp: tokio::net::TcpStream, limit: std::time::Duration) -> Self {
+    fn new(
+        tcp: tokio::net::TcpStream,
+        limit: std::time::Duration,
+        linger: Arc<AtomicBool>,
+    ) -> Self {
         WriteStallLimit {
             tcp: Some(tcp),
+            linger,
             limit,
             stalled: None,
         }
@@ -294,7 +357,9 @@ impl Drop for WriteStallLimit {
         else {
             return;
         };
-        runtime.spawn(linger(tcp));
+        if self.linger.load(Ordering::Relaxed) {
+            runtime.spawn(linger(tcp));
+        }
     }
 }
 

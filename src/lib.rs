@@ -9,6 +9,7 @@
 
 pub mod app;
 pub mod cli;
+mod connections;
 
 // The developer commands, at the paths their tests use.
 pub use cli::{listen, trigger};
