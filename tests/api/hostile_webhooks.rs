@@ -260,13 +260,18 @@ fn dev_cert(app: &TestApp) -> (String, String) {
 /// Writes an outbox event to `url` as if an older version (or the sandbox) had accepted it,
 /// and wakes the worker. Answers the event id.
 fn event_to(app: &TestApp, url: &str) -> String {
+    event_of(app, COMMERCE, url)
+}
+
+/// `event_to` for one commerce's event.
+fn event_of(app: &TestApp, commerce_code: &str, url: &str) -> String {
     let id = format!("evt_{}", uuid::Uuid::now_v7().simple());
     let created_at = mandato::clock::timestamp(app.clock_now());
     app.running
         .state
         .store()
         .write(|tx| {
-            let commerce = commerces::by_code(tx, COMMERCE)?.expect("the commerce");
+            let commerce = commerces::by_code(tx, commerce_code)?.expect("the commerce");
             events::insert(
                 tx,
                 &events::NewEvent {
@@ -384,6 +389,49 @@ async fn an_endless_body_is_read_to_64_kib_then_the_connection_is_dropped() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(hostile.body_sent.load(Ordering::SeqCst) < 64 * 1024 * 1024);
+}
+
+/// One commerce's 200 events to eight black-holed ports (connections accepted, nothing ever
+/// answered: each attempt holds its slot for the 15 s timeout) once took every sending slot, and
+/// another commerce's event waited for them (56 s measured). A commerce past its share of the
+/// slots leaves the rest to the others: the other commerce's event goes at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_commerces_dead_receivers_do_not_delay_anothers_events() {
+    let app = spawn_app_with(Options {
+        delivery: delivery(Duration::from_secs(15)),
+        ..Options::default()
+    })
+    .await;
+    let mut holes = Vec::new();
+    for _ in 0..8 {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        holes.push(format!(
+            "https://localhost:{}/hooks",
+            listener.local_addr().unwrap().port()
+        ));
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((tcp, _)) = listener.accept().await {
+                held.push(tcp);
+            }
+        });
+    }
+    for n in 0..200 {
+        event_of(&app, COMMERCE, &holes[n % holes.len()]);
+    }
+    // The black holes now hold what they can.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (cert, key) = dev_cert(&app);
+    let answering = Hostile::start(&cert, &key, Misbehaviour::Sized(200, 2)).await;
+    let started = Instant::now();
+    let event = event_of(&app, OTHER_COMMERCE, &answering.url());
+    let attempt = first_attempt(&app, &event, Duration::from_secs(10)).await;
+    eprintln!(
+        "another commerce's event, behind 200 to black holes: attempted after {:?}",
+        started.elapsed()
+    );
+    assert_eq!(attempt.status_code, Some(200));
+    assert_eq!(attempt.outcome, "DELIVERED");
 }
 
 #[tokio::test(flavor = "multi_thread")]

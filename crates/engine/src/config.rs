@@ -274,6 +274,16 @@ impl Default for DeliveryConfig {
 }
 
 impl DeliveryConfig {
+    /// A commerce's share of the sending slots: beyond it, a commerce takes a slot only while
+    /// more than this many stay free, so that one commerce's slow or dead receivers (any
+    /// number of hosts) never hold every slot and another commerce's events go at once.
+    pub fn commerce_share(&self) -> usize {
+        (self.max_in_flight / 4)
+            .max(self.max_per_host)
+            .min(self.max_in_flight)
+            .max(1)
+    }
+
     /// Automatic attempts in all: the first plus one per retry step.
     pub fn max_attempts(&self) -> i64 {
         self.retry_schedule.len() as i64 + 1

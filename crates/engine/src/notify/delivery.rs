@@ -16,6 +16,7 @@
 
 use mandato_store::db::Db;
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -92,6 +93,7 @@ impl Deliverer {
             clock,
             global: Arc::new(Semaphore::new(config.max_in_flight)),
             hosts: HashMap::new(),
+            commerces: HashMap::new(),
             claimed: Arc::new(Mutex::new(HashSet::new())),
             config: Arc::new(config),
             sandbox,
@@ -142,6 +144,8 @@ struct Worker {
     destinations: Destinations,
     global: Arc<Semaphore>,
     hosts: HashMap<String, Arc<Semaphore>>,
+    /// Sends in flight per commerce (see `DeliveryConfig::commerce_share`).
+    commerces: HashMap<i64, Arc<AtomicUsize>>,
     /// Events read for sending whose result is not committed yet: waiting in the window, in
     /// flight, or on their way to the writer. Never read again until the writer frees them.
     claimed: Arc<Mutex<HashSet<i64>>>,
@@ -486,9 +490,10 @@ impl Worker {
     }
 
     /// Starts a send for every waiting event whose host has a free slot, oldest first; a host
-    /// whose slots are busy is passed over, not waited for. Returns how many started.
+    /// whose slots are busy is passed over, not waited for, and so is a commerce past its share
+    /// while only its share of slots is free. Returns how many started.
     fn dispatch(
-        &self,
+        &mut self,
         client: &reqwest::Client,
         window: &mut VecDeque<Waiting>,
         results: &mpsc::UnboundedSender<Sent>,
@@ -498,6 +503,18 @@ impl Worker {
         while i < window.len() && self.global.available_permits() > 0 {
             // A cheap look first: with one busy host, most of the window is its events.
             if window[i].host.available_permits() == 0 {
+                i += 1;
+                continue;
+            }
+            let share = self.config.commerce_share();
+            let in_flight = Arc::clone(
+                self.commerces
+                    .entry(window[i].event.commerce_id)
+                    .or_default(),
+            );
+            if in_flight.load(Ordering::Acquire) >= share
+                && self.global.available_permits() <= share
+            {
                 i += 1;
                 continue;
             }
@@ -515,6 +532,7 @@ impl Worker {
             let duplicate =
                 faults.duplicate_every > 0 && event.seq % i64::from(faults.duplicate_every) == 0;
             started += 1;
+            let commerce_slot = CommerceSlot::take(in_flight);
             tokio::spawn(send(
                 client.clone(),
                 Arc::clone(&self.clock),
@@ -523,7 +541,7 @@ impl Worker {
                 event,
                 duplicate,
                 results.clone(),
-                (global_permit, host_permit),
+                (global_permit, host_permit, commerce_slot),
                 Arc::clone(&self.slot_freed),
             ));
         }
@@ -584,6 +602,22 @@ impl Worker {
     }
 }
 
+/// One of a commerce's sends in flight, counted until dropped.
+struct CommerceSlot(Arc<AtomicUsize>);
+
+impl CommerceSlot {
+    fn take(in_flight: Arc<AtomicUsize>) -> CommerceSlot {
+        in_flight.fetch_add(1, Ordering::AcqRel);
+        CommerceSlot(in_flight)
+    }
+}
+
+impl Drop for CommerceSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// How long to wait for `at`: at least 5 ms, at most the poll interval.
 fn wait_until(now: DateTime<Utc>, at: DateTime<Utc>, config: &DeliveryConfig) -> Duration {
     let wait = (at - now).to_std().unwrap_or(Duration::ZERO);
@@ -600,7 +634,7 @@ async fn send(
     event: DueEvent,
     duplicate: bool,
     results: mpsc::UnboundedSender<Sent>,
-    permits: (OwnedSemaphorePermit, OwnedSemaphorePermit),
+    permits: (OwnedSemaphorePermit, OwnedSemaphorePermit, CommerceSlot),
     slot_freed: Arc<Notify>,
 ) {
     let kind = if event.manual {
