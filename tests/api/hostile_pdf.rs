@@ -118,6 +118,18 @@ fn values_bomb() -> Vec<u8> {
     )
 }
 
+/// A valid one-page PDF whose object stream holds `values` integers: costly to parse, within
+/// the budget.
+fn heavy_pdf(values: usize) -> Vec<u8> {
+    let mut content = b"5 0 [".to_vec();
+    content.extend(b"0 ".repeat(values));
+    content.push(b']');
+    pdf_with_stream(
+        "/Type /ObjStm /N 1 /First 4 /Filter /FlateDecode",
+        &zlib(&content),
+    )
+}
+
 /// 50,000 arrays, each inside the one before.
 fn nested_bomb() -> Vec<u8> {
     let mut pdf = plain_pdf();
@@ -302,6 +314,71 @@ async fn another_commerces_writes_are_answered_while_bombs_are_refused() {
     assert!(
         slowest < Duration::from_secs(30),
         "slowest write {slowest:?}"
+    );
+}
+
+/// One commerce's heavy uploads wait behind each other, not ahead of another commerce's: five
+/// of them, each of documents near the parsing budget, sent at once; another commerce's small
+/// upload, sent after them, is answered while most of them still wait (in one queue for
+/// everyone it waited until the last but one had started).
+#[tokio::test(flavor = "multi_thread")]
+async fn one_commerces_heavy_uploads_do_not_queue_ahead_of_anothers() {
+    let mut app = spawn_app().await;
+    app.act_as(OTHER_COMMERCE).await;
+    app.create_customer("cust-a", &rut(21_000_000)).await;
+    let other_token = app.token.clone().unwrap();
+    app.act_as(COMMERCE).await;
+    let heavy = body(&vec![heavy_pdf(900_000); 10]);
+    let small = body(&[plain_pdf()]);
+    let order = std::sync::Mutex::new(Vec::new());
+    let heavy_uploads = async {
+        let one = |n: usize| {
+            let (app, heavy, order) = (&app, &heavy, &order);
+            async move {
+                let reply = app.post("/signature", heavy).await;
+                assert_ne!(reply.status.as_u16(), 500, "{:?}", reply.body);
+                order.lock().unwrap().push(format!("heavy {n}"));
+            }
+        };
+        tokio::join!(one(1), one(2), one(3), one(4), one(5));
+    };
+    let other = async {
+        // After the heavy ones have reached the parser's queue.
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        let started = Instant::now();
+        let reply = app
+            .request_with(
+                reqwest::Method::POST,
+                "/signature",
+                Some(&small),
+                |headers| {
+                    for (name, value) in headers.iter_mut() {
+                        if name == "commerce" {
+                            *value = OTHER_COMMERCE.to_string();
+                        }
+                        if name == "Authorization" {
+                            *value = format!("Bearer {other_token}");
+                        }
+                    }
+                },
+            )
+            .await;
+        reply.expect(201, "SIGNATURE_CREATE_OK");
+        order.lock().unwrap().push("other".to_string());
+        started.elapsed()
+    };
+    let started = Instant::now();
+    let ((), other_took) = tokio::join!(heavy_uploads, other);
+    let order = order.into_inner().unwrap();
+    println!(
+        "five heavy uploads done in {:?}; the other commerce's answered in {other_took:?}; \
+         order {order:?}",
+        started.elapsed()
+    );
+    let after_other = order.len() - 1 - order.iter().position(|o| o == "other").unwrap();
+    assert!(
+        after_other >= 3,
+        "the other commerce waited behind the heavy uploads: {order:?}"
     );
 }
 

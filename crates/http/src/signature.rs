@@ -335,8 +335,9 @@ pub async fn create_signature(
         return Ok(replayed);
     }
     // PDF parsing is bounded (CONTRACT 12): at most two requests parse at once, each on one
-    // blocking thread, outside any store transaction. Waiting here ends with the request.
-    let permit = pdf::permit().await;
+    // blocking thread, outside any store transaction, and one commerce at most one of them.
+    // Waiting here ends with the request.
+    let permit = pdf::turn(pdf::Party::Commerce(authed.commerce.id)).await;
     let mut draft = tokio::task::spawn_blocking(move || {
         let draft = Draft::parse(body);
         drop(permit);

@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use lopdf::{Dictionary, Document, LoadOptions, Object, ObjectId, Stream, dictionary};
 
@@ -125,15 +126,56 @@ impl Geometry {
 /// blocking thread, so PDFs never take more than this many cores.
 pub const CONCURRENT: usize = 2;
 
+/// How many of them one party may run at once: one fewer than all, so that one commerce's
+/// uploads (however many, however heavy) always leave a turn to the others.
+pub const PER_PARTY: usize = if CONCURRENT > 1 { CONCURRENT - 1 } else { 1 };
+
 static PERMITS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(CONCURRENT);
 
-/// Waits for a turn to parse or seal; the turn ends when the permit is dropped. A caller that
-/// gives up (a request cut at its time limit) leaves the queue.
-pub async fn permit() -> tokio::sync::SemaphorePermit<'static> {
-    PERMITS
+/// Whose PDF work a turn is for: a commerce's upload, or the installation's own work
+/// (sealing, the customer's and staff's pages).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Party {
+    Commerce(i64),
+    Installation,
+}
+
+/// A turn to parse or seal; it ends when dropped.
+pub struct Turn {
+    _all: tokio::sync::SemaphorePermit<'static>,
+    _own: tokio::sync::OwnedSemaphorePermit,
+}
+
+/// Waits for a turn: first among the party's own work (at most [`PER_PARTY`] at once), then
+/// for one of the process's [`CONCURRENT`]. The second queue holds at most one waiter per
+/// party, so a newcomer waits behind one request of each other party, never behind another
+/// commerce's backlog. A caller that gives up (a request cut at its time limit) leaves the
+/// queues.
+pub async fn turn(party: Party) -> Turn {
+    let own = party_turns(party)
+        .acquire_owned()
+        .await
+        .expect("a party's semaphore is never closed");
+    let all = PERMITS
         .acquire()
         .await
-        .expect("the PDF semaphore is never closed")
+        .expect("the PDF semaphore is never closed");
+    Turn {
+        _all: all,
+        _own: own,
+    }
+}
+
+fn party_turns(party: Party) -> Arc<tokio::sync::Semaphore> {
+    static PARTIES: std::sync::LazyLock<
+        std::sync::Mutex<std::collections::HashMap<Party, Arc<tokio::sync::Semaphore>>>,
+    > = std::sync::LazyLock::new(Default::default);
+    let mut parties = PARTIES.lock().unwrap_or_else(|p| p.into_inner());
+    Arc::clone(
+        parties
+            .entry(party)
+            .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(PER_PARTY))),
+    )
 }
 
 /// Loads a document whose cost [`budget::measure`] has accepted.

@@ -112,7 +112,7 @@ impl Sealer {
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         };
-        let permit = pdf::permit().await;
+        let permit = pdf::turn(pdf::Party::Installation).await;
         let store = Arc::clone(&self.store);
         let act = self.act();
         let result = tokio::task::spawn_blocking(move || {

@@ -468,7 +468,7 @@ fn activated_mandate(
 /// The page count of each sealed document, read from its PDF off the async runtime and under
 /// the PDF permits (a sealed document is as large as its original, up to 10 MiB).
 async fn sealed_page_counts(sealed: Vec<Vec<u8>>) -> Result<Vec<i64>, Error> {
-    let _turn = pdf::permit().await;
+    let _turn = pdf::turn(pdf::Party::Installation).await;
     tokio::task::spawn_blocking(move || {
         sealed
             .iter()

@@ -166,7 +166,7 @@ pub(super) async fn start(
 /// workers and under the PDF permit.
 async fn inspect(bytes: Vec<u8>, mandate_id: &str) -> Result<NewDocument> {
     let name = document_name(mandate_id);
-    let permit = pdf::permit().await;
+    let permit = pdf::turn(pdf::Party::Installation).await;
     tokio::task::spawn_blocking(move || {
         let inspection = pdf::inspect(&bytes);
         drop(permit);

@@ -237,7 +237,7 @@ async fn sealed_page_counts(state: &AppState, c: &Ceremony) -> Result<Vec<Option
     }
     let seqs: Vec<i64> = c.view.documents.iter().map(|d| d.seq).collect();
     let sealed = state.read_unscoped(|conn| pages::sealed_documents(conn, &seqs))?;
-    let _permit = pdf::permit().await;
+    let _permit = pdf::turn(pdf::Party::Installation).await;
     tokio::task::spawn_blocking(move || {
         sealed
             .into_iter()
