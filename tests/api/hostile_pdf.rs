@@ -1,7 +1,8 @@
 //! Hostile PDFs at `POST /signature` (CONTRACT 12, "Documents"): small uploads that would
 //! inflate past 256 MiB, hold more than 1,000,000 values or nest past the parser's depth are
 //! refused with 400 `DOCUMENT_TOO_COMPLEX` at their document's `contentBase64`; `mandato serve`
-//! stays under 300 MB resident through them (measured on the server's own process), and another
+//! stays under 300 MB resident through them (measured on the server's own process), under
+//! 400 MB through forty 13 MiB uploads and a thousand strangers' bodies at once, and another
 //! commerce's writes are answered while bombs are measured. The bombs are made here.
 
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use flate2::{Compress, Compression, FlushCompress};
 use lopdf::{Document, Object, Stream, dictionary};
 use serde_json::{Value, json};
 
-use crate::cli::{headers, mandato, serve};
+use crate::cli::{headers, serve};
 use crate::helpers::*;
 
 /// The resident memory the contract allows through a bomb.
@@ -169,12 +170,17 @@ struct RssWatch {
 
 impl RssWatch {
     fn start() -> RssWatch {
+        RssWatch::of("self".into())
+    }
+
+    /// Samples the process `pid` (`self`: this one).
+    fn of(pid: String) -> RssWatch {
         let stop = Arc::new(AtomicBool::new(false));
-        let peak = Arc::new(AtomicU64::new(resident_bytes("self")));
+        let peak = Arc::new(AtomicU64::new(resident_bytes(&pid)));
         let (s, p) = (Arc::clone(&stop), Arc::clone(&peak));
         let thread = std::thread::spawn(move || {
             while !s.load(Ordering::Relaxed) {
-                p.fetch_max(resident_bytes("self"), Ordering::Relaxed);
+                p.fetch_max(resident_bytes(&pid), Ordering::Relaxed);
                 std::thread::sleep(Duration::from_millis(5));
             }
         });
@@ -386,82 +392,27 @@ async fn one_commerces_heavy_uploads_do_not_queue_ahead_of_anothers() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_server_stays_under_300_mb_through_bombs() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path();
-    mandato(
-        data,
-        &[
-            "commerce",
-            "add",
-            "--code",
-            COMMERCE,
-            "--name",
-            "Bombas",
-            "--password-stdin",
-        ],
-        Some("bomb-password\n"),
-    );
-    let key = mandato(data, &["apikey", "create"], None)["apiKey"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let (mut server, base) = serve(data);
-    let pid = server.id().to_string();
+    let served = Served::start(dir.path()).await;
+    let Served {
+        ref base,
+        ref key,
+        ref token,
+        ..
+    } = served;
     let client = reqwest::Client::new();
     let call = |path: &str, body: Value, token: Option<&str>| {
         let mut request = client
             .post(format!("{base}/api/v1{path}"))
-            .headers(headers(COMMERCE, &key))
+            .headers(headers(COMMERCE, key))
             .json(&body);
         if let Some(token) = token {
             request = request.bearer_auth(token);
         }
         request.send()
     };
-    let public: Value = client
-        .get(format!("{base}/api/v1/.well-known/jwe-public-key"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let jwe: Value = call(
-        "/jwe/encrypt",
-        json!({"password": "bomb-password", "publicKey": public["payload"]["publicKey"]}),
-        None,
-    )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
-    let login: Value = call(
-        "/login",
-        json!({"username": COMMERCE, "password": jwe["payload"]["token"]}),
-        None,
-    )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
-    let token = login["payload"]["token"]
-        .as_str()
-        .expect("a session")
-        .to_string();
-
-    let idle = resident_bytes(&pid);
-    let stop = Arc::new(AtomicBool::new(false));
-    let peak = Arc::new(AtomicU64::new(idle));
-    let sampler = {
-        let (stop, peak, pid) = (Arc::clone(&stop), Arc::clone(&peak), pid.clone());
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                peak.fetch_max(resident_bytes(&pid), Ordering::Relaxed);
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        })
-    };
+    let token = token.as_str();
+    let idle = resident_bytes(&served.pid);
+    let watch = RssWatch::of(served.pid.clone());
     // Two at once, as many as may parse together.
     let bombs = [
         object_stream_bomb(),
@@ -472,8 +423,8 @@ async fn the_server_stays_under_300_mb_through_bombs() {
     let started = Instant::now();
     for pair in bombs.chunks(2) {
         let replies = futures_join(
-            call("/signature", body(&[pair[0].clone()]), Some(&token)),
-            call("/signature", body(&[pair[1].clone()]), Some(&token)),
+            call("/signature", body(&[pair[0].clone()]), Some(token)),
+            call("/signature", body(&[pair[1].clone()]), Some(token)),
         )
         .await;
         for reply in replies {
@@ -485,11 +436,8 @@ async fn the_server_stays_under_300_mb_through_bombs() {
         }
     }
     let took = started.elapsed();
-    stop.store(true, Ordering::Relaxed);
-    sampler.join().unwrap();
-    let peak = peak.load(Ordering::Relaxed);
-    let _ = server.kill();
-    let _ = server.wait();
+    let peak = watch.peak();
+    drop(served);
     println!(
         "server alone: idle {} MiB, peak {} MiB through 4 bombs (2 at once) refused in {took:?}",
         idle / (1024 * 1024),
@@ -497,6 +445,122 @@ async fn the_server_stays_under_300_mb_through_bombs() {
     );
     assert!(idle > 0, "the server's VmRSS was read");
     assert!(peak < RSS_LIMIT, "peak RSS {peak} bytes");
+}
+
+/// A valid PDF of about `mib` MiB: one page and an uncompressed stream of spaces, cheap to
+/// parse, large to hold.
+fn large_pdf(mib: usize) -> Vec<u8> {
+    pdf_with_stream("", &vec![b' '; mib * 1024 * 1024])
+}
+
+/// Forty uploads of 14 MiB at once, and a thousand strangers each sending a 1 MiB body to the
+/// staff sign-in: `mandato serve` stays under 400 MB resident (it grew by about 23 MB per
+/// concurrent upload, and by 1 MiB per stranger). Uploads beyond the memory for bodies in
+/// flight wait their turn, or are told to come back (503 `SERVICE_BUSY` with `Retry-After`);
+/// the strangers' bodies are refused at 16 KiB.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_server_stays_under_400_mb_through_40_large_uploads_and_1000_strangers() {
+    use tokio::io::AsyncWriteExt;
+    const LIMIT: u64 = 400 * 1024 * 1024;
+    let dir = tempfile::tempdir().unwrap();
+    let served = Served::start(dir.path()).await;
+    let idle = resident_bytes(&served.pid);
+    let watch = RssWatch::of(served.pid.clone());
+    let addr: std::net::SocketAddr = served.base.trim_start_matches("http://").parse().unwrap();
+    let strangers: Vec<_> = (0..1_000)
+        .map(|_| {
+            tokio::spawn(async move {
+                let Ok(mut tcp) = tokio::net::TcpStream::connect(addr).await else {
+                    return;
+                };
+                let head = format!(
+                    "POST /admin/api/session HTTP/1.1\r\nHost: {addr}\r\n\
+                     Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                    1024 * 1024
+                );
+                let _ = tcp.write_all(head.as_bytes()).await;
+                let _ = tcp.write_all(&vec![b' '; 1024 * 1024]).await;
+                tokio::time::sleep(Duration::from_secs(30)).await;
+            })
+        })
+        .collect();
+    let upload = bytes::Bytes::from(serde_json::to_vec(&body(&[large_pdf(10)])).unwrap());
+    assert!(upload.len() > 13 * 1024 * 1024 && upload.len() < 15 * 1024 * 1024);
+    let client = reqwest::Client::new();
+    let started = Instant::now();
+    let mut uploads = tokio::task::JoinSet::new();
+    for _ in 0..40 {
+        uploads.spawn(
+            client
+                .post(format!("{}/api/v1/signature", served.base))
+                .headers(headers(COMMERCE, &served.key))
+                .bearer_auth(&served.token)
+                .header("content-type", "application/json")
+                .body(upload.clone())
+                .send(),
+        );
+    }
+    let mut statuses = std::collections::BTreeMap::<u16, usize>::new();
+    while let Some(reply) = uploads.join_next().await {
+        let status = reply.unwrap().expect("answered").status().as_u16();
+        *statuses.entry(status).or_default() += 1;
+    }
+    let took = started.elapsed();
+    let peak = watch.peak();
+    for stranger in strangers {
+        stranger.abort();
+    }
+    println!(
+        "40 uploads of {} MiB and 1,000 strangers' 1 MiB bodies: idle {} MiB, peak {} MiB; \
+         answers {statuses:?} in {took:?}",
+        upload.len() / (1024 * 1024),
+        idle / (1024 * 1024),
+        peak / (1024 * 1024)
+    );
+    // Parsed and refused at the unknown signatory (400), or told to come back (503).
+    assert!(
+        statuses.keys().all(|s| [400, 503].contains(s)),
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.get(&400).copied().unwrap_or(0) >= 5,
+        "{statuses:?}"
+    );
+    assert!(peak < LIMIT, "peak RSS {} MiB", peak / (1024 * 1024));
+}
+
+/// `mandato serve` in its own process on `data`, with a commerce, an API key and a session.
+struct Served {
+    server: std::process::Child,
+    pid: String,
+    base: String,
+    key: String,
+    token: String,
+}
+
+impl Served {
+    async fn start(data: &std::path::Path) -> Served {
+        let installation = crate::process::install(data, COMMERCE, "bomb-password");
+        let (server, base) = serve(data);
+        let mut api =
+            crate::process::Api::new(base.clone(), installation.api_key.clone(), COMMERCE);
+        api.login("bomb-password").await;
+        let (key, token) = (installation.api_key, api.token.expect("a session"));
+        Served {
+            pid: server.id().to_string(),
+            server,
+            base,
+            key,
+            token,
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
 }
 
 /// Both requests at once; their answers in order.

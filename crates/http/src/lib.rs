@@ -19,6 +19,7 @@ pub mod accept;
 pub mod acquirer_webhooks;
 pub mod admin;
 pub mod auth;
+pub mod body_budget;
 pub mod calendar;
 pub mod common;
 pub mod envelope;
@@ -199,7 +200,18 @@ impl utoipa::Modify for CommonErrors {
                 )
                 .build()
         };
-        for item in openapi.paths.paths.values_mut() {
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            // Staff paths carry their server's prefix here; merchant paths are under /api/v1.
+            let served_at = if path.starts_with(openapi::STAFF_SERVER) {
+                path.clone()
+            } else {
+                format!("/api/v1{path}")
+            };
+            let too_large = if body_budget::is_small_body_route(&served_at) {
+                "PAYLOAD_TOO_LARGE: over 16 KiB"
+            } else {
+                "PAYLOAD_TOO_LARGE: over 1 MiB"
+            };
             for operation in [
                 &mut item.get,
                 &mut item.post,
@@ -221,7 +233,14 @@ impl utoipa::Modify for CommonErrors {
                 if has_body {
                     responses
                         .entry("413".into())
-                        .or_insert_with(|| error("PAYLOAD_TOO_LARGE: over 1 MiB").into());
+                        .or_insert_with(|| error(too_large).into());
+                    responses.entry("503".into()).or_insert_with(|| {
+                        error(
+                            "SERVICE_BUSY (with Retry-After): the memory for request bodies in \
+                             flight stayed spent for 10 s, or the database is busy; nothing was done",
+                        )
+                        .into()
+                    });
                 }
             }
         }
@@ -281,8 +300,8 @@ pub fn api_routers(
 ) -> (Router<AppState>, Router<AppState>, utoipa::openapi::OpenApi) {
     #[allow(deprecated)]
     let with_headers = OpenApiRouter::new()
-        .routes(routes!(login::login, login::login_deprecated))
-        .routes(routes!(login::encrypt))
+        .routes(small_body(routes!(login::login, login::login_deprecated)))
+        .routes(small_body(routes!(login::encrypt)))
         .routes(routes!(users::create_user))
         .routes(routes!(mandates::create_mandate))
         .routes(routes!(mandates::find_mandate))
@@ -377,8 +396,18 @@ pub fn router(state: AppState) -> Router {
             guard::host_guard,
         ))
         .layer(DefaultBodyLimit::max(1024 * 1024))
+        .layer(axum::middleware::from_fn(body_budget::layer))
         .layer(axum::middleware::map_response(close_after_refused_body))
         .with_state(state)
+}
+
+/// An unauthenticated route's body cap ([`body_budget::SMALL_BODY`]): a crowd of strangers
+/// holding bodies open costs kilobytes each, not a megabyte.
+pub fn small_body(
+    route: utoipa_axum::router::UtoipaMethodRouter<AppState>,
+) -> utoipa_axum::router::UtoipaMethodRouter<AppState> {
+    use utoipa_axum::router::UtoipaMethodRouterExt;
+    route.layer(DefaultBodyLimit::max(body_budget::SMALL_BODY))
 }
 
 /// A 413 is given before the body was read to its end, so the connection cannot carry another

@@ -5609,6 +5609,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     list_events: {
@@ -5964,6 +5973,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     change_status_put: {
@@ -6052,6 +6070,15 @@ export interface operations {
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6154,6 +6181,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     encrypt: {
@@ -6231,7 +6267,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            /** @description PAYLOAD_TOO_LARGE: over 16 KiB */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -6242,6 +6278,15 @@ export interface operations {
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6428,6 +6473,15 @@ export interface operations {
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6670,7 +6724,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            /** @description PAYLOAD_TOO_LARGE: over 16 KiB */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -6692,6 +6746,15 @@ export interface operations {
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6780,6 +6843,15 @@ export interface operations {
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6886,6 +6958,15 @@ export interface operations {
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7503,6 +7584,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     outcome: {
@@ -7601,6 +7691,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     activate: {
@@ -7692,6 +7791,15 @@ export interface operations {
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7869,6 +7977,15 @@ export interface operations {
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8226,6 +8343,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     create_signature: {
@@ -8307,6 +8433,15 @@ export interface operations {
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8411,6 +8546,15 @@ export interface operations {
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8602,6 +8746,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     staff_get_api_keys: {
@@ -8720,6 +8873,15 @@ export interface operations {
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9296,6 +9458,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     staff_post_charging_run: {
@@ -9470,6 +9641,15 @@ export interface operations {
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9709,6 +9889,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     staff_delete_commerces_code_acquirers_rail: {
@@ -9876,6 +10065,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     staff_put_commerces_code_charging_rule: {
@@ -9958,6 +10156,15 @@ export interface operations {
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10116,6 +10323,15 @@ export interface operations {
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10290,6 +10506,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     staff_post_commerces_code_reveal_secret: {
@@ -10439,6 +10664,15 @@ export interface operations {
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11103,6 +11337,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     staff_get_ledger_settlements: {
@@ -11399,6 +11642,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     staff_post_mandates_internalId_cancel: {
@@ -11482,6 +11734,15 @@ export interface operations {
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11638,6 +11899,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     staff_post_mandates_internalId_payments: {
@@ -11721,6 +11991,15 @@ export interface operations {
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11879,6 +12158,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     staff_get_notifications_eventId: {
@@ -12026,6 +12314,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     staff_get_session: {
@@ -12124,7 +12421,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            /** @description PAYLOAD_TOO_LARGE: over 16 KiB */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -12146,6 +12443,15 @@ export interface operations {
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12298,6 +12604,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     staff_get_settings_audit_retention: {
@@ -12423,6 +12738,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     staff_get_setup: {
@@ -12512,7 +12836,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            /** @description PAYLOAD_TOO_LARGE: over 16 KiB */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -12534,6 +12858,15 @@ export interface operations {
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12970,6 +13303,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     staff_put_staff_email: {
@@ -13052,6 +13394,15 @@ export interface operations {
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13260,6 +13611,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     staff_delete_trusted_roots_fingerprint: {
@@ -13459,6 +13819,15 @@ export interface operations {
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

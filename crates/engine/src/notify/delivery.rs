@@ -206,6 +206,8 @@ impl Worker {
         let capacity = (self.config.max_in_flight * 4).max(1);
         let stale_after = self.config.poll_interval * 4;
         let mut window: VecDeque<Waiting> = VecDeque::new();
+        // Of the window's events, those its last dispatch passed over for their commerce's share.
+        let mut held_by_share = 0;
         let mut walk = Walk {
             after: 0,
             at_end: true,
@@ -251,10 +253,18 @@ impl Worker {
                         held_until: None,
                     };
                 }
-                if reading.is_none() && !walk.at_end && window.len() <= capacity / 2 {
+                // Events held back only by their commerce's share do not count as a full window:
+                // the walk goes on to find other commerces' events behind them (up to the
+                // window's capacity, which bounds memory).
+                let waiting = window.len().saturating_sub(held_by_share);
+                if reading.is_none()
+                    && !walk.at_end
+                    && window.len() < capacity
+                    && waiting <= capacity / 2
+                {
                     reading = Some(self.start_read(&walk, capacity - window.len()));
                 }
-                self.dispatch(client, &mut window, &results_tx);
+                held_by_share = self.dispatch(client, &mut window, &results_tx);
             }
             let pause = if reading.is_some() {
                 self.config.poll_interval
@@ -491,22 +501,18 @@ impl Worker {
 
     /// Starts a send for every waiting event whose host has a free slot, oldest first; a host
     /// whose slots are busy is passed over, not waited for, and so is a commerce past its share
-    /// while only its share of slots is free. Returns how many started.
+    /// while only its share of slots is free. Returns how many of the events left waiting are
+    /// held back by their commerce's share (as far as it looked).
     fn dispatch(
         &mut self,
         client: &reqwest::Client,
         window: &mut VecDeque<Waiting>,
         results: &mpsc::UnboundedSender<Sent>,
     ) -> usize {
-        let mut started = 0;
+        let share = self.config.commerce_share();
+        let mut held_by_share = 0;
         let mut i = 0;
         while i < window.len() && self.global.available_permits() > 0 {
-            // A cheap look first: with one busy host, most of the window is its events.
-            if window[i].host.available_permits() == 0 {
-                i += 1;
-                continue;
-            }
-            let share = self.config.commerce_share();
             let in_flight = Arc::clone(
                 self.commerces
                     .entry(window[i].event.commerce_id)
@@ -515,6 +521,11 @@ impl Worker {
             if in_flight.load(Ordering::Acquire) >= share
                 && self.global.available_permits() <= share
             {
+                held_by_share += 1;
+                i += 1;
+                continue;
+            }
+            if window[i].host.available_permits() == 0 {
                 i += 1;
                 continue;
             }
@@ -531,7 +542,6 @@ impl Worker {
             let faults = self.faults_of(&event);
             let duplicate =
                 faults.duplicate_every > 0 && event.seq % i64::from(faults.duplicate_every) == 0;
-            started += 1;
             let commerce_slot = CommerceSlot::take(in_flight);
             tokio::spawn(send(
                 client.clone(),
@@ -545,7 +555,7 @@ impl Worker {
                 Arc::clone(&self.slot_freed),
             ));
         }
-        started
+        held_by_share
     }
 
     /// Gives back events that waited too long for a slot (a slow or dead receiver): they are

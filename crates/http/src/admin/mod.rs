@@ -31,8 +31,15 @@ use mandato_core::error::Error;
 
 pub fn router(state: &AppState) -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(session::setup_status, session::setup))
-        .routes(routes!(session::current, session::login, session::logout))
+        .routes(super::small_body(routes!(
+            session::setup_status,
+            session::setup
+        )))
+        .routes(super::small_body(routes!(
+            session::current,
+            session::login,
+            session::logout
+        )))
         .routes(routes!(session::change_password))
         .routes(routes!(desk::sign_in))
         .routes(routes!(events::list))
