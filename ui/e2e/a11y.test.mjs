@@ -292,6 +292,8 @@ describe("Accessibility of every screen", { concurrency: false }, () => {
     const opener = page.getByTestId("cancel-mandate");
     await opener.click();
     await page.getByRole("dialog").waitFor();
+    // Its × has a name (axe's button-name), in the page's language.
+    assert.equal(await page.getByRole("dialog").locator(".mantine-Modal-close").getAttribute("aria-label"), "Cerrar");
     await page.keyboard.press("Escape");
     await page.getByRole("dialog").waitFor({ state: "detached" });
     await page.waitForTimeout(100);

@@ -56,7 +56,7 @@ function SignatureProcessModal({ internalId, onClose }: { internalId: string; on
   });
   const signature = query.data?.signature;
   return (
-    <Modal opened onClose={onClose} size="lg" title={`${t("activation.signatureProcess")} · ${internalId}`}>
+    <Modal opened onClose={onClose} closeButtonProps={{ "aria-label": t("app.close") }} size="lg" title={`${t("activation.signatureProcess")} · ${internalId}`}>
       {signature && (
         <Stack>
           <Group gap="sm">

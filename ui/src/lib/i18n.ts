@@ -15,6 +15,7 @@ const es = {
   "app.none": "Sin resultados",
   "app.notAllowed": "Su rol ({role}) no permite esta acción",
   "app.menu": "Menú",
+  "app.close": "Cerrar",
   "app.navigation": "Navegación principal",
 
   "nav.dashboard": "Panel",
@@ -615,6 +616,7 @@ const en: Record<Key, string> = {
   "app.none": "Nothing found",
   "app.notAllowed": "Your role ({role}) does not allow this",
   "app.menu": "Menu",
+  "app.close": "Close",
   "app.navigation": "Main navigation",
 
   "nav.dashboard": "Dashboard",

@@ -185,7 +185,7 @@ function PayModal({
   const title =
     installments.length === 1 ? t("mandates.payTitle", { id: installments[0].id }) : t("mandates.payManyTitle", { count: installments.length });
   return (
-    <Modal opened onClose={onClose} title={title}>
+    <Modal opened onClose={onClose} closeButtonProps={{ "aria-label": t("app.close") }} title={title}>
       <form
         onSubmit={form.onSubmit((v) => {
           if (parseAmount(v.amount, lang) === null) {
@@ -256,7 +256,7 @@ function CancelModal({ detail, onClose }: { detail: Detail; onClose: () => void 
     },
   });
   return (
-    <Modal opened onClose={onClose} title={t("mandates.cancelTitle", { id: detail.mandate.id })}>
+    <Modal opened onClose={onClose} closeButtonProps={{ "aria-label": t("app.close") }} title={t("mandates.cancelTitle", { id: detail.mandate.id })}>
       <form onSubmit={form.onSubmit((v) => mutation.mutate(v.description))}>
         <Stack>
           <Alert color="red">{t("mandates.cancelWarning")}</Alert>
@@ -331,7 +331,7 @@ function AddInstallmentsModal({ detail, onClose }: { detail: Detail; onClose: ()
   const set = (i: number, key: keyof NewRow, value: string) =>
     setRows((all) => all.map((r, j) => (j === i ? { ...r, [key]: value } : r)));
   return (
-    <Modal opened onClose={onClose} title={t("mandates.addTitle", { id: detail.mandate.id })} size="lg">
+    <Modal opened onClose={onClose} closeButtonProps={{ "aria-label": t("app.close") }} title={t("mandates.addTitle", { id: detail.mandate.id })} size="lg">
       <Stack>
         {general && <Alert color="red">{general}</Alert>}
         {rows.map((r, i) => (
@@ -561,7 +561,7 @@ function RefundModal({ detail, installment, onClose }: { detail: Detail; install
     },
   });
   return (
-    <Modal opened onClose={onClose} title={t("mandates.refundTitle", { id: installment.id })}>
+    <Modal opened onClose={onClose} closeButtonProps={{ "aria-label": t("app.close") }} title={t("mandates.refundTitle", { id: installment.id })}>
       <Stack>
         <Text size="sm">
           {t("mandates.refundWarning", { amount: money(installment.amount, installment.currencyId) })}

@@ -190,7 +190,7 @@ function EventDrawer({ eventId, onClose }: { eventId: string; onClose: () => voi
   });
   const d = query.data;
   return (
-    <Drawer opened onClose={onClose} position="right" size="xl" title={eventId}>
+    <Drawer opened onClose={onClose} closeButtonProps={{ "aria-label": t("app.close") }} position="right" size="xl" title={eventId}>
       <QueryState loading={query.isLoading} error={query.error}>
         {d && (
           <Stack data-testid="event-detail">

@@ -54,7 +54,7 @@ const METHODS = [
 function ShownOnce({ title, values, onClose }: { title: string; values: [string, string][]; onClose: () => void }) {
   const { t } = useI18n();
   return (
-    <Modal opened onClose={onClose} title={title} size="lg">
+    <Modal opened onClose={onClose} closeButtonProps={{ "aria-label": t("app.close") }} title={title} size="lg">
       <Stack>
         <Alert color="yellow">{t("common.shownOnce")}</Alert>
         {values.map(([name, value]) => (
@@ -433,7 +433,7 @@ function RotateModal({
   const [hours, setHours] = useState<number | string>(24);
   const valid = typeof hours === "number" && Number.isInteger(hours) && hours >= 0 && hours <= 720;
   return (
-    <Modal opened onClose={onClose} title={t("settings.rotateSecret")}>
+    <Modal opened onClose={onClose} closeButtonProps={{ "aria-label": t("app.close") }} title={t("settings.rotateSecret")}>
       <Stack>
         <Text size="sm">{t("settings.rotateConfirm", { code })}</Text>
         <NumberInput
@@ -547,7 +547,7 @@ function RetryPolicyModal({ commerce, onClose }: { commerce: Schemas["CommerceDt
     .filter(Boolean)
     .map(Number);
   return (
-    <Modal opened onClose={onClose} title={`${t("settings.retryPolicy")} · ${commerce.name}`}>
+    <Modal opened onClose={onClose} closeButtonProps={{ "aria-label": t("app.close") }} title={`${t("settings.retryPolicy")} · ${commerce.name}`}>
       <Stack>
         <TextInput label={t("settings.retryDays")} value={text} onChange={(e) => setText(e.currentTarget.value)} error={error} />
         <Group justify="space-between">
