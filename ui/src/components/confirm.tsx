@@ -20,8 +20,8 @@ export function confirmAction({
       title,
       children: <Text size="sm">{message}</Text>,
       labels: { confirm, cancel },
-      // The × closes as Cancel does, and says so to screen readers.
-      closeButtonProps: { "aria-label": cancel },
+      // No ×: Cancel (and Escape) close it, and an unnamed button would be read as nothing.
+      withCloseButton: false,
       confirmProps: { color: danger ? "red" : "blue", "data-testid": "confirm" } as Record<string, unknown>,
       onConfirm: () => resolve(true),
       onCancel: () => resolve(false),
