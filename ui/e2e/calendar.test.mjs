@@ -51,7 +51,8 @@ describe("Settings › Calendar in a browser", { concurrency: false }, () => {
 
     // A decreed day: added, shown as added, then removed after confirming.
     const day = `${YEAR}-12-28`;
-    await page.getByLabel("Fecha").fill(day);
+    // Typed as Spanish writes dates; the server receives it as ISO (checked below).
+    await page.getByLabel("Fecha").fill(`28-12-${YEAR}`);
     await page.getByLabel("Nombre").fill("Feriado decretado de prueba");
     await page.getByTestId("add-holiday").click();
     const row = page.locator(`[data-holiday="${day}"]`);

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { chromium } from "playwright-core";
 import { mandato, startServer } from "../scripts/server.mjs";
-import { CHROMIUM, FLAGS, SHOTS, merchantApi } from "./harness.mjs";
+import { CHROMIUM, FLAGS, SHOTS, assertTableScrollsInside, merchantApi } from "./harness.mjs";
 
 const OWNER = { email: "duena@gimnasio.cl", password: "una clave larga 123" };
 const COMMERCE = "76123456-0";
@@ -108,6 +108,17 @@ describe("the dashboard's money and failing webhooks", { concurrency: false }, (
     }
     await row.getByText("José Muñoz").waitFor();
     await shots("dashboard");
+    // On a phone the table scrolls in its own box, the event's name fixed at the left.
+    await page.setViewportSize({ width: 390, height: 900 });
+    await assertTableScrollsInside(page, page.getByRole("region", { name: "Webhooks con fallas" }), "failing webhooks");
+    // The chart's axis keeps a readable size on a phone, and its day labels do not overlap.
+    const chart = page.getByTestId("amounts-chart");
+    const tickHeights = await chart.locator("[data-testid=chart-tick] text").evaluateAll((texts) => texts.map((t) => t.getBoundingClientRect().height));
+    assert.ok(tickHeights.every((h) => h >= 10), `axis labels ${tickHeights.join(", ")}px high`);
+    const days = await chart.locator("text.chart-day").evaluateAll((texts) => texts.map((t) => t.getBoundingClientRect()).map((r) => [r.left, r.right]));
+    assert.ok(days.length >= 2, `${days.length} day labels`);
+    for (let i = 1; i < days.length; i++) assert.ok(days[i][0] > days[i - 1][1], `day labels ${i - 1} and ${i} overlap`);
+    await page.setViewportSize({ width: 1440, height: 900 });
     await row.getByRole("link").first().click();
     await page.waitForURL(/\/notifications\?event=evt_/);
     await page.goBack();

@@ -49,3 +49,34 @@ export function businessDate(daysFromToday) {
   d.setUTCDate(d.getUTCDate() + daysFromToday);
   return d.toISOString().slice(0, 10);
 }
+
+/**
+ * On a narrow page: the table inside `container` (a locator of its ScrollTable) scrolls
+ * sideways in its own box, never the page; the box is a named, focusable region; and the first
+ * cell of each row stays in place while the rest scrolls under it. Answers the first body cell's
+ * box after the scroll, for further checks.
+ */
+export async function assertTableScrollsInside(page, container, name) {
+  assert.equal(await container.getAttribute("role"), "region", `${name}: a region`);
+  assert.equal(await container.getAttribute("tabindex"), "0", `${name}: focusable`);
+  assert.ok((await container.getAttribute("aria-label"))?.trim(), `${name}: named`);
+  const widths = await container.evaluate((box) => ({ scroll: box.scrollWidth, client: box.clientWidth }));
+  assert.ok(widths.scroll > widths.client, `${name}: the table is wider than its box (${JSON.stringify(widths)})`);
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  assert.ok(overflow <= 0, `${name}: the page is ${overflow}px wider than the window`);
+  const firstCell = container.locator("tbody tr td").first();
+  assert.equal(await firstCell.evaluate((td) => getComputedStyle(td).position), "sticky", `${name}: first column fixed`);
+  const before = await firstCell.boundingBox();
+  await container.evaluate((box) => {
+    box.scrollLeft = box.scrollWidth;
+  });
+  await page.waitForTimeout(100);
+  const afterScroll = await firstCell.boundingBox();
+  assert.ok(Math.abs(afterScroll.x - before.x) < 1, `${name}: the first column moved from ${before.x} to ${afterScroll.x}`);
+  const viewport = page.viewportSize();
+  assert.ok(afterScroll.x >= 0 && afterScroll.x + afterScroll.width <= viewport.width, `${name}: the first column stays in sight`);
+  await container.evaluate((box) => {
+    box.scrollLeft = 0;
+  });
+  return afterScroll;
+}

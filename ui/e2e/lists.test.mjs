@@ -150,6 +150,9 @@ describe("lists keep their state in the URL", { concurrency: false }, () => {
     await page.waitForURL(/sort=name.asc/);
     await page.getByTestId("result-count").getByText("3 clientes").waitFor();
     await rowsRead(page.getByTestId("customers-table").getByRole("link"), ["José Muñoz", "Ana Pérez", "Luis Soto"]);
+    // RUTs are written with dots, on one line, in the list and in a customer's mandates.
+    assert.deepEqual(await page.getByTestId("customer-rut").allInnerTexts(), ["11.222.333-9", "12.345.678-5", "7.654.321-6"]);
+    assert.equal(await page.getByTestId("customer-rut").first().evaluate((e) => getComputedStyle(e).whiteSpace), "nowrap");
     await shots("customers");
 
     await page.getByRole("link", { name: "Ana Pérez" }).click();

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { chromium } from "playwright-core";
 import { mandato, startServer } from "../scripts/server.mjs";
-import { CHROMIUM, FLAGS, SHOTS, merchantApi } from "./harness.mjs";
+import { CHROMIUM, FLAGS, SHOTS, assertTableScrollsInside, merchantApi } from "./harness.mjs";
 
 const OWNER = { email: "duena@gimnasio.cl", password: "una clave larga 123" };
 const COMMERCE = "76123456-0";
@@ -25,6 +25,8 @@ const today = () => new Intl.DateTimeFormat("en-CA", { timeZone: "America/Santia
 const inDays = (n) => new Date(Date.parse(`${today()}T12:00:00Z`) + n * 86_400_000).toISOString().slice(0, 10);
 
 const row = (id) => page.locator(`[data-installment="${id}"]`);
+/** A business date as the Spanish UI writes it, `dd-mm-aaaa`. */
+const spanish = (iso) => iso.split("-").reverse().join("-");
 
 describe("the mandate detail", { concurrency: false }, () => {
   before(async () => {
@@ -85,7 +87,11 @@ describe("the mandate detail", { concurrency: false }, () => {
     await page.getByTestId("payment-method").getByText(/^EPAC: cargo en cuenta con mandato electrónico · .*0000$/).waitFor();
     const acceptance = page.getByTestId("acceptance");
     await acceptance.getByText("Aceptación del cliente").waitFor();
-    await acceptance.getByText("Ana Pérez Soto · 12345678-5").waitFor();
+    // The RUT is written with its dots, whatever way it was stored, and never broken.
+    await acceptance.getByText("Ana Pérez Soto · 12.345.678-5").waitFor();
+    const rut = page.getByTestId("customer-rut");
+    assert.equal(await rut.innerText(), "12.345.678-5");
+    assert.equal(await rut.evaluate((e) => getComputedStyle(e).whiteSpace), "nowrap");
     assert.match(await acceptance.getByTestId("accepted-at").innerText(), /^\d{2}-\d{2}-\d{4} \d{2}:\d{2}/);
     assert.equal(await page.getByTestId("copy-magic-link").count(), 0, "no Magic Link to send once active");
 
@@ -102,6 +108,15 @@ describe("the mandate detail", { concurrency: false }, () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await page.getByTestId("acceptance").waitFor();
     await page.screenshot({ path: join(SHOTS, "mandate-detail-390.png"), fullPage: true });
+    // On a phone each table scrolls in its own box; an installment's id and amount stay in
+    // sight beside its buttons.
+    await assertTableScrollsInside(page, page.getByRole("region", { name: "Eventos" }), "events");
+    const installments = page.getByRole("region", { name: "Cuotas" });
+    await assertTableScrollsInside(page, installments, "installments");
+    for (const part of [row("a").getByTestId("installment-id"), row("a").getByTestId("installment-amount"), row("a").getByTestId("mark-paid")]) {
+      const box = await part.boundingBox();
+      assert.ok(box && box.x >= 0 && box.x + box.width <= 390, `${await part.innerText()} is out of sight at ${box?.x}`);
+    }
     await page.setViewportSize({ width: 1440, height: 900 });
   });
 
@@ -112,9 +127,21 @@ describe("the mandate detail", { concurrency: false }, () => {
     await page.getByTestId("pay-selected").click();
     const dialog = page.getByRole("dialog");
     await dialog.getByText("Marcar pagadas 2 cuotas").waitFor();
+    // The date is written as the hint writes it (dd-mm-aaaa), and sent as ISO.
     const date = dialog.getByTestId("pay-date");
-    assert.equal(await date.getAttribute("max"), today());
-    assert.equal(await date.inputValue(), today());
+    assert.equal(await date.getAttribute("data-max"), today());
+    assert.notEqual(await date.getAttribute("type"), "date", "not the browser's picker, which writes dates its own way");
+    assert.equal(await date.inputValue(), spanish(today()));
+    await dialog.getByText(`Hasta hoy, ${spanish(today())}`).first().waitFor();
+    await date.fill("31-02-2026");
+    await date.press("Tab");
+    await dialog.getByText("Fecha no válida: use dd-mm-aaaa").waitFor();
+    await date.fill(spanish(inDays(1)));
+    await date.press("Tab");
+    assert.equal(await dialog.getByText(`Hasta hoy, ${spanish(today())}`).count(), 2, "a future date is refused under the field");
+    await date.fill(spanish(today()));
+    await date.press("Tab");
+    await dialog.getByText("Fecha no válida: use dd-mm-aaaa").waitFor({ state: "detached" });
     await dialog.getByText(/cubre las cuotas a, b/).waitFor();
     await dialog.getByTestId("pay-submit").click();
     await dialog.waitFor({ state: "detached" });

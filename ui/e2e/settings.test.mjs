@@ -75,6 +75,25 @@ describe("Settings and staff safety in a browser", { concurrency: false }, () =>
     await shots("settings");
     await page.getByLabel(/^Código/).fill("76.543.210-3");
     await page.getByText("para 76543210 es 3").waitFor({ state: "detached" });
+    // Each column of the commerces table under its own header, the methods in words.
+    const table = page.getByTestId("commerces-table");
+    const headers = await table.locator("thead th").allInnerTexts();
+    const row = page.locator(`[data-commerce="${COMMERCE}"]`);
+    const cells = row.locator("td");
+    assert.equal(await cells.count(), headers.length, `one cell per header: ${headers.join(" | ")}`);
+    const column = (name) => cells.nth(headers.findIndex((h) => h.trim() === name));
+    assert.equal(await column("Medios de pago").innerText(), "Crédito, Débito, Prepago, PAC, EPAC, EPAC directo");
+    assert.equal(await column("Activación").getByTestId(`activation-mode-${COMMERCE}`).count(), 1);
+    assert.equal(await column("Activación").getByTestId(`charging-rule-${COMMERCE}`).count(), 0);
+    assert.equal(await column("Cargos en día inhábil").getByTestId(`charging-rule-${COMMERCE}`).count(), 1);
+    // On a phone the new commerce's fields stack in one column.
+    await page.setViewportSize({ width: 390, height: 900 });
+    const fields = page.getByTestId("new-commerce-fields").locator(":scope > *");
+    const boxes = await fields.evaluateAll((all) => all.map((f) => f.getBoundingClientRect()).map((r) => [Math.round(r.left), r.top]));
+    assert.equal(boxes.length, 3);
+    assert.equal(new Set(boxes.map(([left]) => left)).size, 1, `the fields start at ${boxes.map(([left]) => left).join(", ")}`);
+    assert.ok(boxes[0][1] < boxes[1][1] && boxes[1][1] < boxes[2][1], "one under the other");
+    await page.setViewportSize({ width: 1440, height: 900 });
   });
 
   step("a role change asks first, naming the member and both roles", async () => {
@@ -146,6 +165,8 @@ describe("Settings and staff safety in a browser", { concurrency: false }, () =>
     await page.goto(`${server.base}/settings?tab=uf`);
     await page.getByTestId("uf-coverage").getByText("2 valores").waitFor();
     await page.locator('[data-uf="2026-12-02"]').waitFor();
+    // UF values in the Chilean form: thousands dots and a decimal comma.
+    assert.equal(await page.locator('[data-uf="2026-12-01"] td').nth(1).innerText(), "39.123,45");
     await shots("settings-uf");
   });
 

@@ -1,4 +1,5 @@
 import { Group, SegmentedControl, Stack, Table, Text } from "@mantine/core";
+import { useElementSize } from "@mantine/hooks";
 import { useId, useMemo } from "react";
 import { useI18n } from "../lib/context";
 
@@ -15,7 +16,11 @@ export function chartCurrencies(days: DayBars[]): string[] {
   return [...set].sort((a, b) => (a === "CLP" ? -1 : b === "CLP" ? 1 : a.localeCompare(b)));
 }
 
-const WIDTH = 760;
+/** The drawing's width before the page is measured, and its least (a phone's card). */
+const DRAWING_WIDTH = 760;
+const MIN_WIDTH = 280;
+/** The room one day label needs, in pixels: fewer labels on a narrow screen, never overlapping. */
+const DAY_LABEL_ROOM = 44;
 const HEIGHT = 200;
 const LEFT = 92;
 const BOTTOM = 22;
@@ -36,6 +41,10 @@ export function BarChart({
   onCurrency?: (currency: string) => void;
 }) {
   const { t, money, date, lang } = useI18n();
+  // The drawing is as wide as its box, one unit a pixel, so the axis text keeps its size on a
+  // phone instead of shrinking with the whole picture.
+  const { ref: box, width: measured } = useElementSize();
+  const WIDTH = measured > 0 ? Math.max(MIN_WIDTH, Math.floor(measured)) : DRAWING_WIDTH;
   const titleId = useId();
   const descId = useId();
   const currencies = useMemo(() => chartCurrencies(days), [days]);
@@ -45,7 +54,8 @@ export function BarChart({
   const max = Math.max(1, ...days.flatMap((d) => [amount(d.collected), amount(d.rejected)]));
   const plot = HEIGHT - TOP - BOTTOM;
   const slot = (WIDTH - LEFT) / Math.max(days.length, 1);
-  const bar = Math.max(2, slot / 2 - 2);
+  const bar = Math.max(1, slot / 2 - 2);
+  const labelEvery = Math.max(1, Math.ceil(DAY_LABEL_ROOM / slot));
   const y = (value: number) => TOP + plot - (value / max) * plot;
   const ticks = [0, max / 2, max];
   const totalCollected = days.reduce((sum, d) => sum + amount(d.collected), 0);
@@ -89,51 +99,54 @@ export function BarChart({
           {t("dashboard.noAmounts")}
         </Text>
       ) : null}
-      <svg
-        viewBox={`0 0 ${WIDTH} ${HEIGHT}`}
-        width="100%"
-        role="img"
-        aria-labelledby={`${titleId} ${descId}`}
-        data-testid="amounts-chart"
-      >
-        <title id={titleId}>{t("dashboard.chart")}</title>
-        <desc id={descId}>{summary}</desc>
-        {ticks.map((v) => (
-          <g key={v} data-testid="chart-tick">
-            <line x1={LEFT} y1={y(v)} x2={WIDTH} y2={y(v)} stroke="var(--mantine-color-gray-3)" strokeDasharray={v ? "3 3" : undefined} />
-            <text x={LEFT - 6} y={y(v) + 4} fontSize="11" textAnchor="end" fill="var(--mantine-color-dimmed)">
-              {money(v, currency)}
-            </text>
-          </g>
-        ))}
-        {days.map((d, i) => {
-          const c = amount(d.collected);
-          const r = amount(d.rejected);
-          const x = LEFT + i * slot + 1;
-          return (
-            <g key={d.date}>
-              <title>
-                {`${date(d.date)} · ${t("dashboard.collected")}: ${money(c, currency)} · ${t("dashboard.rejected")}: ${money(r, currency)}`}
-              </title>
-              {/* A transparent band the whole day high, so the tooltip shows on empty days too. */}
-              <rect x={x - 1} y={TOP} width={slot} height={plot} fill="transparent" />
-              <rect x={x} y={y(c)} width={bar} height={TOP + plot - y(c)} fill="var(--mantine-color-teal-6)" />
-              <rect x={x + bar + 1} y={y(r)} width={bar} height={TOP + plot - y(r)} fill="var(--mantine-color-red-6)" />
-              {i % 5 === 0 || i === days.length - 1 ? (
-                <text
-                  x={i === days.length - 1 ? x + slot - 2 : x}
-                  y={HEIGHT - 6}
-                  fontSize="10"
-                  textAnchor={i === days.length - 1 ? "end" : "start"}
-                  fill="var(--mantine-color-dimmed)"
-                >
-                  {lang === "es" ? date(d.date).slice(0, 5) : d.date.slice(5)}
-                </text>
-              ) : null}
+      <div ref={box} style={{ width: "100%" }}>
+        <svg
+          viewBox={`0 0 ${WIDTH} ${HEIGHT}`}
+          width="100%"
+          role="img"
+          aria-labelledby={`${titleId} ${descId}`}
+          data-testid="amounts-chart"
+        >
+          <title id={titleId}>{t("dashboard.chart")}</title>
+          <desc id={descId}>{summary}</desc>
+          {ticks.map((v) => (
+            <g key={v} data-testid="chart-tick">
+              <line x1={LEFT} y1={y(v)} x2={WIDTH} y2={y(v)} stroke="var(--mantine-color-gray-3)" strokeDasharray={v ? "3 3" : undefined} />
+              <text x={LEFT - 6} y={y(v) + 4} fontSize="11" textAnchor="end" fill="var(--mantine-color-dimmed)">
+                {money(v, currency)}
+              </text>
             </g>
-          );
-        })}
-      </svg>
+          ))}
+          {days.map((d, i) => {
+            const c = amount(d.collected);
+            const r = amount(d.rejected);
+            const x = LEFT + i * slot + 1;
+            return (
+              <g key={d.date}>
+                <title>
+                  {`${date(d.date)} · ${t("dashboard.collected")}: ${money(c, currency)} · ${t("dashboard.rejected")}: ${money(r, currency)}`}
+                </title>
+                {/* A transparent band the whole day high, so the tooltip shows on empty days too. */}
+                <rect x={x - 1} y={TOP} width={slot} height={plot} fill="transparent" />
+                <rect x={x} y={y(c)} width={bar} height={TOP + plot - y(c)} fill="var(--mantine-color-teal-6)" />
+                <rect x={x + bar + 1} y={y(r)} width={bar} height={TOP + plot - y(r)} fill="var(--mantine-color-red-6)" />
+                {(i % Math.max(5, labelEvery) === 0 && i + labelEvery <= days.length - 1) || i === days.length - 1 ? (
+                  <text
+                    className="chart-day"
+                    x={i === days.length - 1 ? x + slot - 2 : x}
+                    y={HEIGHT - 6}
+                    fontSize="10"
+                    textAnchor={i === days.length - 1 ? "end" : "start"}
+                    fill="var(--mantine-color-dimmed)"
+                  >
+                    {lang === "es" ? date(d.date).slice(0, 5) : d.date.slice(5)}
+                  </text>
+                ) : null}
+              </g>
+            );
+          })}
+        </svg>
+      </div>
       <details>
         <summary>
           <Text span size="xs" c="dimmed">

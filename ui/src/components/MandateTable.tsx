@@ -4,6 +4,8 @@ import type { Schemas } from "../api/client";
 import type { Column } from "../lib/csv";
 import { useI18n, type I18n } from "../lib/context";
 import { StateBadge } from "./StateBadge";
+import { formatRut } from "../lib/rut";
+import { ScrollTable } from "./ScrollTable";
 
 export type MandateLine = Schemas["MandateLineDto"];
 
@@ -17,7 +19,7 @@ export function mandateColumns(i18n: I18n): Column<MandateLine>[] {
     { header: t("common.state"), value: (m) => label(m.state.name) },
     { header: t("common.commerce"), value: (m) => m.commerce },
     { header: "userId", value: (m) => m.customer.userId },
-    { header: "RUT", value: (m) => m.customer.rut },
+    { header: "RUT", value: (m) => formatRut(m.customer.rut) },
     { header: t("common.customer"), value: (m) => m.customer.name },
     { header: t("common.amount"), value: (m) => m.amount },
     { header: t("common.currency"), value: (m) => m.currencyId },
@@ -36,7 +38,7 @@ export function MandateTable({ items, showCustomer = true }: { items: MandateLin
     );
   }
   return (
-    <Table.ScrollContainer minWidth={800}>
+    <ScrollTable label={t("nav.mandates")} minWidth={800}>
       <Table striped highlightOnHover data-testid="mandates-table">
         <Table.Thead>
           <Table.Tr>
@@ -69,7 +71,7 @@ export function MandateTable({ items, showCustomer = true }: { items: MandateLin
                     {m.customer.name}
                   </Anchor>
                   <Text size="xs" c="dimmed">
-                    {m.customer.rut} · {m.customer.userId}
+                    <span className="nowrap">{formatRut(m.customer.rut)}</span> · <span className="nowrap">{m.customer.userId}</span>
                   </Text>
                 </Table.Td>
               )}
@@ -87,6 +89,6 @@ export function MandateTable({ items, showCustomer = true }: { items: MandateLin
           ))}
         </Table.Tbody>
       </Table>
-    </Table.ScrollContainer>
+    </ScrollTable>
   );
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatDate, formatDateTime, formatExactMoney, parseDate } from "./format";
+import { formatBytes, formatDate, formatDateTime, formatExactDecimal, formatExactMoney, parseDate } from "./format";
 
 describe("dates", () => {
   it("show one format per language, in Chile's time", () => {
@@ -32,5 +32,18 @@ describe("formatExactMoney", () => {
     expect(formatExactMoney("10.5", "USD", "en")).toBe("$10.50");
     expect(formatExactMoney("0", "CLP", "es")).toBe("$0");
     expect(formatExactMoney("99.995", "USD", "en")).toBe("$100.00");
+  });
+});
+
+describe("numbers in the language's form", () => {
+  it("writes UF values and sizes the Chilean way in Spanish", () => {
+    expect(formatExactDecimal("39733.15", "es")).toBe("39.733,15");
+    expect(formatExactDecimal("39733.15", "en")).toBe("39,733.15");
+    expect(formatExactDecimal("1000", "es")).toBe("1.000");
+    expect(formatExactDecimal("raro", "es")).toBe("raro");
+    expect(formatBytes(23654, "es")).toBe("23,1 KiB");
+    expect(formatBytes(23654, "en")).toBe("23.1 KiB");
+    expect(formatBytes(812, "es")).toBe("812 B");
+    expect(formatBytes(5 * 1024 * 1024, "es")).toBe("5,0 MiB");
   });
 });

@@ -66,8 +66,35 @@ export function parseDate(text: string, lang: Lang): string | null {
   return `${y}-${m.padStart(2, "0")}-${d.padStart(2, "0")}`;
 }
 
-export function formatNumber(value: number, lang: Lang): string {
-  return new Intl.NumberFormat(LOCALES[lang]).format(value);
+export function formatNumber(value: number, lang: Lang, fractionDigits?: number): string {
+  const digits = fractionDigits === undefined ? {} : { minimumFractionDigits: fractionDigits, maximumFractionDigits: fractionDigits };
+  return new Intl.NumberFormat(LOCALES[lang], digits).format(value);
+}
+
+/** A size in bytes as people read it: `812 B`, `23,1 KiB` in Spanish (`23.1 KiB` in English), `4,0 MiB`. */
+export function formatBytes(bytes: number, lang: Lang): string {
+  if (bytes < 1024) return `${formatNumber(bytes, lang)} B`;
+  if (bytes < 1024 * 1024) return `${formatNumber(bytes / 1024, lang, 1)} KiB`;
+  return `${formatNumber(bytes / (1024 * 1024), lang, 1)} MiB`;
+}
+
+/** Thousands groups and the decimal mark of the language: `39.733,15` in Spanish, `39,733.15` in English. */
+function groupDigits(units: string, fraction: string, lang: Lang): string {
+  const group = lang === "es" ? "." : ",";
+  const point = lang === "es" ? "," : ".";
+  const grouped = units.replace(/\B(?=(\d{3})+(?!\d))/g, group);
+  return fraction ? `${grouped}${point}${fraction}` : grouped;
+}
+
+/**
+ * An exact decimal written as text by the server (a UF value, `"39733.15"`) in the language's
+ * form, every decimal kept and no binary float in between: `39.733,15` / `39,733.15`.
+ */
+export function formatExactDecimal(value: string, lang: Lang): string {
+  const match = /^(-?)(\d+)(?:\.(\d+))?$/.exec(value.trim());
+  if (!match) return value;
+  const [, sign, whole, fraction = ""] = match;
+  return `${sign}${groupDigits(whole.replace(/^0+(?=\d)/, ""), fraction, lang)}`;
 }
 
 /**
@@ -81,10 +108,7 @@ export function formatExactMoney(value: string, currency: string, lang: Lang): s
   const code = currency.toUpperCase();
   const decimals = CURRENCY_DECIMALS[code] ?? 2;
   const [units, cents] = roundDecimal(whole, fraction, decimals);
-  const group = lang === "es" ? "." : ",";
-  const point = lang === "es" ? "," : ".";
-  const grouped = units.replace(/\B(?=(\d{3})+(?!\d))/g, group);
-  const digits = decimals > 0 ? `${grouped}${point}${cents}` : grouped;
+  const digits = groupDigits(units, decimals > 0 ? cents : "", lang);
   const negative = sign === "-" && /[1-9]/.test(units + cents) ? "-" : "";
   switch (code) {
     case "CLP":

@@ -516,8 +516,8 @@ const es = {
   "settings.lastBackup": "Último respaldo",
   "settings.lastBackupAt": "{at} · {size}",
   "settings.noBackupYet": "Aún no hay respaldos: el primero se hace al iniciar y luego uno al día",
-  "settings.backupsOff": "Respaldos automáticos desactivados (serve --no-backups)",
-  "settings.backupsWhere": "{count} respaldo(s) en {dir}; se restauran con mandato restore ARCHIVO, con mandato detenido",
+  "settings.backupsOff": "Los respaldos automáticos están desactivados",
+  "settings.backupsKept": "Se guardan {count} respaldo(s); se hace uno nuevo cada día",
   "settings.addRoot": "Confiar en un certificado raíz (PEM)",
   "settings.rootPem": "Certificado CA en formato PEM",
   "settings.rootsAdded": "{count} raíz(ces) agregada(s)",
@@ -600,6 +600,13 @@ const es = {
   "audit.reason.headers": "Encabezados faltantes o inválidos",
   "audit.reason.apiKey": "Clave API desconocida o revocada",
   "audit.reason.host": "Host no permitido",
+  "mandates.historyOf": "Historial de la cuota {id}",
+  "settings.method.3": "Crédito",
+  "settings.method.4": "Débito",
+  "settings.method.11": "Prepago",
+  "settings.method.5": "PAC",
+  "settings.method.6": "EPAC",
+  "settings.method.14": "EPAC directo",
 } as const;
 
 export type Key = keyof typeof es;
@@ -1117,8 +1124,8 @@ const en: Record<Key, string> = {
   "settings.lastBackup": "Last backup",
   "settings.lastBackupAt": "{at} · {size}",
   "settings.noBackupYet": "No backup yet: the first is taken at start, then one a day",
-  "settings.backupsOff": "Automatic backups are off (serve --no-backups)",
-  "settings.backupsWhere": "{count} backup(s) in {dir}; restore one with mandato restore FILE while mandato is stopped",
+  "settings.backupsOff": "Automatic backups are off",
+  "settings.backupsKept": "{count} backup(s) kept; a new one is taken every day",
   "settings.addRoot": "Trust a root certificate (PEM)",
   "settings.rootPem": "CA certificate, PEM",
   "settings.rootsAdded": "{count} root(s) added",
@@ -1201,6 +1208,13 @@ const en: Record<Key, string> = {
   "audit.reason.headers": "Missing or invalid headers",
   "audit.reason.apiKey": "Unknown or revoked API key",
   "audit.reason.host": "Host not allowed",
+  "mandates.historyOf": "History of installment {id}",
+  "settings.method.3": "Credit",
+  "settings.method.4": "Debit",
+  "settings.method.11": "Prepaid",
+  "settings.method.5": "PAC",
+  "settings.method.6": "EPAC",
+  "settings.method.14": "Direct EPAC",
 };
 
 export const dictionaries: Record<Lang, Record<Key, string>> = { es, en };

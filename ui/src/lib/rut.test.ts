@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { checkDigit, looksLikeRut, wrongCheckDigit } from "./rut";
+import { checkDigit, formatRut, looksLikeRut, wrongCheckDigit } from "./rut";
 
 describe("commerce codes written as RUTs", () => {
   it("computes the modulo-11 check digit", () => {
@@ -20,5 +20,16 @@ describe("commerce codes written as RUTs", () => {
     expect(wrongCheckDigit("76.123.456-1")).toEqual({ body: "76123456", digit: "0" });
     expect(wrongCheckDigit("76.123.456-0")).toBeNull();
     expect(wrongCheckDigit("GYM-SUR")).toBeNull();
+  });
+});
+
+describe("RUTs as shown", () => {
+  it("always carry thousands dots and an upper-case check digit", () => {
+    expect(formatRut("12345678-5")).toBe("12.345.678-5");
+    expect(formatRut("12.345.678-5")).toBe("12.345.678-5");
+    expect(formatRut("123456785")).toBe("12.345.678-5");
+    expect(formatRut("9876543-k")).toBe("9.876.543-K");
+    expect(formatRut("P1234567")).toBe("P1234567");
+    expect(formatRut(null)).toBe("—");
   });
 });

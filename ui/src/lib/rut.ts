@@ -31,3 +31,17 @@ export function wrongCheckDigit(code: string): { body: string; digit: string } |
   const digit = checkDigit(body);
   return given.toUpperCase() === digit ? null : { body: String(body), digit };
 }
+
+/**
+ * A RUT as Chileans write it, with thousands dots and the check digit after a dash
+ * (`12.345.678-5`), whatever way it was stored (`12345678-5`, `12.345.678-5`, `123456785`).
+ * Anything that is not a RUT (a passport number) is shown as it came.
+ */
+export function formatRut(value: string | null | undefined): string {
+  if (!value) return "—";
+  const compact = value.trim().replace(/[.\s]/g, "");
+  const match = /^(\d{1,9})-?([0-9kK])$/.exec(compact);
+  if (!match) return value;
+  const body = match[1].replace(/^0+(?=\d)/, "").replace(/\B(?=(\d{3})+(?!\d))/g, ".");
+  return `${body}-${match[2].toUpperCase()}`;
+}

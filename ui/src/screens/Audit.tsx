@@ -13,6 +13,8 @@ import { PageTitle } from "../components/Layout";
 import { useI18n, useSession } from "../lib/context";
 import { formErrors } from "../lib/errors";
 import { useUrlState } from "../lib/urlState";
+import { DateField } from "../components/DateField";
+import { ScrollTable } from "../components/ScrollTable";
 
 /**
  * A tab's filters in the URL (Back, reload and a shared link keep them): what is typed shows
@@ -54,8 +56,8 @@ function StaffActions() {
         <TextInput label={t("audit.who")} value={values.email} onChange={(e) => set("email")(e.currentTarget.value)} />
         <TextInput label={t("audit.action")} placeholder="mandate." value={values.action} onChange={(e) => set("action")(e.currentTarget.value)} />
         <TextInput label={t("audit.target")} value={values.target} onChange={(e) => set("target")(e.currentTarget.value)} />
-        <TextInput type="date" label={t("common.from")} value={values.from} onChange={(e) => set("from")(e.currentTarget.value)} />
-        <TextInput type="date" label={t("common.to")} value={values.to} onChange={(e) => set("to")(e.currentTarget.value)} />
+        <DateField label={t("common.from")} value={values.from} onChange={set("from")} />
+        <DateField label={t("common.to")} value={values.to} onChange={set("to")} />
         <ExportCsv<Schemas["StaffActionDto"]>
           filename="auditoria-personal.csv"
           fetchPage={(cursor) => fetchPage(cursor, 500)}
@@ -69,7 +71,7 @@ function StaffActions() {
         />
       </Group>
       <QueryState loading={query.isLoading} error={query.error}>
-        <Table.ScrollContainer minWidth={900}>
+        <ScrollTable label={t("audit.staff")} minWidth={900}>
           <Table striped data-testid="staff-audit">
             <Table.Thead>
               <Table.Tr>
@@ -98,7 +100,7 @@ function StaffActions() {
               ))}
             </Table.Tbody>
           </Table>
-        </Table.ScrollContainer>
+        </ScrollTable>
         <Pager keyset={keyset} nextCursor={query.data?.nextCursor} />
       </QueryState>
     </Stack>
@@ -131,8 +133,8 @@ function Requests() {
         <TextInput label={t("audit.path")} placeholder="/mandate" value={values.path} onChange={(e) => set("path")(e.currentTarget.value)} />
         <TextInput label={t("audit.status")} value={values.status} onChange={(e) => set("status")(e.currentTarget.value)} w={150} />
         <TextInput label={t("audit.correlationId")} value={values.correlationId} onChange={(e) => set("correlationId")(e.currentTarget.value)} />
-        <TextInput type="date" label={t("common.from")} value={values.from} onChange={(e) => set("from")(e.currentTarget.value)} />
-        <TextInput type="date" label={t("common.to")} value={values.to} onChange={(e) => set("to")(e.currentTarget.value)} />
+        <DateField label={t("common.from")} value={values.from} onChange={set("from")} />
+        <DateField label={t("common.to")} value={values.to} onChange={set("to")} />
         <ExportCsv<Schemas["RequestDto"]>
           filename="auditoria-api.csv"
           fetchPage={(cursor) => fetchPage(cursor, 500)}
@@ -150,7 +152,7 @@ function Requests() {
         />
       </Group>
       <QueryState loading={query.isLoading} error={query.error}>
-        <Table.ScrollContainer minWidth={900}>
+        <ScrollTable label={t("audit.requests")} minWidth={900}>
           <Table striped data-testid="request-audit">
             <Table.Thead>
               <Table.Tr>
@@ -185,7 +187,7 @@ function Requests() {
               ))}
             </Table.Tbody>
           </Table>
-        </Table.ScrollContainer>
+        </ScrollTable>
         <Pager keyset={keyset} nextCursor={query.data?.nextCursor} />
       </QueryState>
     </Stack>
@@ -224,8 +226,8 @@ function Refusals() {
   return (
     <Stack>
       <Group align="end">
-        <TextInput type="date" label={t("common.from")} value={values.from} onChange={(e) => set("from")(e.currentTarget.value)} />
-        <TextInput type="date" label={t("common.to")} value={values.to} onChange={(e) => set("to")(e.currentTarget.value)} />
+        <DateField label={t("common.from")} value={values.from} onChange={set("from")} />
+        <DateField label={t("common.to")} value={values.to} onChange={set("to")} />
         <NumberInput
           label={t("audit.retentionDays")}
           description={t("audit.retentionHelp")}
@@ -253,24 +255,26 @@ function Refusals() {
           ))}
           {(query.data?.totals ?? []).length === 0 && <Text c="dimmed">{t("audit.noRefusals")}</Text>}
         </Group>
-        <Table striped data-testid="refusals">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>{t("audit.minute")}</Table.Th>
-              <Table.Th>{t("audit.reason")}</Table.Th>
-              <Table.Th>{t("audit.count")}</Table.Th>
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {(query.data?.items ?? []).map((r) => (
-              <Table.Tr key={`${r.minute}-${r.reason}`}>
-                <Table.Td>{dateTime(r.minute)}</Table.Td>
-                <Table.Td>{refusalLabel(t, r.reason)}</Table.Td>
-                <Table.Td>{r.count}</Table.Td>
+        <ScrollTable label={t("audit.refusals")} minWidth={600}>
+          <Table striped data-testid="refusals">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>{t("audit.minute")}</Table.Th>
+                <Table.Th>{t("audit.reason")}</Table.Th>
+                <Table.Th>{t("audit.count")}</Table.Th>
               </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
+            </Table.Thead>
+            <Table.Tbody>
+              {(query.data?.items ?? []).map((r) => (
+                <Table.Tr key={`${r.minute}-${r.reason}`}>
+                  <Table.Td>{dateTime(r.minute)}</Table.Td>
+                  <Table.Td>{refusalLabel(t, r.reason)}</Table.Td>
+                  <Table.Td>{r.count}</Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </ScrollTable>
       </QueryState>
     </Stack>
   );

@@ -10,6 +10,7 @@ import { StateBadge } from "../components/StateBadge";
 import { PageTitle } from "../components/Layout";
 import { useI18n, useSession } from "../lib/context";
 import { errorText, formErrors } from "../lib/errors";
+import { ScrollTable } from "../components/ScrollTable";
 
 type Run = Schemas["RunDto"];
 
@@ -175,7 +176,7 @@ export function Charging() {
             {d.runs.length === 0 ? (
               <Alert color="gray">{t("charging.noRuns")}</Alert>
             ) : (
-              <Table.ScrollContainer minWidth={900}>
+              <ScrollTable label={t("charging.runs")} minWidth={900}>
                 <Table striped data-testid="runs-table">
                   <Table.Thead>
                     <Table.Tr>
@@ -217,7 +218,7 @@ export function Charging() {
                     ))}
                   </Table.Tbody>
                 </Table>
-              </Table.ScrollContainer>
+              </ScrollTable>
             )}
           </>
         )}

@@ -10,6 +10,8 @@ import { QueryState } from "../components/QueryState";
 import { PageTitle } from "../components/Layout";
 import { useI18n } from "../lib/context";
 import { useUrlState, useUrlText } from "../lib/urlState";
+import { formatRut } from "../lib/rut";
+import { ScrollTable } from "../components/ScrollTable";
 
 type CustomerLine = Schemas["CustomerLineDto"];
 
@@ -72,7 +74,7 @@ export function Customers() {
           columns={[
             { header: "internalUserId", value: (c) => c.customer.internalUserId },
             { header: "userId", value: (c) => c.customer.userId },
-            { header: "RUT", value: (c) => c.customer.identificationDocument.number },
+            { header: "RUT", value: (c) => formatRut(c.customer.identificationDocument.number) },
             { header: t("common.name"), value: (c) => fullName(c.customer) },
             { header: t("common.email"), value: (c) => c.customer.contacts.email },
             { header: t("customers.phone"), value: (c) => c.customer.contacts.phone },
@@ -86,7 +88,7 @@ export function Customers() {
         {items.length === 0 ? (
           <Text c="dimmed">{t("app.none")}</Text>
         ) : (
-          <Table.ScrollContainer minWidth={800}>
+          <ScrollTable label={t("nav.customers")} minWidth={800}>
             <Table striped highlightOnHover data-testid="customers-table">
               <Table.Thead>
                 <Table.Tr>
@@ -111,7 +113,7 @@ export function Customers() {
                         {fullName(c.customer)}
                       </Anchor>
                     </Table.Td>
-                    <Table.Td>{c.customer.identificationDocument.number}</Table.Td>
+                    <Table.Td className="nowrap" data-testid="customer-rut">{formatRut(c.customer.identificationDocument.number)}</Table.Td>
                     <Table.Td>{c.customer.userId}</Table.Td>
                     <Table.Td>{c.customer.contacts.email}</Table.Td>
                     <Table.Td>{c.commerce}</Table.Td>
@@ -121,7 +123,7 @@ export function Customers() {
                 ))}
               </Table.Tbody>
             </Table>
-          </Table.ScrollContainer>
+          </ScrollTable>
         )}
         <Pager
           keyset={url.keyset}
@@ -189,7 +191,7 @@ export function CustomerDetail() {
             <PageTitle title={fullName(d.customer)} />
             <Card withBorder>
               <SimpleGrid cols={{ base: 2, md: 4 }}>
-                <Field name={t("customers.rut")} value={d.customer.identificationDocument.number} />
+                <Field name={t("customers.rut")} value={<span className="nowrap" data-testid="customer-rut">{formatRut(d.customer.identificationDocument.number)}</span>} />
                 <Field name={t("customers.userId")} value={d.customer.userId} />
                 <Field name={t("customers.internalId")} value={d.customer.internalUserId} />
                 <Field name={t("common.commerce")} value={d.commerce} />

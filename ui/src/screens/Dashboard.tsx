@@ -13,6 +13,7 @@ import { formatExactMoney } from "../lib/format";
 import { useUrlState } from "../lib/urlState";
 import type { Schemas } from "../api/client";
 import type { Key } from "../lib/i18n";
+import { ScrollTable } from "../components/ScrollTable";
 
 function Counts({ title, counts, testId }: { title: string; counts: { state: { name: string }; count: number }[]; testId: string }) {
   const { label, number } = useI18n();
@@ -155,38 +156,40 @@ export function Dashboard() {
                     {t("app.none")}
                   </Text>
                 ) : (
-                  <Table striped>
-                    <Table.Thead>
-                      <Table.Tr>
-                        <Table.Th>{t("dashboard.due")}</Table.Th>
-                        <Table.Th>{t("nav.mandates")}</Table.Th>
-                        <Table.Th>{t("common.customer")}</Table.Th>
-                        <Table.Th ta="right">{t("common.amount")}</Table.Th>
-                      </Table.Tr>
-                    </Table.Thead>
-                    <Table.Tbody>
-                      {d.nextCharges.map((n) => (
-                        <Table.Tr key={n.installmentInternalId}>
-                          <Table.Td>
-                            {date(n.installmentDueDate)}
-                            {n.chargeDate !== n.installmentDueDate && (
-                              <Text size="xs" c="dimmed" data-testid="charge-date">
-                                {t("mandates.chargeDate")} {date(n.chargeDate)}
-                              </Text>
-                            )}
-                          </Table.Td>
-                          <Table.Td>
-                            <Anchor component={Link} to={`/mandates/${n.mandateInternalId}`} size="sm">
-                              {n.mandateId}
-                            </Anchor>{" "}
-                            · {n.installmentId}
-                          </Table.Td>
-                          <Table.Td>{n.customerName}</Table.Td>
-                          <Table.Td ta="right">{money(n.amount, n.currencyId)}</Table.Td>
+                  <ScrollTable label={t("dashboard.nextCharges")} minWidth={520}>
+                    <Table striped data-testid="next-charges-table">
+                      <Table.Thead>
+                        <Table.Tr>
+                          <Table.Th>{t("dashboard.due")}</Table.Th>
+                          <Table.Th>{t("nav.mandates")}</Table.Th>
+                          <Table.Th>{t("common.customer")}</Table.Th>
+                          <Table.Th ta="right">{t("common.amount")}</Table.Th>
                         </Table.Tr>
-                      ))}
-                    </Table.Tbody>
-                  </Table>
+                      </Table.Thead>
+                      <Table.Tbody>
+                        {d.nextCharges.map((n) => (
+                          <Table.Tr key={n.installmentInternalId}>
+                            <Table.Td>
+                              {date(n.installmentDueDate)}
+                              {n.chargeDate !== n.installmentDueDate && (
+                                <Text size="xs" c="dimmed" data-testid="charge-date">
+                                  {t("mandates.chargeDate")} {date(n.chargeDate)}
+                                </Text>
+                              )}
+                            </Table.Td>
+                            <Table.Td>
+                              <Anchor component={Link} to={`/mandates/${n.mandateInternalId}`} size="sm">
+                                {n.mandateId}
+                              </Anchor>{" "}
+                              · {n.installmentId}
+                            </Table.Td>
+                            <Table.Td>{n.customerName}</Table.Td>
+                            <Table.Td ta="right">{money(n.amount, n.currencyId)}</Table.Td>
+                          </Table.Tr>
+                        ))}
+                      </Table.Tbody>
+                    </Table>
+                  </ScrollTable>
                 )}
               </Card>
               <Card withBorder data-testid="failing-webhooks">
@@ -206,50 +209,52 @@ export function Dashboard() {
                     {t("app.none")}
                   </Text>
                 ) : (
-                  <Table striped>
-                    <Table.Thead>
-                      <Table.Tr>
-                        <Table.Th>{t("dashboard.event")}</Table.Th>
-                        <Table.Th>{t("ledger.mandate")}</Table.Th>
-                        <Table.Th>{t("common.state")}</Table.Th>
-                        <Table.Th>{t("common.details")}</Table.Th>
-                        <Table.Th>{t("common.createdAt")}</Table.Th>
-                      </Table.Tr>
-                    </Table.Thead>
-                    <Table.Tbody>
-                      {d.failingWebhooks.recent.map((e) => (
-                        <Table.Tr key={e.eventId} data-testid="failing-event">
-                          <Table.Td>
-                            <Anchor component={Link} to={`/notifications?event=${e.eventId}`} size="sm">
-                              {label(e.kind)}
-                            </Anchor>
-                          </Table.Td>
-                          <Table.Td>
-                            {e.mandateId && e.mandateInternalId ? (
-                              <Anchor component={Link} to={`/mandates/${e.mandateInternalId}`} size="sm">
-                                {e.mandateId}
-                              </Anchor>
-                            ) : (
-                              "—"
-                            )}
-                            <Text size="xs" c="dimmed">
-                              {e.customerName ?? ""}
-                            </Text>
-                          </Table.Td>
-                          <Table.Td>
-                            <StateBadge state={e.deliveryState} />
-                          </Table.Td>
-                          <Table.Td>
-                            <Text size="xs" lineClamp={1} maw={260}>
-                              {e.lastStatus ? `HTTP ${e.lastStatus} ` : ""}
-                              {e.lastError ?? ""}
-                            </Text>
-                          </Table.Td>
-                          <Table.Td>{dateTime(e.createdAt)}</Table.Td>
+                  <ScrollTable label={t("dashboard.failing")} minWidth={640}>
+                    <Table striped data-testid="failing-table">
+                      <Table.Thead>
+                        <Table.Tr>
+                          <Table.Th>{t("dashboard.event")}</Table.Th>
+                          <Table.Th>{t("ledger.mandate")}</Table.Th>
+                          <Table.Th>{t("common.state")}</Table.Th>
+                          <Table.Th>{t("common.details")}</Table.Th>
+                          <Table.Th>{t("common.createdAt")}</Table.Th>
                         </Table.Tr>
-                      ))}
-                    </Table.Tbody>
-                  </Table>
+                      </Table.Thead>
+                      <Table.Tbody>
+                        {d.failingWebhooks.recent.map((e) => (
+                          <Table.Tr key={e.eventId} data-testid="failing-event">
+                            <Table.Td>
+                              <Anchor component={Link} to={`/notifications?event=${e.eventId}`} size="sm">
+                                {label(e.kind)}
+                              </Anchor>
+                            </Table.Td>
+                            <Table.Td>
+                              {e.mandateId && e.mandateInternalId ? (
+                                <Anchor component={Link} to={`/mandates/${e.mandateInternalId}`} size="sm">
+                                  {e.mandateId}
+                                </Anchor>
+                              ) : (
+                                "—"
+                              )}
+                              <Text size="xs" c="dimmed">
+                                {e.customerName ?? ""}
+                              </Text>
+                            </Table.Td>
+                            <Table.Td>
+                              <StateBadge state={e.deliveryState} />
+                            </Table.Td>
+                            <Table.Td>
+                              <Text size="xs" lineClamp={1} maw={260}>
+                                {e.lastStatus ? `HTTP ${e.lastStatus} ` : ""}
+                                {e.lastError ?? ""}
+                              </Text>
+                            </Table.Td>
+                            <Table.Td>{dateTime(e.createdAt)}</Table.Td>
+                          </Table.Tr>
+                        ))}
+                      </Table.Tbody>
+                    </Table>
+                  </ScrollTable>
                 )}
               </Card>
             </SimpleGrid>

@@ -11,6 +11,7 @@ import { PageTitle } from "../components/Layout";
 import { useI18n, useSession } from "../lib/context";
 import { errorText } from "../lib/errors";
 import { useUrlState } from "../lib/urlState";
+import { ScrollTable } from "../components/ScrollTable";
 
 type Entry = Schemas["LedgerEntry"];
 type Reconciliation = Schemas["Reconciliation"];
@@ -95,30 +96,32 @@ function Settlements({ commerce, from, to }: { commerce: string; from: string; t
       <QueryState loading={query.isLoading} error={query.error} retry={() => void query.refetch()}>
         {query.data && query.data.items.length === 0 && <Text c="dimmed">{t("ledger.noSettlements")}</Text>}
         {query.data && query.data.items.length > 0 && (
-          <Table striped data-testid="settlements-table">
-            <Table.Thead>
-              <Table.Tr>
-                <Table.Th>{t("ledger.businessDate")}</Table.Th>
-                <Table.Th>{t("ledger.method")}</Table.Th>
-                <Table.Th>{t("ledger.gross")}</Table.Th>
-                <Table.Th>{t("ledger.fees")}</Table.Th>
-                <Table.Th>{t("ledger.net")}</Table.Th>
-                <Table.Th>{t("ledger.count")}</Table.Th>
-              </Table.Tr>
-            </Table.Thead>
-            <Table.Tbody>
-              {query.data.items.map((s) => (
-                <Table.Tr key={`${s.businessDate}-${s.paymentMethod}-${s.currencyId}`}>
-                  <Table.Td>{date(s.businessDate)}</Table.Td>
-                  <Table.Td>{label(s.paymentMethod)}</Table.Td>
-                  <Table.Td>{money(s.gross, s.currencyId)}</Table.Td>
-                  <Table.Td>{money(s.fees, s.currencyId)}</Table.Td>
-                  <Table.Td>{money(s.net, s.currencyId)}</Table.Td>
-                  <Table.Td>{s.count}</Table.Td>
+          <ScrollTable label={t("ledger.settlements")} minWidth={640}>
+            <Table striped data-testid="settlements-table">
+              <Table.Thead>
+                <Table.Tr>
+                  <Table.Th>{t("ledger.businessDate")}</Table.Th>
+                  <Table.Th>{t("ledger.method")}</Table.Th>
+                  <Table.Th>{t("ledger.gross")}</Table.Th>
+                  <Table.Th>{t("ledger.fees")}</Table.Th>
+                  <Table.Th>{t("ledger.net")}</Table.Th>
+                  <Table.Th>{t("ledger.count")}</Table.Th>
                 </Table.Tr>
-              ))}
-            </Table.Tbody>
-          </Table>
+              </Table.Thead>
+              <Table.Tbody>
+                {query.data.items.map((s) => (
+                  <Table.Tr key={`${s.businessDate}-${s.paymentMethod}-${s.currencyId}`}>
+                    <Table.Td>{date(s.businessDate)}</Table.Td>
+                    <Table.Td>{label(s.paymentMethod)}</Table.Td>
+                    <Table.Td>{money(s.gross, s.currencyId)}</Table.Td>
+                    <Table.Td>{money(s.fees, s.currencyId)}</Table.Td>
+                    <Table.Td>{money(s.net, s.currencyId)}</Table.Td>
+                    <Table.Td>{s.count}</Table.Td>
+                  </Table.Tr>
+                ))}
+              </Table.Tbody>
+            </Table>
+          </ScrollTable>
         )}
       </QueryState>
     </Card>
@@ -177,7 +180,7 @@ function Entries({
       <QueryState loading={query.isLoading} error={query.error} retry={() => void query.refetch()}>
         {query.data && query.data.items.length === 0 && <Alert color="gray">{t("ledger.noEntries")}</Alert>}
         {query.data && query.data.items.length > 0 && (
-          <Table.ScrollContainer minWidth={1000}>
+          <ScrollTable label={t("ledger.entries")} minWidth={1000}>
             <Table striped data-testid="ledger-table">
               <Table.Thead>
                 <Table.Tr>
@@ -214,7 +217,7 @@ function Entries({
                 ))}
               </Table.Tbody>
             </Table>
-          </Table.ScrollContainer>
+          </ScrollTable>
         )}
         <Pager keyset={keyset} nextCursor={query.data?.nextCursor} />
       </QueryState>
@@ -287,28 +290,30 @@ function Reconcile({ commerce }: { commerce: string }) {
 function History({ items, onPick }: { items: Reconciliation[]; onPick: (r: Reconciliation) => void }) {
   const { t, dateTime } = useI18n();
   return (
-    <Table striped data-testid="reconciliations-table">
-      <Table.Thead>
-        <Table.Tr>
-          <Table.Th>{t("common.createdAt")}</Table.Th>
-          <Table.Th>{t("ledger.by")}</Table.Th>
-          <Table.Th>{t("ledger.matched")}</Table.Th>
-          <Table.Th>{t("ledger.unpaid")}</Table.Th>
-          <Table.Th>{t("ledger.unknown")}</Table.Th>
-        </Table.Tr>
-      </Table.Thead>
-      <Table.Tbody>
-        {items.map((r) => (
-          <Table.Tr key={r.reconciliationId} onClick={() => onPick(r)} style={{ cursor: "pointer" }}>
-            <Table.Td>{dateTime(r.createdAt)}</Table.Td>
-            <Table.Td>{r.createdBy}</Table.Td>
-            <Table.Td>{r.counts.matched}</Table.Td>
-            <Table.Td>{r.counts.entriesWithoutPayout}</Table.Td>
-            <Table.Td>{r.counts.linesWithoutEntry}</Table.Td>
+    <ScrollTable label={t("ledger.history")} minWidth={560}>
+      <Table striped data-testid="reconciliations-table">
+        <Table.Thead>
+          <Table.Tr>
+            <Table.Th>{t("common.createdAt")}</Table.Th>
+            <Table.Th>{t("ledger.by")}</Table.Th>
+            <Table.Th>{t("ledger.matched")}</Table.Th>
+            <Table.Th>{t("ledger.unpaid")}</Table.Th>
+            <Table.Th>{t("ledger.unknown")}</Table.Th>
           </Table.Tr>
-        ))}
-      </Table.Tbody>
-    </Table>
+        </Table.Thead>
+        <Table.Tbody>
+          {items.map((r) => (
+            <Table.Tr key={r.reconciliationId} onClick={() => onPick(r)} style={{ cursor: "pointer" }}>
+              <Table.Td>{dateTime(r.createdAt)}</Table.Td>
+              <Table.Td>{r.createdBy}</Table.Td>
+              <Table.Td>{r.counts.matched}</Table.Td>
+              <Table.Td>{r.counts.entriesWithoutPayout}</Table.Td>
+              <Table.Td>{r.counts.linesWithoutEntry}</Table.Td>
+            </Table.Tr>
+          ))}
+        </Table.Tbody>
+      </Table>
+    </ScrollTable>
   );
 }
 

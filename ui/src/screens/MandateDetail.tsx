@@ -27,6 +27,7 @@ import { Link, Navigate, useParams } from "react-router";
 import { ApiError, api, payload, type Schemas } from "../api/client";
 import { MandateActivationCard } from "../components/Activation";
 import { confirmAction } from "../components/confirm";
+import { DateField } from "../components/DateField";
 import { QueryState } from "../components/QueryState";
 import { StateBadge } from "../components/StateBadge";
 import { PageTitle } from "../components/Layout";
@@ -35,6 +36,8 @@ import { errorText, formErrors } from "../lib/errors";
 import type { Key } from "../lib/i18n";
 import { CURRENCY_DECIMALS, parseAmount } from "../lib/money";
 import { useRejectionWords } from "./Notifications";
+import { formatRut } from "../lib/rut";
+import { ScrollTable } from "../components/ScrollTable";
 
 type Detail = Schemas["MandateDetail"];
 /** The currencies a request accepts; the server writes only these in an installment's `currencyId`. */
@@ -119,6 +122,7 @@ function PayModal({
   const refusals = useRefusals(mandateId);
   const [general, setGeneral] = useState<string | null>(null);
   const [refused, setRefused] = useState<Refusal[] | null>(null);
+  const [dateValid, setDateValid] = useState(true);
   const currency = installments[0].currencyId;
   const decimals = CURRENCY_DECIMALS[currency] ?? 2;
   const total = installments.reduce((sum, i) => sum + i.amount, 0);
@@ -133,7 +137,12 @@ function PayModal({
       authorizationCode: "",
     },
     validate: {
-      date: (value) => (value && value > detail.businessDate ? t("mandates.payDateMax", { date: date(detail.businessDate) }) : null),
+      date: (value) =>
+        !value
+          ? t("common.invalidDate")
+          : value > detail.businessDate
+            ? t("mandates.payDateMax", { date: date(detail.businessDate) })
+            : null,
     },
   });
   const mutation = useMutation({
@@ -188,6 +197,8 @@ function PayModal({
     <Modal opened onClose={onClose} closeButtonProps={{ "aria-label": t("app.close") }} title={title}>
       <form
         onSubmit={form.onSubmit((v) => {
+          // A mistyped date is named under its field; the previous date is not sent instead.
+          if (!dateValid) return;
           if (parseAmount(v.amount, lang) === null) {
             form.setFieldError("amount", "?");
             return;
@@ -199,15 +210,18 @@ function PayModal({
           <Text size="sm">{installments.length === 1 ? t("mandates.payIntro") : t("mandates.payManyIntro", { ids })}</Text>
           <Refusals refused={refused} detail={detail} target="PAID" />
           {general && <Alert color="red">{general}</Alert>}
-          <TextInput
-            type="date"
+          <DateField
             label={t("mandates.payDate")}
             description={t("mandates.payDateMax", { date: date(detail.businessDate) })}
             name="date"
             required
             max={detail.businessDate}
-            data-testid="pay-date"
-            {...form.getInputProps("date")}
+            maxError={t("mandates.payDateMax", { date: date(detail.businessDate) })}
+            testId="pay-date"
+            value={form.values.date}
+            onChange={(iso) => form.setFieldValue("date", iso)}
+            onValidity={setDateValid}
+            error={form.errors.date as string | undefined}
           />
           <TextInput label={`${t("common.amount")} (${currency})`} name="amount" required {...form.getInputProps("amount")} />
           <Select
@@ -299,6 +313,8 @@ function AddInstallmentsModal({ detail, onClose }: { detail: Detail; onClose: ()
   const refresh = useRefresh(id);
   const [general, setGeneral] = useState<string | null>(null);
   const [errors, setErrors] = useState<Record<string, string>>({});
+  // Rows whose due date was mistyped: nothing is sent until each is a date.
+  const [invalidDates, setInvalidDates] = useState<Record<number, boolean>>({});
   const [rows, setRows] = useState<NewRow[]>([
     { id: String(detail.installments.length + 1), amount: "", installmentDueDate: detail.businessDate },
   ]);
@@ -348,12 +364,14 @@ function AddInstallmentsModal({ detail, onClose }: { detail: Detail; onClose: ()
               onChange={(e) => set(i, "amount", e.currentTarget.value)}
               error={errors[`installments[${i}].amount`] ?? errors[`installments[${i}].currencyId`]}
             />
-            <TextInput
-              type="date"
+            <DateField
               label={t("mandates.dueDate")}
               value={r.installmentDueDate}
-              onChange={(e) => set(i, "installmentDueDate", e.currentTarget.value)}
+              onChange={(iso) => set(i, "installmentDueDate", iso)}
+              onValidity={(valid) => setInvalidDates((all) => ({ ...all, [i]: !valid }))}
               error={errors[`installments[${i}].installmentDueDate`]}
+              testId="add-due-date"
+              width="auto"
             />
           </Group>
         ))}
@@ -373,7 +391,13 @@ function AddInstallmentsModal({ detail, onClose }: { detail: Detail; onClose: ()
             <Button variant="default" onClick={onClose}>
               {t("common.cancel")}
             </Button>
-            <Button onClick={() => mutation.mutate()} loading={mutation.isPending} data-testid="add-submit">
+            <Button
+              onClick={() => {
+                if (!Object.values(invalidDates).some(Boolean)) mutation.mutate();
+              }}
+              loading={mutation.isPending}
+              data-testid="add-submit"
+            >
               {t("mandates.addInstallments")}
             </Button>
           </Group>
@@ -408,21 +432,33 @@ function InstallmentRows({
   return (
     <Fragment>
       <Table.Tr data-installment={installment.id}>
-        <Table.Td>
-          <Checkbox
-            aria-label={t("mandates.selectInstallment", { id: installment.id })}
-            disabled={!selectable}
-            checked={selected && selectable}
-            onChange={(e) => onSelect(e.currentTarget.checked)}
-            data-testid="select-installment"
-          />
+        <Table.Td data-testid="installment-id">
+          <Group gap="xs" wrap="nowrap">
+            <Checkbox
+              aria-label={t("mandates.selectInstallment", { id: installment.id })}
+              disabled={!selectable}
+              checked={selected && selectable}
+              onChange={(e) => onSelect(e.currentTarget.checked)}
+              data-testid="select-installment"
+            />
+            <Anchor
+              component="button"
+              type="button"
+              size="sm"
+              className="nowrap"
+              aria-expanded={open}
+              title={t("mandates.historyOf", { id: installment.id })}
+              onClick={() => setOpen((o) => !o)}
+              data-testid="installment-history-toggle"
+            >
+              {installment.id}
+            </Anchor>
+          </Group>
         </Table.Td>
-        <Table.Td>
-          <Anchor component="button" type="button" size="sm" onClick={() => setOpen((o) => !o)}>
-            {installment.id}
-          </Anchor>
+        <Table.Td ta="right" className="nowrap" data-testid="installment-amount">
+          {money(installment.amount, installment.currencyId)}
         </Table.Td>
-        <Table.Td>
+        <Table.Td className="nowrap">
           {date(installment.installmentDueDate)}
           {installment.chargeDate !== installment.installmentDueDate && (
             <Text size="xs" c="dimmed" data-testid="charge-date">
@@ -430,7 +466,6 @@ function InstallmentRows({
             </Text>
           )}
         </Table.Td>
-        <Table.Td ta="right">{money(installment.amount, installment.currencyId)}</Table.Td>
         <Table.Td>
           <StateBadge state={installment.state} />
           {installment.state.name === "REJECTED" && installment.rejection && (
@@ -440,8 +475,8 @@ function InstallmentRows({
           )}
         </Table.Td>
         <Table.Td>{installment.attempts}</Table.Td>
-        <Table.Td>{dateTime(installment.dateTime)}</Table.Td>
-        <Table.Td>
+        <Table.Td className="nowrap">{dateTime(installment.dateTime)}</Table.Td>
+        <Table.Td className="sticky-end">
           <Group gap={4} wrap="nowrap">
             {installment.canPay && (
               <Tooltip label={notAllowed} disabled={operator}>
@@ -476,7 +511,7 @@ function InstallmentRows({
       </Table.Tr>
       {open && (
         <Table.Tr>
-          <Table.Td colSpan={8} bg="var(--mantine-color-default-hover)">
+          <Table.Td colSpan={7} bg="var(--mantine-color-default-hover)">
             <SimpleGrid cols={{ base: 1, md: 2 }}>
               <div>
                 <Text size="sm" fw={600}>
@@ -664,7 +699,7 @@ function AcceptanceCard({ detail, method }: { detail: Detail; method: EnrolledMe
           <SimpleGrid cols={{ base: 1, sm: 2, lg: 4 }}>
             <Evidence
               name={t("mandates.acceptedBy")}
-              value={`${[p.firstName, p.lastName, p.secondLastName].filter(Boolean).join(" ")} · ${detail.customer.identificationDocument.number}`}
+              value={`${[p.firstName, p.lastName, p.secondLastName].filter(Boolean).join(" ")} · ${formatRut(detail.customer.identificationDocument.number)}`}
             />
             <Evidence name={t("mandates.acceptedAt")} value={dateTime(a.acceptedAt)} testId="accepted-at" />
             <Evidence name={t("mandates.acceptedIp")} value={a.ip} />
@@ -790,7 +825,10 @@ function MandateDetailOf({ id }: { id: string }) {
                   {d.customer.personalInformation.firstName} {d.customer.personalInformation.lastName}
                 </Anchor>
                 <Text size="sm">
-                  {d.customer.identificationDocument.number} · {d.customer.userId}
+                  <span className="nowrap" data-testid="customer-rut">
+                    {formatRut(d.customer.identificationDocument.number)}
+                  </span>{" "}
+                  · <span className="nowrap">{d.customer.userId}</span>
                 </Text>
                 <Text size="sm" c="dimmed">
                   {d.customer.contacts.email}
@@ -904,27 +942,29 @@ function MandateDetailOf({ id }: { id: string }) {
                 )}
               </Group>
               <Refusals refused={annul.refused} detail={d} target="ANNULLED" />
-              <Table.ScrollContainer minWidth={760}>
+              <ScrollTable label={t("mandates.installments")} minWidth={760}>
                 <Table data-testid="installments-table">
                   <Table.Thead>
                     <Table.Tr>
-                      <Table.Th w={36}>
-                        <Checkbox
-                          aria-label={t("mandates.selectAll")}
-                          disabled={selectable.length === 0}
-                          checked={selectable.length > 0 && selectable.every((i) => selected.includes(i.internalId))}
-                          indeterminate={chosen.length > 0 && chosen.length < selectable.length}
-                          onChange={(e) => setSelected(e.currentTarget.checked ? selectable.map((i) => i.internalId) : [])}
-                          data-testid="select-all"
-                        />
+                      <Table.Th>
+                        <Group gap="xs" wrap="nowrap">
+                          <Checkbox
+                            aria-label={t("mandates.selectAll")}
+                            disabled={selectable.length === 0}
+                            checked={selectable.length > 0 && selectable.every((i) => selected.includes(i.internalId))}
+                            indeterminate={chosen.length > 0 && chosen.length < selectable.length}
+                            onChange={(e) => setSelected(e.currentTarget.checked ? selectable.map((i) => i.internalId) : [])}
+                            data-testid="select-all"
+                          />
+                          {t("common.id")}
+                        </Group>
                       </Table.Th>
-                      <Table.Th>{t("common.id")}</Table.Th>
-                      <Table.Th>{t("mandates.dueDate")}</Table.Th>
                       <Table.Th ta="right">{t("common.amount")}</Table.Th>
+                      <Table.Th>{t("mandates.dueDate")}</Table.Th>
                       <Table.Th>{t("common.state")}</Table.Th>
                       <Table.Th>{t("mandates.attempts")}</Table.Th>
                       <Table.Th>{t("common.updatedAt")}</Table.Th>
-                      <Table.Th>{t("common.actions")}</Table.Th>
+                      <Table.Th className="sticky-end">{t("common.actions")}</Table.Th>
                     </Table.Tr>
                   </Table.Thead>
                   <Table.Tbody>
@@ -941,7 +981,7 @@ function MandateDetailOf({ id }: { id: string }) {
                     ))}
                   </Table.Tbody>
                 </Table>
-              </Table.ScrollContainer>
+              </ScrollTable>
             </Card>
             <Card withBorder>
               <Text fw={600} mb="xs">
@@ -952,34 +992,36 @@ function MandateDetailOf({ id }: { id: string }) {
                   {t("mandates.noEvents")}
                 </Text>
               ) : (
-                <Table data-testid="mandate-events">
-                  <Table.Thead>
-                    <Table.Tr>
-                      <Table.Th>{t("mandates.sequence")}</Table.Th>
-                      <Table.Th>{t("mandates.event")}</Table.Th>
-                      <Table.Th>{t("common.state")}</Table.Th>
-                      <Table.Th>{t("mandates.delivery")}</Table.Th>
-                      <Table.Th>{t("common.createdAt")}</Table.Th>
-                    </Table.Tr>
-                  </Table.Thead>
-                  <Table.Tbody>
-                    {d.events.map((e) => (
-                      <Table.Tr key={e.eventId}>
-                        <Table.Td>{e.sequence}</Table.Td>
-                        <Table.Td>
-                          <Anchor component={Link} to={`/notifications?event=${e.eventId}`} size="sm">
-                            {label(e.kind)} · {e.eventId}
-                          </Anchor>
-                        </Table.Td>
-                        <Table.Td>{e.state ? <StateBadge state={e.state} /> : "—"}</Table.Td>
-                        <Table.Td>
-                          <StateBadge state={e.deliveryState} />
-                        </Table.Td>
-                        <Table.Td>{dateTime(e.createdAt)}</Table.Td>
+                <ScrollTable label={t("mandates.events")} minWidth={640}>
+                  <Table data-testid="mandate-events">
+                    <Table.Thead>
+                      <Table.Tr>
+                        <Table.Th>{t("mandates.sequence")}</Table.Th>
+                        <Table.Th>{t("mandates.event")}</Table.Th>
+                        <Table.Th>{t("common.state")}</Table.Th>
+                        <Table.Th>{t("mandates.delivery")}</Table.Th>
+                        <Table.Th>{t("common.createdAt")}</Table.Th>
                       </Table.Tr>
-                    ))}
-                  </Table.Tbody>
-                </Table>
+                    </Table.Thead>
+                    <Table.Tbody>
+                      {d.events.map((e) => (
+                        <Table.Tr key={e.eventId}>
+                          <Table.Td>{e.sequence}</Table.Td>
+                          <Table.Td>
+                            <Anchor component={Link} to={`/notifications?event=${e.eventId}`} size="sm">
+                              {label(e.kind)} · {e.eventId}
+                            </Anchor>
+                          </Table.Td>
+                          <Table.Td>{e.state ? <StateBadge state={e.state} /> : "—"}</Table.Td>
+                          <Table.Td>
+                            <StateBadge state={e.deliveryState} />
+                          </Table.Td>
+                          <Table.Td>{dateTime(e.createdAt)}</Table.Td>
+                        </Table.Tr>
+                      ))}
+                    </Table.Tbody>
+                  </Table>
+                </ScrollTable>
               )}
             </Card>
             {d.mandate.metadata && (

@@ -29,6 +29,7 @@ import { PageTitle } from "../components/Layout";
 import { useI18n, useSession } from "../lib/context";
 import { errorText, formErrors } from "../lib/errors";
 import type { Key } from "../lib/i18n";
+import { ScrollTable } from "../components/ScrollTable";
 
 type ListedEvent = Schemas["ListedEventDto"];
 type EventSummary = Pick<ListedEvent, "deliveryState" | "attempts" | "nextAttemptAt">;
@@ -230,36 +231,38 @@ function EventDrawer({ eventId, onClose }: { eventId: string; onClose: () => voi
                 {t("notifications.noAttempts")}
               </Text>
             ) : (
-              <Table data-testid="attempts">
-                <Table.Thead>
-                  <Table.Tr>
-                    <Table.Th>{t("common.date")}</Table.Th>
-                    <Table.Th>{t("notifications.attemptKind")}</Table.Th>
-                    <Table.Th>{t("notifications.status")}</Table.Th>
-                    <Table.Th>{t("notifications.duration")}</Table.Th>
-                    <Table.Th>{t("notifications.outcome")}</Table.Th>
-                    <Table.Th>{t("notifications.response")}</Table.Th>
-                  </Table.Tr>
-                </Table.Thead>
-                <Table.Tbody>
-                  {d.attempts.map((a, i) => (
-                    <Table.Tr key={i}>
-                      <Table.Td>{dateTime(a.startedAt)}</Table.Td>
-                      <Table.Td>{label(a.kind)}</Table.Td>
-                      <Table.Td>{a.statusCode ?? "—"}</Table.Td>
-                      <Table.Td>{a.durationMs} ms</Table.Td>
-                      <Table.Td>
-                        <StateBadge state={a.outcome} />
-                      </Table.Td>
-                      <Table.Td>
-                        <Text size="xs" lineClamp={3}>
-                          {a.error ?? a.responseExcerpt ?? ""}
-                        </Text>
-                      </Table.Td>
+              <ScrollTable label={t("notifications.attempts")} minWidth={560}>
+                <Table data-testid="attempts">
+                  <Table.Thead>
+                    <Table.Tr>
+                      <Table.Th>{t("common.date")}</Table.Th>
+                      <Table.Th>{t("notifications.attemptKind")}</Table.Th>
+                      <Table.Th>{t("notifications.status")}</Table.Th>
+                      <Table.Th>{t("notifications.duration")}</Table.Th>
+                      <Table.Th>{t("notifications.outcome")}</Table.Th>
+                      <Table.Th>{t("notifications.response")}</Table.Th>
                     </Table.Tr>
-                  ))}
-                </Table.Tbody>
-              </Table>
+                  </Table.Thead>
+                  <Table.Tbody>
+                    {d.attempts.map((a, i) => (
+                      <Table.Tr key={i}>
+                        <Table.Td>{dateTime(a.startedAt)}</Table.Td>
+                        <Table.Td>{label(a.kind)}</Table.Td>
+                        <Table.Td>{a.statusCode ?? "—"}</Table.Td>
+                        <Table.Td>{a.durationMs} ms</Table.Td>
+                        <Table.Td>
+                          <StateBadge state={a.outcome} />
+                        </Table.Td>
+                        <Table.Td>
+                          <Text size="xs" lineClamp={3}>
+                            {a.error ?? a.responseExcerpt ?? ""}
+                          </Text>
+                        </Table.Td>
+                      </Table.Tr>
+                    ))}
+                  </Table.Tbody>
+                </Table>
+              </ScrollTable>
             )}
             {d.attempts.length > 0 && (
               <>
@@ -396,7 +399,7 @@ export function Notifications() {
         {items.length === 0 ? (
           <Text c="dimmed">{t("app.none")}</Text>
         ) : (
-          <Table.ScrollContainer minWidth={760}>
+          <ScrollTable label={t("notifications.title")} minWidth={760}>
             <Table striped highlightOnHover data-testid="events-table">
               <Table.Thead>
                 <Table.Tr>
@@ -481,7 +484,7 @@ export function Notifications() {
                 ))}
               </Table.Tbody>
             </Table>
-          </Table.ScrollContainer>
+          </ScrollTable>
         )}
         <Pager keyset={keyset} nextCursor={query.data?.nextCursor} />
       </QueryState>

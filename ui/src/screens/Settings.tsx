@@ -11,6 +11,7 @@ import {
   MultiSelect,
   PasswordInput,
   Select,
+  SimpleGrid,
   Stack,
   Switch,
   Table,
@@ -40,15 +41,19 @@ import { errorText, formErrors } from "../lib/errors";
 import type { Key } from "../lib/i18n";
 import { wrongCheckDigit } from "../lib/rut";
 import { PasswordChange } from "./SignIn";
+import { DateField } from "../components/DateField";
+import { formatExactDecimal } from "../lib/format";
+import { ScrollTable } from "../components/ScrollTable";
 
-const METHODS = [
-  { value: "3", label: "3 · Crédito" },
-  { value: "4", label: "4 · Débito" },
-  { value: "11", label: "11 · Prepago" },
-  { value: "5", label: "5 · PAC" },
-  { value: "6", label: "6 · EPAC" },
-  { value: "14", label: "14 · EPAC directo" },
-];
+/** The payment methods a commerce may offer, by their ids in the API. */
+const METHOD_IDS = [3, 4, 11, 5, 6, 14] as const;
+
+/** A payment method id in words (`3` is "Crédito"); an id this UI does not know stays a number. */
+function methodName(t: (key: Key) => string, id: number): string {
+  const key = `settings.method.${id}` as Key;
+  const words = t(key);
+  return words === key ? String(id) : words;
+}
 
 /** A secret shown once, with a copy button. */
 function ShownOnce({ title, values, onClose }: { title: string; values: [string, string][]; onClose: () => void }) {
@@ -101,7 +106,7 @@ function Commerces() {
   const [general, setGeneral] = useState<string | null>(null);
   const [editing, setEditing] = useState<Schemas["CommerceDto"] | null>(null);
   const form = useForm({
-    initialValues: { code: "", name: "", password: "", channels: [] as string[], paymentMethods: METHODS.map((m) => m.value), authorizationRequired: false },
+    initialValues: { code: "", name: "", password: "", channels: [] as string[], paymentMethods: METHOD_IDS.map(String), authorizationRequired: false },
     validateInputOnChange: ["code"],
     validate: {
       code: (code) => {
@@ -160,7 +165,7 @@ function Commerces() {
   return (
     <Stack>
       <QueryState loading={commerces.isLoading} error={commerces.error}>
-        <Table.ScrollContainer minWidth={800}>
+        <ScrollTable label={t("settings.commerces")} minWidth={800}>
           <Table striped data-testid="commerces-table">
             <Table.Thead>
               <Table.Tr>
@@ -191,7 +196,7 @@ function Commerces() {
                       </Text>
                     )}
                   </Table.Td>
-                  <Table.Td>{c.paymentMethods.join(", ")}</Table.Td>
+                  <Table.Td data-testid="commerce-methods">{c.paymentMethods.map((id) => methodName(t, id)).join(", ")}</Table.Td>
                   <Table.Td>
                     {c.retryPolicy.afterDays.join(", ")}
                     {!c.customRetryPolicy && (
@@ -203,6 +208,8 @@ function Commerces() {
                   </Table.Td>
                   <Table.Td>
                     <CommerceActivationMode commerce={c} admin={admin} />
+                  </Table.Td>
+                  <Table.Td>
                     <ChargingRuleCell commerce={c} editable={admin} />
                   </Table.Td>
                   <Table.Td>{dateTime(c.createdAt)}</Table.Td>
@@ -225,7 +232,7 @@ function Commerces() {
               ))}
             </Table.Tbody>
           </Table>
-        </Table.ScrollContainer>
+        </ScrollTable>
       </QueryState>
       {admin && (
         <Card withBorder>
@@ -235,15 +242,19 @@ function Commerces() {
           <form onSubmit={form.onSubmit((v) => create.mutate(v))}>
             <Stack>
               {general && <Alert color="red">{general}</Alert>}
-              <Group grow align="start">
+              <SimpleGrid cols={{ base: 1, sm: 3 }} data-testid="new-commerce-fields">
                 <TextInput label={t("settings.code")} name="code" placeholder="76.123.456-0" {...form.getInputProps("code")} />
                 <TextInput label={t("settings.commerceName")} name="name" {...form.getInputProps("name")} />
                 <PasswordInput label={t("settings.commercePassword")} name="password" autoComplete="new-password" {...form.getInputProps("password")} />
-              </Group>
-              <Group grow align="start">
+              </SimpleGrid>
+              <SimpleGrid cols={{ base: 1, sm: 2 }}>
                 <TagsInput label={t("settings.channels")} {...form.getInputProps("channels")} />
-                <MultiSelect label={t("settings.paymentMethods")} data={METHODS} {...form.getInputProps("paymentMethods")} />
-              </Group>
+                <MultiSelect
+                  label={t("settings.paymentMethods")}
+                  data={METHOD_IDS.map((id) => ({ value: String(id), label: methodName(t, id) }))}
+                  {...form.getInputProps("paymentMethods")}
+                />
+              </SimpleGrid>
               <Switch label={t("settings.authorizationRequired")} {...form.getInputProps("authorizationRequired", { type: "checkbox" })} />
               <Group justify="flex-end">
                 <Button type="submit" loading={create.isPending} data-testid="create-commerce">
@@ -310,6 +321,7 @@ function Calendar() {
   const queryClient = useQueryClient();
   const invalidate = () => void queryClient.invalidateQueries({ queryKey: ["holidays"] });
   const form = useForm({ initialValues: { date: "", name: "" } });
+  const [dateValid, setDateValid] = useState(true);
   const [general, setGeneral] = useState<string | null>(null);
   const add = useMutation({
     mutationFn: (v: typeof form.values) => payload(api.POST("/calendar/holidays", { body: { date: v.date, name: v.name } })),
@@ -358,50 +370,65 @@ function Calendar() {
       </Group>
       <Title order={4}>{t("settings.holidaysOf", { year })}</Title>
       <QueryState loading={holidays.isLoading} error={holidays.error}>
-        <Table striped data-testid="holidays-table">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>{t("settings.holidayDate")}</Table.Th>
-              <Table.Th>{t("settings.holidayName")}</Table.Th>
-              {admin && <Table.Th>{t("common.actions")}</Table.Th>}
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {(holidays.data?.holidays ?? []).map((h) => (
-              <Table.Tr key={`${h.date}-${h.name}`} data-holiday={h.date}>
-                <Table.Td>{date(h.date)}</Table.Td>
-                <Table.Td>
-                  {h.name}{" "}
-                  {h.added && (
-                    <Badge size="xs" variant="light">
-                      {t("settings.holidayAdded")}
-                    </Badge>
-                  )}
-                </Table.Td>
-                {admin && (
+        <ScrollTable label={t("settings.holidaysOf", { year })} minWidth={480}>
+          <Table striped data-testid="holidays-table">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>{t("settings.holidayDate")}</Table.Th>
+                <Table.Th>{t("settings.holidayName")}</Table.Th>
+                {admin && <Table.Th>{t("common.actions")}</Table.Th>}
+              </Table.Tr>
+            </Table.Thead>
+            <Table.Tbody>
+              {(holidays.data?.holidays ?? []).map((h) => (
+                <Table.Tr key={`${h.date}-${h.name}`} data-holiday={h.date}>
+                  <Table.Td>{date(h.date)}</Table.Td>
                   <Table.Td>
+                    {h.name}{" "}
                     {h.added && (
-                      <Button size="compact-xs" variant="light" color="red" onClick={() => void askRemove(h.date)}>
-                        {t("settings.removeHoliday")}
-                      </Button>
+                      <Badge size="xs" variant="light">
+                        {t("settings.holidayAdded")}
+                      </Badge>
                     )}
                   </Table.Td>
-                )}
-              </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
+                  {admin && (
+                    <Table.Td>
+                      {h.added && (
+                        <Button size="compact-xs" variant="light" color="red" onClick={() => void askRemove(h.date)}>
+                          {t("settings.removeHoliday")}
+                        </Button>
+                      )}
+                    </Table.Td>
+                  )}
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </ScrollTable>
       </QueryState>
       {admin && (
         <Card withBorder>
           <Title order={4} mb="sm">
             {t("settings.addHoliday")}
           </Title>
-          <form onSubmit={form.onSubmit((v) => add.mutate(v))}>
+          <form
+            onSubmit={form.onSubmit((v) => {
+              if (dateValid) add.mutate(v);
+            })}
+          >
             <Stack>
               {general && <Alert color="red">{general}</Alert>}
               <Group grow align="start">
-                <TextInput type="date" label={t("settings.holidayDate")} name="date" {...form.getInputProps("date")} />
+                <DateField
+                  label={t("settings.holidayDate")}
+                  name="date"
+                  value={form.values.date}
+                  onChange={(iso) => form.setFieldValue("date", iso)}
+                  onValidity={setDateValid}
+                  error={form.errors.date as string | undefined}
+                  testId="holiday-date"
+                  width="auto"
+                />
                 <TextInput label={t("settings.holidayName")} name="name" maxLength={100} {...form.getInputProps("name")} />
               </Group>
               <Group justify="flex-end">
@@ -464,7 +491,7 @@ function RotateModal({
 
 /** The UF table the engine charges UF installments with, newest first, a page at a time. */
 function UfValues() {
-  const { t, date } = useI18n();
+  const { t, lang, date } = useI18n();
   const [before, setBefore] = useState<string[]>([]);
   const cursor = before[before.length - 1];
   const values = useQuery({
@@ -497,8 +524,8 @@ function UfValues() {
                   {d.items.map((v) => (
                     <Table.Tr key={v.date} data-uf={v.date}>
                       <Table.Td>{date(v.date)}</Table.Td>
-                      <Table.Td ta="right" ff="monospace">
-                        {v.value}
+                      <Table.Td ta="right" ff="monospace" className="nowrap">
+                        {formatExactDecimal(v.value, lang)}
                       </Table.Td>
                     </Table.Tr>
                   ))}
@@ -640,7 +667,7 @@ function ApiKeys() {
         </Card>
       )}
       <QueryState loading={keys.isLoading} error={keys.error}>
-        <Table.ScrollContainer minWidth={760}>
+        <ScrollTable label={t("settings.apiKeys")} minWidth={760}>
         <Table striped data-testid="keys-table">
           <Table.Thead>
             <Table.Tr>
@@ -687,7 +714,7 @@ function ApiKeys() {
               ))}
             </Table.Tbody>
           </Table>
-        </Table.ScrollContainer>
+        </ScrollTable>
       </QueryState>
       {shown && <ShownOnce title={shown.title} values={shown.values} onClose={() => setShown(null)} />}
     </Stack>
@@ -805,7 +832,7 @@ function TrustedRoots() {
         {(roots.data?.items ?? []).length === 0 ? (
           <Text c="dimmed">{t("app.none")}</Text>
         ) : (
-          <Table.ScrollContainer minWidth={700}>
+          <ScrollTable label={t("settings.roots")} minWidth={700}>
             <Table striped>
               <Table.Thead>
                 <Table.Tr>
@@ -834,7 +861,7 @@ function TrustedRoots() {
                 ))}
               </Table.Tbody>
             </Table>
-          </Table.ScrollContainer>
+          </ScrollTable>
         )}
       </QueryState>
       {admin && (
@@ -933,7 +960,7 @@ function Staff() {
   return (
     <Stack>
       <QueryState loading={staff.isLoading} error={staff.error}>
-        <Table.ScrollContainer minWidth={700}>
+        <ScrollTable label={t("settings.staff")} minWidth={700}>
         <Table striped data-testid="staff-table">
           <Table.Thead>
             <Table.Tr>
@@ -1005,7 +1032,7 @@ function Staff() {
             })}
           </Table.Tbody>
         </Table>
-        </Table.ScrollContainer>
+        </ScrollTable>
       </QueryState>
       <Card withBorder>
         <Title order={4} mb="sm">

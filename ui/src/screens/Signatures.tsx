@@ -30,6 +30,10 @@ import { useI18n, useSession } from "../lib/context";
 import type { Key } from "../lib/i18n";
 import { errorText } from "../lib/errors";
 import { PageTitle } from "../components/Layout";
+import { formatRut } from "../lib/rut";
+import { formatBytes } from "../lib/format";
+import { DateField } from "../components/DateField";
+import { ScrollTable } from "../components/ScrollTable";
 
 const STATES = ["PENDING", "IN_PROGRESS", "COMPLETED", "CANCELLED", "REJECTED", "EXPIRED"] as const;
 type ProcessState = (typeof STATES)[number];
@@ -148,19 +152,17 @@ export function Signatures() {
           w={180}
           data-testid="signature-state"
         />
-        <TextInput
-          type="date"
+        <DateField
           label={t("common.from")}
           value={filters.from ?? ""}
-          onChange={(e) => update({ from: e.currentTarget.value })}
-          data-testid="signature-from"
+          onChange={(iso) => update({ from: iso })}
+          testId="signature-from"
         />
-        <TextInput
-          type="date"
+        <DateField
           label={t("common.to")}
           value={filters.to ?? ""}
-          onChange={(e) => update({ to: e.currentTarget.value })}
-          data-testid="signature-to"
+          onChange={(iso) => update({ to: iso })}
+          testId="signature-to"
         />
         <Button
           variant="subtle"
@@ -179,7 +181,7 @@ export function Signatures() {
         {items.length === 0 ? (
           <Text c="dimmed">{t("app.none")}</Text>
         ) : (
-          <Table.ScrollContainer minWidth={900}>
+          <ScrollTable label={t("signatures.title")} minWidth={900}>
             <Table striped highlightOnHover data-testid="signatures-table">
               <Table.Thead>
                 <Table.Tr>
@@ -217,7 +219,7 @@ export function Signatures() {
                 ))}
               </Table.Tbody>
             </Table>
-          </Table.ScrollContainer>
+          </ScrollTable>
         )}
         <Group justify="flex-end" gap="xs">
           <Text size="sm" c="dimmed">
@@ -258,10 +260,6 @@ function Field({ name, children }: { name: string; children: ReactNode }) {
       </Text>
     </div>
   );
-}
-
-function kib(bytes: number): string {
-  return bytes < 1024 ? `${bytes} B` : `${(bytes / 1024).toFixed(1)} KiB`;
 }
 
 /** A SHA-256 in full, in a line that wraps rather than widening the page. */
@@ -314,7 +312,9 @@ function Signatories({ detail }: { detail: Schemas["StaffSignatureDetail"] }) {
             <SimpleGrid cols={{ base: 2, md: showCodes ? 7 : 6 }} spacing="sm">
               <Field name={t("signatures.order")}>{s.order}</Field>
               <Field name={t("common.name")}>{s.name}</Field>
-              <Field name={t("signatures.rut")}>{s.rut}</Field>
+              <Field name={t("signatures.rut")}>
+                <span className="nowrap">{formatRut(s.rut)}</span>
+              </Field>
               <Field name={t("common.email")}>
                 <Text size="sm" style={{ wordBreak: "break-all" }}>
                   {s.email}
@@ -349,7 +349,7 @@ function Signatories({ detail }: { detail: Schemas["StaffSignatureDetail"] }) {
 }
 
 function Documents({ detail }: { detail: Schemas["StaffSignatureDetail"] }) {
-  const { t, number } = useI18n();
+  const { t, lang, number } = useI18n();
   const id = detail.signature.process.internalId;
   return (
     <Card withBorder>
@@ -365,7 +365,7 @@ function Documents({ detail }: { detail: Schemas["StaffSignatureDetail"] }) {
                 <Badge variant="outline">{t("signatures.original")}</Badge>
               </Group>
               <Text size="sm">
-                {t("signatures.pages")}: {number(d.pageCount)} · {t("signatures.size")}: {kib(d.sizeBytes)}
+                {t("signatures.pages")}: {number(d.pageCount)} · {t("signatures.size")}: {formatBytes(d.sizeBytes, lang)}
               </Text>
               <Hash value={d.sha256} />
               <Anchor href={documentUrl(id, d.internalId, "original")} size="sm" data-testid="download-original">
@@ -380,7 +380,7 @@ function Documents({ detail }: { detail: Schemas["StaffSignatureDetail"] }) {
                 <>
                   <Text size="sm" data-testid="sealed-pages">
                     {t("signatures.pages")}: {number(d.sealed.pageCount)} · {t("signatures.size")}:{" "}
-                    {kib(d.sealed.sizeBytes)}
+                    {formatBytes(d.sealed.sizeBytes, lang)}
                   </Text>
                   <Hash value={d.sealed.sha256} testId="sealed-sha256" />
                   <Anchor href={documentUrl(id, d.internalId, "sealed")} size="sm" data-testid="download-sealed">
@@ -449,7 +449,7 @@ function AuditTrail({ detail }: { detail: Schemas["StaffSignatureDetail"] }) {
         {t("signatures.audit")}
       </Title>
       <ChainCheck internalId={id} />
-      <Table.ScrollContainer minWidth={820} mt="sm">
+      <ScrollTable label={t("signatures.audit")} minWidth={820}>
         <Table data-testid="audit-table">
           <Table.Thead>
             <Table.Tr>
@@ -476,7 +476,7 @@ function AuditTrail({ detail }: { detail: Schemas["StaffSignatureDetail"] }) {
             ))}
           </Table.Tbody>
         </Table>
-      </Table.ScrollContainer>
+      </ScrollTable>
     </Card>
   );
 }
