@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { chromium } from "playwright-core";
 import { freePort, mandato, startServer } from "../scripts/server.mjs";
-import { CHROMIUM, SHOTS, businessDate } from "./harness.mjs";
+import { CHROMIUM, SHOTS, assertTableScrollsInside, businessDate } from "./harness.mjs";
 
 const FLAGS = [
   "--no-sandbox",
@@ -354,6 +354,15 @@ describe("Mandato Desk in a browser", { concurrency: false }, () => {
     await result.getByText("1 líneas sin movimiento", { exact: false }).waitFor();
     await page.getByTestId("reconciliations-table").locator("tbody tr").first().waitFor();
     await shot("14b-ledger");
+    // The commerce's whole name shows in its selector; on a phone both tables scroll in their own box.
+    const selector = page.getByTestId("ledger-commerce");
+    const cut = await selector.evaluate((input) => input.scrollWidth - input.clientWidth);
+    assert.ok(cut <= 0, `the commerce selector cuts ${cut}px of "${await selector.inputValue()}"`);
+    await page.setViewportSize({ width: 390, height: 900 });
+    await assertTableScrollsInside(page, page.getByRole("region", { name: "Liquidación diaria" }), "settlements");
+    await assertTableScrollsInside(page, page.getByRole("region", { name: "Conciliaciones anteriores" }), "reconciliations");
+    await shot("14c-ledger-390");
+    await page.setViewportSize({ width: 1440, height: 900 });
   });
 
   step("a viewer sees everything and can change nothing", async () => {

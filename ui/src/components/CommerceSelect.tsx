@@ -19,7 +19,7 @@ export function CommerceSelect({ value, onChange }: { value: string | null; onCh
       data={(commerces.data?.items ?? []).map((c) => ({ value: c.code, label: `${c.name} (${c.code})` }))}
       value={value}
       onChange={onChange}
-      w={220}
+      w={{ base: "100%", sm: 320 }}
     />
   );
 }

@@ -43,7 +43,8 @@ export function Ledger() {
           data={(commerces.data?.items ?? []).map((c) => ({ value: c.code, label: `${c.name} (${c.code})` }))}
           value={commerce}
           onChange={(v) => url.set({ commerce: v })}
-          w={240}
+          w={{ base: "100%", sm: 360 }}
+          comboboxProps={{ width: "target", position: "bottom-start" }}
           data-testid="ledger-commerce"
         />
         <DateField label={t("common.from")} value={from} onChange={(v) => url.set({ from: v })} testId="ledger-from" />
