@@ -26,6 +26,10 @@ const theme = createTheme({
   components: {
     // A table wider than the screen scrolls in its container, which keyboards must reach too.
     TableScrollContainer: { defaultProps: { scrollAreaProps: { viewportProps: { tabIndex: 0 } } } },
+    // A dialog's header is a plain block: as <header> beside the page's own it would be a
+    // second banner landmark.
+    ModalHeader: { defaultProps: { component: "div" } },
+    DrawerHeader: { defaultProps: { component: "div" } },
   },
 });
 

@@ -69,7 +69,11 @@ function useFocusReturnAfterDialogs() {
   }, []);
 }
 
-function LanguageSwitch() {
+/**
+ * Spanish or English, remembered by the browser; `long` names the languages in full (the
+ * sign-in page, where there is room and nobody has chosen yet).
+ */
+export function LanguageSwitch({ long = false }: { long?: boolean }) {
   const { t, lang, setLang } = useI18n();
   return (
     <SegmentedControl
@@ -78,9 +82,10 @@ function LanguageSwitch() {
       value={lang}
       onChange={(v) => setLang(v as Lang)}
       data={[
-        { value: "es", label: "ES" },
-        { value: "en", label: "EN" },
+        { value: "es", label: long ? "Español" : "ES" },
+        { value: "en", label: long ? "English" : "EN" },
       ]}
+      data-testid="language-switch"
     />
   );
 }

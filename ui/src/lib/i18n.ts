@@ -607,6 +607,7 @@ const es = {
   "settings.method.5": "PAC",
   "settings.method.6": "EPAC",
   "settings.method.14": "EPAC directo",
+  "setup.passwordRule": "Al menos 10 caracteres; una frase de varias palabras sirve",
 } as const;
 
 export type Key = keyof typeof es;
@@ -1215,6 +1216,7 @@ const en: Record<Key, string> = {
   "settings.method.5": "PAC",
   "settings.method.6": "EPAC",
   "settings.method.14": "Direct EPAC",
+  "setup.passwordRule": "At least 10 characters; a phrase of several words will do",
 };
 
 export const dictionaries: Record<Lang, Record<Key, string>> = { es, en };

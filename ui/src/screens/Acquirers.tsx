@@ -105,7 +105,7 @@ function RailForm({ code, rail, current, sandbox }: { code: string; rail: Rail; 
     <Card withBorder>
       <Stack gap="xs">
         <Group justify="space-between">
-          <Title order={5}>{t(`acquirers.rail.${rail}` as Key)}</Title>
+          <Title order={2} size="h5">{t(`acquirers.rail.${rail}` as Key)}</Title>
           {current ? (
             <Badge color={current.kind === "simulated" ? "gray" : "green"}>{t(`acquirers.kind.${current.kind}` as Key)}</Badge>
           ) : (

@@ -153,7 +153,7 @@ export function Charging() {
               )}
             </SimpleGrid>
             <Group justify="space-between">
-              <Title order={4}>{t("charging.runs")}</Title>
+              <Title order={2} size="h4">{t("charging.runs")}</Title>
               <ExportCsv<Run>
                 filename="cobros.csv"
                 fetchPage={async () => ({ items: d.runs, nextCursor: null })}

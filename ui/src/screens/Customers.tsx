@@ -210,7 +210,7 @@ export function CustomerDetail() {
                 <Field name={t("common.createdAt")} value={dateTime(d.customer.createdAt)} />
               </SimpleGrid>
             </Card>
-            <Title order={4}>{t("customers.mandates")}</Title>
+            <Title order={2} size="h4">{t("customers.mandates")}</Title>
             <MandateTable items={d.mandates} showCustomer={false} />
           </>
         )}

@@ -130,7 +130,7 @@ export function FeeRules({ code }: { code: string }) {
   });
   return (
     <Stack gap="xs">
-      <Title order={5}>{t("fees.title")}</Title>
+      <Title order={2} size="h5">{t("fees.title")}</Title>
       <Text size="sm" c="dimmed">
         {t("fees.intro")}
       </Text>

@@ -156,7 +156,7 @@ function Entries({
   return (
     <Stack gap="xs">
       <Group justify="space-between">
-        <Title order={4}>{t("ledger.entries")}</Title>
+        <Title order={2} size="h4">{t("ledger.entries")}</Title>
         <ExportCsv<Entry>
           filename={`libro-${commerce}.csv`}
           fetchPage={(cursor) => fetchPage(cursor, 500)}

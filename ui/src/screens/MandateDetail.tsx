@@ -896,7 +896,15 @@ function MandateDetailOf({ id }: { id: string }) {
               <Text fw={600} mb="xs">
                 {t("mandates.schedule")}
               </Text>
-              <Group gap={0} wrap="nowrap" style={{ overflowX: "auto" }} data-testid="schedule">
+              <Group
+                gap={0}
+                wrap="nowrap"
+                style={{ overflowX: "auto" }}
+                tabIndex={0}
+                role="region"
+                aria-label={t("mandates.schedule")}
+                data-testid="schedule"
+              >
                 {d.installments.map((i) => (
                   <Stack key={i.internalId} gap={2} miw={110} align="center" p={4}>
                     <StateBadge state={i.state} />
@@ -1029,7 +1037,9 @@ function MandateDetailOf({ id }: { id: string }) {
                 <Text fw={600} mb="xs">
                   {t("mandates.metadata")}
                 </Text>
-                <Code block>{JSON.stringify(d.mandate.metadata, null, 2)}</Code>
+                <Code block tabIndex={0} role="region" aria-label={t("mandates.metadata")}>
+                  {JSON.stringify(d.mandate.metadata, null, 2)}
+                </Code>
               </Card>
             )}
             {refunding && <RefundModal detail={d} installment={refunding} onClose={() => setRefunding(null)} />}

@@ -287,7 +287,8 @@ function EventDrawer({ eventId, onClose }: { eventId: string; onClose: () => voi
             )}
             <VerifyTool eventId={eventId} />
             <Text fw={600}>{t("notifications.body")}</Text>
-            <Code block data-testid="event-body">
+            {/* A long body scrolls sideways: the keyboard reaches it as a named region. */}
+            <Code block tabIndex={0} role="region" aria-label={t("notifications.body")} data-testid="event-body">
               {JSON.stringify(d.body, null, 2)}
             </Code>
             <Text fw={600}>{t("notifications.howReceiverVerifies")}</Text>

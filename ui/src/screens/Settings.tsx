@@ -236,7 +236,7 @@ function Commerces() {
       </QueryState>
       {admin && (
         <Card withBorder>
-          <Title order={4} mb="sm">
+          <Title order={2} size="h4" mb="sm">
             {t("settings.newCommerce")}
           </Title>
           <form onSubmit={form.onSubmit((v) => create.mutate(v))}>
@@ -368,7 +368,7 @@ function Calendar() {
           w={120}
         />
       </Group>
-      <Title order={4}>{t("settings.holidaysOf", { year })}</Title>
+      <Title order={2} size="h4">{t("settings.holidaysOf", { year })}</Title>
       <QueryState loading={holidays.isLoading} error={holidays.error}>
         <ScrollTable label={t("settings.holidaysOf", { year })} minWidth={480}>
           <Table striped data-testid="holidays-table">
@@ -408,7 +408,7 @@ function Calendar() {
       </QueryState>
       {admin && (
         <Card withBorder>
-          <Title order={4} mb="sm">
+          <Title order={2} size="h4" mb="sm">
             {t("settings.addHoliday")}
           </Title>
           <form
@@ -639,7 +639,7 @@ function ApiKeys() {
     <Stack>
       {admin && (
         <Card withBorder>
-          <Title order={4} mb="sm">
+          <Title order={2} size="h4" mb="sm">
             {t("settings.newKey")}
           </Title>
           <Group align="end">
@@ -677,7 +677,7 @@ function ApiKeys() {
               <Table.Th>{t("common.state")}</Table.Th>
               <Table.Th>{t("settings.lastUsed")}</Table.Th>
               <Table.Th>{t("common.createdAt")}</Table.Th>
-              {admin && <Table.Th />}
+              {admin && <Table.Th>{t("common.actions")}</Table.Th>}
             </Table.Tr>
           </Table.Thead>
           <Table.Tbody>
@@ -839,7 +839,7 @@ function TrustedRoots() {
                   <Table.Th>{t("settings.subject")}</Table.Th>
                   <Table.Th>{t("settings.fingerprint")}</Table.Th>
                   <Table.Th>{t("common.createdAt")}</Table.Th>
-                  {admin && <Table.Th />}
+                  {admin && <Table.Th>{t("common.actions")}</Table.Th>}
                 </Table.Tr>
               </Table.Thead>
               <Table.Tbody>
@@ -866,7 +866,7 @@ function TrustedRoots() {
       </QueryState>
       {admin && (
         <Card withBorder>
-          <Title order={4} mb="sm">
+          <Title order={2} size="h4" mb="sm">
             {t("settings.addRoot")}
           </Title>
           <Textarea
@@ -968,7 +968,7 @@ function Staff() {
               <Table.Th>{t("settings.role")}</Table.Th>
               <Table.Th>{t("common.state")}</Table.Th>
               <Table.Th>{t("common.createdAt")}</Table.Th>
-              <Table.Th />
+              <Table.Th>{t("common.actions")}</Table.Th>
             </Table.Tr>
           </Table.Thead>
           <Table.Tbody>
@@ -1035,7 +1035,7 @@ function Staff() {
         </ScrollTable>
       </QueryState>
       <Card withBorder>
-        <Title order={4} mb="sm">
+        <Title order={2} size="h4" mb="sm">
           {t("settings.newStaff")}
         </Title>
         <form onSubmit={form.onSubmit((v) => create.mutate(v))}>
@@ -1114,7 +1114,7 @@ export function Settings() {
           <UfValues />
         </Tabs.Panel>
         <Tabs.Panel value="account" pt="md">
-          <Title order={4} mb="sm">
+          <Title order={2} size="h4" mb="sm">
             {t("settings.changePassword")}
           </Title>
           <PasswordChange />

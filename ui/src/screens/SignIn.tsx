@@ -4,7 +4,7 @@ import { notifications } from "@mantine/notifications";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { ApiError, api, payload, setCsrfToken } from "../api/client";
-import { PageTitle } from "../components/Layout";
+import { LanguageSwitch, PageTitle } from "../components/Layout";
 import { useI18n } from "../lib/context";
 import { formErrors } from "../lib/errors";
 
@@ -16,12 +16,15 @@ function refusal(e: unknown, t: (key: "login.tooManyAttempts") => string): strin
 function Frame({ title, intro, children }: { title: string; intro?: string; children: React.ReactNode }) {
   const { t } = useI18n();
   return (
-    <Center mih="100vh" p="md" bg="var(--mantine-color-default-hover)">
+    <Center component="main" mih="100vh" p="md" bg="var(--mantine-color-default-hover)">
       <Paper withBorder shadow="sm" p="xl" w="100%" maw={400}>
         <Stack>
-          <Text c="dimmed" size="sm">
-            {t("app.name")}
-          </Text>
+          <Group justify="space-between">
+            <Text c="dimmed" size="sm">
+              {t("app.name")}
+            </Text>
+            <LanguageSwitch long />
+          </Group>
           <PageTitle title={title} />
           {intro && <Text size="sm">{intro}</Text>}
           {children}
@@ -41,7 +44,11 @@ export function Setup() {
   const codeRequired = status.data?.setupCodeRequired === true;
   const form = useForm({
     initialValues: { email: "", password: "", confirm: "", setupCode: "" },
-    validate: { confirm: (v, values) => (v === values.password ? null : t("setup.mismatch")) },
+    validate: {
+      // The server's rule (TOO_SHORT), said before the owner submits rather than after.
+      password: (v) => ([...v].length < 10 ? t("settings.passwordTooShort") : null),
+      confirm: (v, values) => (v === values.password ? null : t("setup.mismatch")),
+    },
   });
   const mutation = useMutation({
     mutationFn: (v: { email: string; password: string; setupCode?: string }) =>
@@ -87,7 +94,15 @@ export function Setup() {
             />
           )}
           <TextInput label={t("login.email")} name="email" autoComplete="username" required {...form.getInputProps("email")} />
-          <PasswordInput label={t("login.password")} name="password" autoComplete="new-password" required {...form.getInputProps("password")} />
+          <PasswordInput
+            label={t("login.password")}
+            description={t("setup.passwordRule")}
+            name="password"
+            autoComplete="new-password"
+            required
+            data-testid="setup-password"
+            {...form.getInputProps("password")}
+          />
           <PasswordInput label={t("setup.confirm")} name="confirm" autoComplete="new-password" required {...form.getInputProps("confirm")} />
           <Button type="submit" loading={mutation.isPending}>
             {t("setup.submit")}

@@ -293,7 +293,7 @@ function Signatories({ detail }: { detail: Schemas["StaffSignatureDetail"] }) {
   const showCodes = detail.sandbox && detail.codesVisible;
   return (
     <Card withBorder>
-      <Title order={4} mb="xs">
+      <Title order={2} size="h4" mb="xs">
         {t("signatures.signatories")}
       </Title>
       {detail.sandbox && !detail.codesVisible && (
@@ -353,7 +353,7 @@ function Documents({ detail }: { detail: Schemas["StaffSignatureDetail"] }) {
   const id = detail.signature.process.internalId;
   return (
     <Card withBorder>
-      <Title order={4} mb="xs">
+      <Title order={2} size="h4" mb="xs">
         {t("signatures.documents")}
       </Title>
       <Stack gap="md">
@@ -445,7 +445,7 @@ function AuditTrail({ detail }: { detail: Schemas["StaffSignatureDetail"] }) {
   };
   return (
     <Card withBorder>
-      <Title order={4} mb="xs">
+      <Title order={2} size="h4" mb="xs">
         {t("signatures.audit")}
       </Title>
       <ChainCheck internalId={id} />
