@@ -107,6 +107,10 @@ describe("the dashboard's money and failing webhooks", { concurrency: false }, (
       await page.reload();
     }
     await row.getByText("José Muñoz").waitFor();
+    // Why it fails, in words; the technical text only on request.
+    await row.getByTestId("delivery-problem").getByText("No se pudo conectar con el receptor").waitFor();
+    assert.equal(await row.getByTestId("delivery-raw").isVisible(), false);
+    assert.ok(!(await row.innerText()).includes("error sending request"), "no raw error in sight");
     await shots("dashboard");
     // On a phone the table scrolls in its own box, the event's name fixed at the left.
     await page.setViewportSize({ width: 390, height: 900 });

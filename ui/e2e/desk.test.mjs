@@ -123,7 +123,7 @@ describe("Mandato Desk in a browser", { concurrency: false }, () => {
     await new Promise((ok) => receiver.listen(port, "127.0.0.1", ok));
     receiver.url = `https://localhost:${port}`;
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
-    const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, locale: "es-CL" });
+    const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, locale: "es-CL", acceptDownloads: true });
     page = await context.newPage();
     page.setDefaultTimeout(10_000);
     page.on("pageerror", (e) => console.error("page error:", e.message));
@@ -331,9 +331,11 @@ describe("Mandato Desk in a browser", { concurrency: false }, () => {
 
     await page.getByRole("link", { name: "Auditoría" }).click();
     const audit = page.getByTestId("staff-audit");
-    await audit.getByText("mandate.cancel").waitFor();
-    await audit.getByText("mandate.pay").waitFor();
-    await audit.getByText("commerce.create").waitFor();
+    // Each action in words; its code stays behind (data-action, and a tooltip).
+    await audit.locator('[data-action="mandate.cancel"]').getByText("Mandato cancelado").waitFor();
+    await audit.locator('[data-action="mandate.pay"]').getByText("Cuotas marcadas pagadas").waitFor();
+    await audit.locator('[data-action="commerce.create"]').getByText("Comercio creado").waitFor();
+    assert.ok(!(await audit.innerText()).includes("mandate.cancel"), "no action code on the page");
     await shot("14-audit");
     await page.getByRole("tab", { name: "Solicitudes API" }).click();
     await page.getByTestId("request-audit").getByText("/api/v1/mandate").first().waitFor();
@@ -354,6 +356,13 @@ describe("Mandato Desk in a browser", { concurrency: false }, () => {
     await result.getByText("1 líneas sin movimiento", { exact: false }).waitFor();
     await page.getByTestId("reconciliations-table").locator("tbody tr").first().waitFor();
     await shot("14b-ledger");
+    // The export's headers are all in Spanish, the ids included.
+    const [download] = await Promise.all([page.waitForEvent("download"), page.getByTestId("export-csv").click()]);
+    const chunks = [];
+    for await (const chunk of await download.createReadStream()) chunks.push(chunk);
+    const header = Buffer.concat(chunks).toString("utf8").replace(/^\uFEFF/, "").split(/\r?\n/)[0];
+    assert.match(header, /Id del movimiento/);
+    assert.doesNotMatch(header, /entryId|mandateId|InternalId/, header);
     // The commerce's whole name shows in its selector; on a phone both tables scroll in their own box.
     const selector = page.getByTestId("ledger-commerce");
     const cut = await selector.evaluate((input) => input.scrollWidth - input.clientWidth);

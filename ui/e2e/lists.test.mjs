@@ -102,7 +102,7 @@ describe("lists keep their state in the URL", { concurrency: false }, () => {
     await page.getByTestId("mandate-search").fill("gym-0");
     await page.waitForURL(/q=gym-0/);
     await page.getByTestId("mandate-sort").click();
-    await page.getByRole("option", { name: "mandateId Z–A" }).click();
+    await page.getByRole("option", { name: "Id del mandato Z–A" }).click();
     await page.waitForURL(/sort=mandateId.desc/);
     await page.getByTestId("result-count").getByText("2 mandatos").waitFor();
     await rowsRead(page.getByTestId("mandates-table").getByRole("link").filter({ hasText: /^GYM-/ }), ["GYM-010", "GYM-001"]);

@@ -147,6 +147,16 @@ describe("the mandate detail", { concurrency: false }, () => {
     await dialog.waitFor({ state: "detached" });
     await row("a").getByText("Pagada").waitFor();
     await row("b").getByText("Pagada").waitFor();
+    // The payment's evidence as labelled fields, the method in words, the date as Spanish writes it.
+    const toggle = row("a").getByTestId("installment-history-toggle");
+    assert.equal(await toggle.getAttribute("aria-expanded"), "false");
+    await toggle.click();
+    assert.equal(await toggle.getAttribute("aria-expanded"), "true");
+    const evidence = page.getByTestId("manual-payment");
+    assert.equal(await evidence.getByTestId("manual-payment-method").innerText(), "Transferencia");
+    assert.equal(await evidence.getByTestId("manual-payment-date").innerText(), spanish(today()));
+    assert.equal(await evidence.getByTestId("manual-payment-amount").innerText(), "$30.000");
+    assert.ok(!(await evidence.innerText()).includes("{"), "no JSON");
   });
 
   test("an annulment of several is refused whole, naming the installment that cannot", async () => {

@@ -26,7 +26,8 @@ const today = () => new Intl.DateTimeFormat("en-CA", { timeZone: "America/Santia
 describe("the Notifications screen", { concurrency: false }, () => {
   before(async () => {
     mkdirSync(SHOTS, { recursive: true });
-    server = await startServer();
+    // The retry of a soft decline below is due the next day, whatever day that is.
+    server = await startServer({ businessDays: "every-day" });
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
     const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, locale: "es-CL" });
     page = await context.newPage();
@@ -63,6 +64,20 @@ describe("the Notifications screen", { concurrency: false }, () => {
       action: "PAYMENT",
       payment: { date: today(), amount: 15000, currencyId: "CLP", method: "TRANSFER" },
     });
+
+    // A card with no funds: rejected today (soft), retried tomorrow. The retry's IN_PROCESS event
+    // still carries the previous rejection in its body.
+    const declined = await call("POST", "/mandate", {
+      customer: { userId: "cust-001" },
+      mandate: { id: "GYM-NOTIF-2", type: "DYNAMIC", name: "Plan sin fondos", charges: { currencyId: "CLP", maxAmount: 100000 } },
+      installments: [{ id: "s1", amount: 9990, currencyId: "CLP", installmentDueDate: today() }],
+    });
+    await call("POST", `/sandbox/mandates/${declined.mandate.internalId}/activate`, {
+      paymentMethodId: 3,
+      card: { number: "4000000000000002", expiry: "12/35", cvv: "123" },
+    });
+    await call("POST", "/sandbox/charging/run", {});
+    await call("POST", "/sandbox/clock", { advanceDays: 1 });
 
     await page.goto(server.base);
     await page.getByRole("heading", { name: "Primer inicio" }).waitFor();
@@ -139,5 +154,40 @@ describe("the Notifications screen", { concurrency: false }, () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await page.screenshot({ path: join(SHOTS, "notifications-detail-390.png"), fullPage: true });
     await page.setViewportSize({ width: 1440, height: 900 });
+  });
+
+  test("the detail counts the attempts it lists, a redelivery included, and says in words why they failed", async () => {
+    await page.goto(`${server.base}/notifications`);
+    const row = page.locator("[data-event]").filter({ hasText: "GYM-NOTIF-1" });
+    await row.getByRole("button", { name: /^evt_/ }).click();
+    const detail = page.getByTestId("event-detail");
+    const attempts = detail.getByTestId("attempts").locator("tbody tr");
+    await attempts.first().waitFor();
+    const before = await attempts.count();
+    await detail.getByTestId("redeliver-one").click();
+    for (let i = 0; i < 50 && (await attempts.count()) === before; i++) await page.waitForTimeout(200);
+    const listed = await attempts.count();
+    assert.ok(listed > before, "the redelivery is listed");
+    assert.equal(await detail.getByText(/\d+ intento\(s\)/).innerText(), `${listed} intento(s)`);
+    // The receiver's name does not resolve: said in words, the technical text one click away.
+    const problem = detail.getByTestId("delivery-problem").first();
+    await problem.getByText("No se encontró la dirección del receptor (DNS)").waitFor();
+    await problem.getByText("Detalle técnico").click();
+    assert.match(await problem.getByTestId("delivery-raw").innerText(), /receptor\.invalid/);
+    await page.keyboard.press("Escape");
+  });
+
+  test("an event of a retry in process shows no rejection; the rejected one does", async () => {
+    await page.goto(`${server.base}/notifications`);
+    const rows = page.locator("[data-event]").filter({ hasText: "GYM-NOTIF-2" });
+    await rows.first().waitFor();
+    const inProcess = rows.filter({ hasText: "En proceso" });
+    const rejected = rows.filter({ hasText: "Rechazada" });
+    assert.ok((await inProcess.count()) >= 1, "the retry's IN_PROCESS event is listed");
+    assert.ok((await rejected.count()) >= 1, "the REJECTED event is listed");
+    for (let i = 0; i < (await inProcess.count()); i++) {
+      assert.equal(await inProcess.nth(i).getByTestId("event-rejection").count(), 0, "no rejection reason while in process");
+    }
+    await rejected.first().getByTestId("event-rejection").getByText(/Fondos insuficientes/).waitFor();
   });
 });

@@ -12,13 +12,13 @@ export type MandateLine = Schemas["MandateLineDto"];
 export function mandateColumns(i18n: I18n): Column<MandateLine>[] {
   const { t, label } = i18n;
   return [
-    { header: "internalId", value: (m) => m.internalId },
+    { header: t("csv.internalId"), value: (m) => m.internalId },
     { header: t("common.id"), value: (m) => m.id },
     { header: t("common.name"), value: (m) => m.name },
     { header: t("common.type"), value: (m) => label(m.type) },
     { header: t("common.state"), value: (m) => label(m.state.name) },
     { header: t("common.commerce"), value: (m) => m.commerce },
-    { header: "userId", value: (m) => m.customer.userId },
+    { header: t("csv.userId"), value: (m) => m.customer.userId },
     { header: "RUT", value: (m) => formatRut(m.customer.rut) },
     { header: t("common.customer"), value: (m) => m.customer.name },
     { header: t("common.amount"), value: (m) => m.amount },

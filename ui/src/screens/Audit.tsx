@@ -12,6 +12,7 @@ import { QueryState } from "../components/QueryState";
 import { PageTitle } from "../components/Layout";
 import { useI18n, useSession } from "../lib/context";
 import { formErrors } from "../lib/errors";
+import { dictionaries, type Key } from "../lib/i18n";
 import { useUrlState } from "../lib/urlState";
 import { DateField } from "../components/DateField";
 import { ScrollTable } from "../components/ScrollTable";
@@ -40,6 +41,25 @@ function useFilters<T extends Record<string, string>>(initial: T) {
   return { values, clean, set, keyset: url.keyset };
 }
 
+/** The staff actions the UI has words for, to pick one as a filter. */
+const AUDIT_ACTIONS = Object.keys(dictionaries.es)
+  .filter((key) => key.startsWith("auditAction."))
+  .map((key) => key.slice("auditAction.".length));
+
+/** A staff action in words (`mandate.cancel` is "Mandato cancelado"); an action this UI does not know yet keeps its code. */
+export function actionLabel(t: (key: Key) => string, action: string): string {
+  const key = `auditAction.${action}` as Key;
+  const words = t(key);
+  return words === key ? action : words;
+}
+
+/** The few details the server writes as English phrases ("2 values"), in the page's language. */
+function detailWords(t: (key: Key, vars?: Record<string, string | number>) => string, detail: string | null | undefined): string {
+  if (!detail) return "";
+  const values = /^(\d+) values$/.exec(detail);
+  return values ? t("audit.values", { count: Number(values[1]) }) : detail;
+}
+
 function StaffActions() {
   const { t, dateTime } = useI18n();
   const { values, clean, set, keyset } = useFilters({ email: "", action: "", target: "", from: "", to: "" });
@@ -54,7 +74,17 @@ function StaffActions() {
     <Stack>
       <Group align="end">
         <TextInput label={t("audit.who")} value={values.email} onChange={(e) => set("email")(e.currentTarget.value)} />
-        <TextInput label={t("audit.action")} placeholder="mandate." value={values.action} onChange={(e) => set("action")(e.currentTarget.value)} />
+        <Select
+          label={t("audit.action")}
+          placeholder={t("common.all")}
+          clearable
+          searchable
+          data={AUDIT_ACTIONS.map((action) => ({ value: action, label: actionLabel(t, action) }))}
+          value={values.action || null}
+          onChange={(v) => set("action")(v ?? "")}
+          w={260}
+          data-testid="audit-action"
+        />
         <TextInput label={t("audit.target")} value={values.target} onChange={(e) => set("target")(e.currentTarget.value)} />
         <DateField label={t("common.from")} value={values.from} onChange={set("from")} />
         <DateField label={t("common.to")} value={values.to} onChange={set("to")} />
@@ -64,9 +94,9 @@ function StaffActions() {
           columns={[
             { header: t("audit.when"), value: (a) => a.at },
             { header: t("audit.who"), value: (a) => a.email },
-            { header: t("audit.action"), value: (a) => a.action },
+            { header: t("audit.action"), value: (a) => actionLabel(t, a.action) },
             { header: t("audit.target"), value: (a) => a.target },
-            { header: t("audit.detail"), value: (a) => a.detail },
+            { header: t("audit.detail"), value: (a) => detailWords(t, a.detail) },
           ]}
         />
       </Group>
@@ -87,13 +117,13 @@ function StaffActions() {
                 <Table.Tr key={`${a.at}-${i}`}>
                   <Table.Td style={{ whiteSpace: "nowrap" }}>{dateTime(a.at)}</Table.Td>
                   <Table.Td>{a.email}</Table.Td>
-                  <Table.Td>
-                    <Code>{a.action}</Code>
+                  <Table.Td data-action={a.action} title={a.action}>
+                    {actionLabel(t, a.action)}
                   </Table.Td>
-                  <Table.Td>{a.target ?? "—"}</Table.Td>
+                  <Table.Td className="nowrap">{a.target ?? "—"}</Table.Td>
                   <Table.Td>
                     <Text size="xs" lineClamp={2} maw={420}>
-                      {a.detail ?? ""}
+                      {detailWords(t, a.detail)}
                     </Text>
                   </Table.Td>
                 </Table.Tr>
@@ -142,12 +172,12 @@ function Requests() {
             { header: t("audit.when"), value: (r) => r.at },
             { header: t("audit.method"), value: (r) => r.method },
             { header: t("audit.path"), value: (r) => r.path },
-            { header: "status", value: (r) => r.status },
+            { header: t("csv.status"), value: (r) => r.status },
             { header: t("audit.duration"), value: (r) => r.durationMs },
             { header: t("common.commerce"), value: (r) => r.commerce },
             { header: t("audit.correlationId"), value: (r) => r.correlationId },
             { header: t("audit.apiKey"), value: (r) => r.apiKeyPrefix },
-            { header: "headers", value: (r) => r.headers },
+            { header: t("csv.headers"), value: (r) => r.headers },
           ]}
         />
       </Group>

@@ -163,7 +163,7 @@ export function Charging() {
                   { header: t("common.state"), value: (r) => r.state },
                   { header: t("charging.started"), value: (r) => r.startedAt },
                   { header: t("charging.finished"), value: (r) => r.finishedAt },
-                  { header: "total", value: (r) => r.total },
+                  { header: t("csv.total"), value: (r) => r.total },
                   { header: t("charging.attempted"), value: (r) => r.attempted },
                   { header: t("charging.paid"), value: (r) => r.paid },
                   { header: t("charging.rejected"), value: (r) => r.rejected },

@@ -72,8 +72,8 @@ export function Customers() {
           filename="clientes.csv"
           fetchPage={(cursor) => fetchPage(cursor, 200)}
           columns={[
-            { header: "internalUserId", value: (c) => c.customer.internalUserId },
-            { header: "userId", value: (c) => c.customer.userId },
+            { header: t("csv.internalUserId"), value: (c) => c.customer.internalUserId },
+            { header: t("csv.userId"), value: (c) => c.customer.userId },
             { header: "RUT", value: (c) => formatRut(c.customer.identificationDocument.number) },
             { header: t("common.name"), value: (c) => fullName(c.customer) },
             { header: t("common.email"), value: (c) => c.customer.contacts.email },

@@ -1,4 +1,4 @@
-import { Alert, Anchor, Card, Group, Paper, Progress, Select, SimpleGrid, Stack, Table, Text } from "@mantine/core";
+import { Alert, Anchor, Box, Card, Group, Paper, Progress, Select, SimpleGrid, Stack, Table, Text } from "@mantine/core";
 import { useQuery } from "@tanstack/react-query";
 import { Link } from "react-router";
 import { api, payload } from "../api/client";
@@ -14,6 +14,7 @@ import { useUrlState } from "../lib/urlState";
 import type { Schemas } from "../api/client";
 import type { Key } from "../lib/i18n";
 import { ScrollTable } from "../components/ScrollTable";
+import { DeliveryProblemText } from "../components/DeliveryProblemText";
 
 function Counts({ title, counts, testId }: { title: string; counts: { state: { name: string }; count: number }[]; testId: string }) {
   const { label, number } = useI18n();
@@ -244,10 +245,9 @@ export function Dashboard() {
                               <StateBadge state={e.deliveryState} />
                             </Table.Td>
                             <Table.Td>
-                              <Text size="xs" lineClamp={1} maw={260}>
-                                {e.lastStatus ? `HTTP ${e.lastStatus} ` : ""}
-                                {e.lastError ?? ""}
-                              </Text>
+                              <Box maw={300}>
+                                <DeliveryProblemText error={e.lastError} status={e.lastStatus} />
+                              </Box>
                             </Table.Td>
                             <Table.Td>{dateTime(e.createdAt)}</Table.Td>
                           </Table.Tr>

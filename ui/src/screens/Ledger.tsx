@@ -161,7 +161,7 @@ function Entries({
           filename={`libro-${commerce}.csv`}
           fetchPage={(cursor) => fetchPage(cursor, 500)}
           columns={[
-            { header: "entryId", value: (e) => e.entryId },
+            { header: t("csv.entryId"), value: (e) => e.entryId },
             { header: t("ledger.kind"), value: (e) => label(e.kind) },
             { header: t("ledger.businessDate"), value: (e) => e.businessDate },
             { header: t("common.amount"), value: (e) => e.amount },
@@ -169,9 +169,9 @@ function Entries({
             { header: t("ledger.fee"), value: (e) => e.fee },
             { header: t("ledger.net"), value: (e) => e.net },
             { header: t("ledger.method"), value: (e) => (e.paymentMethod === null ? null : label(e.paymentMethod)) },
-            { header: "mandateInternalId", value: (e) => e.mandateInternalId },
-            { header: "mandateId", value: (e) => e.mandateId },
-            { header: "installmentInternalId", value: (e) => e.installmentInternalId },
+            { header: t("csv.mandateInternalId"), value: (e) => e.mandateInternalId },
+            { header: t("csv.mandateId"), value: (e) => e.mandateId },
+            { header: t("csv.installmentInternalId"), value: (e) => e.installmentInternalId },
             { header: t("ledger.installment"), value: (e) => e.installmentId },
             { header: t("ledger.reference"), value: (e) => e.acquirerReference },
             { header: t("common.createdAt"), value: (e) => e.createdAt },

@@ -557,17 +557,43 @@ function InstallmentRows({
                     </Table.Tbody>
                   </Table>
                 )}
-                {installment.payment && (
-                  <Code block mt="xs">
-                    {JSON.stringify(installment.payment, null, 2)}
-                  </Code>
-                )}
+                {installment.payment && <ManualPaymentFields payment={installment.payment} />}
               </div>
             </SimpleGrid>
           </Table.Td>
         </Table.Tr>
       )}
     </Fragment>
+  );
+}
+
+/** A payment method as staff wrote it: `TRANSFER` is "Transferencia"; a merchant's own word stays as written. */
+function manualMethodWords(t: (key: Key) => string, method: string | null | undefined): string | null {
+  if (!method) return null;
+  const key = `method.${method}` as Key;
+  const words = t(key);
+  return words === key ? method : words;
+}
+
+/** The evidence of a payment received outside automatic charging, field by field. */
+function ManualPaymentFields({ payment }: { payment: NonNullable<Installment["payment"]> }) {
+  const { t, date, money } = useI18n();
+  return (
+    <Stack gap={4} mt="xs" data-testid="manual-payment">
+      <Text size="sm" fw={600}>
+        {t("mandates.manualPayment")}
+      </Text>
+      <SimpleGrid cols={2} spacing="xs">
+        <Evidence name={t("mandates.payMethod")} value={manualMethodWords(t, payment.method)} testId="manual-payment-method" />
+        <Evidence name={t("mandates.payDate")} value={date(payment.date)} testId="manual-payment-date" />
+        <Evidence name={t("common.amount")} value={money(payment.amount, payment.currencyId)} testId="manual-payment-amount" />
+        <Evidence
+          name={t("mandates.authorizationCode")}
+          value={payment.authorizationCode}
+          testId="manual-payment-reference"
+        />
+      </SimpleGrid>
+    </Stack>
   );
 }
 

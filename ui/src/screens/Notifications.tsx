@@ -30,6 +30,8 @@ import { useI18n, useSession } from "../lib/context";
 import { errorText, formErrors } from "../lib/errors";
 import type { Key } from "../lib/i18n";
 import { ScrollTable } from "../components/ScrollTable";
+import { DeliveryProblemText } from "../components/DeliveryProblemText";
+import { deliveryProblem } from "../lib/delivery";
 
 type ListedEvent = Schemas["ListedEventDto"];
 type EventSummary = Pick<ListedEvent, "deliveryState" | "attempts" | "nextAttemptAt">;
@@ -206,7 +208,8 @@ function EventDrawer({ eventId, onClose }: { eventId: string; onClose: () => voi
                 <Text size="xs" c="dimmed">
                   {t("notifications.delivery")}
                 </Text>
-                <DeliveryWords event={d.event} />
+                {/* Counted from the attempts listed below (a redelivery adds one), so both agree. */}
+                <DeliveryWords event={{ ...d.event, attempts: d.attempts.length }} />
               </div>
               <div>
                 <Text size="xs" c="dimmed">
@@ -254,9 +257,14 @@ function EventDrawer({ eventId, onClose }: { eventId: string; onClose: () => voi
                           <StateBadge state={a.outcome} />
                         </Table.Td>
                         <Table.Td>
-                          <Text size="xs" lineClamp={3}>
-                            {a.error ?? a.responseExcerpt ?? ""}
-                          </Text>
+                          {a.error || (a.statusCode ?? 0) >= 300 ? (
+                            <DeliveryProblemText error={a.error} status={a.statusCode} />
+                          ) : null}
+                          {a.responseExcerpt && (
+                            <Text size="xs" lineClamp={3}>
+                              {a.responseExcerpt}
+                            </Text>
+                          )}
                         </Table.Td>
                       </Table.Tr>
                     ))}
@@ -378,14 +386,14 @@ export function Notifications() {
           filename="notificaciones.csv"
           fetchPage={(cursor) => fetchPage(cursor, 500)}
           columns={[
-            { header: "eventId", value: (e) => e.eventId },
+            { header: t("csv.eventId"), value: (e) => e.eventId },
             { header: t("notifications.kind"), value: (e) => e.kind },
             { header: t("common.commerce"), value: (e) => e.commerce },
-            { header: "mandateInternalId", value: (e) => e.mandateInternalId },
-            { header: "mandateId", value: (e) => e.mandateId },
+            { header: t("csv.mandateInternalId"), value: (e) => e.mandateInternalId },
+            { header: t("csv.mandateId"), value: (e) => e.mandateId },
             { header: t("common.customer"), value: (e) => e.customerName },
             { header: t("common.state"), value: (e) => e.announcedState },
-            { header: "installmentInternalId", value: (e) => e.installmentInternalId },
+            { header: t("csv.installmentInternalId"), value: (e) => e.installmentInternalId },
             { header: t("notifications.delivery"), value: (e) => e.deliveryState },
             { header: t("notifications.attempts"), value: (e) => e.attempts },
             { header: t("notifications.lastStatus"), value: (e) => e.lastStatusCode },
@@ -442,7 +450,8 @@ export function Notifications() {
                         </Text>
                         {e.announcedState && <StateBadge state={e.announcedState} />}
                       </Group>
-                      {e.rejectionCode && (
+                      {/* The body of a retry IN_PROCESS still carries the previous rejection; only a REJECTED event is one. */}
+                      {e.rejectionCode && e.announcedState === "REJECTED" && (
                         <Text size="xs" c="red" data-testid="event-rejection">
                           {t("notifications.rejected", { reason: rejectionWords(e.rejectionCode) })}
                         </Text>
@@ -473,7 +482,7 @@ export function Notifications() {
                           {e.lastStatusCode}
                         </Text>
                       ) : e.lastError ? (
-                        <Text size="xs" c="red" title={e.lastError}>
+                        <Text size="xs" c="red" title={t(deliveryProblem(e.lastError)?.key ?? "delivery.failed")}>
                           {t("notifications.noAnswer")}
                         </Text>
                       ) : (
