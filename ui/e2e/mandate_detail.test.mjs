@@ -89,6 +89,7 @@ describe("the mandate detail", { concurrency: false }, () => {
     await acceptance.getByText("Aceptación del cliente").waitFor();
     // The RUT is written with its dots, whatever way it was stored, and never broken.
     await acceptance.getByText("Ana Pérez Soto · 12.345.678-5").waitFor();
+    await page.getByText("Gimnasio Los Andes (76.123.456-0)", { exact: false }).first().waitFor();
     const rut = page.getByTestId("customer-rut");
     assert.equal(await rut.innerText(), "12.345.678-5");
     assert.equal(await rut.evaluate((e) => getComputedStyle(e).whiteSpace), "nowrap");

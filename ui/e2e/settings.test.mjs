@@ -83,6 +83,8 @@ describe("Settings and staff safety in a browser", { concurrency: false }, () =>
     assert.equal(await cells.count(), headers.length, `one cell per header: ${headers.join(" | ")}`);
     const column = (name) => cells.nth(headers.findIndex((h) => h.trim() === name));
     assert.equal(await column("Medios de pago").innerText(), "Crédito, Débito, Prepago, PAC, EPAC, EPAC directo");
+    // A commerce code that is a RUT is written with its dots.
+    assert.equal(await column("Id").innerText(), "76.123.456-0");
     assert.equal(await column("Activación").getByTestId(`activation-mode-${COMMERCE}`).count(), 1);
     assert.equal(await column("Activación").getByTestId(`charging-rule-${COMMERCE}`).count(), 0);
     assert.equal(await column("Cargos en día inhábil").getByTestId(`charging-rule-${COMMERCE}`).count(), 1);
@@ -222,6 +224,8 @@ describe("Settings and staff safety in a browser", { concurrency: false }, () =>
     await debit.locator("#fee-4-fixed").fill("30");
     await debit.getByRole("button", { name: "Guardar" }).click();
     await page.getByTestId("fee-4").getByText("Propia").waitFor();
+    // The saved percentage reads back with the Spanish decimal comma.
+    assert.equal(await page.getByTestId("fee-4").locator("#fee-4-commission").inputValue(), "1,2");
     await shots("settings-fees");
     const shown = JSON.parse(await mandato(server.dataDir, ["--json", "fees", "show", "--commerce", COMMERCE]));
     const rule = shown.rules.find((r) => r.methodId === 4);

@@ -207,6 +207,9 @@ describe("the Signatures screen", { concurrency: false }, () => {
     // One page uploaded; the signature page and the certificate follow it.
     const count = Number(/Páginas: (\d+)/.exec(pages)?.[1]);
     assert.ok(count >= 2, pages);
+    // Its size in the Spanish form, with a decimal comma, to the tenth of a KiB of the file.
+    const kib = (bytes.length / 1024).toFixed(1).replace(".", ",");
+    assert.match(pages, new RegExp(`Tamaño: ${kib} KiB`), pages);
 
     await page.getByTestId("verify-signature-chain").click();
     const result = page.getByTestId("signature-chain-result");

@@ -2,6 +2,7 @@ import { Select } from "@mantine/core";
 import { useQuery } from "@tanstack/react-query";
 import { api, payload } from "../api/client";
 import { useI18n } from "../lib/context";
+import { formatRut } from "../lib/rut";
 
 export function useCommerces() {
   return useQuery({ queryKey: ["commerces"], queryFn: () => payload(api.GET("/commerces")), staleTime: 30_000 });
@@ -16,7 +17,7 @@ export function CommerceSelect({ value, onChange }: { value: string | null; onCh
       label={t("common.commerce")}
       placeholder={t("common.all")}
       clearable
-      data={(commerces.data?.items ?? []).map((c) => ({ value: c.code, label: `${c.name} (${c.code})` }))}
+      data={(commerces.data?.items ?? []).map((c) => ({ value: c.code, label: `${c.name} (${formatRut(c.code)})` }))}
       value={value}
       onChange={onChange}
       w={{ base: "100%", sm: 320 }}

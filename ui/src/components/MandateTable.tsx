@@ -75,7 +75,7 @@ export function MandateTable({ items, showCustomer = true }: { items: MandateLin
                   </Text>
                 </Table.Td>
               )}
-              <Table.Td>{m.commerce}</Table.Td>
+              <Table.Td className="nowrap">{formatRut(m.commerce)}</Table.Td>
               <Table.Td ta="right">
                 {money(m.amount, m.currencyId)}
                 {m.periodicity ? (

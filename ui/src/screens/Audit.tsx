@@ -12,6 +12,7 @@ import { QueryState } from "../components/QueryState";
 import { PageTitle } from "../components/Layout";
 import { useI18n, useSession } from "../lib/context";
 import { formErrors } from "../lib/errors";
+import { formatNumber } from "../lib/format";
 import { dictionaries, type Key } from "../lib/i18n";
 import { useUrlState } from "../lib/urlState";
 import { DateField } from "../components/DateField";
@@ -138,7 +139,7 @@ function StaffActions() {
 }
 
 function Requests() {
-  const { t, dateTime } = useI18n();
+  const { t, lang, dateTime } = useI18n();
   const { values, clean, set, keyset } = useFilters({ commerce: "", method: "", path: "", status: "", correlationId: "", from: "", to: "" });
   const fetchPage = (cursor: string | undefined, limit = 50) =>
     payload(api.GET("/audit/requests", { params: { query: { ...clean, cursor, limit } } }));
@@ -207,7 +208,7 @@ function Requests() {
                   <Table.Td>
                     <Text c={r.status >= 400 ? "red" : undefined}>{r.status}</Text>
                   </Table.Td>
-                  <Table.Td>{r.durationMs.toFixed(1)}</Table.Td>
+                  <Table.Td className="nowrap">{formatNumber(r.durationMs, lang, 1)}</Table.Td>
                   <Table.Td>{r.commerce ?? "—"}</Table.Td>
                   <Table.Td>
                     <Text size="xs">{r.correlationId ?? "—"}</Text>

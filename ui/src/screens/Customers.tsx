@@ -116,7 +116,7 @@ export function Customers() {
                     <Table.Td className="nowrap" data-testid="customer-rut">{formatRut(c.customer.identificationDocument.number)}</Table.Td>
                     <Table.Td>{c.customer.userId}</Table.Td>
                     <Table.Td>{c.customer.contacts.email}</Table.Td>
-                    <Table.Td>{c.commerce}</Table.Td>
+                    <Table.Td className="nowrap">{formatRut(c.commerce)}</Table.Td>
                     <Table.Td ta="right">{c.mandates}</Table.Td>
                     <Table.Td>{dateTime(c.customer.createdAt)}</Table.Td>
                   </Table.Tr>
@@ -194,7 +194,7 @@ export function CustomerDetail() {
                 <Field name={t("customers.rut")} value={<span className="nowrap" data-testid="customer-rut">{formatRut(d.customer.identificationDocument.number)}</span>} />
                 <Field name={t("customers.userId")} value={d.customer.userId} />
                 <Field name={t("customers.internalId")} value={d.customer.internalUserId} />
-                <Field name={t("common.commerce")} value={d.commerce} />
+                <Field name={t("common.commerce")} value={formatRut(d.commerce)} />
                 <Field name={t("common.email")} value={d.customer.contacts.email} />
                 <Field name={t("customers.phone")} value={d.customer.contacts.phone} />
                 <Field

@@ -18,9 +18,14 @@ type Field = (typeof FIELDS)[number];
 
 /** One method's rule and the form that changes it. */
 function RuleForm({ code, rule }: { code: string; rule: Rule }) {
-  const { t } = useI18n();
+  const { t, lang } = useI18n();
   const client = useQueryClient();
-  const [values, setValues] = useState({ commissionPercent: rule.commissionPercent, fixed: rule.fixed, iva: rule.iva });
+  // The percentage is shown with the language's decimal mark (`1,2` in Spanish); either is sent as a point.
+  const [values, setValues] = useState({
+    commissionPercent: lang === "es" ? rule.commissionPercent.replace(".", ",") : rule.commissionPercent,
+    fixed: rule.fixed,
+    iva: rule.iva,
+  });
   const [errors, setErrors] = useState<Partial<Record<Field, string>>>({});
   const [general, setGeneral] = useState<string | null>(null);
   const path = { params: { path: { code, methodId: rule.methodId } } };

@@ -12,6 +12,7 @@ import { useI18n, useSession } from "../lib/context";
 import { errorText } from "../lib/errors";
 import { useUrlState } from "../lib/urlState";
 import { ScrollTable } from "../components/ScrollTable";
+import { formatRut } from "../lib/rut";
 
 type Entry = Schemas["LedgerEntry"];
 type Reconciliation = Schemas["Reconciliation"];
@@ -40,7 +41,7 @@ export function Ledger() {
       <Group align="end" wrap="wrap">
         <Select
           label={t("ledger.commerce")}
-          data={(commerces.data?.items ?? []).map((c) => ({ value: c.code, label: `${c.name} (${c.code})` }))}
+          data={(commerces.data?.items ?? []).map((c) => ({ value: c.code, label: `${c.name} (${formatRut(c.code)})` }))}
           value={commerce}
           onChange={(v) => url.set({ commerce: v })}
           w={{ base: "100%", sm: 360 }}

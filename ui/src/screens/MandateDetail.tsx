@@ -813,7 +813,7 @@ function MandateDetailOf({ id }: { id: string }) {
                   <Badge variant="outline">{label(d.mandate.type)}</Badge>
                 </Group>
                 <Text c="dimmed" size="sm">
-                  {d.mandate.id} · {d.mandate.internalId} · {d.commerce.name} ({d.commerce.code})
+                  <span className="nowrap">{d.mandate.id}</span> · <span className="nowrap">{d.mandate.internalId}</span> · {d.commerce.name} (<span className="nowrap">{formatRut(d.commerce.code)}</span>)
                 </Text>
               </Stack>
               <Group gap="xs">

@@ -32,6 +32,7 @@ import type { Key } from "../lib/i18n";
 import { ScrollTable } from "../components/ScrollTable";
 import { DeliveryProblemText } from "../components/DeliveryProblemText";
 import { deliveryProblem } from "../lib/delivery";
+import { formatRut } from "../lib/rut";
 
 type ListedEvent = Schemas["ListedEventDto"];
 type EventSummary = Pick<ListedEvent, "deliveryState" | "attempts" | "nextAttemptAt">;
@@ -469,8 +470,8 @@ export function Notifications() {
                         "—"
                       )}
                       <Text size="xs">{e.customerName ?? ""}</Text>
-                      <Text size="xs" c="dimmed">
-                        {e.commerce}
+                      <Text size="xs" c="dimmed" className="nowrap">
+                        {formatRut(e.commerce)}
                       </Text>
                     </Table.Td>
                     <Table.Td>

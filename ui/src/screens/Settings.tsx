@@ -39,7 +39,7 @@ import { PageTitle } from "../components/Layout";
 import { useI18n, useSession } from "../lib/context";
 import { errorText, formErrors } from "../lib/errors";
 import type { Key } from "../lib/i18n";
-import { wrongCheckDigit } from "../lib/rut";
+import { formatRut, wrongCheckDigit } from "../lib/rut";
 import { PasswordChange } from "./SignIn";
 import { DateField } from "../components/DateField";
 import { formatExactDecimal } from "../lib/format";
@@ -182,7 +182,7 @@ function Commerces() {
             <Table.Tbody>
               {(commerces.data?.items ?? []).map((c) => (
                 <Table.Tr key={c.code} data-commerce={c.code}>
-                  <Table.Td>{c.code}</Table.Td>
+                  <Table.Td className="nowrap">{formatRut(c.code)}</Table.Td>
                   <Table.Td>
                     {c.name}
                     {c.channels && (

@@ -205,7 +205,7 @@ export function Signatures() {
                         {p.processName}
                       </Text>
                     </Table.Td>
-                    <Table.Td>{p.commerce}</Table.Td>
+                    <Table.Td className="nowrap">{formatRut(p.commerce)}</Table.Td>
                     <Table.Td>{p.documentNames.join(", ")}</Table.Td>
                     <Table.Td ta="right">
                       {p.signed}/{p.signatories}
@@ -518,7 +518,7 @@ export function SignatureDetail() {
                     {p.internalId}
                   </Text>
                 </Field>
-                <Field name={t("common.commerce")}>{d.commerce}</Field>
+                <Field name={t("common.commerce")}>{formatRut(d.commerce)}</Field>
                 <Field name={t("signatures.externalId")}>{p.externalProcessId}</Field>
                 <Field name={t("signatures.requestUser")}>{p.requestUser}</Field>
                 <Field name={t("common.createdAt")}>{dateTime(p.createdAt)}</Field>
