@@ -197,4 +197,16 @@ describe("lists keep their state in the URL", { concurrency: false }, () => {
     await page.reload();
     assert.equal(await page.getByLabel("Quién").inputValue(), OWNER.email);
   });
+
+  test("a list the server cannot be reached for says so in Spanish", async () => {
+    await page.route("**/admin/api/customers**", (request) => request.abort("connectionrefused"));
+    try {
+      await page.goto(`${server.base}/customers`);
+      const alert = page.getByRole("alert").filter({ hasText: "No se pudo cargar" });
+      await alert.getByText("No se pudo cargar: No se pudo contactar al servidor").waitFor({ timeout: 20_000 });
+      assert.doesNotMatch(await alert.innerText(), /fetch|network|failed/i);
+    } finally {
+      await page.unroute("**/admin/api/customers**");
+    }
+  });
 });
