@@ -699,7 +699,7 @@ function Evidence({ name, value, testId }: { name: string; value: string | null 
       <Text size="xs" c="dimmed">
         {name}
       </Text>
-      <Text size="sm" style={{ wordBreak: "break-all" }} data-testid={testId}>
+      <Text size="sm" style={{ overflowWrap: "anywhere" }} data-testid={testId}>
         {value || t("mandates.unknownValue")}
       </Text>
     </div>
