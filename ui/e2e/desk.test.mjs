@@ -370,6 +370,7 @@ describe("Mandato Desk in a browser", { concurrency: false }, () => {
     await page.setViewportSize({ width: 390, height: 900 });
     await assertTableScrollsInside(page, page.getByRole("region", { name: "Liquidación diaria" }), "settlements");
     await assertTableScrollsInside(page, page.getByRole("region", { name: "Conciliaciones anteriores" }), "reconciliations");
+    await assertTableScrollsInside(page, page.getByRole("region", { name: "Líneas sin movimiento" }), "lines without entry");
     await shot("14c-ledger-390");
     await page.setViewportSize({ width: 1440, height: 900 });
   });

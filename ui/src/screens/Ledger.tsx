@@ -333,18 +333,20 @@ function ReconciliationResult({ result }: { result: Reconciliation }) {
           <Text fw={600} size="sm">
             {t("ledger.unpaid")}
           </Text>
-          <Table>
-            <Table.Tbody>
-              {result.entriesWithoutPayout.map((e) => (
-                <Table.Tr key={e.entryId}>
-                  <Table.Td>{date(e.businessDate)}</Table.Td>
-                  <Table.Td>{label(e.kind)}</Table.Td>
-                  <Table.Td>{e.acquirerReference ?? "—"}</Table.Td>
-                  <Table.Td>{money(e.net ?? e.amount, e.currencyId)}</Table.Td>
-                </Table.Tr>
-              ))}
-            </Table.Tbody>
-          </Table>
+          <ScrollTable label={t("ledger.unpaid")} minWidth={480}>
+            <Table data-testid="unpaid-table">
+              <Table.Tbody>
+                {result.entriesWithoutPayout.map((e) => (
+                  <Table.Tr key={e.entryId}>
+                    <Table.Td>{date(e.businessDate)}</Table.Td>
+                    <Table.Td>{label(e.kind)}</Table.Td>
+                    <Table.Td>{e.acquirerReference ?? "—"}</Table.Td>
+                    <Table.Td>{money(e.net ?? e.amount, e.currencyId)}</Table.Td>
+                  </Table.Tr>
+                ))}
+              </Table.Tbody>
+            </Table>
+          </ScrollTable>
         </>
       )}
       {result.linesWithoutEntry.length > 0 && (
@@ -352,21 +354,23 @@ function ReconciliationResult({ result }: { result: Reconciliation }) {
           <Text fw={600} size="sm">
             {t("ledger.unknown")}
           </Text>
-          <Table>
-            <Table.Tbody>
-              {result.linesWithoutEntry.map((u) => (
-                <Table.Tr key={u.line.line}>
-                  <Table.Td>
-                    {t("ledger.line")} {u.line.line}
-                  </Table.Td>
-                  <Table.Td>{date(u.line.date)}</Table.Td>
-                  <Table.Td>{u.line.reference}</Table.Td>
-                  <Table.Td>{u.line.amount}</Table.Td>
-                  <Table.Td>{label(u.reason)}</Table.Td>
-                </Table.Tr>
-              ))}
-            </Table.Tbody>
-          </Table>
+          <ScrollTable label={t("ledger.unknown")} minWidth={480}>
+            <Table data-testid="unknown-lines-table">
+              <Table.Tbody>
+                {result.linesWithoutEntry.map((u) => (
+                  <Table.Tr key={u.line.line}>
+                    <Table.Td>
+                      {t("ledger.line")} {u.line.line}
+                    </Table.Td>
+                    <Table.Td>{date(u.line.date)}</Table.Td>
+                    <Table.Td>{u.line.reference}</Table.Td>
+                    <Table.Td>{u.line.amount}</Table.Td>
+                    <Table.Td>{label(u.reason)}</Table.Td>
+                  </Table.Tr>
+                ))}
+              </Table.Tbody>
+            </Table>
+          </ScrollTable>
         </>
       )}
     </Stack>
