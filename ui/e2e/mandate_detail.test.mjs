@@ -160,6 +160,27 @@ describe("the mandate detail", { concurrency: false }, () => {
     assert.ok(!(await evidence.innerText()).includes("{"), "no JSON");
   });
 
+  test("new installments take their due date as Spanish writes it, and a mistyped one is named", async () => {
+    await page.goto(`${server.base}/mandates/${mandateId}`);
+    await page.getByTestId("add-installments").click();
+    const dialog = page.getByRole("dialog");
+    const due = dialog.getByTestId("add-due-date");
+    assert.equal(await due.inputValue(), spanish(today()));
+    await dialog.getByLabel(/^Id de la cuota/).fill("e");
+    await dialog.getByLabel(/^Monto \(CLP\)/).fill("5.000");
+    await due.fill("32-13-2026");
+    await due.press("Tab");
+    await dialog.getByText("Fecha no válida: use dd-mm-aaaa").waitFor();
+    await dialog.getByTestId("add-submit").click();
+    await page.waitForTimeout(300);
+    assert.equal(await row("e").count(), 0, "nothing is sent while the date is wrong");
+    await due.fill(spanish(inDays(25)));
+    await due.press("Tab");
+    await dialog.getByTestId("add-submit").click();
+    await dialog.waitFor({ state: "detached" });
+    await row("e").getByText(spanish(inDays(25))).waitFor();
+  });
+
   test("an annulment of several is refused whole, naming the installment that cannot", async () => {
     await page.goto(`${server.base}/mandates/${mandateId}`);
     await row("c").getByTestId("select-installment").check();
