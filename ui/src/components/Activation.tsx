@@ -34,6 +34,7 @@ export function CommerceActivationMode({ commerce, admin }: { commerce: Schemas[
       data={MODES.map((m) => ({ value: m, label: label(m) }))}
       value={commerce.activationMode}
       allowDeselect={false}
+      miw={190}
       disabled={save.isPending}
       onChange={(value) => {
         if (value && value !== commerce.activationMode) save.mutate(value as Mode);

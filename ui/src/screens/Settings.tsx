@@ -165,7 +165,7 @@ function Commerces() {
   return (
     <Stack>
       <QueryState loading={commerces.isLoading} error={commerces.error}>
-        <ScrollTable label={t("settings.commerces")} minWidth={800}>
+        <ScrollTable label={t("settings.commerces")} minWidth={1100}>
           <Table striped data-testid="commerces-table">
             <Table.Thead>
               <Table.Tr>
@@ -212,7 +212,7 @@ function Commerces() {
                   <Table.Td>
                     <ChargingRuleCell commerce={c} editable={admin} />
                   </Table.Td>
-                  <Table.Td>{dateTime(c.createdAt)}</Table.Td>
+                  <Table.Td className="nowrap">{dateTime(c.createdAt)}</Table.Td>
                   {admin && (
                     <Table.Td>
                       <Group gap={4} wrap="nowrap">
@@ -302,6 +302,7 @@ function ChargingRuleCell({ commerce, editable }: { commerce: Schemas["CommerceD
       data={rules}
       value={commerce.chargingRule}
       allowDeselect={false}
+      miw={170}
       disabled={save.isPending}
       onChange={(v) => (v === "NEXT" || v === "PREVIOUS") && v !== commerce.chargingRule && save.mutate(v)}
     />
