@@ -174,6 +174,30 @@ describe("the Notifications screen", { concurrency: false }, () => {
     await problem.getByText("No se encontró la dirección del receptor (DNS)").waitFor();
     await problem.getByText("Detalle técnico").click();
     assert.match(await problem.getByTestId("delivery-raw").innerText(), /receptor\.invalid/);
+    // On a phone the event's facts do not run into each other.
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.waitForTimeout(300);
+    const facts = await detail.getByTestId("event-facts").locator(":scope > div").evaluateAll((all) =>
+      // The extent of the text itself (a Range), which may run past its paragraph's box.
+      all.map((div) => [...div.querySelectorAll("p")].map((p) => {
+        const range = document.createRange();
+        range.selectNodeContents(p);
+        return range.getBoundingClientRect();
+      })).map((rects) => ({
+        left: Math.min(...rects.map((r) => r.left)),
+        right: Math.max(...rects.map((r) => r.right)),
+        top: Math.min(...rects.map((r) => r.top)),
+        bottom: Math.max(...rects.map((r) => r.bottom)),
+      })),
+    );
+    for (let i = 0; i < facts.length; i++) {
+      for (let j = i + 1; j < facts.length; j++) {
+        const [a, b] = [facts[i], facts[j]];
+        const apart = a.right <= b.left || b.right <= a.left || a.bottom <= b.top || b.bottom <= a.top;
+        assert.ok(apart, `facts ${i} and ${j} overlap: ${JSON.stringify([a, b])}`);
+      }
+    }
+    await page.setViewportSize({ width: 1440, height: 900 });
     await page.keyboard.press("Escape");
   });
 

@@ -198,7 +198,7 @@ function EventDrawer({ eventId, onClose }: { eventId: string; onClose: () => voi
       <QueryState loading={query.isLoading} error={query.error}>
         {d && (
           <Stack data-testid="event-detail">
-            <SimpleGrid cols={3}>
+            <SimpleGrid cols={{ base: 2, sm: 3 }} data-testid="event-facts">
               <div>
                 <Text size="xs" c="dimmed">
                   {t("notifications.kind")}
