@@ -166,6 +166,14 @@ describe("the mandate detail", { concurrency: false }, () => {
     const dialog = page.getByRole("dialog");
     const due = dialog.getByTestId("add-due-date");
     assert.equal(await due.inputValue(), spanish(today()));
+    // On a phone the row's fields stack, the date whole inside the dialog.
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.waitForTimeout(300);
+    const box = await due.boundingBox();
+    const content = await dialog.boundingBox();
+    assert.ok(box.x + box.width <= content.x + content.width, `the date ends at ${box.x + box.width}, the dialog at ${content.x + content.width}`);
+    assert.ok(box.width >= 120, `the date field is ${box.width}px wide`);
+    await page.setViewportSize({ width: 1440, height: 900 });
     await dialog.getByLabel(/^Id de la cuota/).fill("e");
     await dialog.getByLabel(/^Monto \(CLP\)/).fill("5.000");
     await due.fill("32-13-2026");

@@ -351,7 +351,7 @@ function AddInstallmentsModal({ detail, onClose }: { detail: Detail; onClose: ()
       <Stack>
         {general && <Alert color="red">{general}</Alert>}
         {rows.map((r, i) => (
-          <Group key={i} align="start" grow>
+          <SimpleGrid key={i} cols={{ base: 1, xs: 3 }} data-testid="new-installment-row">
             <TextInput
               label={t("mandates.installmentId")}
               value={r.id}
@@ -373,7 +373,7 @@ function AddInstallmentsModal({ detail, onClose }: { detail: Detail; onClose: ()
               testId="add-due-date"
               width="auto"
             />
-          </Group>
+          </SimpleGrid>
         ))}
         <Group justify="space-between">
           <Button
