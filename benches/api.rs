@@ -1443,7 +1443,11 @@ struct ServeProcess {
 impl ServeProcess {
     fn start(data_dir: &Path, database_url: Option<&str>) -> ServeProcess {
         use std::io::BufRead;
-        let mut command = Command::new(env!("CARGO_BIN_EXE_mandato"));
+        // `MANDATO_BENCH_BIN`: another build of the engine, for an A/B in one run.
+        let bin = std::env::var_os("MANDATO_BENCH_BIN")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_mandato").into());
+        let mut command = Command::new(bin);
         command.arg("--data-dir").arg(data_dir);
         if let Some(url) = database_url {
             command.args(["--database-url", url]);
@@ -1486,6 +1490,16 @@ struct BackendRow {
     /// PostgreSQL sessions the engines opened per request during the scenario (warm-up
     /// included): a pool that keeps too few connections for the load opens new ones.
     sessions_per_request: Option<f64>,
+    /// What the server executed per request (`pg_stat_statements`, warm-up included).
+    statements: Option<PerRequestStatements>,
+}
+
+/// `pg_stat_statements` divided by the requests sent.
+struct PerRequestStatements {
+    statements: f64,
+    plans: f64,
+    server_us: f64,
+    top: Vec<common::pg::Statement>,
 }
 
 /// `MANDATO_BENCH_BACKEND=postgres`: the lookup and create loads against `mandato serve` on
@@ -1575,7 +1589,9 @@ fn compare_backends(p: &Params, dir: &Path, layout: Layout, api_key: &str, mode:
                 s.name, p.duration, p.warmup, p.connections
             );
             let sessions = || on_postgres.then(|| cluster.sessions(&url));
+            let statements_reset = || on_postgres.then(|| cluster.statements_reset()).flatten();
             let mut before = sessions();
+            statements_reset();
             let mut stats = client_rt.block_on(run_scenario(s, p));
             let mut retries = 0;
             while !p.wait_quiet.is_zero() && stats.other_cores > 0.2 && retries < 2 {
@@ -1586,14 +1602,22 @@ fn compare_backends(p: &Params, dir: &Path, layout: Layout, api_key: &str, mode:
                 );
                 wait_for_quiet(p.wait_quiet);
                 before = sessions();
+                statements_reset();
                 stats = client_rt.block_on(run_scenario(s, p));
             }
             // The statistics reach pg_stat_database within a second.
             std::thread::sleep(Duration::from_millis(1500));
-            let sessions_per_request = before.zip(sessions()).map(|(a, b)| {
-                let sent = stats.rps * (p.duration + p.warmup).as_secs_f64();
-                (b - a) as f64 / sent.max(1.0)
-            });
+            let sent = (stats.rps * (p.duration + p.warmup).as_secs_f64()).max(1.0);
+            let sessions_per_request = before.zip(sessions()).map(|(a, b)| (b - a) as f64 / sent);
+            let statements = on_postgres
+                .then(|| cluster.statements(&url))
+                .flatten()
+                .map(|st| PerRequestStatements {
+                    statements: st.calls as f64 / sent,
+                    plans: st.plans as f64 / sent,
+                    server_us: st.ms * 1000.0 / sent,
+                    top: st.top,
+                });
             eprintln!(
                 "  {:.0} req/s, p99 {:.2} ms, errors {}; engines {:.0} us/req, database {} us/req; others {:.2}{}",
                 stats.rps,
@@ -1613,11 +1637,28 @@ fn compare_backends(p: &Params, dir: &Path, layout: Layout, api_key: &str, mode:
             if let Some(per) = sessions_per_request {
                 eprintln!("  PostgreSQL sessions opened per request: {per:.3}");
             }
+            if let Some(st) = &statements {
+                eprintln!(
+                    "  statements per request {:.2}, plans {:.3}, server time {:.0} us; the most costly:",
+                    st.statements, st.plans, st.server_us
+                );
+                for q in &st.top {
+                    eprintln!(
+                        "    {:>7.3}/r {:>8.0} us/r plans {:>8} rows {:>9}  {}",
+                        q.calls as f64 / sent,
+                        q.ms * 1000.0 / sent,
+                        q.plans,
+                        q.rows,
+                        q.query.chars().take(140).collect::<String>()
+                    );
+                }
+            }
             rows.push(BackendRow {
                 backend,
                 engines,
                 stats,
                 sessions_per_request,
+                statements,
             });
             std::thread::sleep(Duration::from_millis(500));
         }
@@ -1658,7 +1699,7 @@ fn compare_backends(p: &Params, dir: &Path, layout: Layout, api_key: &str, mode:
     );
     let _ = writeln!(
         out,
-        "\n{:<8} {:<9} {:>7} {:>9} {:>8} {:>8} {:>7} {:>9} {:>8} {:>9} {:>9} {:>8} {:>8}",
+        "\n{:<8} {:<9} {:>7} {:>9} {:>8} {:>8} {:>7} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}",
         "load",
         "backend",
         "engines",
@@ -1669,6 +1710,8 @@ fn compare_backends(p: &Params, dir: &Path, layout: Layout, api_key: &str, mode:
         "engine us",
         "db us",
         "sessions/r",
+        "stmts/r",
+        "plans/r",
         "own cores",
         "others*",
         "/ sqlite"
@@ -1677,7 +1720,7 @@ fn compare_backends(p: &Params, dir: &Path, layout: Layout, api_key: &str, mode:
         let s = &r.stats;
         let _ = writeln!(
             out,
-            "{:<8} {:<9} {:>7} {:>9.0} {:>8.2} {:>8.2} {:>7} {:>9.0} {:>8} {:>9} {:>9.2} {:>8.2} {:>8}{}",
+            "{:<8} {:<9} {:>7} {:>9.0} {:>8.2} {:>8.2} {:>7} {:>9.0} {:>8} {:>9} {:>9} {:>9} {:>9.2} {:>8.2} {:>8}{}",
             s.name,
             r.backend,
             r.engines,
@@ -1690,6 +1733,12 @@ fn compare_backends(p: &Params, dir: &Path, layout: Layout, api_key: &str, mode:
                 .map_or("n/a".into(), |us| format!("{us:.0}")),
             r.sessions_per_request
                 .map_or("n/a".into(), |x| format!("{x:.3}")),
+            r.statements
+                .as_ref()
+                .map_or("n/a".into(), |x| format!("{:.2}", x.statements)),
+            r.statements
+                .as_ref()
+                .map_or("n/a".into(), |x| format!("{:.3}", x.plans)),
             s.own_cores,
             s.other_cores,
             ratio(r).map_or("n/a".into(), |x| format!("{x:.3}")),
@@ -1702,7 +1751,7 @@ fn compare_backends(p: &Params, dir: &Path, layout: Layout, api_key: &str, mode:
     }
     let _ = writeln!(
         out,
-        "engine us: CPU of the mandato serve processes per request; db us: CPU of the PostgreSQL server's processes per request (n/a: SQLite, or a server this run did not start)\n* cores used by other processes during the window (the load generator, engines and PostgreSQL excluded); above ~0.2 the row is not comparable"
+        "engine us: CPU of the mandato serve processes per request; db us: CPU of the PostgreSQL server's processes per request (n/a: SQLite, or a server this run did not start); stmts/r, plans/r: statements the server executed (each one round trip, BEGIN and COMMIT included) and planned per request (pg_stat_statements, warm-up included)\n* cores used by other processes during the window (the load generator, engines and PostgreSQL excluded); above ~0.2 the row is not comparable"
     );
     let _ = writeln!(
         out,
@@ -1729,6 +1778,17 @@ fn compare_backends(p: &Params, dir: &Path, layout: Layout, api_key: &str, mode:
             row["engines"] = json!(r.engines);
             row["ratio_to_sqlite"] = json!(ratio(r).map(round3));
             row["postgres_sessions_per_request"] = json!(r.sessions_per_request.map(round3));
+            if let Some(st) = &r.statements {
+                row["postgres_statements"] = json!({
+                    "per_request": round3(st.statements),
+                    "plans_per_request": round3(st.plans),
+                    "server_us_per_request": round1(st.server_us),
+                    "most_costly": st.top.iter().map(|q| json!({
+                        "query": q.query, "calls": q.calls, "plans": q.plans,
+                        "ms": round1(q.ms), "rows": q.rows,
+                    })).collect::<Vec<_>>(),
+                });
+            }
             row
         }).collect::<Vec<_>>(),
     });

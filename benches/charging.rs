@@ -833,6 +833,37 @@ struct PgRun {
     database_cores: Option<f64>,
     other_cores: f64,
     checks: Vec<(String, i64, i64)>,
+    /// What the server executed, per installment charged (`pg_stat_statements`).
+    statements: Option<Value>,
+}
+
+/// Prints the statements the run made the server execute, per installment, the most costly
+/// first, and returns them for the JSON (`None` without `pg_stat_statements`).
+fn report_statements(cluster: &common::pg::Cluster, url: &str, installments: f64) -> Option<Value> {
+    let st = cluster.statements(url)?;
+    let per = |x: f64| x / installments.max(1.0);
+    eprintln!(
+        "[run] statements per installment {:.2}, plans {:.4}, server time {:.0} us; the most costly:",
+        per(st.calls as f64),
+        per(st.plans as f64),
+        per(st.ms * 1000.0)
+    );
+    for q in &st.top {
+        eprintln!(
+            "    {:>7.3}/i {:>7.0} us/i  {}",
+            per(q.calls as f64),
+            per(q.ms * 1000.0),
+            q.query.chars().take(140).collect::<String>()
+        );
+    }
+    Some(json!({
+        "per_installment": round3(per(st.calls as f64)),
+        "plans_per_installment": per(st.plans as f64),
+        "server_us_per_installment": round1(per(st.ms * 1000.0)),
+        "most_costly": st.top.iter().map(|q| json!({
+            "query": q.query, "calls": q.calls, "plans": q.plans, "ms": round1(q.ms), "rows": q.rows,
+        })).collect::<Vec<_>>(),
+    }))
 }
 
 /// `engines` real `mandato --database-url URL charge-run --date D` processes started together
@@ -1032,15 +1063,18 @@ fn charging_on_postgres(p: &Params, dir: &Path, date: NaiveDate, fill_wall_ms: f
             "[run] {engines} x mandato --database-url .. charge-run --date {date} over {} due installments...",
             p.count
         );
+        cluster.statements_reset();
         let (secs, summaries, engine_cores, database_cores, other_cores) =
             charge_run_postgres(dir, &url, date, engines, &cluster);
         eprintln!("[run] {secs:.1} s, others {other_cores:.2} cores; checking...");
+        let statements = report_statements(&cluster, &url, p.count as f64);
         let checks = verify_postgres(&url, p, date);
         if !single {
             cluster.drop_database("charging_run");
         }
         runs.push(PgRun {
             engines,
+            statements,
             secs,
             summaries,
             engine_cores,
@@ -1132,6 +1166,7 @@ fn charging_on_postgres(p: &Params, dir: &Path, date: NaiveDate, fill_wall_ms: f
             "summaries": r.summaries,
             "checks": r.checks.iter().map(|(n, e, f)| json!({"check": n, "expected": e, "found": f})).collect::<Vec<_>>(),
             "checks_passed": r.checks.iter().all(|c| c.1 == c.2),
+            "postgres_statements": r.statements,
         })).collect::<Vec<_>>(),
     });
     let path = common::results_path(&format!("charging-bench-results-postgres-{mode}.json"));

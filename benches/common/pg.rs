@@ -33,6 +33,9 @@ impl Cluster {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/pg.sh");
         let out = Command::new(script)
             .args(["start", "--durable", "--set", "max_connections=400"])
+            // Every statement's calls, plans and time, per scenario (`StatementStats`).
+            .args(["--set", "shared_preload_libraries=pg_stat_statements"])
+            .args(["--set", "pg_stat_statements.track_planning=on"])
             .args(["--owner-pid", &std::process::id().to_string()])
             .output()
             .expect("scripts/pg.sh runs");
@@ -146,6 +149,53 @@ impl Cluster {
         .unwrap_or(0)
     }
 
+    /// Starts counting statements afresh (`pg_stat_statements`): `None` when the server does
+    /// not have the module loaded (an outside server of `MANDATO_TEST_DATABASE_URL`).
+    pub fn statements_reset(&self) -> Option<()> {
+        let mut admin = self.admin();
+        admin
+            .batch_execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            .ok()?;
+        admin
+            .batch_execute("SELECT pg_stat_statements_reset()")
+            .ok()
+    }
+
+    /// What the server executed on the database at `url` since `statements_reset`: every
+    /// statement the engines sent (`BEGIN` and `COMMIT` included), each one round trip.
+    pub fn statements(&self, url: &str) -> Option<StatementStats> {
+        let database = url.rsplit_once('/')?.1.split('?').next()?.to_string();
+        let mut admin = self.admin();
+        let rows = admin
+            .query(
+                "SELECT s.query, s.calls, s.plans, s.total_exec_time + s.total_plan_time, s.rows
+                 FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+                 WHERE d.datname = $1 ORDER BY 4 DESC",
+                &[&database],
+            )
+            .ok()?;
+        let mut stats = StatementStats::default();
+        for row in rows {
+            let statement = Statement {
+                query: row
+                    .get::<_, String>(0)
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                calls: row.get(1),
+                plans: row.get(2),
+                ms: row.get(3),
+                rows: row.get(4),
+            };
+            stats.calls += statement.calls;
+            stats.plans += statement.plans;
+            stats.ms += statement.ms;
+            stats.top.push(statement);
+        }
+        stats.top.truncate(12);
+        Some(stats)
+    }
+
     /// The disk's price of one durable commit as PostgreSQL pays it now: the median time of
     /// single-row autocommitted inserts on a table of its own, in milliseconds.
     pub fn commit_probe_ms(&self, url: &str, commits: usize) -> f64 {
@@ -164,6 +214,29 @@ impl Cluster {
         lat.sort_by(|a, b| a.total_cmp(b));
         lat[lat.len() / 2]
     }
+}
+
+/// The statements one scenario made the server run.
+#[derive(Default, Debug)]
+pub struct StatementStats {
+    /// Statements executed: each is one round trip of the engine's.
+    pub calls: i64,
+    /// Times a statement was planned (a prepared statement reused with its generic plan is
+    /// not planned again).
+    pub plans: i64,
+    /// Milliseconds the server spent planning and executing them.
+    pub ms: f64,
+    /// The statements that took the most time, most first.
+    pub top: Vec<Statement>,
+}
+
+#[derive(Debug)]
+pub struct Statement {
+    pub query: String,
+    pub calls: i64,
+    pub plans: i64,
+    pub ms: f64,
+    pub rows: i64,
 }
 
 /// cutime + cstime of a `/proc/.../stat` line: the ticks of the children it has waited for.
