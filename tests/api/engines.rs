@@ -665,11 +665,16 @@ async fn staff_call(
 
 /// Sends one merchant request with the given correlationId; its status and `name`.
 async fn with_correlation(api: &Api, correlation: &str) -> (u16, String) {
+    get_with_correlation(api, "/sandbox/clock", correlation).await
+}
+
+/// Sends `GET path` with the given correlationId; its status and `name`.
+async fn get_with_correlation(api: &Api, path: &str, correlation: &str) -> (u16, String) {
     let mut fixed = headers(CODE, &api.key);
     fixed.insert("correlationId", correlation.parse().unwrap());
     let response = api
         .client
-        .get(format!("{}/api/v1/sandbox/clock", api.base))
+        .get(format!("{}/api/v1{path}", api.base))
         .headers(fixed)
         .bearer_auth(api.token.as_deref().unwrap())
         .send()
@@ -720,6 +725,34 @@ async fn correlation_ids_sessions_keys_and_the_sandbox_clock_are_shared_by_all_e
         for (status, name) in answers.iter().filter(|(status, _)| *status != 200) {
             assert_eq!(*status, 400);
             assert_eq!(name, "CORRELATION_ID_REUSED");
+        }
+    }
+    // A read's claim goes in with the read's own transaction on PostgreSQL, or is taken
+    // after a read that found nothing (404, its transaction rolled back): either way, of the
+    // engines given one id at once exactly one answers, and the id is used for good.
+    for (path, answered) in [("/events", 200), ("/mandate/internalId/man_none", 404)] {
+        for _ in 0..5 {
+            let shared = uuid::Uuid::new_v4().to_string();
+            let answers = on_every_engine(&apis, |api| {
+                let shared = shared.clone();
+                async move { get_with_correlation(&api, path, &shared).await }
+            })
+            .await;
+            let refused: Vec<_> = answers
+                .iter()
+                .filter(|(status, name)| *status == 400 && name == "CORRELATION_ID_REUSED")
+                .collect();
+            assert_eq!(refused.len(), apis.len() - 1, "{path}: {answers:?}");
+            assert!(
+                answers.iter().any(|(status, _)| *status == answered),
+                "{path}: {answers:?}"
+            );
+            let (status, name) = get_with_correlation(&apis[0], path, &shared).await;
+            assert_eq!(
+                (status, name.as_str()),
+                (400, "CORRELATION_ID_REUSED"),
+                "{path}"
+            );
         }
     }
 

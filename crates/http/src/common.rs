@@ -18,7 +18,8 @@ use super::error::{ApiError, CORRELATION_ID};
 use super::guard::Deadline;
 use mandato_core::error::{Error, FieldErrors};
 use mandato_engine::records::{
-    AuditEntry, AuditPlace, CORRELATION_CLAIM, Commerce, CorrelationClaim, Refusal, Reservation,
+    AuditEntry, AuditPlace, CORRELATION_CLAIM, Commerce, CorrelationClaim, DeferredClaim, Refusal,
+    Reservation, correlation_reused,
 };
 
 /// The common headers, as documented for every merchant operation.
@@ -74,6 +75,12 @@ pub async fn layer(State(state): State<AppState>, request: Request, next: Next) 
     let deadline = request.extensions().get::<Deadline>().copied();
     // Before any work: a request runs only when its audit row will have room (CONTRACT 2).
     let audit_place = state.audit.place().await;
+    // A read changes nothing a replay could repeat: its claim may wait for its first
+    // transaction (`Reservation::Deferred`).
+    let read_only = matches!(
+        *request.method(),
+        axum::http::Method::GET | axum::http::Method::HEAD
+    );
     let method = request.method().to_string();
     // Inside the nested router the URI lost its `/api/v1` prefix; audit the full path.
     let path = request.extensions().get::<OriginalUri>().map_or_else(
@@ -101,7 +108,7 @@ pub async fn layer(State(state): State<AppState>, request: Request, next: Next) 
         peer,
     };
     // Admission reads the headers in place; the request moves on only afterwards.
-    let admitted = admit(&state, headers, &mut audit);
+    let admitted = admit(&state, headers, &mut audit, read_only);
     let refusal = admitted
         .as_ref()
         .err()
@@ -118,15 +125,20 @@ pub async fn layer(State(state): State<AppState>, request: Request, next: Next) 
     let response = CORRELATION_ID
         .scope(correlation.clone(), async {
             match admitted {
-                Ok(merchant) => {
+                Ok((merchant, deferred)) => {
                     let claim = CorrelationClaim {
                         commerce_id: merchant.commerce.id,
                         correlation_id: merchant.correlation_id.clone(),
                         seen_at,
+                        deferred: deferred.clone(),
                     };
                     let mut request = request;
                     request.extensions_mut().insert(merchant);
-                    CORRELATION_CLAIM.scope(claim, next.run(request)).await
+                    let response = CORRELATION_CLAIM.scope(claim, next.run(request)).await;
+                    match deferred {
+                        Some(deferred) => settled(&state, &deferred, response),
+                        None => response,
+                    }
                 }
                 Err(e) => ApiError(e).into_response(),
             }
@@ -205,12 +217,23 @@ fn unauthenticated_refusal(error: &Error, audit: &AuditEntry) -> Option<Refusal>
     }
 }
 
-/// Validates the headers, then the credentials, then the correlationId.
+/// A read-only request's answer once its deferred claim is settled: the handler's, or the
+/// refusal of a correlationId that was used after all.
+fn settled(state: &AppState, claim: &DeferredClaim, response: Response) -> Response {
+    match state.settle_claim(claim) {
+        Ok(()) => response,
+        Err(e) => ApiError(e).into_response(),
+    }
+}
+
+/// Validates the headers, then the credentials, then the correlationId; a read-only
+/// request's claim may come back deferred.
 fn admit(
     state: &AppState,
     headers: &HeaderMap,
     audit: &mut AuditEntry,
-) -> Result<MerchantRequest, Error> {
+    read_only: bool,
+) -> Result<(MerchantRequest, Option<Arc<DeferredClaim>>), Error> {
     let valid = validate(state, headers)?;
     let key_hash = mandato_engine::auth::api_key::hash_key(&valid.api_key);
     let (api_key, commerce) = state.credentials(&key_hash, &valid.commerce)?;
@@ -245,20 +268,22 @@ fn admit(
     }
     // A UUID names the same value in either case: the claim is on its lower-case form, so an
     // upper-cased copy of a used id is a replay too.
-    match state.reserve_correlation(commerce.id, &valid.correlation_id.to_ascii_lowercase())? {
-        Reservation::Fresh => {}
-        Reservation::Replayed => {
-            return Err(Error::refused_at(
-                "CORRELATION_ID_REUSED",
-                "header.correlationId",
-                "this correlationId was already used; send a new one for every attempt",
-            ));
-        }
-    }
-    Ok(MerchantRequest {
-        commerce,
-        correlation_id: valid.correlation_id,
-    })
+    let deferred = match state.reserve_correlation(
+        commerce.id,
+        &valid.correlation_id.to_ascii_lowercase(),
+        read_only,
+    )? {
+        Reservation::Fresh => None,
+        Reservation::Deferred(claim) => Some(claim),
+        Reservation::Replayed => return Err(correlation_reused()),
+    };
+    Ok((
+        MerchantRequest {
+            commerce,
+            correlation_id: valid.correlation_id,
+        },
+        deferred,
+    ))
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {

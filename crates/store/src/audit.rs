@@ -241,6 +241,9 @@ pub struct CorrelationClaim {
     pub commerce_id: i64,
     pub correlation_id: String,
     pub seen_at: String,
+    /// A read-only request's claim on PostgreSQL, taken by the request's first transaction
+    /// rather than by one of its own (`Reservation::Deferred`).
+    pub deferred: Option<Arc<DeferredClaim>>,
 }
 
 tokio::task_local! {
@@ -253,10 +256,24 @@ impl CorrelationClaim {
     pub fn current() -> Option<CorrelationClaim> {
         CORRELATION_CLAIM.try_with(Clone::clone).ok()
     }
+
+    /// The deferred claim of the read-only request the current task serves, if any.
+    pub(crate) fn current_deferred() -> Option<Arc<DeferredClaim>> {
+        CORRELATION_CLAIM
+            .try_with(|claim| claim.deferred.clone())
+            .ok()
+            .flatten()
+    }
 }
 
-/// Records a claim in the caller's transaction, so it commits with the write it guards.
+/// Records a claim in the caller's transaction, so it commits with the write it guards. A
+/// deferred claim is not recorded this way: it is taken with its check
+/// (`DeferredClaim::take_with`, or `settle` after the handler), and a row written here would
+/// make that check find the id used.
 pub fn record_claim<'c>(db: impl Into<Db<'c>>, claim: &CorrelationClaim) -> db::Result<()> {
+    if claim.deferred.is_some() {
+        return Ok(());
+    }
     db.into().execute(
         "INSERT INTO correlation_claims (day, commerce_id, correlation_id, seen_at)
          VALUES (substr(CAST(?3 AS TEXT), 1, 10), ?1, ?2, ?3) ON CONFLICT DO NOTHING",
@@ -281,18 +298,88 @@ fn claim_shared<'c>(
         "SELECT pg_advisory_xact_lock(hashtextextended(CAST(?1 AS TEXT), ?2))",
         &params![correlation_id, commerce_id],
     )?;
-    if was_seen(db, commerce_id, correlation_id, cutoff)? {
-        return Ok(false);
-    }
-    record_claim(
-        db,
-        &CorrelationClaim {
-            commerce_id,
-            correlation_id: correlation_id.to_string(),
-            seen_at: seen_at.to_string(),
-        },
+    claim_if_unused(db, commerce_id, correlation_id, cutoff, seen_at)
+}
+
+/// `claim_shared`'s advisory lock as a statement without parameters, to be sent with the
+/// transaction's `BEGIN` (the same key as the parameterised one, so engines of either kind
+/// take turns). Only for an id of UUID characters, which need no quoting; `None` otherwise.
+fn claim_lock_statement(commerce_id: i64, correlation_id: &str) -> Option<String> {
+    correlation_id
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'{' | b'}' | b':'))
+        .then(|| {
+            format!(
+                "SELECT pg_advisory_xact_lock(hashtextextended('{correlation_id}', {commerce_id}))"
+            )
+        })
+}
+
+/// With the id's advisory lock held: whether the commerce used it at `cutoff` or later, and
+/// when not, its claim recorded, in one statement (one round trip, one seek of the index
+/// `correlation_claims_by_id`). Taken after the lock, the statement's snapshot sees every
+/// claim of the id committed before.
+fn claim_if_unused(
+    db: Db<'_>,
+    commerce_id: i64,
+    correlation_id: &str,
+    cutoff: &str,
+    seen_at: &str,
+) -> db::Result<bool> {
+    let used: bool = db.query_row(
+        "WITH seen(used) AS (SELECT EXISTS (SELECT 1 FROM correlation_claims
+             WHERE commerce_id = ?1 AND correlation_id = ?2 AND seen_at >= CAST(?3 AS TEXT))),
+         claimed AS (INSERT INTO correlation_claims (day, commerce_id, correlation_id, seen_at)
+             SELECT substr(CAST(?4 AS TEXT), 1, 10), ?1, ?2, ?4 FROM seen WHERE NOT used
+             ON CONFLICT DO NOTHING)
+         SELECT used FROM seen",
+        &params![commerce_id, correlation_id, cutoff, seen_at],
+        |r| r.get(0),
     )?;
-    Ok(true)
+    Ok(!used)
+}
+
+/// A claim's transaction commits without waiting for the disk (see `claim_on_postgres`).
+const NO_DISK_WAIT: &str = "SET LOCAL synchronous_commit TO OFF";
+
+/// Claims a correlationId on PostgreSQL in one transaction of three round trips: its `BEGIN`
+/// with the advisory lock, the check and insert, the commit.
+///
+/// The commit does not wait for the disk (`synchronous_commit` off for this transaction):
+/// the claim is durable within PostgreSQL's WAL writer delay (0.6 s at most by default),
+/// or as soon as any later commit is, whichever comes first. What a server crash can lose is
+/// a claim of a request that wrote nothing durable after it; its id may then be used once
+/// more, which only reads or writes afresh. A request that writes commits its writes after
+/// its claim: the WAL is flushed in order, so a durable write makes its claim durable too,
+/// and a replayed write is refused after any crash (and the write records the claim itself,
+/// `record_claim`, besides).
+fn claim_on_postgres(
+    store: &Store,
+    commerce_id: i64,
+    correlation_id: &str,
+    cutoff: &str,
+    seen_at: &str,
+) -> Result<bool, Error> {
+    match claim_lock_statement(commerce_id, correlation_id) {
+        Some(lock) => store.postgres_write_after(&format!("{NO_DISK_WAIT}; {lock}"), |db| {
+            Ok(claim_if_unused(
+                db,
+                commerce_id,
+                correlation_id,
+                cutoff,
+                seen_at,
+            )?)
+        }),
+        None => store.postgres_write_after(NO_DISK_WAIT, |db| {
+            Ok(claim_shared(
+                db,
+                commerce_id,
+                correlation_id,
+                cutoff,
+                seen_at,
+            )?)
+        }),
+    }
 }
 
 /// Whether the commerce used the correlationId at `cutoff` or later.
@@ -303,9 +390,9 @@ fn was_seen<'c>(
     cutoff: &str,
 ) -> db::Result<bool> {
     let db = db.into();
-    // One seek per day from the cutoff's to the last stored one. The next day's date is the
-    // one thing the dialects write differently.
     let sql = match db.backend() {
+        // One seek per day from the cutoff's to the last stored one (the claims are keyed by
+        // the day first).
         Backend::Sqlite => {
             "WITH RECURSIVE days(day) AS (
                  SELECT substr(?3, 1, 10)
@@ -315,14 +402,10 @@ fn was_seen<'c>(
                  WHERE day IN (SELECT day FROM days) AND commerce_id = ?1
                    AND correlation_id = ?2 AND seen_at >= ?3)"
         }
+        // One seek of `correlation_claims_by_id`.
         Backend::Postgres => {
-            "WITH RECURSIVE days(day) AS (
-                 SELECT substr(CAST(?3 AS TEXT), 1, 10)
-                 UNION ALL SELECT to_char(CAST(day AS DATE) + 1, 'YYYY-MM-DD') FROM days
-                 WHERE day < (SELECT max(day) FROM correlation_claims))
-             SELECT EXISTS (SELECT 1 FROM correlation_claims
-                 WHERE day IN (SELECT day FROM days) AND commerce_id = ?1
-                   AND correlation_id = ?2 AND seen_at >= ?3)"
+            "SELECT EXISTS (SELECT 1 FROM correlation_claims
+                 WHERE commerce_id = ?1 AND correlation_id = ?2 AND seen_at >= CAST(?3 AS TEXT))"
         }
     };
     db.query_row(sql, &params![commerce_id, correlation_id, cutoff], |r| {
@@ -360,10 +443,141 @@ const KEY_USE_EVERY: Duration = Duration::from_secs(60);
 const AUDIT_ROWS_QUEUED: usize = 65_536;
 
 /// Whether a correlationId may be used.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Reservation {
     Fresh,
     Replayed,
+    /// A read-only request on PostgreSQL: its claim is taken inside the first transaction the
+    /// request runs (`Store::read` or `write`, through `CORRELATION_CLAIM`), saving the round
+    /// trips of a transaction of its own; the request's layer takes it after the handler
+    /// when no transaction did (`DeferredClaim::settle`).
+    Deferred(Arc<DeferredClaim>),
+}
+
+/// The refusal of a correlationId already used.
+pub fn correlation_reused() -> Error {
+    Error::refused_at(
+        "CORRELATION_ID_REUSED",
+        "header.correlationId",
+        "this correlationId was already used; send a new one for every attempt",
+    )
+}
+
+/// A read-only request's correlationId on PostgreSQL, not claimed yet (`Reservation::Deferred`).
+///
+/// Why only read-only requests: one that writes could act outside the database (call an
+/// acquirer, write a file) before its first transaction, and a replay must be refused before
+/// anything happens. A read does nothing a replay could repeat; it is answered only after its
+/// claim was taken, by its transaction or by `settle`.
+pub struct DeferredClaim {
+    commerce_id: i64,
+    correlation_id: String,
+    cutoff: String,
+    seen_at: String,
+    state: std::sync::atomic::AtomicU8,
+    /// The engine's in-memory claims, released once this one is settled either way.
+    pending: Arc<Pending>,
+}
+
+const UNCLAIMED: u8 = 0;
+const CLAIMING: u8 = 1;
+const TAKEN: u8 = 2;
+const REPLAYED: u8 = 3;
+
+impl DeferredClaim {
+    /// Takes the claim inside the transaction `pool` opens for `f`, when it is still to take
+    /// and no other transaction of the request is taking it (a nested one would wait for the
+    /// advisory lock its own request holds). A used id fails the transaction before `f` runs;
+    /// a failure of `f` rolls the claim back with the rest, to be taken again later.
+    pub(crate) fn take_with<T>(
+        &self,
+        pool: &db::PgPool,
+        f: impl FnOnce(Db<'_>) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        if self
+            .state
+            .compare_exchange(UNCLAIMED, CLAIMING, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return pool.transaction(f);
+        }
+        let lock = claim_lock_statement(self.commerce_id, &self.correlation_id);
+        let prologue = match &lock {
+            Some(lock) => format!("{NO_DISK_WAIT}; {lock}"),
+            None => NO_DISK_WAIT.to_string(),
+        };
+        let mut replayed = false;
+        let outcome = pool.transaction_after(&prologue, |db| {
+            let fresh = match lock {
+                Some(_) => claim_if_unused(
+                    db,
+                    self.commerce_id,
+                    &self.correlation_id,
+                    &self.cutoff,
+                    &self.seen_at,
+                )?,
+                None => claim_shared(
+                    db,
+                    self.commerce_id,
+                    &self.correlation_id,
+                    &self.cutoff,
+                    &self.seen_at,
+                )?,
+            };
+            if !fresh {
+                replayed = true;
+                return Err(correlation_reused());
+            }
+            f(db)
+        });
+        let state = match (&outcome, replayed) {
+            (_, true) => REPLAYED,
+            (Ok(_), false) => TAKEN,
+            (Err(_), false) => UNCLAIMED,
+        };
+        self.state.store(state, Ordering::Release);
+        outcome
+    }
+
+    /// After the handler: `Ok(())` when the claim was taken (now, in a transaction of its own,
+    /// if no transaction of the request took it), the refusal when the id was used.
+    pub fn settle(&self, store: &Store) -> Result<(), Error> {
+        let fresh = match self.state.load(Ordering::Acquire) {
+            TAKEN => true,
+            REPLAYED => false,
+            _ => claim_on_postgres(
+                store,
+                self.commerce_id,
+                &self.correlation_id,
+                &self.cutoff,
+                &self.seen_at,
+            )?,
+        };
+        self.state
+            .store(if fresh { TAKEN } else { REPLAYED }, Ordering::Release);
+        if fresh {
+            Ok(())
+        } else {
+            Err(correlation_reused())
+        }
+    }
+}
+
+impl std::fmt::Debug for DeferredClaim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeferredClaim")
+            .field("commerce_id", &self.commerce_id)
+            .field("correlation_id", &self.correlation_id)
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for DeferredClaim {
+    fn drop(&mut self) {
+        self.pending
+            .release(&(self.commerce_id, self.correlation_id.clone()));
+    }
 }
 
 impl AuditWriter {
@@ -484,12 +698,16 @@ impl AuditWriter {
     /// so a concurrent use finds either the claim or the committed row, never neither. The
     /// lookup is skipped when the filter of seen ids has certainly never seen the id: every id
     /// enters it here, before its claim is released.
+    ///
+    /// On PostgreSQL a `read_only` request's claim is deferred to its first transaction
+    /// (`Reservation::Deferred`).
     pub fn reserve_correlation(
         &self,
         store: &Store,
         commerce_id: i64,
         correlation_id: &str,
         now: chrono::DateTime<chrono::Utc>,
+        read_only: bool,
     ) -> Result<Reservation, Error> {
         let key = (commerce_id, correlation_id.to_string());
         if !self.pending.claim(key.clone()) {
@@ -497,20 +715,22 @@ impl AuditWriter {
         }
         let cutoff =
             mandato_core::clock::timestamp(now - chrono::Duration::days(self.retention_days));
+        if store.backend() == Backend::Postgres && read_only {
+            return Ok(Reservation::Deferred(Arc::new(DeferredClaim {
+                commerce_id,
+                correlation_id: correlation_id.to_string(),
+                cutoff,
+                seen_at: mandato_core::clock::timestamp(now),
+                state: std::sync::atomic::AtomicU8::new(UNCLAIMED),
+                pending: Arc::clone(&self.pending),
+            })));
+        }
         if store.backend() == Backend::Postgres {
             // Engines that share the database know each other's ids only from it: the claim
             // is taken there before the request goes on, so of several engines one wins. It
             // is committed already, so neither the in-memory filter nor the batch has a part.
             let seen_at = mandato_core::clock::timestamp(now);
-            let fresh = store.write(|db| {
-                Ok(claim_shared(
-                    db,
-                    commerce_id,
-                    correlation_id,
-                    &cutoff,
-                    &seen_at,
-                )?)
-            });
+            let fresh = claim_on_postgres(store, commerce_id, correlation_id, &cutoff, &seen_at);
             self.pending.release(&key);
             return Ok(if fresh? {
                 Reservation::Fresh
@@ -1146,6 +1366,7 @@ mod tests {
                 commerce_id: 7,
                 correlation_id: "c-1".to_string(),
                 seen_at: "2026-11-25T12:00:00.000Z".to_string(),
+                deferred: None,
             };
             record_claim(db, &claim).unwrap();
             // The batch writer records the same id again: no conflict.
@@ -1278,6 +1499,56 @@ mod tests {
             })
             .unwrap();
         assert!(after_window);
+    }
+
+    #[test]
+    fn engines_claim_in_one_round_trip_and_take_turns_on_one_id() {
+        let database = crate::pg_test::database();
+        let stores: Vec<Arc<Store>> = (0..2)
+            .map(|_| Arc::new(Store::open_postgres(database.url(), &Default::default()).unwrap()))
+            .collect();
+        let cutoff = "2026-11-20T00:00:00.000Z";
+        // A UUID's lock goes with the `BEGIN`; any other id takes the parameterised lock.
+        for id in [
+            "0b5f3c1e-7d7a-4a55-9a3e-1f2b3c4d5e6f",
+            "not a uuid, it's text",
+        ] {
+            assert_eq!(claim_lock_statement(1, id).is_some(), !id.contains(' '));
+            let accepted = (0..8)
+                .map(|n| {
+                    let store = Arc::clone(&stores[n % 2]);
+                    std::thread::spawn(move || {
+                        claim_on_postgres(&store, 1, id, cutoff, "2026-11-25T12:00:00.000Z")
+                            .unwrap()
+                    })
+                })
+                .collect::<Vec<_>>()
+                .into_iter()
+                .map(|engine| engine.join().unwrap())
+                .filter(|&fresh| fresh)
+                .count();
+            assert_eq!(accepted, 1, "{id}");
+            // A later day of the window still knows it, through the index on the id.
+            assert!(
+                !claim_on_postgres(&stores[1], 1, id, cutoff, "2026-11-27T08:00:00.000Z").unwrap()
+            );
+            assert!(
+                stores[0]
+                    .read(|db| Ok(was_seen(db, 1, id, cutoff)?))
+                    .unwrap()
+            );
+        }
+        // The connections stay usable after a claim that found its id used.
+        assert!(
+            claim_on_postgres(
+                &stores[0],
+                2,
+                "0b5f3c1e-7d7a-4a55-9a3e-1f2b3c4d5e6f",
+                cutoff,
+                "2026-11-25T12:00:00.000Z"
+            )
+            .unwrap()
+        );
     }
 
     #[test]

@@ -695,7 +695,17 @@ impl PgPool {
         &self,
         f: impl FnOnce(Db<'_>) -> std::result::Result<T, E>,
     ) -> std::result::Result<T, E> {
-        let lease = self.begin()?;
+        self.transaction_after("", f)
+    }
+
+    /// `transaction`, with `prologue` (statements without parameters: `SET LOCAL`, a lock on
+    /// a literal key) run first inside it, sent with its `BEGIN` in one round trip.
+    pub fn transaction_after<T, E: From<Error>>(
+        &self,
+        prologue: &str,
+        f: impl FnOnce(Db<'_>) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        let lease = self.begin(prologue)?;
         lease.conn().finish(f(Db::Postgres(lease.conn())))
     }
 
@@ -717,14 +727,28 @@ impl PgPool {
         self.target.connect_unbounded()
     }
 
-    /// A connection inside a new transaction: an idle one that still answers, or a new one.
-    fn begin(&self) -> Result<Lease<'_>> {
+    /// A connection inside a new transaction that ran `prologue`: an idle one that still
+    /// answers, or a new one.
+    fn begin(&self, prologue: &str) -> Result<Lease<'_>> {
+        let sql = if prologue.is_empty() {
+            std::borrow::Cow::Borrowed("BEGIN")
+        } else {
+            std::borrow::Cow::Owned(format!("BEGIN; {prologue}"))
+        };
         loop {
             let mut lease = self.acquire()?;
-            match lease.conn().batch("BEGIN") {
+            match lease.conn().batch(&sql) {
                 Ok(()) => return Ok(lease),
                 Err(e) if lease.fresh => {
                     lease.keep = false;
+                    return Err(e);
+                }
+                // A connection that still answers refused the prologue itself (a lock wait
+                // past the statement timeout): that is the answer, another would refuse too.
+                Err(e) if !prologue.is_empty() && !lease.conn().is_closed() => {
+                    if lease.conn().batch("ROLLBACK").is_err() {
+                        lease.keep = false;
+                    }
                     return Err(e);
                 }
                 Err(_) => lease.keep = false,

@@ -117,6 +117,14 @@ impl Store {
         let Engine::Sqlite(sqlite) = &self.engine else {
             let store = Arc::clone(self);
             return tokio::task::spawn_blocking(move || {
+                let Engine::Postgres(pool) = &store.engine else {
+                    unreachable!("the engine is not SQLite's")
+                };
+                // A read-only request's deferred claim is taken by its transaction (on this
+                // blocking thread the task's own claim is out of reach of `Store::write`).
+                if let Some(deferred) = claim.as_ref().and_then(|c| c.deferred.as_ref()) {
+                    return deferred.take_with(pool, &operation);
+                }
                 store.write(|db| {
                     let value = operation(db)?;
                     if let Some(claim) = &claim {

@@ -111,17 +111,42 @@ pub fn insert_many<'c>(
     path_prefix: &str,
     now: &str,
 ) -> Result<Vec<InstallmentRow>> {
+    let db = db.into();
+    let inserted = match db.as_sqlite() {
+        Some(conn) => insert_each(conn, mandate_seq, commerce_id, items, now)?,
+        None => insert_together(db, mandate_seq, commerce_id, items, now)?,
+    };
+    // Every item was inserted, in order, up to the first whose external id was taken.
+    if let Some(index) = (inserted.len() < items.len()).then_some(inserted.len()) {
+        return Err(Error::refused_at(
+            "DUPLICATED_INSTALLMENT_ID",
+            format!("{path_prefix}[{index}].id"),
+            format!(
+                "installment id {} already exists in this mandate",
+                items[index].external_id
+            ),
+        ));
+    }
+    Ok(inserted)
+}
+
+/// SQLite: one statement per item, stopping at the first whose external id is taken. No
+/// RETURNING: SQLite runs it as a trigger, which would open a statement journal per row and
+/// make FTS5 flush a segment (migration 0022); each row is made from what was inserted
+/// instead of read back.
+fn insert_each(
+    conn: &rusqlite::Connection,
+    mandate_seq: i64,
+    commerce_id: i64,
+    items: &[NewInstallment],
+    now: &str,
+) -> Result<Vec<InstallmentRow>> {
     const INSERT: &str = "INSERT INTO installments (id, mandate_seq, commerce_id, external_id,
             amount, currency, due_date, state, state_at, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)
          ON CONFLICT (mandate_seq, external_id) DO NOTHING";
-    let db = db.into();
-    let returning = match db.as_sqlite() {
-        Some(_) => String::new(),
-        None => format!("{INSERT} RETURNING {COLUMNS}"),
-    };
     let mut rows = Vec::with_capacity(items.len());
-    for (index, item) in items.iter().enumerate() {
+    for item in items {
         let id = mandato_core::ids::new_id("ins");
         let amount = item.amount.amount().normalize().to_string();
         let due_date = item.due_date.to_string();
@@ -137,41 +162,73 @@ pub fn insert_many<'c>(
             now,
         ];
         // A conflicting external id inserts nothing.
-        let inserted = match db.as_sqlite() {
-            // No RETURNING on SQLite: SQLite runs it as a trigger, which would open a
-            // statement journal per row and make FTS5 flush a segment (migration 0022). The
-            // row is made from what was inserted instead of read back.
-            Some(conn) => {
-                let added = db.execute(INSERT, &values)? == 1;
-                if added {
-                    rows.push(inserted_row(
-                        conn.last_insert_rowid(),
-                        id,
-                        mandate_seq,
-                        item,
-                        now,
-                    ));
-                }
-                added
-            }
-            None => {
-                let returned = db.query_opt(&returning, &values, from_row)?;
-                rows.extend(returned);
-                rows.len() == index + 1
-            }
-        };
-        if !inserted {
-            return Err(Error::refused_at(
-                "DUPLICATED_INSTALLMENT_ID",
-                format!("{path_prefix}[{index}].id"),
-                format!(
-                    "installment id {} already exists in this mandate",
-                    item.external_id
-                ),
-            ));
+        if Db::Sqlite(conn).execute(INSERT, &values)? != 1 {
+            break;
         }
+        rows.push(inserted_row(
+            conn.last_insert_rowid(),
+            id,
+            mandate_seq,
+            item,
+            now,
+        ));
     }
     Ok(rows)
+}
+
+/// PostgreSQL: every item in one statement (one round trip, where a statement per item cost
+/// one each: bench/README.md, "PostgreSQL"), the items passed as one JSON array and inserted
+/// in its order, so their keys follow it as they would one by one. The rows are answered in
+/// the items' order, up to the first item whose external id was taken (by the mandate or by
+/// an earlier item).
+fn insert_together(
+    db: Db<'_>,
+    mandate_seq: i64,
+    commerce_id: i64,
+    items: &[NewInstallment],
+    now: &str,
+) -> Result<Vec<InstallmentRow>> {
+    let items_json = Value::Array(
+        items
+            .iter()
+            .map(|item| {
+                serde_json::json!({
+                    "id": mandato_core::ids::new_id("ins"),
+                    "externalId": item.external_id,
+                    "amount": item.amount.amount().normalize().to_string(),
+                    "currency": item.amount.currency().code(),
+                    "dueDate": item.due_date.to_string(),
+                })
+            })
+            .collect(),
+    )
+    .to_string();
+    let sql = format!(
+        "INSERT INTO installments (id, mandate_seq, commerce_id, external_id,
+            amount, currency, due_date, state, state_at, created_at)
+         SELECT e.item->>'id', ?2, ?3, e.item->>'externalId', e.item->>'amount',
+            e.item->>'currency', e.item->>'dueDate', ?4, ?5, ?5
+         FROM jsonb_array_elements(CAST(CAST(?1 AS TEXT) AS JSONB)) WITH ORDINALITY AS e(item, n)
+         ORDER BY e.n
+         ON CONFLICT (mandate_seq, external_id) DO NOTHING
+         RETURNING {COLUMNS}"
+    );
+    let values = params![
+        &items_json,
+        mandate_seq,
+        commerce_id,
+        InstallmentState::Pending.id(),
+        now,
+    ];
+    let mut inserted: std::collections::HashMap<String, InstallmentRow> = db
+        .query_map(&sql, &values, from_row)?
+        .into_iter()
+        .map(|row| (row.external_id.clone(), row))
+        .collect();
+    Ok(items
+        .iter()
+        .map_while(|item| inserted.remove(&item.external_id))
+        .collect())
 }
 
 /// The row `insert_many` has just written, as `from_row` would read it: a PENDING installment

@@ -255,7 +255,22 @@ impl Store {
     pub fn write<T>(&self, f: impl FnOnce(db::Db<'_>) -> Result<T, Error>) -> Result<T, Error> {
         match &self.engine {
             Engine::Sqlite(sqlite) => sqlite.write(f),
-            Engine::Postgres(pool) => off_async(|| pool.transaction(f)),
+            Engine::Postgres(pool) => off_async(|| postgres_transaction(pool, f)),
+        }
+    }
+
+    /// `write` on PostgreSQL, `prologue` (statements without parameters) sent with the
+    /// transaction's `BEGIN` in one round trip; an error on SQLite.
+    pub(crate) fn postgres_write_after<T>(
+        &self,
+        prologue: &str,
+        f: impl FnOnce(db::Db<'_>) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        match &self.engine {
+            Engine::Sqlite(_) => Err(Error::Internal(anyhow::anyhow!(
+                "this works on PostgreSQL only"
+            ))),
+            Engine::Postgres(pool) => off_async(|| pool.transaction_after(prologue, f)),
         }
     }
 
@@ -265,7 +280,7 @@ impl Store {
     pub fn read<T>(&self, f: impl FnOnce(db::Db<'_>) -> Result<T, Error>) -> Result<T, Error> {
         match &self.engine {
             Engine::Sqlite(sqlite) => sqlite.read(f),
-            Engine::Postgres(pool) => off_async(|| pool.transaction(f)),
+            Engine::Postgres(pool) => off_async(|| postgres_transaction(pool, f)),
         }
     }
 
@@ -315,6 +330,18 @@ fn off_async<T>(work: impl FnOnce() -> T) -> T {
             tokio::task::block_in_place(work)
         }
         _ => work(),
+    }
+}
+
+/// A transaction on PostgreSQL. Inside a read-only merchant request whose correlationId is
+/// still to claim, the claim goes in with it (`audit::DeferredClaim`).
+fn postgres_transaction<T>(
+    pool: &db::PgPool,
+    f: impl FnOnce(db::Db<'_>) -> Result<T, Error>,
+) -> Result<T, Error> {
+    match audit::CorrelationClaim::current_deferred() {
+        Some(claim) => claim.take_with(pool, f),
+        None => pool.transaction(f),
     }
 }
 

@@ -44,6 +44,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0009_sandbox_trigger_records",
         include_str!("../../../migrations/postgres/0009_sandbox_trigger_records.sql"),
     ),
+    (
+        "0010_correlation_claims_by_id",
+        include_str!("../../../migrations/postgres/0010_correlation_claims_by_id.sql"),
+    ),
 ];
 
 /// The advisory lock's key: any constant no other application on the database uses
