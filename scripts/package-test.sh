@@ -38,7 +38,16 @@ deb=$(scripts/package.sh "${package_flags[@]}" | tail -n1)
 [ -f "$deb" ] || fail "no .deb at $deb"
 
 echo "== package: its control fields"
-dpkg-deb --field "$deb" Package Version Architecture Depends
+dpkg-deb --field "$deb" Package Version Architecture Depends Installed-Size
+# What merchants download and install: the release .deb under 40 MB, installing under 120 MB
+# (its binaries stripped: scripts/package.sh).
+deb_kib=$(( $(stat -c %s "$deb") / 1024 ))
+installed_kib=$(dpkg-deb --field "$deb" Installed-Size)
+echo "package: the .deb is $deb_kib KiB and installs $installed_kib KiB"
+if [ "${package_flags[*]}" = --no-appimage ]; then
+  [ "$deb_kib" -lt $((40 * 1024)) ] || fail "the .deb is $deb_kib KiB, over 40 MiB"
+  [ "$installed_kib" -lt $((120 * 1024)) ] || fail "it installs $installed_kib KiB, over 120 MiB"
+fi
 [ "$(dpkg-deb --field "$deb" Package)" = "$PKG" ] || fail "package name"
 depends=$(dpkg-deb --field "$deb" Depends)
 for dep in libwebkit2gtk-4.1-0 libgtk-3-0 libayatana-appindicator3-1 libssl3; do
@@ -63,7 +72,13 @@ done
 /usr/bin/mandato --version | grep -q "^mandato " || fail "mandato --version: $(/usr/bin/mandato --version)"
 echo "package: $(/usr/bin/mandato --version) at /usr/bin/mandato"
 entry=$(grep '^/usr/share/applications/.*\.desktop$' <<<"$installed" | head -n1)
-[ -n "$entry" ] || fail "no desktop entry"
+[ "$entry" = /usr/share/applications/mandato-desk.desktop ] ||
+  fail "the desktop entry is '$entry', not /usr/share/applications/mandato-desk.desktop"
+for file in /usr/bin/mandato-desk /usr/bin/mandato; do
+  ! readelf -S "$file" | grep -q '\.debug_' || fail "$file still carries debug info"
+  readelf --string-dump=.gnu_debuglink "$file" | grep -q "$(basename "$file").debug" ||
+    fail "$file does not name its debug file"
+done
 desktop-file-validate "$entry" || fail "the desktop entry $entry does not validate"
 grep -qx "Name=Mandato Desk" "$entry" || fail "desktop entry name"
 grep -q "^Comment=" "$entry" && grep -q "^Comment\[es\]=" "$entry" || fail "desktop entry comments"

@@ -47,12 +47,7 @@ echo "package: $profile build took $(($(date +%s) - started)) s" >&2
 
 # tauri.conf.json's bundle.linux.*.files take the command line from here.
 mkdir -p target/package
-if [ "$profile" = release ]; then
-  cp target/release/mandato target/package/mandato
-else
-  # Most of a debug binary is its debug info, which the quick package has no use for.
-  strip --strip-debug -o target/package/mandato target/debug/mandato
-fi
+cp "target/$profile/mandato" target/package/mandato
 
 bundles=deb
 # Tauri's AppImage step runs linuxdeploy and its GTK and AppImage plugins, which it fetches from
@@ -74,12 +69,44 @@ echo "== package: tauri bundle --bundles $bundles" >&2
 rm -rf "target/$profile/bundle"
 (cd src-tauri && npx --no-install tauri bundle --bundles "$bundles" "${bundle_flags[@]}" --no-sign --ci) >&2
 
+# What merchants install carries no debug info: most of a release binary is its line tables
+# and symbols (the .deb was 100 MB and installed 400 MB with them). Each packaged binary is
+# stripped; what was stripped is kept in target/package/debug/NAME.debug, which the binary
+# names (.gnu_debuglink) so that a debugger or a symbolizer given that file reads a crash's
+# backtrace in full. The desktop entry takes the application's id as its file name (Tauri
+# names it after the product, with a space). The package's checksums and installed size are
+# then those of what it holds.
+slim_deb() {
+  local deb=$1 root bin name entry
+  root=$(mktemp -d /tmp/mandato-deb.XXXXXX)
+  dpkg-deb -R "$deb" "$root/pkg"
+  mkdir -p target/package/debug
+  for bin in "$root"/pkg/usr/bin/*; do
+    name=$(basename "$bin")
+    objcopy --only-keep-debug "$bin" "target/package/debug/$name.debug"
+    strip --strip-all "$bin"
+    objcopy --add-gnu-debuglink="target/package/debug/$name.debug" "$bin"
+  done
+  for entry in "$root"/pkg/usr/share/applications/*.desktop; do
+    [ "$entry" = "$root/pkg/usr/share/applications/mandato-desk.desktop" ] ||
+      mv "$entry" "$root/pkg/usr/share/applications/mandato-desk.desktop"
+  done
+  (cd "$root/pkg" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | sort -z |
+    xargs -0 md5sum >DEBIAN/md5sums)
+  sed -i "s/^Installed-Size: .*/Installed-Size: $(du -sk --exclude=DEBIAN "$root/pkg" | cut -f1)/" \
+    "$root/pkg/DEBIAN/control"
+  dpkg-deb --root-owner-group -Zxz --build "$root/pkg" "$deb" >/dev/null
+  rm -rf "$root"
+}
+
 # A plain file name (Tauri's carries the product name's space) under target/package/.
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' src-tauri/Cargo.toml | head -n1)
 deb="$here/target/package/mandato-desk_${version}_amd64.deb"
 cp "target/$profile"/bundle/deb/*.deb "$deb"
+slim_deb "$deb"
 if [[ "$bundles" == *appimage* ]]; then
   cp "target/$profile"/bundle/appimage/*.AppImage "$here/target/package/mandato-desk_${version}_amd64.AppImage"
 fi
-echo "package: $(du -h "$deb" | cut -f1) $(dpkg-deb --field "$deb" Package Version Architecture | tr '\n' ' ')" >&2
+echo "package: $(du -h "$deb" | cut -f1), installs $(dpkg-deb --field "$deb" Installed-Size) KiB;" \
+  "$(dpkg-deb --field "$deb" Package Version Architecture | tr '\n' ' ')" >&2
 echo "$deb"

@@ -43,7 +43,7 @@ if $with_desktop; then
 fi
 
 if $with_package; then
-  apt_packages+=(desktop-file-utils)
+  apt_packages+=(desktop-file-utils binutils)
 fi
 
 missing=()
