@@ -35,6 +35,7 @@ mod request_path;
 mod secret_grep;
 mod staff;
 mod staff_audit_chain;
+mod staff_dashboard;
 mod staff_lists;
 mod staff_mandate_detail;
 mod staff_notifications;

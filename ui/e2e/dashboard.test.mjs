@@ -1,5 +1,6 @@
 // Browser test of the dashboard against a real `mandato serve` (target/debug/mandato, or
-// MANDATO_BIN) in Debian's Chromium: the month's money of the chosen commerce in exact CLP,
+// MANDATO_BIN) in Debian's Chromium: the month's money of the chosen commerce in exact CLP, equal to
+// the ledger's sum for the month (a card charge and a payment marked paid),
 // the chart's title, summary and table, and a failing webhook named by its mandateId and
 // customer, linking to the notification; the commerce stays in the URL through Back.
 // Screenshots at 1440 and 390 px go to target/ui-screenshots/.
@@ -9,7 +10,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { chromium } from "playwright-core";
 import { mandato, startServer } from "../scripts/server.mjs";
-import { CHROMIUM, FLAGS, SHOTS, assertTableScrollsInside, merchantApi } from "./harness.mjs";
+import { CHROMIUM, FLAGS, SHOTS, assertTableScrollsInside, businessDate, merchantApi } from "./harness.mjs";
 
 const OWNER = { email: "duena@gimnasio.cl", password: "una clave larga 123" };
 const COMMERCE = "76123456-0";
@@ -30,6 +31,8 @@ async function shots(name) {
 }
 
 let run;
+let call;
+let today;
 
 describe("the dashboard's money and failing webhooks", { concurrency: false }, () => {
   before(async () => {
@@ -40,7 +43,7 @@ describe("the dashboard's money and failing webhooks", { concurrency: false }, (
       await mandato(server.dataDir, ["--json", "commerce", "add", "--code", COMMERCE, "--name", "Gimnasio Los Andes"]),
     );
     const key = JSON.parse(await mandato(server.dataDir, ["--json", "apikey", "create", "--commerce", COMMERCE]));
-    const call = await merchant(server.base, added.password, key.apiKey);
+    call = await merchant(server.base, added.password, key.apiKey);
     await call("POST", "/user", {
       customer: {
         userId: "cust-001",
@@ -49,12 +52,15 @@ describe("the dashboard's money and failing webhooks", { concurrency: false }, (
         contacts: { email: "jose@example.cl", phone: "+56912345678" },
       },
     });
-    const today = new Intl.DateTimeFormat("en-CA", { timeZone: "America/Santiago" }).format(new Date());
+    today = new Intl.DateTimeFormat("en-CA", { timeZone: "America/Santiago" }).format(new Date());
     // Nothing listens on port 1: every delivery of this mandate's events fails.
     const created = await call("POST", "/mandate", {
       customer: { userId: "cust-001" },
       mandate: { id: "CTA-777", type: "DYNAMIC", name: "Cuenta corriente", charges: { currencyId: "CLP", maxAmount: 100000 } },
-      installments: [{ id: "a", amount: 15000, currencyId: "CLP", installmentDueDate: today }],
+      installments: [
+        { id: "a", amount: 15000, currencyId: "CLP", installmentDueDate: today },
+        { id: "b", amount: 9990, currencyId: "CLP", installmentDueDate: businessDate(20) },
+      ],
       urls: { activationWebhook: "https://127.0.0.1:1/hook", paymentWebhook: "https://127.0.0.1:1/hook" },
     });
     await call("POST", `/sandbox/mandates/${created.mandate.internalId}/activate`, {
@@ -62,6 +68,13 @@ describe("the dashboard's money and failing webhooks", { concurrency: false }, (
       card: { number: "4111111111111111", expiry: "12/35", cvv: "123" },
     });
     run = await call("POST", "/sandbox/charging/run");
+    // A payment marked paid today enters the ledger, and the month's money, beside the charge.
+    await call("PUT", "/installments/status/change", {
+      product: { id: "CTA-777" },
+      installments: { ids: ["b"] },
+      action: "PAYMENT",
+      payment: { date: today, amount: 9990, currencyId: "CLP", method: "TRANSFER" },
+    });
 
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
     const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, locale: "es-CL" });
@@ -89,7 +102,13 @@ describe("the dashboard's money and failing webhooks", { concurrency: false }, (
     const totals = page.getByTestId("money-totals");
     await totals.waitFor();
     assert.equal(run.paid, 1, JSON.stringify(run));
-    await totals.locator('[data-total="collected"]').getByText("$15.000", { exact: true }).waitFor();
+    // "Recaudado este mes" is the ledger's money of this month's business dates: the card
+    // charge and the payment marked paid.
+    const ledger = await call("GET", `/ledger?from=${today.slice(0, 8)}01&limit=500`);
+    const sum = ledger.items.filter((e) => e.kind !== "ANNULMENT" && e.currencyId === "CLP").reduce((total, e) => total + e.amount, 0);
+    assert.equal(sum, 24990, JSON.stringify(ledger.items));
+    const shown = `$${sum.toLocaleString("es-CL")}`;
+    await totals.locator('[data-total="collected"]').getByText(shown, { exact: true }).waitFor();
     await totals.locator('[data-total="rejected"]').getByText("$0", { exact: true }).waitFor();
     const chart = page.getByTestId("amounts-chart");
     assert.equal(await chart.getAttribute("role"), "img");

@@ -10,7 +10,7 @@
 use super::StoredJson;
 use super::customers::CustomerRow;
 use super::db::{self, Backend, Db, Param, Row, params};
-use super::sandbox_reset::TRIGGER_MANDATES;
+use super::sandbox_reset::{TRIGGER_MANDATE_IDS, TRIGGER_MANDATES};
 
 /// Where a page starts: the sort key and `seq` of the last row of the previous page.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -367,20 +367,23 @@ pub struct DatedAmount {
     pub currency: String,
 }
 
-/// Installments in `state` whose latest state change is at or after `since`.
-pub fn amounts_in_state_since<'c>(
+/// The money the ledger moved on business dates from `since` on: charges, payments marked
+/// paid and reversals (negative), as the ledger's settlements count them; annulments move no
+/// money and are left out. `at` is the entry's business date and the amount is what was
+/// charged (pesos for a UF installment), so the dashboard's figures add up to the ledger's.
+pub fn ledger_money_since<'c>(
     db: impl Into<Db<'c>>,
-    state: i64,
     since: &str,
     commerce_id: Option<i64>,
 ) -> db::Result<Vec<DatedAmount>> {
     db.into().query_map(
         &format!(
-            "SELECT state_at, amount, currency FROM installments
-             WHERE state = ?1 AND state_at >= ?2 AND (CAST(?3 AS BIGINT) IS NULL OR commerce_id = ?3)
-               AND mandate_seq NOT IN ({TRIGGER_MANDATES})"
+            "SELECT business_date, amount, currency FROM ledger_entries
+             WHERE kind <> 'ANNULMENT' AND business_date >= ?1
+               AND (CAST(?2 AS BIGINT) IS NULL OR commerce_id = ?2)
+               AND mandate_id NOT IN ({TRIGGER_MANDATE_IDS})"
         ),
-        &params![state, since, commerce_id],
+        &params![since, commerce_id],
         |r| {
             Ok(DatedAmount {
                 at: r.get(0)?,

@@ -3740,7 +3740,10 @@ export interface components {
              * @description A business date, `YYYY-MM-DD`.
              */
             date: string;
-            /** @description Installments that became PAID that day, per currency. */
+            /**
+             * @description The ledger's money of that business date, per currency: charges and payments marked
+             *     paid, less reversals (a UF installment's charge in pesos).
+             */
             collected: components["schemas"]["MoneyDto"][];
             /** @description Charge attempts rejected that day, per currency. */
             rejected: components["schemas"]["MoneyDto"][];
@@ -4742,7 +4745,9 @@ export interface components {
             /** @example CLP */
             currencyId: string;
             /**
-             * @description Installments that became PAID since the first day of this business month.
+             * @description The ledger's money of business dates of this month: charges (in pesos for a UF
+             *     installment) and payments marked paid, less reversals; equal to the ledger's entries of
+             *     the month without annulments, which move no money.
              * @example 1259580
              */
             collectedThisMonth: string;

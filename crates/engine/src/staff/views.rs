@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 
 use mandato_core::domain::holidays::{ChargingRule, HolidayCalendar};
-use mandato_core::domain::state::InstallmentState;
 use mandato_core::error::Result;
 use mandato_store::audit::{self, RefusalCount};
 use mandato_store::charging::RunRow;
@@ -25,10 +24,12 @@ pub struct DashboardData {
     pub mandate_counts: Vec<(i64, i64)>,
     /// `(state id, count)` of installments.
     pub installment_counts: Vec<(i64, i64)>,
-    /// Paid since the chart's first day.
+    /// The ledger's money (charges, payments marked paid, reversals) since the chart's first
+    /// business date; `at` is the business date.
     pub paid: Vec<DatedAmount>,
     /// Rejected attempts since the chart's first day.
     pub rejected: Vec<DatedAmount>,
+    /// The same since the month's first business date.
     pub month_paid: Vec<DatedAmount>,
     pub overdue: Vec<DatedAmount>,
     pub month_rejected: Vec<DatedAmount>,
@@ -39,13 +40,10 @@ pub struct DashboardData {
     pub charging_rules: HashMap<String, ChargingRule>,
 }
 
-/// Where the dashboard's periods start: stored timestamps and business dates.
+/// Where the dashboard's periods start, as business dates (`YYYY-MM-DD`): money is counted by
+/// the business date the ledger and the charge attempts carry, never by a timestamp's day.
 pub struct DashboardPeriods<'a> {
-    /// The chart's first instant (a stored timestamp) and first business date.
-    pub chart_since: &'a str,
     pub chart_first_day: &'a str,
-    /// This month's first instant and first business date.
-    pub month_since: &'a str,
     pub month_first_day: &'a str,
     pub today: &'a str,
 }
@@ -63,14 +61,13 @@ impl Engine {
         commerce: Option<i64>,
         periods: &DashboardPeriods<'_>,
     ) -> Result<DashboardData> {
-        let paid = InstallmentState::Paid.id();
         self.store().read(|c| {
             Ok(DashboardData {
                 mandate_counts: views::mandate_counts(c, commerce)?,
                 installment_counts: views::installment_counts(c, commerce)?,
-                paid: views::amounts_in_state_since(c, paid, periods.chart_since, commerce)?,
+                paid: views::ledger_money_since(c, periods.chart_first_day, commerce)?,
                 rejected: views::rejected_attempts_since(c, periods.chart_first_day, commerce)?,
-                month_paid: views::amounts_in_state_since(c, paid, periods.month_since, commerce)?,
+                month_paid: views::ledger_money_since(c, periods.month_first_day, commerce)?,
                 overdue: views::overdue_amounts(c, periods.today, commerce)?,
                 month_rejected: views::rejected_attempts_since(
                     c,

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::str::FromStr;
 
 use axum::extract::{Query, State};
-use chrono::{Datelike, Duration, NaiveDate, TimeZone};
+use chrono::{Datelike, Duration, NaiveDate};
 use rust_decimal::Decimal;
 use serde::Serialize;
 use utoipa::{IntoParams, ToSchema};
@@ -47,7 +47,8 @@ pub struct StateCount {
 pub struct DayAmounts {
     /// A business date, `YYYY-MM-DD`.
     pub date: String,
-    /// Installments that became PAID that day, per currency.
+    /// The ledger's money of that business date, per currency: charges and payments marked
+    /// paid, less reversals (a UF installment's charge in pesos).
     pub collected: Vec<MoneyDto>,
     /// Charge attempts rejected that day, per currency.
     pub rejected: Vec<MoneyDto>,
@@ -112,7 +113,9 @@ pub struct FailingWebhooks {
 pub struct MoneyTotals {
     #[schema(example = "CLP")]
     pub currency_id: String,
-    /// Installments that became PAID since the first day of this business month.
+    /// The ledger's money of business dates of this month: charges (in pesos for a UF
+    /// installment) and payments marked paid, less reversals; equal to the ledger's entries of
+    /// the month without annulments, which move no money.
     #[schema(pattern = r"^-?[0-9]+(\.[0-9]+)?$", example = "1259580")]
     pub collected_this_month: String,
     /// Installments of ACTIVE mandates due before today and still unpaid (PENDING, or
@@ -177,24 +180,9 @@ pub async fn dashboard(
     errors.into_result()?;
     let today = state.today();
     let first_day = today - Duration::days(CHART_DAYS - 1);
-    let tz = state.calendar.time_zone();
-    // Timestamps are UTC: start a day early so the first local day is complete.
-    let since = mandato_core::clock::timestamp(
-        tz.from_local_datetime(
-            &(first_day - Duration::days(1))
-                .and_hms_opt(0, 0, 0)
-                .unwrap(),
-        )
-        .earliest()
-        .map(|t| t.with_timezone(&chrono::Utc))
-        .unwrap_or_else(|| state.clock.now() - Duration::days(CHART_DAYS + 1)),
-    );
     let month_start = today.with_day(1).unwrap_or(today);
-    let month_since = local_midnight(&state, month_start);
     let periods = DashboardPeriods {
-        chart_since: &since,
         chart_first_day: &first_day.to_string(),
-        month_since: &month_since,
         month_first_day: &month_start.to_string(),
         today: &today.to_string(),
     };
@@ -241,11 +229,7 @@ pub async fn dashboard(
             count: count_of(&installment_counts, s.id()),
         })
         .collect();
-    let days = per_day(first_day, today, &paid, &rejected, |at| {
-        chrono::DateTime::parse_from_rfc3339(at)
-            .ok()
-            .map(|t| t.with_timezone(&tz).date_naive())
-    });
+    let days = per_day(first_day, today, &paid, &rejected);
     Ok(Envelope::ok(
         "DASHBOARD_OK",
         "dashboard",
@@ -299,24 +283,6 @@ pub async fn dashboard(
             unserved,
         },
     ))
-}
-
-/// The stored timestamp of the start of a business date in the environment's time zone.
-fn local_midnight(state: &AppState, date: NaiveDate) -> String {
-    let tz = state.calendar.time_zone();
-    let at = date
-        .and_hms_opt(0, 0, 0)
-        .and_then(|midnight| tz.from_local_datetime(&midnight).earliest())
-        .map(|t| t.with_timezone(&chrono::Utc))
-        // Midnight skipped by a clock change: a day earlier, then filtered by date.
-        .unwrap_or_else(|| {
-            chrono::Utc.from_utc_datetime(
-                &(date - Duration::days(1))
-                    .and_hms_opt(0, 0, 0)
-                    .unwrap_or_default(),
-            )
-        });
-    mandato_core::clock::timestamp(at)
 }
 
 /// Sums each list per currency: every currency that appears in any of them gets a line.
@@ -387,14 +353,12 @@ fn count_of(counts: &[(i64, i64)], id: i64) -> i64 {
         .map_or(0, |(_, n)| *n)
 }
 
-/// Sums amounts per business date and currency. Paid amounts carry timestamps (`local_date`
-/// turns them into business dates); rejected ones carry their business date already.
+/// Sums amounts per business date and currency; both lists carry their business dates.
 fn per_day(
     first: NaiveDate,
     last: NaiveDate,
     paid: &[DatedAmount],
     rejected: &[DatedAmount],
-    local_date: impl Fn(&str) -> Option<NaiveDate>,
 ) -> Vec<DayAmounts> {
     type Sums = BTreeMap<NaiveDate, BTreeMap<String, Decimal>>;
     let add = |sums: &mut Sums, date: Option<NaiveDate>, item: &DatedAmount| {
@@ -410,7 +374,7 @@ fn per_day(
     };
     let mut collected = Sums::new();
     for item in paid {
-        add(&mut collected, local_date(&item.at), item);
+        add(&mut collected, NaiveDate::from_str(&item.at).ok(), item);
     }
     let mut refused = Sums::new();
     for item in rejected {
@@ -474,9 +438,7 @@ mod tests {
             item("2026-10-31", "999", "CLP"),
         ];
         let rejected = [item("2026-11-03", "29990", "CLP")];
-        let days = per_day(first, last, &paid, &rejected, |at| {
-            NaiveDate::from_str(at).ok()
-        });
+        let days = per_day(first, last, &paid, &rejected);
         assert_eq!(days.len(), 3);
         let json = serde_json::to_value(&days).unwrap();
         assert_eq!(
