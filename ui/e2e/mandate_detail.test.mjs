@@ -1,9 +1,11 @@
 // Browser test of the mandate detail against a real `mandato serve` (target/debug/mandato, or
 // MANDATO_BIN) in Debian's Chromium: the enrolled method and the acceptance evidence in words,
 // the EPAC mandate PDF, no Magic Link once active, the payment date capped at today's business
-// date, and several installments paid or annulled at once, each refusal named.
+// date, and several installments paid or annulled at once, each refusal named; a declined
+// installment says whether and when it is retried, and a UF one the pesos charged and the UF
+// value used.
 import assert from "node:assert/strict";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { chromium } from "playwright-core";
@@ -238,5 +240,44 @@ describe("the mandate detail", { concurrency: false }, () => {
     await row("t1").getByText("Reversada").waitFor();
     assert.equal(await row("t1").getByTestId("refund").count(), 0, "no second refund");
     await page.screenshot({ path: join(SHOTS, "mandate-detail-refunded-1440.png"), fullPage: true });
+  });
+
+  test("a decline says whether it is retried, and a UF charge shows its pesos and UF value", async () => {
+    const mandateWith = async (id, currencyId, amount, number) => {
+      const created = await call("POST", "/mandate", {
+        customer: { userId: "cust-001" },
+        mandate: { id, type: "DYNAMIC", name: "Plan", charges: { currencyId } },
+        installments: [{ id: "x1", amount, currencyId, installmentDueDate: today() }],
+      });
+      await call("POST", `/sandbox/mandates/${created.mandate.internalId}/activate`, {
+        paymentMethodId: 3,
+        card: { number, expiry: "12/30", cvv: "123" },
+      });
+      return created.mandate.internalId;
+    };
+    // Insufficient funds is retried the next day; an expired card never is.
+    const soft = await mandateWith("CTA-SOFT", "CLP", 12000, "4000000000000002");
+    const hard = await mandateWith("CTA-HARD", "CLP", 13000, "4000000000000069");
+    const uf = await mandateWith("CTA-UF", "CLF", 1.5, "4111111111111111");
+    const csv = join(server.dataDir, "uf.csv");
+    writeFileSync(csv, `date,value\n${today()},39123.45\n`);
+    await mandato(server.dataDir, ["uf", "import", csv]);
+    await call("POST", "/sandbox/charging/run", {});
+
+    await page.goto(`${server.base}/mandates/${soft}`);
+    await row("x1").getByText("Fondos insuficientes", { exact: true }).waitFor();
+    await row("x1").getByTestId("retry").getByText(`Se reintenta el ${spanish(inDays(1))}`).waitFor();
+
+    await page.goto(`${server.base}/mandates/${hard}`);
+    await row("x1").getByText("Tarjeta vencida").waitFor();
+    await row("x1").getByTestId("retry").getByText("No se volverá a intentar", { exact: false }).waitFor();
+    assert.ok(!(await row("x1").innerText()).includes("se reintenta"), "a final decline promises no retry");
+
+    await page.goto(`${server.base}/mandates/${uf}`);
+    await row("x1").getByText("Pagada").waitFor();
+    const charge = row("x1").getByTestId("uf-charge");
+    await charge.getByText("Cobrado $58.685", { exact: false }).waitFor();
+    assert.match(await charge.innerText(), new RegExp(`UF del ${spanish(today())}: \\$39\\.123,45`));
+    assert.match(await row("x1").getByTestId("installment-amount").innerText(), /^UF 1,5000/);
   });
 });

@@ -679,15 +679,21 @@ async fn receipt(
         .installments
         .iter()
         .find(|i| i.id == installment_id && i.state == InstallmentState::Paid);
-    let current_instrument = match paid {
+    let (current_instrument, uf_value) = match paid {
         Some(i) => match state.read_unscoped(|c| {
             let code = i.authorization_code.as_deref().unwrap_or_default();
-            link_records::paid_with_current_instrument(c, i.seq, code)
+            let current = link_records::paid_with_current_instrument(c, i.seq, code)?;
+            // A UF installment's pesos came from the UF of its charge's date.
+            let uf = match (&i.charged_clp, &i.last_attempt_date) {
+                (Some(_), Some(date)) => link_records::uf_value(c, date)?,
+                _ => None,
+            };
+            Ok((current, uf))
         }) {
-            Ok(current) => current,
+            Ok(read) => read,
             Err(e) => return failure(&e),
         },
-        None => false,
+        None => (false, None),
     };
     match paid {
         Some(installment) => html(
@@ -697,6 +703,7 @@ async fn receipt(
                 &render::Receipt {
                     installment,
                     current_instrument,
+                    uf_value,
                 },
                 &token,
                 state.calendar.time_zone(),

@@ -5252,6 +5252,15 @@ export interface components {
              *     charging engine (`POST /installments/{internalId}/refund`).
              */
             canRefund: boolean;
+            /**
+             * Format: date
+             * @description A REJECTED installment scheduled for another attempt: the business date of that
+             *     attempt, `YYYY-MM-DD` (a date already attempted means the next charging run). Null when
+             *     no retry remains: after its final decline, or a hard decline the customer has not
+             *     answered with a new payment method.
+             */
+            nextRetryDate: string | null;
+            ufCharge: components["schemas"]["UfChargeDto"] | null;
         };
         StaffPayload: {
             items: components["schemas"]["StaffDto"][];
@@ -5344,6 +5353,24 @@ export interface components {
         TrustedRootsPayload: {
             /** @description Beside the system's roots and the installation's own development CA. */
             items: components["schemas"]["TrustedRootDto"][];
+        };
+        /** @description The pesos a UF installment was charged and the UF value they came from. */
+        UfChargeDto: {
+            /**
+             * Format: double
+             * @description Whole pesos.
+             */
+            clp: number;
+            /**
+             * Format: date
+             * @description The business date of the charge, whose UF value was used, `YYYY-MM-DD`.
+             */
+            date: string;
+            /**
+             * Format: double
+             * @description The UF value of that date, in pesos; null if it is no longer in the UF table.
+             */
+            ufValue: number | null;
         };
         UfImport: {
             /**

@@ -37,6 +37,7 @@ import type { Key } from "../lib/i18n";
 import { CURRENCY_DECIMALS, parseAmount } from "../lib/money";
 import { useRejectionWords } from "./Notifications";
 import { formatRut } from "../lib/rut";
+import { formatNumber } from "../lib/format";
 import { ScrollTable } from "../components/ScrollTable";
 
 type Detail = Schemas["MandateDetail"];
@@ -422,7 +423,7 @@ function InstallmentRows({
   onAnnul: () => void;
   onRefund: () => void;
 }) {
-  const { t, money, date, dateTime, label } = useI18n();
+  const { t, lang, money, date, dateTime, label } = useI18n();
   const session = useSession();
   const operator = session.can("operator");
   const rejectionWords = useRejectionWords();
@@ -457,6 +458,16 @@ function InstallmentRows({
         </Table.Td>
         <Table.Td ta="right" className="nowrap" data-testid="installment-amount">
           {money(installment.amount, installment.currencyId)}
+          {installment.ufCharge && (
+            <Text size="xs" c="dimmed" data-testid="uf-charge">
+              {t("mandates.ufCharged", { clp: money(installment.ufCharge.clp, "CLP") })}
+              <br />
+              {t("mandates.ufValue", {
+                date: date(installment.ufCharge.date),
+                value: installment.ufCharge.ufValue == null ? "—" : `$${formatNumber(installment.ufCharge.ufValue, lang, 2)}`,
+              })}
+            </Text>
+          )}
         </Table.Td>
         <Table.Td className="nowrap">
           {date(installment.installmentDueDate)}
@@ -471,6 +482,11 @@ function InstallmentRows({
           {installment.state.name === "REJECTED" && installment.rejection && (
             <Text size="xs" c="red" data-testid="rejection">
               {rejectionWords(installment.rejection.code)}
+            </Text>
+          )}
+          {installment.state.name === "REJECTED" && (
+            <Text size="xs" c={installment.nextRetryDate ? "dimmed" : "red"} data-testid="retry">
+              {installment.nextRetryDate ? t("mandates.nextRetry", { date: date(installment.nextRetryDate) }) : t("mandates.noRetry")}
             </Text>
           )}
         </Table.Td>

@@ -72,6 +72,24 @@ impl Rut {
     }
 }
 
+/// A RUT as people in Chile read it, with dots between thousands: `76.123.456-0`. Text that is
+/// not a valid RUT (a commerce code of another shape) comes back as it is.
+pub fn dotted(text: &str) -> String {
+    let Ok(rut) = Rut::parse(text) else {
+        return text.to_string();
+    };
+    let body = rut.body.to_string();
+    let check = rut.normalized.rsplit('-').next().unwrap_or_default();
+    let mut grouped = String::new();
+    for (i, digit) in body.chars().enumerate() {
+        if i > 0 && (body.len() - i) % 3 == 0 {
+            grouped.push('.');
+        }
+        grouped.push(digit);
+    }
+    format!("{grouped}-{check}")
+}
+
 impl fmt::Display for Rut {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.normalized)
@@ -157,6 +175,14 @@ fn parse_body(text: &str) -> Result<u32, RutError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rut_is_shown_with_dots_and_other_text_as_it_is() {
+        assert_eq!(dotted("76123456-0"), "76.123.456-0");
+        assert_eq!(dotted("1234567-4"), "1.234.567-4");
+        assert_eq!(dotted("12.345.678-5"), "12.345.678-5");
+        assert_eq!(dotted("GIMNASIO"), "GIMNASIO");
+    }
 
     #[test]
     fn rut_shaped_codes_are_told_from_issued_codes() {

@@ -10,8 +10,32 @@ use mandato_core::domain::state::{InstallmentState, MandateType, PaymentMethod, 
 
 /// `$29.990`, `UF 1,2345`, `US$ 10,50`: dots between thousands, a comma before decimals.
 pub fn money(amount: &Money) -> String {
-    let text = amount.amount().normalize().to_string();
-    let (integer, fraction) = text.split_once('.').unwrap_or((&text, ""));
+    let min_decimals = match amount.currency() {
+        Currency::Clp => 0,
+        Currency::Clf | Currency::Usd => 2,
+    };
+    let number = number(&amount.amount().normalize().to_string(), min_decimals);
+    match amount.currency() {
+        Currency::Clp => format!("${number}"),
+        Currency::Clf => format!("UF {number}"),
+        Currency::Usd => format!("US$ {number}"),
+    }
+}
+
+/// A UF value in pesos, as exact as it is stored: `$39.123,45`. Not a `Money`, which keeps
+/// pesos whole.
+pub fn uf_value(value: &str) -> String {
+    format!("${}", number(value, 2))
+}
+
+/// An exact decimal written as text (`39123.45`) the Chilean way (`39.123,45`), with at least
+/// `min_decimals` decimals.
+fn number(text: &str, min_decimals: usize) -> String {
+    let (sign, text) = match text.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", text),
+    };
+    let (integer, fraction) = text.split_once('.').unwrap_or((text, ""));
     let mut grouped = String::new();
     for (i, digit) in integer.chars().enumerate() {
         if i > 0 && (integer.len() - i) % 3 == 0 {
@@ -19,23 +43,26 @@ pub fn money(amount: &Money) -> String {
         }
         grouped.push(digit);
     }
-    let min_decimals = match amount.currency() {
-        Currency::Clp => 0,
-        Currency::Clf | Currency::Usd => 2,
-    };
     let mut fraction = fraction.to_string();
     while fraction.len() < min_decimals {
         fraction.push('0');
     }
-    let number = if fraction.is_empty() {
-        grouped
+    if fraction.is_empty() {
+        format!("{sign}{grouped}")
     } else {
-        format!("{grouped},{fraction}")
-    };
-    match amount.currency() {
-        Currency::Clp => format!("${number}"),
-        Currency::Clf => format!("UF {number}"),
-        Currency::Usd => format!("US$ {number}"),
+        format!("{sign}{grouped},{fraction}")
+    }
+}
+
+/// How a payment the merchant recorded was made (the evidence's `method`), in words.
+pub fn manual_method(code: &str) -> &str {
+    match code {
+        "TRANSFER" => "Transferencia",
+        "CASH" => "Efectivo",
+        "CHECK" => "Cheque",
+        "CARD" => "Tarjeta",
+        "OTHER" => "Otro medio",
+        other => other,
     }
 }
 

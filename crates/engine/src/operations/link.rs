@@ -65,3 +65,9 @@ pub fn paid_with_current_instrument(
         code,
     )?)
 }
+
+/// The UF value of a business date (`YYYY-MM-DD`), in pesos, when it is known: a UF
+/// installment's receipt shows the value its pesos were worked out with.
+pub fn uf_value(conn: Db<'_>, date: &str) -> Result<Option<String>> {
+    Ok(mandato_store::charging::uf_value(conn, date)?)
+}

@@ -38,6 +38,8 @@ pub struct MandateRecords {
     pub events: Vec<EventRow>,
     pub acceptance: Option<AcceptanceRow>,
     pub signature: Option<MandateSignatureRow>,
+    /// The UF value of each business date a UF installment was charged in pesos on.
+    pub uf_values: HashMap<String, String>,
 }
 
 /// What the mandate's EPAC document is taken from.
@@ -129,9 +131,22 @@ impl Engine {
             let mandate = mandates::by_seq(conn, seq)?;
             let commerce =
                 commerces::by_id(conn, mandate.commerce_id)?.ok_or(Error::not_found("commerce"))?;
+            let installments = installments::for_mandate(conn, seq)?;
+            // A UF installment's pesos were worked out with the UF of its charge's date.
+            let mut uf_values = HashMap::new();
+            for date in installments
+                .iter()
+                .filter(|i| i.charged_clp.is_some())
+                .filter_map(|i| i.last_attempt_date.as_deref())
+            {
+                if let Some(value) = mandato_store::charging::uf_value(conn, date)? {
+                    uf_values.insert(date.to_string(), value);
+                }
+            }
             Ok(MandateRecords {
                 customer: customers::by_seq(conn, mandate.customer_seq)?,
-                installments: installments::for_mandate(conn, seq)?,
+                installments,
+                uf_values,
                 charge_dates: mandato_store::calendar::charge_dates(conn, commerce.id)?,
                 installment_created: views::installment_creation(conn, seq)?
                     .into_iter()

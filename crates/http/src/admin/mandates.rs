@@ -305,6 +305,28 @@ pub struct StaffInstallment {
     /// Whether staff may refund it through its acquirer now: PAID by a card charge of the
     /// charging engine (`POST /installments/{internalId}/refund`).
     pub can_refund: bool,
+    /// A REJECTED installment scheduled for another attempt: the business date of that
+    /// attempt, `YYYY-MM-DD` (a date already attempted means the next charging run). Null when
+    /// no retry remains: after its final decline, or a hard decline the customer has not
+    /// answered with a new payment method.
+    pub next_retry_date: Option<String>,
+    /// A UF installment the charging engine charged in pesos: the pesos of its latest charge
+    /// attempt and the UF value used; null for other currencies and before any attempt.
+    pub uf_charge: Option<UfChargeDto>,
+}
+
+/// The pesos a UF installment was charged and the UF value they came from.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UfChargeDto {
+    /// Whole pesos.
+    #[schema(value_type = f64)]
+    pub clp: serde_json::Number,
+    /// The business date of the charge, whose UF value was used, `YYYY-MM-DD`.
+    pub date: String,
+    /// The UF value of that date, in pesos; null if it is no longer in the UF table.
+    #[schema(value_type = Option<f64>)]
+    pub uf_value: Option<serde_json::Number>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -421,6 +443,7 @@ fn mandate_detail(
         events: event_rows,
         acceptance,
         signature,
+        uf_values,
     } = records;
     let mut attempts: HashMap<i64, Vec<ChargeAttemptDto>> = HashMap::new();
     for a in attempt_rows {
@@ -500,8 +523,22 @@ fn mandate_detail(
                 .is_some_and(|m| m.is_card())
                 && (charge_attempts.iter().any(|a| a.state == "PAID")
                     || paid_on_webpay.contains(&row.seq));
+            let next_retry_date = row
+                .next_retry_date
+                .clone()
+                .filter(|_| row.state == InstallmentState::Rejected && row.retry_scheduled);
+            let uf_charge = row.charged_clp.as_deref().and_then(|clp| {
+                let date = row.last_attempt_date.clone()?;
+                Some(UfChargeDto {
+                    clp: stored_amount(clp),
+                    uf_value: uf_values.get(&date).map(|v| stored_amount(v)),
+                    date,
+                })
+            });
             StaffInstallment {
                 installment: InstallmentDto::new(row, &dates),
+                next_retry_date,
+                uf_charge,
                 history: entries,
                 can_pay: alive && row.state.can_move_to(InstallmentState::Paid),
                 can_annul: alive && row.state.can_move_to(InstallmentState::Annulled),

@@ -2,6 +2,7 @@
 //! Written with maud, which escapes every value (`crate::pages` says why maud, measured).
 
 use std::collections::HashMap;
+use std::str::FromStr;
 
 use chrono::NaiveDate;
 use maud::{Markup, PreEscaped, html};
@@ -11,7 +12,7 @@ use crate::pages::{self, Look};
 use mandato_core::domain::activation::{ActivationFailure, ActivationMode};
 use mandato_core::domain::holidays::ChargeDates;
 use mandato_core::domain::instrument::{ACCOUNT_TYPES, BANKS};
-use mandato_core::domain::money::Currency;
+use mandato_core::domain::money::{Currency, Money};
 use mandato_core::domain::state::{InstallmentState, MandateState, PaymentMethod};
 use mandato_engine::documents::spanish::{self, TermsSubject};
 use mandato_engine::records::{Commerce, CustomerRow, InstallmentRow, MandateRow, StoredJson};
@@ -1124,6 +1125,8 @@ pub fn webpay_redirect_page(
 pub struct Receipt<'a> {
     pub installment: &'a InstallmentRow,
     pub current_instrument: bool,
+    /// A UF installment charged in pesos: the UF value of its charge's date, when known.
+    pub uf_value: Option<String>,
 }
 
 pub fn receipt_page(
@@ -1133,24 +1136,23 @@ pub fn receipt_page(
     zone: chrono_tz::Tz,
 ) -> String {
     let installment = receipt.installment;
-    let paid_at = chrono::DateTime::parse_from_rfc3339(&installment.state_at)
-        .map(|t| {
-            let local = t.with_timezone(&zone);
-            format!(
-                "{} a las {} (hora de {}, UTC{})",
-                spanish::date(local.date_naive()),
-                local.format("%H:%M"),
-                zone.name(),
-                local.format("%:z")
-            )
-        })
-        .unwrap_or_else(|_| installment.state_at.clone());
+    let evidence = installment.payment.as_ref().map(StoredJson::value);
+    // A payment the merchant recorded was made on the date staff entered, not when it was
+    // recorded; the evidence has a date and no time.
+    let recorded_date = evidence
+        .as_ref()
+        .and_then(|p| p["date"].as_str())
+        .and_then(|d| NaiveDate::parse_from_str(d, "%Y-%m-%d").ok());
+    let paid_at = match recorded_date {
+        Some(date) => spanish::date(date),
+        None => charged_at(installment, zone),
+    };
     let header = html! {
         div class="who" { (data.commerce.name) }
         h1 { "Comprobante de pago" }
     };
     let rows: [(&str, String); 10] = [
-        ("Monto pagado", spanish::money(&installment.amount)),
+        ("Monto pagado", paid_amount(receipt)),
         ("Cuota", installment.external_id.clone()),
         ("Vencimiento", spanish::date(installment.due_date)),
         ("Fecha del pago", paid_at),
@@ -1169,7 +1171,11 @@ pub fn receipt_page(
         ),
         (
             "Comercio",
-            format!("{} (RUT {})", data.commerce.name, data.commerce.code),
+            format!(
+                "{} (RUT {})",
+                data.commerce.name,
+                mandato_core::domain::rut::dotted(&data.commerce.code)
+            ),
         ),
         (
             "Cliente",
@@ -1194,6 +1200,42 @@ pub fn receipt_page(
     pages::document(&LOOK, &title, header, body)
 }
 
+/// When the installment became PAID, in the installation's zone, named.
+fn charged_at(installment: &InstallmentRow, zone: chrono_tz::Tz) -> String {
+    chrono::DateTime::parse_from_rfc3339(&installment.state_at)
+        .map(|t| {
+            let local = t.with_timezone(&zone);
+            format!(
+                "{} a las {} (hora de {}, UTC{})",
+                spanish::date(local.date_naive()),
+                local.format("%H:%M"),
+                zone.name(),
+                local.format("%:z")
+            )
+        })
+        .unwrap_or_else(|_| installment.state_at.clone())
+}
+
+/// What was paid: a UF installment charged in pesos shows both, and the UF value used.
+fn paid_amount(receipt: &Receipt<'_>) -> String {
+    let installment = receipt.installment;
+    let amount = spanish::money(&installment.amount);
+    let clp = installment
+        .charged_clp
+        .as_deref()
+        .and_then(|clp| rust_decimal::Decimal::from_str(clp).ok())
+        .and_then(|clp| Money::from_decimal(clp, Currency::Clp).ok());
+    match (clp, &receipt.uf_value) {
+        (Some(clp), Some(uf)) => format!(
+            "{} ({amount}, con la UF a {})",
+            spanish::money(&clp),
+            spanish::uf_value(uf)
+        ),
+        (Some(clp), None) => format!("{} ({amount})", spanish::money(&clp)),
+        (None, _) => amount,
+    }
+}
+
 /// How an installment was paid: a manual payment's evidence; a charge of the engine with the
 /// current instrument by its method and that instrument, masked; otherwise by its method only
 /// (a portal card's number is never kept).
@@ -1201,7 +1243,10 @@ fn paid_with(data: &Loaded, receipt: &Receipt<'_>) -> String {
     let installment = receipt.installment;
     let payment = installment.payment.as_ref().map(StoredJson::value);
     if let Some(method) = payment.as_ref().and_then(|p| p["method"].as_str()) {
-        return format!("Pago registrado por el comercio ({method})");
+        return format!(
+            "{}, registrado por el comercio",
+            spanish::manual_method(method)
+        );
     }
     let Some(method) = installment
         .payment_method_id
@@ -1463,6 +1508,7 @@ mod tests {
         let receipt = Receipt {
             installment: &paid,
             current_instrument: false,
+            uf_value: None,
         };
         let page = receipt_page(&data, &receipt, "tok", chrono_tz::America::Santiago);
         assert!(!page.contains("<script>"), "{page}");
