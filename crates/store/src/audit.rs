@@ -283,9 +283,11 @@ pub fn record_claim<'c>(db: impl Into<Db<'c>>, claim: &CorrelationClaim) -> db::
 }
 
 /// Claims a correlationId in the database for the engine serving the request (PostgreSQL,
-/// where several engines share it): `false` when the commerce used it at `cutoff` or later. A
-/// transaction-scoped advisory lock on the id makes concurrent claims of one id (on any engine,
-/// across a day boundary too) take turns, so exactly one of them finds it unused.
+/// where several engines share it): `false` when the commerce used it at `cutoff` or later.
+/// The database function `mandato_claim_correlation` (PostgreSQL migration 0010) takes a
+/// transaction-scoped advisory lock on the id, so concurrent claims of one id (on any
+/// engine, across a day boundary too) take turns and exactly one finds it unused, then checks
+/// the window with one index seek and records the claim.
 fn claim_shared<'c>(
     db: impl Into<Db<'c>>,
     commerce_id: i64,
@@ -293,57 +295,52 @@ fn claim_shared<'c>(
     cutoff: &str,
     seen_at: &str,
 ) -> db::Result<bool> {
-    let db = db.into();
-    db.execute(
-        "SELECT pg_advisory_xact_lock(hashtextextended(CAST(?1 AS TEXT), ?2))",
-        &params![correlation_id, commerce_id],
-    )?;
-    claim_if_unused(db, commerce_id, correlation_id, cutoff, seen_at)
+    db.into().query_row(
+        "SELECT mandato_claim_correlation(?1, CAST(?2 AS TEXT), CAST(?3 AS TEXT), CAST(?4 AS TEXT))",
+        &params![commerce_id, correlation_id, cutoff, seen_at],
+        |r| r.get(0),
+    )
 }
 
-/// `claim_shared`'s advisory lock as a statement without parameters, to be sent with the
-/// transaction's `BEGIN` (the same key as the parameterised one, so engines of either kind
-/// take turns). Only for an id of UUID characters, which need no quoting; `None` otherwise.
-fn claim_lock_statement(commerce_id: i64, correlation_id: &str) -> Option<String> {
-    correlation_id
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'{' | b'}' | b':'))
-        .then(|| {
-            format!(
-                "SELECT pg_advisory_xact_lock(hashtextextended('{correlation_id}', {commerce_id}))"
-            )
-        })
-}
-
-/// With the id's advisory lock held: whether the commerce used it at `cutoff` or later, and
-/// when not, its claim recorded, in one statement (one round trip, one seek of the index
-/// `correlation_claims_by_id`). Taken after the lock, the statement's snapshot sees every
-/// claim of the id committed before.
-fn claim_if_unused(
-    db: Db<'_>,
+/// `claim_shared` as a statement without parameters, to be sent with the transaction's
+/// `BEGIN` in one round trip. Only for values that need no quoting: an id of UUID characters
+/// (the common headers accept nothing else) and timestamps as the engine writes them; `None`
+/// otherwise, and the claim takes a round trip of its own.
+fn claim_statement(
     commerce_id: i64,
     correlation_id: &str,
     cutoff: &str,
     seen_at: &str,
-) -> db::Result<bool> {
-    let used: bool = db.query_row(
-        "WITH seen(used) AS (SELECT EXISTS (SELECT 1 FROM correlation_claims
-             WHERE commerce_id = ?1 AND correlation_id = ?2 AND seen_at >= CAST(?3 AS TEXT))),
-         claimed AS (INSERT INTO correlation_claims (day, commerce_id, correlation_id, seen_at)
-             SELECT substr(CAST(?4 AS TEXT), 1, 10), ?1, ?2, ?4 FROM seen WHERE NOT used
-             ON CONFLICT DO NOTHING)
-         SELECT used FROM seen",
-        &params![commerce_id, correlation_id, cutoff, seen_at],
-        |r| r.get(0),
-    )?;
-    Ok(!used)
+) -> Option<String> {
+    let plain = |text: &str, extra: &[u8]| {
+        !text.is_empty()
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || extra.contains(&b))
+    };
+    (plain(correlation_id, b"-{}:") && plain(cutoff, b"-:.") && plain(seen_at, b"-:.")).then(|| {
+        format!(
+            "SELECT mandato_claim_correlation({commerce_id}, '{correlation_id}', '{cutoff}', '{seen_at}')"
+        )
+    })
+}
+
+/// What `claim_statement` answered, as PostgreSQL writes a boolean in text.
+fn claim_answer(answer: Option<&str>) -> Result<bool, Error> {
+    match answer {
+        Some("t") => Ok(true),
+        Some("f") => Ok(false),
+        other => Err(Error::Internal(anyhow::anyhow!(
+            "the correlationId claim answered {other:?}"
+        ))),
+    }
 }
 
 /// A claim's transaction commits without waiting for the disk (see `claim_on_postgres`).
 const NO_DISK_WAIT: &str = "SET LOCAL synchronous_commit TO OFF";
 
-/// Claims a correlationId on PostgreSQL in one transaction of three round trips: its `BEGIN`
-/// with the advisory lock, the check and insert, the commit.
+/// Claims a correlationId on PostgreSQL in one transaction of two round trips: its `BEGIN`
+/// with the claim, and the commit.
 ///
 /// The commit does not wait for the disk (`synchronous_commit` off for this transaction):
 /// the claim is durable within PostgreSQL's WAL writer delay (0.6 s at most by default),
@@ -360,17 +357,12 @@ fn claim_on_postgres(
     cutoff: &str,
     seen_at: &str,
 ) -> Result<bool, Error> {
-    match claim_lock_statement(commerce_id, correlation_id) {
-        Some(lock) => store.postgres_write_after(&format!("{NO_DISK_WAIT}; {lock}"), |db| {
-            Ok(claim_if_unused(
-                db,
-                commerce_id,
-                correlation_id,
-                cutoff,
-                seen_at,
-            )?)
-        }),
-        None => store.postgres_write_after(NO_DISK_WAIT, |db| {
+    match claim_statement(commerce_id, correlation_id, cutoff, seen_at) {
+        Some(claim) => store
+            .postgres_write_after(&format!("{NO_DISK_WAIT}; {claim}"), |_, answer| {
+                claim_answer(answer)
+            }),
+        None => store.postgres_write_after(NO_DISK_WAIT, |db, _| {
             Ok(claim_shared(
                 db,
                 commerce_id,
@@ -501,21 +493,20 @@ impl DeferredClaim {
         {
             return pool.transaction(f);
         }
-        let lock = claim_lock_statement(self.commerce_id, &self.correlation_id);
-        let prologue = match &lock {
-            Some(lock) => format!("{NO_DISK_WAIT}; {lock}"),
+        let claim = claim_statement(
+            self.commerce_id,
+            &self.correlation_id,
+            &self.cutoff,
+            &self.seen_at,
+        );
+        let prologue = match &claim {
+            Some(claim) => format!("{NO_DISK_WAIT}; {claim}"),
             None => NO_DISK_WAIT.to_string(),
         };
         let mut replayed = false;
-        let outcome = pool.transaction_after(&prologue, |db| {
-            let fresh = match lock {
-                Some(_) => claim_if_unused(
-                    db,
-                    self.commerce_id,
-                    &self.correlation_id,
-                    &self.cutoff,
-                    &self.seen_at,
-                )?,
+        let outcome = pool.transaction_after(&prologue, |db, answer| {
+            let fresh = match claim {
+                Some(_) => claim_answer(answer)?,
                 None => claim_shared(
                     db,
                     self.commerce_id,
@@ -1055,27 +1046,10 @@ fn write_records(
     let mut refusals: HashMap<(String, Refusal), i64> = HashMap::new();
     let mut correlations = Vec::new();
     let mut key_uses = Vec::new();
+    let mut audit_rows = Vec::new();
     for record in batch {
         match record {
-            Record::Audit { entry: e, .. } => {
-                db.execute(
-                    "INSERT INTO audit_log (at, method, path, status, duration_ms, commerce,
-                            correlation_id, api_key_prefix, headers, peer)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                    &params![
-                        &e.at,
-                        &e.method,
-                        &e.path,
-                        i64::from(e.status),
-                        e.duration_ms,
-                        &e.commerce,
-                        &e.correlation_id,
-                        &e.api_key_prefix,
-                        &e.headers,
-                        &e.peer
-                    ],
-                )?;
-            }
+            Record::Audit { entry, .. } => audit_rows.push(entry),
             Record::Correlation { key, seen_at } => correlations.push((key, seen_at)),
             Record::Refusal {
                 minute,
@@ -1090,6 +1064,7 @@ fn write_records(
             Record::Prune(done) => pruner.start(done),
         }
     }
+    insert_audit_rows(db, &audit_rows)?;
     super::commerces::record_api_key_uses(db, &key_uses)?;
     // In key order, each insert finds its B-tree page next to the previous one's.
     correlations.sort_unstable();
@@ -1110,6 +1085,67 @@ fn write_records(
              DO UPDATE SET count = audit_refusals.count + excluded.count",
             &params![&minute, reason.as_str(), n],
         )?;
+    }
+    Ok(())
+}
+
+/// Writes a batch's audit rows in their order. SQLite takes one prepared insert per row (in
+/// process, nothing to save); PostgreSQL takes the whole batch in one statement, the rows
+/// passed as one JSON array, where a statement per row cost a round trip per request.
+fn insert_audit_rows(db: Db<'_>, rows: &[AuditEntry]) -> db::Result<()> {
+    match db.backend() {
+        Backend::Sqlite => {
+            for e in rows {
+                db.execute(
+                    "INSERT INTO audit_log (at, method, path, status, duration_ms, commerce,
+                            correlation_id, api_key_prefix, headers, peer)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                    &params![
+                        &e.at,
+                        &e.method,
+                        &e.path,
+                        i64::from(e.status),
+                        e.duration_ms,
+                        &e.commerce,
+                        &e.correlation_id,
+                        &e.api_key_prefix,
+                        &e.headers,
+                        &e.peer
+                    ],
+                )?;
+            }
+        }
+        Backend::Postgres if rows.is_empty() => {}
+        Backend::Postgres => {
+            let rows_json = serde_json::Value::Array(
+                rows.iter()
+                    .map(|e| {
+                        serde_json::json!({
+                            "at": e.at, "method": e.method, "path": e.path,
+                            "status": e.status, "duration_ms": e.duration_ms,
+                            "commerce": e.commerce, "correlation_id": e.correlation_id,
+                            "api_key_prefix": e.api_key_prefix, "headers": e.headers,
+                            "peer": e.peer,
+                        })
+                    })
+                    .collect(),
+            )
+            .to_string();
+            db.execute(
+                "INSERT INTO audit_log (at, method, path, status, duration_ms, commerce,
+                        correlation_id, api_key_prefix, headers, peer)
+                 SELECT r.at, r.method, r.path, r.status, r.duration_ms, r.commerce,
+                        r.correlation_id, r.api_key_prefix, r.headers, r.peer
+                 FROM ROWS FROM (jsonb_to_recordset(CAST(CAST(?1 AS TEXT) AS JSONB))
+                        AS (at TEXT, method TEXT, path TEXT, status BIGINT,
+                            duration_ms DOUBLE PRECISION, commerce TEXT, correlation_id TEXT,
+                            api_key_prefix TEXT, headers TEXT, peer TEXT))
+                     WITH ORDINALITY AS r(at, method, path, status, duration_ms, commerce,
+                        correlation_id, api_key_prefix, headers, peer, n)
+                 ORDER BY r.n",
+                &params![&rows_json],
+            )?;
+        }
     }
     Ok(())
 }
@@ -1508,12 +1544,15 @@ mod tests {
             .map(|_| Arc::new(Store::open_postgres(database.url(), &Default::default()).unwrap()))
             .collect();
         let cutoff = "2026-11-20T00:00:00.000Z";
-        // A UUID's lock goes with the `BEGIN`; any other id takes the parameterised lock.
+        // A UUID's claim goes with the `BEGIN`; any other id's takes a round trip of its own.
         for id in [
             "0b5f3c1e-7d7a-4a55-9a3e-1f2b3c4d5e6f",
             "not a uuid, it's text",
         ] {
-            assert_eq!(claim_lock_statement(1, id).is_some(), !id.contains(' '));
+            assert_eq!(
+                claim_statement(1, id, cutoff, "2026-11-25T12:00:00.000Z").is_some(),
+                !id.contains(' ')
+            );
             let accepted = (0..8)
                 .map(|n| {
                     let store = Arc::clone(&stores[n % 2]);

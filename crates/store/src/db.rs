@@ -547,6 +547,8 @@ struct PgInner {
     client: postgres::Client,
     /// Keyed by the SQL as the store wrote it (SQLite placeholders).
     statements: HashMap<String, postgres::Statement>,
+    /// The first column of the last row the last `simple_query` answered.
+    last_answer: Option<String>,
 }
 
 impl PgConn {
@@ -561,6 +563,7 @@ impl PgConn {
             inner: RefCell::new(PgInner {
                 client,
                 statements: HashMap::new(),
+                last_answer: None,
             }),
         }
     }
@@ -606,6 +609,18 @@ impl PgConn {
         Ok(self.inner.borrow_mut().client.batch_execute(sql)?)
     }
 
+    /// Statements without parameters in one round trip, keeping the first column of the last
+    /// row they answered (`last_answer`).
+    fn simple_query(&self, sql: &str) -> Result<()> {
+        let mut inner = self.inner.borrow_mut();
+        let messages = inner.client.simple_query(sql)?;
+        inner.last_answer = messages.iter().rev().find_map(|message| match message {
+            postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_string),
+            _ => None,
+        });
+        Ok(())
+    }
+
     /// Runs `f` with the prepared statement for `sql`, preparing (and caching) it the first
     /// time this connection sees the text.
     fn with_statement<T>(
@@ -614,7 +629,9 @@ impl PgConn {
         f: impl FnOnce(&mut postgres::Client, &postgres::Statement) -> Result<T>,
     ) -> Result<T> {
         let mut inner = self.inner.borrow_mut();
-        let PgInner { client, statements } = &mut *inner;
+        let PgInner {
+            client, statements, ..
+        } = &mut *inner;
         let stmt = match statements.get(sql) {
             Some(stmt) => stmt.clone(),
             None => {
@@ -695,18 +712,21 @@ impl PgPool {
         &self,
         f: impl FnOnce(Db<'_>) -> std::result::Result<T, E>,
     ) -> std::result::Result<T, E> {
-        self.transaction_after("", f)
+        self.transaction_after("", |db, _| f(db))
     }
 
-    /// `transaction`, with `prologue` (statements without parameters: `SET LOCAL`, a lock on
-    /// a literal key) run first inside it, sent with its `BEGIN` in one round trip.
+    /// `transaction`, with `prologue` (statements without parameters: `SET LOCAL`, a call
+    /// with literal arguments) run first inside it, sent with its `BEGIN` in one round trip.
+    /// `f` is given the first column of the prologue's last row (as text), if it answered one.
     pub fn transaction_after<T, E: From<Error>>(
         &self,
         prologue: &str,
-        f: impl FnOnce(Db<'_>) -> std::result::Result<T, E>,
+        f: impl FnOnce(Db<'_>, Option<&str>) -> std::result::Result<T, E>,
     ) -> std::result::Result<T, E> {
-        let lease = self.begin(prologue)?;
-        lease.conn().finish(f(Db::Postgres(lease.conn())))
+        let (lease, answer) = self.begin(prologue)?;
+        lease
+            .conn()
+            .finish(f(Db::Postgres(lease.conn()), answer.as_deref()))
     }
 
     /// Closes the idle connections (the pool stays usable: later work opens new ones).
@@ -727,17 +747,28 @@ impl PgPool {
         self.target.connect_unbounded()
     }
 
-    /// A connection inside a new transaction that ran `prologue`: an idle one that still
-    /// answers, or a new one.
-    fn begin(&self, prologue: &str) -> Result<Lease<'_>> {
-        let sql = if prologue.is_empty() {
-            std::borrow::Cow::Borrowed("BEGIN")
-        } else {
-            std::borrow::Cow::Owned(format!("BEGIN; {prologue}"))
-        };
+    /// A connection inside a new transaction that ran `prologue`, and the prologue's answer
+    /// (`transaction_after`): an idle connection that still answers, or a new one.
+    fn begin(&self, prologue: &str) -> Result<(Lease<'_>, Option<String>)> {
+        if prologue.is_empty() {
+            return self.begin_with("BEGIN").map(|lease| (lease, None));
+        }
+        let sql = format!("BEGIN; {prologue}");
+        let lease = self.begin_with(&sql)?;
+        let answer = lease.conn().inner.borrow_mut().last_answer.take();
+        Ok((lease, answer))
+    }
+
+    fn begin_with(&self, sql: &str) -> Result<Lease<'_>> {
+        let prologue = sql != "BEGIN";
         loop {
             let mut lease = self.acquire()?;
-            match lease.conn().batch(&sql) {
+            let begun = if prologue {
+                lease.conn().simple_query(sql)
+            } else {
+                lease.conn().batch(sql)
+            };
+            match begun {
                 Ok(()) => return Ok(lease),
                 Err(e) if lease.fresh => {
                     lease.keep = false;
@@ -745,7 +776,7 @@ impl PgPool {
                 }
                 // A connection that still answers refused the prologue itself (a lock wait
                 // past the statement timeout): that is the answer, another would refuse too.
-                Err(e) if !prologue.is_empty() && !lease.conn().is_closed() => {
+                Err(e) if prologue && !lease.conn().is_closed() => {
                     if lease.conn().batch("ROLLBACK").is_err() {
                         lease.keep = false;
                     }

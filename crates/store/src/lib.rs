@@ -260,11 +260,12 @@ impl Store {
     }
 
     /// `write` on PostgreSQL, `prologue` (statements without parameters) sent with the
-    /// transaction's `BEGIN` in one round trip; an error on SQLite.
+    /// transaction's `BEGIN` in one round trip (`PgPool::transaction_after`: `f` is given
+    /// its answer); an error on SQLite.
     pub(crate) fn postgres_write_after<T>(
         &self,
         prologue: &str,
-        f: impl FnOnce(db::Db<'_>) -> Result<T, Error>,
+        f: impl FnOnce(db::Db<'_>, Option<&str>) -> Result<T, Error>,
     ) -> Result<T, Error> {
         match &self.engine {
             Engine::Sqlite(_) => Err(Error::Internal(anyhow::anyhow!(
