@@ -36,6 +36,7 @@ mod secret_grep;
 mod staff;
 mod staff_audit_chain;
 mod staff_dashboard;
+mod staff_imports;
 mod staff_installment_outcomes;
 mod staff_lists;
 mod staff_mandate_detail;

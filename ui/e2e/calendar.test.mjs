@@ -1,7 +1,8 @@
 // Browser test of Settings › Calendar and the commerces' charging rule, against a real
 // `mandato serve` (target/debug/mandato, or MANDATO_BIN) in Debian's Chromium: the year's
 // holidays as the engine computes them, a decreed day added and removed by the admin, and a
-// commerce switched to charging the previous business day (checked through the CLI).
+// commerce switched to charging the previous business day (checked through the CLI); UF values
+// imported as a Chilean spreadsheet writes them, and a refused file naming each bad line.
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -73,5 +74,20 @@ describe("Settings › Calendar in a browser", { concurrency: false }, () => {
     await page.getByText("Guardado").first().waitFor();
     const shown = JSON.parse(await mandato(server.dataDir, ["--json", "commerce", "show", COMMERCE]));
     assert.equal(shown.chargingRule, "PREVIOUS");
+  });
+
+  test("UF values in the Chilean form, and a refused file names each bad line and column", async () => {
+    await page.goto(`${server.base}/charging`);
+    const csv = page.getByLabel(/^CSV fecha;valor/);
+    await csv.fill("fecha;valor\n32-12-2026;39.740,55\n24-12-2026;cero");
+    await page.getByRole("button", { name: "Importar UF" }).click();
+    await page.getByText("Línea 2, fecha: La fecha no es válida; Línea 3, valor: El monto no es válido").waitFor();
+    await csv.fill("fecha;valor\n21-12-2026;39.740,55\n22-12-2026;39.741,2");
+    await page.getByRole("button", { name: "Importar UF" }).click();
+    await page.getByText("2 valores UF importados").first().waitFor();
+    const stored = await page.evaluate(async () => (await (await fetch("/admin/api/uf")).json()).payload);
+    const text = JSON.stringify(stored);
+    assert.ok(text.includes("2026-12-21") && text.includes("39740.55"), text);
+    assert.ok(text.includes("39741.2"), text);
   });
 });

@@ -5374,8 +5374,9 @@ export interface components {
         };
         UfImport: {
             /**
-             * @description `date,value` lines (`2026-12-01,39123.45`); a header line and `;` with a decimal comma
-             *     are accepted too.
+             * @description `date,value` lines (`2026-12-01,39123.45`); a header line, `;` with dots grouping
+             *     thousands and a decimal comma, and dates day first are accepted too
+             *     (`21-12-2026;39.740,55`). Every bad line is named at `csv.line[N].date` or `.value`.
              */
             csv?: string | null;
         };
@@ -13804,7 +13805,7 @@ export interface operations {
                     "application/json": components["schemas"]["Envelope_UfImported"];
                 };
             };
-            /** @description A bad line (named in the message) */
+            /** @description Every bad line, at csv.line[N].date or .value */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -82,6 +82,10 @@ describe("fieldLabel", () => {
     expect(fieldLabel("payment.amount", "es")).toBe("Monto");
     expect(fieldLabel("customer.contacts.email", "en")).toBe("Email");
     expect(fieldLabel("installments[0]", "es")).toBe("Cuotas n.º 1");
+    // An imported file's cell: its line as a spreadsheet numbers it, and its column.
+    expect(fieldLabel("csv.line[3].date", "es")).toBe("Línea 3, fecha");
+    expect(fieldLabel("csv.line[2].value", "en")).toBe("Line 2, value");
+    expect(fieldLabel("csv.line[5]", "es")).toBe("Línea 5");
     expect(fieldLabel("header.correlationId", "es")).toBe("correlationId");
   });
 });

@@ -192,6 +192,8 @@ const FIELDS: Record<string, Words> = {
   year: { es: "Año", en: "Year" },
   currency: { es: "Moneda", en: "Currency" },
   dueDate: { es: "Vencimiento", en: "Due date" },
+  value: { es: "Valor", en: "Value" },
+  reference: { es: "Referencia", en: "Reference" },
 };
 
 const PHRASES = {
@@ -205,6 +207,7 @@ const PHRASES = {
   network: { es: "No se pudo contactar al servidor", en: "Could not reach the server" },
   unexpected: { es: "Ocurrió un error inesperado", en: "An unexpected error occurred" },
   item: { es: "{label} n.º {n}", en: "{label} no. {n}" },
+  line: { es: "Línea {n}", en: "Line {n}" },
 } satisfies Record<string, Words>;
 
 let current: Lang = "es";
@@ -226,6 +229,13 @@ function fill(text: string, vars: Record<string, string | number>): string {
  * n.º 3". A field the table does not know keeps its last name, which is at least the form's.
  */
 export function fieldLabel(path: string, lang: Lang = current): string {
+  // An imported file's cell, `csv.line[3].date`: the line as a spreadsheet numbers it (from 1),
+  // then the column.
+  const cell = /(?:^|\.)line\[(\d+)\](?:\.(\w+))?$/.exec(path);
+  if (cell) {
+    const line = fill(PHRASES.line[lang], { n: Number(cell[1]) });
+    return cell[2] ? `${line}, ${(FIELDS[cell[2]]?.[lang] ?? cell[2]).toLowerCase()}` : line;
+  }
   const last = path.split(".").pop() ?? path;
   const indexed = /^(.*)\[(\d+)\]$/.exec(last);
   const name = indexed ? indexed[1] : last;

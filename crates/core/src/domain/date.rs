@@ -93,6 +93,24 @@ impl Date {
         Date::new(day)
     }
 
+    /// Reads a date of an imported file: `YYYY-MM-DD`, or the day first as Chilean
+    /// spreadsheets write it, `DD-MM-YYYY` or `DD/MM/YYYY` (two-digit day and month).
+    pub fn parse_imported(text: &str) -> Result<Date, DateError> {
+        let bytes = text.as_bytes();
+        let day_first = bytes.len() == 10
+            && bytes[2] == bytes[5]
+            && matches!(bytes[2], b'-' | b'/')
+            && bytes
+                .iter()
+                .enumerate()
+                .all(|(i, b)| i == 2 || i == 5 || b.is_ascii_digit());
+        if day_first {
+            Date::parse(&format!("{}-{}-{}", &text[6..10], &text[3..5], &text[0..2]))
+        } else {
+            Date::parse(text)
+        }
+    }
+
     /// The chrono day, for arithmetic and for code that only reads.
     pub fn naive(self) -> NaiveDate {
         self.0

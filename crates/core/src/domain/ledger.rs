@@ -129,8 +129,9 @@ const COLUMNS: [&str; 3] = ["date", "reference", "amount"];
 
 /// Reads a payout report: a header row `date,reference,amount` (any order, any case), then one
 /// line per payout. The separator is `,` or `;` (the header's tells which). With `;` an amount
-/// may use a decimal comma (`1234,5`); thousands separators are refused. Every bad cell is
-/// reported, at `csv.line[N].<column>`.
+/// may use a decimal comma (`1234,5`); dots grouping thousands (`28.937`, Chile's way of
+/// writing 28937 pesos) are read as such in either form. Every bad cell is reported, at
+/// `csv.line[N].<column>`.
 pub fn parse_payout_report(text: &str) -> Result<Vec<PayoutLine>, FieldErrors> {
     let mut errors = FieldErrors::new();
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -194,10 +195,14 @@ pub fn parse_payout_report(text: &str) -> Result<Vec<PayoutLine>, FieldErrors> {
         }
         let cell = |i: usize| record.get(position[i]).unwrap_or_default().trim();
         let at = |column: &str| format!("csv.line[{line}].{column}");
-        let date = match Date::parse(cell(0)) {
+        let date = match Date::parse_imported(cell(0)) {
             Ok(d) => Some(d.naive()),
             Err(_) => {
-                errors.push(at("date"), "INVALID_DATE", "a date as YYYY-MM-DD");
+                errors.push(
+                    at("date"),
+                    "INVALID_DATE",
+                    "a date as YYYY-MM-DD or DD-MM-YYYY",
+                );
                 None
             }
         };
@@ -216,7 +221,7 @@ pub fn parse_payout_report(text: &str) -> Result<Vec<PayoutLine>, FieldErrors> {
             errors.push(
                 at("amount"),
                 "INVALID_AMOUNT",
-                "an exact decimal such as 9649 or -10000.50, without thousands separators",
+                "an exact decimal such as 9649, 28.937 (dots group thousands) or -10000.50",
             );
         }
         if let (Some(date), Some(amount)) = (date, amount) {
@@ -236,12 +241,14 @@ pub fn parse_payout_report(text: &str) -> Result<Vec<PayoutLine>, FieldErrors> {
 }
 
 /// A plain decimal (optional minus, digits, optional fraction); with `decimal_comma`, the
-/// fraction may follow a comma instead of a point.
+/// fraction may follow a comma instead of a point. Thousands grouped with dots, as Chile writes
+/// them (`28.937`, `1.234.567`, `28.937,5`), are read as such: a payout is in pesos, which have
+/// no decimals, so `28.937` is 28937 and never 28.937.
 fn parse_amount(text: &str, decimal_comma: bool) -> Option<Decimal> {
-    let text = if decimal_comma && !text.contains('.') {
-        text.replacen(',', ".", 1)
-    } else {
-        text.to_string()
+    let text = match thousands_grouped(text) {
+        Some(plain) => plain,
+        None if decimal_comma && !text.contains('.') => text.replacen(',', ".", 1),
+        None => text.to_string(),
     };
     let digits = text.strip_prefix('-').unwrap_or(&text);
     let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
@@ -255,6 +262,36 @@ fn parse_amount(text: &str, decimal_comma: bool) -> Option<Decimal> {
         .then(|| Decimal::from_str(&text).ok())
         .flatten()
         .map(|d| d.normalize())
+}
+
+/// `28.937` → `28937`, `-1.234.567,5` → `-1234567.5`: an amount whose integer part is groups
+/// of three digits after dots (the first of one to three), with an optional decimal comma.
+/// `None` for any other shape, read as a plain decimal instead.
+fn thousands_grouped(text: &str) -> Option<String> {
+    let (sign, digits) = match text.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", text),
+    };
+    let (whole, fraction) = match digits.split_once(',') {
+        Some((whole, fraction)) => (whole, Some(fraction)),
+        None => (digits, None),
+    };
+    let mut groups = whole.split('.');
+    let first = groups.next()?;
+    let rest: Vec<&str> = groups.collect();
+    let all_digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    let grouped = !rest.is_empty()
+        && all_digits(first)
+        && first.len() <= 3
+        && rest.iter().all(|g| g.len() == 3 && all_digits(g))
+        && fraction.is_none_or(all_digits);
+    grouped.then(|| {
+        let whole: String = whole.chars().filter(|c| *c != '.').collect();
+        match fraction {
+            Some(fraction) => format!("{sign}{whole}.{fraction}"),
+            None => format!("{sign}{whole}"),
+        }
+    })
 }
 
 /// An entry the acquirer should pay out (or deduct): what a payout line must show for it.
@@ -413,6 +450,23 @@ mod tests {
         assert_eq!(comma[0].amount, Decimal::from(9649));
         assert_eq!(semi[0].amount, "9649.5".parse::<Decimal>().unwrap());
         assert_eq!((semi[0].line, semi[0].reference.as_str()), (2, "AUT-1"));
+    }
+
+    #[test]
+    fn chilean_thousands_and_day_first_dates_are_read() {
+        let report = "date;reference;amount\n07-12-2026;AUT-1;28.937\n07/12/2026;AUT-2;-1.234.567,5\n2026-12-07;AUT-3;9649,5\n";
+        let lines = parse_payout_report(report).unwrap();
+        assert_eq!(lines[0].amount, Decimal::from(28937));
+        assert_eq!(lines[0].date, d("2026-12-07"));
+        assert_eq!(lines[1].amount, "-1234567.5".parse::<Decimal>().unwrap());
+        assert_eq!(lines[1].date, d("2026-12-07"));
+        assert_eq!(lines[2].amount, "9649.5".parse::<Decimal>().unwrap());
+        let comma = parse_payout_report(
+            "date,reference,amount\n2026-12-07,AUT-1,28.937\n2026-12-07,AUT-2,9649.5\n",
+        )
+        .unwrap();
+        assert_eq!(comma[0].amount, Decimal::from(28937));
+        assert_eq!(comma[1].amount, "9649.5".parse::<Decimal>().unwrap());
     }
 
     #[test]

@@ -130,8 +130,9 @@ pub async fn run_now(
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct UfImport {
-    /// `date,value` lines (`2026-12-01,39123.45`); a header line and `;` with a decimal comma
-    /// are accepted too.
+    /// `date,value` lines (`2026-12-01,39123.45`); a header line, `;` with dots grouping
+    /// thousands and a decimal comma, and dates day first are accepted too
+    /// (`21-12-2026;39.740,55`). Every bad line is named at `csv.line[N].date` or `.value`.
     pub csv: Option<String>,
 }
 
@@ -145,7 +146,7 @@ pub struct UfImported {
     request_body = UfImport,
     responses(
         (status = 200, description = "UF_IMPORT_OK", body = Envelope<UfImported>),
-        (status = 400, description = "A bad line (named in the message)", body = ErrorBody),
+        (status = 400, description = "Every bad line, at csv.line[N].date or .value", body = ErrorBody),
         (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
         (status = 403, description = "ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID", body = ErrorBody),
     ))]
@@ -158,8 +159,7 @@ pub async fn import_uf(
     let csv = body
         .csv
         .ok_or_else(|| Error::validation("csv", "REQUIRED", "is required"))?;
-    let values = mandato_core::domain::uf::parse_csv(&csv)
-        .map_err(|e| Error::validation("csv", "INVALID_CSV", e.to_string()))?;
+    let values = mandato_core::domain::uf::parse_csv_all(&csv).map_err(uf_errors)?;
     state.import_uf(staff.email(), &values)?;
     Ok(Envelope::ok(
         "UF_IMPORT_OK",
@@ -168,6 +168,29 @@ pub async fn import_uf(
             imported: values.len(),
         },
     ))
+}
+
+/// Every bad line of a UF file at `csv.line[N].date` or `.value` (N as a spreadsheet numbers
+/// it, from 1), or `csv.line[N]` when the line as a whole is wrong, as a payout report's are.
+fn uf_errors(errors: Vec<mandato_core::domain::uf::UfCsvError>) -> Error {
+    use mandato_core::domain::uf::UfCsvError;
+    let mut fields = mandato_core::error::FieldErrors::new();
+    for e in errors {
+        let code = match e {
+            UfCsvError::Date { .. } => "INVALID_DATE",
+            UfCsvError::Amount { .. } => "INVALID_AMOUNT",
+            UfCsvError::Shape { .. } => "INVALID_FORMAT",
+            UfCsvError::Unreadable { .. } => "INVALID_CSV",
+            UfCsvError::Empty => "EMPTY",
+        };
+        let field = match (e.line(), e.column()) {
+            (Some(line), Some(column)) => format!("csv.line[{line}].{column}"),
+            (Some(line), None) => format!("csv.line[{line}]"),
+            (None, _) => "csv".to_string(),
+        };
+        fields.push(field, code, e.to_string());
+    }
+    Error::Validation(fields.into_vec())
 }
 
 /// Sandbox: move the business clock forward (admin), running every crossed date.
