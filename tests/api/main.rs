@@ -35,6 +35,7 @@ mod request_path;
 mod secret_grep;
 mod staff;
 mod staff_audit_chain;
+mod staff_commerce_webhook;
 mod staff_dashboard;
 mod staff_imports;
 mod staff_installment_outcomes;

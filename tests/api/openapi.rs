@@ -253,6 +253,7 @@ const STAFF_OPERATIONS: &[(&str, &str)] = &[
     ("post", "/commerces"),
     ("put", "/commerces/{code}/retry-policy"),
     ("put", "/commerces/{code}/activation-mode"),
+    ("put", "/commerces/{code}/webhook-url"),
     ("get", "/commerces/{code}/acquirers"),
     ("put", "/commerces/{code}/acquirers/{rail}"),
     ("delete", "/commerces/{code}/acquirers/{rail}"),

@@ -2,8 +2,8 @@
 // or MANDATO_BIN) in Debian's Chromium: a mistyped RUT as a commerce code is named as it is typed,
 // a role change asks first naming the member and both roles, an admin resets a member's password
 // (shown once) and that member must choose their own at sign-in, API keys carry a name and their
-// last use, the UF table is listed, a rotation takes its overlap, and the owner changes their own
-// password. Screenshots at 1440 and 390 px go to target/ui-screenshots/.
+// last use, the UF table is listed, a rotation takes its overlap, a commerce's webhook URL is
+// shown and edited (a wrong one named), and the owner changes their own password. Screenshots at 1440 and 390 px go to target/ui-screenshots/.
 import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -88,6 +88,20 @@ describe("Settings and staff safety in a browser", { concurrency: false }, () =>
     assert.equal(await column("Activación").getByTestId(`activation-mode-${COMMERCE}`).count(), 1);
     assert.equal(await column("Activación").getByTestId(`charging-rule-${COMMERCE}`).count(), 0);
     assert.equal(await column("Cargos en día inhábil").getByTestId(`charging-rule-${COMMERCE}`).count(), 1);
+    // The commerce's webhook URL: shown, and edited by an admin; a wrong one is named.
+    assert.equal(await column("URL de webhook").innerText(), "Sin URL");
+    await row.getByTestId("edit-webhook-url").click();
+    const url = page.getByTestId("webhook-url-input");
+    await url.fill("http://hooks.gimnasio.cl");
+    await page.getByRole("dialog").getByRole("button", { name: "Guardar" }).click();
+    await page.getByText("La URL no es válida").waitFor();
+    await url.fill("https://hooks.gimnasio.cl/mandato");
+    await page.getByRole("dialog").getByRole("button", { name: "Guardar" }).click();
+    await page.getByRole("dialog").waitFor({ state: "detached" });
+    await column("URL de webhook").getByText("https://hooks.gimnasio.cl/mandato").waitFor();
+    const listed = JSON.parse(await mandato(server.dataDir, ["--json", "commerce", "list"]));
+    const stored = (listed.commerces ?? listed).find((c) => c.code === COMMERCE);
+    assert.equal(stored.webhookUrl, "https://hooks.gimnasio.cl/mandato");
     // On a phone the new commerce's fields stack in one column.
     await page.setViewportSize({ width: 390, height: 900 });
     const fields = page.getByTestId("new-commerce-fields").locator(":scope > *");

@@ -1023,12 +1023,14 @@ pub struct CommerceLine {
     pub created_at: String,
     /// `DIRECT` or `SIGNATURE`.
     pub activation_mode: String,
+    /// The commerce's own receiver, where the developer commands send their events.
+    pub webhook_url: Option<String>,
 }
 
 pub fn commerces<'c>(db: impl Into<Db<'c>>) -> db::Result<Vec<CommerceLine>> {
     db.into().query_map(
         "SELECT code, name, channels, payment_methods, authorization_required, retry_policy,
-                previous_secret_expires_at, created_at, activation_mode
+                previous_secret_expires_at, created_at, activation_mode, webhook_url
          FROM commerces ORDER BY id",
         &params![],
         |r| {
@@ -1042,6 +1044,7 @@ pub fn commerces<'c>(db: impl Into<Db<'c>>) -> db::Result<Vec<CommerceLine>> {
                 previous_secret_expires_at: r.get(6)?,
                 created_at: r.get(7)?,
                 activation_mode: r.get(8)?,
+                webhook_url: r.get(9)?,
             })
         },
     )

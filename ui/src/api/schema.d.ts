@@ -1038,6 +1038,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/commerces/{code}/webhook-url": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Sets or clears a commerce's webhook URL (admin), checked as a mandate's webhook URLs are;
+         *     the change goes to the staff audit.
+         */
+        put: operations["staff_put_commerces_code_webhook_url"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/customers": {
         parameters: {
             query?: never;
@@ -3666,6 +3686,11 @@ export interface components {
             activationMode: components["schemas"]["ActivationModeDto"];
             /** @description Where charges due on a weekend or holiday go: `NEXT` or `PREVIOUS` business day. */
             chargingRule: string;
+            /**
+             * @description The commerce's own receiver (`https://`), where the developer commands (`mandato
+             *     trigger`) send the events of what they make; null: none set.
+             */
+            webhookUrl: string | null;
         };
         CommercesPayload: {
             items: components["schemas"]["CommerceDto"][];
@@ -4406,6 +4431,19 @@ export interface components {
                 firstDate: string | null;
                 /** Format: date */
                 lastDate: string | null;
+            };
+        };
+        Envelope_WebhookUrlRequest: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                /**
+                 * @description An `https://` URL with a host, at most 2048 characters, pointing where the
+                 *     installation delivers; null or empty clears it.
+                 */
+                webhookUrl: string | null;
             };
         };
         EnvironmentDto: {
@@ -5421,6 +5459,13 @@ export interface components {
         VerifyRequest: {
             /** @description The secret to check with: `whsec_` then base64, as the commerce holds it. */
             secret: string;
+        };
+        WebhookUrlRequest: {
+            /**
+             * @description An `https://` URL with a host, at most 2048 characters, pointing where the
+             *     installation delivers; null or empty clears it.
+             */
+            webhookUrl?: string | null;
         };
     };
     responses: never;
@@ -10642,6 +10687,104 @@ export interface operations {
                 };
             };
             /** @description Invalid field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description COMMERCE_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_put_commerces_code_webhook_url: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookUrlRequest"];
+            };
+        };
+        responses: {
+            /** @description WEBHOOK_URL_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_WebhookUrlRequest"];
+                };
+            };
+            /** @description INVALID_URL or WEBHOOK_URL_NOT_ALLOWED at webhookUrl */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -105,6 +105,7 @@ function Commerces() {
   const [shown, setShown] = useState<{ title: string; values: [string, string][] } | null>(null);
   const [general, setGeneral] = useState<string | null>(null);
   const [editing, setEditing] = useState<Schemas["CommerceDto"] | null>(null);
+  const [editingWebhook, setEditingWebhook] = useState<Schemas["CommerceDto"] | null>(null);
   const form = useForm({
     initialValues: { code: "", name: "", password: "", channels: [] as string[], paymentMethods: METHOD_IDS.map(String), authorizationRequired: false },
     validateInputOnChange: ["code"],
@@ -175,6 +176,7 @@ function Commerces() {
                 <Table.Th>{t("settings.retryPolicy")}</Table.Th>
                 <Table.Th>{t("activation.mode")}</Table.Th>
                 <Table.Th>{t("settings.chargingRule")}</Table.Th>
+                <Table.Th>{t("settings.webhookUrl")}</Table.Th>
                 <Table.Th>{t("common.createdAt")}</Table.Th>
                 {admin && <Table.Th>{t("common.actions")}</Table.Th>}
               </Table.Tr>
@@ -212,12 +214,22 @@ function Commerces() {
                   <Table.Td>
                     <ChargingRuleCell commerce={c} editable={admin} />
                   </Table.Td>
+                  <Table.Td data-testid="commerce-webhook-url" style={{ overflowWrap: "anywhere", minWidth: 180 }}>
+                    {c.webhookUrl ?? (
+                      <Text span size="sm" c="dimmed">
+                        {t("settings.noWebhookUrl")}
+                      </Text>
+                    )}
+                  </Table.Td>
                   <Table.Td className="nowrap">{dateTime(c.createdAt)}</Table.Td>
                   {admin && (
                     <Table.Td>
                       <Group gap={4} wrap="nowrap">
                         <Button size="compact-xs" variant="light" onClick={() => setEditing(c)}>
                           {t("settings.editRetry")}
+                        </Button>
+                        <Button size="compact-xs" variant="light" onClick={() => setEditingWebhook(c)} data-testid="edit-webhook-url">
+                          {t("settings.editWebhookUrl")}
                         </Button>
                         <Button size="compact-xs" variant="light" onClick={() => reveal.mutate(c.code)}>
                           {t("settings.showSecret")}
@@ -266,6 +278,7 @@ function Commerces() {
         </Card>
       )}
       {editing && <RetryPolicyModal commerce={editing} onClose={() => setEditing(null)} />}
+      {editingWebhook && <WebhookUrlModal commerce={editingWebhook} onClose={() => setEditingWebhook(null)} />}
       {rotating && (
         <RotateModal
           code={rotating}
@@ -583,6 +596,50 @@ function RetryPolicyModal({ commerce, onClose }: { commerce: Schemas["CommerceDt
             {t("settings.retryReset")}
           </Button>
           <Button onClick={() => save.mutate(days)} loading={save.isPending}>
+            {t("common.save")}
+          </Button>
+        </Group>
+      </Stack>
+    </Modal>
+  );
+}
+
+/** Sets or clears the commerce's webhook URL; the server checks it as a mandate's. */
+function WebhookUrlModal({ commerce, onClose }: { commerce: Schemas["CommerceDto"]; onClose: () => void }) {
+  const { t } = useI18n();
+  const invalidate = useInvalidate("commerces");
+  const [text, setText] = useState(commerce.webhookUrl ?? "");
+  const [error, setError] = useState<string | null>(null);
+  const save = useMutation({
+    mutationFn: (webhookUrl: string | null) =>
+      payload(api.PUT("/commerces/{code}/webhook-url", { params: { path: { code: commerce.code } }, body: { webhookUrl } })),
+    onSuccess: () => {
+      invalidate();
+      notifications.show({ color: "green", message: t("common.saved") });
+      onClose();
+    },
+    onError: (e) => {
+      const mapped = formErrors(e, {}, ["webhookUrl"]);
+      setError(mapped.fields.webhookUrl ?? mapped.general);
+    },
+  });
+  return (
+    <Modal opened onClose={onClose} closeButtonProps={{ "aria-label": t("app.close") }} title={`${t("settings.webhookUrl")} · ${commerce.name}`}>
+      <Stack>
+        <TextInput
+          label={t("settings.webhookUrl")}
+          description={t("settings.webhookUrlHelp")}
+          placeholder="https://"
+          value={text}
+          onChange={(e) => setText(e.currentTarget.value)}
+          error={error}
+          data-testid="webhook-url-input"
+        />
+        <Group justify="space-between">
+          <Button variant="subtle" onClick={() => save.mutate(null)} disabled={!commerce.webhookUrl}>
+            {t("settings.clearWebhookUrl")}
+          </Button>
+          <Button onClick={() => save.mutate(text.trim() || null)} loading={save.isPending}>
             {t("common.save")}
           </Button>
         </Group>

@@ -308,6 +308,29 @@ impl Engine {
         })
     }
 
+    /// Sets (or with `None` clears) a commerce's webhook URL, already checked by the caller.
+    pub fn set_commerce_webhook_url(
+        &self,
+        actor: &str,
+        code: &str,
+        url: Option<&str>,
+    ) -> Result<()> {
+        let now = self.clock.now();
+        self.staff_write(|tx| {
+            if !mandato_store::dev_tools::set_webhook_url(tx, code, url)? {
+                return Err(Error::not_found("commerce"));
+            }
+            record(
+                tx,
+                actor,
+                now,
+                "commerce.webhook-url",
+                code,
+                Some(url.unwrap_or("none")),
+            )
+        })
+    }
+
     pub fn api_keys(&self) -> Result<Vec<ApiKeyLine>> {
         self.store().read(|c| Ok(views::api_keys(c)?))
     }

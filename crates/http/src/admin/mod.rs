@@ -74,6 +74,7 @@ pub fn router(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(settings::list_commerces, settings::create_commerce))
         .routes(routes!(settings::set_retry_policy))
         .routes(routes!(settings::set_activation_mode))
+        .routes(routes!(settings::set_webhook_url))
         .routes(routes!(acquirers::list))
         .routes(routes!(acquirers::set, acquirers::remove))
         .routes(routes!(fees::list))

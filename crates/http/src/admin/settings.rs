@@ -56,6 +56,9 @@ pub struct CommerceDto {
     pub activation_mode: ActivationModeDto,
     /// Where charges due on a weekend or holiday go: `NEXT` or `PREVIOUS` business day.
     pub charging_rule: &'static str,
+    /// The commerce's own receiver (`https://`), where the developer commands (`mandato
+    /// trigger`) send the events of what they make; null: none set.
+    pub webhook_url: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -101,6 +104,7 @@ pub async fn list_commerces(
                 activation_mode: ActivationMode::from_name(&r.activation_mode)
                     .unwrap_or_default()
                     .into(),
+                webhook_url: r.webhook_url,
             }
         })
         .collect();
@@ -349,6 +353,49 @@ pub async fn set_activation_mode(
         "ACTIVATION_MODE_OK",
         "activation mode saved",
         ActivationModeRequest { mode: mode.into() },
+    ))
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookUrlRequest {
+    /// An `https://` URL with a host, at most 2048 characters, pointing where the
+    /// installation delivers; null or empty clears it.
+    pub webhook_url: Option<String>,
+}
+
+/// Sets or clears a commerce's webhook URL (admin), checked as a mandate's webhook URLs are;
+/// the change goes to the staff audit.
+#[utoipa::path(put, path = "/commerces/{code}/webhook-url", tag = "staff",
+    params(("code" = String, Path)),
+    request_body = WebhookUrlRequest,
+    responses(
+        (status = 200, description = "WEBHOOK_URL_OK", body = Envelope<WebhookUrlRequest>),
+        (status = 400, description = "INVALID_URL or WEBHOOK_URL_NOT_ALLOWED at webhookUrl", body = ErrorBody),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+        (status = 403, description = "ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID", body = ErrorBody),
+        (status = 404, description = "COMMERCE_NOT_FOUND", body = ErrorBody),
+    ))]
+pub async fn set_webhook_url(
+    State(state): State<AppState>,
+    staff: Staff,
+    Path(code): Path<String>,
+    Body(body): Body<WebhookUrlRequest>,
+) -> ApiResult<Envelope<WebhookUrlRequest>> {
+    staff.require(Role::Admin)?;
+    let text = body.webhook_url.filter(|u| !u.trim().is_empty());
+    let mut errors = FieldErrors::new();
+    let url = crate::fields::https_url(text.as_ref(), "webhookUrl", &mut errors);
+    errors.into_result()?;
+    crate::fields::webhook_destinations(
+        mandato_engine::notify::destination::Destinations::of(&state.config),
+        [("webhookUrl", url.as_deref())],
+    )?;
+    state.set_commerce_webhook_url(staff.email(), &code, url.as_deref())?;
+    Ok(Envelope::ok(
+        "WEBHOOK_URL_OK",
+        "webhook URL saved",
+        WebhookUrlRequest { webhook_url: url },
     ))
 }
 
