@@ -41,6 +41,7 @@ mod staff_imports;
 mod staff_installment_outcomes;
 mod staff_lists;
 mod staff_mandate_detail;
+mod staff_notification_filter;
 mod staff_notifications;
 mod staff_settings;
 mod staff_signatures;

@@ -214,4 +214,15 @@ describe("the Notifications screen", { concurrency: false }, () => {
     }
     await rejected.first().getByTestId("event-rejection").getByText(/Fondos insuficientes/).waitFor();
   });
+
+  test("the mandate filter takes the merchant's mandate id as well as ours", async () => {
+    await page.goto(`${server.base}/notifications`);
+    await page.locator("[data-event]").filter({ hasText: "GYM-NOTIF-1" }).first().waitFor();
+    await page.getByTestId("filter-mandate").fill("GYM-NOTIF-2");
+    const rows = page.locator("[data-event]");
+    for (let i = 0; i < 50 && (await rows.filter({ hasText: "GYM-NOTIF-1" }).count()) > 0; i++) await page.waitForTimeout(100);
+    assert.equal(await rows.filter({ hasText: "GYM-NOTIF-1" }).count(), 0, "only the mandate asked for");
+    assert.ok((await rows.filter({ hasText: "GYM-NOTIF-2" }).count()) >= 2, "its events are listed");
+    assert.equal(await rows.count(), await rows.filter({ hasText: "GYM-NOTIF-2" }).count());
+  });
 });

@@ -467,6 +467,9 @@ pub fn event_with_body<'c>(
 #[derive(Debug, Default)]
 pub struct EventFilter {
     pub mandate_id: Option<String>,
+    /// A mandate by either of its ids: ours (`man_...`) or the merchant's `mandateId` (which
+    /// may name a mandate of each of several commerces).
+    pub any_mandate_id: Option<String>,
     pub installment_id: Option<String>,
     pub delivery_state: Option<String>,
     pub kind: Option<String>,
@@ -541,6 +544,10 @@ pub fn list_events<'c, 'f>(
     };
     if let Some(v) = &filter.mandate_id {
         push(" AND m.id = ?", v.into());
+    }
+    if let Some(v) = &filter.any_mandate_id {
+        push(" AND (m.id = ?", v.into());
+        push(" OR m.external_id = ?)", v.into());
     }
     if let Some(v) = &filter.installment_id {
         push(" AND i.id = ?", v.into());

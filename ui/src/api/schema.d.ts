@@ -12190,6 +12190,11 @@ export interface operations {
             query?: {
                 /** @description man_... of the mandate. */
                 mandateInternalId?: string;
+                /**
+                 * @description The mandate by either id: ours (man_...) or the merchant's mandateId (a mandateId used
+                 *     by several commerces selects each one's).
+                 */
+                mandate?: string;
                 /** @description ins_... of the installment. */
                 installmentInternalId?: string;
                 /** @description PENDING, DELIVERED, FAILED or NO_URL. */

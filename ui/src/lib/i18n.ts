@@ -264,7 +264,7 @@ const es = {
   "method.OTHER": "Otra",
 
   "notifications.title": "Notificaciones",
-  "notifications.mandate": "Mandato (man_...)",
+  "notifications.mandate": "Mandato (su id o man_...)",
   "notifications.kind": "Clase",
   "notifications.delivery": "Entrega",
   "notifications.attempts": "Intentos",
@@ -936,7 +936,7 @@ const en: Record<Key, string> = {
   "method.OTHER": "Other",
 
   "notifications.title": "Notifications",
-  "notifications.mandate": "Mandate (man_...)",
+  "notifications.mandate": "Mandate (its id or man_...)",
   "notifications.kind": "Kind",
   "notifications.delivery": "Delivery",
   "notifications.attempts": "Attempts",

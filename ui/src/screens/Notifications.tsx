@@ -320,7 +320,8 @@ export function Notifications() {
   const [state, setState] = useState<string | null>(null);
   const [kind, setKind] = useState<string | null>(null);
   const [selected, setSelected] = useState<string[]>([]);
-  const filters = { mandateInternalId: mandate || undefined, state: state ?? undefined, kind: kind ?? undefined };
+  // Our man_... or the merchant's mandateId: the server matches either.
+  const filters = { mandate: mandate || undefined, state: state ?? undefined, kind: kind ?? undefined };
   const keyset = useKeyset();
   const { reset } = keyset;
   const filterKey = JSON.stringify(filters);

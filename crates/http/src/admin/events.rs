@@ -34,6 +34,9 @@ use mandato_engine::staff::events::EventRecord;
 pub struct EventsQuery {
     /// man_... of the mandate.
     mandateInternalId: Option<String>,
+    /// The mandate by either id: ours (man_...) or the merchant's mandateId (a mandateId used
+    /// by several commerces selects each one's).
+    mandate: Option<String>,
     /// ins_... of the installment.
     installmentInternalId: Option<String>,
     /// PENDING, DELIVERED, FAILED or NO_URL.
@@ -157,6 +160,9 @@ pub async fn list(
     };
     let filter = EventFilter {
         mandate_id: get("mandateInternalId"),
+        any_mandate_id: get("mandate")
+            .map(|m| m.trim().to_string())
+            .filter(|m| !m.is_empty()),
         installment_id: get("installmentInternalId"),
         delivery_state,
         kind: get("kind"),
