@@ -1751,7 +1751,7 @@ fn compare_backends(p: &Params, dir: &Path, layout: Layout, api_key: &str, mode:
     }
     let _ = writeln!(
         out,
-        "engine us: CPU of the mandato serve processes per request; db us: CPU of the PostgreSQL server's processes per request (n/a: SQLite, or a server this run did not start); stmts/r, plans/r: statements the server executed (each one round trip, BEGIN and COMMIT included) and planned per request (pg_stat_statements, warm-up included)\n* cores used by other processes during the window (the load generator, engines and PostgreSQL excluded); above ~0.2 the row is not comparable"
+        "engine us: CPU of the mandato serve processes per request; db us: CPU of the PostgreSQL server's processes per request (n/a: SQLite, or a server this run did not start); stmts/r, plans/r: statements the server executed (BEGIN and COMMIT included; statements sent together in one simple query count one each) and planned per request (pg_stat_statements, warm-up included)\n* cores used by other processes during the window (the load generator, engines and PostgreSQL excluded); above ~0.2 the row is not comparable"
     );
     let _ = writeln!(
         out,

@@ -15,7 +15,8 @@
 //! write only through the transaction, so running one again after a rollback is safe.
 //! Savepoints are kept off the usual path because they are not free: SQLite copies every page
 //! a request is first to change into the savepoint's journal, and FTS5 writes its pending
-//! terms to disk at every savepoint (A/B in `bench/README.md`: 5-8% of a creation's CPU).
+//! terms to disk at every savepoint (an A/B measured 5-8% of a creation's CPU: the history of
+//! `bench/README.md`).
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
