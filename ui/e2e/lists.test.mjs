@@ -160,6 +160,12 @@ describe("lists keep their state in the URL", { concurrency: false }, () => {
     await page.goBack();
     await page.waitForURL(/sort=name.asc/);
     await rowsRead(page.getByTestId("customers-table").getByRole("link"), ["José Muñoz", "Ana Pérez", "Luis Soto"]);
+    // The customer's page links back to the list as it was left.
+    await page.getByRole("link", { name: "Ana Pérez" }).click();
+    await page.waitForURL(/\/customers\/usr_/);
+    await page.getByTestId("back-to-customers").click();
+    await page.waitForURL(/\/customers\?.*sort=name.asc/);
+    await rowsRead(page.getByTestId("customers-table").getByRole("link"), ["José Muñoz", "Ana Pérez", "Luis Soto"]);
 
     // The sorted column's header says its order and reverses it.
     const header = page.getByRole("columnheader", { name: /Nombre/ });

@@ -153,6 +153,7 @@ const es = {
   "dashboard.chartTable": "Ver los montos como tabla",
   "dashboard.event": "Evento",
 
+  "customers.backToList": "← Volver a la lista de clientes",
   "customers.title": "Clientes",
   "customers.search": "Nombre, RUT, id del cliente o correo",
   "customers.rut": "RUT",
@@ -825,6 +826,7 @@ const en: Record<Key, string> = {
   "dashboard.chartTable": "Show the amounts as a table",
   "dashboard.event": "Event",
 
+  "customers.backToList": "← Back to the customers list",
   "customers.title": "Customers",
   "customers.search": "Name, RUT, customer id or e-mail",
   "customers.rut": "RUT",

@@ -1,6 +1,6 @@
 import { Anchor, Card, Group, Select, SimpleGrid, Stack, Table, Text, TextInput, Title, UnstyledButton } from "@mantine/core";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
-import { Link, useParams } from "react-router";
+import { Link, useLocation, useParams } from "react-router";
 import { api, payload, type Schemas } from "../api/client";
 import { CommerceSelect } from "../components/CommerceSelect";
 import { ExportCsv } from "../components/ExportCsv";
@@ -26,6 +26,7 @@ type Sort = (typeof SORTS)[number];
 /** Customers with search, commerce, order and page in the URL. */
 export function Customers() {
   const { t, dateTime, number } = useI18n();
+  const location = useLocation();
   const url = useUrlState();
   const [text, setText] = useUrlText(url, "q");
   const sortText = url.get("sort");
@@ -109,7 +110,7 @@ export function Customers() {
                 {items.map((c) => (
                   <Table.Tr key={c.customer.internalUserId}>
                     <Table.Td>
-                      <Anchor component={Link} to={`/customers/${c.customer.internalUserId}`} size="sm">
+                      <Anchor component={Link} to={`/customers/${c.customer.internalUserId}`} state={{ list: location.search }} size="sm">
                         {fullName(c.customer)}
                       </Anchor>
                     </Table.Td>
@@ -177,6 +178,8 @@ function Field({ name, value }: { name: string; value: React.ReactNode }) {
 export function CustomerDetail() {
   const { id = "" } = useParams();
   const { t, dateTime } = useI18n();
+  // Back to the list as it was left (its search, sort and page), when it was the way here.
+  const from = (useLocation().state as { list?: string } | null)?.list ?? "";
   const query = useQuery({
     queryKey: ["customer", id],
     queryFn: () => payload(api.GET("/customers/{internalUserId}", { params: { path: { internalUserId: id } } })),
@@ -185,6 +188,9 @@ export function CustomerDetail() {
   const address = d?.customer.address as Record<string, string> | null | undefined;
   return (
     <Stack>
+      <Anchor component={Link} to={`/customers${from}`} size="sm" data-testid="back-to-customers">
+        {t("customers.backToList")}
+      </Anchor>
       <QueryState loading={query.isLoading} error={query.error} retry={() => void query.refetch()}>
         {d && (
           <>
