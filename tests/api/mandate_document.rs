@@ -110,7 +110,7 @@ async fn the_epac_document_reads_back_in_spanish_with_every_accent() {
     for expected in [
         "Mandato de cargo en cuenta",
         "Nombre José Muñoz Ñúñez",
-        "RUT 12345678-5",
+        "RUT 12.345.678-5",
         "N° de mandato GIM-NUNOA-1",
         "Detalle ¿Plan año? ¡Sí! 1º piso, 2ª sala",
         "Comercio de prueba",
@@ -118,7 +118,7 @@ async fn the_epac_document_reads_back_in_spanish_with_every_accent() {
         &format!("Cuota 1 $1.234.567 · vence el {first_due}"),
         "$1.234.567 mensual",
         "Cuenta BancoEstado **** 0000",
-        "RUT del titular 12345678-5",
+        "RUT del titular 12.345.678-5",
         "MANDATO ELECTRÓNICO DE CARGO EN CUENTA (EPAC)",
         &sha,
     ] {

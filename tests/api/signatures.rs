@@ -839,7 +839,8 @@ async fn signed_in_order_with_parallel_equals_then_sealed_with_stamps_on_their_p
     // certificate; no signature page (nobody signs it on LAST_PAGE).
     let pages = page_texts(&sealed[0]);
     assert!(pages.len() >= 4, "{} pages", pages.len());
-    let stamp = |n: u32| format!("RUT {}", rut(n));
+    // The stamp writes the RUT as people read it, with its dots.
+    let stamp = |n: u32| format!("RUT {}", mandato_core::domain::rut::dotted(&rut(n)));
     for (page, (mine, others)) in [
         (RUT_A, [RUT_B, RUT_C]),
         (RUT_B, [RUT_A, RUT_C]),

@@ -336,20 +336,80 @@ fn claim_answer(answer: Option<&str>) -> Result<bool, Error> {
     }
 }
 
-/// A claim's transaction commits without waiting for the disk (see `claim_on_postgres`).
+/// A claim's transaction commits without waiting for the disk (see `Claim::then`).
 const NO_DISK_WAIT: &str = "SET LOCAL synchronous_commit TO OFF";
 
-/// Claims a correlationId on PostgreSQL in one transaction of two round trips: its `BEGIN`
-/// with the claim, and the commit.
-///
-/// The commit does not wait for the disk (`synchronous_commit` off for this transaction):
-/// the claim is durable within PostgreSQL's WAL writer delay (0.6 s at most by default),
-/// or as soon as any later commit is, whichever comes first. What a server crash can lose is
-/// a claim of a request that wrote nothing durable after it; its id may then be used once
-/// more, which only reads or writes afresh. A request that writes commits its writes after
-/// its claim: the WAL is flushed in order, so a durable write makes its claim durable too,
-/// and a replayed write is refused after any crash (and the write records the claim itself,
-/// `record_claim`, besides).
+/// A correlationId to claim on PostgreSQL: the commerce's id, used since `cutoff` or not,
+/// recorded as seen at `seen_at`.
+struct Claim {
+    commerce_id: i64,
+    correlation_id: String,
+    cutoff: String,
+    seen_at: String,
+}
+
+impl Claim {
+    /// Runs `f` in a transaction that takes the claim first: `None` when the id was used (the
+    /// transaction rolled back before `f`), `f`'s answer otherwise. A failure of `f` rolls the
+    /// claim back with the rest.
+    ///
+    /// The claim is sent with the transaction's `BEGIN` in one round trip when its values
+    /// allow (`claim_statement`), and the commit does not wait for the disk
+    /// (`synchronous_commit` off for this transaction): the claim is durable within
+    /// PostgreSQL's WAL writer delay (0.6 s at most by default), or as soon as any later commit
+    /// is, whichever comes first. What a server crash can lose is a claim of a request that
+    /// wrote nothing durable after it; its id may then be used once more, which only reads or
+    /// writes afresh. A request that writes commits its writes after its claim: the WAL is
+    /// flushed in order, so a durable write makes its claim durable too, and a replayed write
+    /// is refused after any crash (and the write records the claim itself, `record_claim`,
+    /// besides). The same holds for what a read writes in its claim's transaction (the
+    /// deprecated `GET /login`'s throttle): it commits without waiting for the disk too.
+    fn then<T>(
+        &self,
+        pool: &db::PgPool,
+        f: impl FnOnce(Db<'_>) -> Result<T, Error>,
+    ) -> Result<Option<T>, Error> {
+        let statement = claim_statement(
+            self.commerce_id,
+            &self.correlation_id,
+            &self.cutoff,
+            &self.seen_at,
+        );
+        let prologue = match &statement {
+            Some(statement) => format!("{NO_DISK_WAIT}; {statement}"),
+            None => NO_DISK_WAIT.to_string(),
+        };
+        let mut replayed = false;
+        let outcome = pool.transaction_after(&prologue, |db, answer| {
+            let fresh = match statement {
+                Some(_) => claim_answer(answer)?,
+                None => claim_shared(
+                    db,
+                    self.commerce_id,
+                    &self.correlation_id,
+                    &self.cutoff,
+                    &self.seen_at,
+                )?,
+            };
+            if !fresh {
+                replayed = true;
+                return Err(correlation_reused());
+            }
+            f(db)
+        });
+        match outcome {
+            Err(_) if replayed => Ok(None),
+            other => other.map(Some),
+        }
+    }
+
+    /// Takes the claim in a transaction of its own: `false` when the id was used.
+    fn take(&self, store: &Store) -> Result<bool, Error> {
+        store.on_postgres(|pool| Ok(self.then(pool, |_| Ok(()))?.is_some()))
+    }
+}
+
+/// Claims a correlationId on PostgreSQL in a transaction of its own (`Claim::then`).
 fn claim_on_postgres(
     store: &Store,
     commerce_id: i64,
@@ -357,21 +417,13 @@ fn claim_on_postgres(
     cutoff: &str,
     seen_at: &str,
 ) -> Result<bool, Error> {
-    match claim_statement(commerce_id, correlation_id, cutoff, seen_at) {
-        Some(claim) => store
-            .postgres_write_after(&format!("{NO_DISK_WAIT}; {claim}"), |_, answer| {
-                claim_answer(answer)
-            }),
-        None => store.postgres_write_after(NO_DISK_WAIT, |db, _| {
-            Ok(claim_shared(
-                db,
-                commerce_id,
-                correlation_id,
-                cutoff,
-                seen_at,
-            )?)
-        }),
+    Claim {
+        commerce_id,
+        correlation_id: correlation_id.to_string(),
+        cutoff: cutoff.to_string(),
+        seen_at: seen_at.to_string(),
     }
+    .take(store)
 }
 
 /// Whether the commerce used the correlationId at `cutoff` or later.
@@ -462,10 +514,7 @@ pub fn correlation_reused() -> Error {
 /// anything happens. A read does nothing a replay could repeat; it is answered only after its
 /// claim was taken, by its transaction or by `settle`.
 pub struct DeferredClaim {
-    commerce_id: i64,
-    correlation_id: String,
-    cutoff: String,
-    seen_at: String,
+    claim: Claim,
     state: std::sync::atomic::AtomicU8,
     /// The engine's in-memory claims, released once this one is settled either way.
     pending: Arc<Pending>,
@@ -493,41 +542,14 @@ impl DeferredClaim {
         {
             return pool.transaction(f);
         }
-        let claim = claim_statement(
-            self.commerce_id,
-            &self.correlation_id,
-            &self.cutoff,
-            &self.seen_at,
-        );
-        let prologue = match &claim {
-            Some(claim) => format!("{NO_DISK_WAIT}; {claim}"),
-            None => NO_DISK_WAIT.to_string(),
-        };
-        let mut replayed = false;
-        let outcome = pool.transaction_after(&prologue, |db, answer| {
-            let fresh = match claim {
-                Some(_) => claim_answer(answer)?,
-                None => claim_shared(
-                    db,
-                    self.commerce_id,
-                    &self.correlation_id,
-                    &self.cutoff,
-                    &self.seen_at,
-                )?,
-            };
-            if !fresh {
-                replayed = true;
-                return Err(correlation_reused());
-            }
-            f(db)
-        });
-        let state = match (&outcome, replayed) {
-            (_, true) => REPLAYED,
-            (Ok(_), false) => TAKEN,
-            (Err(_), false) => UNCLAIMED,
+        let outcome = self.claim.then(pool, f);
+        let state = match &outcome {
+            Ok(Some(_)) => TAKEN,
+            Ok(None) => REPLAYED,
+            Err(_) => UNCLAIMED,
         };
         self.state.store(state, Ordering::Release);
-        outcome
+        outcome?.ok_or_else(correlation_reused)
     }
 
     /// After the handler: `Ok(())` when the claim was taken (now, in a transaction of its own,
@@ -536,13 +558,7 @@ impl DeferredClaim {
         let fresh = match self.state.load(Ordering::Acquire) {
             TAKEN => true,
             REPLAYED => false,
-            _ => claim_on_postgres(
-                store,
-                self.commerce_id,
-                &self.correlation_id,
-                &self.cutoff,
-                &self.seen_at,
-            )?,
+            _ => self.claim.take(store)?,
         };
         self.state
             .store(if fresh { TAKEN } else { REPLAYED }, Ordering::Release);
@@ -557,8 +573,8 @@ impl DeferredClaim {
 impl std::fmt::Debug for DeferredClaim {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DeferredClaim")
-            .field("commerce_id", &self.commerce_id)
-            .field("correlation_id", &self.correlation_id)
+            .field("commerce_id", &self.claim.commerce_id)
+            .field("correlation_id", &self.claim.correlation_id)
             .field("state", &self.state)
             .finish_non_exhaustive()
     }
@@ -567,7 +583,7 @@ impl std::fmt::Debug for DeferredClaim {
 impl Drop for DeferredClaim {
     fn drop(&mut self) {
         self.pending
-            .release(&(self.commerce_id, self.correlation_id.clone()));
+            .release(&(self.claim.commerce_id, self.claim.correlation_id.clone()));
     }
 }
 
@@ -708,10 +724,12 @@ impl AuditWriter {
             mandato_core::clock::timestamp(now - chrono::Duration::days(self.retention_days));
         if store.backend() == Backend::Postgres && read_only {
             return Ok(Reservation::Deferred(Arc::new(DeferredClaim {
-                commerce_id,
-                correlation_id: correlation_id.to_string(),
-                cutoff,
-                seen_at: mandato_core::clock::timestamp(now),
+                claim: Claim {
+                    commerce_id,
+                    correlation_id: correlation_id.to_string(),
+                    cutoff,
+                    seen_at: mandato_core::clock::timestamp(now),
+                },
                 state: std::sync::atomic::AtomicU8::new(UNCLAIMED),
                 pending: Arc::clone(&self.pending),
             })));

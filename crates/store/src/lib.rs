@@ -259,19 +259,17 @@ impl Store {
         }
     }
 
-    /// `write` on PostgreSQL, `prologue` (statements without parameters) sent with the
-    /// transaction's `BEGIN` in one round trip (`PgPool::transaction_after`: `f` is given
-    /// its answer); an error on SQLite.
-    pub(crate) fn postgres_write_after<T>(
+    /// Runs `f` with PostgreSQL's pool, off the async runtime's threads like `write`; an
+    /// error on SQLite.
+    pub(crate) fn on_postgres<T>(
         &self,
-        prologue: &str,
-        f: impl FnOnce(db::Db<'_>, Option<&str>) -> Result<T, Error>,
+        f: impl FnOnce(&db::PgPool) -> Result<T, Error>,
     ) -> Result<T, Error> {
         match &self.engine {
             Engine::Sqlite(_) => Err(Error::Internal(anyhow::anyhow!(
                 "this works on PostgreSQL only"
             ))),
-            Engine::Postgres(pool) => off_async(|| pool.transaction_after(prologue, f)),
+            Engine::Postgres(pool) => off_async(|| f(pool)),
         }
     }
 

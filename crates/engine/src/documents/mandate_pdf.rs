@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 use super::layout::{self, Block, Meta};
 use super::spanish;
 use mandato_core::domain::money::Money;
+use mandato_core::domain::rut::dotted;
 use mandato_core::domain::state::{MandateType, PaymentMethod};
 
 /// One scheduled installment, as listed in the document.
@@ -116,7 +117,7 @@ impl ChargedInstrument {
                     spanish::account_type(account_type).to_string(),
                 ),
                 Block::Row("Cuenta".into(), self.masked()),
-                Block::Row("RUT del titular".into(), holder_rut.clone()),
+                Block::Row("RUT del titular".into(), dotted(holder_rut)),
             ],
         }
     }
@@ -183,7 +184,7 @@ pub fn mandate_document(input: &MandateDocument) -> Vec<u8> {
         Block::Row("Código".into(), d.commerce_code.clone()),
         Block::Heading("Cliente".into()),
         Block::Row("Nombre".into(), d.customer_name.clone()),
-        Block::Row("RUT".into(), d.customer_rut.clone()),
+        Block::Row("RUT".into(), dotted(&d.customer_rut)),
         Block::Heading("Mandato".into()),
         Block::Row("N° de mandato".into(), d.mandate_id.clone()),
         Block::Row(
@@ -328,8 +329,8 @@ mod tests {
             "José Muñoz Ñúñez",
             "Gimnasio Ñuñoa (Centro)",
             "BancoEstado **** 0000",
-            "RUT 12345678-5",
-            "RUT del titular 12345678-5",
+            "RUT 12.345.678-5",
+            "RUT del titular 12.345.678-5",
             "GYM-2026-001",
             "Plan mensual",
             "Suscripción (SUBSCRIPTION)",
@@ -379,7 +380,7 @@ mod tests {
             "Medio de pago Tarjeta de crédito",
             "Tarjeta VISA terminada en 4242",
             "MANDATO DE CARGO AUTOMÁTICO EN TARJETA",
-            "RUT 12345678-5",
+            "RUT 12.345.678-5",
             &input.terms_sha256(),
         ] {
             assert!(text.contains(expected), "missing {expected:?} in {text}");

@@ -496,7 +496,10 @@ fn draw_stamp(
             format!("Firmado electrónicamente ({})", stamp.kind.name()),
         ),
         (Font::Regular, stamp.name.clone()),
-        (Font::Regular, format!("RUT {}", stamp.rut)),
+        (
+            Font::Regular,
+            format!("RUT {}", mandato_core::domain::rut::dotted(&stamp.rut)),
+        ),
         (Font::Regular, stamp.signed_at.clone()),
     ];
     let pad = (w.min(h) * 0.06).clamp(0.5, 5.0);
@@ -878,7 +881,7 @@ mod tests {
         let first = String::from_utf8_lossy(&doc.get_page_content(pages[&1])).to_string();
         assert!(first.contains("0 1 -1 0 300 0 cm"), "{first}");
         let first = page_text(&sealed, Some(1));
-        assert!(first.contains("RUT 12345678-5"), "{first}");
+        assert!(first.contains("RUT 12.345.678-5"), "{first}");
         assert!(first.contains("Ana Pérez Ñúñez"), "{first}");
         assert!(first.contains("Firmado electrónicamente (FES)"), "{first}");
         let second = page_text(&sealed, Some(2));

@@ -48,10 +48,12 @@ impl Loaded {
     /// The terms of the mandate with `method`, exactly as the page shows them.
     pub fn terms(&self, method: PaymentMethod) -> String {
         let summary = self.summary();
+        // A commerce code that is a RUT reads with its dots, as everywhere the customer looks.
+        let commerce_code = mandato_core::domain::rut::dotted(&self.commerce.code);
         spanish::terms(
             &TermsSubject {
                 commerce_name: &self.commerce.name,
-                commerce_code: &self.commerce.code,
+                commerce_code: &commerce_code,
                 mandate_id: &self.mandate.external_id,
                 mandate_name: &self.mandate.name,
                 summary: &summary,
