@@ -246,6 +246,8 @@ const STAFF_OPERATIONS: &[(&str, &str)] = &[
     ("get", "/mandates/{internalId}"),
     ("get", "/mandates/{internalId}/document"),
     ("post", "/mandates/{internalId}/payments"),
+    ("get", "/payment-evidence/{fileId}"),
+    ("get", "/search"),
     ("post", "/mandates/{internalId}/annulments"),
     ("post", "/mandates/{internalId}/installments"),
     ("post", "/mandates/{internalId}/cancel"),

@@ -33,16 +33,21 @@ const UNIT: usize = 1024;
 pub const WAIT: Duration = Duration::from_secs(10);
 /// The body cap of the routes anyone may call without credentials.
 pub const SMALL_BODY: usize = 16 * 1024;
+/// The body cap of a staff member's manual payment, which may carry its evidence file (at most
+/// 5 MiB, in base64 a third more) beside the payment's few fields.
+pub const EVIDENCE_BODY: usize = 8 * 1024 * 1024;
 
 static BUDGET: Semaphore = Semaphore::const_new(BUDGET_BYTES / UNIT);
 
 /// The body limit of the route a request goes to, as the router's layers set it.
 fn route_limit(request: &Request) -> usize {
     let path = request.uri().path();
-    if path == "/api/v1/signature" {
+    if path == "/api/v1/signature" || path == "/admin/api/signatures" {
         mandato_core::signature::BODY_LIMIT
     } else if is_small_body_route(path) {
         SMALL_BODY
+    } else if is_evidence_route(path) {
+        EVIDENCE_BODY
     } else {
         1024 * 1024
     }
@@ -54,6 +59,21 @@ pub fn is_small_body_route(path: &str) -> bool {
         path,
         "/api/v1/login" | "/api/v1/jwe/encrypt" | "/admin/api/session" | "/admin/api/setup"
     )
+}
+
+/// `/admin/api/mandates/{internalId}/payments`, the one staff route whose body may hold a file.
+pub fn is_evidence_route(path: &str) -> bool {
+    path.strip_prefix("/admin/api/mandates/")
+        .and_then(|rest| rest.strip_suffix("/payments"))
+        .is_some_and(|id| !id.is_empty() && !id.contains('/'))
+}
+
+/// A route with [`EVIDENCE_BODY`] as its body cap instead of the listener's 1 MiB.
+pub fn evidence_body(
+    route: utoipa_axum::router::UtoipaMethodRouter<crate::AppState>,
+) -> utoipa_axum::router::UtoipaMethodRouter<crate::AppState> {
+    use utoipa_axum::router::UtoipaMethodRouterExt;
+    route.layer(axum::extract::DefaultBodyLimit::max(EVIDENCE_BODY))
 }
 
 /// What a request's body reserves: `None` for none (no body, or one its route refuses).
@@ -141,6 +161,28 @@ mod tests {
         );
         assert_eq!(
             post("/admin/api/session", &[("content-length", "1048576")]),
+            None
+        );
+        // A manual payment may carry its evidence file: up to 8 MiB, no more.
+        assert_eq!(
+            post(
+                "/admin/api/mandates/man_1/payments",
+                &[("content-length", "7340032")]
+            ),
+            Some(14 * 1024)
+        );
+        assert_eq!(
+            post(
+                "/admin/api/mandates/man_1/payments",
+                &[("content-length", "9437184")]
+            ),
+            None
+        );
+        assert_eq!(
+            post(
+                "/admin/api/mandates/man_1/annulments",
+                &[("content-length", "2097152")]
+            ),
             None
         );
         assert_eq!(

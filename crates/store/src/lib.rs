@@ -70,6 +70,7 @@ pub mod sqlite_file;
 pub mod sqlite_setup;
 pub mod staff;
 pub mod staff_audit;
+pub mod staff_past_due;
 pub mod staff_views;
 mod stored_json;
 pub mod webpay;

@@ -119,6 +119,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0030_sandbox_trigger_records",
         include_str!("../../../migrations/0030_sandbox_trigger_records.sql"),
     ),
+    (
+        "0031_payment_evidence_files",
+        include_str!("../../../migrations/0031_payment_evidence_files.sql"),
+    ),
 ];
 
 /// What a migration needs that SQL cannot compute, run in its transaction right after its SQL.

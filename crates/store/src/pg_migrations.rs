@@ -48,6 +48,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0010_correlation_claims_by_id",
         include_str!("../../../migrations/postgres/0010_correlation_claims_by_id.sql"),
     ),
+    (
+        "0011_payment_evidence_files",
+        include_str!("../../../migrations/postgres/0011_payment_evidence_files.sql"),
+    ),
 ];
 
 /// The advisory lock's key: any constant no other application on the database uses

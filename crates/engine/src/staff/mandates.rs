@@ -17,7 +17,10 @@ use mandato_store::installments::{self, InstallmentRow};
 use mandato_store::instruments::{self, AcceptanceRow};
 use mandato_store::mandate_signatures::{self, MandateSignatureRow};
 use mandato_store::mandates::{self, MandateRow};
+use mandato_store::payment_evidence::{self, NewEvidenceFile};
 use mandato_store::staff_views::{self as views, AttemptLine};
+
+pub use mandato_store::payment_evidence::EvidenceFileMeta;
 
 use crate::Engine;
 use crate::operations::Ctx;
@@ -40,6 +43,86 @@ pub struct MandateRecords {
     pub signature: Option<MandateSignatureRow>,
     /// The UF value of each business date a UF installment was charged in pesos on.
     pub uf_values: HashMap<String, String>,
+    /// The file staff attached to each installment's manual payment (by sequence number),
+    /// the latest when it has several.
+    pub evidence_files: HashMap<i64, EvidenceFileMeta>,
+}
+
+/// The largest evidence file staff may attach to a manual payment.
+pub const EVIDENCE_MAX_BYTES: usize = 5 * 1024 * 1024;
+
+/// The kinds of evidence file accepted, told by their first bytes (never by the name the
+/// browser sends): PDF, PNG, JPEG.
+pub fn evidence_content_type(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(b"%PDF-") {
+        Some("application/pdf")
+    } else if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Some("image/jpeg")
+    } else {
+        None
+    }
+}
+
+/// A file staff attach to a manual payment, already checked (kind and size).
+#[derive(Debug, Clone)]
+pub struct EvidenceUpload {
+    /// The name as uploaded, without any directory.
+    pub name: String,
+    pub content_type: &'static str,
+    pub bytes: Vec<u8>,
+    pub sha256: String,
+}
+
+impl EvidenceUpload {
+    pub fn new(name: String, content_type: &'static str, bytes: Vec<u8>) -> Self {
+        use sha2::{Digest, Sha256};
+        let sha256 = hex::encode(Sha256::digest(&bytes));
+        EvidenceUpload {
+            name,
+            content_type,
+            bytes,
+            sha256,
+        }
+    }
+}
+
+/// Keeps the evidence file of a manual payment with the installments it paid, in the
+/// payment's transaction (after the operation changed them): the file is there exactly when
+/// the payment is.
+pub fn attach_evidence(
+    conn: Db<'_>,
+    ctx: &Ctx<'_>,
+    mandate_id: &str,
+    installment_ids: &[String],
+    upload: &EvidenceUpload,
+    actor: &str,
+) -> Result<String> {
+    let mandate = mandates::by_internal_id(conn, ctx.commerce.id, mandate_id)?
+        .ok_or(Error::not_found("mandate"))?;
+    let id = mandato_core::ids::new_id("pef");
+    let file_seq = payment_evidence::insert(
+        conn,
+        &NewEvidenceFile {
+            id: &id,
+            commerce_id: ctx.commerce.id,
+            mandate_seq: mandate.seq,
+            name: &upload.name,
+            content_type: upload.content_type,
+            sha256: &upload.sha256,
+            bytes: &upload.bytes,
+            uploaded_by: actor,
+            created_at: &ctx.timestamp(),
+        },
+    )?;
+    for installment_id in installment_ids {
+        let row = installments::by_internal_id(conn, ctx.commerce.id, installment_id)?
+            .filter(|row| row.mandate_seq == mandate.seq)
+            .ok_or(Error::not_found("installment"))?;
+        payment_evidence::attach(conn, file_seq, row.seq)?;
+    }
+    Ok(id)
 }
 
 /// What the mandate's EPAC document is taken from.
@@ -156,10 +239,20 @@ impl Engine {
                 events: events::for_mandate(conn, seq)?,
                 acceptance: instruments::latest_acceptance(conn, seq)?,
                 signature: mandate_signatures::latest_of_mandate(conn, seq)?,
+                evidence_files: payment_evidence::of_mandate(conn, seq)?
+                    .into_iter()
+                    .collect(),
                 mandate,
                 commerce,
             })
         })
+    }
+
+    /// An evidence file of a manual payment, with its bytes, by its id (pef_...).
+    pub fn evidence_file(&self, id: &str) -> Result<(EvidenceFileMeta, Vec<u8>)> {
+        self.store()
+            .read(|conn| Ok(payment_evidence::by_id(conn, id)?))?
+            .ok_or(Error::not_found("evidence file"))
     }
 
     pub fn mandate_document_sources(&self, seq: i64) -> Result<DocumentSources> {

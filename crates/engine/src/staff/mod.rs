@@ -7,6 +7,7 @@ pub mod calendar;
 pub mod events;
 pub mod fees;
 pub mod mandates;
+pub mod past_due;
 pub mod refunds;
 pub mod sessions;
 pub mod settings;

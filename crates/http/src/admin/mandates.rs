@@ -34,7 +34,10 @@ use mandato_engine::records::{
     AcceptanceRow, Db, EventRow, Keyset, MandateColumn, MandateFilter, MandateLine, NewInstallment,
     Role, StoredJson,
 };
-use mandato_engine::staff::mandates::{MandateRecords, check_selection, customer_of_mandate};
+use mandato_engine::staff::mandates::{
+    EVIDENCE_MAX_BYTES, EvidenceFileMeta, EvidenceUpload, MandateRecords, attach_evidence,
+    check_selection, customer_of_mandate, evidence_content_type,
+};
 
 #[derive(IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -313,6 +316,43 @@ pub struct StaffInstallment {
     /// A UF installment the charging engine charged in pesos: the pesos of its latest charge
     /// attempt and the UF value used; null for other currencies and before any attempt.
     pub uf_charge: Option<UfChargeDto>,
+    /// The file staff attached to its manual payment; null when none was.
+    pub evidence_file: Option<EvidenceFileDto>,
+}
+
+/// A file attached to a manual payment as its evidence (never its bytes: those are at `url`).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvidenceFileDto {
+    /// pef_...
+    pub id: String,
+    /// The name it was uploaded with.
+    pub name: String,
+    /// `application/pdf`, `image/png` or `image/jpeg`, as its bytes say.
+    pub content_type: String,
+    pub size_bytes: i64,
+    /// SHA-256 of the bytes, hex.
+    pub sha256: String,
+    /// The staff member who attached it, and when.
+    pub uploaded_by: String,
+    pub uploaded_at: String,
+    /// Where staff read it: `/admin/api/payment-evidence/{id}`.
+    pub url: String,
+}
+
+impl From<&EvidenceFileMeta> for EvidenceFileDto {
+    fn from(f: &EvidenceFileMeta) -> Self {
+        EvidenceFileDto {
+            id: f.id.clone(),
+            name: f.name.clone(),
+            content_type: f.content_type.clone(),
+            size_bytes: f.size_bytes,
+            sha256: f.sha256.clone(),
+            uploaded_by: f.uploaded_by.clone(),
+            uploaded_at: f.created_at.clone(),
+            url: format!("/admin/api/payment-evidence/{}", f.id),
+        }
+    }
 }
 
 /// The pesos a UF installment was charged and the UF value they came from.
@@ -444,6 +484,7 @@ fn mandate_detail(
         acceptance,
         signature,
         uf_values,
+        evidence_files,
     } = records;
     let mut attempts: HashMap<i64, Vec<ChargeAttemptDto>> = HashMap::new();
     for a in attempt_rows {
@@ -543,6 +584,7 @@ fn mandate_detail(
                 can_pay: alive && row.state.can_move_to(InstallmentState::Paid),
                 can_annul: alive && row.state.can_move_to(InstallmentState::Annulled),
                 can_refund: row.state == InstallmentState::Paid && charged_by_card,
+                evidence_file: evidence_files.get(&row.seq).map(EvidenceFileDto::from),
                 charge_attempts,
             }
         })
@@ -683,6 +725,99 @@ pub struct StaffPaymentRequest {
     pub installment_ids: Option<Vec<String>>,
     /// The evidence: `amount` is the sum of the installments, in their currency.
     pub payment: Option<PaymentIn>,
+    /// Optional: a file that shows the payment (a transfer's voucher, a deposit slip), kept
+    /// with it.
+    pub evidence_file: Option<EvidenceFileIn>,
+}
+
+/// A file attached to a manual payment: a PDF, PNG or JPEG of at most 5 MiB, told by its
+/// bytes (the name's extension is not trusted).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvidenceFileIn {
+    /// The file's name, 1 to 200 characters (a path's directories are dropped).
+    pub name: Option<String>,
+    /// The bytes, base64 (standard alphabet, padded).
+    pub content_base64: Option<String>,
+}
+
+const EVIDENCE_NAME_CHARS: usize = 200;
+
+/// The evidence file as sent, checked: its name, its kind by its first bytes, its size.
+fn parse_evidence_file(
+    file: Option<&EvidenceFileIn>,
+    errors: &mut FieldErrors,
+) -> Option<EvidenceUpload> {
+    use base64::Engine as _;
+    let file = file?;
+    let name = match file.name.as_deref().map(str::trim) {
+        None | Some("") => {
+            errors.missing("evidenceFile.name");
+            None
+        }
+        Some(name) => {
+            // A browser may send a path; only its last part names the file.
+            let base = name.rsplit(['/', '\\']).next().unwrap_or(name).trim();
+            if base.is_empty() || base.chars().count() > EVIDENCE_NAME_CHARS {
+                errors.push(
+                    "evidenceFile.name",
+                    "INVALID_LENGTH",
+                    format!("1 to {EVIDENCE_NAME_CHARS} characters"),
+                );
+                None
+            } else if base.chars().any(char::is_control) {
+                errors.push(
+                    "evidenceFile.name",
+                    "INVALID_FORMAT",
+                    "no control characters",
+                );
+                None
+            } else {
+                Some(base.to_string())
+            }
+        }
+    };
+    let Some(content) = file.content_base64.as_deref() else {
+        errors.missing("evidenceFile.contentBase64");
+        return None;
+    };
+    // Refused before decoding: its base64 is four characters per three bytes.
+    if content.len() > EVIDENCE_MAX_BYTES.div_ceil(3) * 4 {
+        errors.push(
+            "evidenceFile.contentBase64",
+            "FILE_TOO_LARGE",
+            format!("at most {} MiB", EVIDENCE_MAX_BYTES / (1024 * 1024)),
+        );
+        return None;
+    }
+    let bytes = match base64::engine::general_purpose::STANDARD.decode(content) {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            errors.push(
+                "evidenceFile.contentBase64",
+                "INVALID_BASE64",
+                "not base64 (standard alphabet, padded)",
+            );
+            return None;
+        }
+    };
+    if bytes.len() > EVIDENCE_MAX_BYTES {
+        errors.push(
+            "evidenceFile.contentBase64",
+            "FILE_TOO_LARGE",
+            format!("at most {} MiB", EVIDENCE_MAX_BYTES / (1024 * 1024)),
+        );
+        return None;
+    }
+    let Some(content_type) = evidence_content_type(&bytes) else {
+        errors.push(
+            "evidenceFile.contentBase64",
+            "UNSUPPORTED_FILE_TYPE",
+            "the file must be a PDF, PNG or JPEG",
+        );
+        return None;
+    };
+    Some(EvidenceUpload::new(name?, content_type, bytes))
 }
 
 fn parse_evidence(p: Option<&PaymentIn>, errors: &mut FieldErrors) -> Option<PaymentEvidence> {
@@ -732,8 +867,10 @@ pub async fn pay(
     let mut errors = FieldErrors::new();
     let ids = installment_ids(body.installment_ids.as_ref(), &mut errors);
     let evidence = parse_evidence(body.payment.as_ref(), &mut errors);
+    let file = parse_evidence_file(body.evidence_file.as_ref(), &mut errors);
     errors.into_result()?;
     let (ids, evidence) = (ids.expect("validated"), evidence.expect("validated"));
+    // The audit names the file by what identifies it, never by its bytes.
     let detail = serde_json::json!({
         "installments": ids,
         "amount": evidence.amount.to_json_number(),
@@ -741,6 +878,12 @@ pub async fn pay(
         "date": evidence.date.to_string(),
         "method": evidence.method,
         "authorizationCode": evidence.authorization_code,
+        "evidenceFile": file.as_ref().map(|f| serde_json::json!({
+            "name": f.name,
+            "contentType": f.content_type,
+            "sizeBytes": f.bytes.len(),
+            "sha256": f.sha256,
+        })),
     })
     .to_string();
     let command = ChangeStatus {
@@ -749,6 +892,8 @@ pub async fn pay(
         action: Action::Payment(evidence),
     };
     let mandate_id = internal_id.clone();
+    let actor = staff.email().to_string();
+    let file = std::sync::Arc::new(file);
     act(
         &state,
         &staff,
@@ -757,10 +902,73 @@ pub async fn pay(
         Some(detail),
         move |tx, ctx| {
             check_selection(tx, ctx, &mandate_id, &ids, InstallmentState::Paid)?;
-            installment_ops::change_status(tx, ctx, &command).map(drop)
+            installment_ops::change_status(tx, ctx, &command)?;
+            if let Some(file) = file.as_ref() {
+                attach_evidence(tx, ctx, &mandate_id, &ids, file, &actor)?;
+            }
+            Ok(())
         },
     )
     .await
+}
+
+/// The evidence file of a manual payment, as it was uploaded (any staff role). Shown in the
+/// browser (`inline`) under its own name, in a sandbox so that a document cannot run anything
+/// in the staff's origin.
+#[utoipa::path(get, path = "/payment-evidence/{fileId}", tag = "staff",
+    params(("fileId" = String, Path, description = "pef_...")),
+    responses(
+        (status = 200, description = "The file: application/pdf, image/png or image/jpeg", content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+        (status = 404, description = "EVIDENCE_FILE_NOT_FOUND", body = ErrorBody),
+    ))]
+pub async fn evidence_file(
+    State(state): State<AppState>,
+    staff: Staff,
+    Path(file_id): Path<String>,
+) -> std::result::Result<Response, ApiError> {
+    staff.require(Role::Viewer)?;
+    let (meta, bytes) = state.evidence_file(&file_id)?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, meta.content_type.clone()),
+            (header::CONTENT_DISPOSITION, content_disposition(&meta.name)),
+            (header::CACHE_CONTROL, "no-store".to_string()),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "sandbox; default-src 'none'; img-src 'self'; object-src 'self'".to_string(),
+            ),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
+        ],
+        bytes,
+    )
+        .into_response())
+}
+
+/// `inline` with the uploaded name: an ASCII stand-in for old clients and the exact name
+/// percent-encoded (RFC 6266, RFC 5987), so no character of it can break the header.
+fn content_disposition(name: &str) -> String {
+    let ascii: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ' ' | '(' | ')') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let encoded: String = name
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_') {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    format!("inline; filename=\"{ascii}\"; filename*=UTF-8''{encoded}")
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

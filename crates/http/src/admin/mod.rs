@@ -15,6 +15,7 @@ pub mod fees;
 pub mod ledger;
 pub mod mandates;
 pub mod paging;
+pub mod past_due;
 pub mod session;
 pub mod settings;
 pub mod signatures;
@@ -63,6 +64,9 @@ pub fn router(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(dashboard::dashboard))
         .routes(routes!(customers::list))
         .routes(routes!(customers::detail))
+        .routes(routes!(customers::payments))
+        .routes(routes!(past_due::list))
+        .routes(routes!(charging::run_detail))
         .routes(routes!(mandates::list))
         .routes(routes!(mandates::detail))
         .routes(routes!(mandates::document))
