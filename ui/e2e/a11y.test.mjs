@@ -314,6 +314,21 @@ describe("Accessibility of every screen", { concurrency: false }, () => {
     await check("signature-detail", route(`/signatures/${ids.process}`));
   });
 
+  test("past due, a charging run and a customer's payments", async () => {
+    await check("past-due", route("/past-due"));
+    // A run (nothing falls due today here, so it charges nothing) to open.
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await route("/charging")();
+    await page.getByTestId("run-now").click();
+    await page.getByRole("dialog").getByRole("button", { name: "Cobrar ahora" }).click();
+    await page.getByTestId("runs-table").getByTestId("open-run").first().waitFor();
+    const run = await page.getByTestId("runs-table").locator("tr[data-run]").first().getAttribute("data-run");
+    await check("charging-run", async () => {
+      await route(`/charging/runs/${run}`)();
+      await page.getByTestId("run-counts").waitFor();
+    });
+  });
+
   test("every settings tab", async () => {
     await route("/settings")();
     const tabs = await page.getByRole("tab").count();

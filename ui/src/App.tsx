@@ -11,6 +11,8 @@ import { Login, PasswordRequired, Setup } from "./screens/SignIn";
 // Each screen is its own chunk, loaded when first visited: the first page loads only its own.
 const Audit = lazy(() => import("./screens/Audit").then((m) => ({ default: m.Audit })));
 const Charging = lazy(() => import("./screens/Charging").then((m) => ({ default: m.Charging })));
+const ChargingRun = lazy(() => import("./screens/Charging").then((m) => ({ default: m.ChargingRun })));
+const PastDue = lazy(() => import("./screens/PastDue").then((m) => ({ default: m.PastDue })));
 const Customers = lazy(() => import("./screens/Customers").then((m) => ({ default: m.Customers })));
 const CustomerDetail = lazy(() => import("./screens/Customers").then((m) => ({ default: m.CustomerDetail })));
 const Dashboard = lazy(() => import("./screens/Dashboard").then((m) => ({ default: m.Dashboard })));
@@ -100,6 +102,8 @@ export function App() {
             <Route path="/mandates/:id" element={<MandateDetail />} />
             <Route path="/notifications" element={<Notifications />} />
             <Route path="/charging" element={<Charging />} />
+            <Route path="/charging/runs/:id" element={<ChargingRun />} />
+            <Route path="/past-due" element={<PastDue />} />
             <Route path="/ledger" element={<Ledger />} />
             <Route path="/settings" element={<Settings />} />
             <Route path="/audit" element={<Audit />} />

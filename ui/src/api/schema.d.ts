@@ -836,6 +836,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/charging/runs/{runId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One charging run: its counts and the installments it charged, with their outcomes. */
+        get: operations["staff_get_charging_runs_runId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/commerces": {
         parameters: {
             query?: never;
@@ -1068,7 +1085,15 @@ export interface paths {
         /** Customers of every commerce, newest first or in the order asked, and how many there are. */
         get: operations["staff_get_customers"];
         put?: never;
-        post?: never;
+        /**
+         * Register a new customer of a commerce (operator or admin), as the merchant's `POST /user`
+         *     does: the RUT with or without dots and dash, names, e-mail, phone and address under the
+         *     same rules and at the same paths (`customer.contacts.email`). A staff creation never
+         *     updates: a `userId` already registered is `DUPLICATED_USER_ID` (`DUPLICATED_RUT` when it
+         *     is that same RUT's), a RUT held by another customer `DUPLICATED_RUT`. Recorded in the staff
+         *     audit log (`customer.create`).
+         */
+        post: operations["staff_post_customers"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1084,6 +1109,27 @@ export interface paths {
         };
         /** One customer and every mandate of theirs. */
         get: operations["staff_get_customers_internalUserId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/customers/{internalUserId}/payments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every charge and payment of the customer's installments, across their mandates, newest
+         *     first: the charging engine's attempts (paid, rejected, in process), portal payments,
+         *     payments recorded by hand and refunds.
+         */
+        get: operations["staff_get_customers_internalUserId_payments"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1261,7 +1307,14 @@ export interface paths {
          */
         get: operations["staff_get_mandates"];
         put?: never;
-        post?: never;
+        /**
+         * Create a mandate for a commerce's customer (operator or admin), as the merchant's
+         *     `POST /mandate` does: the same body (type DYNAMIC, PERMANENT, SUBSCRIPTION or ONEPAY, its
+         *     charges, installments in CLP or UF), the same rules, the same paths in a refusal. The
+         *     answer carries the Magic Link to hand to the customer. Recorded in the staff audit log
+         *     (`mandate.create`).
+         */
+        post: operations["staff_post_mandates"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1457,6 +1510,64 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/past-due": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Mandates with rejected installments, the latest rejection first, and how many there are. */
+        get: operations["staff_get_past_due"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/payment-evidence/{fileId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The evidence file of a manual payment, as it was uploaded (any staff role). Shown in the
+         *     browser (`inline`) under its own name, in a sandbox so that a document cannot run anything
+         *     in the staff's origin.
+         */
+        get: operations["staff_get_payment_evidence_fileId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Customers, mandates, installments and events a text names, at most `limit` of each kind,
+         *     newest first (any staff role).
+         */
+        get: operations["staff_get_search"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/session": {
         parameters: {
             query?: never;
@@ -1553,7 +1664,15 @@ export interface paths {
         /** Every signature process, newest first: by commerce, state, creation date and a search. */
         get: operations["staff_get_signatures"];
         put?: never;
-        post?: never;
+        /**
+         * Start a signature process for a commerce (operator or admin), as the merchant's
+         *     `POST /signature` does: the same body (signatories among the commerce's customers, PDFs in
+         *     base64 of at most 10 MiB each, where each signatory signs on each, the callback and webhook
+         *     URLs), the same 16 MiB limit, the same rules and paths in a refusal. `process.requestUser`
+         *     defaults to the staff member's e-mail. Recorded in the staff audit log
+         *     (`signature.create`).
+         */
+        post: operations["staff_post_signatures"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1595,6 +1714,29 @@ export interface paths {
         get: operations["staff_get_signatures_internalId_audit_verify"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/signatures/{internalId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a PENDING or IN_PROGRESS process of any commerce (operator or admin), as the
+         *     merchant's `DELETE /signature/cancel` does (CONTRACT 8): in one transaction it becomes
+         *     CANCELLED, its trail gets the CANCELLED act by STAFF, `SIGNATURE_CANCELLED` goes to its
+         *     webhook, and the staff audit log records who (`signature.cancel`). Documents and trail are
+         *     kept. Already cancelled is 410; COMPLETED, REJECTED or EXPIRED is 400.
+         */
+        post: operations["staff_post_signatures_internalId_cancel"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3479,7 +3621,7 @@ export interface components {
          * @description Who did an act of the trail.
          * @enum {string}
          */
-        ActorKind: "SIGNATORY" | "MERCHANT" | "SYSTEM";
+        ActorKind: "SIGNATORY" | "MERCHANT" | "SYSTEM" | "STAFF";
         ApiKeyDto: {
             /** @description The key's first 8 characters, to tell keys apart. */
             prefix: string;
@@ -3624,7 +3766,7 @@ export interface components {
         };
         ChargingOverview: {
             /** @description Newest first, at most 50. */
-            runs: components["schemas"]["RunDto"][];
+            runs: components["schemas"]["RunLineDto"][];
             running: components["schemas"]["ProgressDto"] | null;
             /**
              * Format: date
@@ -3875,7 +4017,7 @@ export interface components {
             message: string;
             payload: {
                 /** @description Newest first, at most 50. */
-                runs: components["schemas"]["RunDto"][];
+                runs: components["schemas"]["RunLineDto"][];
                 running: components["schemas"]["ProgressDto"] | null;
                 /**
                  * Format: date
@@ -4022,6 +4164,20 @@ export interface components {
                 rules: components["schemas"]["FeeRuleDto"][];
             };
         };
+        Envelope_GlobalSearchResult: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                /** @description The text searched, trimmed. */
+                query: string;
+                customers: components["schemas"]["CustomerLineDto"][];
+                mandates: components["schemas"]["MandateLineDto"][];
+                installments: components["schemas"]["InstallmentHitDto"][];
+                events: components["schemas"]["EventHitDto"][];
+            };
+        };
         Envelope_MandateDetail: {
             /** Format: int32 */
             statusCode: number;
@@ -4098,6 +4254,39 @@ export interface components {
                 email: string;
                 /** @description Shown once: the member signs in with it and must then choose their own password. */
                 temporaryPassword: string;
+            };
+        };
+        Envelope_PastDuePage: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                items: components["schemas"]["PastDueLineDto"][];
+                /**
+                 * Format: int64
+                 * @description How many mandates are past due, every page together.
+                 */
+                total: number;
+                /** @description Null on the last page. */
+                nextCursor: string | null;
+            };
+        };
+        Envelope_PaymentsPage: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                /** @description Newest first. */
+                items: components["schemas"]["PaymentLineDto"][];
+                /**
+                 * Format: int64
+                 * @description How many lines the history has, every page together.
+                 */
+                total: number;
+                /** @description Null on the last page. */
+                nextCursor: string | null;
             };
         };
         Envelope_ProcessChainDto: {
@@ -4230,6 +4419,28 @@ export interface components {
                 previousValidUntil: string;
             };
         };
+        Envelope_RunDetailDto: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                /**
+                 * @description The run with the counts it recorded (`waitingUf` and `acquirerNotConfigured` count
+                 *     due installments it did not charge, so they have no attempt below).
+                 */
+                run: components["schemas"]["RunLineDto"];
+                /**
+                 * @description Its attempts by where they stand now (a bank debit IN_VALIDATION at the run may be
+                 *     PAID or REJECTED since).
+                 */
+                outcomes: components["schemas"]["RunOutcomesDto"];
+                /** @description In the order the run made them. */
+                attempts: components["schemas"]["RunAttemptDto"][];
+                /** @description Null on the last page. */
+                nextCursor: string | null;
+            };
+        };
         Envelope_SessionInfo: {
             /** Format: int32 */
             statusCode: number;
@@ -4301,6 +4512,16 @@ export interface components {
                 nextCursor: string | null;
             };
         };
+        Envelope_StaffCustomerCreated: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                commerce: string;
+                customer: components["schemas"]["CustomerDto"];
+            };
+        };
         Envelope_StaffDto: {
             /** Format: int32 */
             statusCode: number;
@@ -4348,6 +4569,17 @@ export interface components {
                 holidays: components["schemas"]["StaffHolidayDto"][];
             };
         };
+        Envelope_StaffMandateCreated: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                commerce: string;
+                /** @description As `POST /api/v1/mandate` answers it: `mandate.magicLink` is the customer's link. */
+                mandate: components["schemas"]["MandatePayload"];
+            };
+        };
         Envelope_StaffPayload: {
             /** Format: int32 */
             statusCode: number;
@@ -4355,6 +4587,20 @@ export interface components {
             message: string;
             payload: {
                 items: components["schemas"]["StaffDto"][];
+            };
+        };
+        Envelope_StaffSignatureCreated: {
+            /** Format: int32 */
+            statusCode: number;
+            name: string;
+            message: string;
+            payload: {
+                commerce: string;
+                /**
+                 * @description As `POST /api/v1/signature` answers it: each signatory's `signingUrl` is that person's
+                 *     own link.
+                 */
+                signature: components["schemas"]["SignaturePayload"];
             };
         };
         Envelope_StaffSignatureDetail: {
@@ -4468,6 +4714,20 @@ export interface components {
             /** @description How a receiver checks this event's signatures. */
             verification: string;
         };
+        EventHitDto: {
+            /** @description evt_... */
+            eventId: string;
+            /** @description activation, payment or signature. */
+            kind: string;
+            /** @description PENDING, DELIVERED, FAILED or NO_URL. */
+            deliveryState: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description Its mandate, when it has one (a signature's event has none). */
+            mandateInternalId: string | null;
+            mandateId: string | null;
+            commerce: string;
+        };
         EventRedelivery: {
             eventId: string;
             /** @description The event is PENDING again, due now. */
@@ -4491,6 +4751,35 @@ export interface components {
         EventsPage: {
             items: components["schemas"]["ListedEventDto"][];
             nextCursor: string | null;
+        };
+        /** @description A file attached to a manual payment as its evidence (never its bytes: those are at `url`). */
+        EvidenceFileDto: {
+            /** @description pef_... */
+            id: string;
+            /** @description The name it was uploaded with. */
+            name: string;
+            /** @description `application/pdf`, `image/png` or `image/jpeg`, as its bytes say. */
+            contentType: string;
+            /** Format: int64 */
+            sizeBytes: number;
+            /** @description SHA-256 of the bytes, hex. */
+            sha256: string;
+            /** @description The staff member who attached it, and when. */
+            uploadedBy: string;
+            /** Format: date-time */
+            uploadedAt: string;
+            /** @description Where staff read it: `/admin/api/payment-evidence/{id}`. */
+            url: string;
+        };
+        /**
+         * @description A file attached to a manual payment: a PDF, PNG or JPEG of at most 5 MiB, told by its
+         *     bytes (the name's extension is not trusted).
+         */
+        EvidenceFileIn: {
+            /** @description The file's name, 1 to 200 characters (a path's directories are dropped). */
+            name?: string | null;
+            /** @description The bytes, base64 (standard alphabet, padded). */
+            contentBase64?: string | null;
         };
         FailingEvent: {
             eventId: string;
@@ -4575,6 +4864,14 @@ export interface components {
             commerce: string;
             rules: components["schemas"]["FeeRuleDto"][];
         };
+        GlobalSearchResult: {
+            /** @description The text searched, trimmed. */
+            query: string;
+            customers: components["schemas"]["CustomerLineDto"][];
+            mandates: components["schemas"]["MandateLineDto"][];
+            installments: components["schemas"]["InstallmentHitDto"][];
+            events: components["schemas"]["EventHitDto"][];
+        };
         /**
          * @description One attempt's `webhook-signature` header against the one the secret makes for its
          *     `webhook-id`, `webhook-timestamp` and the raw body.
@@ -4607,6 +4904,22 @@ export interface components {
             year: number;
             /** @description By date: the national holidays, 31 December (banks) and the days staff added. */
             holidays: components["schemas"]["HolidayDto"][];
+        };
+        InstallmentHitDto: {
+            /** @description ins_... */
+            internalId: string;
+            /** @description The merchant's id. */
+            id: string;
+            state: components["schemas"]["StateDto"];
+            /** Format: double */
+            amount: number;
+            currencyId: string;
+            /** Format: date */
+            dueDate: string;
+            /** @description Its mandate: man_... and the merchant's id. */
+            mandateInternalId: string;
+            mandateId: string;
+            commerce: string;
         };
         InstallmentsPayload: {
             product: components["schemas"]["ProductSummary"];
@@ -4897,6 +5210,127 @@ export interface components {
             /** @description Shown once: the member signs in with it and must then choose their own password. */
             temporaryPassword: string;
         };
+        PastDueCustomerDto: {
+            internalUserId: string;
+            name: string;
+            /** @description Without dots, with its dash (`12345678-5`). */
+            rut: string;
+        };
+        PastDueLineDto: {
+            /** @description The mandate: our id (man_...), the merchant's id, its name and state. */
+            internalId: string;
+            id: string;
+            name: string;
+            state: components["schemas"]["StateDto"];
+            commerce: string;
+            customer: components["schemas"]["PastDueCustomerDto"];
+            /**
+             * Format: int64
+             * @description How many of its installments are REJECTED.
+             */
+            rejected: number;
+            /**
+             * Format: date-time
+             * @description When the latest of them was rejected (the list's order, newest first).
+             */
+            lastRejectedAt: string;
+            /** @description The latest rejection's code and message. */
+            lastRejectionCode: string | null;
+            lastRejectionMessage: string | null;
+            /**
+             * Format: date
+             * @description The earliest retry any of them waits for, `YYYY-MM-DD`; null when every one was
+             *     declined for good.
+             */
+            nextRetryDate: string | null;
+            /**
+             * @description Whether no retry remains for any of them: staff must act (a new payment method, a
+             *     payment recorded, an annulment).
+             */
+            finalDecline: boolean;
+            /**
+             * @description The rejected amounts added up, one per currency (the installments' own: UF for UF
+             *     installments).
+             */
+            amountDue: components["schemas"]["MoneyDto"][];
+            /** @description Its REJECTED installments, by due date. */
+            installments: components["schemas"]["RejectedInstallmentDto"][];
+        };
+        PastDuePage: {
+            items: components["schemas"]["PastDueLineDto"][];
+            /**
+             * Format: int64
+             * @description How many mandates are past due, every page together.
+             */
+            total: number;
+            /** @description Null on the last page. */
+            nextCursor: string | null;
+        };
+        /** @description One charge or payment of an installment of the customer. */
+        PaymentLineDto: {
+            /**
+             * Format: date-time
+             * @description When it was recorded.
+             */
+            at: string;
+            /**
+             * Format: date
+             * @description The business date of a charge attempt or ledger entry, `YYYY-MM-DD`.
+             */
+            businessDate: string | null;
+            /**
+             * @description CHARGE (the charging engine's attempt), PORTAL (paid by the customer on Webpay),
+             *     MANUAL (a payment the merchant or staff recorded) or REFUND.
+             */
+            kind: string;
+            /**
+             * @description pay_... of a charge, led_... of a recorded payment or refund, the buy order of a
+             *     portal payment.
+             */
+            reference: string;
+            /**
+             * @description PAID, REJECTED, IN_PROCESS, IN_VALIDATION, ABANDONED (a portal payment left
+             *     unfinished) or REFUNDED.
+             */
+            outcome: string;
+            rejectionCode: string | null;
+            authorizationCode: string | null;
+            /**
+             * Format: double
+             * @description What was charged or paid (pesos for a UF installment charged; negative for a refund).
+             */
+            amount: number;
+            currencyId: string;
+            /**
+             * Format: double
+             * @description The installment's own amount (UF for a UF installment).
+             */
+            installmentAmount: number;
+            installmentCurrencyId: string;
+            /**
+             * Format: double
+             * @description The UF value of the business date, for a UF installment.
+             */
+            ufValue: number | null;
+            /** @description CREDIT_CARD ... DIRECT_EPAC, WEBPAY (the portal) or MANUAL; null when unknown. */
+            method: string | null;
+            installmentInternalId: string;
+            installmentId: string;
+            mandateInternalId: string;
+            mandateId: string;
+            mandateName: string;
+        };
+        PaymentsPage: {
+            /** @description Newest first. */
+            items: components["schemas"]["PaymentLineDto"][];
+            /**
+             * Format: int64
+             * @description How many lines the history has, every page together.
+             */
+            total: number;
+            /** @description Null on the last page. */
+            nextCursor: string | null;
+        };
         ProcessChainDto: {
             internalId: string;
             /**
@@ -5002,6 +5436,31 @@ export interface components {
              */
             retentionDays: number;
         };
+        RejectedInstallmentDto: {
+            internalId: string;
+            id: string;
+            /** Format: double */
+            amount: number;
+            currencyId: string;
+            /** Format: date */
+            dueDate: string;
+            /**
+             * Format: date-time
+             * @description When it was last rejected.
+             */
+            rejectedAt: string;
+            /** Format: int64 */
+            attempts: number;
+            /** @description The rejection code (`INSUFFICIENT_FUNDS`, `EXPIRED_CARD`, ...). */
+            rejectionCode: string | null;
+            rejectionMessage: string | null;
+            /**
+             * Format: date
+             * @description The business date of its next attempt, `YYYY-MM-DD`, as the mandate's page has it;
+             *     null when no retry remains (its final decline, or a hard decline).
+             */
+            nextRetryDate: string | null;
+        };
         RemovedRoot: {
             fingerprint: string;
         };
@@ -5075,6 +5534,75 @@ export interface components {
             webhookSecret: string;
             previousValidUntil: string;
         };
+        /** @description One installment a run charged, and how its charge stands now. */
+        RunAttemptDto: {
+            /** @description The attempt (pay_...). */
+            attemptId: string;
+            /**
+             * Format: int64
+             * @description The installment's attempt number (1 for its first charge).
+             */
+            attempt: number;
+            /**
+             * @description PAID, REJECTED, IN_PROCESS or IN_VALIDATION (a bank debit awaiting its bank; it is
+             *     settled on a later run).
+             */
+            outcome: string;
+            rejectionCode: string | null;
+            authorizationCode: string | null;
+            /**
+             * Format: double
+             * @description What was charged: pesos, for a UF installment too.
+             */
+            amount: number;
+            currencyId: string;
+            /**
+             * Format: double
+             * @description The installment's own amount (UF for a UF installment).
+             */
+            installmentAmount: number;
+            installmentCurrencyId: string;
+            /**
+             * Format: double
+             * @description The UF value of the run's date, for a UF installment.
+             */
+            ufValue: number | null;
+            installmentInternalId: string;
+            installmentId: string;
+            /** @description The installment's state now. */
+            installmentState: components["schemas"]["StateDto"];
+            /**
+             * Format: date
+             * @description A REJECTED installment's next attempt, `YYYY-MM-DD`; null when none remains.
+             */
+            nextRetryDate: string | null;
+            mandateInternalId: string;
+            mandateId: string;
+            mandateName: string;
+            customerInternalId: string;
+            customerName: string;
+            commerce: string;
+            /** Format: date-time */
+            startedAt: string;
+            /** Format: date-time */
+            finishedAt: string | null;
+        };
+        RunDetailDto: {
+            /**
+             * @description The run with the counts it recorded (`waitingUf` and `acquirerNotConfigured` count
+             *     due installments it did not charge, so they have no attempt below).
+             */
+            run: components["schemas"]["RunLineDto"];
+            /**
+             * @description Its attempts by where they stand now (a bank debit IN_VALIDATION at the run may be
+             *     PAID or REJECTED since).
+             */
+            outcomes: components["schemas"]["RunOutcomesDto"];
+            /** @description In the order the run made them. */
+            attempts: components["schemas"]["RunAttemptDto"][];
+            /** @description Null on the last page. */
+            nextCursor: string | null;
+        };
         RunDto: {
             /** Format: date */
             businessDate: string;
@@ -5110,6 +5638,25 @@ export interface components {
              *     (`ACQUIRER_NOT_CONFIGURED`, production only).
              */
             acquirerNotConfigured: number;
+        };
+        /** @description A run of the list, with the number that opens it. */
+        RunLineDto: components["schemas"]["RunDto"] & {
+            /**
+             * Format: int64
+             * @description The run's number: its page is `GET /charging/runs/{runId}`.
+             */
+            runId: number;
+        };
+        /** @description How many of a run's attempts stand in each state now. */
+        RunOutcomesDto: {
+            /** Format: int64 */
+            paid: number;
+            /** Format: int64 */
+            rejected: number;
+            /** Format: int64 */
+            inProcess: number;
+            /** Format: int64 */
+            inValidation: number;
         };
         SandboxCodeDto: {
             /** @description The current one-time code: sandbox only, never shown in the signing page. */
@@ -5237,6 +5784,15 @@ export interface components {
             /** @description Why: 3 to 500 characters. */
             description?: string | null;
         };
+        StaffCustomerCreated: {
+            commerce: string;
+            customer: components["schemas"]["CustomerDto"];
+        };
+        StaffCustomerRequest: {
+            /** @description The code of the commerce the customer is registered with. */
+            commerce?: string | null;
+            customer?: components["schemas"]["CustomerIn"] | null;
+        };
         StaffDocumentDto: {
             /** @description `doc_...`: the path segment of its downloads. */
             internalId: string;
@@ -5299,6 +5855,17 @@ export interface components {
              */
             nextRetryDate: string | null;
             ufCharge: components["schemas"]["UfChargeDto"] | null;
+            evidenceFile: components["schemas"]["EvidenceFileDto"] | null;
+        };
+        StaffMandateCreated: {
+            commerce: string;
+            /** @description As `POST /api/v1/mandate` answers it: `mandate.magicLink` is the customer's link. */
+            mandate: components["schemas"]["MandatePayload"];
+        };
+        /** @description The staff body of a mandate: the merchant's `POST /mandate` body and the commerce's code. */
+        StaffMandateRequest: components["schemas"]["MandateRequest"] & {
+            /** @description The code of the commerce the mandate is created for; `customer` is one of its customers. */
+            commerce?: string | null;
         };
         StaffPayload: {
             items: components["schemas"]["StaffDto"][];
@@ -5307,6 +5874,7 @@ export interface components {
             /** @description The installments paid (`ins_...`). */
             installmentIds: string[];
             payment?: components["schemas"]["PaymentIn"] | null;
+            evidenceFile?: components["schemas"]["EvidenceFileIn"] | null;
         };
         StaffReconciliationRequest: {
             /** @description The commerce (its code). */
@@ -5345,6 +5913,18 @@ export interface components {
             codeVerifiedAt: string | null;
             sandboxCode: components["schemas"]["SandboxCodeDto"] | null;
         };
+        StaffSignatureCancelRequest: {
+            /** @description Why, for the staff audit log: up to 500 characters. */
+            reason?: string | null;
+        };
+        StaffSignatureCreated: {
+            commerce: string;
+            /**
+             * @description As `POST /api/v1/signature` answers it: each signatory's `signingUrl` is that person's
+             *     own link.
+             */
+            signature: components["schemas"]["SignaturePayload"];
+        };
         StaffSignatureDetail: {
             commerce: string;
             /** @description As the merchant's lookup answers it. */
@@ -5360,6 +5940,14 @@ export interface components {
              */
             codesVisible: boolean;
             mandate: components["schemas"]["ActivatedMandateDto"] | null;
+        };
+        /**
+         * @description The staff body of a signature process: the merchant's `POST /signature` body and the
+         *     commerce's code.
+         */
+        StaffSignatureRequest: components["schemas"]["SignatureRequest"] & {
+            /** @description The code of the commerce the process is for; every signatory is one of its customers. */
+            commerce?: string | null;
         };
         StaffUpdateRequest: {
             /** @description A new role: `admin`, `operator` or `viewer`. */
@@ -9603,6 +10191,81 @@ export interface operations {
             };
         };
     };
+    staff_get_charging_runs_runId: {
+        parameters: {
+            query?: {
+                /** @description Only attempts standing in this state: PAID, REJECTED, IN_PROCESS or IN_VALIDATION. */
+                state?: string;
+                /** @description 1 to 200, default 100. */
+                limit?: number;
+                /** @description The `nextCursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The run's number (`runId` of `GET /charging`) */
+                runId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description CHARGING_RUN_DETAIL_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_RunDetailDto"];
+                };
+            };
+            /** @description Invalid filter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description CHARGING_RUN_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     staff_get_commerces: {
         parameters: {
             query?: never;
@@ -10933,6 +11596,93 @@ export interface operations {
             };
         };
     };
+    staff_post_customers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StaffCustomerRequest"];
+            };
+        };
+        responses: {
+            /** @description CUSTOMER_CREATED */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_StaffCustomerCreated"];
+                };
+            };
+            /** @description Invalid field (`commerce`, `customer.*`: REQUIRED, INVALID_RUT, INVALID_EMAIL, INVALID_PHONE, TOO_LONG, INVALID_CHARACTERS, COMMERCE_NOT_FOUND), DUPLICATED_RUT or DUPLICATED_USER_ID at its field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     staff_get_customers_internalUserId: {
         parameters: {
             query?: never;
@@ -10952,6 +11702,79 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Envelope_CustomerDetail"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description CUSTOMER_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_get_customers_internalUserId_payments: {
+        parameters: {
+            query?: {
+                /** @description 1 to 200, default 50. */
+                limit?: number;
+                /** @description The `nextCursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description usr_... */
+                internalUserId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description CUSTOMER_PAYMENTS_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_PaymentsPage"];
+                };
+            };
+            /** @description Invalid limit or cursor */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description SESSION_REQUIRED */
@@ -11662,6 +12485,93 @@ export interface operations {
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_post_mandates: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StaffMandateRequest"];
+            };
+        };
+        responses: {
+            /** @description MANDATE_CREATED */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_StaffMandateCreated"];
+                };
+            };
+            /** @description Invalid field (as POST /api/v1/mandate, and `commerce`: REQUIRED, COMMERCE_NOT_FOUND), USER_NOT_FOUND, DUPLICATED_MANDATE_ID, WEBHOOK_URL_NOT_ALLOWED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12506,6 +13416,194 @@ export interface operations {
             };
         };
     };
+    staff_get_past_due: {
+        parameters: {
+            query?: {
+                /** @description Only this commerce (its code). */
+                commerce?: string;
+                /** @description 1 to 200, default 50. */
+                limit?: number;
+                /** @description The `nextCursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description PAST_DUE_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_PastDuePage"];
+                };
+            };
+            /** @description Invalid filter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_get_payment_evidence_fileId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description pef_... */
+                fileId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file: application/pdf, image/png or image/jpeg */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description EVIDENCE_FILE_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_get_search: {
+        parameters: {
+            query?: {
+                /**
+                 * @description What to look for, 1 to 100 characters without control characters: words of a
+                 *     customer's name, a RUT (with or without dots and dash, or part of one), a userId,
+                 *     mandateId, installment id or our ids (usr_, man_, ins_, evt_). Accents and case are
+                 *     ignored.
+                 */
+                q?: string;
+                /** @description Results of each kind, 1 to 20, default 5. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description SEARCH_OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_GlobalSearchResult"];
+                };
+            };
+            /** @description VALIDATION_ERROR at query.q (missing, longer than 100 characters, control characters) or query.limit */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     staff_get_session: {
         parameters: {
             query?: never;
@@ -13138,6 +14236,93 @@ export interface operations {
             };
         };
     };
+    staff_post_signatures: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StaffSignatureRequest"];
+            };
+        };
+        responses: {
+            /** @description SIGNATURE_CREATED */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_StaffSignatureCreated"];
+                };
+            };
+            /** @description Invalid field (as POST /api/v1/signature, and `commerce`: REQUIRED, COMMERCE_NOT_FOUND), DUPLICATED_EXTERNAL_PROCESS_ID, WEBHOOK_URL_NOT_ALLOWED, DOCUMENT_TOO_COMPLEX */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: over 16 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     staff_get_signatures_internalId: {
         parameters: {
             query?: never;
@@ -13263,6 +14448,113 @@ export interface operations {
             };
             /** @description INTERNAL_ERROR: quote the correlationId */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    staff_post_signatures_internalId_cancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                internalId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StaffSignatureCancelRequest"];
+            };
+        };
+        responses: {
+            /** @description SIGNATURE_CANCELLED: the process afterwards */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope_StaffSignatureDetail"];
+                };
+            };
+            /** @description reason too long; SIGNATURE_STATE_CONFLICT: COMPLETED, REJECTED or EXPIRED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SESSION_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SIGNATURE_PROCESS_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description REQUEST_TIMEOUT: not completed within 60 s (120 s for POST /signature) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SIGNATURE_ALREADY_CANCELLED */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INTERNAL_ERROR: quote the correlationId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_BUSY (with Retry-After): the memory for request bodies in flight stayed spent for 10 s, or the database is busy; nothing was done */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -10,6 +10,7 @@ const NAV: { to: string; key: Key }[] = [
   { to: "/", key: "nav.dashboard" },
   { to: "/customers", key: "nav.customers" },
   { to: "/mandates", key: "nav.mandates" },
+  { to: "/past-due", key: "nav.pastDue" },
   { to: "/signatures", key: "nav.signatures" },
   { to: "/notifications", key: "nav.notifications" },
   { to: "/charging", key: "nav.charging" },

@@ -1,7 +1,8 @@
-import { Alert, Button, Card, Group, NumberInput, Progress, SimpleGrid, Stack, Table, Text, Textarea, Title } from "@mantine/core";
+import { Alert, Anchor, Button, Card, Group, NumberInput, Progress, Select, SimpleGrid, Stack, Table, Text, Textarea, Title } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
+import { Link, useParams } from "react-router";
 import { api, payload, type Schemas } from "../api/client";
 import { confirmAction } from "../components/confirm";
 import { ExportCsv } from "../components/ExportCsv";
@@ -11,8 +12,11 @@ import { PageTitle } from "../components/Layout";
 import { useI18n, useSession } from "../lib/context";
 import { errorText, formErrors } from "../lib/errors";
 import { ScrollTable } from "../components/ScrollTable";
+import { Pager, useKeyset } from "../components/Pager";
+import { useRejectionWords } from "./Notifications";
 
-type Run = Schemas["RunDto"];
+type Run = Schemas["RunLineDto"];
+type RunAttempt = Schemas["RunAttemptDto"];
 
 export function Charging() {
   const { t, date, dateTime, label } = useI18n();
@@ -195,8 +199,18 @@ export function Charging() {
                   </Table.Thead>
                   <Table.Tbody>
                     {d.runs.map((r, i) => (
-                      <Table.Tr key={`${r.businessDate}-${r.startedAt}-${i}`}>
-                        <Table.Td>{date(r.businessDate)}</Table.Td>
+                      <Table.Tr key={`${r.runId}-${i}`} data-run={r.runId}>
+                        <Table.Td className="nowrap">
+                          <Anchor
+                            component={Link}
+                            to={`/charging/runs/${r.runId}`}
+                            size="sm"
+                            aria-label={t("run.open", { date: date(r.businessDate) })}
+                            data-testid="open-run"
+                          >
+                            {date(r.businessDate)}
+                          </Anchor>
+                        </Table.Td>
                         <Table.Td>{label(r.trigger)}</Table.Td>
                         <Table.Td>
                           <StateBadge state={r.state} />
@@ -220,6 +234,188 @@ export function Charging() {
                 </Table>
               </ScrollTable>
             )}
+          </>
+        )}
+      </QueryState>
+    </Stack>
+  );
+}
+
+const OUTCOMES = ["PAID", "REJECTED", "IN_PROCESS", "IN_VALIDATION"] as const;
+const OUTCOME_COLORS: Record<string, string> = { PAID: "green", REJECTED: "red", IN_PROCESS: "blue", IN_VALIDATION: "yellow" };
+
+/** An outcome of a charge in words, in the color of its kind. */
+export function OutcomeText({ outcome, code }: { outcome: string; code?: string | null }) {
+  const { t } = useI18n();
+  const rejectionWords = useRejectionWords();
+  const key = `outcome.${outcome}` as Parameters<typeof t>[0];
+  const words = t(key) === key ? outcome : t(key);
+  return (
+    <Text size="sm" c={OUTCOME_COLORS[outcome] ? `${OUTCOME_COLORS[outcome]}.9` : undefined} data-testid="outcome">
+      {words}
+      {code ? ` · ${rejectionWords(code)}` : ""}
+    </Text>
+  );
+}
+
+/** What a charge was: its pesos, and for a UF installment its UF and the UF value used. */
+export function ChargedAmount({
+  amount,
+  currencyId,
+  installmentAmount,
+  installmentCurrencyId,
+  ufValue,
+}: {
+  amount: number;
+  currencyId: string;
+  installmentAmount: number;
+  installmentCurrencyId: string;
+  ufValue?: number | null;
+}) {
+  const { t, money } = useI18n();
+  return (
+    <>
+      <span className="nowrap">{money(amount, currencyId)}</span>
+      {installmentCurrencyId === "CLF" && currencyId !== "CLF" && (
+        <Text size="xs" c="dimmed" className="nowrap">
+          {ufValue != null
+            ? t("run.ufValue", { uf: money(installmentAmount, "CLF"), value: money(ufValue, "CLP") })
+            : money(installmentAmount, "CLF")}
+        </Text>
+      )}
+    </>
+  );
+}
+
+/** One charging run: its counts, and the installments it charged with how each stands now. */
+export function ChargingRun() {
+  const { id = "" } = useParams();
+  const { t, date, dateTime, label, number } = useI18n();
+  const [outcome, setOutcome] = useState<string | null>(null);
+  const keyset = useKeyset();
+  const query = useQuery({
+    queryKey: ["charging-run", id, outcome, keyset.cursor],
+    queryFn: () =>
+      payload(
+        api.GET("/charging/runs/{runId}", {
+          params: { path: { runId: Number(id) }, query: { state: outcome ?? undefined, cursor: keyset.cursor } },
+        }),
+      ),
+    placeholderData: keepPreviousData,
+  });
+  const d = query.data;
+  const run = d?.run;
+  return (
+    <Stack>
+      <Anchor component={Link} to="/charging" size="sm" data-testid="back-to-charging">
+        {t("run.back")}
+      </Anchor>
+      <QueryState loading={query.isLoading} error={query.error} retry={() => void query.refetch()}>
+        {d && run && (
+          <>
+            <Group justify="space-between">
+              <PageTitle title={t("run.title", { date: date(run.businessDate) })} />
+              <Group gap="xs">
+                <Text size="sm">{label(run.trigger)}</Text>
+                <StateBadge state={run.state} />
+              </Group>
+            </Group>
+            <Text size="sm" c="dimmed">
+              {t("charging.started")}: {dateTime(run.startedAt)}
+              {run.finishedAt ? ` · ${t("charging.finished")}: ${dateTime(run.finishedAt)}` : ""}
+            </Text>
+            <SimpleGrid cols={{ base: 2, sm: 3, md: 6 }} data-testid="run-counts">
+              {[
+                [t("charging.attempted"), run.attempted],
+                [t("outcome.PAID"), d.outcomes.paid],
+                [t("outcome.REJECTED"), d.outcomes.rejected],
+                [t("outcome.IN_PROCESS"), d.outcomes.inProcess],
+                [t("outcome.IN_VALIDATION"), d.outcomes.inValidation],
+                [t("charging.waitingUf"), run.waitingUf],
+              ].map(([name, value]) => (
+                <Card withBorder key={String(name)} p="sm">
+                  <Text size="xs" c="dimmed">
+                    {name}
+                  </Text>
+                  <Text fw={700} size="lg">
+                    {number(Number(value))}
+                  </Text>
+                </Card>
+              ))}
+            </SimpleGrid>
+            {(run.waitingUf > 0 || run.acquirerNotConfigured > 0) && (
+              <Alert color="yellow" data-testid="run-not-charged">
+                {t("run.notCharged", { waitingUf: run.waitingUf, acquirerNotConfigured: run.acquirerNotConfigured })}
+              </Alert>
+            )}
+            <Group justify="space-between" align="end">
+              <Title order={2} size="h4">
+                {t("run.attempts")}
+              </Title>
+              <Select
+                label={t("run.filterOutcome")}
+                placeholder={t("common.all")}
+                data={OUTCOMES.map((o) => ({ value: o, label: t(`outcome.${o}`) }))}
+                value={outcome}
+                onChange={(v) => {
+                  setOutcome(v);
+                  keyset.reset();
+                }}
+                clearable
+                w={220}
+                data-testid="run-outcome-filter"
+              />
+            </Group>
+            {d.attempts.length === 0 ? (
+              <Text c="dimmed" size="sm" p="md">
+                {t("run.noAttempts")}
+              </Text>
+            ) : (
+              <ScrollTable label={t("run.attempts")} minWidth={960}>
+                <Table striped data-testid="run-attempts">
+                  <Table.Thead>
+                    <Table.Tr>
+                      <Table.Th>{t("pastDue.mandate")}</Table.Th>
+                      <Table.Th>{t("run.installment")}</Table.Th>
+                      <Table.Th>{t("common.customer")}</Table.Th>
+                      <Table.Th ta="right">{t("run.charged")}</Table.Th>
+                      <Table.Th>{t("run.outcome")}</Table.Th>
+                      <Table.Th>{t("pastDue.nextRetry")}</Table.Th>
+                      <Table.Th>{t("run.attempt")}</Table.Th>
+                    </Table.Tr>
+                  </Table.Thead>
+                  <Table.Tbody>
+                    {d.attempts.map((a: RunAttempt) => (
+                      <Table.Tr key={a.attemptId} data-attempt={a.attemptId}>
+                        <Table.Td>
+                          <Anchor component={Link} to={`/mandates/${a.mandateInternalId}`} size="sm">
+                            {a.mandateId}
+                          </Anchor>
+                          <Text size="xs" c="dimmed">
+                            {a.mandateName}
+                          </Text>
+                        </Table.Td>
+                        <Table.Td>{a.installmentId}</Table.Td>
+                        <Table.Td>
+                          <Anchor component={Link} to={`/customers/${a.customerInternalId}`} size="sm">
+                            {a.customerName}
+                          </Anchor>
+                        </Table.Td>
+                        <Table.Td ta="right">
+                          <ChargedAmount {...a} />
+                        </Table.Td>
+                        <Table.Td>
+                          <OutcomeText outcome={a.outcome} code={a.rejectionCode} />
+                        </Table.Td>
+                        <Table.Td className="nowrap">{a.nextRetryDate ? date(a.nextRetryDate) : "—"}</Table.Td>
+                        <Table.Td>{a.attempt}</Table.Td>
+                      </Table.Tr>
+                    ))}
+                  </Table.Tbody>
+                </Table>
+              </ScrollTable>
+            )}
+            <Pager keyset={keyset} nextCursor={d.nextCursor} />
           </>
         )}
       </QueryState>

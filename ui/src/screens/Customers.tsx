@@ -12,6 +12,7 @@ import { useI18n } from "../lib/context";
 import { useUrlState, useUrlText } from "../lib/urlState";
 import { formatRut } from "../lib/rut";
 import { ScrollTable } from "../components/ScrollTable";
+import { CustomerPayments } from "./CustomerPayments";
 
 type CustomerLine = Schemas["CustomerLineDto"];
 
@@ -218,6 +219,7 @@ export function CustomerDetail() {
             </Card>
             <Title order={2} size="h4">{t("customers.mandates")}</Title>
             <MandateTable items={d.mandates} showCustomer={false} />
+            <CustomerPayments customerId={d.customer.internalUserId} />
           </>
         )}
       </QueryState>

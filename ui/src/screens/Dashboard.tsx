@@ -39,6 +39,35 @@ function Counts({ title, counts, testId }: { title: string; counts: { state: { n
   );
 }
 
+/** How many mandates have rejected installments, linked to the past-due list of the commerce. */
+function PastDueCount({ commerce }: { commerce: string | undefined }) {
+  const { t, number } = useI18n();
+  const query = useQuery({
+    queryKey: ["past-due", "count", commerce ?? ""],
+    queryFn: () => payload(api.GET("/past-due", { params: { query: { commerce, limit: 1 } } })),
+    refetchInterval: 15_000,
+  });
+  const total = query.data?.total;
+  if (total === undefined) return null;
+  return (
+    <Card withBorder data-testid="dashboard-past-due">
+      <Group justify="space-between">
+        <div>
+          <Text size="xs" c="dimmed">
+            {t("pastDue.dashboard")}
+          </Text>
+          <Text fw={700} size="xl" c={total > 0 ? "red.8" : undefined} data-testid="past-due-total">
+            {number(total)}
+          </Text>
+        </div>
+        <Anchor component={Link} to={commerce ? `/past-due?commerce=${encodeURIComponent(commerce)}` : "/past-due"} size="sm">
+          {t("pastDue.dashboardFinal")}
+        </Anchor>
+      </Group>
+    </Card>
+  );
+}
+
 /** The month's money in one currency: exact decimals from the server, never rounded by a float. */
 function MoneyCards({ totals, currency, monthStart }: { totals: Schemas["MoneyTotals"][]; currency: string; monthStart: string }) {
   const { t, lang, date } = useI18n();
@@ -134,6 +163,7 @@ export function Dashboard() {
             ) : (
               <MoneyCards totals={d.totals} currency={currency} monthStart={d.monthStart} />
             )}
+            <PastDueCount commerce={commerce} />
             <Card withBorder data-testid="dashboard-backup">
               <LastBackup />
             </Card>
