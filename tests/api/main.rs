@@ -48,6 +48,8 @@ mod staff_notifications;
 mod staff_past_due;
 mod staff_settings;
 mod staff_signatures;
+mod staff_signatures_actions;
+mod staff_creation;
 mod staff_ui_api;
 mod torture;
 mod transbank;

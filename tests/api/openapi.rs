@@ -237,6 +237,10 @@ const STAFF_OPERATIONS: &[(&str, &str)] = &[
         "/signatures/{internalId}/documents/{documentId}/{version}",
     ),
     ("get", "/signatures/{internalId}/audit/verify"),
+    ("post", "/signatures"),
+    ("post", "/signatures/{internalId}/cancel"),
+    ("post", "/customers"),
+    ("post", "/mandates"),
     ("post", "/charging/clock"),
     // The staff UI's screens.
     ("get", "/dashboard"),

@@ -280,7 +280,45 @@ impl SignaturePayload {
 
 // ----- handlers -----
 
-fn client(
+/// The whole validation of a `POST /signature` body for a commerce: its documents parsed,
+/// its signatories found among the commerce's customers, its webhook's destination allowed.
+/// The staff API's process creation validates its body here too.
+pub(crate) async fn validated_command(
+    state: &AppState,
+    commerce: &mandato_engine::records::Commerce,
+    body: SignatureRequest,
+) -> Result<CreateProcess, ApiError> {
+    // PDF parsing is bounded (CONTRACT 12): at most two requests parse at once, each on one
+    // blocking thread, outside any store transaction, and one commerce at most one of them.
+    // Waiting here ends with the request.
+    let permit = pdf::turn(pdf::Party::Commerce(commerce.id)).await;
+    let mut draft = tokio::task::spawn_blocking(move || {
+        let draft = Draft::parse(body);
+        drop(permit);
+        draft
+    })
+    .await
+    .map_err(|e| ApiError(Error::Internal(e.into())))?;
+    if let Some((field, message)) = draft.too_complex.take() {
+        return Err(Error::refused_at("DOCUMENT_TOO_COMPLEX", field, message).into());
+    }
+    let references: Vec<_> = draft
+        .signatories
+        .iter()
+        .map(|s| s.as_ref().map(|s| &s.reference))
+        .collect();
+    let resolved = state.read(commerce, |conn, ctx| {
+        pages::customers_named(conn, ctx, &references)
+    })?;
+    let command = draft.finish(&resolved)?;
+    fields::webhook_destinations(
+        mandato_engine::notify::destination::Destinations::of(&state.config),
+        [("urls.webhook", Some(command.webhook.as_str()))],
+    )?;
+    Ok(command)
+}
+
+pub(crate) fn client(
     headers: &HeaderMap,
     connect: Option<Extension<ConnectInfo<SocketAddr>>>,
 ) -> (Option<String>, Option<String>) {
@@ -334,33 +372,7 @@ pub async fn create_signature(
     if let Some(replayed) = replay::earlier(&state, &authed.commerce, request.as_ref())? {
         return Ok(replayed);
     }
-    // PDF parsing is bounded (CONTRACT 12): at most two requests parse at once, each on one
-    // blocking thread, outside any store transaction, and one commerce at most one of them.
-    // Waiting here ends with the request.
-    let permit = pdf::turn(pdf::Party::Commerce(authed.commerce.id)).await;
-    let mut draft = tokio::task::spawn_blocking(move || {
-        let draft = Draft::parse(body);
-        drop(permit);
-        draft
-    })
-    .await
-    .map_err(|e| ApiError(Error::Internal(e.into())))?;
-    if let Some((field, message)) = draft.too_complex.take() {
-        return Err(Error::refused_at("DOCUMENT_TOO_COMPLEX", field, message).into());
-    }
-    let references: Vec<_> = draft
-        .signatories
-        .iter()
-        .map(|s| s.as_ref().map(|s| &s.reference))
-        .collect();
-    let resolved = state.read(&authed.commerce, |conn, ctx| {
-        pages::customers_named(conn, ctx, &references)
-    })?;
-    let command = draft.finish(&resolved)?;
-    fields::webhook_destinations(
-        mandato_engine::notify::destination::Destinations::of(&state.config),
-        [("urls.webhook", Some(command.webhook.as_str()))],
-    )?;
+    let command = validated_command(&state, &authed.commerce, body).await?;
     let (ip, agent) = client(&headers, connect);
     let now = state.clock.now();
     let business_now = state.calendar.now(now);

@@ -191,7 +191,9 @@ pub fn external_id(
     }
 }
 
-fn parse_customer(customer: Option<CustomerIn>) -> Result<CustomerInput, Error> {
+/// The validation of `POST /user`'s `customer`, every problem at its path; the staff API's
+/// customer creation takes the same member and checks it here too.
+pub(crate) fn parse_customer(customer: Option<CustomerIn>) -> Result<CustomerInput, Error> {
     let mut errors = FieldErrors::new();
     let Some(c) = customer else {
         errors.missing("customer");

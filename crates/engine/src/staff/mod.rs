@@ -4,6 +4,7 @@
 pub mod acquirer_calls;
 pub mod acquirers;
 pub mod calendar;
+pub mod creation;
 pub mod events;
 pub mod fees;
 pub mod mandates;

@@ -8,8 +8,14 @@ use mandato_store::mandates::{self, MandateRow};
 use mandato_store::signatures::{self, AuditRow, ProcessFilter};
 use mandato_store::{commerces, mandate_signatures};
 
+use std::sync::Arc;
+
+use mandato_core::clock::timestamp;
+use mandato_store::commerces::Commerce;
+
 use crate::Engine;
-use crate::esign::ceremony::{self, ProcessView};
+use crate::esign::CreateProcess;
+use crate::esign::ceremony::{self, Act, CancelOutcome, ProcessView};
 
 /// A page of processes (newest first) with each one's commerce code.
 pub struct ProcessPage {
@@ -127,5 +133,96 @@ impl Engine {
             };
             Ok((doc.name, bytes))
         })
+    }
+
+    /// Starts a signature process for the commerce, as `POST /signature` does (the command
+    /// validated as that request's), and records it in the staff audit log in its transaction.
+    /// `client` is the staff member's address and user agent, for the process's trail.
+    pub async fn staff_create_signature(
+        self: &Arc<Self>,
+        actor: &str,
+        commerce: Arc<Commerce>,
+        client: (Option<String>, Option<String>),
+        command: CreateProcess,
+    ) -> Result<ProcessView> {
+        let actor = actor.to_string();
+        let sandbox = self.config.environment.is_sandbox();
+        let calendar = Arc::clone(&self.calendar);
+        let (ip, agent) = client;
+        self.write(commerce, move |tx, ctx| {
+            let act = Act {
+                now: ctx.now,
+                business_now: calendar.now(ctx.now),
+                ip: ip.as_deref(),
+                user_agent: agent.as_deref(),
+                sandbox,
+            };
+            let view = ceremony::create_for_merchant(tx, ctx.commerce, &act, &command)?;
+            let detail = serde_json::json!({
+                "commerce": ctx.commerce.code,
+                "processName": view.process.process_name,
+                "signatories": view.signatories.len(),
+                "documents": view.documents.len(),
+            })
+            .to_string();
+            mandato_store::staff::record_action(
+                tx,
+                &timestamp(ctx.now),
+                &actor,
+                "signature.create",
+                Some(&view.process.id),
+                Some(&detail),
+            )?;
+            Ok(view)
+        })
+        .await
+    }
+
+    /// Cancels a PENDING or IN_PROGRESS process of any commerce (the merchant API's
+    /// `DELETE /signature/cancel`, CONTRACT 8): in one transaction its state becomes CANCELLED,
+    /// its trail gets the CANCELLED act (by `STAFF`), `SIGNATURE_CANCELLED` is queued for its
+    /// webhook, the mandate it was activating learns it, and the staff audit log records who.
+    /// Already cancelled, or finished (COMPLETED, REJECTED, EXPIRED, possibly by this very
+    /// look), changes nothing but that expiry and is answered as the outcome.
+    pub async fn staff_cancel_signature(
+        self: &Arc<Self>,
+        actor: &str,
+        internal_id: &str,
+        client: (Option<String>, Option<String>),
+        reason: Option<String>,
+    ) -> Result<CancelOutcome> {
+        let commerce = self.store().read(|c| {
+            let process = signatures::process_by_id_any(c, internal_id)?
+                .ok_or(Error::not_found("signature process"))?;
+            commerces::by_id(c, process.commerce_id)?.ok_or(Error::not_found("commerce"))
+        })?;
+        let actor = actor.to_string();
+        let target = internal_id.to_string();
+        let sandbox = self.config.environment.is_sandbox();
+        let calendar = Arc::clone(&self.calendar);
+        let (ip, agent) = client;
+        self.write(Arc::new(commerce), move |tx, ctx| {
+            let act = Act {
+                now: ctx.now,
+                business_now: calendar.now(ctx.now),
+                ip: ip.as_deref(),
+                user_agent: agent.as_deref(),
+                sandbox,
+            };
+            let view = ceremony::find(tx, ctx.commerce, &act, &target)?;
+            let outcome = ceremony::cancel_process(tx, ctx.commerce, &act, view, "STAFF")?;
+            if matches!(outcome, CancelOutcome::Cancelled) {
+                mandato_store::staff::record_action(
+                    tx,
+                    &timestamp(ctx.now),
+                    &actor,
+                    "signature.cancel",
+                    Some(&target),
+                    reason.as_deref(),
+                )?;
+            }
+            Ok(outcome)
+        })
+        .await
     }
 }

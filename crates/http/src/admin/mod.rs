@@ -7,6 +7,7 @@ pub mod audit;
 pub mod backups;
 pub mod calendar;
 pub mod charging;
+pub mod creation;
 pub mod customers;
 pub mod dashboard;
 pub mod desk;
@@ -61,6 +62,12 @@ pub fn router(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(signatures::detail))
         .routes(routes!(signatures::download))
         .routes(routes!(signatures::verify_chain))
+        .routes(super::signature::with_body_limit(routes!(
+            signatures::create
+        )))
+        .routes(routes!(signatures::cancel))
+        .routes(routes!(creation::create_customer))
+        .routes(routes!(creation::create_mandate))
         .routes(routes!(dashboard::dashboard))
         .routes(routes!(customers::list))
         .routes(routes!(customers::detail))

@@ -5,11 +5,14 @@
 //! to a customer lets that customer sign.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 
-use axum::extract::{Path, Query, State};
+use axum::Extension;
+use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::http::HeaderMap;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
@@ -18,12 +21,14 @@ use super::session::Staff;
 use crate::AppState;
 use crate::envelope::Envelope;
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::signature::SignaturePayload;
+use crate::json::Body;
+use crate::signature::{SignaturePayload, SignatureRequest};
+use crate::users::optional_text;
 use crate::wire::{ActivationFailureReason, StateDto};
 use mandato_core::domain::activation::ActivationFailure;
 use mandato_core::error::{Error, FieldErrors};
 use mandato_engine::esign::audit;
-use mandato_engine::esign::ceremony::ProcessView;
+use mandato_engine::esign::ceremony::{CancelOutcome, ProcessView};
 use mandato_engine::esign::{ProcessState, SignatureType, pdf};
 use mandato_engine::records::{
     AuditRow, MandateRow, ProcessFilter, ProcessRow, Role, SignatoryRow,
@@ -285,6 +290,8 @@ pub enum ActorKind {
     Merchant,
     /// The engine: expiry and the seal.
     System,
+    /// A staff member, from the back office: a cancellation (the staff audit log names who).
+    Staff,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -404,6 +411,14 @@ fn actor(record: &AuditRow, process: &ProcessRow, commerce: &str, view: &Process
             name,
         };
     }
+    if record.action == "CANCELLED"
+        && record.detail.get("by").and_then(Value::as_str) == Some("STAFF")
+    {
+        return ActorDto {
+            kind: ActorKind::Staff,
+            name: None,
+        };
+    }
     match record.action.as_str() {
         "CREATED" | "CANCELLED" => ActorDto {
             kind: ActorKind::Merchant,
@@ -500,6 +515,16 @@ pub async fn detail(
     Path(internal_id): Path<String>,
 ) -> ApiResult<Envelope<StaffSignatureDetail>> {
     staff.require(Role::Viewer)?;
+    let detail = load_detail(&state, &staff, &internal_id).await?;
+    Ok(Envelope::ok("SIGNATURE_OK", "signature process", detail))
+}
+
+/// One process as its staff page shows it.
+async fn load_detail(
+    state: &AppState,
+    staff: &Staff,
+    internal_id: &str,
+) -> Result<StaffSignatureDetail, ApiError> {
     let sandbox = state.config.environment.is_sandbox();
     let codes_visible = sandbox && staff.member.role >= Role::Operator;
     let ProcessRecords {
@@ -508,7 +533,7 @@ pub async fn detail(
         trail,
         mandate,
         sealed,
-    } = state.signature_process(&internal_id)?;
+    } = state.signature_process(internal_id)?;
     let mut detail = {
         let mut signatories: Vec<StaffSignatoryDto> = view
             .signatories
@@ -559,7 +584,7 @@ pub async fn detail(
             size_bytes: size,
         });
     }
-    Ok(Envelope::ok("SIGNATURE_OK", "signature process", detail))
+    Ok(detail)
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -677,4 +702,180 @@ pub async fn download(
         bytes,
     )
         .into_response())
+}
+
+/// The staff body of a signature process: the merchant's `POST /signature` body and the
+/// commerce's code.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct StaffSignatureRequest {
+    /// The code of the commerce the process is for; every signatory is one of its customers.
+    pub commerce: Option<String>,
+    #[serde(flatten)]
+    pub request: SignatureRequest,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StaffSignatureCreated {
+    pub commerce: String,
+    /// As `POST /api/v1/signature` answers it: each signatory's `signingUrl` is that person's
+    /// own link.
+    pub signature: SignaturePayload,
+}
+
+/// Start a signature process for a commerce (operator or admin), as the merchant's
+/// `POST /signature` does: the same body (signatories among the commerce's customers, PDFs in
+/// base64 of at most 10 MiB each, where each signatory signs on each, the callback and webhook
+/// URLs), the same 16 MiB limit, the same rules and paths in a refusal. `process.requestUser`
+/// defaults to the staff member's e-mail. Recorded in the staff audit log
+/// (`signature.create`).
+#[utoipa::path(post, path = "/signatures", tag = "staff",
+    request_body = StaffSignatureRequest,
+    responses(
+        (status = 201, description = "SIGNATURE_CREATED", body = Envelope<StaffSignatureCreated>),
+        (status = 400, description = "Invalid field (as POST /api/v1/signature, and `commerce`: REQUIRED, COMMERCE_NOT_FOUND), DUPLICATED_EXTERNAL_PROCESS_ID, WEBHOOK_URL_NOT_ALLOWED, DOCUMENT_TOO_COMPLEX", body = ErrorBody),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+        (status = 403, description = "ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID", body = ErrorBody),
+        (status = 413, description = "PAYLOAD_TOO_LARGE: over 16 MiB", body = ErrorBody),
+    ))]
+pub async fn create(
+    State(state): State<AppState>,
+    staff: Staff,
+    headers: HeaderMap,
+    connect: Option<Extension<ConnectInfo<SocketAddr>>>,
+    Body(mut body): Body<Value>,
+) -> ApiResult<Envelope<StaffSignatureCreated>> {
+    staff.require(Role::Operator)?;
+    let mut errors = FieldErrors::new();
+    let code = match body.as_object_mut().and_then(|o| o.remove("commerce")) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(code)) => Some(code),
+        Some(_) => {
+            errors.push("commerce", "INVALID_TYPE", "must be a commerce code");
+            None
+        }
+    };
+    let commerce = match code.as_deref().map(str::trim) {
+        _ if !errors.is_empty() => None,
+        None | Some("") => {
+            errors.missing("commerce");
+            None
+        }
+        Some(code) => match state.engine.staff_commerce(code) {
+            Ok(commerce) => Some(commerce),
+            Err(Error::Validation(found)) => {
+                for e in found {
+                    errors.push(e.field, &e.code, e.message);
+                }
+                None
+            }
+            Err(other) => return Err(other.into()),
+        },
+    };
+    let mut request: SignatureRequest = serde_path_to_error::deserialize(body).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." {
+            "body".to_string()
+        } else {
+            path
+        };
+        Error::validation(field, "INVALID_TYPE", e.inner().to_string())
+    })?;
+    if let Some(process) = request.process.as_mut()
+        && process
+            .request_user
+            .as_deref()
+            .is_none_or(|u| u.trim().is_empty())
+    {
+        process.request_user = Some(staff.email().to_string());
+    }
+    // Without its commerce the signatories cannot be looked for: that is answered first.
+    errors.into_result()?;
+    let commerce = commerce.expect("validated");
+    let command = crate::signature::validated_command(&state, &commerce, request).await?;
+    let code = commerce.code.clone();
+    let view = state
+        .engine
+        .staff_create_signature(
+            staff.email(),
+            commerce,
+            crate::signature::client(&headers, connect),
+            command,
+        )
+        .await?;
+    Ok(Envelope::created(
+        "SIGNATURE_CREATED",
+        "signature process created",
+        StaffSignatureCreated {
+            commerce: code,
+            signature: SignaturePayload::new(&view, &state.public_base_url),
+        },
+    ))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct StaffSignatureCancelRequest {
+    /// Why, for the staff audit log: up to 500 characters.
+    pub reason: Option<String>,
+}
+
+/// Cancel a PENDING or IN_PROGRESS process of any commerce (operator or admin), as the
+/// merchant's `DELETE /signature/cancel` does (CONTRACT 8): in one transaction it becomes
+/// CANCELLED, its trail gets the CANCELLED act by STAFF, `SIGNATURE_CANCELLED` goes to its
+/// webhook, and the staff audit log records who (`signature.cancel`). Documents and trail are
+/// kept. Already cancelled is 410; COMPLETED, REJECTED or EXPIRED is 400.
+#[utoipa::path(post, path = "/signatures/{internalId}/cancel", tag = "staff",
+    params(("internalId" = String, Path)),
+    request_body = StaffSignatureCancelRequest,
+    responses(
+        (status = 200, description = "SIGNATURE_CANCELLED: the process afterwards", body = Envelope<StaffSignatureDetail>),
+        (status = 400, description = "reason too long; SIGNATURE_STATE_CONFLICT: COMPLETED, REJECTED or EXPIRED", body = ErrorBody),
+        (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
+        (status = 403, description = "ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID", body = ErrorBody),
+        (status = 404, description = "SIGNATURE_PROCESS_NOT_FOUND", body = ErrorBody),
+        (status = 410, description = "SIGNATURE_ALREADY_CANCELLED", body = ErrorBody),
+    ))]
+pub async fn cancel(
+    State(state): State<AppState>,
+    staff: Staff,
+    headers: HeaderMap,
+    connect: Option<Extension<ConnectInfo<SocketAddr>>>,
+    Path(internal_id): Path<String>,
+    Body(body): Body<StaffSignatureCancelRequest>,
+) -> ApiResult<Envelope<StaffSignatureDetail>> {
+    staff.require(Role::Operator)?;
+    let mut errors = FieldErrors::new();
+    let reason = optional_text(body.reason.as_ref(), "reason", 500, &mut errors);
+    errors.into_result()?;
+    let outcome = state
+        .engine
+        .staff_cancel_signature(
+            staff.email(),
+            &internal_id,
+            crate::signature::client(&headers, connect),
+            reason,
+        )
+        .await?;
+    match outcome {
+        CancelOutcome::Cancelled => {}
+        CancelOutcome::AlreadyCancelled => {
+            return Err(Error::Gone {
+                name: "SIGNATURE_ALREADY_CANCELLED",
+                message: "the signature process was already cancelled".into(),
+            }
+            .into());
+        }
+        CancelOutcome::Final(s) => {
+            return Err(Error::refused(
+                "SIGNATURE_STATE_CONFLICT",
+                format!("a {} signature process cannot be cancelled", s.name()),
+            )
+            .into());
+        }
+    }
+    let detail = load_detail(&state, &staff, &internal_id).await?;
+    Ok(Envelope::ok(
+        "SIGNATURE_CANCELLED",
+        "signature process cancelled",
+        detail,
+    ))
 }
