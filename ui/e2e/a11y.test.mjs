@@ -278,6 +278,40 @@ describe("Accessibility of every screen", { concurrency: false }, () => {
       assert.equal(await schedule.getAttribute("role"), "region");
       assert.equal(await schedule.getAttribute("tabindex"), "0");
     }, { overlay: true });
+    // The header's search with its results open: the list under the box at 1440 px, its
+    // full-screen dialog at 390 px.
+    await check("global-search", async () => {
+      await route("/mandates")();
+      const narrow = (page.viewportSize()?.width ?? 1440) < 992;
+      if (narrow) await page.getByTestId("global-search-open").click();
+      const box = page.getByRole("combobox", { name: "Buscar clientes, mandatos, cuotas y notificaciones" });
+      await box.fill("Ana");
+      await page.getByRole("listbox", { name: "Resultados de la búsqueda" }).getByRole("option").first().waitFor();
+      await box.press("ArrowDown");
+    }, { overlay: true });
+    // A manual payment's attached file, on its installment.
+    await check("payment-evidence", async () => {
+      await page.goto(`${server.base}/mandates/${ids.dynamic}`);
+      await page.getByRole("heading", { name: "Cuenta corriente", level: 1 }).waitFor();
+      const b = page.locator('[data-installment="b"]');
+      // Paid by hand with its file once (at the first width), then read at each.
+      if (await b.getByTestId("mark-paid").count()) {
+        await b.getByTestId("mark-paid").click();
+        const dialog = page.getByRole("dialog");
+        await dialog.locator('input[type="file"]').setInputFiles({
+          name: "comprobante.pdf",
+          mimeType: "application/pdf",
+          buffer: Buffer.from("%PDF-1.4\n%%EOF\n"),
+        });
+        await dialog.getByTestId("pay-submit").click();
+        await dialog.waitFor({ state: "detached" });
+        // Without the toast that says so (checked where it is shown).
+        await page.reload();
+        await page.getByRole("heading", { name: "Cuenta corriente", level: 1 }).waitFor();
+      }
+      await b.getByTestId("installment-history-toggle").click();
+      await page.getByTestId("manual-payment-file").waitFor();
+    }, { overlay: true });
     await check("notification-drawer", async () => {
       await route("/notifications")();
       await page.getByTestId("events-table").locator("tr[data-event]").first().getByRole("button", { name: /^evt_/ }).click();

@@ -4,6 +4,7 @@ import { useEffect, type ReactNode } from "react";
 import { NavLink as RouterLink, useLocation } from "react-router";
 import { useI18n, useSession } from "../lib/context";
 import type { Key } from "../lib/i18n";
+import { GlobalSearch } from "./GlobalSearch";
 import type { Lang } from "../lib/money";
 
 const NAV: { to: string; key: Key }[] = [
@@ -117,6 +118,9 @@ export function Layout({ environment, children }: { environment: string | undefi
   // One language switch and one account block on the page, wherever the width puts them.
   const theme = useMantineTheme();
   const wide = useMediaQuery(`(min-width: ${theme.breakpoints.sm})`, true, { getInitialValueInEffect: false });
+  // The search box itself where the header has room for it beside the account; a button that
+  // opens it full-screen otherwise.
+  const roomy = useMediaQuery(`(min-width: ${theme.breakpoints.md})`, true, { getInitialValueInEffect: false });
   const location = useLocation();
   useFocusReturnAfterDialogs();
   const active = (to: string) => (to === "/" ? location.pathname === "/" : location.pathname.startsWith(to));
@@ -143,12 +147,15 @@ export function Layout({ environment, children }: { environment: string | undefi
               </Badge>
             )}
           </Group>
-          {wide && (
-            <Group gap="sm" wrap="nowrap">
-              <LanguageSwitch />
-              <Account />
-            </Group>
-          )}
+          <Group gap="sm" wrap="nowrap">
+            <GlobalSearch compact={!roomy} />
+            {wide && (
+              <>
+                <LanguageSwitch />
+                <Account />
+              </>
+            )}
+          </Group>
         </Group>
       </AppShell.Header>
       <AppShell.Navbar p="xs" id="main-navigation" component="nav" aria-label={t("app.navigation")}>

@@ -7,6 +7,7 @@ import {
   Checkbox,
   Code,
   CopyButton,
+  FileInput,
   Group,
   Modal,
   Select,
@@ -22,8 +23,8 @@ import {
 import { useForm } from "@mantine/form";
 import { notifications } from "@mantine/notifications";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { Fragment, useState } from "react";
-import { Link, Navigate, useParams } from "react-router";
+import { Fragment, useEffect, useRef, useState } from "react";
+import { Link, Navigate, useParams, useSearchParams } from "react-router";
 import { ApiError, api, payload, type Schemas } from "../api/client";
 import { MandateActivationCard } from "../components/Activation";
 import { confirmAction } from "../components/confirm";
@@ -37,7 +38,7 @@ import type { Key } from "../lib/i18n";
 import { CURRENCY_DECIMALS, parseAmount } from "../lib/money";
 import { useRejectionWords } from "./Notifications";
 import { formatRut } from "../lib/rut";
-import { formatNumber } from "../lib/format";
+import { formatBytes, formatNumber } from "../lib/format";
 import { ScrollTable } from "../components/ScrollTable";
 
 type Detail = Schemas["MandateDetail"];
@@ -124,6 +125,8 @@ function PayModal({
   const [general, setGeneral] = useState<string | null>(null);
   const [refused, setRefused] = useState<Refusal[] | null>(null);
   const [dateValid, setDateValid] = useState(true);
+  const [file, setFile] = useState<File | null>(null);
+  const [fileError, setFileError] = useState<string | null>(null);
   const currency = installments[0].currencyId;
   const decimals = CURRENCY_DECIMALS[currency] ?? 2;
   const total = installments.reduce((sum, i) => sum + i.amount, 0);
@@ -147,8 +150,9 @@ function PayModal({
     },
   });
   const mutation = useMutation({
-    mutationFn: (v: typeof form.values) => {
+    mutationFn: async (v: typeof form.values) => {
       const amount = parseAmount(v.amount, lang);
+      const evidenceFile = file ? { name: file.name, contentBase64: await fileBase64(file) } : null;
       return payload(
         api.POST("/mandates/{internalId}/payments", {
           params: { path: { internalId: mandateId } },
@@ -161,6 +165,7 @@ function PayModal({
               method: v.method,
               authorizationCode: v.authorizationCode || null,
             },
+            evidenceFile,
           },
         }),
       );
@@ -184,10 +189,14 @@ function PayModal({
           "payment.amount": "amount",
           "payment.method": "method",
           "payment.authorizationCode": "authorizationCode",
+          "evidenceFile.name": "file",
+          "evidenceFile.contentBase64": "file",
         },
-        ["date", "amount", "method", "authorizationCode"],
+        ["date", "amount", "method", "authorizationCode", "file"],
       );
-      form.setErrors(mapped.fields);
+      const { file: fileProblem, ...fields } = mapped.fields;
+      form.setErrors(fields);
+      if (fileProblem) setFileError(evidenceFileWords(t, e) ?? fileProblem);
       setGeneral(lines ? null : mapped.general);
     },
   });
@@ -204,6 +213,7 @@ function PayModal({
             form.setFieldError("amount", "?");
             return;
           }
+          if (fileError) return;
           mutation.mutate(v);
         })}
       >
@@ -232,6 +242,20 @@ function PayModal({
             {...form.getInputProps("method")}
           />
           <TextInput label={t("mandates.authorizationCode")} name="authorizationCode" {...form.getInputProps("authorizationCode")} />
+          <FileInput
+            label={t("mandates.evidenceFile")}
+            description={t("mandates.evidenceFileHint")}
+            accept={EVIDENCE_TYPES.join(",")}
+            clearable
+            clearButtonProps={{ "aria-label": t("common.clear") }}
+            value={file}
+            onChange={(next) => {
+              setFile(next);
+              setFileError(next ? evidenceFileProblem(t, next) : null);
+            }}
+            error={fileError}
+            data-testid="pay-evidence-file"
+          />
           <Text size="xs" c="dimmed">
             {[...new Set(installments.map((i) => label(i.state.name)))].join(", ")} → {label("PAID")}
           </Text>
@@ -415,8 +439,11 @@ function InstallmentRows({
   onPay,
   onAnnul,
   onRefund,
+  focused = false,
 }: {
   installment: Installment;
+  /** Opened with its history and scrolled to: the installment the page was opened for (`?installment=`). */
+  focused?: boolean;
   selected: boolean;
   onSelect: (checked: boolean) => void;
   onPay: () => void;
@@ -427,12 +454,18 @@ function InstallmentRows({
   const session = useSession();
   const operator = session.can("operator");
   const rejectionWords = useRejectionWords();
-  const [open, setOpen] = useState(false);
+  const [open, setOpen] = useState(focused);
+  const row = useRef<HTMLTableRowElement>(null);
+  useEffect(() => {
+    if (!focused) return;
+    setOpen(true);
+    row.current?.scrollIntoView({ block: "center" });
+  }, [focused]);
   const selectable = operator && (installment.canPay || installment.canAnnul);
   const notAllowed = t("app.notAllowed", { role: session.info.role });
   return (
     <Fragment>
-      <Table.Tr data-installment={installment.id}>
+      <Table.Tr ref={row} data-installment={installment.id} data-focused={focused || undefined}>
         <Table.Td data-testid="installment-id">
           <Group gap="xs" wrap="nowrap">
             <Checkbox
@@ -573,7 +606,7 @@ function InstallmentRows({
                     </Table.Tbody>
                   </Table>
                 )}
-                {installment.payment && <ManualPaymentFields payment={installment.payment} />}
+                {installment.payment && <ManualPaymentFields payment={installment.payment} file={installment.evidenceFile} />}
               </div>
             </SimpleGrid>
           </Table.Td>
@@ -592,8 +625,14 @@ function manualMethodWords(t: (key: Key) => string, method: string | null | unde
 }
 
 /** The evidence of a payment received outside automatic charging, field by field. */
-function ManualPaymentFields({ payment }: { payment: NonNullable<Installment["payment"]> }) {
-  const { t, date, money } = useI18n();
+function ManualPaymentFields({
+  payment,
+  file,
+}: {
+  payment: NonNullable<Installment["payment"]>;
+  file: Installment["evidenceFile"];
+}) {
+  const { t, lang, date, dateTime, money } = useI18n();
   return (
     <Stack gap={4} mt="xs" data-testid="manual-payment">
       <Text size="sm" fw={600}>
@@ -609,8 +648,62 @@ function ManualPaymentFields({ payment }: { payment: NonNullable<Installment["pa
           testId="manual-payment-reference"
         />
       </SimpleGrid>
+      {file && (
+        <div data-testid="manual-payment-file">
+          <Text size="xs" c="dimmed">
+            {t("mandates.evidenceFileAttached")}
+          </Text>
+          <Anchor
+            href={file.url}
+            target="_blank"
+            rel="noopener"
+            size="sm"
+            style={{ overflowWrap: "anywhere" }}
+            aria-label={t("mandates.evidenceFileOpen", { name: file.name })}
+            data-testid="manual-payment-file-link"
+          >
+            {file.name}
+          </Anchor>
+          <Text size="xs" c="dimmed" data-testid="manual-payment-file-meta">
+            {[EVIDENCE_KIND[file.contentType] ?? file.contentType, formatBytes(file.sizeBytes, lang), file.uploadedBy, dateTime(file.uploadedAt)].join(" · ")}
+          </Text>
+        </div>
+      )}
     </Stack>
   );
+}
+
+/** The kinds of evidence file the server accepts (it checks the bytes, this only the type the browser says). */
+const EVIDENCE_TYPES = ["application/pdf", "image/png", "image/jpeg"];
+const EVIDENCE_MAX_BYTES = 5 * 1024 * 1024;
+const EVIDENCE_KIND: Record<string, string> = { "application/pdf": "PDF", "image/png": "PNG", "image/jpeg": "JPEG" };
+
+/** What is wrong with a chosen file before it is sent, if anything. */
+function evidenceFileProblem(t: (key: Key) => string, file: File): string | null {
+  if (file.size > EVIDENCE_MAX_BYTES) return t("mandates.evidenceFileTooLarge");
+  if (file.type && !EVIDENCE_TYPES.includes(file.type)) return t("mandates.evidenceFileType");
+  return null;
+}
+
+/** The server's refusal of the file in the staff's words. */
+function evidenceFileWords(t: (key: Key) => string, error: unknown): string | null {
+  if (!(error instanceof ApiError)) return null;
+  const codes = error.errors.filter((e) => e.field.startsWith("evidenceFile.")).map((e) => e.code);
+  if (codes.includes("FILE_TOO_LARGE")) return t("mandates.evidenceFileTooLarge");
+  if (codes.includes("UNSUPPORTED_FILE_TYPE")) return t("mandates.evidenceFileType");
+  if (codes.includes("INVALID_BASE64")) return t("mandates.evidenceFileUnreadable");
+  return null;
+}
+
+/** A file's bytes in base64, as the API takes them. */
+async function fileBase64(file: File): Promise<string> {
+  const bytes = new Uint8Array(await file.arrayBuffer());
+  let binary = "";
+  const chunk = 0x8000;
+  for (let i = 0; i < bytes.length; i += chunk) {
+    binary += String.fromCharCode(...bytes.subarray(i, i + chunk));
+  }
+  return btoa(binary);
 }
 
 /** The refund of a card charge through its acquirer, with the reason staff give. */
@@ -802,6 +895,8 @@ function MandateDetailOf({ id }: { id: string }) {
   const [cancelling, setCancelling] = useState(false);
   const [adding, setAdding] = useState(false);
   const [selected, setSelected] = useState<string[]>([]);
+  const [params] = useSearchParams();
+  const focusedInstallment = params.get("installment");
   const query = useQuery({
     queryKey: ["mandate", id],
     queryFn: () => payload(api.GET("/mandates/{internalId}", { params: { path: { internalId: id } } })),
@@ -1022,6 +1117,7 @@ function MandateDetailOf({ id }: { id: string }) {
                       <InstallmentRows
                         key={i.internalId}
                         installment={i}
+                        focused={i.internalId === focusedInstallment}
                         selected={selected.includes(i.internalId)}
                         onSelect={(checked) => select(i, checked)}
                         onPay={() => setPaying([i])}
