@@ -129,7 +129,7 @@ describe("The staff's working day: past due, a run, a customer's payments", { co
     assert.equal(await hard.getByTestId("past-due-retry").innerText(), "Rechazo definitivo: sin reintentos");
     assert.match(await hard.getByTestId("past-due-amount").innerText(), /\$3\.000/);
     assert.equal(await table.locator(`tr[data-mandate="${ids["PLAN-OK"]}"]`).count(), 0, "a paid mandate is not past due");
-    await shots("past-due");
+    await shots("past-due-list");
 
     // On a phone the table scrolls inside its own box.
     await page.setViewportSize({ width: 390, height: 844 });
@@ -152,15 +152,15 @@ describe("The staff's working day: past due, a run, a customer's payments", { co
     await attempts.locator("tbody tr").nth(2).waitFor();
     assert.equal(await attempts.locator("tbody tr").count(), 3);
     const counts = await page.getByTestId("run-counts").innerText();
-    assert.match(counts, /Pagada\s*1/);
-    assert.match(counts, /Rechazada\s*2/);
+    assert.match(counts, /Pagados\s*1/);
+    assert.match(counts, /Rechazados\s*2/);
     const soft = attempts.locator("tr").filter({ hasText: "PLAN-SOFT" });
     assert.equal(await soft.getByTestId("outcome").innerText(), "Rechazada · Fondos insuficientes");
     assert.match(await soft.innerText(), /\$15\.000/);
     assert.match(await soft.innerText(), new RegExp(dmy(businessDate(1))));
     const paid = attempts.locator("tr").filter({ hasText: "PLAN-OK" });
     assert.equal(await paid.getByTestId("outcome").innerText(), "Pagada");
-    await shots("charging-run");
+    await shots("charging-run-detail");
 
     // Only the rejected ones.
     await page.getByTestId("run-outcome-filter").click();

@@ -327,10 +327,10 @@ export function ChargingRun() {
             <SimpleGrid cols={{ base: 2, sm: 3, md: 6 }} data-testid="run-counts">
               {[
                 [t("charging.attempted"), run.attempted],
-                [t("outcome.PAID"), d.outcomes.paid],
-                [t("outcome.REJECTED"), d.outcomes.rejected],
+                [t("charging.paid"), d.outcomes.paid],
+                [t("charging.rejected"), d.outcomes.rejected],
                 [t("outcome.IN_PROCESS"), d.outcomes.inProcess],
-                [t("outcome.IN_VALIDATION"), d.outcomes.inValidation],
+                [t("charging.inValidation"), d.outcomes.inValidation],
                 [t("charging.waitingUf"), run.waitingUf],
               ].map(([name, value]) => (
                 <Card withBorder key={String(name)} p="sm">
