@@ -57,12 +57,13 @@ pub mod mandate_signatures;
 pub mod mandates;
 pub mod migrations;
 pub mod oneclick;
+pub mod payment_evidence;
 mod pg_connect;
 pub mod pg_migrations;
 #[cfg(test)]
 pub(crate) mod pg_test;
 pub mod sandbox_reset;
-mod search;
+pub mod search;
 pub mod settings;
 pub mod signatures;
 pub mod sim_acquirer;

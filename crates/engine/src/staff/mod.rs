@@ -10,6 +10,7 @@ pub mod fees;
 pub mod mandates;
 pub mod past_due;
 pub mod refunds;
+pub mod search;
 pub mod sessions;
 pub mod settings;
 pub mod signatures;

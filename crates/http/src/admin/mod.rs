@@ -16,6 +16,7 @@ pub mod fees;
 pub mod ledger;
 pub mod mandates;
 pub mod paging;
+pub mod search;
 pub mod past_due;
 pub mod session;
 pub mod settings;
@@ -77,7 +78,9 @@ pub fn router(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(mandates::list))
         .routes(routes!(mandates::detail))
         .routes(routes!(mandates::document))
-        .routes(routes!(mandates::pay))
+        .routes(super::body_budget::evidence_body(routes!(mandates::pay)))
+        .routes(routes!(mandates::evidence_file))
+        .routes(routes!(search::search))
         .routes(routes!(mandates::annul))
         .routes(routes!(mandates::add_installments))
         .routes(routes!(mandates::cancel))
