@@ -249,3 +249,139 @@ async fn a_five_mib_jpeg_fits_the_routes_body_limit_and_a_larger_body_is_413() {
     let reply = admin.post(&path, body).await;
     assert_eq!(reply.status, 413, "{}", reply.body);
 }
+
+/// The real binary at debug level: neither the bytes of an evidence file (accepted or
+/// refused) nor their base64 reach its log.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_evidence_files_bytes_never_reach_the_log() {
+    use crate::process::{Api, install, serve_logged, stop};
+    use reqwest::Method;
+
+    const CODE: &str = "EVIDENCIA-1";
+    const PASSWORD: &str = "Merchant-Pass-e5Vd2Kq8";
+    let data = tempfile::tempdir().unwrap();
+    let log = data.path().join("serve.log");
+    let installation = install(data.path(), CODE, PASSWORD);
+    let (mut server, base) = serve_logged(data.path(), &[("MANDATO_LOG", "debug")], &log);
+
+    let mut api = Api::new(base.clone(), installation.api_key.clone(), CODE);
+    api.login(PASSWORD).await;
+    api.call(
+        Method::POST,
+        "/user",
+        Some(json!({"customer": {"userId": "u1",
+            "identificationDocument": {"type": "RUT", "number": "12.345.678-5"},
+            "personalInformation": {"firstName": "Ana", "lastName": "Pérez"},
+            "contacts": {"email": "ana@example.cl"}}})),
+    )
+    .await;
+    let due = (chrono::Utc::now().date_naive() + Duration::days(10)).to_string();
+    let created = api
+        .call(
+            Method::POST,
+            "/mandate",
+            Some(json!({"customer": {"userId": "u1"},
+                "mandate": {"id": "LOG-1", "type": "DYNAMIC", "name": "Cuenta",
+                            "charges": {"currencyId": "CLP", "maxAmount": 100000}},
+                "installments": [{"id": "c1", "amount": 1000, "currencyId": "CLP", "installmentDueDate": due}]})),
+        )
+        .await;
+    let mandate = created["payload"]["mandate"]["internalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    api.call(
+        Method::POST,
+        &format!("/sandbox/mandates/{mandate}/activate"),
+        Some(json!({"paymentMethodId": 3, "card": {"number": APPROVE, "expiry": "12/35", "cvv": "123"}})),
+    )
+    .await;
+
+    // The owner, signed in at first start.
+    let client = reqwest::Client::new();
+    let setup = client
+        .post(format!("{base}/admin/api/setup"))
+        .json(&json!({"email": "owner@evidencia.example", "password": "a long password"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(setup.status(), 201);
+    let cookie = setup.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let csrf = setup.json::<Value>().await.unwrap()["payload"]["csrfToken"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let staff = |method: Method, path: &str| {
+        client
+            .request(method, format!("{base}/admin/api{path}"))
+            .header("cookie", &cookie)
+            .header("x-csrf-token", &csrf)
+    };
+    let detail: Value = staff(Method::GET, &format!("/mandates/{mandate}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let installment = detail["payload"]["installments"][0]["internalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let pay = |file: Value| {
+        json!({"installmentIds": [installment],
+            "payment": {"date": chrono::Utc::now().date_naive().pred_opt().unwrap().to_string(),
+                        "amount": 1000, "currencyId": "CLP", "method": "TRANSFER"},
+            "evidenceFile": file})
+    };
+
+    // Refused (no PDF by its bytes), then accepted: each holds a text like no other.
+    let refused = b"REFUSED-EVIDENCE-q4Zm8Tx2 not a pdf".to_vec();
+    let accepted = b"%PDF-1.4\n% ACCEPTED-EVIDENCE-w7Kp3Ny6\n%%EOF\n".to_vec();
+    let response = staff(Method::POST, &format!("/mandates/{mandate}/payments"))
+        .json(&pay(
+            json!({"name": "a.pdf", "contentBase64": b64(&refused)}),
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let response = staff(Method::POST, &format!("/mandates/{mandate}/payments"))
+        .json(&pay(
+            json!({"name": "b.pdf", "contentBase64": b64(&accepted)}),
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let paid: Value = response.json().await.unwrap();
+    let url = paid["payload"]["installments"][0]["evidenceFile"]["url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let read = client
+        .get(format!("{base}{url}"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(read.bytes().await.unwrap().to_vec(), accepted);
+
+    stop(&mut server.0);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("mandato is serving"), "{text}");
+    for secret in [
+        "REFUSED-EVIDENCE-q4Zm8Tx2".to_string(),
+        "ACCEPTED-EVIDENCE-w7Kp3Ny6".to_string(),
+        b64(&refused)[..24].to_string(),
+        b64(&accepted)[..24].to_string(),
+    ] {
+        assert!(!text.contains(&secret), "{secret} is in the log");
+    }
+}
