@@ -128,9 +128,20 @@ async fn staff_start_a_process_and_cancel_it_once() {
     events.expect(200, "EVENTS_OK");
     let mut announced = Vec::new();
     for item in events.body["payload"]["items"].as_array().unwrap() {
+        // Each signature event names its process, for the staff UI's link.
+        assert!(
+            item["signatureProcessId"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("sig_")),
+            "{item}"
+        );
         let id = item["eventId"].as_str().unwrap();
         let event = admin.get(&format!("/notifications/{id}")).await;
-        if event.body["payload"]["body"]["process"]["internalId"] == process.as_str() {
+        if item["signatureProcessId"] == process.as_str() {
+            assert_eq!(
+                event.body["payload"]["body"]["process"]["internalId"],
+                process
+            );
             announced.push(event.body["payload"]["body"]["event"].clone());
         }
     }

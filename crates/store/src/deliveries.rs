@@ -498,6 +498,8 @@ pub struct ListedEvent {
     /// copy), and its error when no answer came.
     pub last_status_code: Option<i64>,
     pub last_error: Option<String>,
+    /// The signature process a signature event is about (`sig_...`).
+    pub signature_process_id: Option<String>,
 }
 
 pub fn list_events<'c, 'f>(
@@ -512,13 +514,15 @@ pub fn list_events<'c, 'f>(
             "CASE WHEN e.kind = 'signature' THEN json_extract(e.body, '$.event')
                      ELSE coalesce(json_extract(e.body, '$.installment.state.name'),
                                    json_extract(e.body, '$.product.state.name')) END,
-                json_extract(e.body, '$.installment.rejection.code')"
+                json_extract(e.body, '$.installment.rejection.code'),
+                CASE WHEN e.kind = 'signature' THEN json_extract(e.body, '$.process.internalId') END"
         }
         Backend::Postgres => {
             "CASE WHEN e.kind = 'signature' THEN CAST(e.body AS jsonb) #>> '{event}'
                      ELSE coalesce(CAST(e.body AS jsonb) #>> '{installment,state,name}',
                                    CAST(e.body AS jsonb) #>> '{product,state,name}') END,
-                CAST(e.body AS jsonb) #>> '{installment,rejection,code}'"
+                CAST(e.body AS jsonb) #>> '{installment,rejection,code}',
+                CASE WHEN e.kind = 'signature' THEN CAST(e.body AS jsonb) #>> '{process,internalId}' END"
         }
     };
     let mut sql = format!(
@@ -590,8 +594,9 @@ pub fn list_events<'c, 'f>(
             customer_name: r.get(14)?,
             announced_state: r.get(15)?,
             rejection_code: r.get(16)?,
-            last_status_code: r.get(17)?,
-            last_error: r.get(18)?,
+            signature_process_id: r.get(17)?,
+            last_status_code: r.get(18)?,
+            last_error: r.get(19)?,
         })
     })
 }

@@ -4967,6 +4967,8 @@ export interface components {
             lastStatusCode: number | null;
             /** @description Why the latest delivery attempt got no answer (connection, TLS, timeout, refusal). */
             lastError: string | null;
+            /** @description A signature event's process (`sig_...`): the staff UI's process page. Null for others. */
+            signatureProcessId: string | null;
         };
         ListedSignatureDto: {
             internalId: string;
@@ -5788,10 +5790,22 @@ export interface components {
             commerce: string;
             customer: components["schemas"]["CustomerDto"];
         };
+        /**
+         * @description The customer as `POST /api/v1/user` takes it, checked by the same rules; only `userId` may
+         *     be left out here: the RUT, normalised (`12345678-5`), is the customer's `userId` then.
+         */
+        StaffCustomerIn: {
+            /** @description The merchant's id of the customer; unique per commerce. Default: the RUT. */
+            userId?: string | null;
+            identificationDocument: components["schemas"]["IdentificationDocumentIn"];
+            personalInformation: components["schemas"]["PersonalInformationIn"];
+            address?: components["schemas"]["AddressIn"] | null;
+            contacts: components["schemas"]["ContactsIn"];
+        };
         StaffCustomerRequest: {
             /** @description The code of the commerce the customer is registered with. */
             commerce?: string | null;
-            customer?: components["schemas"]["CustomerIn"] | null;
+            customer: components["schemas"]["StaffCustomerIn"];
         };
         StaffDocumentDto: {
             /** @description `doc_...`: the path segment of its downloads. */

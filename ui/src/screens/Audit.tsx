@@ -1,9 +1,9 @@
-import { Badge, Button, Code, Group, NumberInput, Select, Stack, Table, Tabs, Text, TextInput } from "@mantine/core";
+import { Anchor, Badge, Button, Code, Group, NumberInput, Select, Stack, Table, Tabs, Text, TextInput } from "@mantine/core";
 import { useDebouncedValue } from "@mantine/hooks";
 import { notifications } from "@mantine/notifications";
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
-import { useSearchParams } from "react-router";
+import { Link, useSearchParams } from "react-router";
 import { api, payload, type Schemas } from "../api/client";
 import { AuditChainCheck } from "../components/AuditChainCheck";
 import { ExportCsv } from "../components/ExportCsv";
@@ -52,6 +52,36 @@ export function actionLabel(t: (key: Key) => string, action: string): string {
   const key = `auditAction.${action}` as Key;
   const words = t(key);
   return words === key ? action : words;
+}
+
+/** A staff action's target; a signature process (`sig_...`) links to its page, as do customers and mandates. */
+function TargetLink({ target }: { target: string | null | undefined }) {
+  if (!target) return <>—</>;
+  const page = target.startsWith("sig_")
+    ? `/signatures/${target}`
+    : target.startsWith("man_")
+      ? `/mandates/${target}`
+      : target.startsWith("usr_")
+        ? `/customers/${target}`
+        : null;
+  if (!page) return <>{target}</>;
+  return (
+    <Anchor component={Link} to={page} size="sm" data-testid={target.startsWith("sig_") ? "audit-signature-link" : undefined}>
+      {target}
+    </Anchor>
+  );
+}
+
+/** A merchant request about one signature process (`/signature/internalId/sig_...`) links to it. */
+function PathSignatureLink({ path }: { path: string }) {
+  const { t } = useI18n();
+  const id = /\/signature\/internalId\/(sig_[A-Za-z0-9_-]+)/.exec(path)?.[1];
+  if (!id) return null;
+  return (
+    <Anchor component={Link} to={`/signatures/${id}`} size="xs" display="block" data-testid="audit-signature-link">
+      {t("create.viewProcess")}
+    </Anchor>
+  );
 }
 
 /** The few details the server writes as English phrases ("2 values"), in the page's language. */
@@ -121,7 +151,9 @@ function StaffActions() {
                   <Table.Td data-action={a.action} title={a.action}>
                     {actionLabel(t, a.action)}
                   </Table.Td>
-                  <Table.Td className="nowrap">{a.target ?? "—"}</Table.Td>
+                  <Table.Td className="nowrap">
+                    <TargetLink target={a.target} />
+                  </Table.Td>
                   <Table.Td>
                     <Text size="xs" lineClamp={2} maw={420}>
                       {detailWords(t, a.detail)}
@@ -204,6 +236,7 @@ function Requests() {
                   <Table.Td>{r.method}</Table.Td>
                   <Table.Td>
                     <Code>{r.path}</Code>
+                    <PathSignatureLink path={r.path} />
                   </Table.Td>
                   <Table.Td>
                     <Text c={r.status >= 400 ? "red" : undefined}>{r.status}</Text>

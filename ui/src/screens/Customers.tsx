@@ -3,6 +3,7 @@ import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { Link, useLocation, useParams } from "react-router";
 import { api, payload, type Schemas } from "../api/client";
 import { CommerceSelect } from "../components/CommerceSelect";
+import { NewCustomerButton } from "../components/NewCustomerDialog";
 import { ExportCsv } from "../components/ExportCsv";
 import { MandateTable } from "../components/MandateTable";
 import { Pager } from "../components/Pager";
@@ -61,6 +62,7 @@ export function Customers() {
           data-testid="customer-search"
         />
         <CommerceSelect value={commerce} onChange={(v) => url.set({ commerce: v })} />
+        <NewCustomerButton commerce={commerce} />
         <Select
           label={t("common.sort")}
           data={SORTS.map((s) => ({ value: s, label: sortLabels[s] }))}

@@ -7,6 +7,7 @@ import { CommerceSelect } from "../components/CommerceSelect";
 import { DateField } from "../components/DateField";
 import { ExportCsv } from "../components/ExportCsv";
 import { MandateTable, mandateColumns, type MandateLine } from "../components/MandateTable";
+import { NewMandateButton } from "../components/NewMandateDialog";
 import { Pager } from "../components/Pager";
 import { QueryState } from "../components/QueryState";
 import { PageTitle } from "../components/Layout";
@@ -98,6 +99,7 @@ export function Mandates() {
           data-testid="filter-type"
         />
         <CommerceSelect value={url.get("commerce") || null} onChange={(v) => url.set({ commerce: v })} />
+        <NewMandateButton commerce={url.get("commerce") || null} />
         {filters.customer && (
           <TextInput
             label={t("mandates.customerFilter")}

@@ -183,6 +183,12 @@ function VerifyTool({ eventId }: { eventId: string }) {
   );
 }
 
+/** The signature process a signature event's body is about (`process.internalId`). */
+function signatureProcessOf(body: unknown): string | null {
+  const id = (body as { process?: { internalId?: unknown } } | null)?.process?.internalId;
+  return typeof id === "string" && id.startsWith("sig_") ? id : null;
+}
+
 function EventDrawer({ eventId, onClose }: { eventId: string; onClose: () => void }) {
   const { t, dateTime, label } = useI18n();
   const session = useSession();
@@ -222,6 +228,11 @@ function EventDrawer({ eventId, onClose }: { eventId: string; onClose: () => voi
             <Text size="sm" style={{ wordBreak: "break-all" }}>
               {t("notifications.url")}: {d.event.url ?? "—"}
             </Text>
+            {d.event.kind === "signature" && signatureProcessOf(d.body) && (
+              <Anchor component={Link} to={`/signatures/${signatureProcessOf(d.body)}`} size="sm" data-testid="event-signature-process">
+                {t("create.viewProcess")} ({signatureProcessOf(d.body)})
+              </Anchor>
+            )}
             {d.event.url && session.can("operator") && (
               <Group>
                 <Button size="xs" onClick={() => redeliver.mutate([eventId])} loading={redeliver.isPending} data-testid="redeliver-one">
@@ -467,8 +478,21 @@ export function Notifications() {
                         <Anchor component={Link} to={`/mandates/${e.mandateInternalId}`} size="sm" fw={600}>
                           {e.mandateId ?? e.mandateInternalId}
                         </Anchor>
-                      ) : (
+                      ) : e.signatureProcessId ? null : (
                         "—"
+                      )}
+                      {e.signatureProcessId && (
+                        <Anchor
+                          component={Link}
+                          to={`/signatures/${e.signatureProcessId}`}
+                          size="xs"
+                          ff="monospace"
+                          display="block"
+                          data-testid="event-signature-link"
+                          aria-label={`${t("create.viewProcess")} ${e.signatureProcessId}`}
+                        >
+                          {e.signatureProcessId}
+                        </Anchor>
                       )}
                       <Text size="xs">{e.customerName ?? ""}</Text>
                       <Text size="xs" c="dimmed" className="nowrap">

@@ -9,6 +9,7 @@ import {
   Button,
   Card,
   Code,
+  CopyButton,
   Group,
   Select,
   SimpleGrid,
@@ -20,7 +21,8 @@ import {
   Tooltip,
 } from "@mantine/core";
 import { useDebouncedValue } from "@mantine/hooks";
-import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { notifications } from "@mantine/notifications";
 import { useEffect, useState, type ReactNode } from "react";
 import { Link, useNavigate, useParams, useSearchParams } from "react-router";
 import { api, payload, type Schemas } from "../api/client";
@@ -34,6 +36,8 @@ import { formatRut } from "../lib/rut";
 import { formatBytes } from "../lib/format";
 import { DateField } from "../components/DateField";
 import { ScrollTable } from "../components/ScrollTable";
+import { NewSignatureButton } from "../components/NewSignatureDialog";
+import { confirmAction } from "../components/confirm";
 
 const STATES = ["PENDING", "IN_PROGRESS", "COMPLETED", "CANCELLED", "REJECTED", "EXPIRED"] as const;
 type ProcessState = (typeof STATES)[number];
@@ -142,6 +146,7 @@ export function Signatures() {
           data-testid="signature-search"
         />
         <CommerceSelect value={filters.commerce ?? null} onChange={(v) => update({ commerce: v })} />
+        <NewSignatureButton commerce={filters.commerce ?? null} />
         <Select
           label={t("common.state")}
           placeholder={t("common.all")}
@@ -341,10 +346,86 @@ function Signatories({ detail }: { detail: Schemas["StaffSignatureDetail"] }) {
                 </Field>
               )}
             </SimpleGrid>
+            <SigningLink detail={detail} signatory={s} />
           </Card>
         ))}
       </Stack>
     </Card>
+  );
+}
+
+/**
+ * A signatory's own signing link, to copy and hand to that person only (it is their
+ * credential): operators and admins, while the process is open and the signatory has not acted.
+ */
+function SigningLink({ detail, signatory }: { detail: Schemas["StaffSignatureDetail"]; signatory: Schemas["StaffSignatoryDto"] }) {
+  const { t } = useI18n();
+  const session = useSession();
+  const url = detail.signature.signatories.find((x) => x.internalId === signatory.internalId)?.signingUrl;
+  const open = ["PENDING", "IN_PROGRESS"].includes(detail.signature.process.state.name);
+  if (!url || !open || !session.can("operator") || signatory.state.name !== "PENDING") return null;
+  return (
+    <Group gap="xs" mt="xs" wrap="nowrap">
+      <CopyButton value={url}>
+        {({ copied, copy }) => (
+          <Button
+            size="xs"
+            variant="light"
+            color={copied ? "teal" : "blue"}
+            onClick={() => {
+              copy();
+              notifications.show({ color: "green", message: t("create.linkCopied") });
+            }}
+            data-testid="copy-signing-link"
+            data-url={url}
+          >
+            {copied ? t("create.copied") : t("create.copyLink", { name: signatory.name })}
+          </Button>
+        )}
+      </CopyButton>
+    </Group>
+  );
+}
+
+/** Cancels an open process after confirmation (operators and admins). */
+function CancelProcess({ detail }: { detail: Schemas["StaffSignatureDetail"] }) {
+  const { t } = useI18n();
+  const session = useSession();
+  const queryClient = useQueryClient();
+  const id = detail.signature.process.internalId;
+  const mutation = useMutation({
+    mutationFn: () => payload(api.POST("/signatures/{internalId}/cancel", { params: { path: { internalId: id } }, body: {} })),
+    onSuccess: (next) => {
+      queryClient.setQueryData(["signature", id], next);
+      void queryClient.invalidateQueries({ queryKey: ["signatures"] });
+      void queryClient.invalidateQueries({ queryKey: ["events"] });
+      notifications.show({ color: "green", message: t("create.processCancelled") });
+    },
+    onError: (e) => {
+      notifications.show({ color: "red", message: errorText(e) });
+      void queryClient.invalidateQueries({ queryKey: ["signature", id] });
+    },
+  });
+  const open = ["PENDING", "IN_PROGRESS"].includes(detail.signature.process.state.name);
+  if (!open || !session.can("operator")) return null;
+  return (
+    <Button
+      color="red"
+      variant="light"
+      loading={mutation.isPending}
+      data-testid="cancel-process"
+      onClick={async () => {
+        const sure = await confirmAction({
+          title: t("create.cancelTitle"),
+          message: t("create.cancelMessage"),
+          confirm: t("create.cancelConfirm"),
+          cancel: t("create.keep"),
+        });
+        if (sure) mutation.mutate();
+      }}
+    >
+      {t("create.cancelProcess")}
+    </Button>
   );
 }
 
@@ -507,9 +588,12 @@ export function SignatureDetail() {
       <QueryState loading={query.isLoading} error={query.error} retry={() => void query.refetch()}>
         {d && p && (
           <>
-            <Group gap="sm">
-              <PageTitle title={p.processName} />
-              <SignatureBadge name={p.state.name} />
+            <Group justify="space-between" align="start">
+              <Group gap="sm">
+                <PageTitle title={p.processName} />
+                <SignatureBadge name={p.state.name} />
+              </Group>
+              <CancelProcess detail={d} />
             </Group>
             <Card withBorder>
               <SimpleGrid cols={{ base: 2, md: 4 }}>

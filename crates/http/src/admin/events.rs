@@ -77,6 +77,8 @@ pub struct ListedEventDto {
     pub last_status_code: Option<i64>,
     /// Why the latest delivery attempt got no answer (connection, TLS, timeout, refusal).
     pub last_error: Option<String>,
+    /// A signature event's process (`sig_...`): the staff UI's process page. Null for others.
+    pub signature_process_id: Option<String>,
 }
 
 impl From<ListedEvent> for ListedEventDto {
@@ -92,6 +94,7 @@ impl From<ListedEvent> for ListedEventDto {
             rejection_code: r.rejection_code,
             last_status_code: r.last_status_code,
             last_error: r.last_error,
+            signature_process_id: r.signature_process_id,
         }
     }
 }
