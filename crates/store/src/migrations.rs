@@ -123,6 +123,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0031_payment_evidence_files",
         include_str!("../../../migrations/0031_payment_evidence_files.sql"),
     ),
+    (
+        "0032_charge_attempts_by_run",
+        include_str!("../../../migrations/0032_charge_attempts_by_run.sql"),
+    ),
 ];
 
 /// What a migration needs that SQL cannot compute, run in its transaction right after its SQL.

@@ -52,6 +52,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0011_payment_evidence_files",
         include_str!("../../../migrations/postgres/0011_payment_evidence_files.sql"),
     ),
+    (
+        "0012_charge_attempts_by_run",
+        include_str!("../../../migrations/postgres/0012_charge_attempts_by_run.sql"),
+    ),
 ];
 
 /// The advisory lock's key: any constant no other application on the database uses
