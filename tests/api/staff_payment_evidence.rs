@@ -7,7 +7,7 @@ use chrono::Duration;
 use serde_json::{Value, json};
 
 use crate::helpers::*;
-use crate::link::{Linked, linked};
+use crate::link::{Linked, get_page, linked};
 use crate::staff_ui_api::{Desk, member, owner};
 
 const APPROVE: &str = "4111111111111111";
@@ -134,6 +134,18 @@ async fn a_payments_file_is_kept_with_it_shown_on_its_installments_and_read_back
         .get("/payment-evidence/pef_nothing")
         .await
         .expect(404, "EVIDENCE_FILE_NOT_FOUND");
+
+    // The customer's receipt says a file backs the payment: its name, kind and size.
+    let receipt = get_page(&format!("{}/comprobante/{c1}", l.link)).await;
+    assert_eq!(receipt.status, reqwest::StatusCode::OK);
+    assert!(
+        receipt.html.contains(&format!(
+            "<dt>Respaldo adjunto</dt><dd>comprobante transferencia.pdf (PDF, {} B)</dd>",
+            pdf.len()
+        )),
+        "{}",
+        receipt.html
+    );
 
     // The staff audit names the file by name, kind, size and digest, not by its bytes.
     let audit = admin.get("/audit/staff").await;

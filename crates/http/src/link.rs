@@ -679,7 +679,7 @@ async fn receipt(
         .installments
         .iter()
         .find(|i| i.id == installment_id && i.state == InstallmentState::Paid);
-    let (current_instrument, uf_value) = match paid {
+    let (current_instrument, uf_value, evidence_file) = match paid {
         Some(i) => match state.read_unscoped(|c| {
             let code = i.authorization_code.as_deref().unwrap_or_default();
             let current = link_records::paid_with_current_instrument(c, i.seq, code)?;
@@ -688,12 +688,13 @@ async fn receipt(
                 (Some(_), Some(date)) => link_records::uf_value(c, date)?,
                 _ => None,
             };
-            Ok((current, uf))
+            let evidence = mandato_engine::staff::mandates::evidence_of_installment(c, i.seq)?;
+            Ok((current, uf, evidence))
         }) {
             Ok(read) => read,
             Err(e) => return failure(&e),
         },
-        None => (false, None),
+        None => (false, None, None),
     };
     match paid {
         Some(installment) => html(
@@ -704,6 +705,7 @@ async fn receipt(
                     installment,
                     current_instrument,
                     uf_value,
+                    evidence_file,
                 },
                 &token,
                 state.calendar.time_zone(),

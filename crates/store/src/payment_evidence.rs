@@ -112,6 +112,23 @@ pub fn of_mandate<'c>(
     })
 }
 
+/// The latest file attached to an installment's payment, if any.
+pub fn of_installment<'c>(
+    db: impl Into<Db<'c>>,
+    installment_seq: i64,
+) -> db::Result<Option<EvidenceFileMeta>> {
+    let sql = format!(
+        "SELECT {META_COLUMNS}
+         FROM payment_evidence_files f
+         JOIN installment_evidence_files a ON a.file_seq = f.seq
+         WHERE a.installment_seq = ?1
+         ORDER BY f.seq DESC
+         LIMIT 1"
+    );
+    db.into()
+        .query_opt(&sql, &params![installment_seq], meta_from_row)
+}
+
 /// A file of any commerce by our id, with its bytes.
 pub fn by_id<'c>(
     db: impl Into<Db<'c>>,
@@ -154,6 +171,29 @@ mod tests {
             assert_eq!((meta.seq, meta.size_bytes), (seq, bytes.len() as i64));
             assert!(by_id(db, "pef_2").unwrap().is_none());
             assert!(of_mandate(db, mandate_seq).unwrap().is_empty());
+            db.execute(
+                "INSERT INTO installments (id, mandate_seq, commerce_id, external_id, amount,
+                     currency, due_date, state, state_at, created_at)
+                 VALUES ('ins_a', ?1, ?2, 'c1', '1000', 'CLP', '2026-12-05', 0,
+                     '2026-11-29T00:00:00.000Z', '2026-11-29T00:00:00.000Z')",
+                &params![mandate_seq, commerce_id],
+            )
+            .unwrap();
+            let installment: i64 = db
+                .query_row(
+                    "SELECT seq FROM installments WHERE id = 'ins_a'",
+                    &params![],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert!(of_installment(db, installment).unwrap().is_none());
+            attach(db, seq, installment).unwrap();
+            attach(db, seq, installment).unwrap();
+            assert_eq!(of_installment(db, installment).unwrap(), Some(meta.clone()));
+            assert_eq!(
+                of_mandate(db, mandate_seq).unwrap(),
+                vec![(installment, meta)]
+            );
         });
     }
 }

@@ -66,6 +66,27 @@ pub fn manual_method(code: &str) -> &str {
     }
 }
 
+/// A file attached to a payment as its receipt names it: `comprobante.pdf (PDF, 1,5 KiB)`.
+pub fn attached_file(name: &str, content_type: &str, size_bytes: i64) -> String {
+    let kind = match content_type {
+        "application/pdf" => "PDF",
+        "image/png" => "PNG",
+        "image/jpeg" => "JPEG",
+        other => other,
+    };
+    let size = if size_bytes < 1024 {
+        format!("{size_bytes} B")
+    } else {
+        let (value, unit) = if size_bytes < 1024 * 1024 {
+            (size_bytes as f64 / 1024.0, "KiB")
+        } else {
+            (size_bytes as f64 / (1024.0 * 1024.0), "MiB")
+        };
+        format!("{} {unit}", format!("{value:.1}").replace('.', ","))
+    };
+    format!("{name} ({kind}, {size})")
+}
+
 /// The currency's name, for sentences.
 pub fn currency_name(currency: Currency) -> &'static str {
     match currency {
@@ -353,6 +374,22 @@ mod tests {
 
     fn m(amount: &str, currency: Currency) -> Money {
         Money::from_decimal(Decimal::from_str(amount).unwrap(), currency).unwrap()
+    }
+
+    #[test]
+    fn an_attached_file_is_named_with_its_kind_and_size() {
+        assert_eq!(
+            attached_file("v.pdf", "application/pdf", 15),
+            "v.pdf (PDF, 15 B)"
+        );
+        assert_eq!(
+            attached_file("f.png", "image/png", 1536),
+            "f.png (PNG, 1,5 KiB)"
+        );
+        assert_eq!(
+            attached_file("f.jpg", "image/jpeg", 5 * 1024 * 1024),
+            "f.jpg (JPEG, 5,0 MiB)"
+        );
     }
 
     #[test]

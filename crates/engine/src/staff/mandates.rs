@@ -88,6 +88,14 @@ impl EvidenceUpload {
     }
 }
 
+/// The file attached to a paid installment's manual payment, if any (its receipt names it).
+pub fn evidence_of_installment(
+    conn: Db<'_>,
+    installment_seq: i64,
+) -> Result<Option<EvidenceFileMeta>> {
+    Ok(payment_evidence::of_installment(conn, installment_seq)?)
+}
+
 /// Keeps the evidence file of a manual payment with the installments it paid, in the
 /// payment's transaction (after the operation changed them): the file is there exactly when
 /// the payment is.

@@ -16,6 +16,7 @@ use mandato_core::domain::money::{Currency, Money};
 use mandato_core::domain::state::{InstallmentState, MandateState, PaymentMethod};
 use mandato_engine::documents::spanish::{self, TermsSubject};
 use mandato_engine::records::{Commerce, CustomerRow, InstallmentRow, MandateRow, StoredJson};
+use mandato_engine::staff::mandates::EvidenceFileMeta;
 
 /// A mandate opened by its link, with everything its page shows.
 pub struct Loaded {
@@ -1129,6 +1130,9 @@ pub struct Receipt<'a> {
     pub current_instrument: bool,
     /// A UF installment charged in pesos: the UF value of its charge's date, when known.
     pub uf_value: Option<String>,
+    /// A payment recorded by hand with a file as its evidence: the file (staff read it from
+    /// the installment's page in the staff UI).
+    pub evidence_file: Option<EvidenceFileMeta>,
 }
 
 pub fn receipt_page(
@@ -1153,7 +1157,7 @@ pub fn receipt_page(
         div class="who" { (data.commerce.name) }
         h1 { "Comprobante de pago" }
     };
-    let rows: [(&str, String); 10] = [
+    let mut rows: Vec<(&str, String)> = vec![
         ("Monto pagado", paid_amount(receipt)),
         ("Cuota", installment.external_id.clone()),
         ("Vencimiento", spanish::date(installment.due_date)),
@@ -1184,6 +1188,16 @@ pub fn receipt_page(
             format!("{} {}", data.customer.first_name, data.customer.last_name),
         ),
     ];
+    if let Some(file) = &receipt.evidence_file {
+        // After the method and its reference: the document that shows the payment.
+        rows.insert(
+            6,
+            (
+                "Respaldo adjunto",
+                spanish::attached_file(&file.name, &file.content_type, file.size_bytes),
+            ),
+        );
+    }
     let body = html! {
         section class="receipt" {
             dl {
@@ -1511,6 +1525,18 @@ mod tests {
             installment: &paid,
             current_instrument: false,
             uf_value: None,
+            evidence_file: Some(EvidenceFileMeta {
+                seq: 1,
+                id: "pef_1".into(),
+                commerce_id: 1,
+                mandate_seq: 1,
+                name: HOSTILE.into(),
+                content_type: "application/pdf".into(),
+                size_bytes: 15,
+                sha256: "00".into(),
+                uploaded_by: "ops@example.cl".into(),
+                created_at: "2026-11-20T12:00:00.000Z".into(),
+            }),
         };
         let page = receipt_page(&data, &receipt, "tok", chrono_tz::America::Santiago);
         assert!(!page.contains("<script>"), "{page}");
@@ -1519,5 +1545,11 @@ mod tests {
             "{page}"
         );
         assert!(page.contains(&format!("<title>Comprobante · cuota {ESCAPED}</title>")));
+        assert!(
+            page.contains(&format!(
+                "<dt>Respaldo adjunto</dt><dd>{ESCAPED} (PDF, 15 B)</dd>"
+            )),
+            "{page}"
+        );
     }
 }
