@@ -267,6 +267,18 @@ describe("Accessibility of every screen", { concurrency: false }, () => {
       await page.getByTestId("add-installments").click();
       await page.getByRole("dialog").getByTestId("add-submit").waitFor();
     }, { overlay: true });
+    // What staff create: a customer, a mandate, a signature process.
+    for (const [screen, path, button, submit] of [
+      ["new-customer", "/customers", "new-customer", "customer-submit"],
+      ["new-mandate", "/mandates", "new-mandate", "mandate-submit"],
+      ["new-signature", "/signatures", "new-signature", "signature-submit"],
+    ]) {
+      await check(screen, async () => {
+        await route(path)();
+        await page.getByTestId(button).click();
+        await page.getByRole("dialog").getByTestId(submit).waitFor();
+      }, { overlay: true });
+    }
     await check("installment-history", async () => {
       await mandatePage();
       const toggle = page.locator('[data-installment="a"]').getByTestId("installment-history-toggle");

@@ -291,7 +291,6 @@ export function NewSignatureDialog({ commerce, onClose }: { commerce: string | n
           <FileInput
             label={t("create.documents")}
             description={t("create.documentsHint")}
-            placeholder={t("create.pickFiles")}
             multiple
             accept="application/pdf,.pdf"
             value={files}

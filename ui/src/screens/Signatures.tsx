@@ -378,8 +378,9 @@ function SigningLink({ detail, signatory }: { detail: Schemas["StaffSignatureDet
             }}
             data-testid="copy-signing-link"
             data-url={url}
+            aria-label={t("create.copyLink", { name: signatory.name })}
           >
-            {copied ? t("create.copied") : t("create.copyLink", { name: signatory.name })}
+            {copied ? t("create.copied") : t("create.copyLinkShort")}
           </Button>
         )}
       </CopyButton>
