@@ -1,8 +1,9 @@
 //! Memory for request bodies in flight, bounded whatever the concurrency (SECURITY.md, "What is
 //! refused, and the limits").
 //!
-//! Each route caps its own body (16 MiB for `POST /api/v1/signature`, 1 MiB by default, 16 KiB
-//! on the routes anyone may call unauthenticated: sign-in, setup, the JWE helper), but many
+//! Each route caps its own body (16 MiB for `POST /api/v1/signature`, 8 MiB for a staff manual
+//! payment with its evidence file, 1 MiB by default, 16 KiB on the routes anyone may call
+//! unauthenticated: sign-in, setup, the JWE helper), but many
 //! requests at once could still hold many bodies: forty 14 MiB uploads took 900 MB. So a
 //! request with a body reserves twice its size (the bytes, and what parsing them into values
 //! costs beside them) from one budget for the whole process, before the body is read, and

@@ -13035,7 +13035,7 @@ export interface operations {
                     "application/json": components["schemas"]["Envelope_MandateDetail"];
                 };
             };
-            /** @description Invalid field, evidence mismatch, DATE_IN_FUTURE at payment.date, INSTALLMENT_STATE_CONFLICT at installmentIds[i] (several refused installments: VALIDATION_ERROR naming each), MANDATE_STATE_CONFLICT */
+            /** @description Invalid field, evidence mismatch, DATE_IN_FUTURE at payment.date, INSTALLMENT_STATE_CONFLICT at installmentIds[i] (several refused installments: VALIDATION_ERROR naming each), MANDATE_STATE_CONFLICT; at evidenceFile.contentBase64: UNSUPPORTED_FILE_TYPE (not a PDF, PNG or JPEG by its bytes), FILE_TOO_LARGE (over 5 MiB), INVALID_BASE64 */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -13080,7 +13080,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description PAYLOAD_TOO_LARGE: over 1 MiB */
+            /** @description PAYLOAD_TOO_LARGE: a body over 8 MiB */
             413: {
                 headers: {
                     [name: string]: unknown;

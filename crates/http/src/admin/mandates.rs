@@ -852,10 +852,11 @@ fn parse_evidence(p: Option<&PaymentIn>, errors: &mut FieldErrors) -> Option<Pay
     request_body = StaffPaymentRequest,
     responses(
         (status = 200, description = "MANDATE_OK: the mandate afterwards", body = Envelope<MandateDetail>),
-        (status = 400, description = "Invalid field, evidence mismatch, DATE_IN_FUTURE at payment.date, INSTALLMENT_STATE_CONFLICT at installmentIds[i] (several refused installments: VALIDATION_ERROR naming each), MANDATE_STATE_CONFLICT", body = ErrorBody),
+        (status = 400, description = "Invalid field, evidence mismatch, DATE_IN_FUTURE at payment.date, INSTALLMENT_STATE_CONFLICT at installmentIds[i] (several refused installments: VALIDATION_ERROR naming each), MANDATE_STATE_CONFLICT; at evidenceFile.contentBase64: UNSUPPORTED_FILE_TYPE (not a PDF, PNG or JPEG by its bytes), FILE_TOO_LARGE (over 5 MiB), INVALID_BASE64", body = ErrorBody),
         (status = 401, description = "SESSION_REQUIRED", body = ErrorBody),
         (status = 403, description = "ROLE_NOT_ALLOWED or CSRF_TOKEN_INVALID", body = ErrorBody),
         (status = 404, description = "MANDATE_NOT_FOUND or INSTALLMENT_NOT_FOUND", body = ErrorBody),
+        (status = 413, description = "PAYLOAD_TOO_LARGE: a body over 8 MiB", body = ErrorBody),
     ))]
 pub async fn pay(
     State(state): State<AppState>,
