@@ -164,6 +164,12 @@ describe("staff create customers, mandates and signature processes", { concurren
     await dialog.getByTestId("customer-email").fill("otro@example.cl");
     await dialog.getByTestId("customer-submit").click();
     await dialog.getByText("Ya existe un cliente con ese RUT").waitFor();
+    // Another RUT under the first one's id: the id is named.
+    await dialog.getByTestId("customer-rut").fill("7.654.321-6");
+    await dialog.getByTestId("customer-userId").fill("12345678-5");
+    await dialog.getByTestId("customer-submit").click();
+    await dialog.getByText("Ya existe un cliente con ese ID en el comercio").waitFor();
+    assert.match(await fieldError("ID del cliente"), /Ya existe un cliente con ese ID/);
     await dialog.getByRole("button", { name: "Cancelar" }).click();
   });
 

@@ -6,8 +6,9 @@ import { notifications } from "@mantine/notifications";
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { useNavigate } from "react-router";
-import { api, payload } from "../api/client";
+import { ApiError, api, payload } from "../api/client";
 import { useI18n, useSession } from "../lib/context";
+import type { Key } from "../lib/i18n";
 import { formErrors } from "../lib/errors";
 import { formatRut } from "../lib/rut";
 import { useCommerces } from "./CommerceSelect";
@@ -16,6 +17,43 @@ import { useCommerces } from "./CommerceSelect";
 export function useCommerceChoices() {
   const commerces = useCommerces();
   return (commerces.data?.items ?? []).map((c) => ({ value: c.code, label: `${c.name} (${formatRut(c.code)})` }));
+}
+
+/** Refusals the shared table does not word, as the creation forms say them. */
+const OWN_CODES = [
+  "DUPLICATED_USER_ID",
+  "COMMERCE_NOT_FOUND",
+  "USER_NOT_FOUND",
+  "DUPLICATED_SIGNATORY",
+  "DUPLICATED_EXTERNAL_PROCESS_ID",
+  "NOT_ALLOWED",
+  "AMOUNT_MISMATCH",
+  "DATE_MISMATCH",
+  "ENCRYPTED_PDF",
+  "MISSING_SIGNATORY",
+];
+
+/**
+ * `formErrors` for the creation forms: each field's first problem beside it, with the words
+ * for the refusals only creation meets.
+ */
+export function creationErrors(
+  error: unknown,
+  paths: Record<string, string>,
+  known: string[],
+  t: (key: Key) => string,
+): { fields: Record<string, string>; general: string | null } {
+  const mapped = formErrors(error, paths, known);
+  if (error instanceof ApiError) {
+    const seen = new Set<string>();
+    for (const e of error.errors) {
+      const key = paths[e.field] ?? e.field;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      if (OWN_CODES.includes(e.code) && key in mapped.fields) mapped.fields[key] = t(`create.err.${e.code}` as Key);
+    }
+  }
+  return mapped;
 }
 
 /** The commerce a creation starts with: the list's filter, else the only one there is. */
@@ -126,7 +164,7 @@ export function NewCustomerDialog({ commerce, onClose }: { commerce: string | nu
       void navigate(`/customers/${created.customer.internalUserId}`);
     },
     onError: (e) => {
-      const mapped = formErrors(e, PATHS, [...FIELDS, "commerce"]);
+      const mapped = creationErrors(e, PATHS, [...FIELDS, "commerce"], t);
       setErrors(mapped.fields);
       setGeneral(mapped.general);
     },

@@ -25,11 +25,10 @@ import { useState } from "react";
 import { Link } from "react-router";
 import { api, payload, type Schemas } from "../api/client";
 import { useI18n, useSession } from "../lib/context";
-import { formErrors } from "../lib/errors";
 import { parseAmount } from "../lib/money";
 import { formatRut } from "../lib/rut";
 import { DateField } from "./DateField";
-import { initialCommerce, useCommerceChoices } from "./NewCustomerDialog";
+import { creationErrors, initialCommerce, useCommerceChoices } from "./NewCustomerDialog";
 
 const TYPES = ["DYNAMIC", "PERMANENT", "SUBSCRIPTION", "ONEPAY"] as const;
 type MandateType = (typeof TYPES)[number];
@@ -206,7 +205,7 @@ export function NewMandateDialog({
     },
     onError: (e) => {
       const known = [...KNOWN, ...rows.flatMap((_, i) => [`installments[${i}].id`, `installments[${i}].amount`, `installments[${i}].installmentDueDate`, `installments[${i}].currencyId`])];
-      const mapped = formErrors(e, PATHS, known);
+      const mapped = creationErrors(e, PATHS, known, t);
       setErrors(mapped.fields);
       setGeneral(mapped.general);
     },

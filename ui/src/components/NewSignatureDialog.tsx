@@ -9,10 +9,9 @@ import { useState } from "react";
 import { useNavigate } from "react-router";
 import { api, payload, type Schemas } from "../api/client";
 import { useI18n, useSession } from "../lib/context";
-import { formErrors } from "../lib/errors";
 import { formatBytes } from "../lib/format";
 import { useCommerces } from "./CommerceSelect";
-import { initialCommerce, useCommerceChoices } from "./NewCustomerDialog";
+import { creationErrors, initialCommerce, useCommerceChoices } from "./NewCustomerDialog";
 import { useCustomerChoices } from "./NewMandateDialog";
 
 const KINDS = ["FES", "FEA", "FAO"] as const;
@@ -208,7 +207,7 @@ export function NewSignatureDialog({ commerce, onClose }: { commerce: string | n
       files.forEach((_, i) => known.add(`doc${i}`));
       const raw = e as { errors?: { field: string }[] };
       for (const fe of raw.errors ?? []) paths[fe.field] = placeOf(fe.field);
-      const mapped = formErrors(e, paths, [...known]);
+      const mapped = creationErrors(e, paths, [...known], t);
       setErrors(mapped.fields);
       setGeneral(mapped.general);
     },
