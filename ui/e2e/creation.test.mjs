@@ -154,6 +154,12 @@ describe("staff create customers, mandates and signature processes", { concurren
     ids.customer = page.url().split("/customers/")[1];
     await page.getByRole("heading", { name: "José Muñoz" }).waitFor();
     assert.match(await page.getByTestId("customer-rut").first().innerText(), /12\.345\.678-5/);
+    // From the customer's page, a new mandate starts with this customer chosen.
+    await page.getByTestId("new-mandate").click();
+    const mandateDialog = page.getByRole("dialog");
+    assert.match(await mandateDialog.getByTestId("mandate-customer").inputValue(), /José Muñoz \(12\.345\.678-5\)/);
+    await mandateDialog.getByRole("button", { name: "Cancelar" }).click();
+    await mandateDialog.waitFor({ state: "detached" });
 
     // Again: the RUT is taken, said beside it.
     await page.getByRole("link", { name: "Clientes", exact: true }).click();

@@ -4,6 +4,7 @@ import { Link, useLocation, useParams } from "react-router";
 import { api, payload, type Schemas } from "../api/client";
 import { CommerceSelect } from "../components/CommerceSelect";
 import { NewCustomerButton } from "../components/NewCustomerDialog";
+import { NewMandateButton } from "../components/NewMandateDialog";
 import { ExportCsv } from "../components/ExportCsv";
 import { MandateTable } from "../components/MandateTable";
 import { Pager } from "../components/Pager";
@@ -219,7 +220,16 @@ export function CustomerDetail() {
                 <Field name={t("common.createdAt")} value={dateTime(d.customer.createdAt)} />
               </SimpleGrid>
             </Card>
-            <Title order={2} size="h4">{t("customers.mandates")}</Title>
+            <Group justify="space-between">
+              <Title order={2} size="h4">{t("customers.mandates")}</Title>
+              <NewMandateButton
+                customer={{
+                  internalUserId: d.customer.internalUserId,
+                  commerce: d.commerce,
+                  label: `${fullName(d.customer)} (${formatRut(d.customer.identificationDocument.number)})`,
+                }}
+              />
+            </Group>
             <MandateTable items={d.mandates} showCustomer={false} />
             <CustomerPayments customerId={d.customer.internalUserId} />
           </>
