@@ -155,11 +155,11 @@ describe("The staff's working day: past due, a run, a customer's payments", { co
     assert.match(counts, /Pagados\s*1/);
     assert.match(counts, /Rechazados\s*2/);
     const soft = attempts.locator("tr").filter({ hasText: "PLAN-SOFT" });
-    assert.equal(await soft.getByTestId("outcome").innerText(), "Rechazada · Fondos insuficientes");
+    assert.equal(await soft.getByTestId("outcome").textContent(), "Rechazada · Fondos insuficientes");
     assert.match(await soft.innerText(), /\$15\.000/);
     assert.match(await soft.innerText(), new RegExp(dmy(businessDate(1))));
     const paid = attempts.locator("tr").filter({ hasText: "PLAN-OK" });
-    assert.equal(await paid.getByTestId("outcome").innerText(), "Pagada");
+    assert.equal(await paid.getByTestId("outcome").textContent(), "Pagada");
     await shots("charging-run-detail");
 
     // Only the rejected ones.
@@ -180,12 +180,12 @@ describe("The staff's working day: past due, a run, a customer's payments", { co
     assert.equal(await table.locator("tbody tr").count(), 3);
     await page.getByTestId("result-count").getByText("3 movimientos").waitFor();
     const hard = table.locator("tr").filter({ hasText: "PLAN-HARD" });
-    assert.equal(await hard.getByTestId("outcome").innerText(), "Rechazada · Tarjeta vencida");
+    assert.equal(await hard.getByTestId("outcome").textContent(), "Rechazada · Tarjeta vencida");
     assert.match(await hard.innerText(), /Tarjeta de crédito/);
     assert.match(await hard.innerText(), /\$3\.000/);
     assert.match(await hard.innerText(), new RegExp(dmy(businessDate(0))));
     const ok = table.locator("tr").filter({ hasText: "PLAN-OK" });
-    assert.equal(await ok.getByTestId("outcome").innerText(), "Pagada");
+    assert.equal(await ok.getByTestId("outcome").textContent(), "Pagada");
     await shots("customer-payments");
     await ok.getByRole("link", { name: "PLAN-OK" }).click();
     await page.waitForURL(new RegExp(`/mandates/${ids["PLAN-OK"]}$`));

@@ -1,4 +1,4 @@
-import { Alert, Anchor, Button, Card, Group, NumberInput, Progress, Select, SimpleGrid, Stack, Table, Text, Textarea, Title } from "@mantine/core";
+import { Alert, Anchor, Badge, Button, Card, Group, NumberInput, Progress, Select, SimpleGrid, Stack, Table, Text, Textarea, Title } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
@@ -251,8 +251,12 @@ export function OutcomeText({ outcome, code }: { outcome: string; code?: string 
   const key = `outcome.${outcome}` as Parameters<typeof t>[0];
   const words = t(key) === key ? outcome : t(key);
   return (
-    <Text size="sm" c={OUTCOME_COLORS[outcome] ? `${OUTCOME_COLORS[outcome]}.9` : undefined} data-testid="outcome">
-      {words}
+    // The word in a light badge of its kind's color (readable on striped rows and in both color
+    // schemes, as the state badges are); the reason in the text's own color.
+    <Text size="sm" component="div" data-testid="outcome">
+      <Badge color={OUTCOME_COLORS[outcome] ?? "gray"} variant="light" tt="none" styles={{ root: { maxWidth: "none", overflow: "visible" }, label: { overflow: "visible" } }}>
+        {words}
+      </Badge>
       {code ? ` · ${rejectionWords(code)}` : ""}
     </Text>
   );

@@ -1,4 +1,4 @@
-import { Alert, Anchor, Box, Card, Group, Paper, Progress, Select, SimpleGrid, Stack, Table, Text } from "@mantine/core";
+import { Alert, Anchor, Box, Card, Group, Paper, Progress, Select, SimpleGrid, Stack, Table, Text, useComputedColorScheme } from "@mantine/core";
 import { useQuery } from "@tanstack/react-query";
 import { Link } from "react-router";
 import { api, payload } from "../api/client";
@@ -42,6 +42,7 @@ function Counts({ title, counts, testId }: { title: string; counts: { state: { n
 /** How many mandates have rejected installments, linked to the past-due list of the commerce. */
 function PastDueCount({ commerce }: { commerce: string | undefined }) {
   const { t, number } = useI18n();
+  const shade = useFigureShade();
   const query = useQuery({
     queryKey: ["past-due", "count", commerce ?? ""],
     queryFn: () => payload(api.GET("/past-due", { params: { query: { commerce, limit: 1 } } })),
@@ -56,7 +57,7 @@ function PastDueCount({ commerce }: { commerce: string | undefined }) {
           <Text size="xs" c="dimmed">
             {t("pastDue.dashboard")}
           </Text>
-          <Text fw={700} size="xl" c={total > 0 ? "red.8" : undefined} data-testid="past-due-total">
+          <Text fw={700} size="xl" c={total > 0 ? `red.${shade}` : undefined} data-testid="past-due-total">
             {number(total)}
           </Text>
         </div>
@@ -68,9 +69,15 @@ function PastDueCount({ commerce }: { commerce: string | undefined }) {
   );
 }
 
+/** A colored figure's shade: dark on light backgrounds, light on dark ones, readable on both. */
+function useFigureShade(): number {
+  return useComputedColorScheme("light") === "dark" ? 3 : 8;
+}
+
 /** The month's money in one currency: exact decimals from the server, never rounded by a float. */
 function MoneyCards({ totals, currency, monthStart }: { totals: Schemas["MoneyTotals"][]; currency: string; monthStart: string }) {
   const { t, lang, date } = useI18n();
+  const shade = useFigureShade();
   const line = totals.find((m) => m.currencyId === currency);
   const cards = [
     { key: "collected", title: t("dashboard.collectedMonth"), value: line?.collectedThisMonth ?? "0", color: "teal" },
@@ -87,11 +94,11 @@ function MoneyCards({ totals, currency, monthStart }: { totals: Schemas["MoneyTo
       </Group>
       <SimpleGrid cols={{ base: 1, sm: 3 }} spacing="xs">
         {cards.map((c) => (
-          <Paper key={c.key} p="xs" bg="gray.0" data-total={c.key}>
+          <Paper key={c.key} p="xs" bg="var(--mantine-color-default-hover)" data-total={c.key}>
             <Text size="xs" c="dimmed">
               {c.title}
             </Text>
-            <Text fw={700} size="xl" c={`${c.color}.8`}>
+            <Text fw={700} size="xl" c={`${c.color}.${shade}`}>
               {formatExactMoney(c.value, currency, lang)}
             </Text>
           </Paper>
