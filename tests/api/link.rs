@@ -525,10 +525,10 @@ async fn epac_sends_the_mandate_document_with_the_account_masked() {
     for expected in [
         "**** 0000",
         "BancoEstado",
-        "12345678-5",
+        "RUT 12.345.678-5",
         "GYM-1",
         "Comercio de prueba",
-        "76123456-0",
+        "Código 76.123.456-0",
         "Ana Pérez Soto",
         "$29.990",
         "EPAC",

@@ -114,7 +114,7 @@ async fn the_epac_document_reads_back_in_spanish_with_every_accent() {
         "N° de mandato GIM-NUNOA-1",
         "Detalle ¿Plan año? ¡Sí! 1º piso, 2ª sala",
         "Comercio de prueba",
-        "76123456-0",
+        "Código 76.123.456-0",
         &format!("Cuota 1 $1.234.567 · vence el {first_due}"),
         "$1.234.567 mensual",
         "Cuenta BancoEstado **** 0000",

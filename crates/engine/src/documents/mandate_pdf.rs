@@ -181,7 +181,7 @@ pub fn mandate_document(input: &MandateDocument) -> Vec<u8> {
         Block::Rule,
         Block::Heading("Comercio".into()),
         Block::Row("Nombre".into(), d.commerce_name.clone()),
-        Block::Row("Código".into(), d.commerce_code.clone()),
+        Block::Row("Código".into(), dotted(&d.commerce_code)),
         Block::Heading("Cliente".into()),
         Block::Row("Nombre".into(), d.customer_name.clone()),
         Block::Row("RUT".into(), dotted(&d.customer_rut)),
