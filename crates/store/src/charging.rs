@@ -1,7 +1,7 @@
 //! The charging engine's tables: attempts (with their idempotency keys), runs, UF values, and
 //! the installment columns the engine owns.
 
-use super::db::{self, Backend, Db, params};
+use super::db::{self, Backend, Db, Row, params};
 use mandato_core::domain::date::Date;
 use mandato_core::domain::state::{InstallmentState, MandateState};
 
@@ -585,34 +585,50 @@ pub fn last_run_date<'c>(db: impl Into<Db<'c>>) -> db::Result<Option<String>> {
     )
 }
 
+/// A run's columns, in the order `run_row` reads them.
+const RUN_COLUMNS: &str =
+    "seq, business_date, trigger, state, started_at, finished_at, total, done,
+     attempted, paid, rejected, in_validation, in_process, settled, waiting_uf,
+     acquirer_not_configured";
+
+fn run_row(r: &Row<'_>) -> db::Result<RunRow> {
+    Ok(RunRow {
+        seq: r.get(0)?,
+        business_date: r.get(1)?,
+        trigger: r.get(2)?,
+        state: r.get(3)?,
+        started_at: r.get(4)?,
+        finished_at: r.get(5)?,
+        counts: RunCounts {
+            total: r.get(6)?,
+            done: r.get(7)?,
+            attempted: r.get(8)?,
+            paid: r.get(9)?,
+            rejected: r.get(10)?,
+            in_validation: r.get(11)?,
+            in_process: r.get(12)?,
+            settled: r.get(13)?,
+            waiting_uf: r.get(14)?,
+            acquirer_not_configured: r.get(15)?,
+        },
+    })
+}
+
+/// The latest runs, newest first.
 pub fn runs<'c>(db: impl Into<Db<'c>>, limit: i64) -> db::Result<Vec<RunRow>> {
     db.into().query_map(
-        "SELECT seq, business_date, trigger, state, started_at, finished_at, total, done, attempted, paid,
-                rejected, in_validation, in_process, settled, waiting_uf, acquirer_not_configured
-         FROM charge_runs ORDER BY seq DESC LIMIT ?1",
+        &format!("SELECT {RUN_COLUMNS} FROM charge_runs ORDER BY seq DESC LIMIT ?1"),
         &params![limit],
-        |r| {
-            Ok(RunRow {
-                seq: r.get(0)?,
-                business_date: r.get(1)?,
-                trigger: r.get(2)?,
-                state: r.get(3)?,
-                started_at: r.get(4)?,
-                finished_at: r.get(5)?,
-                counts: RunCounts {
-                    total: r.get(6)?,
-                    done: r.get(7)?,
-                    attempted: r.get(8)?,
-                    paid: r.get(9)?,
-                    rejected: r.get(10)?,
-                    in_validation: r.get(11)?,
-                    in_process: r.get(12)?,
-                    settled: r.get(13)?,
-                    waiting_uf: r.get(14)?,
-                    acquirer_not_configured: r.get(15)?,
-                },
-            })
-        },
+        run_row,
+    )
+}
+
+/// The run `seq` with its counts, or `None`.
+pub fn run_by_seq<'c>(db: impl Into<Db<'c>>, seq: i64) -> db::Result<Option<RunRow>> {
+    db.into().query_opt(
+        &format!("SELECT {RUN_COLUMNS} FROM charge_runs WHERE seq = ?1"),
+        &params![seq],
+        run_row,
     )
 }
 

@@ -193,43 +193,6 @@ pub struct RunAttempt {
     pub uf_value: Option<String>,
 }
 
-/// The run `seq` with its counts, or `None`.
-pub fn run_by_seq<'c>(
-    db: impl Into<Db<'c>>,
-    seq: i64,
-) -> db::Result<Option<super::charging::RunRow>> {
-    use super::charging::{RunCounts, RunRow};
-    db.into().query_opt(
-        "SELECT seq, business_date, trigger, state, started_at, finished_at, total, done,
-                attempted, paid, rejected, in_validation, in_process, settled, waiting_uf,
-                acquirer_not_configured
-         FROM charge_runs WHERE seq = ?1",
-        &params![seq],
-        |r| {
-            Ok(RunRow {
-                seq: r.get(0)?,
-                business_date: r.get(1)?,
-                trigger: r.get(2)?,
-                state: r.get(3)?,
-                started_at: r.get(4)?,
-                finished_at: r.get(5)?,
-                counts: RunCounts {
-                    total: r.get(6)?,
-                    done: r.get(7)?,
-                    attempted: r.get(8)?,
-                    paid: r.get(9)?,
-                    rejected: r.get(10)?,
-                    in_validation: r.get(11)?,
-                    in_process: r.get(12)?,
-                    settled: r.get(13)?,
-                    waiting_uf: r.get(14)?,
-                    acquirer_not_configured: r.get(15)?,
-                },
-            })
-        },
-    )
-}
-
 /// `(state, count)` of the attempts a run made, as they stand now.
 pub fn run_attempt_counts<'c>(
     db: impl Into<Db<'c>>,

@@ -107,7 +107,7 @@ impl Engine {
     /// A charging run by its number, with a page of its attempts; `None` when there is none.
     pub fn charging_run(&self, seq: i64, page: &RunAttemptsPage<'_>) -> Result<Option<RunDetail>> {
         self.store().read(|c| {
-            let Some(run) = store::run_by_seq(c, seq)? else {
+            let Some(run) = mandato_store::charging::run_by_seq(c, seq)? else {
                 return Ok(None);
             };
             Ok(Some(RunDetail {

@@ -1171,6 +1171,15 @@ pub fn receipt_page(
                 .unwrap_or_else(|| "—".to_string()),
         ),
         ("Referencia", installment.id.clone()),
+    ];
+    if let Some(file) = &receipt.evidence_file {
+        // After the method and its reference: the document that shows the payment.
+        rows.push((
+            "Respaldo adjunto",
+            spanish::attached_file(&file.name, &file.content_type, file.size_bytes),
+        ));
+    }
+    rows.extend([
         (
             "Mandato",
             format!("{} · {}", data.mandate.name, data.mandate.external_id),
@@ -1187,17 +1196,7 @@ pub fn receipt_page(
             "Cliente",
             format!("{} {}", data.customer.first_name, data.customer.last_name),
         ),
-    ];
-    if let Some(file) = &receipt.evidence_file {
-        // After the method and its reference: the document that shows the payment.
-        rows.insert(
-            6,
-            (
-                "Respaldo adjunto",
-                spanish::attached_file(&file.name, &file.content_type, file.size_bytes),
-            ),
-        );
-    }
+    ]);
     let body = html! {
         section class="receipt" {
             dl {
