@@ -140,19 +140,7 @@ pub async fn create_mandate(
     }
     let today = state.today();
     let command = parse_mandate(body, today)?;
-    fields::webhook_destinations(
-        mandato_engine::notify::destination::Destinations::of(&state.config),
-        [
-            (
-                "urls.activationWebhook",
-                command.urls.activation_webhook.as_deref(),
-            ),
-            (
-                "urls.paymentWebhook",
-                command.urls.payment_webhook.as_deref(),
-            ),
-        ],
-    )?;
+    check_webhook_destinations(&state, &command)?;
     let policy = MagicLinkPolicy {
         valid_days: state.config.magic_link_days,
         business_offset_days: state.calendar.offset_days(),
@@ -388,6 +376,27 @@ pub async fn cancel_mandate(
         "mandate cancelled",
         MandatePayload::new(view, &state.public_base_url),
     ))
+}
+
+/// A new mandate's webhook URLs may be sent to (in production, no loopback, private or
+/// reserved address): `WEBHOOK_URL_NOT_ALLOWED` at the URL's field otherwise.
+pub(crate) fn check_webhook_destinations(
+    state: &AppState,
+    command: &CreateMandate,
+) -> Result<(), Error> {
+    fields::webhook_destinations(
+        mandato_engine::notify::destination::Destinations::of(&state.config),
+        [
+            (
+                "urls.activationWebhook",
+                command.urls.activation_webhook.as_deref(),
+            ),
+            (
+                "urls.paymentWebhook",
+                command.urls.payment_webhook.as_deref(),
+            ),
+        ],
+    )
 }
 
 /// The whole validation of a `POST /mandate` body, without a database: the bytes as sent, and

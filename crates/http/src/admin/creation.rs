@@ -211,19 +211,7 @@ pub async fn create_mandate(
     let bytes = serde_json::to_vec(&body).map_err(|e| Error::Internal(e.into()))?;
     let command = crate::mandates::validate_request(&bytes, state.today());
     let command = with_commerce_errors(errors.into_vec(), command)?;
-    crate::fields::webhook_destinations(
-        mandato_engine::notify::destination::Destinations::of(&state.config),
-        [
-            (
-                "urls.activationWebhook",
-                command.urls.activation_webhook.as_deref(),
-            ),
-            (
-                "urls.paymentWebhook",
-                command.urls.payment_webhook.as_deref(),
-            ),
-        ],
-    )?;
+    crate::mandates::check_webhook_destinations(&state, &command)?;
     let commerce = commerce.expect("validated");
     let code = commerce.code.clone();
     let view = state
