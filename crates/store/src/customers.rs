@@ -9,7 +9,7 @@ use mandato_core::domain::external_id::ExternalId;
 use mandato_core::domain::rut::Rut;
 use mandato_core::error::Result;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CustomerRow {
     pub seq: i64,
     pub id: String,
@@ -53,9 +53,9 @@ macro_rules! columns {
          address, email, phone, created_at, updated_at"
     };
 }
-const COLUMNS: &str = columns!();
+pub(crate) const COLUMNS: &str = columns!();
 
-fn from_row(row: &Row<'_>) -> db::Result<CustomerRow> {
+pub(crate) fn from_row(row: &Row<'_>) -> db::Result<CustomerRow> {
     let address: Option<String> = row.get(8)?;
     Ok(CustomerRow {
         seq: row.get(0)?,

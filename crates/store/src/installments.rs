@@ -60,11 +60,11 @@ macro_rules! columns {
          forced_outcome, charged_clp"
     };
 }
-const COLUMNS: &str = columns!();
+pub(crate) const COLUMNS: &str = columns!();
 /// How many columns `from_row` reads; joined columns follow them.
 const COLUMN_COUNT: usize = 21;
 
-fn from_row(row: &Row<'_>) -> db::Result<InstallmentRow> {
+pub(crate) fn from_row(row: &Row<'_>) -> db::Result<InstallmentRow> {
     let amount: String = row.get(4)?;
     let currency: String = row.get(5)?;
     let due: String = row.get(6)?;
@@ -545,6 +545,54 @@ mod tests {
                 }
                 other => panic!("expected a refusal, got {other}"),
             }
+        });
+    }
+
+    #[test]
+    fn a_mandate_is_read_with_its_customer_and_installments_in_one_statement() {
+        use crate::mandates::{MandateKey, with_parts};
+        on_both(|db| {
+            let (m, rows) = three(db);
+            let by_ours = with_parts(db, m.commerce_id, MandateKey::Internal(&m.id))
+                .unwrap()
+                .unwrap();
+            assert_eq!(by_ours.mandate, m);
+            assert_eq!(
+                by_ours.customer,
+                crate::customers::by_seq(db, m.customer_seq).unwrap()
+            );
+            assert_eq!(by_ours.installments, for_mandate(db, m.seq).unwrap());
+            assert_eq!(
+                by_ours
+                    .installments
+                    .iter()
+                    .map(|r| r.seq)
+                    .collect::<Vec<_>>(),
+                vec![rows[1].seq, rows[0].seq, rows[2].seq]
+            );
+            let by_theirs = with_parts(db, m.commerce_id, MandateKey::External("m-1"))
+                .unwrap()
+                .unwrap();
+            assert_eq!(by_theirs.mandate, m);
+            assert_eq!(by_theirs.installments.len(), 3);
+
+            let bare = crate::mandates::tests::mandate(db, "m-2");
+            let alone = with_parts(db, bare.commerce_id, MandateKey::Internal(&bare.id))
+                .unwrap()
+                .unwrap();
+            assert_eq!(alone.mandate, bare);
+            assert!(alone.installments.is_empty());
+
+            assert!(
+                with_parts(db, m.commerce_id + 1, MandateKey::Internal(&m.id))
+                    .unwrap()
+                    .is_none()
+            );
+            assert!(
+                with_parts(db, m.commerce_id, MandateKey::External("m-9"))
+                    .unwrap()
+                    .is_none()
+            );
         });
     }
 

@@ -56,6 +56,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0012_charge_attempts_by_run",
         include_str!("../../../migrations/postgres/0012_charge_attempts_by_run.sql"),
     ),
+    (
+        "0013_mandates_fillfactor",
+        include_str!("../../../migrations/postgres/0013_mandates_fillfactor.sql"),
+    ),
 ];
 
 /// The advisory lock's key: any constant no other application on the database uses

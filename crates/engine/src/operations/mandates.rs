@@ -16,7 +16,7 @@ use mandato_core::error::{Error, Result};
 use mandato_store::customers::{self, CustomerRow};
 use mandato_store::installments::{self, InstallmentRow, NewInstallment, StateChange};
 use mandato_store::mandate_signatures::{self, MandateSignatureRow};
-use mandato_store::mandates::{self, MandateRow, NewMandate};
+use mandato_store::mandates::{self, MandateKey, MandateRow, MandateWithParts, NewMandate};
 
 /// A mandate, its customer and its installments: the payload of every lookup.
 pub struct MandateView {
@@ -180,16 +180,24 @@ pub fn find_row(conn: Db<'_>, ctx: &Ctx<'_>, mandate: &MandateRef) -> Result<Man
 /// The mandate with its customer, installments and signature process.
 pub fn view(conn: Db<'_>, mandate: MandateRow) -> Result<MandateView> {
     let charge_dates = Arc::new(calendar::charge_dates(conn, mandate.commerce_id)?);
-    view_with(conn, mandate, charge_dates)
+    let parts = MandateWithParts {
+        customer: customers::by_seq(conn, mandate.customer_seq)?,
+        installments: installments::for_mandate(conn, mandate.seq)?,
+        mandate,
+    };
+    view_of(conn, parts, charge_dates)
 }
 
-fn view_with(
+fn view_of(
     conn: Db<'_>,
-    mandate: MandateRow,
+    parts: MandateWithParts,
     charge_dates: Arc<ChargeDates>,
 ) -> Result<MandateView> {
-    let customer = customers::by_seq(conn, mandate.customer_seq)?;
-    let installments = installments::for_mandate(conn, mandate.seq)?;
+    let MandateWithParts {
+        mandate,
+        customer,
+        installments,
+    } = parts;
     // Only a signature-gated mandate's enrolment starts a signature process.
     let signature = match mandate.activation_mode {
         ActivationMode::Signature => mandate_signatures::latest_of_mandate(conn, mandate.seq)?,
@@ -209,18 +217,25 @@ fn view_with(
     })
 }
 
+/// The merchant's lookup: the mandate, its customer and its installments in one read
+/// (`mandates::with_parts`), then what only some mandates have.
 pub fn find(conn: Db<'_>, ctx: &Ctx<'_>, mandate: &MandateRef) -> Result<MandateView> {
-    let row = find_row(conn, ctx, mandate)?;
-    view_with(conn, row, ctx.charge_dates(conn)?)
+    let key = match mandate {
+        MandateRef::External(id) => MandateKey::External(id),
+        MandateRef::Internal(id) => MandateKey::Internal(id),
+    };
+    let parts =
+        mandates::with_parts(conn, ctx.commerce.id, key)?.ok_or(Error::not_found("mandate"))?;
+    view_of(conn, parts, ctx.charge_dates(conn)?)
 }
 
 /// The ONEPAY confirm lookup: a mandate of any other type is not found here.
 pub fn find_onepay(conn: Db<'_>, ctx: &Ctx<'_>, external_id: &str) -> Result<MandateView> {
-    let row = find_row(conn, ctx, &MandateRef::External(external_id.to_string()))?;
-    if row.mandate_type != MandateType::Onepay {
+    let view = find(conn, ctx, &MandateRef::External(external_id.to_string()))?;
+    if view.mandate.mandate_type != MandateType::Onepay {
         return Err(Error::not_found("ONEPAY mandate"));
     }
-    view_with(conn, row, ctx.charge_dates(conn)?)
+    Ok(view)
 }
 
 /// Cancels a PENDING or ACTIVE mandate of the named customer: installments not yet submitted
