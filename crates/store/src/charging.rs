@@ -2,6 +2,7 @@
 //! the installment columns the engine owns.
 
 use super::db::{self, Backend, Db, Row, params};
+use super::installments::{self, InstallmentRow};
 use mandato_core::domain::date::Date;
 use mandato_core::domain::state::{InstallmentState, MandateState};
 
@@ -254,7 +255,7 @@ pub fn finish_attempt<'c>(
     Ok(())
 }
 
-/// The installment enters IN_PROCESS for an attempt on `date`.
+/// The installment enters IN_PROCESS for an attempt on `date`: the installment as it now is.
 pub fn begin_charge<'c>(
     db: impl Into<Db<'c>>,
     installment_seq: i64,
@@ -262,8 +263,10 @@ pub fn begin_charge<'c>(
     method_id: i64,
     charged_clp: Option<&str>,
     now: &str,
-) -> db::Result<()> {
-    db.into().execute(
+) -> db::Result<InstallmentRow> {
+    installments::update_returning(
+        db,
+        installment_seq,
         "UPDATE installments SET state = ?2, state_at = ?3, attempts = attempts + 1,
                 last_attempt_date = ?4, payment_method_id = ?5, charged_clp = ?6,
                 retry_scheduled = 0, forced_outcome = NULL
@@ -276,8 +279,7 @@ pub fn begin_charge<'c>(
             method_id,
             charged_clp
         ],
-    )?;
-    Ok(())
+    )
 }
 
 /// What an attempt's outcome writes on the installment.
@@ -294,15 +296,18 @@ pub enum InstallmentOutcome<'a> {
     },
 }
 
+/// Writes an attempt's outcome on the installment: the installment as it now is.
 pub fn record_outcome<'c>(
     db: impl Into<Db<'c>>,
     installment_seq: i64,
     outcome: &InstallmentOutcome<'_>,
     now: &str,
-) -> db::Result<()> {
+) -> db::Result<InstallmentRow> {
     let db = db.into();
     match outcome {
-        InstallmentOutcome::Paid { authorization_code } => db.execute(
+        InstallmentOutcome::Paid { authorization_code } => installments::update_returning(
+            db,
+            installment_seq,
             "UPDATE installments SET state = ?2, state_at = ?3, authorization_code = ?4,
                         rejection_code = NULL, rejection_message = NULL, retry_scheduled = 0,
                         next_retry_date = NULL
@@ -313,17 +318,21 @@ pub fn record_outcome<'c>(
                 now,
                 *authorization_code
             ],
-        )?,
-        InstallmentOutcome::InValidation => db.execute(
+        ),
+        InstallmentOutcome::InValidation => installments::update_returning(
+            db,
+            installment_seq,
             "UPDATE installments SET state = ?2, state_at = ?3 WHERE seq = ?1",
             &params![installment_seq, InstallmentState::InValidation.id(), now],
-        )?,
+        ),
         InstallmentOutcome::Rejected {
             code,
             message,
             next_retry_date,
             first_rejected_date,
-        } => db.execute(
+        } => installments::update_returning(
+            db,
+            installment_seq,
             "UPDATE installments SET state = ?2, state_at = ?3, rejection_code = ?4,
                         rejection_message = ?5, next_retry_date = ?6, retry_scheduled = ?7,
                         first_rejected_date = ?8
@@ -338,9 +347,8 @@ pub fn record_outcome<'c>(
                 next_retry_date.is_some(),
                 *first_rejected_date
             ],
-        )?,
-    };
-    Ok(())
+        ),
+    }
 }
 
 /// Sandbox: decides the next attempt's outcome (`None` clears it).

@@ -27,6 +27,8 @@ pub struct EventRow {
     pub created_at: String,
 }
 
+/// Writes an event into the outbox, with a copy queued for every running `mandato listen`
+/// receiver of its commerce that takes its kind (`listen_leases`), in the caller's transaction.
 pub fn insert<'c>(db: impl Into<Db<'c>>, event: &NewEvent<'_>) -> db::Result<()> {
     let db = db.into();
     let state = if event.url.is_some() {
@@ -34,33 +36,54 @@ pub fn insert<'c>(db: impl Into<Db<'c>>, event: &NewEvent<'_>) -> db::Result<()>
     } else {
         "NO_URL"
     };
-    let seq: i64 = db.query_row(
-        "INSERT INTO events (id, commerce_id, mandate_seq, installment_seq, kind, sequence, url,
-                body, delivery_state, next_attempt_at, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)
-         RETURNING seq",
-        &params![
-            event.id,
-            event.commerce_id,
-            event.mandate_seq,
-            event.installment_seq,
-            event.kind,
-            event.sequence,
-            event.url,
-            event.body,
-            state,
-            event.created_at,
-        ],
-        |r| r.get(0),
-    )?;
-    // Running `mandato listen` receivers get a copy, queued in this same transaction.
-    super::listen_leases::queue_for_event(
-        db,
-        seq,
+    let values = params![
+        event.id,
         event.commerce_id,
+        event.mandate_seq,
+        event.installment_seq,
         event.kind,
+        event.sequence,
+        event.url,
+        event.body,
+        state,
         event.created_at,
-    )?;
+    ];
+    match db {
+        Db::Sqlite(conn) => {
+            let seq: i64 = db.query_row(
+                "INSERT INTO events (id, commerce_id, mandate_seq, installment_seq, kind, sequence,
+                        url, body, delivery_state, next_attempt_at, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)
+                 RETURNING seq",
+                &values,
+                |r| r.get(0),
+            )?;
+            super::listen_leases::queue_for_event(
+                conn,
+                seq,
+                event.commerce_id,
+                event.kind,
+                event.created_at,
+            )?;
+        }
+        // The event and its copies in one statement: one round trip, where a charged
+        // installment writes two events. The leases are those `queue_for_event` picks.
+        Db::Postgres(_) => {
+            db.execute(
+                "WITH event AS (
+                     INSERT INTO events (id, commerce_id, mandate_seq, installment_seq, kind,
+                            sequence, url, body, delivery_state, next_attempt_at, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)
+                     RETURNING seq)
+                 INSERT INTO listen_deliveries (event_seq, lease_id)
+                 SELECT event.seq, leases.id FROM event, listen_leases leases
+                 WHERE leases.commerce_id = ?2 AND leases.expires_at > ?10
+                   AND (leases.event_types IS NULL
+                        OR strpos(',' || leases.event_types || ',', ',' || CAST(?5 AS TEXT) || ',') > 0)",
+                &values,
+            )?;
+        }
+    }
     Ok(())
 }
 

@@ -269,6 +269,26 @@ pub fn by_seq<'c>(db: impl Into<Db<'c>>, seq: i64) -> db::Result<InstallmentRow>
     db.into().query_row(&sql, &params![seq], from_row)
 }
 
+/// Runs `update` (an `UPDATE installments .. WHERE seq = ?1` without `RETURNING`) and answers
+/// the installment `seq` as it then is: on PostgreSQL in the update's own round trip
+/// (`RETURNING`), on SQLite by reading it after, in-process (no `RETURNING` there, see
+/// `insert_each`).
+pub(crate) fn update_returning<'c>(
+    db: impl Into<Db<'c>>,
+    seq: i64,
+    update: &str,
+    params: &[Param<'_>],
+) -> db::Result<InstallmentRow> {
+    let db = db.into();
+    match db {
+        Db::Sqlite(_) => {
+            db.execute(update, params)?;
+            by_seq(db, seq)
+        }
+        Db::Postgres(_) => db.query_row(&format!("{update} RETURNING {COLUMNS}"), params, from_row),
+    }
+}
+
 /// Every installment of a mandate, by due date.
 pub fn for_mandate<'c>(db: impl Into<Db<'c>>, mandate_seq: i64) -> db::Result<Vec<InstallmentRow>> {
     let sql = concat!(
@@ -562,6 +582,11 @@ mod tests {
                 crate::customers::by_seq(db, m.customer_seq).unwrap()
             );
             assert_eq!(by_ours.installments, for_mandate(db, m.seq).unwrap());
+            let (mandate, customer) = crate::mandates::by_seq_with_customer(db, m.seq).unwrap();
+            assert_eq!(
+                (mandate, customer),
+                (by_ours.mandate.clone(), by_ours.customer.clone())
+            );
             assert_eq!(
                 by_ours
                     .installments

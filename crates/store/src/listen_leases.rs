@@ -4,7 +4,7 @@
 //! each lease of that commerce live at the event's creation whose types include the event's.
 //! A lease past its `expires_at` is never used again: its queued copies are dropped, not sent.
 
-use super::db::{self, Backend, Db, params};
+use super::db::{self, Db, params};
 use mandato_core::secret::Secret;
 
 pub struct NewLease<'a> {
@@ -50,32 +50,23 @@ pub fn remove<'c>(db: impl Into<Db<'c>>, id: &str) -> db::Result<bool> {
 }
 
 /// Queues a copy of a just-written event for every lease of its commerce live at `at` that
-/// takes its kind. Runs in the event's own transaction.
-pub fn queue_for_event<'c>(
-    db: impl Into<Db<'c>>,
+/// takes its kind. Runs in the event's own transaction, on SQLite; PostgreSQL queues the
+/// copies in the event's own statement (`events::insert`), picking the leases the same way.
+pub(crate) fn queue_for_event(
+    conn: &rusqlite::Connection,
     event_seq: i64,
     commerce_id: i64,
     kind: &str,
     at: &str,
 ) -> db::Result<u64> {
-    let db = db.into();
     // A lease lists its kinds comma-separated: the kind is looked for with commas around it.
-    let sql = match db.backend() {
-        Backend::Sqlite => {
-            "INSERT INTO listen_deliveries (event_seq, lease_id)
-             SELECT ?1, id FROM listen_leases
-             WHERE commerce_id = ?2 AND expires_at > ?4
-               AND (event_types IS NULL OR instr(',' || event_types || ',', ',' || ?3 || ',') > 0)"
-        }
-        Backend::Postgres => {
-            "INSERT INTO listen_deliveries (event_seq, lease_id)
-             SELECT ?1, id FROM listen_leases
-             WHERE commerce_id = ?2 AND expires_at > ?4
-               AND (event_types IS NULL
-                    OR strpos(',' || event_types || ',', ',' || CAST(?3 AS TEXT) || ',') > 0)"
-        }
-    };
-    db.execute(sql, &params![event_seq, commerce_id, kind, at])
+    Db::Sqlite(conn).execute(
+        "INSERT INTO listen_deliveries (event_seq, lease_id)
+         SELECT ?1, id FROM listen_leases
+         WHERE commerce_id = ?2 AND expires_at > ?4
+           AND (event_types IS NULL OR instr(',' || event_types || ',', ',' || ?3 || ',') > 0)",
+        &params![event_seq, commerce_id, kind, at],
+    )
 }
 
 /// The URL of a lease of the commerce still live at `now`, if a listener runs.

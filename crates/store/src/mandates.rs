@@ -256,6 +256,25 @@ pub fn by_seq<'c>(db: impl Into<Db<'c>>, seq: i64) -> db::Result<MandateRow> {
     db.into().query_row(sql, &params![seq], from_row)
 }
 
+/// The mandate `seq` with its customer, in one statement.
+pub fn by_seq_with_customer<'c>(
+    db: impl Into<Db<'c>>,
+    seq: i64,
+) -> db::Result<(MandateRow, CustomerRow)> {
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT {}, {} FROM mandates m JOIN customers c ON c.seq = m.customer_seq
+             WHERE m.seq = ?1",
+            qualified("m", columns!()),
+            qualified("c", customers::COLUMNS)
+        )
+    });
+    db.into().query_row(&SQL, &params![seq], |row| {
+        let customer = customers::from_row(&row.columns_from(column_count(columns!())))?;
+        Ok((from_row(row)?, customer))
+    })
+}
+
 pub fn by_external_id<'c>(
     db: impl Into<Db<'c>>,
     commerce_id: i64,

@@ -45,7 +45,7 @@ use mandato_store::charging::{
 };
 use mandato_store::commerces::{self, Commerce};
 use mandato_store::customers::CustomerRow;
-use mandato_store::installments::{self, NewInstallment};
+use mandato_store::installments::{self, InstallmentRow, NewInstallment};
 use mandato_store::mandates::MandateRow;
 use mandato_store::{Store, calendar, customers, instruments, mandates};
 
@@ -391,7 +391,7 @@ impl Charger {
             tracing::info!(installment = %installment.id, "being paid on Webpay; not charged");
             return Ok(None);
         }
-        let mandate = mandates::by_seq(tx, installment.mandate_seq)?;
+        let (mandate, customer) = mandates::by_seq_with_customer(tx, installment.mandate_seq)?;
         let Some(instrument) = instruments::for_mandate(tx, mandate.seq)? else {
             tracing::warn!(mandate = %mandate.id, "active mandate without an instrument; not charged");
             return Ok(None);
@@ -437,7 +437,7 @@ impl Charger {
         else {
             return Ok(None);
         };
-        store::begin_charge(
+        let in_process = store::begin_charge(
             tx,
             installment_seq,
             &date.to_string(),
@@ -450,8 +450,7 @@ impl Charger {
         } else {
             None
         };
-        let customer = customers::by_seq(tx, mandate.customer_seq)?;
-        self.record_event(tx, cache, &mandate, &customer, installment_seq)?;
+        self.record_event(tx, cache, &mandate, &customer, &in_process)?;
         counts.attempted += 1;
         Ok(Some(Begun {
             attempt_seq,
@@ -507,18 +506,14 @@ impl Charger {
                 mandates::refresh_state(tx, &mut mandate)?;
                 (mandate, customer)
             }
-            _ => {
-                let mandate = mandates::by_seq(tx, installment.mandate_seq)?;
-                let customer = customers::by_seq(tx, mandate.customer_seq)?;
-                (mandate, customer)
-            }
+            _ => mandates::by_seq_with_customer(tx, installment.mandate_seq)?,
         };
-        match &result {
+        let outcome = match &result {
             ChargeResult::Approved {
                 authorization_code,
                 fee,
             } => {
-                store::record_outcome(
+                let paid = store::record_outcome(
                     tx,
                     installment.seq,
                     &InstallmentOutcome::Paid { authorization_code },
@@ -542,9 +537,10 @@ impl Charger {
                     &now,
                 )?;
                 counts.paid += 1;
+                paid
             }
             ChargeResult::Pending => {
-                store::record_outcome(
+                let in_validation = store::record_outcome(
                     tx,
                     installment.seq,
                     &InstallmentOutcome::InValidation,
@@ -552,6 +548,7 @@ impl Charger {
                 )?;
                 store::finish_attempt(tx, attempt.seq, "IN_VALIDATION", None, None, &now)?;
                 counts.in_validation += 1;
+                in_validation
             }
             ChargeResult::Rejected { code } => {
                 let first = installment
@@ -570,7 +567,7 @@ impl Charger {
                     .and_then(|d| calendar.on_or_after(d))
                     .and_then(|d| Date::new(d).ok())
                     .map(|d| d.to_string());
-                store::record_outcome(
+                let rejected = store::record_outcome(
                     tx,
                     installment.seq,
                     &InstallmentOutcome::Rejected {
@@ -590,9 +587,10 @@ impl Charger {
                     &now,
                 )?;
                 counts.rejected += 1;
+                rejected
             }
-        }
-        self.record_event(tx, cache, &mandate, &customer, installment.seq)?;
+        };
+        self.record_event(tx, cache, &mandate, &customer, &outcome)?;
         if !matches!(result, ChargeResult::Pending) {
             finish_if_complete(tx, mandate, &now)?;
         }
@@ -606,9 +604,8 @@ impl Charger {
         cache: &mut Cache,
         mandate: &MandateRow,
         customer: &CustomerRow,
-        installment_seq: i64,
+        installment: &InstallmentRow,
     ) -> Result<()> {
-        let installment = installments::by_seq(tx, installment_seq)?;
         let terms = cache.commerce(tx, mandate.commerce_id)?;
         events::record_payment(
             tx,
@@ -616,7 +613,7 @@ impl Charger {
             &terms.charge_dates,
             mandate,
             customer,
-            &installment,
+            installment,
             self.clock.now(),
         )?;
         Ok(())
