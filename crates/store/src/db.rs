@@ -308,6 +308,9 @@ pub struct Row<'r> {
 enum RowSource<'r> {
     Sqlite(&'r rusqlite::Row<'r>),
     Postgres(&'r postgres::Row),
+    /// A row a statement aggregated into a JSON array of its values, in column order
+    /// (`json_rows`): the rows of a child table read with their parent's in one statement.
+    Json(&'r [serde_json::Value]),
 }
 
 impl<'r> Row<'r> {
@@ -325,6 +328,28 @@ impl<'r> Row<'r> {
         }
     }
 
+    /// Each row of `text`, a JSON array of rows each a JSON array of column values (what
+    /// PostgreSQL's `json_agg(json_build_array(..))` makes, NULL for none), read by `f` as
+    /// any row is: integers, text, booleans and NULLs read as their columns would.
+    pub fn json_rows<T>(
+        text: Option<&str>,
+        mut f: impl FnMut(&Row<'_>) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let Some(text) = text else {
+            return Ok(Vec::new());
+        };
+        let rows: Vec<Vec<serde_json::Value>> =
+            serde_json::from_str(text).map_err(|e| Error::column(0, e))?;
+        rows.iter()
+            .map(|values| {
+                f(&Row {
+                    source: RowSource::Json(values),
+                    first: 0,
+                })
+            })
+            .collect()
+    }
+
     /// The same row seen from its column `first` on: that column is the view's column 0.
     pub fn columns_from(&self, first: usize) -> Row<'r> {
         Row {
@@ -339,6 +364,10 @@ impl<'r> Row<'r> {
         match self.source {
             RowSource::Sqlite(row) => T::from_sqlite(row, index),
             RowSource::Postgres(row) => T::from_postgres(row, index),
+            RowSource::Json(values) => match values.get(index) {
+                Some(value) => T::from_json(value, index),
+                None => Err(Error::column(index, "no such column in the JSON row")),
+            },
         }
     }
 }
@@ -347,11 +376,31 @@ impl<'r> Row<'r> {
 pub trait Column: Sized {
     fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> Result<Self>;
     fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self>;
+    /// A column of a row read from JSON (`Row::json_rows`).
+    fn from_json(value: &serde_json::Value, index: usize) -> Result<Self>;
+}
+
+/// The value of a column read from JSON, or why it cannot be a `what`.
+fn json_value<T>(
+    value: &serde_json::Value,
+    index: usize,
+    what: &str,
+    read: impl FnOnce(&serde_json::Value) -> Option<T>,
+) -> Result<T> {
+    read(value).ok_or_else(|| Error::column(index, format!("{value} is not {what}")))
+}
+
+/// `Option<T>` of a JSON column: NULL is `None`, anything else is read as `T`.
+fn json_option<T: Column>(value: &serde_json::Value, index: usize) -> Result<Option<T>> {
+    match value {
+        serde_json::Value::Null => Ok(None),
+        value => T::from_json(value, index).map(Some),
+    }
 }
 
 /// Types both drivers read the same way.
 macro_rules! same_on_both {
-    ($($t:ty),*) => {$(
+    ($($t:ty => $from_json:expr),*) => {$(
         impl Column for $t {
             fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> Result<Self> {
                 Ok(row.get(index)?)
@@ -359,16 +408,20 @@ macro_rules! same_on_both {
             fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
                 Ok(row.try_get(index)?)
             }
+            fn from_json(value: &serde_json::Value, index: usize) -> Result<Self> {
+                let read: fn(&serde_json::Value, usize) -> Result<Self> = $from_json;
+                read(value, index)
+            }
         }
     )*};
 }
 same_on_both!(
-    String,
-    Option<String>,
-    Vec<u8>,
-    Option<Vec<u8>>,
-    f64,
-    Option<f64>
+    String => |value, index| json_value(value, index, "text", |v| v.as_str().map(str::to_string)),
+    Option<String> => json_option,
+    Vec<u8> => |_, index| Err(Error::column(index, "bytes are not read from JSON")),
+    Option<Vec<u8>> => json_option,
+    f64 => |value, index| json_value(value, index, "a number", serde_json::Value::as_f64),
+    Option<f64> => json_option
 );
 
 impl Column for Option<i64> {
@@ -386,6 +439,10 @@ impl Column for Option<i64> {
             _ => row.try_get(index)?,
         })
     }
+
+    fn from_json(value: &serde_json::Value, index: usize) -> Result<Self> {
+        json_option(value, index)
+    }
 }
 
 impl Column for i64 {
@@ -395,6 +452,10 @@ impl Column for i64 {
 
     fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
         Option::<i64>::from_postgres(row, index)?.ok_or_else(|| null_column(index))
+    }
+
+    fn from_json(value: &serde_json::Value, index: usize) -> Result<Self> {
+        json_value(value, index, "an integer", serde_json::Value::as_i64)
     }
 }
 
@@ -415,6 +476,10 @@ impl Column for Option<bool> {
             Ok(Option::<i64>::from_postgres(row, index)?.map(|v| v != 0))
         }
     }
+
+    fn from_json(value: &serde_json::Value, index: usize) -> Result<Self> {
+        json_option(value, index)
+    }
 }
 
 impl Column for bool {
@@ -424,6 +489,13 @@ impl Column for bool {
 
     fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
         Option::<bool>::from_postgres(row, index)?.ok_or_else(|| null_column(index))
+    }
+
+    /// A flag is `true`/`false`, or a 0/1 integer as the schema stores it.
+    fn from_json(value: &serde_json::Value, index: usize) -> Result<Self> {
+        json_value(value, index, "a flag", |v| {
+            v.as_bool().or_else(|| v.as_i64().map(|n| n != 0))
+        })
     }
 }
 
@@ -1157,6 +1229,39 @@ mod tests {
                 .unwrap_err();
             assert!(!error.is_unique_violation(), "{error}");
         });
+    }
+
+    #[test]
+    fn json_rows_read_as_their_columns_would() {
+        let text = r#"[[7, "ins_1", null, 1, 0, 2.5], [8, "ins_2", "x", 0, true, null]]"#;
+        let rows = Row::json_rows(Some(text), |r| {
+            Ok((
+                r.get::<i64>(0)?,
+                r.get::<String>(1)?,
+                r.get::<Option<String>>(2)?,
+                r.get::<bool>(3)?,
+                r.get::<Option<bool>>(4)?,
+                r.get::<Option<f64>>(5)?,
+            ))
+        })
+        .unwrap();
+        assert_eq!(
+            rows,
+            vec![
+                (7, "ins_1".into(), None, true, Some(false), Some(2.5)),
+                (8, "ins_2".into(), Some("x".into()), false, Some(true), None),
+            ]
+        );
+        assert!(
+            Row::json_rows(None, |r| r.get::<i64>(0))
+                .unwrap()
+                .is_empty()
+        );
+        let misread = Row::json_rows(Some(r#"[["seven"]]"#), |r| r.get::<i64>(0));
+        assert!(matches!(misread, Err(Error::Column { .. })), "{misread:?}");
+        let missing = Row::json_rows(Some("[[1]]"), |r| r.get::<i64>(1));
+        assert!(matches!(missing, Err(Error::Column { .. })), "{missing:?}");
+        assert!(Row::json_rows(Some("[1, 2"), |r| r.get::<i64>(0)).is_err());
     }
 
     /// A lookup by primary key planned while its table was empty scans the whole table for as

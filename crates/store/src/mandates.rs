@@ -317,13 +317,14 @@ pub struct MandateWithParts {
     pub installments: Vec<InstallmentRow>,
 }
 
-/// The statement `with_parts` runs for one kind of key: the mandate's columns, its customer's,
-/// then one installment's, one row per installment (one row with the installment's columns
-/// NULL when it has none).
+/// The statement `with_parts` runs on PostgreSQL for one kind of key: the mandate's columns,
+/// its customer's, then its installments by due date as one JSON array of rows
+/// (`Row::json_rows`), NULL when it has none. One row and one round trip; a join would
+/// repeat the mandate's and the customer's columns on every installment's row.
 struct PartsQuery {
     sql: String,
     customer_first: usize,
-    installment_first: usize,
+    installments_column: usize,
 }
 
 impl PartsQuery {
@@ -334,15 +335,15 @@ impl PartsQuery {
         let customer_first = column_count(columns!());
         PartsQuery {
             sql: format!(
-                "SELECT {mandate_columns}, {customer_columns}, {installment_columns}
-                 FROM mandates m
-                 JOIN customers c ON c.seq = m.customer_seq
-                 LEFT JOIN installments i ON i.mandate_seq = m.seq
-                 WHERE m.{key_column} = ?1 AND m.commerce_id = ?2
-                 ORDER BY i.due_date, i.seq"
+                "SELECT {mandate_columns}, {customer_columns},
+                        (SELECT CAST(json_agg(json_build_array({installment_columns})
+                                              ORDER BY i.due_date, i.seq) AS TEXT)
+                         FROM installments i WHERE i.mandate_seq = m.seq)
+                 FROM mandates m JOIN customers c ON c.seq = m.customer_seq
+                 WHERE m.{key_column} = ?1 AND m.commerce_id = ?2"
             ),
             customer_first,
-            installment_first: customer_first + column_count(customers::COLUMNS),
+            installments_column: customer_first + column_count(customers::COLUMNS),
         }
     }
 }
@@ -364,37 +365,41 @@ static PARTS_BY_INTERNAL_ID: LazyLock<PartsQuery> = LazyLock::new(|| PartsQuery:
 static PARTS_BY_EXTERNAL_ID: LazyLock<PartsQuery> =
     LazyLock::new(|| PartsQuery::new("external_id"));
 
-/// The commerce's mandate named by `key`, with its customer and its installments by due date,
-/// read in one statement: on PostgreSQL one round trip where a read of each took three, and
-/// one snapshot without a transaction around them.
+/// The commerce's mandate named by `key`, with its customer and its installments by due date.
+/// On PostgreSQL one statement (`PartsQuery`): one round trip where a read of each took three.
+/// SQLite reads each in-process, where a statement costs no round trip.
 pub fn with_parts<'c>(
     db: impl Into<Db<'c>>,
     commerce_id: i64,
     key: MandateKey<'_>,
 ) -> db::Result<Option<MandateWithParts>> {
+    let db = db.into();
+    if db.backend() == Backend::Sqlite {
+        let found = match key {
+            MandateKey::Internal(id) => by_internal_id(db, commerce_id, id)?,
+            MandateKey::External(id) => by_external_id(db, commerce_id, id)?,
+        };
+        let Some(mandate) = found else {
+            return Ok(None);
+        };
+        return Ok(Some(MandateWithParts {
+            customer: customers::by_seq(db, mandate.customer_seq)?,
+            installments: installments::for_mandate(db, mandate.seq)?,
+            mandate,
+        }));
+    }
     let (query, id) = match key {
         MandateKey::Internal(id) => (&*PARTS_BY_INTERNAL_ID, id),
         MandateKey::External(id) => (&*PARTS_BY_EXTERNAL_ID, id),
     };
-    let mut head: Option<(MandateRow, CustomerRow)> = None;
-    let installments = db
-        .into()
-        .query_map(&query.sql, &params![id, commerce_id], |row| {
-            if head.is_none() {
-                let customer = customers::from_row(&row.columns_from(query.customer_first))?;
-                head = Some((from_row(row)?, customer));
-            }
-            let installment = row.columns_from(query.installment_first);
-            match installment.get::<Option<i64>>(0)? {
-                Some(_) => installments::from_row(&installment).map(Some),
-                None => Ok(None),
-            }
-        })?;
-    Ok(head.map(|(mandate, customer)| MandateWithParts {
-        mandate,
-        customer,
-        installments: installments.into_iter().flatten().collect(),
-    }))
+    db.query_opt(&query.sql, &params![id, commerce_id], |row| {
+        let installments: Option<String> = row.get(query.installments_column)?;
+        Ok(MandateWithParts {
+            mandate: from_row(row)?,
+            customer: customers::from_row(&row.columns_from(query.customer_first))?,
+            installments: Row::json_rows(installments.as_deref(), installments::from_row)?,
+        })
+    })
 }
 
 /// Moves the mandate to `state`, recording the cancellation reason when there is one.
