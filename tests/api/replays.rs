@@ -244,6 +244,39 @@ async fn installments_sent_again_are_answered_as_the_first_time() {
     assert_eq!(events(&app), events_before, "a replay writes no event");
 }
 
+/// An equal request is answered as the first time even when the checks before the creation
+/// would now refuse it (its dates are past), and a new creation of that body is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_creation_sent_again_after_its_dates_passed_is_still_answered_as_the_first_time() {
+    let mut app = spawn_app().await;
+    app.login().await;
+    app.create_customer("cust-1", &rut(12_345_678)).await;
+    let mandate = dynamic_body(&app, "cust-1", "DYN-1", &[("c1", 1000, 3)]);
+    let first_mandate = post(&app, "/mandate", &mandate).await;
+    first_mandate.expect_first(201);
+    let installments = installments_body(&app, "cust-1", "DYN-1", &[("c2", 2000, 5)]);
+    let first_installments = post(&app, "/installments", &installments).await;
+    first_installments.expect_first(201);
+
+    app.advance_clock(chrono::Duration::days(30));
+    app.login().await;
+    post(&app, "/mandate", &mandate)
+        .await
+        .expect_replay_of(&first_mandate);
+    post(&app, "/installments", &installments)
+        .await
+        .expect_replay_of(&first_installments);
+
+    let anew = changed(&mandate, &[("/mandate/id", Some(json!("DYN-2")))]);
+    let refused = post(&app, "/mandate", &anew).await;
+    assert_eq!(refused.status.as_u16(), 400, "{}", refused.body);
+    assert_eq!(refused.replayed, None);
+    assert_eq!(
+        count(&app, "SELECT count(*) FROM mandates WHERE commerce_id = ?1"),
+        1
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_signature_process_sent_again_is_answered_as_the_first_time() {
     let app = app_with_customers().await;

@@ -109,10 +109,12 @@ pub async fn add_installments(
     HashedBody(body, sha256): HashedBody<AddInstallmentsRequest>,
 ) -> ApiResult<Created> {
     let request = replay::request(Creation::Installments, replay_key(&body), sha256);
-    if let Some(replayed) = replay::earlier(&state, &authed.commerce, request.as_ref())? {
-        return Ok(replayed);
-    }
-    let command = parse_add(body, state.today())?;
+    let command = match parse_add(body, state.today()) {
+        Ok(command) => command,
+        Err(refused) => {
+            return replay::earlier_or(&state, &authed.commerce, request.as_ref(), refused);
+        }
+    };
     let (field, id) = command.product.field("product");
     let id = id.to_string();
     let dates = charge_dates(&state, &authed)?;

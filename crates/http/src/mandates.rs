@@ -135,12 +135,14 @@ pub async fn create_mandate(
 ) -> ApiResult<Created> {
     let mandate_id = body.mandate.as_ref().and_then(|m| m.id.clone());
     let request = replay::request(Creation::Mandate, mandate_id, sha256);
-    if let Some(replayed) = replay::earlier(&state, &authed.commerce, request.as_ref())? {
-        return Ok(replayed);
-    }
-    let today = state.today();
-    let command = parse_mandate(body, today)?;
-    check_webhook_destinations(&state, &command)?;
+    let checked = parse_mandate(body, state.today())
+        .and_then(|command| check_webhook_destinations(&state, &command).map(|()| command));
+    let command = match checked {
+        Ok(command) => command,
+        Err(refused) => {
+            return replay::earlier_or(&state, &authed.commerce, request.as_ref(), refused);
+        }
+    };
     let policy = MagicLinkPolicy {
         valid_days: state.config.magic_link_days,
         business_offset_days: state.calendar.offset_days(),

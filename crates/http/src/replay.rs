@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use super::AppState;
 use super::envelope::Envelope;
-use super::error::ApiResult;
+use super::error::{ApiError, ApiResult};
 use mandato_core::error::{Error, Result};
 use mandato_engine::operations::Ctx;
 use mandato_engine::operations::replays::{self, Answer, CreationRequest};
@@ -80,6 +80,23 @@ pub fn earlier(
         answer,
         replayed: true,
     }))
+}
+
+/// A creation refused before its transaction (a field, a webhook destination): an equal
+/// request for the same id answered earlier is answered again, as the transaction would have
+/// answered it; otherwise the refusal. Checking for the earlier answer only then, and inside
+/// the creation's transaction otherwise (`create`), spares every new creation a transaction of
+/// its own (three round trips on PostgreSQL).
+pub fn earlier_or(
+    state: &AppState,
+    commerce: &Commerce,
+    request: Option<&CreationRequest>,
+    refused: impl Into<ApiError>,
+) -> ApiResult<Created> {
+    match earlier(state, commerce, request) {
+        Ok(Some(replayed)) => Ok(replayed),
+        _ => Err(refused.into()),
+    }
 }
 
 /// Runs a creation and records its answer in the same transaction, unless an equal request for

@@ -96,10 +96,12 @@ pub async fn create_user(
 ) -> ApiResult<Created> {
     let user_id = body.customer.as_ref().and_then(|c| c.user_id.clone());
     let request = replay::request(Creation::User, user_id, sha256);
-    if let Some(replayed) = replay::earlier(&state, &authed.commerce, request.as_ref())? {
-        return Ok(replayed);
-    }
-    let input = parse_customer(body.customer)?;
+    let input = match parse_customer(body.customer) {
+        Ok(input) => input,
+        Err(refused) => {
+            return replay::earlier_or(&state, &authed.commerce, request.as_ref(), refused);
+        }
+    };
     replay::create(&state, authed.commerce, request, move |tx, ctx| {
         let upserted = mandato_engine::operations::customers::register(tx, ctx, &input)?;
         Ok(match upserted {

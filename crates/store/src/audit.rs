@@ -266,15 +266,20 @@ impl CorrelationClaim {
     }
 }
 
-/// Records a claim in the caller's transaction, so it commits with the write it guards. A
+/// Records a claim in the caller's transaction, so it commits with the write it guards (SQLite,
+/// where the claim is otherwise only in memory until the batch writer's next commit). A
 /// deferred claim is not recorded this way: it is taken with its check
 /// (`DeferredClaim::take_with`, or `settle` after the handler), and a row written here would
 /// make that check find the id used.
 pub fn record_claim<'c>(db: impl Into<Db<'c>>, claim: &CorrelationClaim) -> db::Result<()> {
-    if claim.deferred.is_some() {
+    let db = db.into();
+    // On PostgreSQL a write's claim was committed before the request went on
+    // (`reserve_correlation`), and the write's commit makes it durable too: the WAL is flushed
+    // in order. Recording it again would only find it, for a round trip.
+    if claim.deferred.is_some() || db.backend() == Backend::Postgres {
         return Ok(());
     }
-    db.into().execute(
+    db.execute(
         "INSERT INTO correlation_claims (day, commerce_id, correlation_id, seen_at)
          VALUES (substr(CAST(?3 AS TEXT), 1, 10), ?1, ?2, ?3) ON CONFLICT DO NOTHING",
         &params![claim.commerce_id, &claim.correlation_id, &claim.seen_at],
@@ -1422,9 +1427,24 @@ mod tests {
                 seen_at: "2026-11-25T12:00:00.000Z".to_string(),
                 deferred: None,
             };
-            record_claim(db, &claim).unwrap();
-            // The batch writer records the same id again: no conflict.
-            record_claim(db, &claim).unwrap();
+            match db.backend() {
+                Backend::Sqlite => {
+                    record_claim(db, &claim).unwrap();
+                    // The batch writer records the same id again: no conflict.
+                    record_claim(db, &claim).unwrap();
+                }
+                // PostgreSQL's claim is the database function's, taken before the request
+                // goes on; the write's `record_claim` then adds nothing.
+                Backend::Postgres => {
+                    let cutoff = "2026-11-18T12:00:00.000Z";
+                    assert!(claim_shared(db, 7, "c-1", cutoff, &claim.seen_at).unwrap());
+                    record_claim(db, &claim).unwrap();
+                }
+            }
+            let rows: i64 = db
+                .query_row("SELECT count(*) FROM correlation_claims", &[], |r| r.get(0))
+                .unwrap();
+            assert_eq!(rows, 1);
             assert!(was_seen(db, 7, "c-1", "2026-11-25T00:00:00.000Z").unwrap());
             assert!(!was_seen(db, 7, "c-1", "2026-11-26T00:00:00.000Z").unwrap());
             assert!(!was_seen(db, 8, "c-1", "2026-11-25T00:00:00.000Z").unwrap());
