@@ -296,8 +296,9 @@ fn int_to_sql(
     }
 }
 
-/// One result row of either backend, or the columns of one from a place on (`columns_from`):
-/// a join's row read by each joined table's own reader.
+/// One result row of either backend or of a JSON array of rows (`json_rows`), or the columns
+/// of one from a place on (`columns_from`): a row of several tables read by each table's own
+/// reader.
 pub struct Row<'r> {
     source: RowSource<'r>,
     /// Where this view's column 0 is in the row.

@@ -1,8 +1,8 @@
 //! Mandates: the commitments of a commerce's customers.
 
-use serde_json::Value;
-
 use std::sync::LazyLock;
+
+use serde_json::Value;
 
 use super::StoredJson;
 use super::customers::{self, CustomerRow};
