@@ -317,6 +317,16 @@ pub struct MandateWithParts {
     pub installments: Vec<InstallmentRow>,
 }
 
+/// `mandate` with its customer and its installments by due date, each read on its own.
+pub fn parts_of<'c>(db: impl Into<Db<'c>>, mandate: MandateRow) -> db::Result<MandateWithParts> {
+    let db = db.into();
+    Ok(MandateWithParts {
+        customer: customers::by_seq(db, mandate.customer_seq)?,
+        installments: installments::for_mandate(db, mandate.seq)?,
+        mandate,
+    })
+}
+
 /// The statement `with_parts` runs on PostgreSQL for one kind of key: the mandate's columns,
 /// its customer's, then its installments by due date as one JSON array of rows
 /// (`Row::json_rows`), NULL when it has none. One row and one round trip; a join would
@@ -379,14 +389,7 @@ pub fn with_parts<'c>(
             MandateKey::Internal(id) => by_internal_id(db, commerce_id, id)?,
             MandateKey::External(id) => by_external_id(db, commerce_id, id)?,
         };
-        let Some(mandate) = found else {
-            return Ok(None);
-        };
-        return Ok(Some(MandateWithParts {
-            customer: customers::by_seq(db, mandate.customer_seq)?,
-            installments: installments::for_mandate(db, mandate.seq)?,
-            mandate,
-        }));
+        return found.map(|mandate| parts_of(db, mandate)).transpose();
     }
     let (query, id) = match key {
         MandateKey::Internal(id) => (&*PARTS_BY_INTERNAL_ID, id),

@@ -180,12 +180,7 @@ pub fn find_row(conn: Db<'_>, ctx: &Ctx<'_>, mandate: &MandateRef) -> Result<Man
 /// The mandate with its customer, installments and signature process.
 pub fn view(conn: Db<'_>, mandate: MandateRow) -> Result<MandateView> {
     let charge_dates = Arc::new(calendar::charge_dates(conn, mandate.commerce_id)?);
-    let parts = MandateWithParts {
-        customer: customers::by_seq(conn, mandate.customer_seq)?,
-        installments: installments::for_mandate(conn, mandate.seq)?,
-        mandate,
-    };
-    view_of(conn, parts, charge_dates)
+    view_of(conn, mandates::parts_of(conn, mandate)?, charge_dates)
 }
 
 fn view_of(

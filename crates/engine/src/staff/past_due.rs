@@ -7,7 +7,7 @@ use std::str::FromStr;
 use rust_decimal::Decimal;
 
 use mandato_core::error::Result;
-use mandato_store::charging::RunRow;
+use mandato_store::charging::{RunRow, run_by_seq};
 use mandato_store::customers::CustomerRow;
 use mandato_store::staff_past_due as store;
 pub use mandato_store::staff_past_due::{
@@ -107,7 +107,7 @@ impl Engine {
     /// A charging run by its number, with a page of its attempts; `None` when there is none.
     pub fn charging_run(&self, seq: i64, page: &RunAttemptsPage<'_>) -> Result<Option<RunDetail>> {
         self.store().read(|c| {
-            let Some(run) = mandato_store::charging::run_by_seq(c, seq)? else {
+            let Some(run) = run_by_seq(c, seq)? else {
                 return Ok(None);
             };
             Ok(Some(RunDetail {
