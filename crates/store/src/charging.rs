@@ -351,6 +351,274 @@ pub fn record_outcome<'c>(
     }
 }
 
+/// `insert_attempt` for a page: answers, in the order given, each attempt's seq, or `None`
+/// where its installment already has one that date. On PostgreSQL one statement that inserts
+/// the rows in the order given (the page's order, which is every engine's order: see
+/// `insert_attempt`); SQLite inserts each in-process.
+pub fn insert_attempts<'c>(
+    db: impl Into<Db<'c>>,
+    attempts: &[NewAttempt<'_>],
+) -> db::Result<Vec<Option<i64>>> {
+    let db = db.into();
+    if db.backend() == Backend::Sqlite {
+        return attempts.iter().map(|a| insert_attempt(db, a)).collect();
+    }
+    let rows = attempts
+        .iter()
+        .enumerate()
+        .map(|(ord, a)| {
+            serde_json::json!({
+                "ord": ord,
+                "id": mandato_core::ids::new_id("pay"),
+                "installment_seq": a.installment_seq,
+                "run_seq": a.run_seq,
+                "attempt_no": a.attempt_no,
+                "business_date": a.business_date,
+                "idempotency_key": a.idempotency_key,
+                "amount": a.amount,
+                "currency": a.currency,
+                "created_at": a.now,
+            })
+        })
+        .collect();
+    let inserted: std::collections::HashMap<i64, i64> = db
+        .query_map(
+            &format!(
+                "INSERT INTO charge_attempts (id, installment_seq, run_seq, attempt_no,
+                        business_date, idempotency_key, amount, currency, state, created_at)
+                 SELECT id, installment_seq, run_seq, attempt_no, business_date,
+                        idempotency_key, amount, currency, 'IN_PROCESS', created_at
+                 FROM {} ORDER BY ord
+                 ON CONFLICT DO NOTHING RETURNING installment_seq, seq",
+                db::json_records(
+                    "ord bigint, id text, installment_seq bigint, run_seq bigint,
+                     attempt_no bigint, business_date text, idempotency_key text, amount text,
+                     currency text, created_at text"
+                )
+            ),
+            &params![db::json_rows_param(rows).as_str()],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?
+        .into_iter()
+        .collect();
+    Ok(attempts
+        .iter()
+        .map(|a| inserted.get(&a.installment_seq).copied())
+        .collect())
+}
+
+/// An installment entering IN_PROCESS for an attempt (`begin_charge`).
+pub struct BeginCharge<'a> {
+    pub installment_seq: i64,
+    pub date: &'a str,
+    pub method_id: i64,
+    pub charged_clp: Option<&'a str>,
+}
+
+/// `begin_charge` for a page: the installments as they now are, in any order. One statement
+/// on PostgreSQL; SQLite updates each in-process.
+pub fn begin_charges<'c>(
+    db: impl Into<Db<'c>>,
+    charges: &[BeginCharge<'_>],
+    now: &str,
+) -> db::Result<Vec<InstallmentRow>> {
+    let db = db.into();
+    if db.backend() == Backend::Sqlite {
+        return charges
+            .iter()
+            .map(|c| {
+                begin_charge(
+                    db,
+                    c.installment_seq,
+                    c.date,
+                    c.method_id,
+                    c.charged_clp,
+                    now,
+                )
+            })
+            .collect();
+    }
+    let rows = charges
+        .iter()
+        .map(|c| {
+            serde_json::json!({
+                "seq": c.installment_seq,
+                "date": c.date,
+                "method_id": c.method_id,
+                "charged_clp": c.charged_clp,
+            })
+        })
+        .collect();
+    installments::update_many_returning(
+        db,
+        &format!(
+            "UPDATE installments i SET state = ?2, state_at = ?3, attempts = i.attempts + 1,
+                    last_attempt_date = x.date, payment_method_id = x.method_id,
+                    charged_clp = x.charged_clp, retry_scheduled = 0, forced_outcome = NULL
+             FROM {} WHERE i.seq = x.seq",
+            db::json_records("seq bigint, date text, method_id bigint, charged_clp text")
+        ),
+        &params![
+            db::json_rows_param(rows).as_str(),
+            InstallmentState::InProcess.id(),
+            now
+        ],
+    )
+}
+
+/// `take_open_attempt` for a page: which of the attempts `seqs` are still in `state`, each
+/// now locked for this transaction (on PostgreSQL, in `seq` order, in one statement).
+pub fn take_open_attempts<'c>(
+    db: impl Into<Db<'c>>,
+    seqs: &[i64],
+    state: &str,
+) -> db::Result<std::collections::HashSet<i64>> {
+    let db = db.into();
+    if db.backend() == Backend::Sqlite {
+        let mut taken = std::collections::HashSet::new();
+        for seq in seqs {
+            if take_open_attempt(db, *seq, state)? {
+                taken.insert(*seq);
+            }
+        }
+        return Ok(taken);
+    }
+    Ok(db
+        .query_map(
+            &format!(
+                "SELECT seq FROM charge_attempts WHERE seq = {} AND state = ?2
+                 ORDER BY seq FOR UPDATE",
+                db::ANY_KEY
+            ),
+            &params![db::key_array(seqs).as_str(), state],
+            |r| r.get(0),
+        )?
+        .into_iter()
+        .collect())
+}
+
+/// `record_outcome` for a page: the installments as they now are, in any order. One statement
+/// on PostgreSQL, which writes each outcome's columns as `record_outcome` does (the `CASE`s
+/// keep what an outcome does not write); SQLite updates each in-process.
+pub fn record_outcomes<'c>(
+    db: impl Into<Db<'c>>,
+    outcomes: &[(i64, InstallmentOutcome<'_>)],
+    now: &str,
+) -> db::Result<Vec<InstallmentRow>> {
+    let db = db.into();
+    if db.backend() == Backend::Sqlite {
+        return outcomes
+            .iter()
+            .map(|(seq, outcome)| record_outcome(db, *seq, outcome, now))
+            .collect();
+    }
+    let rows = outcomes
+        .iter()
+        .map(|(seq, outcome)| match outcome {
+            InstallmentOutcome::Paid { authorization_code } => serde_json::json!({
+                "seq": seq, "kind": "PAID", "state": InstallmentState::Paid.id(),
+                "authorization_code": authorization_code,
+            }),
+            InstallmentOutcome::InValidation => serde_json::json!({
+                "seq": seq, "kind": "IN_VALIDATION", "state": InstallmentState::InValidation.id(),
+            }),
+            InstallmentOutcome::Rejected {
+                code,
+                message,
+                next_retry_date,
+                first_rejected_date,
+            } => serde_json::json!({
+                "seq": seq, "kind": "REJECTED", "state": InstallmentState::Rejected.id(),
+                "rejection_code": code, "rejection_message": message,
+                "next_retry_date": next_retry_date,
+                "retry_scheduled": i64::from(next_retry_date.is_some()),
+                "first_rejected_date": first_rejected_date,
+            }),
+        })
+        .collect();
+    installments::update_many_returning(
+        db,
+        &format!(
+            "UPDATE installments i SET state = x.state, state_at = ?2,
+                authorization_code = CASE x.kind WHEN 'PAID' THEN x.authorization_code
+                                     ELSE i.authorization_code END,
+                rejection_code = CASE x.kind WHEN 'PAID' THEN NULL
+                                 WHEN 'REJECTED' THEN x.rejection_code ELSE i.rejection_code END,
+                rejection_message = CASE x.kind WHEN 'PAID' THEN NULL
+                                    WHEN 'REJECTED' THEN x.rejection_message
+                                    ELSE i.rejection_message END,
+                retry_scheduled = CASE x.kind WHEN 'PAID' THEN 0
+                                  WHEN 'REJECTED' THEN x.retry_scheduled
+                                  ELSE i.retry_scheduled END,
+                next_retry_date = CASE x.kind WHEN 'PAID' THEN NULL
+                                  WHEN 'REJECTED' THEN x.next_retry_date
+                                  ELSE i.next_retry_date END,
+                first_rejected_date = CASE x.kind WHEN 'REJECTED' THEN x.first_rejected_date
+                                      ELSE i.first_rejected_date END
+             FROM {} WHERE i.seq = x.seq",
+            db::json_records(
+                "seq bigint, kind text, state bigint, authorization_code text,
+                 rejection_code text, rejection_message text, next_retry_date text,
+                 retry_scheduled bigint, first_rejected_date text"
+            )
+        ),
+        &params![db::json_rows_param(rows).as_str(), now],
+    )
+}
+
+/// An attempt's outcome (`finish_attempt`).
+pub struct FinishedAttempt<'a> {
+    pub seq: i64,
+    pub state: &'a str,
+    pub authorization_code: Option<&'a str>,
+    pub rejection_code: Option<&'a str>,
+}
+
+/// `finish_attempt` for a page: one statement on PostgreSQL; SQLite updates each in-process.
+pub fn finish_attempts<'c>(
+    db: impl Into<Db<'c>>,
+    finished: &[FinishedAttempt<'_>],
+    now: &str,
+) -> db::Result<()> {
+    let db = db.into();
+    if db.backend() == Backend::Sqlite {
+        for f in finished {
+            finish_attempt(
+                db,
+                f.seq,
+                f.state,
+                f.authorization_code,
+                f.rejection_code,
+                now,
+            )?;
+        }
+        return Ok(());
+    }
+    let rows = finished
+        .iter()
+        .map(|f| {
+            serde_json::json!({
+                "seq": f.seq, "state": f.state,
+                "authorization_code": f.authorization_code, "rejection_code": f.rejection_code,
+            })
+        })
+        .collect();
+    db.execute(
+        &format!(
+            "UPDATE charge_attempts a SET state = x.state,
+                    authorization_code = x.authorization_code, rejection_code = x.rejection_code,
+                    finished_at = CASE WHEN x.state IN ('PAID', 'REJECTED') THEN ?2
+                                  ELSE a.finished_at END
+             FROM {} WHERE a.seq = x.seq",
+            db::json_records(
+                "seq bigint, state text, authorization_code text, rejection_code text"
+            )
+        ),
+        &params![db::json_rows_param(rows).as_str(), now],
+    )?;
+    Ok(())
+}
+
 /// Sandbox: decides the next attempt's outcome (`None` clears it).
 pub fn set_forced_outcome<'c>(
     db: impl Into<Db<'c>>,
@@ -699,6 +967,118 @@ mod tests {
             currency: "CLP",
             now: "2026-12-01T12:00:00.000Z",
         }
+    }
+
+    #[test]
+    fn a_page_s_writes_are_those_of_one_installment_at_a_time() {
+        on_both(|db| {
+            let seqs = due_installments(db, &[DAY, DAY, DAY]);
+            // The second is attempted already that date (by another engine).
+            assert!(
+                insert_attempt(db, &attempt(seqs[1], "first"))
+                    .unwrap()
+                    .is_some()
+            );
+            let page: Vec<NewAttempt<'_>> = seqs
+                .iter()
+                .zip(["k-0", "k-1", "k-2"])
+                .map(|(seq, key)| attempt(*seq, key))
+                .collect();
+            let inserted = insert_attempts(db, &page).unwrap();
+            assert!(inserted[0].is_some() && inserted[2].is_some());
+            assert_eq!(inserted[1], None);
+            let (paid_attempt, rejected_attempt) = (inserted[0].unwrap(), inserted[2].unwrap());
+
+            let charges = [
+                BeginCharge {
+                    installment_seq: seqs[0],
+                    date: DAY,
+                    method_id: 3,
+                    charged_clp: None,
+                },
+                BeginCharge {
+                    installment_seq: seqs[2],
+                    date: DAY,
+                    method_id: 3,
+                    charged_clp: Some("39123"),
+                },
+            ];
+            let mut begun = begin_charges(db, &charges, "t1").unwrap();
+            begun.sort_by_key(|i| i.seq);
+            assert_eq!(begun.len(), 2);
+            for row in &begun {
+                assert_eq!(row.state, InstallmentState::InProcess);
+                assert_eq!((row.attempts, row.state_at.as_str()), (1, "t1"));
+                assert_eq!(row.last_attempt_date.as_deref(), Some(DAY));
+                assert_eq!(row.payment_method_id, Some(3));
+            }
+            assert_eq!(begun[1].charged_clp.as_deref(), Some("39123"));
+            let mut stored = installments::by_seqs(db, &[seqs[0], seqs[2]]).unwrap();
+            stored.sort_by_key(|i| i.seq);
+            assert_eq!(begun, stored, "the rows answered are the rows stored");
+
+            let outcomes = [
+                (
+                    seqs[0],
+                    InstallmentOutcome::Paid {
+                        authorization_code: "A-1",
+                    },
+                ),
+                (
+                    seqs[2],
+                    InstallmentOutcome::Rejected {
+                        code: "INSUFFICIENT_FUNDS",
+                        message: "fondos insuficientes",
+                        next_retry_date: Some("2026-12-02"),
+                        first_rejected_date: DAY,
+                    },
+                ),
+            ];
+            let mut decided = record_outcomes(db, &outcomes, "t2").unwrap();
+            decided.sort_by_key(|i| i.seq);
+            let (paid, rejected) = (&decided[0], &decided[1]);
+            assert_eq!(paid.state, InstallmentState::Paid);
+            assert_eq!(paid.authorization_code.as_deref(), Some("A-1"));
+            assert_eq!(paid.rejection_code, None);
+            assert_eq!(rejected.state, InstallmentState::Rejected);
+            assert_eq!(
+                rejected.rejection_code.as_deref(),
+                Some("INSUFFICIENT_FUNDS")
+            );
+            assert_eq!(rejected.next_retry_date.as_deref(), Some("2026-12-02"));
+            assert!(rejected.retry_scheduled);
+            assert_eq!(rejected.first_rejected_date.as_deref(), Some(DAY));
+            assert_eq!(rejected.authorization_code, None);
+            assert_eq!(&installments::by_seq(db, seqs[2]).unwrap(), rejected);
+
+            // Only the attempt still IN_PROCESS is taken.
+            finish_attempts(
+                db,
+                &[FinishedAttempt {
+                    seq: paid_attempt,
+                    state: "PAID",
+                    authorization_code: Some("A-1"),
+                    rejection_code: None,
+                }],
+                "t3",
+            )
+            .unwrap();
+            let taken =
+                take_open_attempts(db, &[paid_attempt, rejected_attempt], "IN_PROCESS").unwrap();
+            assert_eq!(taken, [rejected_attempt].into_iter().collect());
+            let finished: (String, Option<String>, Option<String>) = db
+                .query_row(
+                    "SELECT state, authorization_code, finished_at FROM charge_attempts
+                     WHERE seq = ?1",
+                    &params![paid_attempt],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .unwrap();
+            assert_eq!(
+                finished,
+                ("PAID".into(), Some("A-1".into()), Some("t3".into()))
+            );
+        });
     }
 
     #[test]

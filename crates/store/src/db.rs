@@ -504,6 +504,39 @@ fn null_column(index: usize) -> Error {
     Error::column(index, "NULL where a value was expected")
 }
 
+/// Many rows' keys as one parameter of a PostgreSQL statement, read there by [`ANY_KEY`]: a
+/// page of a thousand installments is one statement, not a thousand round trips.
+pub fn key_array(keys: &[i64]) -> String {
+    let listed: Vec<String> = keys.iter().map(i64::to_string).collect();
+    format!("{{{}}}", listed.join(","))
+}
+
+/// `seq = ANY(..)` of the keys `key_array` wrote into `?1`. The parameter is declared text (an
+/// array literal), as every `Param::Text` is sent.
+pub const ANY_KEY: &str = "ANY(CAST(CAST(?1 AS TEXT) AS bigint[]))";
+
+/// Many rows as one parameter of a PostgreSQL statement, read there by [`json_records`]: a
+/// JSON array of objects, one per row, with serde_json's escaping (no SQL is assembled from
+/// values).
+pub fn json_rows_param(rows: Vec<serde_json::Value>) -> String {
+    serde_json::Value::Array(rows).to_string()
+}
+
+/// The rows `json_rows_param` wrote into `?1`, as a relation `x` with the typed `columns`
+/// (`seq bigint, state text`): `FROM {json_records(..)}`.
+pub fn json_records(columns: &str) -> String {
+    format!("json_to_recordset(CAST(CAST(?1 AS TEXT) AS json)) AS x({columns})")
+}
+
+/// `columns` (a comma-separated list) each prefixed with `alias.`.
+pub(crate) fn qualified(alias: &str, columns: &str) -> String {
+    columns
+        .split(',')
+        .map(|column| format!("{alias}.{}", column.trim()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A handle on a connection inside a transaction, of either backend. Cheap to copy: pass it
 /// by value from one store function to the next.
 #[derive(Clone, Copy)]

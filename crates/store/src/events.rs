@@ -31,23 +31,6 @@ pub struct EventRow {
 /// receiver of its commerce that takes its kind (`listen_leases`), in the caller's transaction.
 pub fn insert<'c>(db: impl Into<Db<'c>>, event: &NewEvent<'_>) -> db::Result<()> {
     let db = db.into();
-    let state = if event.url.is_some() {
-        "PENDING"
-    } else {
-        "NO_URL"
-    };
-    let values = params![
-        event.id,
-        event.commerce_id,
-        event.mandate_seq,
-        event.installment_seq,
-        event.kind,
-        event.sequence,
-        event.url,
-        event.body,
-        state,
-        event.created_at,
-    ];
     match db {
         Db::Sqlite(conn) => {
             let seq: i64 = db.query_row(
@@ -55,7 +38,18 @@ pub fn insert<'c>(db: impl Into<Db<'c>>, event: &NewEvent<'_>) -> db::Result<()>
                         url, body, delivery_state, next_attempt_at, created_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)
                  RETURNING seq",
-                &values,
+                &params![
+                    event.id,
+                    event.commerce_id,
+                    event.mandate_seq,
+                    event.installment_seq,
+                    event.kind,
+                    event.sequence,
+                    event.url,
+                    event.body,
+                    delivery_state(event),
+                    event.created_at,
+                ],
                 |r| r.get(0),
             )?;
             super::listen_leases::queue_for_event(
@@ -65,25 +59,64 @@ pub fn insert<'c>(db: impl Into<Db<'c>>, event: &NewEvent<'_>) -> db::Result<()>
                 event.kind,
                 event.created_at,
             )?;
+            Ok(())
         }
-        // The event and its copies in one statement: one round trip, where a charged
-        // installment writes two events. The leases are those `queue_for_event` picks.
-        Db::Postgres(_) => {
-            db.execute(
-                "WITH event AS (
-                     INSERT INTO events (id, commerce_id, mandate_seq, installment_seq, kind,
-                            sequence, url, body, delivery_state, next_attempt_at, created_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)
-                     RETURNING seq)
-                 INSERT INTO listen_deliveries (event_seq, lease_id)
-                 SELECT event.seq, leases.id FROM event, listen_leases leases
-                 WHERE leases.commerce_id = ?2 AND leases.expires_at > ?10
-                   AND (leases.event_types IS NULL
-                        OR strpos(',' || leases.event_types || ',', ',' || CAST(?5 AS TEXT) || ',') > 0)",
-                &values,
-            )?;
-        }
+        Db::Postgres(_) => insert_many(db, std::slice::from_ref(event)),
     }
+}
+
+/// A new event's delivery state: one without a URL is kept as history only.
+fn delivery_state(event: &NewEvent<'_>) -> &'static str {
+    if event.url.is_some() {
+        "PENDING"
+    } else {
+        "NO_URL"
+    }
+}
+
+/// `insert` for many events, numbered in the order given. On PostgreSQL the events and their
+/// `mandato listen` copies are one statement (a charging page's thousand events, one round
+/// trip); the leases are those `queue_for_event` picks. SQLite inserts each in-process.
+pub fn insert_many<'c>(db: impl Into<Db<'c>>, events: &[NewEvent<'_>]) -> db::Result<()> {
+    let db = db.into();
+    if let Db::Sqlite(_) = db {
+        return events.iter().try_for_each(|e| insert(db, e));
+    }
+    let rows = events
+        .iter()
+        .enumerate()
+        .map(|(ord, e)| {
+            serde_json::json!({
+                "ord": ord, "id": e.id, "commerce_id": e.commerce_id,
+                "mandate_seq": e.mandate_seq, "installment_seq": e.installment_seq,
+                "kind": e.kind, "sequence": e.sequence, "url": e.url, "body": e.body,
+                "delivery_state": delivery_state(e), "created_at": e.created_at,
+            })
+        })
+        .collect();
+    db.execute(
+        &format!(
+            "WITH event AS (
+                 INSERT INTO events (id, commerce_id, mandate_seq, installment_seq, kind,
+                        sequence, url, body, delivery_state, next_attempt_at, created_at)
+                 SELECT id, commerce_id, mandate_seq, installment_seq, kind, sequence, url, body,
+                        delivery_state, created_at, created_at
+                 FROM {} ORDER BY ord
+                 RETURNING seq, commerce_id, kind, created_at)
+             INSERT INTO listen_deliveries (event_seq, lease_id)
+             SELECT event.seq, leases.id FROM event
+               JOIN listen_leases leases ON leases.commerce_id = event.commerce_id
+             WHERE leases.expires_at > event.created_at
+               AND (leases.event_types IS NULL
+                    OR strpos(',' || leases.event_types || ',', ',' || event.kind || ',') > 0)",
+            db::json_records(
+                "ord bigint, id text, commerce_id bigint, mandate_seq bigint,
+                 installment_seq bigint, kind text, sequence bigint, url text, body text,
+                 delivery_state text, created_at text"
+            )
+        ),
+        &params![db::json_rows_param(rows).as_str()],
+    )?;
     Ok(())
 }
 
@@ -160,6 +193,39 @@ mod tests {
                 vec![("evt_1", 1, "PENDING"), ("evt_2", 2, "NO_URL")]
             );
             assert_eq!(events[0].url.as_deref(), Some("https://tienda.cl/h"));
+        });
+    }
+
+    #[test]
+    fn events_written_together_keep_their_order_and_their_states() {
+        on_both(|db| {
+            let m = mandate(db, "m-1");
+            let url = Some("https://tienda.cl/h");
+            insert_many(
+                db,
+                &[
+                    event("evt_1", m.commerce_id, m.seq, 1, url),
+                    event("evt_2", m.commerce_id, m.seq, 2, None),
+                    event("evt_3", m.commerce_id, m.seq, 3, url),
+                ],
+            )
+            .unwrap();
+            let written: Vec<(String, i64, String)> = db
+                .query_map(
+                    "SELECT id, sequence, delivery_state FROM events ORDER BY seq",
+                    &params![],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .unwrap();
+            let expected = [
+                ("evt_1", 1, "PENDING"),
+                ("evt_2", 2, "NO_URL"),
+                ("evt_3", 3, "PENDING"),
+            ];
+            assert_eq!(
+                written,
+                expected.map(|(id, n, state)| (id.to_string(), n, state.to_string()))
+            );
         });
     }
 

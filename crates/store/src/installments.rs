@@ -7,7 +7,7 @@ use rust_decimal::Decimal;
 use serde_json::Value;
 
 use super::StoredJson;
-use super::db::{self, Db, Param, Row, params};
+use super::db::{self, ANY_KEY, Db, Param, Row, key_array, params};
 use mandato_core::domain::date::Date;
 use mandato_core::domain::money::{Currency, Money};
 use mandato_core::domain::state::InstallmentState;
@@ -269,6 +269,42 @@ pub fn by_seq<'c>(db: impl Into<Db<'c>>, seq: i64) -> db::Result<InstallmentRow>
     db.into().query_row(&sql, &params![seq], from_row)
 }
 
+/// The installments `seqs`, in any order; one missing is left out. One statement on
+/// PostgreSQL (a charging page's); SQLite reads each in-process.
+pub fn by_seqs<'c>(db: impl Into<Db<'c>>, seqs: &[i64]) -> db::Result<Vec<InstallmentRow>> {
+    let db = db.into();
+    match db {
+        Db::Sqlite(_) => {
+            let sql = format!("SELECT {COLUMNS} FROM installments WHERE seq = ?1");
+            let mut found = Vec::with_capacity(seqs.len());
+            for seq in seqs {
+                found.extend(db.query_opt(&sql, &params![*seq], from_row)?);
+            }
+            Ok(found)
+        }
+        Db::Postgres(_) => db.query_map(
+            &format!("SELECT {COLUMNS} FROM installments WHERE seq = {ANY_KEY}"),
+            &params![key_array(seqs).as_str()],
+            from_row,
+        ),
+    }
+}
+
+/// The installments of `update` (an `UPDATE installments i .. FROM .. WHERE i.seq = ..`
+/// without `RETURNING`) as they now are: PostgreSQL only, where it is the update's own round
+/// trip.
+pub(crate) fn update_many_returning<'c>(
+    db: impl Into<Db<'c>>,
+    update: &str,
+    params: &[Param<'_>],
+) -> db::Result<Vec<InstallmentRow>> {
+    db.into().query_map(
+        &format!("{update} RETURNING {}", db::qualified("i", COLUMNS)),
+        params,
+        from_row,
+    )
+}
+
 /// Runs `update` (an `UPDATE installments .. WHERE seq = ?1` without `RETURNING`) and answers
 /// the installment `seq` as it then is: on PostgreSQL in the update's own round trip
 /// (`RETURNING`), on SQLite by reading it after, in-process (no `RETURNING` there, see
@@ -302,20 +338,52 @@ pub fn for_mandate<'c>(db: impl Into<Db<'c>>, mandate_seq: i64) -> db::Result<Ve
 /// How many installments a mandate has, and how many of them are not settled (PAID,
 /// ANNULLED or REVERSED).
 pub fn unsettled_count<'c>(db: impl Into<Db<'c>>, mandate_seq: i64) -> db::Result<(i64, i64)> {
-    let settled: Vec<String> = InstallmentState::ALL
-        .iter()
-        .filter(|s| s.is_settled())
-        .map(|s| s.id().to_string())
-        .collect();
     db.into().query_row(
         &format!(
             "SELECT count(*), count(*) FILTER (WHERE state NOT IN ({})) FROM installments
              WHERE mandate_seq = ?1",
-            settled.join(", ")
+            settled_state_ids()
         ),
         &params![mandate_seq],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )
+}
+
+/// `unsettled_count` of many mandates, by mandate seq (a mandate without installments may be
+/// left out): one statement on PostgreSQL (a charging page's), each in-process on SQLite.
+pub fn unsettled_counts<'c>(
+    db: impl Into<Db<'c>>,
+    mandate_seqs: &[i64],
+) -> db::Result<std::collections::HashMap<i64, (i64, i64)>> {
+    let db = db.into();
+    if let Db::Sqlite(_) = db {
+        return mandate_seqs
+            .iter()
+            .map(|seq| Ok((*seq, unsettled_count(db, *seq)?)))
+            .collect();
+    }
+    Ok(db
+        .query_map(
+            &format!(
+                "SELECT mandate_seq, count(*), count(*) FILTER (WHERE state NOT IN ({}))
+                 FROM installments WHERE mandate_seq = {ANY_KEY} GROUP BY mandate_seq",
+                settled_state_ids()
+            ),
+            &params![key_array(mandate_seqs).as_str()],
+            |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))),
+        )?
+        .into_iter()
+        .collect())
+}
+
+/// The ids of the settled states (PAID, ANNULLED, REVERSED), for `IN (..)`.
+fn settled_state_ids() -> String {
+    InstallmentState::ALL
+        .iter()
+        .filter(|s| s.is_settled())
+        .map(|s| s.id().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Which installments of a mandate a request names: by the merchant's ids or by ours.
@@ -670,6 +738,13 @@ mod tests {
             assert_eq!(paid.authorization_code.as_deref(), Some("AUTH1"));
             assert_eq!(paid.payment_method_id, Some(3));
             assert_eq!(unsettled_count(db, m.seq).unwrap(), (3, 2));
+            let counted = unsettled_counts(db, &[m.seq, m.seq + 1_000]).unwrap();
+            assert_eq!(counted.get(&m.seq), Some(&(3, 2)));
+            assert_eq!(
+                by_seqs(db, &[rows[2].seq, rows[0].seq, -1]).unwrap().len(),
+                2,
+                "a missing installment is left out"
+            );
 
             // What the change does not say is kept.
             let again = set_state(

@@ -79,6 +79,42 @@ pub fn for_mandate<'c>(
     )
 }
 
+/// The instruments of the mandates `seqs`, each with its mandate's seq, in any order. One
+/// statement on PostgreSQL (a charging page's); SQLite reads each in-process.
+pub fn for_mandates<'c>(
+    db: impl Into<Db<'c>>,
+    seqs: &[i64],
+) -> db::Result<Vec<(i64, InstrumentRow)>> {
+    let db = db.into();
+    match db {
+        Db::Sqlite(_) => {
+            let mut found = Vec::with_capacity(seqs.len());
+            for seq in seqs {
+                found.extend(for_mandate(db, *seq)?.map(|i| (*seq, i)));
+            }
+            Ok(found)
+        }
+        Db::Postgres(_) => db.query_map(
+            &format!(
+                "SELECT mandate_seq, method_id, processor_token, last4 FROM instruments
+                 WHERE mandate_seq = {}",
+                db::ANY_KEY
+            ),
+            &params![db::key_array(seqs).as_str()],
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    InstrumentRow {
+                        method_id: r.get(1)?,
+                        processor_token: r.get(2)?,
+                        last4: r.get(3)?,
+                    },
+                ))
+            },
+        ),
+    }
+}
+
 pub struct NewAcceptance<'a> {
     pub mandate_seq: i64,
     pub accepted_at: &'a str,

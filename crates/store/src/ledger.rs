@@ -68,10 +68,7 @@ fn e4(amount: Decimal) -> mandato_core::error::Result<i64> {
 
 /// Appends an entry; returns its id (`led_...`).
 pub fn insert<'c>(db: impl Into<Db<'c>>, e: &NewEntry<'_>) -> mandato_core::error::Result<String> {
-    let id = mandato_core::ids::new_id("led");
-    let net = e.fee.map(|fee| e.amount - fee);
-    let text = |d: Option<Decimal>| d.map(|d| d.normalize().to_string());
-    let (amount, fee, net_text) = (e.amount.normalize().to_string(), text(e.fee), text(net));
+    let values = EntryValues::of(e)?;
     db.into().execute(
         "INSERT INTO ledger_entries (id, commerce_id, kind, amount, currency, fee, net,
                 amount_e4, fee_e4, net_e4, payment_method, mandate_id, mandate_external_id,
@@ -79,16 +76,16 @@ pub fn insert<'c>(db: impl Into<Db<'c>>, e: &NewEntry<'_>) -> mandato_core::erro
                 created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
         &params![
-            &id,
+            &values.id,
             e.commerce_id,
             e.kind.as_str(),
-            &amount,
+            &values.amount,
             e.currency.code(),
-            &fee,
-            &net_text,
-            e4(e.amount)?,
-            e.fee.map(e4).transpose()?.unwrap_or(0),
-            e4(net.unwrap_or(e.amount))?,
+            &values.fee,
+            &values.net,
+            values.amount_e4,
+            values.fee_e4,
+            values.net_e4,
             e.payment_method,
             e.mandate_id,
             e.mandate_external_id,
@@ -99,7 +96,81 @@ pub fn insert<'c>(db: impl Into<Db<'c>>, e: &NewEntry<'_>) -> mandato_core::erro
             e.created_at,
         ],
     )?;
-    Ok(id)
+    Ok(values.id)
+}
+
+/// Appends entries in the order given: on PostgreSQL one statement (a charging page's
+/// approvals, one round trip); SQLite inserts each in-process.
+pub fn insert_many<'c>(
+    db: impl Into<Db<'c>>,
+    entries: &[NewEntry<'_>],
+) -> mandato_core::error::Result<()> {
+    let db = db.into();
+    if db.backend() == Backend::Sqlite {
+        return entries.iter().try_for_each(|e| insert(db, e).map(drop));
+    }
+    let mut rows = Vec::with_capacity(entries.len());
+    for (ord, e) in entries.iter().enumerate() {
+        let v = EntryValues::of(e)?;
+        rows.push(serde_json::json!({
+            "ord": ord, "id": v.id, "commerce_id": e.commerce_id, "kind": e.kind.as_str(),
+            "amount": v.amount, "currency": e.currency.code(), "fee": v.fee, "net": v.net,
+            "amount_e4": v.amount_e4, "fee_e4": v.fee_e4, "net_e4": v.net_e4,
+            "payment_method": e.payment_method, "mandate_id": e.mandate_id,
+            "mandate_external_id": e.mandate_external_id, "installment_id": e.installment_id,
+            "installment_external_id": e.installment_external_id,
+            "acquirer_reference": e.acquirer_reference, "business_date": e.business_date,
+            "created_at": e.created_at,
+        }));
+    }
+    db.execute(
+        &format!(
+            "INSERT INTO ledger_entries (id, commerce_id, kind, amount, currency, fee, net,
+                    amount_e4, fee_e4, net_e4, payment_method, mandate_id, mandate_external_id,
+                    installment_id, installment_external_id, acquirer_reference, business_date,
+                    created_at)
+             SELECT id, commerce_id, kind, amount, currency, fee, net, amount_e4, fee_e4, net_e4,
+                    payment_method, mandate_id, mandate_external_id, installment_id,
+                    installment_external_id, acquirer_reference, business_date, created_at
+             FROM {} ORDER BY ord",
+            db::json_records(
+                "ord bigint, id text, commerce_id bigint, kind text, amount text, currency text,
+                 fee text, net text, amount_e4 bigint, fee_e4 bigint, net_e4 bigint,
+                 payment_method text, mandate_id text, mandate_external_id text,
+                 installment_id text, installment_external_id text, acquirer_reference text,
+                 business_date text, created_at text"
+            )
+        ),
+        &params![db::json_rows_param(rows).as_str()],
+    )?;
+    Ok(())
+}
+
+/// An entry's stored values: its new id, its decimals as text and in ten-thousandths.
+struct EntryValues {
+    id: String,
+    amount: String,
+    fee: Option<String>,
+    net: Option<String>,
+    amount_e4: i64,
+    fee_e4: i64,
+    net_e4: i64,
+}
+
+impl EntryValues {
+    fn of(e: &NewEntry<'_>) -> mandato_core::error::Result<EntryValues> {
+        let net = e.fee.map(|fee| e.amount - fee);
+        let text = |d: Option<Decimal>| d.map(|d| d.normalize().to_string());
+        Ok(EntryValues {
+            id: mandato_core::ids::new_id("led"),
+            amount: e.amount.normalize().to_string(),
+            fee: text(e.fee),
+            net: text(net),
+            amount_e4: e4(e.amount)?,
+            fee_e4: e.fee.map(e4).transpose()?.unwrap_or(0),
+            net_e4: e4(net.unwrap_or(e.amount))?,
+        })
+    }
 }
 
 const COLUMNS: &str = "seq, id, kind, amount, currency, fee, net, payment_method, mandate_id, \
@@ -446,6 +517,46 @@ mod tests {
         db.execute_batch("ROLLBACK TO SAVEPOINT refused; RELEASE SAVEPOINT refused")
             .unwrap();
         error
+    }
+
+    #[test]
+    fn entries_appended_together_are_those_appended_one_at_a_time() {
+        on_both(|db| {
+            two_commerces(db);
+            insert(db, &entry(1, 10_000, Some(351))).unwrap();
+            insert_many(db, &[entry(1, 10_000, Some(351)), entry(2, 5_000, None)]).unwrap();
+            let stored = db
+                .query_map(
+                    "SELECT commerce_id, amount, fee, net, amount_e4, fee_e4, net_e4,
+                            acquirer_reference
+                     FROM ledger_entries ORDER BY seq",
+                    &params![],
+                    |r| {
+                        Ok((
+                            r.get::<i64>(0)?,
+                            r.get::<String>(1)?,
+                            r.get::<Option<String>>(2)?,
+                            r.get::<Option<String>>(3)?,
+                            (r.get::<i64>(4)?, r.get::<i64>(5)?, r.get::<i64>(6)?),
+                            r.get::<Option<String>>(7)?,
+                        ))
+                    },
+                )
+                .unwrap();
+            assert_eq!(stored.len(), 3);
+            assert_eq!(stored[0], stored[1], "one entry, however it was appended");
+            assert_eq!(
+                stored[2],
+                (
+                    2,
+                    "5000".into(),
+                    None,
+                    None,
+                    (50_000_000, 0, 50_000_000),
+                    Some("AUT-1".into())
+                )
+            );
+        });
     }
 
     #[test]

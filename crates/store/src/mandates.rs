@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::StoredJson;
 use super::customers::{self, CustomerRow};
-use super::db::{self, Backend, Db, Row, params};
+use super::db::{self, ANY_KEY, Backend, Db, Row, key_array, params, qualified};
 use super::installments::{self, InstallmentRow};
 use mandato_core::domain::activation::ActivationMode;
 use mandato_core::domain::state::{MandateState, MandateType};
@@ -275,6 +275,41 @@ pub fn by_seq_with_customer<'c>(
     })
 }
 
+/// The mandates `seqs` with their customers, in any order; one missing is left out. One
+/// statement on PostgreSQL (a charging page's); SQLite reads each in-process.
+pub fn by_seqs_with_customer<'c>(
+    db: impl Into<Db<'c>>,
+    seqs: &[i64],
+) -> db::Result<Vec<(MandateRow, CustomerRow)>> {
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT {}, {} FROM mandates m JOIN customers c ON c.seq = m.customer_seq
+             WHERE m.seq = {ANY_KEY}",
+            qualified("m", columns!()),
+            qualified("c", customers::COLUMNS)
+        )
+    });
+    let db = db.into();
+    let read = |row: &Row<'_>| {
+        let customer = customers::from_row(&row.columns_from(column_count(columns!())))?;
+        Ok((from_row(row)?, customer))
+    };
+    match db {
+        Db::Sqlite(_) => {
+            let mut found = Vec::with_capacity(seqs.len());
+            for seq in seqs {
+                match by_seq_with_customer(db, *seq) {
+                    Ok(pair) => found.push(pair),
+                    Err(db::Error::NoRows) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(found)
+        }
+        Db::Postgres(_) => db.query_map(&SQL, &params![key_array(seqs).as_str()], read),
+    }
+}
+
 pub fn by_external_id<'c>(
     db: impl Into<Db<'c>>,
     commerce_id: i64,
@@ -358,15 +393,6 @@ impl PartsQuery {
     }
 }
 
-/// `columns` (a comma-separated list) each prefixed with `alias.`.
-fn qualified(alias: &str, columns: &str) -> String {
-    columns
-        .split(',')
-        .map(|column| format!("{alias}.{}", column.trim()))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 fn column_count(columns: &str) -> usize {
     columns.split(',').count()
 }
@@ -437,6 +463,36 @@ pub fn refresh_state<'c>(db: impl Into<Db<'c>>, mandate: &mut MandateRow) -> db:
     Ok(())
 }
 
+/// `refresh_state` for many mandates: one statement on PostgreSQL; SQLite reads each
+/// in-process. A mandate no longer there keeps what was read.
+pub fn refresh_states<'c>(db: impl Into<Db<'c>>, mandates: &mut [MandateRow]) -> db::Result<()> {
+    let db = db.into();
+    if db.backend() == Backend::Sqlite {
+        return mandates.iter_mut().try_for_each(|m| refresh_state(db, m));
+    }
+    let seqs: Vec<i64> = mandates.iter().map(|m| m.seq).collect();
+    let fresh: std::collections::HashMap<i64, (i64, Option<String>, String)> = db
+        .query_map(
+            &format!(
+                "SELECT seq, state, cancel_description, updated_at FROM mandates
+                 WHERE seq = {ANY_KEY}"
+            ),
+            &params![key_array(&seqs).as_str()],
+            |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?))),
+        )?
+        .into_iter()
+        .collect();
+    for mandate in mandates {
+        if let Some((state_id, cancel_description, updated_at)) = fresh.get(&mandate.seq) {
+            mandate.state = MandateState::from_id(*state_id)
+                .ok_or_else(|| db::Error::unknown(1, "mandate state"))?;
+            mandate.cancel_description.clone_from(cancel_description);
+            mandate.updated_at.clone_from(updated_at);
+        }
+    }
+    Ok(())
+}
+
 /// The next number of the mandate's event sequence (1, 2, 3, ...), taken inside the
 /// transaction that writes the event, so numbers have no gaps and no repeats.
 pub fn next_event_sequence<'c>(db: impl Into<Db<'c>>, seq: i64) -> db::Result<i64> {
@@ -445,6 +501,53 @@ pub fn next_event_sequence<'c>(db: impl Into<Db<'c>>, seq: i64) -> db::Result<i6
         &params![seq],
         |r| r.get(0),
     )
+}
+
+/// Takes `count` numbers of each mandate's event sequence at once (`next_event_sequence` for
+/// many events): answers each mandate's last number taken, so its events are numbered
+/// `last - count + 1 ..= last`. One statement on PostgreSQL, which locks the mandates in `seq`
+/// order first: two engines numbering events of the same mandates wait for each other in one
+/// order and cannot deadlock.
+pub fn next_event_sequences<'c>(
+    db: impl Into<Db<'c>>,
+    counts: &[(i64, i64)],
+) -> db::Result<Vec<(i64, i64)>> {
+    let db = db.into();
+    match db {
+        Db::Sqlite(_) => counts
+            .iter()
+            .map(|&(seq, count)| {
+                let last: i64 = db.query_row(
+                    "UPDATE mandates SET event_sequence = event_sequence + ?2 WHERE seq = ?1
+                     RETURNING event_sequence",
+                    &params![seq, count],
+                    |r| r.get(0),
+                )?;
+                Ok((seq, last))
+            })
+            .collect(),
+        Db::Postgres(_) => {
+            let rows: Vec<Value> = counts
+                .iter()
+                .map(|(seq, count)| serde_json::json!({"seq": seq, "n": count}))
+                .collect();
+            db.query_map(
+                &format!(
+                    "WITH wanted AS (SELECT * FROM {}),
+                          locked AS MATERIALIZED (
+                              SELECT seq FROM mandates WHERE seq IN (SELECT seq FROM wanted)
+                              ORDER BY seq FOR UPDATE)
+                     UPDATE mandates m SET event_sequence = m.event_sequence + wanted.n
+                     FROM wanted, locked
+                     WHERE m.seq = wanted.seq AND locked.seq = wanted.seq
+                     RETURNING m.seq, m.event_sequence",
+                    db::json_records("seq bigint, n bigint")
+                ),
+                &params![db::json_rows_param(rows).as_str()],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+        }
+    }
 }
 
 /// The mandate a Magic Link token opens, of any commerce.
@@ -608,6 +711,29 @@ pub(crate) mod tests {
             activation_mode: ActivationMode::Direct,
             now: "t0",
         }
+    }
+
+    #[test]
+    fn many_mandates_take_their_event_numbers_together_without_gaps() {
+        on_both(|db| {
+            let (one, two) = (mandate(db, "m-1"), mandate(db, "m-2"));
+            assert_eq!(next_event_sequence(db, one.seq).unwrap(), 1);
+            let mut taken = next_event_sequences(db, &[(one.seq, 2), (two.seq, 3)]).unwrap();
+            taken.sort();
+            assert_eq!(taken, [(one.seq, 3), (two.seq, 3)]);
+            assert_eq!(next_event_sequence(db, two.seq).unwrap(), 4);
+
+            set_state(db, two.seq, MandateState::Active, None, "t1").unwrap();
+            let mut read = vec![one.clone(), two.clone()];
+            refresh_states(db, &mut read).unwrap();
+            assert_eq!(read[0].state, one.state);
+            assert_eq!(read[1].state, MandateState::Active);
+            let mut pairs = by_seqs_with_customer(db, &[two.seq, one.seq, -1]).unwrap();
+            pairs.sort_by_key(|(m, _)| m.seq);
+            assert_eq!(pairs.len(), 2, "a missing mandate is left out");
+            assert_eq!(pairs[1].0.state, MandateState::Active);
+            assert_eq!(pairs[0].1.seq, one.customer_seq);
+        });
     }
 
     #[test]

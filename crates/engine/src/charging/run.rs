@@ -25,7 +25,7 @@ use rust_decimal::Decimal;
 use rust_decimal::prelude::RoundingStrategy;
 
 use crate::notify::events;
-use crate::operations::installments::finish_if_complete;
+use crate::operations::installments::finish_all_if_complete;
 use crate::operations::ledger;
 use mandato_core::clock::{Clock, timestamp};
 use mandato_core::domain::date::Date;
@@ -41,7 +41,8 @@ use crate::rails::transbank::WebpayOutcome;
 use crate::rails::{Acquirer, Rails, rail_of, webpay};
 use mandato_core::domain::acquirer::Rail;
 use mandato_store::charging::{
-    self as store, InstallmentOutcome, NewAttempt, OpenAttempt, RunCounts,
+    self as store, BeginCharge, FinishedAttempt, InstallmentOutcome, NewAttempt, OpenAttempt,
+    RunCounts,
 };
 use mandato_store::commerces::{self, Commerce};
 use mandato_store::customers::CustomerRow;
@@ -128,6 +129,218 @@ struct Begun {
     /// Read in the attempt's transaction, for the outcome's event (the mandate's state is read
     /// again then: it is the only part that can change meanwhile).
     known: Known,
+}
+
+/// An installment ready to be attempted, with what it is charged with and by whom.
+struct Prepared {
+    installment: InstallmentRow,
+    key: String,
+    amount: Money,
+    /// `amount`'s decimal, as the attempt records it.
+    amount_text: String,
+    /// UF installments: the CLP amount charged.
+    charged_clp: Option<String>,
+    token: String,
+    method: PaymentMethod,
+    processor: Arc<dyn Processor>,
+    forced: Option<Forced>,
+    known: Known,
+}
+
+impl Prepared {
+    /// The attempt `attempt_seq` this installment's claim inserted, ready for the processor.
+    fn begun(self, attempt_seq: i64) -> Begun {
+        Begun {
+            attempt_seq,
+            installment_seq: self.installment.seq,
+            key: self.key,
+            token: self.token,
+            customer_ref: self.known.customer.id.clone(),
+            method: self.method,
+            amount: self.amount,
+            forced: self.forced,
+            processor: self.processor,
+            known: self.known,
+        }
+    }
+}
+
+/// An attempt with its acquirer's answer, for `apply`.
+struct Answered {
+    attempt: OpenAttempt,
+    /// The mandate and customer read when the attempt began, if in this process.
+    known: Option<Known>,
+    result: std::result::Result<ChargeResult, ProcessorError>,
+}
+
+/// An attempt with its acquirer's decided answer, taken for settling in this transaction.
+struct Decided {
+    attempt: OpenAttempt,
+    known: Option<Known>,
+    result: ChargeResult,
+}
+
+/// The answered attempts with a decided outcome that are still open, each now taken by this
+/// transaction (`store::take_open_attempts`). An acquirer that refused the request declined
+/// the card; one unavailable left the outcome unknown: that attempt stays IN_PROCESS.
+fn take_decided(
+    tx: Db<'_>,
+    answered: Vec<Answered>,
+    counts: &mut RunCounts,
+) -> Result<Vec<Decided>> {
+    let mut decided = Vec::with_capacity(answered.len());
+    for a in answered {
+        let result = match a.result {
+            Ok(r) => r,
+            Err(ProcessorError::Refused(_)) => ChargeResult::Rejected {
+                code: RejectionCode::CardDeclined,
+            },
+            Err(ProcessorError::Unavailable(e)) => {
+                tracing::warn!(key = %a.attempt.idempotency_key, error = %e, "processor unavailable");
+                counts.in_process += 1;
+                continue;
+            }
+        };
+        decided.push(Decided {
+            attempt: a.attempt,
+            known: a.known,
+            result,
+        });
+    }
+    // Another engine may have moved an attempt on meanwhile (PostgreSQL), with the processor's
+    // same answer for the same key: that outcome is already applied.
+    let mut taken = std::collections::HashSet::new();
+    for state in distinct(decided.iter().map(|d| d.attempt.state.clone())) {
+        let seqs: Vec<i64> = decided
+            .iter()
+            .filter(|d| d.attempt.state == state)
+            .map(|d| d.attempt.seq)
+            .collect();
+        taken.extend(store::take_open_attempts(tx, &seqs, &state)?);
+    }
+    decided.retain(|d| taken.contains(&d.attempt.seq));
+    Ok(decided)
+}
+
+/// What each decided outcome writes on its installment and on its attempt, counted.
+fn outcome_writes<'d>(
+    decided: &'d [Decided],
+    retries: &'d HashMap<i64, (String, Option<String>)>,
+    counts: &mut RunCounts,
+) -> (Vec<(i64, InstallmentOutcome<'d>)>, Vec<FinishedAttempt<'d>>) {
+    let mut outcomes = Vec::with_capacity(decided.len());
+    let mut finished = Vec::with_capacity(decided.len());
+    for d in decided {
+        let seq = d.attempt.installment_seq;
+        let finish = |state, authorization_code, rejection_code| FinishedAttempt {
+            seq: d.attempt.seq,
+            state,
+            authorization_code,
+            rejection_code,
+        };
+        let (outcome, attempt) = match &d.result {
+            ChargeResult::Approved {
+                authorization_code, ..
+            } => {
+                counts.paid += 1;
+                (
+                    InstallmentOutcome::Paid { authorization_code },
+                    finish("PAID", Some(authorization_code.as_str()), None),
+                )
+            }
+            ChargeResult::Pending => {
+                counts.in_validation += 1;
+                (
+                    InstallmentOutcome::InValidation,
+                    finish("IN_VALIDATION", None, None),
+                )
+            }
+            ChargeResult::Rejected { code } => {
+                let Some((first, next)) = retries.get(&seq) else {
+                    continue;
+                };
+                counts.rejected += 1;
+                (
+                    InstallmentOutcome::Rejected {
+                        code: code.as_str(),
+                        message: code.message(),
+                        next_retry_date: next.as_deref(),
+                        first_rejected_date: first,
+                    },
+                    finish("REJECTED", None, Some(code.as_str())),
+                )
+            }
+        };
+        outcomes.push((seq, outcome));
+        finished.push(attempt);
+    }
+    (outcomes, finished)
+}
+
+/// The mandate and customer of each decided attempt's installment, by mandate seq: those
+/// read when the attempt began with their state read again (the only part that can change
+/// meanwhile), the others read now.
+fn parties_now(
+    tx: Db<'_>,
+    decided: &mut [Decided],
+    installments: &HashMap<i64, InstallmentRow>,
+) -> Result<HashMap<i64, Known>> {
+    let mut parties: HashMap<i64, Known> = HashMap::new();
+    for d in decided.iter_mut() {
+        let Some(installment) = installments.get(&d.attempt.installment_seq) else {
+            continue;
+        };
+        if let Some(known) = d.known.take()
+            && known.mandate.seq == installment.mandate_seq
+        {
+            parties.entry(known.mandate.seq).or_insert(known);
+        }
+    }
+    let (mut read, customers): (Vec<MandateRow>, Vec<CustomerRow>) = parties
+        .into_values()
+        .map(|k| (k.mandate, k.customer))
+        .unzip();
+    mandates::refresh_states(tx, &mut read)?;
+    let mut parties: HashMap<i64, Known> = read
+        .into_iter()
+        .zip(customers)
+        .map(|(mandate, customer)| (mandate.seq, Known { mandate, customer }))
+        .collect();
+    let unknown = distinct(
+        installments
+            .values()
+            .map(|i| i.mandate_seq)
+            .filter(|seq| !parties.contains_key(seq)),
+    );
+    for (mandate, customer) in mandates::by_seqs_with_customer(tx, &unknown)? {
+        parties.insert(mandate.seq, Known { mandate, customer });
+    }
+    Ok(parties)
+}
+
+/// Whether an installment read for a page is to be attempted on `day`: PENDING or REJECTED,
+/// not attempted that day yet, and not being paid on Webpay right now. (A race the other way,
+/// a payment started during the run, is given back when its approval finds the installment
+/// charged: `rails::webpay`.)
+fn is_ready(cache: &Cache, installment: &InstallmentRow, day: &str) -> bool {
+    let ready = matches!(
+        installment.state,
+        InstallmentState::Pending | InstallmentState::Rejected
+    ) && installment
+        .last_attempt_date
+        .as_deref()
+        .is_none_or(|d| d < day);
+    if ready && cache.paying_on_webpay.contains(&installment.seq) {
+        tracing::info!(installment = %installment.id, "being paid on Webpay; not charged");
+        return false;
+    }
+    ready
+}
+
+/// The distinct values of `values`, in their first order.
+fn distinct<T: Eq + std::hash::Hash + Clone>(values: impl Iterator<Item = T>) -> Vec<T> {
+    let mut seen = std::collections::HashSet::new();
+    values.filter(|v| seen.insert(v.clone())).collect()
 }
 
 /// The installment's mandate and customer, as read for its attempt.
@@ -280,11 +493,11 @@ impl Charger {
         })
     }
 
-    /// Writes one installment's attempt IN_PROCESS; `None` when it is not to be attempted
-    /// (attempted meanwhile, no instrument, or a UF amount without the day's UF value).
     /// Charges one page of installments as of `date`: every attempt recorded IN_PROCESS and
     /// committed, only then sent to the acquirers, then the outcomes and their events committed
-    /// together. An installment no longer ready (charged meanwhile) is skipped.
+    /// together. An installment no longer ready (charged meanwhile) is skipped. Each step is a
+    /// few statements for the whole page (`begin_page`, `apply`): on PostgreSQL a page is a
+    /// handful of round trips, not a few per installment.
     fn charge_page(
         &self,
         cache: &mut Cache,
@@ -296,12 +509,7 @@ impl Charger {
         let day = date.to_string();
         // 1. Every attempt of the page IN_PROCESS with its key, committed.
         let begun = self.store.write(|tx| {
-            let mut begun = Vec::with_capacity(page.len());
-            for seq in page {
-                if let Some(b) = self.begin(tx, cache, *seq, date, run_seq, counts)? {
-                    begun.push(b);
-                }
-            }
+            let begun = self.begin_page(tx, cache, page, date, run_seq, counts)?;
             store::update_run(tx, run_seq, counts, None)?;
             Ok(begun)
         })?;
@@ -310,19 +518,25 @@ impl Charger {
         let results = charge_by_acquirer(&begun);
         // 3. The outcomes and their events, committed together.
         self.store.write(|tx| {
-            for (b, result) in begun.into_iter().zip(results) {
-                let open = OpenAttempt {
-                    seq: b.attempt_seq,
-                    installment_seq: b.installment_seq,
-                    idempotency_key: b.key,
-                    business_date: day.clone(),
-                    amount: String::new(),
-                    currency: String::new(),
-                    state: "IN_PROCESS".to_string(),
-                    created_at: String::new(),
-                };
-                self.apply(tx, cache, &open, Some(b.known), result, date, counts)?;
-            }
+            let answered = begun
+                .into_iter()
+                .zip(results)
+                .map(|(b, result)| Answered {
+                    attempt: OpenAttempt {
+                        seq: b.attempt_seq,
+                        installment_seq: b.installment_seq,
+                        idempotency_key: b.key,
+                        business_date: day.clone(),
+                        amount: String::new(),
+                        currency: String::new(),
+                        state: "IN_PROCESS".to_string(),
+                        created_at: String::new(),
+                    },
+                    known: Some(b.known),
+                    result,
+                })
+                .collect();
+            self.apply(tx, cache, answered, date, counts)?;
             counts.done += page.len() as i64;
             // Installments that fell due during the run are charged too.
             counts.total = counts.total.max(counts.done);
@@ -365,40 +579,123 @@ impl Charger {
         })
     }
 
-    fn begin(
+    /// Writes the attempts of a page's installments IN_PROCESS, with their installments' new
+    /// state and its events: the attempts begun, in the page's order. An installment is left
+    /// out when it is not to be attempted (attempted meanwhile, being paid on Webpay, no
+    /// instrument or acquirer, or a UF amount without the day's UF value).
+    fn begin_page(
         &self,
         tx: Db<'_>,
         cache: &mut Cache,
-        installment_seq: i64,
+        page: &[i64],
         date: NaiveDate,
         run_seq: i64,
         counts: &mut RunCounts,
-    ) -> Result<Option<Begun>> {
-        let installment = installments::by_seq(tx, installment_seq)?;
-        let ready = matches!(
-            installment.state,
-            InstallmentState::Pending | InstallmentState::Rejected
-        ) && installment
-            .last_attempt_date
-            .as_deref()
-            .is_none_or(|d| d < date.to_string().as_str());
-        if !ready {
-            return Ok(None);
+    ) -> Result<Vec<Begun>> {
+        let day = date.to_string();
+        let mut read: HashMap<i64, InstallmentRow> = installments::by_seqs(tx, page)?
+            .into_iter()
+            .map(|i| (i.seq, i))
+            .collect();
+        let ready: Vec<InstallmentRow> = page
+            .iter()
+            .filter_map(|seq| read.remove(seq))
+            .filter(|i| is_ready(cache, i, &day))
+            .collect();
+        let mandate_seqs = distinct(ready.iter().map(|i| i.mandate_seq));
+        let parties: HashMap<i64, (MandateRow, CustomerRow)> =
+            mandates::by_seqs_with_customer(tx, &mandate_seqs)?
+                .into_iter()
+                .map(|(m, c)| (m.seq, (m, c)))
+                .collect();
+        let instruments: HashMap<i64, instruments::InstrumentRow> =
+            instruments::for_mandates(tx, &mandate_seqs)?
+                .into_iter()
+                .collect();
+        let mut prepared = Vec::with_capacity(ready.len());
+        for installment in ready {
+            let Some((mandate, customer)) = parties.get(&installment.mandate_seq) else {
+                continue;
+            };
+            let Some(instrument) = instruments.get(&mandate.seq).cloned() else {
+                tracing::warn!(mandate = %mandate.id, "active mandate without an instrument; not charged");
+                continue;
+            };
+            let known = Known {
+                mandate: mandate.clone(),
+                customer: customer.clone(),
+            };
+            if let Some(p) =
+                self.prepare(tx, cache, installment, known, instrument, date, counts)?
+            {
+                prepared.push(p);
+            }
         }
-        if cache.paying_on_webpay.contains(&installment_seq) {
-            // A race the other way (a payment started during the run) is given back when
-            // its approval finds the installment charged (`rails::webpay`).
-            tracing::info!(installment = %installment.id, "being paid on Webpay; not charged");
-            return Ok(None);
-        }
-        let (mandate, customer) = mandates::by_seq_with_customer(tx, installment.mandate_seq)?;
-        let Some(instrument) = instruments::for_mandate(tx, mandate.seq)? else {
-            tracing::warn!(mandate = %mandate.id, "active mandate without an instrument; not charged");
-            return Ok(None);
-        };
+        let now = self.now();
+        let attempts: Vec<NewAttempt<'_>> = prepared
+            .iter()
+            .map(|p| NewAttempt {
+                installment_seq: p.installment.seq,
+                run_seq: Some(run_seq),
+                attempt_no: p.installment.attempts + 1,
+                business_date: &day,
+                idempotency_key: &p.key,
+                amount: &p.amount_text,
+                currency: p.amount.currency().code(),
+                now: &now,
+            })
+            .collect();
+        let inserted = store::insert_attempts(tx, &attempts)?;
+        drop(attempts);
+        // An installment another engine attempted first is its: left out here.
+        let claimed: Vec<(Prepared, i64)> = prepared
+            .into_iter()
+            .zip(inserted)
+            .filter_map(|(p, attempt_seq)| attempt_seq.map(|seq| (p, seq)))
+            .collect();
+        let charges: Vec<BeginCharge<'_>> = claimed
+            .iter()
+            .map(|(p, _)| BeginCharge {
+                installment_seq: p.installment.seq,
+                date: &day,
+                method_id: p.method.id(),
+                charged_clp: p.charged_clp.as_deref(),
+            })
+            .collect();
+        let in_process: HashMap<i64, InstallmentRow> = store::begin_charges(tx, &charges, &now)?
+            .into_iter()
+            .map(|i| (i.seq, i))
+            .collect();
+        drop(charges);
+        let changed: Vec<(&Known, &InstallmentRow)> = claimed
+            .iter()
+            .filter_map(|(p, _)| Some((&p.known, in_process.get(&p.installment.seq)?)))
+            .collect();
+        self.record_events(tx, cache, &changed)?;
+        counts.attempted += claimed.len() as i64;
+        Ok(claimed
+            .into_iter()
+            .map(|(p, attempt_seq)| p.begun(attempt_seq))
+            .collect())
+    }
+
+    /// What one ready installment is charged with and by whom; `None` when it cannot be
+    /// charged now (no acquirer for its rail, or a UF amount without the day's UF value).
+    #[allow(clippy::too_many_arguments)]
+    fn prepare(
+        &self,
+        tx: Db<'_>,
+        cache: &mut Cache,
+        installment: InstallmentRow,
+        known: Known,
+        instrument: instruments::InstrumentRow,
+        date: NaiveDate,
+        counts: &mut RunCounts,
+    ) -> Result<Option<Prepared>> {
         let Some(method) = PaymentMethod::from_id(instrument.method_id) else {
             return Ok(None);
         };
+        let mandate = &known.mandate;
         let Some(processor) = cache.processor(&self.rails, tx, mandate.commerce_id, method)? else {
             counts.acquirer_not_configured += 1;
             tracing::warn!(mandate = %mandate.id, rail = %rail_of(method), "ACQUIRER_NOT_CONFIGURED: the commerce has no acquirer for the rail; not charged");
@@ -419,204 +716,140 @@ impl Charger {
             },
             _ => (installment.amount.clone(), None),
         };
-        let key = format!("{}-{date}", installment.id);
-        let now = self.now();
-        let Some(attempt_seq) = store::insert_attempt(
-            tx,
-            &NewAttempt {
-                installment_seq,
-                run_seq: Some(run_seq),
-                attempt_no: installment.attempts + 1,
-                business_date: &date.to_string(),
-                idempotency_key: &key,
-                amount: &amount.amount().to_string(),
-                currency: amount.currency().code(),
-                now: &now,
-            },
-        )?
-        else {
-            return Ok(None);
-        };
-        let in_process = store::begin_charge(
-            tx,
-            installment_seq,
-            &date.to_string(),
-            method.id(),
-            charged_clp.as_deref(),
-            &now,
-        )?;
         let forced = if self.sandbox {
             parse_forced(installment.forced_outcome.as_deref())
         } else {
             None
         };
-        self.record_event(tx, cache, &mandate, &customer, &in_process)?;
-        counts.attempted += 1;
-        Ok(Some(Begun {
-            attempt_seq,
-            installment_seq,
-            key,
-            token: instrument.processor_token,
-            customer_ref: customer.id.clone(),
-            processor,
-            method,
+        Ok(Some(Prepared {
+            key: format!("{}-{date}", installment.id),
+            amount_text: amount.amount().to_string(),
             amount,
+            charged_clp,
+            token: instrument.processor_token,
+            method,
+            processor,
             forced,
-            known: Known { mandate, customer },
+            installment,
+            known,
         }))
     }
 
-    /// Writes an attempt's outcome on the installment and the attempt, with its event.
-    /// `known`: the mandate and customer read when the attempt began, if in this process.
-    #[allow(clippy::too_many_arguments)]
+    /// Writes attempts' outcomes on their installments and attempts, with their events: a
+    /// page's in a few statements. An outcome not known (the acquirer unavailable) leaves its
+    /// attempt IN_PROCESS, to be reconciled by its key later.
     fn apply(
         &self,
         tx: Db<'_>,
         cache: &mut Cache,
-        attempt: &OpenAttempt,
-        known: Option<Known>,
-        result: std::result::Result<ChargeResult, ProcessorError>,
+        answered: Vec<Answered>,
         date: NaiveDate,
         counts: &mut RunCounts,
     ) -> Result<()> {
         let now = self.now();
-        let result = match result {
-            Ok(r) => r,
-            Err(ProcessorError::Refused(_)) => ChargeResult::Rejected {
-                code: RejectionCode::CardDeclined,
-            },
-            Err(ProcessorError::Unavailable(e)) => {
-                // Outcome unknown: it stays IN_PROCESS and is reconciled by its key later.
-                tracing::warn!(key = %attempt.idempotency_key, error = %e, "processor unavailable");
-                counts.in_process += 1;
-                return Ok(());
-            }
-        };
-        if !store::take_open_attempt(tx, attempt.seq, &attempt.state)? {
-            // Another engine moved it on meanwhile (PostgreSQL), with the processor's same
-            // answer for the same key: this outcome is already applied.
-            return Ok(());
+        let mut decided = take_decided(tx, answered, counts)?;
+        let installment_seqs: Vec<i64> =
+            decided.iter().map(|d| d.attempt.installment_seq).collect();
+        let mut installments: HashMap<i64, InstallmentRow> =
+            installments::by_seqs(tx, &installment_seqs)?
+                .into_iter()
+                .map(|i| (i.seq, i))
+                .collect();
+        let parties = parties_now(tx, &mut decided, &installments)?;
+        decided.retain(|d| {
+            installments
+                .get(&d.attempt.installment_seq)
+                .is_some_and(|i| parties.contains_key(&i.mandate_seq))
+        });
+        let retries = self.retry_dates(tx, cache, &decided, &installments, &parties, date)?;
+        let (outcomes, finished) = outcome_writes(&decided, &retries, counts);
+        // The ledger reads the installments as they were charged (method and CLP amount).
+        record_charge_entries(tx, &decided, &installments, &parties, date, &now)?;
+        for row in store::record_outcomes(tx, &outcomes, &now)? {
+            installments.insert(row.seq, row);
         }
-        let installment = installments::by_seq(tx, attempt.installment_seq)?;
-        let (mandate, customer) = match known {
-            Some(Known {
-                mut mandate,
-                customer,
-            }) if mandate.seq == installment.mandate_seq => {
-                mandates::refresh_state(tx, &mut mandate)?;
-                (mandate, customer)
-            }
-            _ => mandates::by_seq_with_customer(tx, installment.mandate_seq)?,
-        };
-        let outcome = match &result {
-            ChargeResult::Approved {
-                authorization_code,
-                fee,
-            } => {
-                let paid = store::record_outcome(
-                    tx,
-                    installment.seq,
-                    &InstallmentOutcome::Paid { authorization_code },
-                    &now,
-                )?;
-                record_charge_entry(
-                    tx,
-                    &mandate,
-                    &installment,
-                    authorization_code,
-                    *fee,
-                    date,
-                    &now,
-                )?;
-                store::finish_attempt(
-                    tx,
-                    attempt.seq,
-                    "PAID",
-                    Some(authorization_code),
-                    None,
-                    &now,
-                )?;
-                counts.paid += 1;
-                paid
-            }
-            ChargeResult::Pending => {
-                let in_validation = store::record_outcome(
-                    tx,
-                    installment.seq,
-                    &InstallmentOutcome::InValidation,
-                    &now,
-                )?;
-                store::finish_attempt(tx, attempt.seq, "IN_VALIDATION", None, None, &now)?;
-                counts.in_validation += 1;
-                in_validation
-            }
-            ChargeResult::Rejected { code } => {
-                let first = installment
-                    .first_rejected_date
-                    .as_deref()
-                    .filter(|_| installment.attempts > 1)
-                    .and_then(|d| NaiveDate::from_str(d).ok())
-                    .unwrap_or(date);
-                let policy = retry_days(tx, mandate.commerce_id)?;
-                // A retry lands on a business day, like every charge.
-                let calendar = &cache
-                    .commerce(tx, mandate.commerce_id)?
-                    .charge_dates
-                    .calendar;
-                let next = next_retry(*code, first, date, &policy)
-                    .and_then(|d| calendar.on_or_after(d))
-                    .and_then(|d| Date::new(d).ok())
-                    .map(|d| d.to_string());
-                let rejected = store::record_outcome(
-                    tx,
-                    installment.seq,
-                    &InstallmentOutcome::Rejected {
-                        code: code.as_str(),
-                        message: code.message(),
-                        next_retry_date: next.as_deref(),
-                        first_rejected_date: &first.to_string(),
-                    },
-                    &now,
-                )?;
-                store::finish_attempt(
-                    tx,
-                    attempt.seq,
-                    "REJECTED",
-                    None,
-                    Some(code.as_str()),
-                    &now,
-                )?;
-                counts.rejected += 1;
-                rejected
-            }
-        };
-        self.record_event(tx, cache, &mandate, &customer, &outcome)?;
-        if !matches!(result, ChargeResult::Pending) {
-            finish_if_complete(tx, mandate, &now)?;
-        }
+        store::finish_attempts(tx, &finished, &now)?;
+        let changed: Vec<(&Known, &InstallmentRow)> = outcomes
+            .iter()
+            .map(|(seq, _)| {
+                let installment = &installments[seq];
+                (&parties[&installment.mandate_seq], installment)
+            })
+            .collect();
+        self.record_events(tx, cache, &changed)?;
+        // A mandate whose last installment is now settled finishes (not while one awaits the
+        // bank).
+        let finishing = distinct(
+            decided
+                .iter()
+                .filter(|d| !matches!(d.result, ChargeResult::Pending))
+                .map(|d| installments[&d.attempt.installment_seq].mandate_seq),
+        );
+        let finishing: Vec<&MandateRow> =
+            finishing.iter().map(|seq| &parties[seq].mandate).collect();
+        finish_all_if_complete(tx, &finishing, &now)?;
         Ok(())
     }
 
-    /// The payment event of the installment's current state, for its mandate and customer.
-    fn record_event(
+    /// Each rejected installment's first rejection date and next retry date (a business day
+    /// of its commerce's calendar, by its retry policy; `None` when it is not retried).
+    fn retry_dates(
         &self,
         tx: Db<'_>,
         cache: &mut Cache,
-        mandate: &MandateRow,
-        customer: &CustomerRow,
-        installment: &InstallmentRow,
+        decided: &[Decided],
+        installments: &HashMap<i64, InstallmentRow>,
+        parties: &HashMap<i64, Known>,
+        date: NaiveDate,
+    ) -> Result<HashMap<i64, (String, Option<String>)>> {
+        let mut retries = HashMap::new();
+        for d in decided {
+            let ChargeResult::Rejected { code } = &d.result else {
+                continue;
+            };
+            let installment = &installments[&d.attempt.installment_seq];
+            let commerce_id = parties[&installment.mandate_seq].mandate.commerce_id;
+            let first = installment
+                .first_rejected_date
+                .as_deref()
+                .filter(|_| installment.attempts > 1)
+                .and_then(|d| NaiveDate::from_str(d).ok())
+                .unwrap_or(date);
+            let policy = retry_days(tx, commerce_id)?;
+            let calendar = &cache.commerce(tx, commerce_id)?.charge_dates.calendar;
+            let next = next_retry(*code, first, date, &policy)
+                .and_then(|d| calendar.on_or_after(d))
+                .and_then(|d| Date::new(d).ok())
+                .map(|d| d.to_string());
+            retries.insert(installment.seq, (first.to_string(), next));
+        }
+        Ok(retries)
+    }
+
+    /// The payment events of installments' current states, for their mandates and customers.
+    fn record_events(
+        &self,
+        tx: Db<'_>,
+        cache: &mut Cache,
+        changed: &[(&Known, &InstallmentRow)],
     ) -> Result<()> {
-        let terms = cache.commerce(tx, mandate.commerce_id)?;
-        events::record_payment(
-            tx,
-            &terms.commerce,
-            &terms.charge_dates,
-            mandate,
-            customer,
-            installment,
-            self.clock.now(),
-        )?;
-        Ok(())
+        for (known, _) in changed {
+            cache.commerce(tx, known.mandate.commerce_id)?;
+        }
+        let mut payments = Vec::with_capacity(changed.len());
+        for (known, installment) in changed {
+            let Some(terms) = cache.commerces.get(&known.mandate.commerce_id) else {
+                continue;
+            };
+            payments.push(events::Payment {
+                commerce: &terms.commerce,
+                charge_dates: &terms.charge_dates,
+                mandate: &known.mandate,
+                customer: &known.customer,
+                installment,
+            });
+        }
+        events::record_payments(tx, &payments, self.clock.now())
     }
 
     /// Keeps every ACTIVE PERMANENT mandate with its 12 upcoming installments.
@@ -773,7 +1006,12 @@ impl Charger {
             }
             self.store.write(|tx| {
                 let mut ignored = RunCounts::default();
-                self.apply(tx, &mut cache, attempt, None, result, date, &mut ignored)
+                let answered = Answered {
+                    attempt: attempt.clone(),
+                    known: None,
+                    result,
+                };
+                self.apply(tx, &mut cache, vec![answered], date, &mut ignored)
             })?;
             decided += 1;
         }
@@ -820,7 +1058,12 @@ impl Charger {
                 .map_err(|e| Error::Internal(e.into()))?;
             self.store.write(|tx| {
                 let mut counts = RunCounts::default();
-                self.apply(tx, &mut cache, attempt, None, result, date, &mut counts)
+                let answered = Answered {
+                    attempt: attempt.clone(),
+                    known: None,
+                    result,
+                };
+                self.apply(tx, &mut cache, vec![answered], date, &mut counts)
             })?;
         }
         if !open.is_empty() {
@@ -932,18 +1175,59 @@ fn charge_by_acquirer(begun: &[Begun]) -> Vec<std::result::Result<ChargeResult, 
         .collect()
 }
 
-/// The ledger entry of an approved charge, in the outcome's transaction: the amount charged
-/// (CLP for UF installments, as `begin_charge` recorded it) by the installment's method, with
-/// the acquirer's fee when it reported one and the default schedule's otherwise.
-fn record_charge_entry(
+/// The ledger entries of the approved charges among `decided`, in the outcomes' transaction:
+/// the amount charged (CLP for UF installments, as `begin_charge` recorded it) by the
+/// installment's method, with the acquirer's fee when it reported one and the default
+/// schedule's otherwise (Transbank reports no fee when it charges: the ledger uses the
+/// commerce's fee rule, which a reconciliation import corrects).
+fn record_charge_entries(
     tx: Db<'_>,
-    mandate: &MandateRow,
-    installment: &installments::InstallmentRow,
-    authorization_code: &str,
-    fee: Option<Decimal>,
+    decided: &[Decided],
+    installments: &HashMap<i64, InstallmentRow>,
+    parties: &HashMap<i64, Known>,
     date: NaiveDate,
     now: &str,
 ) -> Result<()> {
+    let mut charged = Vec::new();
+    for d in decided {
+        let ChargeResult::Approved {
+            authorization_code,
+            fee,
+        } = &d.result
+        else {
+            continue;
+        };
+        let installment = &installments[&d.attempt.installment_seq];
+        let movement = ledger::Movement {
+            mandate: &parties[&installment.mandate_seq].mandate,
+            installment,
+            business_date: date,
+            now,
+        };
+        let (amount, method) = charged_with(installment)?;
+        charged.push((movement, amount, method, authorization_code.as_str(), *fee));
+    }
+    let approvals: Vec<ledger::Approval<'_>> = charged
+        .iter()
+        .map(
+            |(_, amount, method, authorization_code, fee)| ledger::Approval {
+                charged: amount,
+                method: *method,
+                authorization_code,
+                fee: *fee,
+            },
+        )
+        .collect();
+    let entries: Vec<_> = charged
+        .iter()
+        .zip(&approvals)
+        .map(|((movement, ..), approval)| (movement, approval))
+        .collect();
+    ledger::record_charges(tx, &entries)
+}
+
+/// What a charged installment was charged (CLP for UF installments), and by which method.
+fn charged_with(installment: &InstallmentRow) -> Result<(Money, PaymentMethod)> {
     let charged = match installment.charged_clp.as_deref() {
         Some(clp) => Decimal::from_str(clp)
             .ok()
@@ -965,23 +1249,7 @@ fn record_charge_entry(
                 installment.id
             ))
         })?;
-    ledger::record_charge(
-        tx,
-        &ledger::Movement {
-            mandate,
-            installment,
-            business_date: date,
-            now,
-        },
-        &ledger::Approval {
-            charged: &charged,
-            method,
-            authorization_code,
-            // Transbank reports no fee when it charges: the ledger uses the commerce's fee
-            // rule, which a reconciliation import corrects.
-            fee,
-        },
-    )
+    Ok((charged, method))
 }
 
 /// The commerce's retry policy (days after the first rejection), or the default.

@@ -29,8 +29,8 @@ use mandato_core::processor::{
 };
 use mandato_store::Store;
 use mandato_store::db::Db;
-use mandato_store::sim_acquirer::SimCharge;
 use mandato_store::sim_acquirer::{self, Ledger};
+use mandato_store::sim_acquirer::{NewSimCharge, SimCharge};
 
 pub struct SimulatedProcessor {
     ledger: Ledger,
@@ -108,32 +108,51 @@ impl Processor for SimulatedProcessor {
     }
 
     fn charge(&self, request: &ChargeRequest<'_>) -> Result<ChargeResult, ProcessorError> {
-        self.with(|c| decide(c, request))?
+        self.charge_many(std::slice::from_ref(request))
+            .pop()
+            .unwrap_or_else(|| Err(ProcessorError::Unavailable("no answer".into())))
     }
 
     /// The whole batch in one transaction of the acquirer's ledger: one durable commit instead
-    /// of one per charge. Until it commits none of them counts (a crash before then leaves the
-    /// keys unknown, and reconciliation sends them again).
+    /// of one per charge, and on PostgreSQL three statements whatever the batch's size. Until
+    /// it commits none of them counts (a crash before then leaves the keys unknown, and
+    /// reconciliation sends them again).
     fn charge_many(
         &self,
         requests: &[ChargeRequest<'_>],
     ) -> Vec<Result<ChargeResult, ProcessorError>> {
-        let unavailable = |e: &dyn std::fmt::Display| {
-            requests
-                .iter()
-                .map(|_| Err(ProcessorError::Unavailable(e.to_string())))
-                .collect()
-        };
         let decide_all = |db: Db<'_>| {
-            let mut results = Vec::with_capacity(requests.len());
-            for request in requests {
-                results.push(decide(db, request)?);
-            }
-            Ok::<_, mandato_store::db::Error>(results)
+            let tokens: Vec<&str> = requests.iter().map(|r| r.token).collect();
+            let instruments = sim_acquirer::instruments_of(db, &tokens)?;
+            let at = now();
+            let decisions: Vec<Result<NewSimCharge<'_>, ProcessorError>> = requests
+                .iter()
+                .map(|r| decide(r, instruments.get(r.token), &at))
+                .collect();
+            let new: Vec<NewSimCharge<'_>> = decisions
+                .iter()
+                .filter_map(|d| d.as_ref().ok().cloned())
+                .collect();
+            let held = sim_acquirer::charge_all_once(db, &new)?;
+            Ok::<_, mandato_store::db::Error>(
+                requests
+                    .iter()
+                    .zip(decisions)
+                    .map(|(request, decision)| {
+                        decision?;
+                        held.get(request.idempotency_key)
+                            .map(to_result)
+                            .ok_or_else(|| ProcessorError::Unavailable("not recorded".into()))
+                    })
+                    .collect::<Vec<_>>(),
+            )
         };
         match self.ledger.transaction(decide_all) {
             Ok(results) => results,
-            Err(e) => unavailable(&e),
+            Err(e) => requests
+                .iter()
+                .map(|_| Err(ProcessorError::Unavailable(e.clone())))
+                .collect(),
         }
     }
 
@@ -167,59 +186,55 @@ impl Processor for SimulatedProcessor {
     }
 }
 
-/// Decides and records one charge on the acquirer's ledger (`conn`); a repeated key answers
-/// the charge recorded first.
-fn decide(
-    c: Db<'_>,
-    request: &ChargeRequest<'_>,
-) -> mandato_store::db::Result<Result<ChargeResult, ProcessorError>> {
-    let Some((kind, last4)) = sim_acquirer::instrument(c, request.token)? else {
-        return Ok(Err(ProcessorError::Refused(
-            "unknown instrument token".into(),
-        )));
+/// Decides one charge by its test instrument (`kind`, last four digits) and the sandbox's
+/// forced outcome: the charge to record (a repeated key keeps the one recorded first).
+fn decide<'r>(
+    request: &ChargeRequest<'r>,
+    instrument: Option<&(String, String)>,
+    at: &'r str,
+) -> Result<NewSimCharge<'r>, ProcessorError> {
+    let Some((kind, last4)) = instrument else {
+        return Err(ProcessorError::Refused("unknown instrument token".into()));
     };
     let natural = if kind == "CARD" {
-        card_outcome(&last4)
+        card_outcome(last4)
     } else {
-        bank_outcome(&last4)
+        bank_outcome(last4)
     };
     let decided = match request.forced {
         Some(Forced::Paid) => Ok(()),
         Some(Forced::Rejected(code)) => Err(code),
         None => natural,
     };
-    let code_text = |r: &Result<(), RejectionCode>| match r {
+    let code = Some(match &decided {
         Ok(()) => authorization_code(request.idempotency_key),
         Err(code) => code.as_str().to_string(),
-    };
-    let (result, code, settles_as) = if kind == "BANK" && request.forced.is_none() {
+    });
+    let (result, settles_as) = if kind == "BANK" && request.forced.is_none() {
         let settles = if decided.is_ok() {
             "APPROVED"
         } else {
             "REJECTED"
         };
-        ("PENDING", Some(code_text(&decided)), Some(settles))
+        ("PENDING", Some(settles))
     } else if decided.is_ok() {
-        ("APPROVED", Some(code_text(&decided)), None)
+        ("APPROVED", None)
     } else {
-        ("REJECTED", Some(code_text(&decided)), None)
+        ("REJECTED", None)
     };
-    let amount = request.amount.amount().normalize().to_string();
     let fee = (result == "APPROVED" || settles_as == Some("APPROVED"))
         .then(|| acquirer_fee(request.amount, request.method).to_string());
-    let held = sim_acquirer::charge_once(
-        c,
-        request.idempotency_key,
-        request.token,
-        &amount,
-        request.amount.currency().code(),
+    Ok(NewSimCharge {
+        key: request.idempotency_key,
+        token: request.token,
+        amount: request.amount.amount().normalize().to_string(),
+        currency: request.amount.currency().code(),
         result,
-        code.as_deref(),
+        code,
         settles_as,
-        fee.as_deref(),
-        &now(),
-    )?;
-    Ok(Ok(to_result(&held)))
+        fee,
+        at,
+    })
 }
 
 fn to_result(held: &SimCharge) -> ChargeResult {

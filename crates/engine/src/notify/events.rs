@@ -34,6 +34,104 @@ pub fn record_payment(
     installment: &InstallmentRow,
     now: DateTime<Utc>,
 ) -> Result<String> {
+    let body = payment_body(charge_dates, mandate, customer, installment);
+    let url = mandate.url_payment_webhook.as_deref();
+    record(
+        conn,
+        commerce,
+        mandate,
+        Some(installment.seq),
+        "payment",
+        url,
+        body,
+        now,
+    )
+}
+
+/// One installment's payment event, for [`record_payments`].
+pub struct Payment<'a> {
+    pub commerce: &'a Commerce,
+    pub charge_dates: &'a ChargeDates,
+    pub mandate: &'a MandateRow,
+    pub customer: &'a CustomerRow,
+    pub installment: &'a InstallmentRow,
+}
+
+/// `record_payment` for many installments (a charging page's), numbered within each mandate
+/// in the order given: every mandate's numbers taken in one statement and every event written
+/// in one (`mandates::next_event_sequences`, `events::insert_many`).
+pub fn record_payments(conn: Db<'_>, payments: &[Payment<'_>], now: DateTime<Utc>) -> Result<()> {
+    let mut wanted: Vec<(i64, i64)> = Vec::new();
+    for payment in payments {
+        match wanted
+            .iter_mut()
+            .find(|(seq, _)| *seq == payment.mandate.seq)
+        {
+            Some((_, count)) => *count += 1,
+            None => wanted.push((payment.mandate.seq, 1)),
+        }
+    }
+    // The next number of each mandate: the first of those just taken.
+    let mut next: std::collections::HashMap<i64, i64> =
+        mandates::next_event_sequences(conn, &wanted)?
+            .into_iter()
+            .map(|(seq, last)| {
+                let count = wanted.iter().find(|(s, _)| *s == seq).map_or(0, |w| w.1);
+                (seq, last - count + 1)
+            })
+            .collect();
+    let created_at = timestamp(now);
+    let mut sealed = Vec::with_capacity(payments.len());
+    for payment in payments {
+        let sequence = next.get_mut(&payment.mandate.seq).ok_or_else(|| {
+            mandato_core::error::Error::Internal(anyhow::anyhow!(
+                "mandate {} is gone",
+                payment.mandate.id
+            ))
+        })?;
+        let body = payment_body(
+            payment.charge_dates,
+            payment.mandate,
+            payment.customer,
+            payment.installment,
+        );
+        let event_id = mandato_core::ids::new_id("evt");
+        let body = seal(
+            payment.commerce,
+            "payment",
+            &event_id,
+            &created_at,
+            *sequence,
+            body,
+        )?;
+        sealed.push((event_id, *sequence, body));
+        *sequence += 1;
+    }
+    let events: Vec<NewEvent<'_>> = payments
+        .iter()
+        .zip(&sealed)
+        .map(|(payment, (event_id, sequence, body))| NewEvent {
+            id: event_id,
+            commerce_id: payment.commerce.id,
+            mandate_seq: Some(payment.mandate.seq),
+            installment_seq: Some(payment.installment.seq),
+            kind: "payment",
+            sequence: *sequence,
+            url: payment.mandate.url_payment_webhook.as_deref(),
+            body,
+            created_at: &created_at,
+        })
+        .collect();
+    events::insert_many(conn, &events)?;
+    Ok(())
+}
+
+fn payment_body(
+    charge_dates: &ChargeDates,
+    mandate: &MandateRow,
+    customer: &CustomerRow,
+    installment: &InstallmentRow,
+) -> Value {
     // The day the installment is charged: its due date moved off weekends and holidays by
     // the commerce's rule. `installmentDueDate` stays the contractual date.
     let charge_date = charge_dates.of(installment.due_date);
@@ -41,7 +139,7 @@ pub fn record_payment(
         Some(code) => json!({"code": code, "message": installment.rejection_message}),
         None => Value::Null,
     };
-    let body = json!({
+    json!({
         "event": "payment",
         "product": {
             "internalId": mandate.id,
@@ -66,18 +164,7 @@ pub fn record_payment(
             "retryScheduled": installment.retry_scheduled,
             "nextRetryDate": installment.next_retry_date.as_deref().filter(|_| installment.retry_scheduled),
         },
-    });
-    let url = mandate.url_payment_webhook.as_deref();
-    record(
-        conn,
-        commerce,
-        mandate,
-        Some(installment.seq),
-        "payment",
-        url,
-        body,
-        now,
-    )
+    })
 }
 
 /// An activation event: sent when a mandate becomes active and when it is cancelled.
@@ -152,21 +239,13 @@ fn record(
     installment_seq: Option<i64>,
     kind: &str,
     url: Option<&str>,
-    mut body: Value,
+    body: Value,
     now: DateTime<Utc>,
 ) -> Result<String> {
     let event_id = mandato_core::ids::new_id("evt");
     let sequence = mandates::next_event_sequence(conn, mandate.seq)?;
     let created_at = timestamp(now);
-    let map = body.as_object_mut().expect("event bodies are objects");
-    // `event`, `eventId`, `createdAt` and `sequence` lead the body, for readers of raw payloads.
-    let rest = std::mem::take(map);
-    map.insert("event".into(), json!(kind));
-    map.insert("eventId".into(), json!(event_id));
-    map.insert("createdAt".into(), json!(created_at));
-    map.insert("sequence".into(), json!(sequence));
-    map.extend(rest.into_iter().filter(|(k, _)| k != "event"));
-    let signed = signing::sign_body(body, &commerce.webhook_secret);
+    let body = seal(commerce, kind, &event_id, &created_at, sequence, body)?;
     events::insert(
         conn,
         &NewEvent {
@@ -177,9 +256,30 @@ fn record(
             kind,
             sequence,
             url,
-            body: &serde_json::to_string(&signed)?,
+            body: &body,
             created_at: &created_at,
         },
     )?;
     Ok(event_id)
+}
+
+/// The event's body as sent: `event`, `eventId`, `createdAt` and `sequence` lead it (for
+/// readers of raw payloads), signed with the commerce's webhook secret.
+fn seal(
+    commerce: &Commerce,
+    kind: &str,
+    event_id: &str,
+    created_at: &str,
+    sequence: i64,
+    mut body: Value,
+) -> Result<String> {
+    let map = body.as_object_mut().expect("event bodies are objects");
+    let rest = std::mem::take(map);
+    map.insert("event".into(), json!(kind));
+    map.insert("eventId".into(), json!(event_id));
+    map.insert("createdAt".into(), json!(created_at));
+    map.insert("sequence".into(), json!(sequence));
+    map.extend(rest.into_iter().filter(|(k, _)| k != "event"));
+    let signed = signing::sign_body(body, &commerce.webhook_secret);
+    Ok(serde_json::to_string(&signed)?)
 }

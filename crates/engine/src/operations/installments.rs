@@ -332,12 +332,7 @@ fn check_evidence(
 /// SUBSCRIPTION mandates, and ONEPAY ones that terminate when charged, finish once every
 /// installment is final.
 pub fn finish_if_complete(conn: Db<'_>, mandate: MandateRow, now: &str) -> Result<MandateRow> {
-    let finishes = match mandate.mandate_type {
-        MandateType::Subscription => true,
-        MandateType::Onepay => mandate.terminate_when_charged,
-        MandateType::Dynamic | MandateType::Permanent => false,
-    };
-    if !finishes || !matches!(mandate.state, MandateState::Pending | MandateState::Active) {
+    if !may_finish(&mandate) {
         return Ok(mandate);
     }
     let (all, unsettled) = installments::unsettled_count(conn, mandate.seq)?;
@@ -346,6 +341,35 @@ pub fn finish_if_complete(conn: Db<'_>, mandate: MandateRow, now: &str) -> Resul
     }
     mandates::set_state(conn, mandate.seq, MandateState::Finished, None, now)?;
     Ok(mandates::by_seq(conn, mandate.seq)?)
+}
+
+/// `finish_if_complete` for many mandates (a charging page's): their installments counted in
+/// one statement.
+pub fn finish_all_if_complete(conn: Db<'_>, mandates: &[&MandateRow], now: &str) -> Result<()> {
+    let candidates: Vec<i64> = mandates
+        .iter()
+        .filter(|m| may_finish(m))
+        .map(|m| m.seq)
+        .collect();
+    let counts = installments::unsettled_counts(conn, &candidates)?;
+    for seq in candidates {
+        if let Some((all, 0)) = counts.get(&seq)
+            && *all > 0
+        {
+            mandates::set_state(conn, seq, MandateState::Finished, None, now)?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether the mandate finishes once its installments are final, and has not ended yet.
+fn may_finish(mandate: &MandateRow) -> bool {
+    let finishes = match mandate.mandate_type {
+        MandateType::Subscription => true,
+        MandateType::Onepay => mandate.terminate_when_charged,
+        MandateType::Dynamic | MandateType::Permanent => false,
+    };
+    finishes && matches!(mandate.state, MandateState::Pending | MandateState::Active)
 }
 
 /// Reverses a PAID installment now (the acquirer took the money back): REVERSED, its payment

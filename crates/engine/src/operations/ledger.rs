@@ -48,48 +48,60 @@ struct Line<'a> {
 }
 
 fn append(conn: Db<'_>, at: &Movement<'_>, line: Line<'_>) -> Result<()> {
-    store::insert(
-        conn,
-        &NewEntry {
-            commerce_id: at.mandate.commerce_id,
-            kind: line.kind,
-            amount: line.amount,
-            currency: line.currency,
-            fee: line.fee,
-            payment_method: line.method,
-            mandate_id: &at.mandate.id,
-            mandate_external_id: &at.mandate.external_id,
-            installment_id: &at.installment.id,
-            installment_external_id: &at.installment.external_id,
-            acquirer_reference: line.reference,
-            business_date: &at.business_date.to_string(),
-            created_at: at.now,
-        },
-    )?;
+    let business_date = at.business_date.to_string();
+    store::insert(conn, &new_entry(at, &business_date, line))?;
     Ok(())
+}
+
+fn new_entry<'a>(at: &Movement<'a>, business_date: &'a str, line: Line<'a>) -> NewEntry<'a> {
+    NewEntry {
+        commerce_id: at.mandate.commerce_id,
+        kind: line.kind,
+        amount: line.amount,
+        currency: line.currency,
+        fee: line.fee,
+        payment_method: line.method,
+        mandate_id: &at.mandate.id,
+        mandate_external_id: &at.mandate.external_id,
+        installment_id: &at.installment.id,
+        installment_external_id: &at.installment.external_id,
+        acquirer_reference: line.reference,
+        business_date,
+        created_at: at.now,
+    }
 }
 
 /// A charge the processor approved (charging run, settled bank debit, Magic Link portal). An
 /// acquirer that reported no fee (Transbank, Fintoc) is charged at the commerce's fee rule
 /// for the method, which a reconciliation import corrects later.
 pub fn record_charge(conn: Db<'_>, at: &Movement<'_>, approval: &Approval<'_>) -> Result<()> {
-    let fee = match approval.fee {
-        Some(reported) => reported,
-        None => super::fees::rule_for(conn, at.mandate.commerce_id, approval.method)?
-            .fee(approval.charged),
-    };
-    append(
-        conn,
-        at,
-        Line {
+    record_charges(conn, &[(at, approval)])
+}
+
+/// `record_charge` for many approvals (a charging page's), appended in one statement.
+pub fn record_charges(conn: Db<'_>, charges: &[(&Movement<'_>, &Approval<'_>)]) -> Result<()> {
+    let dates: Vec<String> = charges
+        .iter()
+        .map(|(at, _)| at.business_date.to_string())
+        .collect();
+    let mut entries = Vec::with_capacity(charges.len());
+    for ((at, approval), business_date) in charges.iter().zip(&dates) {
+        let fee = match approval.fee {
+            Some(reported) => reported,
+            None => super::fees::rule_for(conn, at.mandate.commerce_id, approval.method)?
+                .fee(approval.charged),
+        };
+        let line = Line {
             kind: EntryKind::Charge,
             amount: approval.charged.amount(),
             currency: approval.charged.currency(),
             fee: Some(fee),
             method: Some(approval.method.name()),
             reference: Some(approval.authorization_code),
-        },
-    )
+        };
+        entries.push(new_entry(at, business_date, line));
+    }
+    store::insert_many(conn, &entries)
 }
 
 /// A paid installment taken back: minus what its payment brought in, under the charge's
