@@ -442,24 +442,24 @@ impl Engine {
     }
 
     /// Claims a request's correlationId for its commerce (`Replayed` when it was used within
-    /// the retention window; `Deferred` to the request's first transaction for a
-    /// `read_only` one on PostgreSQL).
+    /// the retention window; on PostgreSQL `Deferred` to the request's first transaction for a
+    /// read or a database-only write, `RequestKind`).
     pub fn reserve_correlation(
         &self,
         commerce_id: i64,
         correlation_id: &str,
-        read_only: bool,
+        kind: mandato_store::audit::RequestKind,
     ) -> Result<mandato_store::audit::Reservation> {
         self.audit.reserve_correlation(
             &self.store,
             commerce_id,
             correlation_id,
             self.clock.now(),
-            read_only,
+            kind,
         )
     }
 
-    /// After a read-only request's handler: its deferred claim taken, or the refusal of a
+    /// After a deferred claim's request's handler: its claim taken, or the refusal of a
     /// used correlationId (`DeferredClaim::settle`).
     pub fn settle_claim(&self, claim: &mandato_store::audit::DeferredClaim) -> Result<()> {
         claim.settle(&self.store)

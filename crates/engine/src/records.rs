@@ -5,7 +5,7 @@
 pub use mandato_store::StoredJson;
 pub use mandato_store::audit::{
     AuditEntry, AuditPlace, CORRELATION_CLAIM, CorrelationClaim, DeferredClaim, Refusal,
-    Reservation, correlation_reused,
+    RequestKind, Reservation, correlation_reused,
 };
 pub use mandato_store::charging::RunRow;
 pub use mandato_store::commerces::Commerce;

@@ -19,7 +19,7 @@ use super::guard::Deadline;
 use mandato_core::error::{Error, FieldErrors};
 use mandato_engine::records::{
     AuditEntry, AuditPlace, CORRELATION_CLAIM, Commerce, CorrelationClaim, DeferredClaim, Refusal,
-    Reservation, correlation_reused,
+    RequestKind, Reservation, correlation_reused,
 };
 
 /// The common headers, as documented for every merchant operation.
@@ -75,12 +75,9 @@ pub async fn layer(State(state): State<AppState>, request: Request, next: Next) 
     let deadline = request.extensions().get::<Deadline>().copied();
     // Before any work: a request runs only when its audit row will have room (CONTRACT 2).
     let audit_place = state.audit.place().await;
-    // A read changes nothing a replay could repeat: its claim may wait for its first
-    // transaction (`Reservation::Deferred`).
-    let read_only = matches!(
-        *request.method(),
-        axum::http::Method::GET | axum::http::Method::HEAD
-    );
+    // A read changes nothing a replay could repeat, and a creation nothing before its first
+    // transaction: their claims may wait for it (`Reservation::Deferred`).
+    let kind = request_kind(request.method(), request.uri().path());
     let method = request.method().to_string();
     // Inside the nested router the URI lost its `/api/v1` prefix; audit the full path.
     let path = request.extensions().get::<OriginalUri>().map_or_else(
@@ -108,7 +105,7 @@ pub async fn layer(State(state): State<AppState>, request: Request, next: Next) 
         peer,
     };
     // Admission reads the headers in place; the request moves on only afterwards.
-    let admitted = admit(&state, headers, &mut audit, read_only);
+    let admitted = admit(&state, headers, &mut audit, kind);
     let refusal = admitted
         .as_ref()
         .err()
@@ -217,7 +214,7 @@ fn unauthenticated_refusal(error: &Error, audit: &AuditEntry) -> Option<Refusal>
     }
 }
 
-/// A read-only request's answer once its deferred claim is settled: the handler's, or the
+/// A request's answer once its deferred claim is settled: the handler's, or the
 /// refusal of a correlationId that was used after all.
 fn settled(state: &AppState, claim: &DeferredClaim, response: Response) -> Response {
     match state.settle_claim(claim) {
@@ -226,13 +223,25 @@ fn settled(state: &AppState, claim: &DeferredClaim, response: Response) -> Respo
     }
 }
 
-/// Validates the headers, then the credentials, then the correlationId; a read-only
-/// request's claim may come back deferred.
+/// What a merchant request may do before its first transaction (`RequestKind`): the paths
+/// are those inside the API's router. The creations act on nothing but the database: their
+/// checks read the request, and the calendar or the replay records through the store.
+fn request_kind(method: &axum::http::Method, path: &str) -> RequestKind {
+    use axum::http::Method;
+    match (method, path) {
+        (&Method::GET | &Method::HEAD, _) => RequestKind::Read,
+        (&Method::POST, "/user" | "/mandate" | "/installments") => RequestKind::DatabaseWrite,
+        _ => RequestKind::Write,
+    }
+}
+
+/// Validates the headers, then the credentials, then the correlationId; the claim of a read
+/// or a creation may come back deferred.
 fn admit(
     state: &AppState,
     headers: &HeaderMap,
     audit: &mut AuditEntry,
-    read_only: bool,
+    kind: RequestKind,
 ) -> Result<(MerchantRequest, Option<Arc<DeferredClaim>>), Error> {
     let valid = validate(state, headers)?;
     let key_hash = mandato_engine::auth::api_key::hash_key(&valid.api_key);
@@ -271,7 +280,7 @@ fn admit(
     let deferred = match state.reserve_correlation(
         commerce.id,
         &valid.correlation_id.to_ascii_lowercase(),
-        read_only,
+        kind,
     )? {
         Reservation::Fresh => None,
         Reservation::Deferred(claim) => Some(claim),

@@ -274,8 +274,9 @@ impl CorrelationClaim {
 pub fn record_claim<'c>(db: impl Into<Db<'c>>, claim: &CorrelationClaim) -> db::Result<()> {
     let db = db.into();
     // On PostgreSQL a write's claim was committed before the request went on
-    // (`reserve_correlation`), and the write's commit makes it durable too: the WAL is flushed
-    // in order. Recording it again would only find it, for a round trip.
+    // (`reserve_correlation`), or goes in with the write's own transaction (a creation's,
+    // `RequestKind::DatabaseWrite`, which is deferred): either way the write's commit makes it
+    // durable too (the WAL is flushed in order). Recording it again would only find it.
     if claim.deferred.is_some() || db.backend() == Backend::Postgres {
         return Ok(());
     }
@@ -369,9 +370,13 @@ impl Claim {
     /// is refused after any crash (and the write records the claim itself, `record_claim`,
     /// besides). The same holds for what a read writes in its claim's transaction (the
     /// deprecated `GET /login`'s throttle): it commits without waiting for the disk too.
+    ///
+    /// `durable`: the transaction is a write's (`RequestKind::DatabaseWrite`), and its commit
+    /// waits for the disk as every write's does.
     fn then<T>(
         &self,
         pool: &db::PgPool,
+        durable: bool,
         f: impl FnOnce(Db<'_>) -> Result<T, Error>,
     ) -> Result<Option<T>, Error> {
         let statement = claim_statement(
@@ -380,10 +385,12 @@ impl Claim {
             &self.cutoff,
             &self.seen_at,
         );
-        let prologue = match &statement {
-            Some(statement) => format!("{NO_DISK_WAIT}; {statement}"),
-            None => NO_DISK_WAIT.to_string(),
-        };
+        let wait = if durable { None } else { Some(NO_DISK_WAIT) };
+        let prologue = [wait, statement.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("; ");
         let mut replayed = false;
         let outcome = pool.transaction_after(&prologue, |db, answer| {
             let fresh = match statement {
@@ -410,7 +417,7 @@ impl Claim {
 
     /// Takes the claim in a transaction of its own: `false` when the id was used.
     fn take(&self, store: &Store) -> Result<bool, Error> {
-        store.on_postgres(|pool| Ok(self.then(pool, |_| Ok(()))?.is_some()))
+        store.on_postgres(|pool| Ok(self.then(pool, false, |_| Ok(()))?.is_some()))
     }
 }
 
@@ -491,15 +498,32 @@ const KEY_USE_EVERY: Duration = Duration::from_secs(60);
 /// queue's memory stays bounded and every request that runs keeps its row.
 const AUDIT_ROWS_QUEUED: usize = 65_536;
 
+/// What a merchant request may do before its first transaction, which decides when its
+/// correlationId is claimed on PostgreSQL (`AuditWriter::reserve_correlation`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequestKind {
+    /// `GET` and `HEAD`: nothing a replay could repeat. The claim goes in with the request's
+    /// first transaction, whose commit does not wait for the disk.
+    Read,
+    /// A write that acts on nothing outside the database (the creations: `POST /user`,
+    /// `/mandate`, `/installments`). The claim goes in with its first transaction, which
+    /// commits durably, so the claim commits with the write it guards.
+    DatabaseWrite,
+    /// Any other write: it may call an acquirer or write a file before its first transaction,
+    /// and a replay must be refused before anything happens, so the claim is taken and
+    /// committed in a transaction of its own before the handler runs.
+    Write,
+}
+
 /// Whether a correlationId may be used.
 #[derive(Debug)]
 pub enum Reservation {
     Fresh,
     Replayed,
-    /// A read-only request on PostgreSQL: its claim is taken inside the first transaction the
-    /// request runs (`Store::read` or `write`, through `CORRELATION_CLAIM`), saving the round
-    /// trips of a transaction of its own; the request's layer takes it after the handler
-    /// when no transaction did (`DeferredClaim::settle`).
+    /// A read, or a write that acts only on the database, on PostgreSQL: its claim is taken
+    /// inside the first transaction the request runs (`Store::read` or `write`, through
+    /// `CORRELATION_CLAIM`), saving the round trips of a transaction of its own; the request's
+    /// layer takes it after the handler when no transaction did (`DeferredClaim::settle`).
     Deferred(Arc<DeferredClaim>),
 }
 
@@ -512,14 +536,18 @@ pub fn correlation_reused() -> Error {
     )
 }
 
-/// A read-only request's correlationId on PostgreSQL, not claimed yet (`Reservation::Deferred`).
+/// The correlationId of a read or of a database-only write on PostgreSQL, not claimed yet
+/// (`Reservation::Deferred`).
 ///
-/// Why only read-only requests: one that writes could act outside the database (call an
-/// acquirer, write a file) before its first transaction, and a replay must be refused before
-/// anything happens. A read does nothing a replay could repeat; it is answered only after its
+/// Why not every write: one could act outside the database (call an acquirer, write a file)
+/// before its first transaction, and a replay must be refused before anything happens
+/// (`RequestKind::Write`). A read does nothing a replay could repeat, and a database-only write
+/// does nothing before the transaction that takes its claim; either is answered only after its
 /// claim was taken, by its transaction or by `settle`.
 pub struct DeferredClaim {
     claim: Claim,
+    /// A write's: the transaction that takes the claim commits durably (it may be the write).
+    durable: bool,
     state: std::sync::atomic::AtomicU8,
     /// The engine's in-memory claims, released once this one is settled either way.
     pending: Arc<Pending>,
@@ -547,7 +575,7 @@ impl DeferredClaim {
         {
             return pool.transaction(f);
         }
-        let outcome = self.claim.then(pool, f);
+        let outcome = self.claim.then(pool, self.durable, f);
         let state = match &outcome {
             Ok(Some(_)) => TAKEN,
             Ok(None) => REPLAYED,
@@ -711,15 +739,15 @@ impl AuditWriter {
     /// lookup is skipped when the filter of seen ids has certainly never seen the id: every id
     /// enters it here, before its claim is released.
     ///
-    /// On PostgreSQL a `read_only` request's claim is deferred to its first transaction
-    /// (`Reservation::Deferred`).
+    /// On PostgreSQL the claim of a read or a database-only write is deferred to the
+    /// request's first transaction (`Reservation::Deferred`, `RequestKind`).
     pub fn reserve_correlation(
         &self,
         store: &Store,
         commerce_id: i64,
         correlation_id: &str,
         now: chrono::DateTime<chrono::Utc>,
-        read_only: bool,
+        kind: RequestKind,
     ) -> Result<Reservation, Error> {
         let key = (commerce_id, correlation_id.to_string());
         if !self.pending.claim(key.clone()) {
@@ -727,7 +755,7 @@ impl AuditWriter {
         }
         let cutoff =
             mandato_core::clock::timestamp(now - chrono::Duration::days(self.retention_days));
-        if store.backend() == Backend::Postgres && read_only {
+        if store.backend() == Backend::Postgres && kind != RequestKind::Write {
             return Ok(Reservation::Deferred(Arc::new(DeferredClaim {
                 claim: Claim {
                     commerce_id,
@@ -735,6 +763,7 @@ impl AuditWriter {
                     cutoff,
                     seen_at: mandato_core::clock::timestamp(now),
                 },
+                durable: kind == RequestKind::DatabaseWrite,
                 state: std::sync::atomic::AtomicU8::new(UNCLAIMED),
                 pending: Arc::clone(&self.pending),
             })));
@@ -1625,6 +1654,61 @@ mod tests {
                 "2026-11-25T12:00:00.000Z"
             )
             .unwrap()
+        );
+    }
+
+    #[test]
+    fn a_creation_s_claim_commits_durably_with_its_write_and_a_read_s_without_waiting() {
+        let database = crate::pg_test::database();
+        // The test cluster commits without waiting for the disk (`scripts/pg.sh`); this
+        // database's sessions wait, as a production server's do.
+        database
+            .connect()
+            .batch(
+                "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET synchronous_commit TO on',
+                                            current_database()); END $$",
+            )
+            .unwrap();
+        let store = Store::open_postgres(database.url(), &Default::default()).unwrap();
+        let deferred = |id: &str, durable: bool| DeferredClaim {
+            claim: Claim {
+                commerce_id: 1,
+                correlation_id: id.to_string(),
+                cutoff: "2026-11-20T00:00:00.000Z".to_string(),
+                seen_at: "2026-11-25T12:00:00.000Z".to_string(),
+            },
+            durable,
+            state: std::sync::atomic::AtomicU8::new(UNCLAIMED),
+            pending: Arc::new(Pending::new()),
+        };
+        let synchronous_commit = |db: Db<'_>| -> Result<String, Error> {
+            Ok(db.query_row("SHOW synchronous_commit", &params![], |r| r.get(0))?)
+        };
+        let failed = deferred("0b5f3c1e-7d7a-4a55-9a3e-1f2b3c4d5e62", true);
+        store
+            .on_postgres(|pool| {
+                let write = deferred("0b5f3c1e-7d7a-4a55-9a3e-1f2b3c4d5e60", true);
+                assert_eq!(write.take_with(pool, synchronous_commit).unwrap(), "on");
+                let read = deferred("0b5f3c1e-7d7a-4a55-9a3e-1f2b3c4d5e61", false);
+                assert_eq!(read.take_with(pool, synchronous_commit).unwrap(), "off");
+                // Both claims committed: the same ids again are replays, whoever sends them.
+                for id in [
+                    "0b5f3c1e-7d7a-4a55-9a3e-1f2b3c4d5e60",
+                    "0b5f3c1e-7d7a-4a55-9a3e-1f2b3c4d5e61",
+                ] {
+                    let again = deferred(id, true).take_with(pool, |_| Ok(()));
+                    assert!(again.is_err(), "{id}");
+                }
+                // A write that fails rolls its claim back with it: the id is not spent.
+                let refused: Result<(), Error> =
+                    failed.take_with(pool, |_| Err(Error::refused("NOPE", "refused")));
+                assert!(refused.is_err());
+                Ok(())
+            })
+            .unwrap();
+        assert!(
+            failed.settle(&store).is_ok(),
+            "taken afresh after the handler"
         );
     }
 
