@@ -803,6 +803,8 @@ impl Charger {
         date: NaiveDate,
     ) -> Result<HashMap<i64, (String, Option<String>)>> {
         let mut retries = HashMap::new();
+        // Each commerce's retry policy, read once for the page's rejections.
+        let mut policies: HashMap<i64, Vec<i64>> = HashMap::new();
         for d in decided {
             let ChargeResult::Rejected { code } = &d.result else {
                 continue;
@@ -815,9 +817,14 @@ impl Charger {
                 .filter(|_| installment.attempts > 1)
                 .and_then(|d| NaiveDate::from_str(d).ok())
                 .unwrap_or(date);
-            let policy = retry_days(tx, commerce_id)?;
+            let policy = match policies.entry(commerce_id) {
+                std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    slot.insert(retry_days(tx, commerce_id)?)
+                }
+            };
             let calendar = &cache.commerce(tx, commerce_id)?.charge_dates.calendar;
-            let next = next_retry(*code, first, date, &policy)
+            let next = next_retry(*code, first, date, policy)
                 .and_then(|d| calendar.on_or_after(d))
                 .and_then(|d| Date::new(d).ok())
                 .map(|d| d.to_string());

@@ -85,11 +85,21 @@ pub fn record_charges(conn: Db<'_>, charges: &[(&Movement<'_>, &Approval<'_>)]) 
         .map(|(at, _)| at.business_date.to_string())
         .collect();
     let mut entries = Vec::with_capacity(charges.len());
+    // A page of Transbank approvals (no fee reported) reads each commerce's rule once.
+    let mut rules = std::collections::HashMap::new();
     for ((at, approval), business_date) in charges.iter().zip(&dates) {
         let fee = match approval.fee {
             Some(reported) => reported,
-            None => super::fees::rule_for(conn, at.mandate.commerce_id, approval.method)?
-                .fee(approval.charged),
+            None => {
+                let key = (at.mandate.commerce_id, approval.method);
+                let rule = match rules.entry(key) {
+                    std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(slot) => {
+                        slot.insert(super::fees::rule_for(conn, key.0, key.1)?)
+                    }
+                };
+                rule.fee(approval.charged)
+            }
         };
         let line = Line {
             kind: EntryKind::Charge,
